@@ -1,0 +1,42 @@
+# DSX_CUDA=AUTO|ON|OFF. Sets DSX_CUDA_ENABLED and, when on, the targets
+# CUDA::cudart, CUDA::cublas, CUDA::cublasLt, dsx_cudnn and dsx_nccl.
+include(CheckLanguage)
+set(DSX_CUDA_ENABLED OFF)
+if(NOT DSX_CUDA STREQUAL "OFF")
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    set(DSX_CUDA_ENABLED ON)
+  elseif(DSX_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "dsx: DSX_CUDA=ON but no nvcc was found. Put the CUDA toolkit's bin/ on "
+                        "PATH (or set CMAKE_CUDA_COMPILER), or configure with -DDSX_CUDA=OFF.")
+  endif()
+endif()
+
+if(DSX_CUDA_ENABLED)
+  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+    # A100 (sm_80) and H100/H200 (sm_90): the GPUs of p4d/p5 and a2/a3.
+    set(CMAKE_CUDA_ARCHITECTURES 80 90)
+  endif()
+  # CMake 3.25 knows no C++20 flag for nvcc 13; .cu files are C++17.
+  set(CMAKE_CUDA_STANDARD 17)
+  set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+  enable_language(CUDA)
+  find_package(CUDAToolkit REQUIRED)
+
+  find_path(CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+  find_library(CUDNN_LIBRARY cudnn HINTS ${CUDAToolkit_LIBRARY_DIR})
+  find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+  find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR})
+  if(NOT CUDNN_INCLUDE_DIR OR NOT CUDNN_LIBRARY)
+    message(FATAL_ERROR "dsx: CUDA is on but cuDNN (cudnn.h, libcudnn) was not found.")
+  endif()
+  if(NOT NCCL_INCLUDE_DIR OR NOT NCCL_LIBRARY)
+    message(FATAL_ERROR "dsx: CUDA is on but NCCL (nccl.h, libnccl) was not found.")
+  endif()
+  add_library(dsx_cudnn INTERFACE)
+  target_include_directories(dsx_cudnn SYSTEM INTERFACE ${CUDNN_INCLUDE_DIR})
+  target_link_libraries(dsx_cudnn INTERFACE ${CUDNN_LIBRARY})
+  add_library(dsx_nccl INTERFACE)
+  target_include_directories(dsx_nccl SYSTEM INTERFACE ${NCCL_INCLUDE_DIR})
+  target_link_libraries(dsx_nccl INTERFACE ${NCCL_LIBRARY})
+endif()

@@ -1,0 +1,53 @@
+# Third-party libraries. Each missing one stops configuration with the package that provides it;
+# tools/setup.sh installs all of them.
+find_package(Threads REQUIRED)
+find_package(OpenMP REQUIRED COMPONENTS CXX)
+
+function(dsx_missing what package)
+  message(FATAL_ERROR "dsx: ${what} not found. Install it with `bash tools/setup.sh` "
+                      "(Debian package: ${package}).")
+endfunction()
+
+find_path(RAPIDJSON_INCLUDE_DIR rapidjson/document.h)
+if(NOT RAPIDJSON_INCLUDE_DIR)
+  dsx_missing("RapidJSON" "rapidjson-dev")
+endif()
+add_library(dsx_rapidjson INTERFACE)
+target_include_directories(dsx_rapidjson SYSTEM INTERFACE ${RAPIDJSON_INCLUDE_DIR})
+
+find_package(Boost 1.74 QUIET COMPONENTS program_options)
+if(NOT Boost_FOUND)
+  dsx_missing("Boost.Program_options" "libboost-program-options-dev")
+endif()
+
+find_path(LIBFABRIC_INCLUDE_DIR rdma/fabric.h)
+find_library(LIBFABRIC_LIBRARY fabric)
+if(NOT LIBFABRIC_INCLUDE_DIR OR NOT LIBFABRIC_LIBRARY)
+  dsx_missing("libfabric" "libfabric-dev")
+endif()
+add_library(dsx_libfabric INTERFACE)
+target_include_directories(dsx_libfabric SYSTEM INTERFACE ${LIBFABRIC_INCLUDE_DIR})
+target_link_libraries(dsx_libfabric INTERFACE ${LIBFABRIC_LIBRARY})
+
+set(BLA_VENDOR OpenBLAS)
+find_package(BLAS QUIET)
+find_path(CBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES openblas openblas-pthread)
+if(NOT BLAS_FOUND OR NOT CBLAS_INCLUDE_DIR)
+  dsx_missing("OpenBLAS" "libopenblas-dev")
+endif()
+add_library(dsx_blas INTERFACE)
+target_include_directories(dsx_blas SYSTEM INTERFACE ${CBLAS_INCLUDE_DIR})
+target_link_libraries(dsx_blas INTERFACE ${BLAS_LIBRARIES})
+
+if(DSX_BUILD_TESTS)
+  find_package(GTest QUIET)
+  if(NOT GTest_FOUND)
+    dsx_missing("GoogleTest" "libgtest-dev libgmock-dev")
+  endif()
+endif()
+if(DSX_BUILD_BENCH)
+  find_package(benchmark QUIET)
+  if(NOT benchmark_FOUND)
+    dsx_missing("Google Benchmark" "libbenchmark-dev")
+  endif()
+endif()

@@ -1,0 +1,28 @@
+# dsx_library(<folder> SOURCES ... [CUDA_SOURCES ...] [DEPS ...] [CUDA_DEPS ...])
+# Defines the library dsx_<folder>. CUDA_SOURCES and CUDA_DEPS are used only when CUDA is on,
+# and then DSX_HAVE_CUDA=1 is defined for the library and whoever links it.
+# Headers are included from the repository root: #include "kernels/adam.h".
+function(dsx_library folder)
+  cmake_parse_arguments(ARG "" "" "SOURCES;CUDA_SOURCES;DEPS;CUDA_DEPS" ${ARGN})
+  set(target dsx_${folder})
+  set(sources ${ARG_SOURCES})
+  if(DSX_CUDA_ENABLED)
+    list(APPEND sources ${ARG_CUDA_SOURCES})
+  endif()
+  if(sources)
+    add_library(${target} STATIC ${sources})
+    set(scope PUBLIC)
+    dsx_set_warnings(${target})
+    set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON
+                                               CUDA_SEPARABLE_COMPILATION OFF)
+  else()
+    add_library(${target} INTERFACE)
+    set(scope INTERFACE)
+  endif()
+  target_include_directories(${target} ${scope} ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/include)
+  target_link_libraries(${target} ${scope} ${ARG_DEPS})
+  if(DSX_CUDA_ENABLED)
+    target_compile_definitions(${target} ${scope} DSX_HAVE_CUDA=1)
+    target_link_libraries(${target} ${scope} ${ARG_CUDA_DEPS})
+  endif()
+endfunction()

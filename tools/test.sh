@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The README's test command: installs what is missing, builds the CPU configuration, runs every
+# test that does not need a GPU, and ends with ctest's summary.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash tools/setup.sh
+DSX_BUILD_DIR=${DSX_BUILD_DIR:-build} bash tools/build.sh -DDSX_CUDA=OFF
+cd "${DSX_BUILD_DIR:-build}"
+ctest --output-on-failure -j "$(nproc)" --timeout 600
