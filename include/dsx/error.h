@@ -18,6 +18,7 @@ enum class ErrorKind {
   Timeout,     // a wait that ran out of time
   Launch,      // hostfile, runner, remote process
   Unsupported, // asked for something this build or machine cannot do
+  Numeric,     // training can not go on: loss scale at its minimum, NaN where none may be
   Internal,    // a bug in dsx
 };
 
@@ -31,6 +32,7 @@ inline const char* to_string(ErrorKind kind) {
     case ErrorKind::Timeout: return "timeout";
     case ErrorKind::Launch: return "launch";
     case ErrorKind::Unsupported: return "unsupported";
+    case ErrorKind::Numeric: return "numeric";
     case ErrorKind::Internal: return "internal";
   }
   return "unknown";

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Creates (once) the Python virtual environment that holds dsx's peers and oracles: PyTorch,
+# DeepSpeed, transformers, safetensors, TensorBoard. Used only by compatibility scripts and
+# benchmarks, never by CI. Prints the venv's python on the last line.
+# Usage: bash bench/peers/venv.sh   (env DSX_PEERS_VENV overrides the location)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+venv=${DSX_PEERS_VENV:-$PWD/.venv-peers}
+mkdir -p "$(dirname "$venv")"
+exec 9>"$venv.lock"
+flock 9   # several scripts may ask at once; one builds, the others wait
+if [[ ! -f "$venv/.complete" ]]; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --upgrade pip wheel setuptools
+  "$venv/bin/pip" install -q torch numpy
+  # DeepSpeed's setup imports torch, so it builds against the one just installed.
+  DS_BUILD_OPS=0 "$venv/bin/pip" install -q --no-build-isolation deepspeed
+  "$venv/bin/pip" install -q transformers safetensors tensorboard hjson pydantic
+  touch "$venv/.complete"
+fi
+echo "$venv/bin/python"
