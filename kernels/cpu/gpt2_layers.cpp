@@ -1,0 +1,323 @@
+// GPT-2 layers on the CPU (see gpt2_layers.h): BLAS for matmuls, OpenMP loops for the rest.
+#include "kernels/cpu/gpt2_layers.h"
+
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "kernels/gpt2_math.h"
+
+namespace dsx::kernels::cpu {
+
+namespace {
+
+// Row-major C (m, n) = alpha * op(A) @ op(B) + beta * C.
+void gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, float alpha, const float* a,
+          size_t lda, const float* b, size_t ldb, float beta, float* c, size_t ldc) {
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+              static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a,
+              static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+}
+
+void gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, double alpha, const double* a,
+          size_t lda, const double* b, size_t ldb, double beta, double* c, size_t ldc) {
+  cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+              static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a,
+              static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+}
+
+using std::exp;
+using std::log;
+using std::sqrt;
+
+}  // namespace
+
+template <class T>
+void gpt2_encoder_forward(T* out, const int32_t* tokens, const T* wte, const T* wpe, int B, int Tn,
+                          int C) {
+#pragma omp parallel for collapse(2)
+  for (int b = 0; b < B; ++b) {
+    for (int t = 0; t < Tn; ++t) {
+      T* o = out + (static_cast<size_t>(b) * Tn + t) * C;
+      const T* e = wte + static_cast<size_t>(tokens[b * Tn + t]) * C;
+      const T* p = wpe + static_cast<size_t>(t) * C;
+      for (int i = 0; i < C; ++i) o[i] = e[i] + p[i];
+    }
+  }
+}
+
+template <class T>
+void gpt2_encoder_backward(T* dwte, T* dwpe, const T* dout, const int32_t* tokens, int B, int Tn,
+                           int C) {
+  // Serial over rows: two rows may hold the same token. Parallel over channels instead.
+#pragma omp parallel for
+  for (int i = 0; i < C; ++i) {
+    for (int b = 0; b < B; ++b) {
+      for (int t = 0; t < Tn; ++t) {
+        T d = dout[(static_cast<size_t>(b) * Tn + t) * C + i];
+        dwte[static_cast<size_t>(tokens[b * Tn + t]) * C + i] += d;
+        dwpe[static_cast<size_t>(t) * C + i] += d;
+      }
+    }
+  }
+}
+
+template <class T>
+void gpt2_layernorm_forward(T* out, T* mean, T* rstd, const T* inp, const T* weight, const T* bias,
+                            size_t N, int C) {
+#pragma omp parallel for
+  for (size_t r = 0; r < N; ++r) {
+    const T* x = inp + r * C;
+    T m = 0;
+    for (int i = 0; i < C; ++i) m += x[i];
+    m /= C;
+    T v = 0;
+    for (int i = 0; i < C; ++i) v += (x[i] - m) * (x[i] - m);
+    v /= C;
+    T s = T(1) / sqrt(v + T(gpt2::kLayerNormEps));
+    T* o = out + r * C;
+    for (int i = 0; i < C; ++i) o[i] = (x[i] - m) * s * weight[i] + bias[i];
+    mean[r] = m;
+    rstd[r] = s;
+  }
+}
+
+template <class T>
+void gpt2_layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
+                             const T* weight, const T* mean, const T* rstd, size_t N, int C) {
+  // dweight/dbias are sums over rows: each thread sums a fixed block of rows into its own
+  // partial, and the partials are added in thread order, so results are bitwise reproducible.
+  const int threads = omp_get_max_threads();
+  std::vector<T> partial(static_cast<size_t>(threads) * 2 * C, T(0));
+#pragma omp parallel num_threads(threads)
+  {
+    T* dw = partial.data() + static_cast<size_t>(omp_get_thread_num()) * 2 * C;
+    T* db = dw + C;
+#pragma omp for schedule(static)
+    for (size_t r = 0; r < N; ++r) {
+      const T* x = inp + r * C;
+      const T* g = dout + r * C;
+      T m = mean[r], s = rstd[r];
+      T g_mean = 0, g_xhat_mean = 0;
+      for (int i = 0; i < C; ++i) {
+        T xhat = (x[i] - m) * s;
+        T gx = g[i] * weight[i];
+        g_mean += gx;
+        g_xhat_mean += gx * xhat;
+        dw[i] += g[i] * xhat;
+        db[i] += g[i];
+      }
+      g_mean /= C;
+      g_xhat_mean /= C;
+      T* d = dinp + r * C;
+      for (int i = 0; i < C; ++i) {
+        T xhat = (x[i] - m) * s;
+        d[i] += (g[i] * weight[i] - g_mean - xhat * g_xhat_mean) * s;
+      }
+    }
+  }
+  for (int th = 0; th < threads; ++th) {
+    const T* dw = partial.data() + static_cast<size_t>(th) * 2 * C;
+    for (int i = 0; i < C; ++i) {
+      dweight[i] += dw[i];
+      dbias[i] += dw[C + i];
+    }
+  }
+}
+
+template <class T>
+void gpt2_matmul_forward(T* out, const T* inp, const T* weight, const T* bias, size_t N, int C,
+                         int OC) {
+  T beta = 0;
+  if (bias) {
+#pragma omp parallel for
+    for (size_t r = 0; r < N; ++r) std::copy(bias, bias + OC, out + r * OC);
+    beta = 1;
+  }
+  gemm(false, true, N, OC, C, T(1), inp, C, weight, C, beta, out, OC);
+}
+
+template <class T>
+void gpt2_matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
+                          const T* weight, size_t N, int C, int OC) {
+  gemm(false, false, N, C, OC, T(1), dout, OC, weight, C, T(0), dinp, C);
+  gemm(true, false, OC, C, N, T(1), dout, OC, inp, C, T(1), dweight, C);
+  if (!dbias) return;
+#pragma omp parallel for
+  for (int o = 0; o < OC; ++o) {
+    T s = 0;
+    for (size_t r = 0; r < N; ++r) s += dout[r * OC + o];
+    dbias[o] += s;
+  }
+}
+
+template <class T>
+void gpt2_attention_forward(T* out, T* att, const T* qkv, int B, int Tn, int C, int NH) {
+  const int hs = C / NH;
+  const T scale = T(1) / sqrt(T(hs));
+  const size_t C3 = 3 * static_cast<size_t>(C);
+#pragma omp parallel for collapse(3)
+  for (int b = 0; b < B; ++b) {
+    for (int h = 0; h < NH; ++h) {
+      for (int t = 0; t < Tn; ++t) {
+        const T* q = qkv + (static_cast<size_t>(b) * Tn + t) * C3 + h * hs;
+        T* a = att + ((static_cast<size_t>(b) * NH + h) * Tn + t) * Tn;
+        T maxv = -std::numeric_limits<T>::infinity();
+        for (int t2 = 0; t2 <= t; ++t2) {
+          const T* k = qkv + (static_cast<size_t>(b) * Tn + t2) * C3 + C + h * hs;
+          T dot = 0;
+          for (int i = 0; i < hs; ++i) dot += q[i] * k[i];
+          a[t2] = dot * scale;
+          maxv = std::max(maxv, a[t2]);
+        }
+        T sum = 0;
+        for (int t2 = 0; t2 <= t; ++t2) {
+          a[t2] = exp(a[t2] - maxv);
+          sum += a[t2];
+        }
+        T inv = T(1) / sum;
+        for (int t2 = 0; t2 <= t; ++t2) a[t2] *= inv;
+        T* o = out + (static_cast<size_t>(b) * Tn + t) * C + h * hs;
+        for (int i = 0; i < hs; ++i) o[i] = 0;
+        for (int t2 = 0; t2 <= t; ++t2) {
+          const T* v = qkv + (static_cast<size_t>(b) * Tn + t2) * C3 + 2 * C + h * hs;
+          for (int i = 0; i < hs; ++i) o[i] += a[t2] * v[i];
+        }
+      }
+    }
+  }
+}
+
+template <class T>
+void gpt2_attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, int B, int Tn,
+                             int C, int NH) {
+  const int hs = C / NH;
+  const T scale = T(1) / sqrt(T(hs));
+  const size_t C3 = 3 * static_cast<size_t>(C);
+  // One (b, h) per task: dk and dv of a key row collect contributions from every later query row.
+#pragma omp parallel
+  {
+    std::vector<T> datt(Tn);
+#pragma omp for collapse(2)
+    for (int b = 0; b < B; ++b) {
+      for (int h = 0; h < NH; ++h) {
+        for (int t = 0; t < Tn; ++t) {
+          T* dq = dqkv + (static_cast<size_t>(b) * Tn + t) * C3 + h * hs;
+          for (int i = 0; i < hs; ++i) dq[i] = 0;
+          for (int i = 0; i < hs; ++i) dq[C + i] = 0;
+          for (int i = 0; i < hs; ++i) dq[2 * C + i] = 0;
+        }
+        for (int t = 0; t < Tn; ++t) {
+          const T* a = att + ((static_cast<size_t>(b) * NH + h) * Tn + t) * Tn;
+          const T* g = dout + (static_cast<size_t>(b) * Tn + t) * C + h * hs;
+          // out = sum a[t2] v[t2]: datt[t2] = g . v[t2]; dv[t2] += a[t2] g.
+          T dot_a = 0;
+          for (int t2 = 0; t2 <= t; ++t2) {
+            const T* v = qkv + (static_cast<size_t>(b) * Tn + t2) * C3 + 2 * C + h * hs;
+            T* dv = dqkv + (static_cast<size_t>(b) * Tn + t2) * C3 + 2 * C + h * hs;
+            T d = 0;
+            for (int i = 0; i < hs; ++i) {
+              d += g[i] * v[i];
+              dv[i] += a[t2] * g[i];
+            }
+            datt[t2] = d;
+            dot_a += d * a[t2];
+          }
+          // softmax backward: dpre = a * (datt - sum(a * datt)); pre = scale * q . k.
+          const T* q = qkv + (static_cast<size_t>(b) * Tn + t) * C3 + h * hs;
+          T* dq = dqkv + (static_cast<size_t>(b) * Tn + t) * C3 + h * hs;
+          for (int t2 = 0; t2 <= t; ++t2) {
+            T dpre = a[t2] * (datt[t2] - dot_a) * scale;
+            const T* k = qkv + (static_cast<size_t>(b) * Tn + t2) * C3 + C + h * hs;
+            T* dk = dqkv + (static_cast<size_t>(b) * Tn + t2) * C3 + C + h * hs;
+            for (int i = 0; i < hs; ++i) {
+              dq[i] += dpre * k[i];
+              dk[i] += dpre * q[i];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+template <class T>
+void gpt2_gelu_forward(T* out, const T* inp, size_t n) {
+#pragma omp parallel for
+  for (size_t i = 0; i < n; ++i) out[i] = gpt2::gelu_tanh(inp[i]);
+}
+
+template <class T>
+void gpt2_gelu_backward(T* dinp, const T* inp, const T* dout, size_t n) {
+#pragma omp parallel for
+  for (size_t i = 0; i < n; ++i) dinp[i] = gpt2::gelu_tanh_grad(inp[i]) * dout[i];
+}
+
+template <class T>
+void gpt2_residual_forward(T* out, const T* a, const T* b, size_t n) {
+#pragma omp parallel for
+  for (size_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+}
+
+template <class T>
+size_t gpt2_crossentropy_forward(T* losses, T* lse, const T* logits, const int32_t* targets,
+                                 size_t N, int V, int Vp) {
+  size_t counted = 0;
+#pragma omp parallel for reduction(+ : counted)
+  for (size_t r = 0; r < N; ++r) {
+    const T* z = logits + r * Vp;
+    T maxv = z[0];
+    for (int i = 1; i < V; ++i) maxv = std::max(maxv, z[i]);
+    T sum = 0;
+    for (int i = 0; i < V; ++i) sum += exp(z[i] - maxv);
+    lse[r] = maxv + log(sum);
+    int32_t y = targets[r];
+    losses[r] = y >= 0 ? lse[r] - z[y] : T(0);
+    counted += y >= 0;
+  }
+  return counted;
+}
+
+template <class T>
+void gpt2_crossentropy_backward(T* logits_to_dlogits, const T* lse, const int32_t* targets, T dloss,
+                                size_t N, int V, int Vp) {
+#pragma omp parallel for
+  for (size_t r = 0; r < N; ++r) {
+    T* z = logits_to_dlogits + r * Vp;
+    int32_t y = targets[r];
+    if (y < 0) {
+      std::fill(z, z + Vp, T(0));
+      continue;
+    }
+    for (int i = 0; i < V; ++i) z[i] = exp(z[i] - lse[r]) * dloss;
+    z[y] -= dloss;
+    std::fill(z + V, z + Vp, T(0));
+  }
+}
+
+#define DSX_GPT2_INSTANTIATE(T)                                                                    \
+  template void gpt2_encoder_forward<T>(T*, const int32_t*, const T*, const T*, int, int, int);   \
+  template void gpt2_encoder_backward<T>(T*, T*, const T*, const int32_t*, int, int, int);        \
+  template void gpt2_layernorm_forward<T>(T*, T*, T*, const T*, const T*, const T*, size_t, int); \
+  template void gpt2_layernorm_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*,    \
+                                           const T*, size_t, int);                                \
+  template void gpt2_matmul_forward<T>(T*, const T*, const T*, const T*, size_t, int, int);       \
+  template void gpt2_matmul_backward<T>(T*, T*, T*, const T*, const T*, const T*, size_t, int,    \
+                                        int);                                                     \
+  template void gpt2_attention_forward<T>(T*, T*, const T*, int, int, int, int);                  \
+  template void gpt2_attention_backward<T>(T*, const T*, const T*, const T*, int, int, int, int); \
+  template void gpt2_gelu_forward<T>(T*, const T*, size_t);                                       \
+  template void gpt2_gelu_backward<T>(T*, const T*, const T*, size_t);                            \
+  template void gpt2_residual_forward<T>(T*, const T*, const T*, size_t);                         \
+  template size_t gpt2_crossentropy_forward<T>(T*, T*, const T*, const int32_t*, size_t, int,     \
+                                               int);                                              \
+  template void gpt2_crossentropy_backward<T>(T*, const T*, const int32_t*, T, size_t, int, int);
+
+DSX_GPT2_INSTANTIATE(float)
+DSX_GPT2_INSTANTIATE(double)
+
+}  // namespace dsx::kernels::cpu

@@ -1,0 +1,239 @@
+// GPT-2 forward and backward on the CPU, one layer at a time (see gpt2_cpu.h).
+#include "models/gpt2/gpt2_cpu.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+
+#include "dsx/error.h"
+#include "kernels/cpu/gpt2_layers.h"
+
+namespace dsx::models {
+
+namespace kc = dsx::kernels::cpu;
+
+template <class T>
+GPT2Cpu<T>::GPT2Cpu(const GPT2Config& config, int max_batch, int max_seq, bool activation_checkpointing)
+    : config_(config), specs_(gpt2_param_specs(config)), max_batch_(max_batch), max_seq_(max_seq),
+      checkpointing_(activation_checkpointing) {
+  if (max_batch < 1 || max_seq < 1 || max_seq > config.max_seq_len)
+    throw Error(ErrorKind::Config, "GPT-2: batch " + std::to_string(max_batch) + " x sequence " +
+                                       std::to_string(max_seq) + " is invalid; the sequence must be in [1, " +
+                                       std::to_string(config.max_seq_len) + "] (the model's context)");
+  for (const auto& s : specs_) num_params_ += s.numel;
+  const size_t L = config.num_layers, C = config.channels, NH = config.num_heads;
+  const size_t N = static_cast<size_t>(max_batch) * max_seq;
+  residual_.assign(L + 1, std::vector<T>(N * C));
+  blocks_.resize(checkpointing_ ? 1 : L);
+  for (auto& a : blocks_) {
+    a.ln1.resize(N * C), a.ln1_mean.resize(N), a.ln1_rstd.resize(N), a.qkv.resize(N * 3 * C);
+    a.att.resize(static_cast<size_t>(max_batch) * NH * max_seq * max_seq), a.atty.resize(N * C);
+    a.res2.resize(N * C), a.ln2.resize(N * C), a.ln2_mean.resize(N), a.ln2_rstd.resize(N);
+    a.fch.resize(N * 4 * C), a.fch_gelu.resize(N * 4 * C);
+  }
+  lnf_.resize(N * C), lnf_mean_.resize(N), lnf_rstd_.resize(N);
+  logits_.resize(N * config.padded_vocab_size), lse_.resize(N), losses_.resize(N);
+  tmp_.resize(N * C), dres_.resize(N * C), dln_.resize(N * C), dqkv_.resize(N * 3 * C);
+  datty_.resize(N * C), dfch_.resize(N * 4 * C);
+}
+
+template <class T>
+kernels::DType GPT2Cpu<T>::param_dtype() const {
+  if constexpr (sizeof(T) != 4)
+    throw Error(ErrorKind::Unsupported, "the float64 GPT-2 is a test reference with no engine dtype");
+  return kernels::DType::F32;
+}
+
+template <class T>
+void GPT2Cpu<T>::init_params(void* flat, uint64_t seed) const {
+  // GPT-2's initialisation: N(0, 0.02) for embeddings and matrices, scaled by 1/sqrt(2L) for the
+  // two projections that add into the residual stream; LayerNorm weights 1, biases 0; the padded
+  // vocabulary rows 0.
+  T* p = static_cast<T*>(flat);
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  const double proj_std = 0.02 / std::sqrt(2.0 * config_.num_layers);
+  for (const auto& s : specs_) {
+    T* w = p + s.offset;
+    bool is_proj = s.name.ends_with("c_proj.weight");
+    bool is_ln_weight = s.name.ends_with("ln_1.weight") || s.name.ends_with("ln_2.weight") ||
+                        s.name == "ln_f.weight";
+    if (s.shape.size() == 2) {
+      double std = is_proj ? proj_std : 0.02;
+      size_t n = s.numel;
+      if (s.name == "wte.weight") n = static_cast<size_t>(config_.vocab_size) * config_.channels;
+      for (size_t i = 0; i < n; ++i) w[i] = static_cast<T>(std * normal(rng));
+      std::fill(w + n, w + s.numel, T(0));
+    } else {
+      std::fill(w, w + s.numel, is_ln_weight ? T(1) : T(0));
+    }
+  }
+}
+
+template <class T>
+typename GPT2Cpu<T>::BlockParams GPT2Cpu<T>::block_params(ParamAccess& access, int block) const {
+  auto get = [&](GPT2Tensor k) {
+    return static_cast<const T*>(access.param(gpt2_param_index(config_, k, block)));
+  };
+  return {get(kLn1w), get(kLn1b), get(kQkvw), get(kQkvb), get(kAttprojw), get(kAttprojb),
+          get(kLn2w), get(kLn2b), get(kFcw),  get(kFcb),  get(kFcprojw),  get(kFcprojb)};
+}
+
+template <class T>
+typename GPT2Cpu<T>::BlockGrads GPT2Cpu<T>::block_grads(GradSink& sink, int block) const {
+  auto get = [&](GPT2Tensor k) { return static_cast<T*>(sink.grad(gpt2_param_index(config_, k, block))); };
+  return {get(kLn1w), get(kLn1b), get(kQkvw), get(kQkvb), get(kAttprojw), get(kAttprojb),
+          get(kLn2w), get(kLn2b), get(kFcw),  get(kFcb),  get(kFcprojw),  get(kFcprojb)};
+}
+
+template <class T>
+void GPT2Cpu<T>::check_batch(const int32_t* inputs, const int32_t* targets, int B, int Tn) const {
+  if (B < 1 || Tn < 1 || B > max_batch_ || Tn > max_seq_)
+    throw Error(ErrorKind::Usage, "GPT-2 forward: batch " + std::to_string(B) + " x " + std::to_string(Tn) +
+                                      " exceeds the " + std::to_string(max_batch_) + " x " +
+                                      std::to_string(max_seq_) + " the model was built for");
+  const int V = config_.vocab_size;
+  for (int i = 0; i < B * Tn; ++i) {
+    if (inputs[i] < 0 || inputs[i] >= V || (targets && targets[i] >= V))
+      throw Error(ErrorKind::Format, "GPT-2 forward: token " +
+                                         std::to_string(inputs[i] < 0 || inputs[i] >= V ? inputs[i] : targets[i]) +
+                                         " at row " + std::to_string(i / Tn) + ", position " +
+                                         std::to_string(i % Tn) + " is outside the vocabulary [0, " +
+                                         std::to_string(V) + "); the data does not match this model");
+  }
+}
+
+template <class T>
+void GPT2Cpu<T>::block_forward(BlockActs& a, T* res_out, const T* res_in, const BlockParams& p) {
+  const size_t N = static_cast<size_t>(B_) * T_;
+  const int C = config_.channels, NH = config_.num_heads;
+  kc::gpt2_layernorm_forward(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), res_in, p.ln1w, p.ln1b, N, C);
+  kc::gpt2_matmul_forward(a.qkv.data(), a.ln1.data(), p.qkvw, p.qkvb, N, C, 3 * C);
+  kc::gpt2_attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), B_, T_, C, NH);
+  kc::gpt2_matmul_forward(tmp_.data(), a.atty.data(), p.attprojw, p.attprojb, N, C, C);
+  kc::gpt2_residual_forward(a.res2.data(), res_in, tmp_.data(), N * C);
+  kc::gpt2_layernorm_forward(a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.res2.data(), p.ln2w, p.ln2b, N, C);
+  kc::gpt2_matmul_forward(a.fch.data(), a.ln2.data(), p.fcw, p.fcb, N, C, 4 * C);
+  kc::gpt2_gelu_forward(a.fch_gelu.data(), a.fch.data(), N * 4 * C);
+  kc::gpt2_matmul_forward(tmp_.data(), a.fch_gelu.data(), p.fcprojw, p.fcprojb, N, 4 * C, C);
+  kc::gpt2_residual_forward(res_out, a.res2.data(), tmp_.data(), N * C);
+}
+
+// dres holds d loss / d (block output) on entry and d loss / d (block input) on return.
+template <class T>
+void GPT2Cpu<T>::block_backward(T* dres, BlockActs& a, const T* res_in, const BlockParams& p,
+                                const BlockGrads& g) {
+  const size_t N = static_cast<size_t>(B_) * T_;
+  const int C = config_.channels, NH = config_.num_heads;
+  // output = res2 + fcproj(gelu(fc(ln2(res2))))
+  kc::gpt2_matmul_backward(dfch_.data(), g.fcprojw, g.fcprojb, dres, a.fch_gelu.data(), p.fcprojw, N, 4 * C, C);
+  kc::gpt2_gelu_backward(dfch_.data(), a.fch.data(), dfch_.data(), N * 4 * C);
+  kc::gpt2_matmul_backward(dln_.data(), g.fcw, g.fcb, dfch_.data(), a.ln2.data(), p.fcw, N, C, 4 * C);
+  kc::gpt2_layernorm_backward(dres, g.ln2w, g.ln2b, dln_.data(), a.res2.data(), p.ln2w, a.ln2_mean.data(),
+                              a.ln2_rstd.data(), N, C);
+  // res2 = input + attproj(attention(qkv(ln1(input))))
+  kc::gpt2_matmul_backward(datty_.data(), g.attprojw, g.attprojb, dres, a.atty.data(), p.attprojw, N, C, C);
+  kc::gpt2_attention_backward(dqkv_.data(), datty_.data(), a.qkv.data(), a.att.data(), B_, T_, C, NH);
+  kc::gpt2_matmul_backward(dln_.data(), g.qkvw, g.qkvb, dqkv_.data(), a.ln1.data(), p.qkvw, N, C, 3 * C);
+  kc::gpt2_layernorm_backward(dres, g.ln1w, g.ln1b, dln_.data(), res_in, p.ln1w, a.ln1_mean.data(),
+                              a.ln1_rstd.data(), N, C);
+}
+
+template <class T>
+float GPT2Cpu<T>::forward(const int32_t* inputs, const int32_t* targets, int B, int Tn, ParamAccess& access) {
+  check_batch(inputs, targets, B, Tn);
+  B_ = B, T_ = Tn;
+  const size_t N = static_cast<size_t>(B) * Tn;
+  const int L = config_.num_layers, C = config_.channels, V = config_.vocab_size, Vp = config_.padded_vocab_size;
+  inputs_.assign(inputs, inputs + N);
+  has_targets_ = targets != nullptr;
+  if (has_targets_) targets_.assign(targets, targets + N);
+
+  access.acquire(0);  // stays acquired until the tied head has run
+  access.prefetch(1);
+  const T* wte = static_cast<const T*>(access.param(gpt2_param_index(config_, kWte, 0)));
+  const T* wpe = static_cast<const T*>(access.param(gpt2_param_index(config_, kWpe, 0)));
+  kc::gpt2_encoder_forward(residual_[0].data(), inputs, wte, wpe, B, Tn, C);
+  for (int l = 0; l < L; ++l) {
+    access.acquire(l + 1);
+    access.prefetch(l + 2);
+    block_forward(acts_of(l), residual_[l + 1].data(), residual_[l].data(), block_params(access, l));
+    access.release(l + 1);
+  }
+  access.acquire(L + 1);
+  const T* lnfw = static_cast<const T*>(access.param(gpt2_param_index(config_, kLnfw, 0)));
+  const T* lnfb = static_cast<const T*>(access.param(gpt2_param_index(config_, kLnfb, 0)));
+  kc::gpt2_layernorm_forward(lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), residual_[L].data(), lnfw, lnfb, N, C);
+  kc::gpt2_matmul_forward(logits_.data(), lnf_.data(), wte, static_cast<const T*>(nullptr), N, C, Vp);
+  access.release(L + 1);
+  access.release(0);
+
+  mean_loss_ = 0;
+  counted_ = 0;
+  if (has_targets_) {
+    counted_ = kc::gpt2_crossentropy_forward(losses_.data(), lse_.data(), logits_.data(), targets, N, V, Vp);
+    T sum = 0;
+    for (size_t i = 0; i < N; ++i) sum += losses_[i];
+    mean_loss_ = counted_ ? sum / static_cast<T>(counted_) : T(0);
+  }
+  return static_cast<float>(mean_loss_);
+}
+
+template <class T>
+void GPT2Cpu<T>::backward(ParamAccess& access, GradSink& sink, float grad_scale) {
+  if (!has_targets_)
+    throw Error(ErrorKind::Usage, "GPT-2 backward: the last forward had no targets, so there is no loss to differentiate");
+  const size_t N = static_cast<size_t>(B_) * T_;
+  const int L = config_.num_layers, C = config_.channels, V = config_.vocab_size, Vp = config_.padded_vocab_size;
+  has_targets_ = false;  // the logits become their gradient below
+
+  // Head: logits = lnf(residual_L) @ wte^T, tied to the embedding (layer 0).
+  access.acquire(L + 1);
+  access.acquire(0);
+  access.prefetch(L);
+  const T* wte = static_cast<const T*>(access.param(gpt2_param_index(config_, kWte, 0)));
+  T* dwte = static_cast<T*>(sink.grad(gpt2_param_index(config_, kWte, 0)));
+  T dloss = counted_ ? static_cast<T>(grad_scale) / static_cast<T>(counted_) : T(0);
+  kc::gpt2_crossentropy_backward(logits_.data(), lse_.data(), targets_.data(), dloss, N, V, Vp);
+  kc::gpt2_matmul_backward(dln_.data(), dwte, static_cast<T*>(nullptr), logits_.data(), lnf_.data(), wte, N, C, Vp);
+  std::fill(dres_.begin(), dres_.begin() + N * C, T(0));
+  kc::gpt2_layernorm_backward(dres_.data(), static_cast<T*>(sink.grad(gpt2_param_index(config_, kLnfw, 0))),
+                              static_cast<T*>(sink.grad(gpt2_param_index(config_, kLnfb, 0))), dln_.data(),
+                              residual_[L].data(),
+                              static_cast<const T*>(access.param(gpt2_param_index(config_, kLnfw, 0))),
+                              lnf_mean_.data(), lnf_rstd_.data(), N, C);
+  sink.ready(L + 1);
+  access.release(L + 1);
+
+  for (int l = L - 1; l >= 0; --l) {
+    access.acquire(l + 1);
+    access.prefetch(l);
+    BlockParams p = block_params(access, l);
+    BlockActs& a = acts_of(l);
+    if (checkpointing_) block_forward(a, tmp_.data() /* output not needed again */, residual_[l].data(), p);
+    block_backward(dres_.data(), a, residual_[l].data(), p, block_grads(sink, l));
+    sink.ready(l + 1);
+    access.release(l + 1);
+  }
+
+  T* dwpe = static_cast<T*>(sink.grad(gpt2_param_index(config_, kWpe, 0)));
+  kc::gpt2_encoder_backward(dwte, dwpe, dres_.data(), inputs_.data(), B_, T_, C);
+  sink.ready(0);
+  access.release(0);
+}
+
+template <class T>
+std::vector<float> GPT2Cpu<T>::logits() const {
+  const size_t N = static_cast<size_t>(B_) * T_;
+  const int V = config_.vocab_size, Vp = config_.padded_vocab_size;
+  std::vector<float> out(N * V);
+  for (size_t r = 0; r < N; ++r)
+    for (int i = 0; i < V; ++i) out[r * V + i] = static_cast<float>(logits_[r * Vp + i]);
+  return out;
+}
+
+template class GPT2Cpu<float>;
+template class GPT2Cpu<double>;
+
+}  // namespace dsx::models

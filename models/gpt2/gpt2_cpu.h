@@ -1,0 +1,81 @@
+// GPT-2 on the CPU: pre-LayerNorm decoder blocks, GELU (tanh), learned positions, output head tied
+// to the token embedding, one layer at a time through ParamAccess / GradSink (models/model.h).
+// T = float is the training model; T = double is the reference the gradient checks run against.
+// With activation checkpointing only each block's input is kept in forward; backward recomputes
+// the block's activations into one scratch set just before its backward.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "models/gpt2/config.h"
+#include "models/model.h"
+
+namespace dsx::models {
+
+template <class T>
+class GPT2Cpu final : public Model {
+ public:
+  // Activations are allocated for up to max_batch rows of max_seq tokens (max_seq <= maxT).
+  GPT2Cpu(const GPT2Config& config, int max_batch, int max_seq, bool activation_checkpointing = false);
+
+  const std::vector<ParamSpec>& params() const override { return specs_; }
+  size_t num_params() const override { return num_params_; }
+  int num_layers() const override { return config_.num_layers + 2; }
+  kernels::DType param_dtype() const override;  // F32; the double reference throws Unsupported
+  bool on_device() const override { return false; }
+  void init_params(void* flat, uint64_t seed) const override;
+  float forward(const int32_t* inputs, const int32_t* targets, int B, int Tn,
+                ParamAccess& access) override;
+  void backward(ParamAccess& access, GradSink& sink, float grad_scale) override;
+  std::vector<float> logits() const override;
+  int vocab_size() const override { return config_.vocab_size; }
+  int max_seq_len() const override { return max_seq_; }
+
+  const GPT2Config& config() const { return config_; }
+  // Mean loss of the last forward in the model's own precision (the double reference needs it).
+  T mean_loss() const { return mean_loss_; }
+
+ private:
+  struct BlockActs {
+    std::vector<T> ln1, ln1_mean, ln1_rstd, qkv, att, atty, res2, ln2, ln2_mean, ln2_rstd, fch,
+        fch_gelu;
+  };
+  struct BlockParams {
+    const T *ln1w, *ln1b, *qkvw, *qkvb, *attprojw, *attprojb, *ln2w, *ln2b, *fcw, *fcb, *fcprojw,
+        *fcprojb;
+  };
+  struct BlockGrads {
+    T *ln1w, *ln1b, *qkvw, *qkvb, *attprojw, *attprojb, *ln2w, *ln2b, *fcw, *fcb, *fcprojw, *fcprojb;
+  };
+
+  BlockParams block_params(ParamAccess& access, int block) const;
+  BlockGrads block_grads(GradSink& sink, int block) const;
+  BlockActs& acts_of(int block) { return checkpointing_ ? blocks_[0] : blocks_[block]; }
+  void block_forward(BlockActs& a, T* res_out, const T* res_in, const BlockParams& p);
+  void block_backward(T* dres, BlockActs& a, const T* res_in, const BlockParams& p,
+                      const BlockGrads& g);
+  void check_batch(const int32_t* inputs, const int32_t* targets, int B, int Tn) const;
+
+  GPT2Config config_;
+  std::vector<ParamSpec> specs_;
+  size_t num_params_ = 0;
+  int max_batch_, max_seq_;
+  bool checkpointing_;
+
+  int B_ = 0, T_ = 0;  // sizes of the last forward
+  size_t counted_ = 0;  // targets that count in the loss
+  T mean_loss_ = 0;
+  bool has_targets_ = false;
+  std::vector<int32_t> inputs_, targets_;
+  std::vector<std::vector<T>> residual_;  // L + 1 streams: block l's input; [L] the last output
+  std::vector<BlockActs> blocks_;         // L sets, or 1 scratch set with checkpointing
+  std::vector<T> lnf_, lnf_mean_, lnf_rstd_, logits_, lse_, losses_;
+  // Backward scratch, reused by every block.
+  std::vector<T> tmp_, dres_, dln_, dqkv_, datty_, dfch_;
+};
+
+extern template class GPT2Cpu<float>;
+extern template class GPT2Cpu<double>;
+
+}  // namespace dsx::models

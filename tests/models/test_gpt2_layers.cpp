@@ -1,0 +1,172 @@
+// Float64 finite-difference checks of every GPT-2 layer kernel (kernels/cpu/gpt2_layers.h): each
+// layer's backward is the gradient of loss = sum(out * R) for a random R, checked against central
+// differences of its forward, for inputs and parameters alike.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "kernels/cpu/gpt2_layers.h"
+#include "kernels/gpt2_math.h"
+#include "tests/models/gradcheck.h"
+
+namespace kc = dsx::kernels::cpu;
+using dsx::test::gradient_error;
+using dsx::test::random_vector;
+
+namespace {
+
+constexpr double kTol = 1e-6;
+
+double dot(const std::vector<double>& a, const std::vector<double>& b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return s;
+}
+
+}  // namespace
+
+TEST(Gpt2Layers, EncoderGradients) {
+  const int B = 2, T = 3, C = 4, V = 5;
+  std::vector<int32_t> tokens = {1, 3, 1, 4, 1, 0};  // token 1 repeats: its gradient sums
+  auto wte = random_vector(V * C, 1), wpe = random_vector(T * C, 2), R = random_vector(B * T * C, 3);
+  std::vector<double> out(B * T * C);
+  auto f = [&] {
+    kc::gpt2_encoder_forward(out.data(), tokens.data(), wte.data(), wpe.data(), B, T, C);
+    return dot(out, R);
+  };
+  std::vector<double> dwte(V * C, 0), dwpe(T * C, 0);
+  kc::gpt2_encoder_backward(dwte.data(), dwpe.data(), R.data(), tokens.data(), B, T, C);
+  EXPECT_LT(gradient_error(f, wte.data(), wte.size(), dwte.data()), kTol);
+  EXPECT_LT(gradient_error(f, wpe.data(), wpe.size(), dwpe.data()), kTol);
+  EXPECT_EQ(dwte[2 * C], 0.0);  // token 2 never appears
+}
+
+TEST(Gpt2Layers, LayerNormGradientsAndStatistics) {
+  const size_t N = 5;
+  const int C = 7;
+  auto x = random_vector(N * C, 4, 3.0), w = random_vector(C, 5), b = random_vector(C, 6);
+  auto R = random_vector(N * C, 7);
+  std::vector<double> out(N * C), mean(N), rstd(N);
+  auto f = [&] {
+    kc::gpt2_layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C);
+    return dot(out, R);
+  };
+  f();
+  // Normalised rows: with weight 1 and bias 0 each row would have mean 0, variance ~1.
+  double m = 0;
+  for (int i = 0; i < C; ++i) m += x[i];
+  EXPECT_NEAR(mean[0], m / C, 1e-12);
+  std::vector<double> dx(N * C, 0), dw(C, 0), db(C, 0);
+  kc::gpt2_layernorm_backward(dx.data(), dw.data(), db.data(), R.data(), x.data(), w.data(), mean.data(),
+                              rstd.data(), N, C);
+  EXPECT_LT(gradient_error(f, x.data(), x.size(), dx.data()), kTol);
+  EXPECT_LT(gradient_error(f, w.data(), w.size(), dw.data()), kTol);
+  EXPECT_LT(gradient_error(f, b.data(), b.size(), db.data()), kTol);
+}
+
+TEST(Gpt2Layers, LayerNormBackwardAccumulatesIntoTheResidualGradient) {
+  const size_t N = 2;
+  const int C = 3;
+  auto x = random_vector(N * C, 8), w = random_vector(C, 9), b = random_vector(C, 10), g = random_vector(N * C, 11);
+  std::vector<double> out(N * C), mean(N), rstd(N);
+  kc::gpt2_layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C);
+  std::vector<double> d0(N * C, 0), d1(N * C, 5.0), dw(C, 0), db(C, 0);
+  kc::gpt2_layernorm_backward(d0.data(), dw.data(), db.data(), g.data(), x.data(), w.data(), mean.data(), rstd.data(), N, C);
+  kc::gpt2_layernorm_backward(d1.data(), dw.data(), db.data(), g.data(), x.data(), w.data(), mean.data(), rstd.data(), N, C);
+  for (size_t i = 0; i < N * C; ++i) EXPECT_NEAR(d1[i], d0[i] + 5.0, 1e-12);
+}
+
+TEST(Gpt2Layers, MatmulGradients) {
+  const size_t N = 6;
+  const int C = 5, OC = 4;
+  auto x = random_vector(N * C, 12), w = random_vector(OC * C, 13), b = random_vector(OC, 14);
+  auto R = random_vector(N * OC, 15);
+  std::vector<double> out(N * OC);
+  auto f = [&] {
+    kc::gpt2_matmul_forward(out.data(), x.data(), w.data(), b.data(), N, C, OC);
+    return dot(out, R);
+  };
+  f();
+  double expect = b[1];
+  for (int i = 0; i < C; ++i) expect += x[2 * C + i] * w[1 * C + i];
+  EXPECT_NEAR(out[2 * OC + 1], expect, 1e-12);  // PyTorch Linear layout: out = x W^T + b
+  std::vector<double> dx(N * C, 7.0), dw(OC * C, 0), db(OC, 0);
+  kc::gpt2_matmul_backward(dx.data(), dw.data(), db.data(), R.data(), x.data(), w.data(), N, C, OC);
+  EXPECT_LT(gradient_error(f, x.data(), x.size(), dx.data()), kTol);  // overwritten, not += 7
+  EXPECT_LT(gradient_error(f, w.data(), w.size(), dw.data()), kTol);
+  EXPECT_LT(gradient_error(f, b.data(), b.size(), db.data()), kTol);
+}
+
+TEST(Gpt2Layers, AttentionGradientsAndCausality) {
+  const int B = 2, T = 5, C = 6, NH = 2;
+  auto qkv = random_vector(B * T * 3 * C, 16), R = random_vector(B * T * C, 17);
+  std::vector<double> out(B * T * C), att(B * NH * T * T);
+  auto f = [&] {
+    kc::gpt2_attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH);
+    return dot(out, R);
+  };
+  f();
+  // Position 0 attends only to itself: its output is its own value vector.
+  for (int i = 0; i < C; ++i) EXPECT_NEAR(out[i], qkv[2 * C + i], 1e-12);
+  std::vector<double> dqkv(B * T * 3 * C);
+  kc::gpt2_attention_backward(dqkv.data(), R.data(), qkv.data(), att.data(), B, T, C, NH);
+  EXPECT_LT(gradient_error(f, qkv.data(), qkv.size(), dqkv.data(), 400), kTol);
+  // The last position's keys and values influence nothing before it: changing them moves only
+  // the last output row.
+  auto before = out;
+  qkv[(T - 1) * 3 * C + C] += 1.0;
+  f();
+  for (int t = 0; t < T - 1; ++t)
+    for (int i = 0; i < C; ++i) EXPECT_EQ(out[t * C + i], before[t * C + i]);
+}
+
+TEST(Gpt2Layers, GeluGradientAndKnownValues) {
+  auto x = random_vector(50, 18, 2.0), R = random_vector(50, 19);
+  std::vector<double> out(50);
+  auto f = [&] {
+    kc::gpt2_gelu_forward(out.data(), x.data(), x.size());
+    return dot(out, R);
+  };
+  std::vector<double> dx(50);
+  kc::gpt2_gelu_backward(dx.data(), x.data(), R.data(), x.size());
+  EXPECT_LT(gradient_error(f, x.data(), x.size(), dx.data()), kTol);
+  // gelu_tanh(1) = 0.5 (1 + tanh(sqrt(2/pi) 1.044715)) = 0.8411919906082768
+  EXPECT_NEAR(dsx::kernels::gpt2::gelu_tanh(1.0), 0.8411919906082768, 1e-14);
+  EXPECT_EQ(dsx::kernels::gpt2::gelu_tanh(0.0), 0.0);
+}
+
+TEST(Gpt2Layers, CrossEntropyGradientIgnoredRowsAndPadding) {
+  const size_t N = 4;
+  const int V = 5, Vp = 8;
+  auto logits = random_vector(N * Vp, 20, 2.0);
+  std::vector<int32_t> targets = {2, -1, 4, 0};
+  std::vector<double> losses(N), lse(N);
+  auto f = [&] {
+    kc::gpt2_crossentropy_forward(losses.data(), lse.data(), logits.data(), targets.data(), N, V, Vp);
+    return losses[0] + losses[1] + losses[2] + losses[3];
+  };
+  EXPECT_EQ(kc::gpt2_crossentropy_forward(losses.data(), lse.data(), logits.data(), targets.data(), N, V, Vp), 3u);
+  EXPECT_EQ(losses[1], 0.0);
+  double sum = 0;
+  for (int i = 0; i < V; ++i) sum += std::exp(logits[i]);
+  EXPECT_NEAR(losses[0], std::log(sum) - logits[2], 1e-12);  // padded columns take no part
+  auto grad = logits;
+  kc::gpt2_crossentropy_backward(grad.data(), lse.data(), targets.data(), 1.0, N, V, Vp);
+  EXPECT_LT(gradient_error(f, logits.data(), logits.size(), grad.data()), kTol);
+  for (size_t r = 0; r < N; ++r)
+    for (int i = V; i < Vp; ++i) EXPECT_EQ(grad[r * Vp + i], 0.0);
+  for (int i = 0; i < Vp; ++i) EXPECT_EQ(grad[Vp + i], 0.0);  // ignored row
+}
+
+TEST(Gpt2Layers, FloatPathMatchesDoublePath) {
+  const size_t N = 8;
+  const int C = 16, OC = 12;
+  auto xd = random_vector(N * C, 21), wd = random_vector(OC * C, 22), bd = random_vector(OC, 23);
+  std::vector<float> xf(xd.begin(), xd.end()), wf(wd.begin(), wd.end()), bf(bd.begin(), bd.end());
+  std::vector<double> od(N * OC);
+  std::vector<float> of(N * OC);
+  kc::gpt2_matmul_forward(od.data(), xd.data(), wd.data(), bd.data(), N, C, OC);
+  kc::gpt2_matmul_forward(of.data(), xf.data(), wf.data(), bf.data(), N, C, OC);
+  for (size_t i = 0; i < od.size(); ++i) EXPECT_NEAR(of[i], od[i], 1e-5 * (1 + std::abs(od[i])));
+}
