@@ -80,3 +80,31 @@ TEST(ShardedParams, PerParameterPadding) {
     for (int r = 0; r < 4; ++r) total += s.real_in_shard(p, r);
   EXPECT_EQ(total, 21u);
 }
+
+#include "zero/layout.h"
+
+using dsx::zero::ParamInfo;
+using dsx::zero::ZeroLayout;
+
+TEST(ZeroLayout, LayersBecomeContiguousRanges) {
+  // llm.c-style model order interleaves layers: (layer) 0, 1, 2, 1, 2, 0
+  std::vector<ParamInfo> params = {{10, 0, true}, {3, 1, false}, {4, 2, true},
+                                   {5, 1, true},  {6, 2, false}, {2, 0, false}};
+  ZeroLayout layout(params, 3);
+  EXPECT_EQ(layout.numel(), 30u);
+  EXPECT_EQ(layout.layer_range(0).begin, 0u);
+  EXPECT_EQ(layout.layer_range(0).end, 12u);
+  EXPECT_EQ(layout.layer_range(1).begin, 12u);
+  EXPECT_EQ(layout.layer_range(1).end, 20u);
+  EXPECT_EQ(layout.layer_range(2).end, 30u);
+  EXPECT_EQ(layout.flat_offset(5), 10u);  // second param of layer 0 keeps model order within the layer
+  EXPECT_EQ(layout.flat_offset(3), 15u);
+  for (size_t i = 0; i < params.size(); ++i) EXPECT_EQ(layout.index_at(layout.position(i)), i);
+}
+
+TEST(ZeroLayout, EmptyLayerHasAnEmptyRange) {
+  std::vector<ParamInfo> params = {{4, 0, true}, {4, 2, true}};
+  ZeroLayout layout(params, 3);
+  EXPECT_EQ(layout.layer_numel(1), 0u);
+  EXPECT_EQ(layout.layer_range(2).begin, 4u);
+}
