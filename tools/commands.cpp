@@ -6,10 +6,12 @@
 namespace dsx::tools {
 
 int run_version(int argc, char** argv);
+int run_estimate(int argc, char** argv);
 
 std::span<const Command> commands() {
   static const std::array table = {
       Command{"version", "print the dsx version and build options", run_version},
+      Command{"estimate", "memory per GPU and CPU for each ZeRO stage; fewest GPUs that fit", run_estimate},
   };
   return table;
 }

@@ -1,0 +1,111 @@
+// `dsx estimate` as a user runs it: the JSON a script reads, the table, and the errors.
+#include <gtest/gtest.h>
+#include <rapidjson/document.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "tests/tools/run_command.h"
+
+using dsx::test::run_dsx;
+
+namespace {
+
+rapidjson::Document parse(const std::string& text) {
+  rapidjson::Document doc;
+  doc.Parse(text.c_str());
+  EXPECT_FALSE(doc.HasParseError()) << text;
+  return doc;
+}
+
+}  // namespace
+
+// Llama-2-7B, 8 GPUs, one node: DeepSpeed 0.19.8's figures (tests/engine/test_estimate_deepspeed.cpp).
+TEST(EstimateCli, JsonCarriesDeepSpeedFiguresForA7bModel) {
+  auto r = run_dsx("estimate --model llama2-7b --gpus-per-node 8 --stage 2,3 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto doc = parse(r.output);
+  EXPECT_EQ(doc["model"]["params"].GetInt64(), 6738415616);
+  const auto& rows = doc["rows"];
+  ASSERT_EQ(rows.Size(), 5u);
+  EXPECT_EQ(rows[0]["stage"].GetInt(), 2);
+  EXPECT_STREQ(rows[0]["offload_optimizer"].GetString(), "none");
+  EXPECT_EQ(rows[0]["gpu"]["model_states"].GetInt64(), 28638266368);
+  EXPECT_EQ(rows[0]["cpu_per_node"]["model_states"].GetInt64(), 323443949568);
+  EXPECT_EQ(rows[2]["gpu"]["model_states"].GetInt64(), 15685723136);  // stage 3, no offload
+  for (const auto& row : rows.GetArray()) {
+    const auto& gpu = row["gpu"];
+    EXPECT_EQ(gpu["total"].GetInt64(), gpu["model_states"].GetInt64() + gpu["activations"].GetInt64() +
+                                           gpu["buffers"].GetInt64() + gpu["reserve"].GetInt64());
+    EXPECT_EQ(row["fits"].GetBool(), gpu["total"].GetInt64() <= doc["setup"]["gpu_memory_bytes"].GetInt64());
+  }
+}
+
+TEST(EstimateCli, TableShowsEveryStageAndOffload) {
+  auto r = run_dsx("estimate --model gpt2 --gpu rtx4090 --micro-batch 8");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("124439808 params"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("fewest GPUs"), std::string::npos);
+  EXPECT_NE(r.output.find("optimizer+param"), std::string::npos);
+  EXPECT_NE(r.output.find("\n0     none"), std::string::npos);
+}
+
+TEST(EstimateCli, HfConfigAndRawShapeGiveTheSameCount) {
+  const std::string path = std::string(DSX_BINARY_DIR) + "/test_estimate_cli_config.json";
+  std::ofstream(path) << R"({"model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "vocab_size": 32000,
+    "max_position_embeddings": 4096, "tie_word_embeddings": false})";
+  auto from_file = run_dsx("estimate --hf-config " + path + " --json");
+  std::remove(path.c_str());
+  auto raw = run_dsx("estimate --layers 32 --hidden 4096 --heads 32 --vocab 32000 --intermediate 11008 "
+                     "--seq-len 4096 --json");
+  ASSERT_EQ(from_file.exit_code, 0) << from_file.output;
+  ASSERT_EQ(raw.exit_code, 0) << raw.output;
+  EXPECT_EQ(parse(from_file.output)["model"]["params"].GetInt64(), 6738415616);
+  EXPECT_EQ(parse(raw.output)["model"]["params"].GetInt64(), 6738415616);
+}
+
+TEST(EstimateCli, ParamsOverrideTheCount) {
+  auto r = run_dsx("estimate --layers 32 --hidden 4096 --heads 32 --vocab 32000 --seq-len 2048 --params 7e9 "
+                   "--stage 2 --offload none --gpus-per-node 8 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto doc = parse(r.output);
+  EXPECT_EQ(doc["model"]["params"].GetInt64(), 7000000000);
+  // DeepSpeed: 2P + int(18P/8) = 29750000000 bytes (27.71 GiB, the 7B worked example).
+  EXPECT_EQ(doc["rows"][0]["gpu"]["model_states"].GetInt64(), 29750000000);
+}
+
+TEST(EstimateCli, BadInputIsAClearUsageError) {
+  struct Case {
+    const char* args;
+    const char* says;
+  } cases[] = {
+      {"estimate --model gpt5", "known presets: gpt2"},
+      {"estimate --model gpt2 --hf-config x.json", "exactly one model"},
+      {"estimate --model gpt2 --stage 5", "--stage takes 0, 1, 2 or 3"},
+      {"estimate --model gpt2 --offload nvme", "--offload takes none, optimizer or param"},
+      {"estimate --model gpt2 --gpu v100", "known types: rtx4090"},
+      {"estimate --model gpt2 --micro-batch 0", "--micro-batch must be at least 1"},
+      {"estimate --model gpt2 --precision int8", "--precision must be bf16, fp16 or fp32"},
+      {"estimate --layers 2 --hidden 64 --heads 4 --vocab 100 --params lots", "--params 'lots'"},
+      {"estimate --layers 2 --hidden 64 --heads 4 --vocab 100", "give --seq-len"},
+      {"estimate --model gpt2 --stage 0 --offload param", "no valid stage/offload pair"},
+  };
+  for (const auto& c : cases) {
+    auto r = run_dsx(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.says), std::string::npos) << c.args << "\n" << r.output;
+  }
+}
+
+TEST(EstimateCli, UnreadableOrBrokenConfigNamesTheFile) {
+  auto r = run_dsx("estimate --hf-config /nonexistent/config.json");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("io error: cannot open '/nonexistent/config.json'"), std::string::npos) << r.output;
+  const std::string path = std::string(DSX_BINARY_DIR) + "/test_estimate_cli_broken.json";
+  std::ofstream(path) << "{\n  \"hidden_size\": 64,\n  \"n_layer\": }\n";
+  r = run_dsx("estimate --hf-config " + path);
+  std::remove(path.c_str());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("test_estimate_cli_broken.json:3: invalid JSON"), std::string::npos) << r.output;
+}

@@ -1,0 +1,367 @@
+// `dsx estimate`: how much GPU and CPU memory a training run needs, per ZeRO stage and offload
+// choice, and the fewest GPUs that fit. Parses flags and prints; the memory model is in
+// engine/estimate/.
+#include <rapidjson/prettywriter.h>
+#include <rapidjson/stringbuffer.h>
+
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include "dsx/error.h"
+#include "engine/estimate/gpu_catalog.h"
+#include "engine/estimate/hf_config.h"
+#include "engine/estimate/memory_model.h"
+#include "engine/estimate/model_presets.h"
+#include "tools/cli.h"
+
+namespace dsx::tools {
+
+namespace est = dsx::estimate;
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+po::options_description estimate_options() {
+  po::options_description model("model: a preset, a config.json, or a shape");
+  model.add_options()
+      ("model", po::value<std::string>(), "preset name (see --list)")
+      ("hf-config", po::value<std::string>(), "a Hugging Face config.json")
+      ("arch", po::value<std::string>()->default_value("llama"), "shape family: gpt2 or llama")
+      ("layers", po::value<int64_t>(), "transformer blocks")
+      ("hidden", po::value<int64_t>(), "hidden size")
+      ("heads", po::value<int64_t>(), "attention heads")
+      ("kv-heads", po::value<int64_t>(), "key/value heads (default: heads)")
+      ("vocab", po::value<int64_t>(), "vocabulary size")
+      ("intermediate", po::value<int64_t>(), "MLP width (default: 4 x hidden)")
+      ("tied-embeddings", po::bool_switch(), "lm_head shares the embedding")
+      ("params", po::value<std::string>(), "total parameters (e.g. 7e9), instead of counting them");
+  po::options_description run("training");
+  run.add_options()
+      ("seq-len", po::value<int64_t>(), "tokens per sample (default: the model's maximum)")
+      ("micro-batch", po::value<int64_t>()->default_value(1), "samples per GPU per step")
+      ("precision", po::value<std::string>()->default_value("bf16"), "bf16, fp16 or fp32")
+      ("stage", po::value<std::vector<std::string>>()->composing(), "ZeRO stages, e.g. 2,3 (default: all)")
+      ("offload", po::value<std::vector<std::string>>()->composing(),
+       "none, optimizer, param (= optimizer and param); default: all")
+      ("activation-checkpointing", po::bool_switch(), "checkpoint every transformer block")
+      ("attention", po::value<std::string>()->default_value("flash"), "flash or eager (stores s x s scores)")
+      ("zero-init", po::value<bool>()->default_value(true), "ZeRO-3 builds the model partitioned");
+  po::options_description hardware("hardware");
+  hardware.add_options()
+      ("gpu", po::value<std::string>()->default_value("a100-80gb"), "GPU type (see --list)")
+      ("gpu-mem-gib", po::value<double>(), "GPU memory in GiB, instead of --gpu")
+      ("gpus-per-node", po::value<int64_t>()->default_value(1), "GPUs per node")
+      ("nodes", po::value<int64_t>()->default_value(1), "nodes")
+      ("cpu-mem-gib", po::value<double>(), "host memory per node in GiB (default: not checked)")
+      ("reserve-gib", po::value<double>()->default_value(1.0), "per GPU for CUDA context, NCCL, allocator");
+  po::options_description tuning("ds_config values");
+  tuning.add_options()
+      ("reduce-bucket-size", po::value<std::string>()->default_value("5e8"), "elements")
+      ("prefetch-bucket-size", po::value<std::string>()->default_value("5e7"), "elements (stage 3)")
+      ("buffer-factor", po::value<double>()->default_value(est::kDeepSpeedBufferFactor),
+       "DeepSpeed's additional_buffer_factor for CPU figures");
+  po::options_description output("output");
+  output.add_options()
+      ("json", po::bool_switch(), "print JSON")
+      ("list", po::bool_switch(), "list model presets and GPU types");
+  po::options_description all;
+  all.add(model).add(run).add(hardware).add(tuning).add(output);
+  return all;
+}
+
+Error usage(const std::string& message) { return Error(ErrorKind::Usage, "dsx estimate: " + message); }
+
+// "7e9", "124439808": a positive whole number.
+int64_t parse_count(const std::string& option, const std::string& text) {
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || !(value >= 1) || value > 9e15 || value != std::floor(value)) {
+    throw usage("--" + option + " '" + text + "' is not a positive whole number (e.g. 7e9 or 500000000)");
+  }
+  return static_cast<int64_t>(value);
+}
+
+int64_t positive(const po::variables_map& vars, const std::string& option) {
+  int64_t v = vars[option].as<int64_t>();
+  if (v < 1) throw usage("--" + option + " must be at least 1, got " + std::to_string(v));
+  return v;
+}
+
+std::vector<std::string> split_list(const po::variables_map& vars, const std::string& option) {
+  std::vector<std::string> words;
+  if (!vars.count(option)) return words;
+  for (const auto& arg : vars[option].as<std::vector<std::string>>()) {
+    std::stringstream in(arg);
+    for (std::string word; std::getline(in, word, ',');) {
+      if (!word.empty()) words.push_back(word);
+    }
+  }
+  return words;
+}
+
+est::ModelShape model_from_args(const po::variables_map& vars) {
+  const bool preset = vars.count("model"), config = vars.count("hf-config"), shape = vars.count("layers");
+  if (preset + config + shape != 1) {
+    throw usage("give exactly one model: --model <preset>, --hf-config <config.json>, or a shape "
+                "(--layers --hidden --heads --vocab [--intermediate --kv-heads --seq-len --params])");
+  }
+  est::ModelShape m;
+  if (preset) {
+    m = est::find_model_preset(vars["model"].as<std::string>());
+  } else if (config) {
+    m = est::read_hf_config(vars["hf-config"].as<std::string>());
+  } else {
+    for (const char* need : {"hidden", "heads", "vocab"}) {
+      if (!vars.count(need)) throw usage(std::string("a shape needs --") + need + " too");
+    }
+    const auto arch = vars["arch"].as<std::string>();
+    if (arch != "gpt2" && arch != "llama") throw usage("--arch must be gpt2 or llama, got '" + arch + "'");
+    m.name = "custom";
+    m.arch = arch == "gpt2" ? est::Architecture::Gpt2 : est::Architecture::Llama;
+    m.layers = vars["layers"].as<int64_t>();
+    m.hidden = vars["hidden"].as<int64_t>();
+    m.heads = vars["heads"].as<int64_t>();
+    m.vocab = vars["vocab"].as<int64_t>();
+    m.kv_heads = vars.count("kv-heads") ? vars["kv-heads"].as<int64_t>() : m.heads;
+    m.intermediate = vars.count("intermediate") ? vars["intermediate"].as<int64_t>() : 4 * m.hidden;
+    m.tied_embeddings = vars["tied-embeddings"].as<bool>();
+    m.max_seq_len = vars.count("seq-len") ? vars["seq-len"].as<int64_t>() : 0;
+  }
+  if (vars.count("params")) m.params_override = parse_count("params", vars["params"].as<std::string>());
+  est::validate(m);
+  return m;
+}
+
+est::EstimateRequest request_from_args(const po::variables_map& vars) {
+  est::EstimateRequest r;
+  r.model = model_from_args(vars);
+  r.activations.seq_len = vars.count("seq-len") ? positive(vars, "seq-len") : r.model.max_seq_len;
+  if (r.activations.seq_len < 1) throw usage("the model names no maximum sequence length; give --seq-len");
+  r.activations.micro_batch = positive(vars, "micro-batch");
+  r.activations.checkpointing = vars["activation-checkpointing"].as<bool>();
+  const auto attention = vars["attention"].as<std::string>();
+  if (attention != "flash" && attention != "eager") throw usage("--attention must be flash or eager");
+  r.activations.flash_attention = attention == "flash";
+
+  const auto precision = vars["precision"].as<std::string>();
+  if (precision == "bf16") r.precision = est::Precision::Bf16;
+  else if (precision == "fp16") r.precision = est::Precision::Fp16;
+  else if (precision == "fp32") r.precision = est::Precision::Fp32;
+  else throw usage("--precision must be bf16, fp16 or fp32, got '" + precision + "'");
+
+  r.cluster = {positive(vars, "gpus-per-node"), positive(vars, "nodes")};
+  if (vars.count("gpu-mem-gib")) {
+    double gib = vars["gpu-mem-gib"].as<double>();
+    if (!(gib > 0)) throw usage("--gpu-mem-gib must be positive");
+    r.gpu_memory_bytes = static_cast<int64_t>(gib * kGiB);
+  } else {
+    r.gpu_memory_bytes = est::find_gpu_type(vars["gpu"].as<std::string>()).memory_bytes;
+  }
+  if (vars.count("cpu-mem-gib")) {
+    double gib = vars["cpu-mem-gib"].as<double>();
+    if (!(gib > 0)) throw usage("--cpu-mem-gib must be positive");
+    r.cpu_memory_per_node_bytes = static_cast<int64_t>(gib * kGiB);
+  }
+  double reserve = vars["reserve-gib"].as<double>();
+  if (!(reserve >= 0)) throw usage("--reserve-gib must not be negative");
+  r.reserve_bytes = static_cast<int64_t>(reserve * kGiB);
+  r.zero_init = vars["zero-init"].as<bool>();
+  r.buffer_factor = vars["buffer-factor"].as<double>();
+  if (!(r.buffer_factor > 0)) throw usage("--buffer-factor must be positive");
+  r.reduce_bucket_size = parse_count("reduce-bucket-size", vars["reduce-bucket-size"].as<std::string>());
+  r.prefetch_bucket_size = parse_count("prefetch-bucket-size", vars["prefetch-bucket-size"].as<std::string>());
+  return r;
+}
+
+std::vector<est::ZeroOption> options_from_args(const po::variables_map& vars) {
+  std::vector<int> stages;
+  for (const auto& s : split_list(vars, "stage")) {
+    if (s.size() != 1 || s[0] < '0' || s[0] > '3') throw usage("--stage takes 0, 1, 2 or 3, got '" + s + "'");
+    stages.push_back(s[0] - '0');
+  }
+  if (stages.empty()) stages = {0, 1, 2, 3};
+  std::vector<est::Offload> offloads;
+  for (const auto& o : split_list(vars, "offload")) {
+    if (o == "none") offloads.push_back(est::Offload::None);
+    else if (o == "optimizer") offloads.push_back(est::Offload::Optimizer);
+    else if (o == "param") offloads.push_back(est::Offload::OptimizerAndParams);
+    else throw usage("--offload takes none, optimizer or param, got '" + o + "'");
+  }
+  if (offloads.empty()) offloads = {est::Offload::None, est::Offload::Optimizer, est::Offload::OptimizerAndParams};
+  auto options = est::zero_options(stages, offloads);
+  if (options.empty()) throw usage("no valid stage/offload pair: offload needs stage 1-3, param offload stage 3");
+  return options;
+}
+
+struct Row {
+  est::MemoryEstimate estimate;
+  std::optional<est::Cluster> fewest;
+};
+
+std::string gib(int64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f", static_cast<double>(bytes) / kGiB);
+  return text;
+}
+
+std::string cluster_text(const std::optional<est::Cluster>& c) {
+  if (!c) return "none <= 8192";
+  return std::to_string(c->total_gpus()) + " (" + std::to_string(c->gpus_per_node) + "x" +
+         std::to_string(c->nodes) + ")";
+}
+
+void print_table(const est::EstimateRequest& r, const std::vector<Row>& rows) {
+  const auto& m = r.model;
+  std::printf("model: %s (%s), %lld params, largest layer %lld params\n", m.name.c_str(), to_string(m.arch),
+              static_cast<long long>(est::parameter_count(m)), static_cast<long long>(est::largest_layer_params(m)));
+  std::printf("run:   seq %lld x micro-batch %lld, %s, %s attention, activation checkpointing %s\n",
+              static_cast<long long>(r.activations.seq_len), static_cast<long long>(r.activations.micro_batch),
+              to_string(r.precision), r.activations.flash_attention ? "flash" : "eager",
+              r.activations.checkpointing ? "on" : "off");
+  std::printf("setup: %lld GPU(s) per node x %lld node(s), %s GiB per GPU, CPU per node %s\n\n",
+              static_cast<long long>(r.cluster.gpus_per_node), static_cast<long long>(r.cluster.nodes),
+              gib(r.gpu_memory_bytes).c_str(),
+              r.cpu_memory_per_node_bytes ? (gib(r.cpu_memory_per_node_bytes) + " GiB").c_str()
+                                          : "not checked (--cpu-mem-gib)");
+  std::printf("%-5s %-15s %12s %12s %12s %12s %12s  %-4s %9s  %s\n", "stage", "offload", "states/GPU",
+              "activations", "buf+reserve", "total/GPU", "CPU/node", "fits", "max mbs", "fewest GPUs that fit");
+  for (const auto& row : rows) {
+    const auto& e = row.estimate;
+    std::printf("%-5d %-15s %12s %12s %12s %12s %12s  %-4s %9lld  %s\n", e.option.stage, to_string(e.option.offload),
+                gib(e.gpu_model_states).c_str(), gib(e.gpu_activations).c_str(),
+                gib(e.gpu_buffers + e.gpu_reserve).c_str(), gib(e.gpu_total()).c_str(),
+                gib(e.cpu_model_states).c_str(), e.fits() ? "yes" : "no",
+                static_cast<long long>(e.max_micro_batch), cluster_text(row.fewest).c_str());
+  }
+  for (const auto& row : rows) {
+    if (row.estimate.gpu_activations + row.estimate.gpu_reserve > r.gpu_memory_bytes) {
+      std::printf("\nActivations alone exceed the GPU: try --activation-checkpointing, a smaller "
+                  "--micro-batch or --seq-len.\n");
+      break;
+    }
+  }
+  std::printf("\nGiB = 2^30 bytes. Model states of stages 2 and 3 (fp16/bf16) are DeepSpeed's estimator "
+              "figures; docs/estimate.md explains every column.\n");
+}
+
+void print_json(const est::EstimateRequest& r, const std::vector<Row>& rows) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::PrettyWriter<rapidjson::StringBuffer> w(buffer);
+  const auto& m = r.model;
+  w.StartObject();
+  w.Key("model");
+  w.StartObject();
+  w.Key("name"); w.String(m.name.c_str());
+  w.Key("arch"); w.String(to_string(m.arch));
+  w.Key("params"); w.Int64(est::parameter_count(m));
+  w.Key("largest_layer_params"); w.Int64(est::largest_layer_params(m));
+  w.Key("layers"); w.Int64(m.layers);
+  w.Key("hidden"); w.Int64(m.hidden);
+  w.Key("heads"); w.Int64(m.heads);
+  w.Key("kv_heads"); w.Int64(m.kv_heads);
+  w.Key("vocab"); w.Int64(m.vocab);
+  w.Key("intermediate"); w.Int64(m.intermediate);
+  w.Key("tied_embeddings"); w.Bool(m.tied_embeddings);
+  w.EndObject();
+  w.Key("setup");
+  w.StartObject();
+  w.Key("seq_len"); w.Int64(r.activations.seq_len);
+  w.Key("micro_batch"); w.Int64(r.activations.micro_batch);
+  w.Key("precision"); w.String(to_string(r.precision));
+  w.Key("flash_attention"); w.Bool(r.activations.flash_attention);
+  w.Key("activation_checkpointing"); w.Bool(r.activations.checkpointing);
+  w.Key("gpus_per_node"); w.Int64(r.cluster.gpus_per_node);
+  w.Key("nodes"); w.Int64(r.cluster.nodes);
+  w.Key("gpu_memory_bytes"); w.Int64(r.gpu_memory_bytes);
+  w.Key("cpu_memory_per_node_bytes");
+  r.cpu_memory_per_node_bytes ? w.Int64(r.cpu_memory_per_node_bytes) : w.Null();
+  w.Key("zero_init"); w.Bool(r.zero_init);
+  w.EndObject();
+  w.Key("rows");
+  w.StartArray();
+  for (const auto& row : rows) {
+    const auto& e = row.estimate;
+    w.StartObject();
+    w.Key("stage"); w.Int(e.option.stage);
+    w.Key("offload_optimizer"); w.String(e.option.offload == est::Offload::None ? "none" : "cpu");
+    w.Key("offload_param"); w.String(e.option.offload == est::Offload::OptimizerAndParams ? "cpu" : "none");
+    w.Key("model_states_formula"); w.String(e.model_states_formula);
+    w.Key("gpu");
+    w.StartObject();
+    w.Key("model_states"); w.Int64(e.gpu_model_states);
+    w.Key("activations"); w.Int64(e.gpu_activations);
+    w.Key("buffers"); w.Int64(e.gpu_buffers);
+    w.Key("reserve"); w.Int64(e.gpu_reserve);
+    w.Key("total"); w.Int64(e.gpu_total());
+    w.EndObject();
+    w.Key("cpu_per_node");
+    w.StartObject();
+    w.Key("model_states"); w.Int64(e.cpu_model_states);
+    w.EndObject();
+    w.Key("fits"); w.Bool(e.fits());
+    w.Key("max_micro_batch"); w.Int64(e.max_micro_batch);
+    w.Key("fewest_gpus");
+    if (row.fewest) {
+      w.StartObject();
+      w.Key("gpus"); w.Int64(row.fewest->total_gpus());
+      w.Key("gpus_per_node"); w.Int64(row.fewest->gpus_per_node);
+      w.Key("nodes"); w.Int64(row.fewest->nodes);
+      w.EndObject();
+    } else {
+      w.Null();
+    }
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  std::cout << buffer.GetString() << "\n";
+}
+
+void print_lists() {
+  std::cout << "model presets:\n";
+  for (const auto& p : est::model_presets()) {
+    std::printf("  %-12s %-58s %14lld params\n", p.name, p.description,
+                static_cast<long long>(est::parameter_count(p.shape)));
+  }
+  std::cout << "GPU types:\n";
+  for (const auto& t : est::gpu_types()) {
+    std::printf("  %-12s %-40s %8.2f GiB\n", t.name, t.description, static_cast<double>(t.memory_bytes) / kGiB);
+  }
+}
+
+}  // namespace
+
+int run_estimate(int argc, char** argv) {
+  auto options = estimate_options();
+  auto args = parse_args(argc, argv,
+                         "dsx estimate (--model NAME | --hf-config FILE | --layers N --hidden N --heads N "
+                         "--vocab N) [options]",
+                         options);
+  if (args.help) return 0;
+  const auto& vars = args.vars;
+  if (vars["list"].as<bool>()) {
+    print_lists();
+    return 0;
+  }
+  const auto request = request_from_args(vars);
+  std::vector<Row> rows;
+  for (const auto& option : options_from_args(vars)) {
+    rows.push_back({est::estimate_memory(request, option), est::fewest_gpus(request, option)});
+  }
+  if (vars["json"].as<bool>()) {
+    print_json(request, rows);
+  } else {
+    print_table(request, rows);
+  }
+  return 0;
+}
+
+}  // namespace dsx::tools
