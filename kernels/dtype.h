@@ -9,6 +9,9 @@
 
 #if defined(__CUDACC__)
 #define DSX_HD __host__ __device__ __forceinline__
+#elif defined(__GNUC__)
+// Always inlined so the CPU SIMD loops (kernels/cpu/loops.h) compile it for their own ISA.
+#define DSX_HD inline __attribute__((always_inline))
 #else
 #define DSX_HD inline
 #endif
@@ -75,18 +78,47 @@ DSX_HD uint16_t float_to_fp16(float f) {
   return sign | static_cast<uint16_t>(r >> 13);
 }
 
+// Written with selects instead of early returns so that the CPU loops vectorise it.
 DSX_HD float fp16_to_float(uint16_t h) {
   uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   uint32_t exp = (h >> 10) & 0x1fu;
   uint32_t mant = h & 0x3ffu;
-  if (exp == 0x1f) return bits_float(sign | 0x7f800000u | (mant << 13));  // inf / NaN
-  if (exp == 0) {
-    if (mant == 0) return bits_float(sign);
-    // subnormal: mant * 2^-24
-    float v = static_cast<float>(mant) * 5.9604644775390625e-8f;
-    return sign ? -v : v;
+  float normal = bits_float(sign | ((exp + 112u) << 23) | (mant << 13));
+  float inf_nan = bits_float(sign | 0x7f800000u | (mant << 13));
+  float subnormal = static_cast<float>(mant) * 5.9604644775390625e-8f;  // mant * 2^-24, or zero
+  subnormal = sign ? -subnormal : subnormal;
+  return exp == 0x1f ? inf_nan : (exp == 0 ? subnormal : normal);
+}
+
+// Element i of a buffer of dtype T, as fp32, with the dtype known at compile time (the loops
+// pick the instantiation once per call; see dispatch_dtype).
+template <DType T>
+DSX_HD float load_element(const void* p, size_t i) {
+  if constexpr (T == DType::F32) return static_cast<const float*>(p)[i];
+  else if constexpr (T == DType::F16) return fp16_to_float(static_cast<const uint16_t*>(p)[i]);
+  else return bf16_to_float(static_cast<const uint16_t*>(p)[i]);
+}
+
+template <DType T>
+DSX_HD void store_element(void* p, size_t i, float v) {
+  if constexpr (T == DType::F32) static_cast<float*>(p)[i] = v;
+  else if constexpr (T == DType::F16) static_cast<uint16_t*>(p)[i] = float_to_fp16(v);
+  else static_cast<uint16_t*>(p)[i] = float_to_bf16(v);
+}
+
+template <DType T>
+struct DTypeTag {
+  static constexpr DType value = T;
+};
+
+// Calls f(DTypeTag<t>{}) so that f can use t as a compile-time constant.
+template <class F>
+decltype(auto) dispatch_dtype(DType t, F&& f) {
+  switch (t) {
+    case DType::F32: return f(DTypeTag<DType::F32>{});
+    case DType::F16: return f(DTypeTag<DType::F16>{});
+    default: return f(DTypeTag<DType::BF16>{});
   }
-  return bits_float(sign | ((exp + 112u) << 23) | (mant << 13));
 }
 
 // Load element i of a buffer of type T as fp32, and store an fp32 as element i.

@@ -1,33 +1,39 @@
-// CPU element-wise reductions and scale (kernels/reduce.h), OpenMP over large buffers.
+// CPU element-wise reductions and scale (kernels/reduce.h), SIMD + OpenMP.
 #include "kernels/reduce.h"
 
-#include <omp.h>
+#include "kernels/cpu/loops.h"
 
 namespace dsx::kernels {
 namespace {
 
-// Below this many elements, threads cost more than they save.
-constexpr size_t kParallelMin = 1 << 15;
-
-template <typename Load, typename Store>
-void for_each_element(size_t count, Load&& load, Store&& store) {
-#pragma omp parallel for schedule(static) if (count >= kParallelMin)
-  for (size_t i = 0; i < count; ++i) store(i, load(i));
+template <DType T, ReduceOp kOp>
+void reduce_typed(void* dst, const void* src, size_t count) {
+  cpu::for_each_element(count, [=](size_t i) DSX_ALWAYS_INLINE {
+    store_element<T>(dst, i, reduce_element(kOp, load_element<T>(dst, i), load_element<T>(src, i)));
+  });
 }
 
 }  // namespace
 
 void reduce_into(DType dtype, ReduceOp op, void* dst, const void* src, size_t count) {
-  for_each_element(
-      count,
-      [&](size_t i) { return reduce_element(op, load_as_float(dtype, dst, i), load_as_float(dtype, src, i)); },
-      [&](size_t i, float v) { store_from_float(dtype, dst, i, v); });
+  dispatch_dtype(dtype, [&](auto tag) {
+    constexpr DType T = decltype(tag)::value;
+    switch (op) {
+      case ReduceOp::Sum:
+      case ReduceOp::Avg: reduce_typed<T, ReduceOp::Sum>(dst, src, count); break;
+      case ReduceOp::Max: reduce_typed<T, ReduceOp::Max>(dst, src, count); break;
+      case ReduceOp::Min: reduce_typed<T, ReduceOp::Min>(dst, src, count); break;
+    }
+  });
 }
 
 void scale(DType dtype, void* x, float factor, size_t count) {
-  for_each_element(
-      count, [&](size_t i) { return load_as_float(dtype, x, i) * factor; },
-      [&](size_t i, float v) { store_from_float(dtype, x, i, v); });
+  dispatch_dtype(dtype, [&](auto tag) {
+    constexpr DType T = decltype(tag)::value;
+    cpu::for_each_element(count, [=](size_t i) DSX_ALWAYS_INLINE {
+      store_element<T>(x, i, load_element<T>(x, i) * factor);
+    });
+  });
 }
 
 }  // namespace dsx::kernels

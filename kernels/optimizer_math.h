@@ -1,0 +1,203 @@
+// The element formulas of the optimizers, shared by the CPU loops (kernels/cpu/) and the CUDA
+// kernels (kernels/cuda/), so the CPU tests check the arithmetic the GPU runs. Also the
+// hyper-parameters (named as in DeepSpeed's "optimizer.params") and the per-step coefficients the
+// host derives from them once per call. Kernels are stateless: the caller owns the step count.
+//
+// Order of operations follows DeepSpeed's CPU kernels (csrc/includes/cpu_adam.h and friends), so
+// results can be compared with DeepSpeedCPUAdam element by element.
+//
+// NaN/Inf: nothing is checked here, as in DeepSpeed's fused and CPU optimizers: a NaN or Inf in a
+// gradient flows into the moments and the parameter (Lion: into m only; its sign step treats NaN
+// as "not positive" and moves by +lr, like DeepSpeed's). Skipping the step on overflow is the
+// caller's job (kernels/mixed_precision.h: unscale_and_check).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/dtype.h"
+
+namespace dsx::kernels {
+
+// ---- hyper-parameters (DeepSpeed names and defaults) ----
+
+struct AdamHyper {
+  float lr = 1e-3f;
+  float beta1 = 0.9f, beta2 = 0.999f;  // "betas"
+  float eps = 1e-8f;
+  float weight_decay = 0.0f;
+  bool adam_w_mode = true;             // true: decoupled decay (AdamW); false: L2 added to the gradient
+  bool bias_correction = true;
+};
+
+struct LambHyper {
+  float lr = 1e-3f;
+  float beta1 = 0.9f, beta2 = 0.999f;
+  float eps = 1e-8f;
+  float weight_decay = 0.0f;
+  bool bias_correction = true;
+  float max_coeff = 10.0f, min_coeff = 0.01f;  // clamp of the trust ratio
+  bool eps_inside_sqrt = false;                // DeepSpeed's adam mode 0: sqrt(v + eps)
+};
+
+struct LionHyper {
+  float lr = 1e-4f;
+  float beta1 = 0.9f, beta2 = 0.99f;
+  float weight_decay = 0.0f;
+};
+
+struct SgdHyper {  // torch.optim.SGD semantics, which DeepSpeed uses
+  float lr = 1e-3f;
+  float momentum = 0.0f;
+  float dampening = 0.0f;
+  float weight_decay = 0.0f;
+  bool nesterov = false;
+};
+
+struct AdagradHyper {  // torch.optim.Adagrad with lr_decay 0 and initial_accumulator_value 0
+  float lr = 1e-2f;
+  float eps = 1e-10f;
+  float weight_decay = 0.0f;
+};
+
+// ---- per-step coefficients, derived on the host once per call ----
+
+// `grad_factor` multiplies every gradient first: 1 / (loss_scale * clip_coefficient) folds
+// unscaling and clipping into the optimizer pass. 1 leaves the gradient as it is.
+
+struct AdamCoeffs {
+  float beta1, beta2, one_minus_beta1, one_minus_beta2, eps;
+  float step_size;     // -lr / bias_correction1
+  float inv_sqrt_bc2;  // 1 / sqrt(bias_correction2)
+  float l2_decay;      // weight_decay when it is added to the gradient, else 0
+  float neg_lr_decay;  // -lr * weight_decay when decoupled, else 0
+  float grad_factor;
+};
+
+inline AdamCoeffs adam_coeffs(const AdamHyper& h, int64_t step, float grad_factor) {
+  double bc1 = h.bias_correction ? 1.0 - std::pow(double(h.beta1), double(step)) : 1.0;
+  double bc2 = h.bias_correction ? 1.0 - std::pow(double(h.beta2), double(step)) : 1.0;
+  AdamCoeffs c;
+  c.beta1 = h.beta1;
+  c.beta2 = h.beta2;
+  c.one_minus_beta1 = 1.0f - h.beta1;
+  c.one_minus_beta2 = 1.0f - h.beta2;
+  c.eps = h.eps;
+  c.step_size = static_cast<float>(-double(h.lr) / bc1);
+  c.inv_sqrt_bc2 = static_cast<float>(1.0 / std::sqrt(bc2));
+  c.l2_decay = h.adam_w_mode ? 0.0f : h.weight_decay;
+  c.neg_lr_decay = h.adam_w_mode ? -h.lr * h.weight_decay : 0.0f;
+  c.grad_factor = grad_factor;
+  return c;
+}
+
+struct LambCoeffs {
+  float beta1, beta2, one_minus_beta1, one_minus_beta2;
+  float step_size;  // lr * sqrt(bias_correction2) / bias_correction1 (bias correction folded in)
+  float weight_decay, max_coeff, min_coeff;
+  float eps_inside, eps_outside;  // denom = sqrt(v + eps_inside) + eps_outside; one of them is 0
+  float grad_factor;
+};
+
+inline LambCoeffs lamb_coeffs(const LambHyper& h, int64_t step, float grad_factor) {
+  double bc1 = h.bias_correction ? 1.0 - std::pow(double(h.beta1), double(step)) : 1.0;
+  double bc2 = h.bias_correction ? 1.0 - std::pow(double(h.beta2), double(step)) : 1.0;
+  LambCoeffs c;
+  c.beta1 = h.beta1;
+  c.beta2 = h.beta2;
+  c.one_minus_beta1 = 1.0f - h.beta1;
+  c.one_minus_beta2 = 1.0f - h.beta2;
+  c.step_size = static_cast<float>(double(h.lr) * std::sqrt(bc2) / bc1);
+  c.weight_decay = h.weight_decay;
+  c.max_coeff = h.max_coeff;
+  c.min_coeff = h.min_coeff;
+  c.eps_inside = h.eps_inside_sqrt ? h.eps : 0.0f;
+  c.eps_outside = h.eps_inside_sqrt ? 0.0f : h.eps;
+  c.grad_factor = grad_factor;
+  return c;
+}
+
+// ---- element formulas ----
+
+DSX_HD float element_sqrt(float x) { return sqrtf(x); }
+
+// Adam / AdamW, DeepSpeed CPU order: m, v from the (L2-decayed) gradient, then decoupled decay,
+// then p += step_size * m / (sqrt(v) / sqrt(bc2) + eps).
+DSX_HD void adam_element(const AdamCoeffs& c, float& p, float g, float& m, float& v) {
+  g = g * c.grad_factor;
+  g = p * c.l2_decay + g;
+  m = m * c.beta1 + g * c.one_minus_beta1;
+  v = v * c.beta2 + (g * g) * c.one_minus_beta2;
+  float denom = element_sqrt(v) * c.inv_sqrt_bc2 + c.eps;
+  p = p + c.neg_lr_decay * p;
+  p = p + c.step_size * (m / denom);
+}
+
+// LAMB's update direction u = m / denom + weight_decay * p, from moments already updated.
+DSX_HD float lamb_direction(const LambCoeffs& c, float p, float m, float v) {
+  float denom = element_sqrt(v + c.eps_inside) + c.eps_outside;
+  return m / denom + c.weight_decay * p;
+}
+
+// LAMB phase 1: update the moments; the caller sums p^2 and u^2 per tensor.
+DSX_HD float lamb_moments_element(const LambCoeffs& c, float p, float g, float& m, float& v) {
+  g = g * c.grad_factor;
+  m = m * c.beta1 + g * c.one_minus_beta1;
+  v = v * c.beta2 + (g * g) * c.one_minus_beta2;
+  return lamb_direction(c, p, m, v);
+}
+
+// LAMB's trust ratio ||p|| / ||u|| of one tensor, clamped as DeepSpeed does: only when both norms
+// are non-zero; 1 otherwise (also when a norm is NaN, since NaN != 0 is true the clamp then
+// yields NaN; DeepSpeed behaves the same).
+DSX_HD float lamb_trust_ratio(const LambCoeffs& c, double p_sq, double u_sq) {
+  float w = static_cast<float>(sqrt(p_sq));
+  float u = static_cast<float>(sqrt(u_sq));
+  if (w == 0.0f || u == 0.0f) return 1.0f;
+  float r = w / u;
+  if (r > c.max_coeff) r = c.max_coeff;
+  if (r < c.min_coeff) r = c.min_coeff;
+  return r;
+}
+
+// LAMB phase 2: p -= step_size * trust * u, u recomputed from the stored moments.
+DSX_HD void lamb_apply_element(const LambCoeffs& c, float trust, float& p, float m, float v) {
+  float u = lamb_direction(c, p, m, v);
+  p = p - (c.step_size * trust) * u;
+}
+
+// Lion: c = beta1 m + (1 - beta1) g; p = p (1 - lr wd) - lr sign(c) with sign(0) taken as -1
+// (DeepSpeed moves by +lr when c <= 0); m = beta2 m + (1 - beta2) g.
+DSX_HD void lion_element(const LionHyper& h, float& p, float g, float& m, float grad_factor) {
+  g = g * grad_factor;
+  float c = m * h.beta1 + g * (1.0f - h.beta1);
+  float step = c > 0.0f ? -h.lr : h.lr;
+  p = p * (1.0f - h.lr * h.weight_decay) + step;
+  m = m * h.beta2 + g * (1.0f - h.beta2);
+}
+
+// SGD as torch: d = g + wd p; buf = first ? d : momentum buf + (1 - dampening) d;
+// d = nesterov ? d + momentum buf : buf; p -= lr d. The mode is a template argument (the loops
+// vectorise only without run-time flags); kind picks it: no momentum, first step, later steps.
+enum class SgdKind { Plain, MomentumFirst, Momentum };
+
+template <SgdKind kKind, bool kNesterov>
+DSX_HD void sgd_element(const SgdHyper& h, float& p, float g, float& buf, float grad_factor) {
+  float d = g * grad_factor;
+  d = d + h.weight_decay * p;
+  if constexpr (kKind != SgdKind::Plain) {
+    float b = kKind == SgdKind::MomentumFirst ? d : buf * h.momentum + (1.0f - h.dampening) * d;
+    buf = b;
+    d = kNesterov ? d + h.momentum * b : b;
+  }
+  p = p - h.lr * d;
+}
+
+// Adagrad as torch: d = g + wd p; sum += d^2; p -= lr d / (sqrt(sum) + eps).
+DSX_HD void adagrad_element(const AdagradHyper& h, float& p, float g, float& sum, float grad_factor) {
+  float d = g * grad_factor + h.weight_decay * p;
+  sum = sum + d * d;
+  p = p - h.lr * (d / (element_sqrt(sum) + h.eps));
+}
+
+}  // namespace dsx::kernels

@@ -1,0 +1,106 @@
+// Runs one optimizer kernel on random data at every SIMD level, length and alignment, and checks
+// the scalar path against a float64 reference and the vector paths bitwise against the scalar
+// path. Buffer 0 is the parameter, buffer 1 the gradient, the rest optimizer state.
+#pragma once
+
+#include <functional>
+#include <optional>
+
+#include "kernel_test_util.h"
+#include "kernels/optimizers.h"
+
+namespace dsx::kernels::test {
+
+// The float64 reference of one element: reads the inputs in[0..n), writes the expected outputs
+// of the parameter and of each state buffer, and the magnitude of the terms behind each.
+using ElementReference = std::function<void(const double* in, double* out, double* scale)>;
+using KernelCall = std::function<void(float* const* buffers, size_t count, ParamCopy copy)>;
+
+struct BufferInit {
+  float mean, stddev;
+  bool non_negative;  // second-moment style state
+};
+
+// fp32 outputs must lie within kRoundings fp32 roundings of the magnitudes that made them.
+inline constexpr double kRoundings = 8;
+
+inline void check_optimizer(const std::string& name, const std::vector<BufferInit>& init, const KernelCall& kernel,
+                            const ElementReference& reference, const std::vector<DType>& copy_dtypes = {}) {
+  const size_t num = init.size();
+  std::vector<std::optional<DType>> copies{std::nullopt};
+  for (DType t : copy_dtypes) copies.push_back(t);
+  for (size_t n : test_lengths()) {
+    for (size_t offset : {size_t{0}, size_t{1}}) {
+      if (n > 1000 && offset == 0) continue;  // the large case runs unaligned only, to stay fast
+      std::vector<FloatBuffer> start;
+      for (size_t b = 0; b < num; ++b) {
+        start.emplace_back(n, offset);
+        if (init[b].non_negative)
+          fill_abs_normal(start[b], n, init[b].stddev, uint32_t(100 + b + n));
+        else
+          fill_normal(start[b], n, init[b].mean, init[b].stddev, uint32_t(100 + b + n));
+      }
+      // The reference, once per length.
+      std::vector<std::vector<double>> want(num, std::vector<double>(n)), scale(num, std::vector<double>(n));
+      {
+        std::vector<double> in(num), out(num), sc(num);
+        for (size_t i = 0; i < n; ++i) {
+          for (size_t b = 0; b < num; ++b) in[b] = start[b][i];
+          reference(in.data(), out.data(), sc.data());
+          for (size_t b = 0; b < num; ++b) {
+            if (b == 1) continue;  // the gradient is an input only
+            want[b][i] = out[b];
+            scale[b][i] = sc[b];
+          }
+        }
+      }
+      for (const auto& copy_dtype : copies) {
+        std::string what = name + " n=" + std::to_string(n) + " offset=" + std::to_string(offset) +
+                           " copy=" + (copy_dtype ? dtype_name(*copy_dtype) : "none");
+        std::vector<FloatBuffer> baseline;
+        std::vector<uint16_t> baseline_copy;
+        for (SimdLevel level : supported_levels()) {
+          ScopedSimdLevel scoped(level);
+          std::vector<FloatBuffer> work = start;
+          std::vector<float*> ptrs;
+          for (auto& b : work) ptrs.push_back(b.data());
+          std::vector<uint16_t> copy_out(n + offset + 1, 0xdead);
+          ParamCopy copy;
+          if (copy_dtype) copy = {*copy_dtype, copy_out.data() + offset};
+          kernel(ptrs.data(), n, copy);
+          std::string at = what + " simd=" + simd_level_name(level);
+          if (level == SimdLevel::Scalar) {
+            for (size_t b = 0; b < num; ++b) {
+              if (b == 1) continue;
+              ASSERT_TRUE(near_all(work[b].data(), want[b], scale[b], kRoundings * 0x1p-24,
+                                   at + " buffer " + std::to_string(b)));
+            }
+            if (copy_dtype) {
+              for (size_t i = 0; i < n; ++i)
+              {
+                ASSERT_EQ(copy_out[offset + i], round_to(*copy_dtype, work[0][i]))
+                    << at << ": the 16-bit copy of element " << i << " is not the rounded fp32 result";
+                // Against float64: one 16-bit rounding (plus fp16's subnormal spacing) on top of fp32's.
+                double got = load_as_float(*copy_dtype, copy_out.data() + offset, i);
+                double bound = unit_roundoff(*copy_dtype) * std::fabs(want[0][i]) + 0x1p-25 +
+                               kRoundings * 0x1p-24 * scale[0][i];
+                ASSERT_LE(std::fabs(got - want[0][i]), bound) << at << ": 16-bit copy of element " << i;
+              }
+              ASSERT_EQ(copy_out[offset + n], 0xdead) << at << ": wrote past the end of the copy";
+            }
+            baseline = work;
+            baseline_copy = copy_out;
+          } else {
+            for (size_t b = 0; b < num; ++b)
+              ASSERT_TRUE(bitwise_equal(work[b].data(), baseline[b].data(), n * sizeof(float),
+                                        at + " buffer " + std::to_string(b) + " vs the scalar path"));
+            ASSERT_TRUE(bitwise_equal(copy_out.data(), baseline_copy.data(), copy_out.size() * 2,
+                                      at + " 16-bit copy vs the scalar path"));
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace dsx::kernels::test
