@@ -1,0 +1,35 @@
+// What the training driver pulls micro-batches from. A loader serves this data-parallel rank's
+// share of each global batch, B rows of T tokens with next-token targets, and can say and restore
+// where it is, so a resumed run continues on the very next batch.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace dsx::models {
+
+struct Batch {
+  int B = 0, T = 0;
+  std::vector<int32_t> inputs;   // B*T tokens
+  std::vector<int32_t> targets;  // B*T next tokens; -1 marks a position that takes no part in the loss
+};
+
+// Where a loader stands: enough to continue exactly (checkpointed by the engine).
+struct LoaderPosition {
+  uint64_t epoch = 0;
+  uint64_t shard = 0;   // index into the (possibly shuffled) shard order of the epoch
+  uint64_t sample = 0;  // next sample within the shard (or batch counter for generated data)
+  bool operator==(const LoaderPosition&) const = default;
+};
+
+class DataLoader {
+ public:
+  virtual ~DataLoader() = default;
+  virtual void next(Batch& batch) = 0;
+  virtual LoaderPosition position() const = 0;
+  virtual void seek(const LoaderPosition& position) = 0;
+  // Tokens are in [0, vocab_size()): a model with a smaller vocabulary cannot train on this data.
+  virtual int vocab_size() const = 0;
+};
+
+}  // namespace dsx::models

@@ -1,0 +1,98 @@
+// llm.c-style windows over token files (see token_loader.h).
+#include "models/data/token_loader.h"
+
+#include <numeric>
+#include <random>
+
+#include "dsx/error.h"
+
+namespace dsx::models {
+
+namespace {
+
+// Fisher-Yates with our own index draw, so the order is the same with every standard library.
+std::vector<uint64_t> permutation(uint64_t n, uint64_t seed) {
+  std::vector<uint64_t> p(n);
+  std::iota(p.begin(), p.end(), 0);
+  std::mt19937_64 rng(seed);
+  for (uint64_t i = n; i > 1; --i) std::swap(p[i - 1], p[rng() % i]);
+  return p;
+}
+
+uint64_t mix(uint64_t a, uint64_t b) { return a * 0x9E3779B97F4A7C15ull ^ (b + 0x632BE59BD9B4E019ull); }
+
+}  // namespace
+
+std::unique_ptr<TokenLoader> TokenLoader::shards(const std::string& pattern, const TokenLoaderOptions& o) {
+  std::vector<TokenFile> files;
+  for (const auto& path : glob_files(pattern)) files.push_back(TokenFile::open_shard(path));
+  return std::make_unique<TokenLoader>(std::move(files), o, 50257);
+}
+
+std::unique_ptr<TokenLoader> TokenLoader::text(const std::string& path, const TokenLoaderOptions& o) {
+  std::vector<TokenFile> files;
+  files.push_back(TokenFile::open_text(path));
+  return std::make_unique<TokenLoader>(std::move(files), o, 256);
+}
+
+TokenLoader::TokenLoader(std::vector<TokenFile> files, const TokenLoaderOptions& o, int vocab_size)
+    : files_(std::move(files)), opt_(o), vocab_size_(vocab_size) {
+  if (o.batch < 1 || o.seq_len < 1 || o.world < 1 || o.rank < 0 || o.rank >= o.world)
+    throw Error(ErrorKind::Config, "data loader: batch and seq_len must be positive and 0 <= rank < world");
+  for (size_t i = 0; i < files_.size(); ++i)
+    if (samples_in(i) == 0)
+      throw Error(ErrorKind::Format, "data file '" + files_[i].path() + "' holds " + std::to_string(files_[i].size()) +
+                                         " tokens, fewer than one global batch (world " + std::to_string(o.world) +
+                                         " x batch " + std::to_string(o.batch) + " x seq " +
+                                         std::to_string(o.seq_len) + " + 1); use more data or a smaller batch");
+  load_order();
+}
+
+size_t TokenLoader::samples_in(size_t file) const {
+  size_t window = static_cast<size_t>(opt_.world) * opt_.batch * opt_.seq_len;
+  return files_[file].size() < 1 ? 0 : (files_[file].size() - 1) / window;
+}
+
+size_t TokenLoader::file_at(uint64_t epoch, uint64_t shard) const {
+  if (!opt_.shuffle) return shard;
+  return permutation(files_.size(), mix(opt_.seed, epoch))[shard];
+}
+
+void TokenLoader::load_order() {
+  sample_order_.clear();
+  if (opt_.shuffle)
+    sample_order_ = permutation(samples_in(file_at(pos_.epoch, pos_.shard)),
+                                mix(mix(opt_.seed, pos_.epoch), pos_.shard + 1));
+}
+
+void TokenLoader::seek(const LoaderPosition& p) {
+  if (p.shard >= files_.size() || p.sample > samples_in(file_at(p.epoch, p.shard)))
+    throw Error(ErrorKind::Format, "data loader: saved position (epoch " + std::to_string(p.epoch) + ", shard " +
+                                       std::to_string(p.shard) + ", sample " + std::to_string(p.sample) +
+                                       ") does not exist in this data; resume with the data and batch size of the saved run");
+  pos_ = p;
+  load_order();
+}
+
+void TokenLoader::next(Batch& batch) {
+  size_t file = file_at(pos_.epoch, pos_.shard);
+  if (pos_.sample >= samples_in(file)) {
+    pos_.sample = 0;
+    if (++pos_.shard == files_.size()) pos_.shard = 0, ++pos_.epoch;
+    load_order();
+    file = file_at(pos_.epoch, pos_.shard);
+  }
+  uint64_t sample = opt_.shuffle ? sample_order_[pos_.sample] : pos_.sample;
+  ++pos_.sample;
+  const size_t BT = static_cast<size_t>(opt_.batch) * opt_.seq_len;
+  const size_t start = (sample * opt_.world + opt_.rank) * BT;
+  const TokenFile& f = files_[file];
+  batch.B = opt_.batch, batch.T = opt_.seq_len;
+  batch.inputs.resize(BT), batch.targets.resize(BT);
+  for (size_t i = 0; i < BT; ++i) {
+    batch.inputs[i] = f[start + i];
+    batch.targets[i] = f[start + i + 1];
+  }
+}
+
+}  // namespace dsx::models
