@@ -1,0 +1,61 @@
+// The rendezvous store's server: a key -> bytes map that rank 0 serves at MASTER_ADDR:MASTER_PORT
+// (as torchrun's TCPStore). One thread polls every connection; a GET for a missing key is parked
+// until a SET or ADD creates it or its timeout passes, when the server itself answers Timeout, so
+// the byte stream never goes out of step. It checks every joining client's protocol version,
+// world size, rank and (when on) shared secret, and publishes ranks that vanish without saying
+// goodbye under store_protocol::kDeadRanksKey.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "comm/store/socket.h"
+
+namespace dsx::comm {
+
+class StoreServer {
+ public:
+  // Listens on host:port (port 0: any free port, see port()). `secret` "" = no secret.
+  StoreServer(const std::string& host, uint16_t port, int world_size, std::string secret);
+  ~StoreServer();
+  StoreServer(const StoreServer&) = delete;
+  StoreServer& operator=(const StoreServer&) = delete;
+
+  uint16_t port() const { return port_; }
+
+ private:
+  struct Connection;
+  struct Waiter {
+    int conn;
+    std::string key;
+    Clock::time_point deadline;
+  };
+
+  void serve();
+  void accept_one();
+  bool read_from(Connection& c);  // false: the connection is gone
+  bool handle_frame(Connection& c, const std::string& body);
+  bool handle_join(Connection& c, const std::string& body);
+  bool handle_request(Connection& c, const std::string& body);
+  bool reply(Connection& c, const std::string& frame);
+  void close_connection(int fd);
+  void wake_waiters(const std::string& key);
+  void expire_waiters();
+  int poll_timeout_ms() const;
+
+  Fd listener_;
+  uint16_t port_ = 0;
+  int world_size_;
+  std::string secret_;
+  int wake_pipe_[2] = {-1, -1};
+  std::map<int, std::unique_ptr<Connection>> connections_;  // by fd
+  std::map<std::string, std::string> data_;
+  std::vector<Waiter> waiters_;
+  std::thread thread_;
+};
+
+}  // namespace dsx::comm
