@@ -18,9 +18,10 @@ bool unscale_and_check(DType dtype, void* x, float factor, size_t count);
 // True when any element is Inf or NaN (no write).
 bool has_inf_or_nan(DType dtype, const void* x, size_t count);
 
-// sum(x[i]^2) accumulated in float64 (one partial per SIMD lane and thread, added in a fixed
-// order): relative error about 1e-16 * sqrt(count), so 1e9 elements stay exact to ~1e-12.
-// Inf or NaN in x gives Inf or NaN.
+// sum(x[i]^2) accumulated in float64, one partial sum per SIMD lane and thread, added in a fixed
+// order (same bits for the same thread count and SIMD level). Relative error at most
+// k * 2^-53 for k terms per partial sum (1e9 elements, 16 lanes, 1 thread: <= 7e-9), typically
+// 2^-53 * sqrt(k) (~1e-12). Inf or NaN in x gives Inf or NaN.
 double sum_of_squares(DType dtype, const void* x, size_t count);
 
 // dst[i] = src[i] converted (round to nearest even; NaN stays NaN). src and dst must not overlap

@@ -69,6 +69,9 @@ class ScopedSimdLevel {
   SimdLevel previous_;
 };
 
+// fp32 results must lie within eight fp32 roundings of the magnitudes of the terms that made them.
+inline constexpr double kFp32Tolerance = 8 * 0x1p-24;
+
 // Relative precision of one rounding to dtype (half an ulp of the significand).
 inline double unit_roundoff(DType t) {
   return t == DType::F32 ? 0x1p-24 : t == DType::F16 ? 0x1p-11 : 0x1p-8;

@@ -21,8 +21,6 @@ struct BufferInit {
   bool non_negative;  // second-moment style state
 };
 
-// fp32 outputs must lie within kRoundings fp32 roundings of the magnitudes that made them.
-inline constexpr double kRoundings = 8;
 
 inline void check_optimizer(const std::string& name, const std::vector<BufferInit>& init, const KernelCall& kernel,
                             const ElementReference& reference, const std::vector<DType>& copy_dtypes = {}) {
@@ -72,7 +70,7 @@ inline void check_optimizer(const std::string& name, const std::vector<BufferIni
           if (level == SimdLevel::Scalar) {
             for (size_t b = 0; b < num; ++b) {
               if (b == 1) continue;
-              ASSERT_TRUE(near_all(work[b].data(), want[b], scale[b], kRoundings * 0x1p-24,
+              ASSERT_TRUE(near_all(work[b].data(), want[b], scale[b], kFp32Tolerance,
                                    at + " buffer " + std::to_string(b)));
             }
             if (copy_dtype) {
@@ -83,7 +81,7 @@ inline void check_optimizer(const std::string& name, const std::vector<BufferIni
                 // Against float64: one 16-bit rounding (plus fp16's subnormal spacing) on top of fp32's.
                 double got = load_as_float(*copy_dtype, copy_out.data() + offset, i);
                 double bound = unit_roundoff(*copy_dtype) * std::fabs(want[0][i]) + 0x1p-25 +
-                               kRoundings * 0x1p-24 * scale[0][i];
+                               kFp32Tolerance * scale[0][i];
                 ASSERT_LE(std::fabs(got - want[0][i]), bound) << at << ": 16-bit copy of element " << i;
               }
               ASSERT_EQ(copy_out[offset + n], 0xdead) << at << ": wrote past the end of the copy";

@@ -1,4 +1,4 @@
-// reduce_into and scale against a float64 reference, for every dtype and op.
+// reduce_into and scale against a float64 reference, for every dtype, op and SIMD level.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -6,6 +6,7 @@
 #include <random>
 #include <vector>
 
+#include "kernel_test_util.h"
 #include "kernels/reduce.h"
 
 namespace dsx::kernels {
@@ -29,9 +30,11 @@ double reference(ReduceOp op, double a, double b) {
 }
 
 TEST(Reduce, MatchesFloat64ReferenceRoundedOnce) {
+  for (SimdLevel level : test::supported_levels()) {
+  test::ScopedSimdLevel scoped(level);
   for (DType t : {DType::F32, DType::F16, DType::BF16}) {
     for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Avg, ReduceOp::Max, ReduceOp::Min}) {
-      for (size_t n : {size_t{0}, size_t{1}, size_t{17}, size_t{100003}}) {
+      for (size_t n : {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{17}, size_t{100003}}) {
         auto dst = random_buffer(t, n, 1);
         auto src = random_buffer(t, n, 2);
         auto before = dst;
@@ -43,10 +46,12 @@ TEST(Reduce, MatchesFloat64ReferenceRoundedOnce) {
           uint8_t rounded[4];
           store_from_float(t, rounded, 0, static_cast<float>(want));
           ASSERT_EQ(load_as_float(t, dst.data() + 1, i), load_as_float(t, rounded, 0))
-              << dtype_name(t) << " " << reduce_op_name(op) << " n=" << n << " i=" << i;
+              << simd_level_name(level) << " " << dtype_name(t) << " " << reduce_op_name(op) << " n=" << n
+              << " i=" << i;
         }
       }
     }
+  }
   }
 }
 
@@ -63,17 +68,21 @@ TEST(Reduce, MaxAndMinPropagateNaN) {
 }
 
 TEST(Scale, MatchesFloat64Reference) {
+  for (SimdLevel level : test::supported_levels()) {
+  test::ScopedSimdLevel scoped(level);
   for (DType t : {DType::F32, DType::F16, DType::BF16}) {
-    for (size_t n : {size_t{0}, size_t{1}, size_t{15}, size_t{100003}}) {
+    for (size_t n : {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{17}, size_t{100003}}) {
       auto x = random_buffer(t, n, 3);
       auto before = x;
       scale(t, x.data() + 1, 0.125f, n);
       for (size_t i = 0; i < n; ++i) {
         uint8_t rounded[4];
         store_from_float(t, rounded, 0, load_as_float(t, before.data() + 1, i) * 0.125f);
-        ASSERT_EQ(load_as_float(t, x.data() + 1, i), load_as_float(t, rounded, 0)) << dtype_name(t) << " i=" << i;
+        ASSERT_EQ(load_as_float(t, x.data() + 1, i), load_as_float(t, rounded, 0))
+            << simd_level_name(level) << " " << dtype_name(t) << " i=" << i;
       }
     }
+  }
   }
 }
 
