@@ -1,0 +1,126 @@
+// RankWriter and commit(): the write side of the checkpoint protocol in save.h.
+#include "engine/checkpoint/save.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+
+#include "dsx/error.h"
+#include "engine/checkpoint/layout.h"
+
+namespace dsx::engine::checkpoint {
+namespace {
+
+void check_file_name(const std::string& name) {
+  if (name.empty() || name[0] == '.' || name.find('/') != std::string::npos ||
+      name == kManifestFile)
+    throw Error(ErrorKind::Internal, "checkpoint file name \"" + name +
+                                         "\" must be a plain, non-hidden name other than " +
+                                         kManifestFile);
+}
+
+// Removes what a killed earlier save may have left in the staging directory: files no manifest
+// lists (e.g. from a larger world size) and temporary files.
+void remove_unlisted(const std::string& staging, const std::set<std::string>& listed) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(staging, ec)) {
+    std::string name = entry.path().filename().string();
+    if (!listed.count(name)) std::filesystem::remove_all(entry.path(), ec);
+  }
+  if (ec) throw_io_error("could not clean staging directory", staging, ec.value());
+}
+
+// Moves the complete staging directory to `<tag>` (only rank 0 does this). When `<tag>` exists
+// (the same tag saved again) the two are exchanged atomically, so `<tag>` is never absent or
+// half-written.
+void swap_into_place(const std::string& staging, const std::string& target) {
+  struct stat st;
+  if (::stat(target.c_str(), &st) != 0) {
+    if (::rename(staging.c_str(), target.c_str()) != 0)
+      throw_io_error("could not move the new checkpoint to", target, errno);
+    return;
+  }
+  if (::renameat2(AT_FDCWD, staging.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) != 0) {
+    if (errno == EINVAL || errno == ENOSYS || errno == ENOTSUP)
+      throw Error(ErrorKind::Unsupported,
+                  "cannot replace the existing checkpoint " + target +
+                      " atomically: this file system does not support exchanging directories "
+                      "(renameat2 RENAME_EXCHANGE). Save under a new tag, or remove the old "
+                      "directory first; the new checkpoint is complete in " + staging);
+    throw_io_error("could not exchange the new checkpoint with", target, errno);
+  }
+  // The old copy now sits at the staging name.
+  std::error_code ec;
+  std::filesystem::remove_all(staging, ec);
+}
+
+}  // namespace
+
+RankWriter::RankWriter(std::string save_dir, std::string tag, int rank)
+    : save_dir_(std::move(save_dir)), tag_(std::move(tag)) {
+  check_tag(tag_);
+  if (rank < 0) throw Error(ErrorKind::Internal, "RankWriter: negative rank");
+  manifest_.rank = rank;
+  staging_ = staging_directory(save_dir_, tag_);
+  make_directories(staging_);
+}
+
+const FileRecord& RankWriter::write_file(const std::string& file_name,
+                                         const std::function<void(DurableFile&)>& body) {
+  check_file_name(file_name);
+  for (const auto& f : manifest_.files)
+    if (f.name == file_name)
+      throw Error(ErrorKind::Internal, "checkpoint file " + file_name + " written twice");
+  DurableFile file(staging_ + "/" + file_name);
+  body(file);
+  file.commit();
+  manifest_.files.push_back({file_name, file.size(), file.crc32c()});
+  return manifest_.files.back();
+}
+
+const FileRecord& RankWriter::write_tensor_file(const std::string& file_name,
+                                                std::span<const TensorRef> tensors,
+                                                std::string_view metadata_json) {
+  return write_file(file_name,
+                    [&](DurableFile& file) { write_safetensors(file, tensors, metadata_json); });
+}
+
+void commit(const std::string& save_dir, const std::string& tag,
+            std::span<const RankManifest> manifests, const CommitOptions& options) {
+  check_tag(tag);
+  CheckpointManifest all;
+  all.tag = tag;
+  all.world_size = static_cast<int>(manifests.size());
+  all.ranks.assign(manifests.begin(), manifests.end());
+  std::sort(all.ranks.begin(), all.ranks.end(),
+            [](const RankManifest& a, const RankManifest& b) { return a.rank < b.rank; });
+  for (int r = 0; r < all.world_size; ++r)
+    if (all.ranks[r].rank != r)
+      throw Error(ErrorKind::Internal, "commit of " + tag + ": the manifests are not one per "
+                                       "rank 0.." + std::to_string(all.world_size - 1));
+
+  const std::string staging = staging_directory(save_dir, tag);
+  std::set<std::string> listed{kManifestFile};
+  for (const auto& rank : all.ranks) {
+    for (const auto& file : rank.files) {
+      if (!listed.insert(file.name).second)
+        throw Error(ErrorKind::Internal, "commit of " + tag + ": file " + file.name +
+                                             " is written by two ranks");
+      verify_file(staging + "/" + file.name, file, options.verify);
+    }
+  }
+  remove_unlisted(staging, listed);
+  write_file_durably(staging + "/" + kManifestFile, all.to_json());
+
+  swap_into_place(staging, tag_directory(save_dir, tag));
+  fsync_directory(save_dir);
+  write_file_durably(latest_file(save_dir), tag);  // DeepSpeed writes the bare tag
+}
+
+}  // namespace dsx::engine::checkpoint
