@@ -1,0 +1,209 @@
+// The runner: DeepSpeed's order of operations, dsx's pre-launch checks, then one of the
+// backends, all supervised so that no rank is left behind.
+#include "launcher/launch.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+
+#include "dsx/error.h"
+#include "launcher/backend_command.h"
+#include "launcher/env_export.h"
+#include "launcher/hostfile.h"
+#include "launcher/launch_plan.h"
+#include "launcher/local_devices.h"
+#include "launcher/preflight.h"
+#include "launcher/rank_shim.h"
+#include "launcher/shell_quote.h"
+
+namespace dsx::launcher {
+namespace {
+
+bool verbose(const LaunchOptions& o) { return !o.quiet && (o.log_level == "info" || o.log_level == "debug"); }
+
+void info(const LaunchOptions& o, const std::string& text) {
+  if (verbose(o)) std::cerr << "dsx launch: " << text << std::endl;
+}
+
+std::string self_path() {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) throw Error(ErrorKind::Launch, "cannot find the dsx binary (/proc/self/exe)");
+  return std::string(buf, n);
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+// The backend a multi-node launch uses: --launcher, except that a default pdsh that is not
+// installed falls back to dsx's own ssh fan-out.
+std::string choose_backend(const LaunchOptions& o) {
+  std::string backend = lower(o.launcher);
+  if (backend == "pdsh" && !o.launcher_given && !have_program("pdsh")) {
+    info(o, "pdsh is not installed; using dsx's built-in ssh fan-out (--launcher ssh)");
+    return "ssh";
+  }
+  return backend;
+}
+
+std::vector<std::string> probe_ssh_options(const LaunchOptions& o, const std::string& backend) {
+  if (backend == "ssh") return ssh_options(o.ssh_port, shell_split(o.launcher_args));
+  return ssh_options(o.ssh_port, shell_split(env_value(current_environment(), "PDSH_SSH_ARGS_APPEND")));
+}
+
+int run_local(const LaunchOptions& o, const LaunchPlan& plan) {
+  AgentOptions a;
+  a.world = plan.world;
+  a.node_rank = plan.node_rank;
+  a.master_addr = plan.master_addr;
+  a.master_port = o.master_port;
+  a.program = {o.user_script, o.user_args, o.module, o.no_python, o.no_local_rank};
+  a.each_rank_log = o.enable_each_rank_log;
+  a.bind_cores_to_rank = o.bind_cores_to_rank || !o.bind_core_list.empty();
+  a.bind_core_list = o.bind_core_list;
+  if (o.save_pid) a.save_pid = std::to_string(::getpid());
+  a.local_rank_rule = parse_local_rank_rule(o.local_rank_rule);
+  a.kill_grace_s = o.kill_grace_s;
+  a.quiet = o.log_level == "critical";
+  a.base_env = current_environment();
+  if (plan.drop_visible_devices) env_set(a.base_env, "CUDA_VISIBLE_DEVICES", nullptr);
+  return run_agent(a, o.dry_run);
+}
+
+int run_multi_node(const LaunchOptions& o, const LaunchPlan& plan, const std::string& backend) {
+  RemoteJob job;
+  job.world = plan.world;
+  job.master_addr = plan.master_addr;
+  job.cwd = std::filesystem::current_path().string();
+  auto env = current_environment();
+  job.exports = collect_exports(env, job.cwd, env_value(env, "HOME"));
+  job.dsx_path = self_path();
+  job.hostfile = o.hostfile;
+  job.runner_pid = static_cast<int>(::getpid());
+  job.options = o;
+  job.options.launcher = backend;
+
+  std::vector<Member> members;
+  SupervisorOptions s;
+  s.kill_grace_s = o.kill_grace_s + 5;  // remote agents get their own grace first
+  s.quiet = o.log_level == "critical";
+  if (backend == "ssh") {
+    auto commands = ssh_commands(job);
+    for (size_t n = 0; n < commands.size(); ++n) {
+      if (o.dry_run) {
+        std::cout << "node " << n << " (" << commands[n].node << "): " << display_command(commands[n]) << "\n";
+        continue;
+      }
+      Member m;
+      m.name = "node " + std::to_string(n) + " (" + commands[n].node + ")";
+      m.prefix = commands[n].node + ": ";
+      m.spawn.argv = commands[n].argv;
+      m.spawn.env = env;
+      m.spawn.stdin_pipe = true;
+      m.stop_by_closing_stdin = true;
+      m.watch_failure_marker = true;
+      members.push_back(std::move(m));
+    }
+  } else {
+    BackendCommand command;
+    if (backend == "pdsh") {
+      command = pdsh_command(job);
+      std::string append = env_value(env, "PDSH_SSH_ARGS_APPEND");
+      if (o.ssh_port > 0) append += (append.empty() ? "" : " ") + std::string("-p ") + std::to_string(o.ssh_port);
+      if (!append.empty()) command.env.emplace_back("PDSH_SSH_ARGS_APPEND", append);
+    } else if (backend == "slurm") {
+      command = slurm_command(job);
+    } else {
+      command = mpi_command(job);
+    }
+    if (o.dry_run) {
+      std::cout << backend << ": " << display_command(command) << "\n";
+      if (backend == "pdsh") {
+        for (size_t n = 0; n < job.world.size(); ++n) {
+          std::cout << "node " << n << " (" << job.world[n].host << "): "
+                    << remote_shell_command(job, std::to_string(n), "parent") << "\n";
+        }
+      }
+      return 0;
+    }
+    Member m;
+    m.name = backend;
+    m.spawn.argv = command.argv;
+    m.spawn.env = env;
+    for (const auto& [k, v] : command.env) env_set(m.spawn.env, k, &v);
+    m.watch_failure_marker = backend == "pdsh";
+    members.push_back(std::move(m));
+  }
+  if (o.dry_run) return 0;
+  return supervise(std::move(members), s).exit_code;
+}
+
+}  // namespace
+
+int run_launch(const LaunchOptions& o) {
+  if (o.elastic_training || o.min_elastic_nodes >= 0 || o.max_elastic_nodes >= 0) {
+    throw Error(ErrorKind::Unsupported, "elastic training (--elastic_training, --min/max_elastic_nodes) is not supported "
+                                        "by dsx launch; launch a fixed world instead");
+  }
+  if (!o.autotuning.empty()) {
+    throw Error(ErrorKind::Unsupported, "--autotuning is DeepSpeed's Python autotuner; dsx launch does not run it");
+  }
+  if (o.user_script.empty()) throw Error(ErrorKind::Usage, "no program to launch: dsx launch [flags] PROGRAM [ARGS...]");
+
+  auto hostfile = read_hostfile(o.hostfile);
+  if (!hostfile) info(o, "Unable to find hostfile, will proceed with training with local resources only");
+  auto devices = detect_local_devices();
+  LocalMachine machine{devices.count, devices.gpus, env_value(current_environment(), "CUDA_VISIBLE_DEVICES")};
+  LaunchPlan plan = plan_launch(o, hostfile, machine);
+  for (const auto& note : plan.notes) info(o, note);
+
+  std::string backend = plan.multi_node ? choose_backend(o) : "local";
+  if (plan.multi_node && !o.dry_run) {
+    check_backend_installed(backend);
+    check_hosts_resolve(plan.world);
+    if ((backend == "ssh" || backend == "pdsh") && !o.no_ssh_check) {
+      check_ssh_reachable(plan.world, probe_ssh_options(o, backend), o.ssh_port, o.hostfile);
+    }
+  }
+  if (plan.master_addr.empty()) plan.master_addr = resolve_master_addr(plan.world.front().host);
+  info(o, "world " + describe(plan.world) + ", master " + plan.master_addr + ":" + std::to_string(o.master_port) +
+              (plan.multi_node ? ", runner " + backend : ", local"));
+  if (!o.dry_run) check_master_port_free(plan.master_addr, o.master_port);
+  return plan.multi_node ? run_multi_node(o, plan, backend) : run_local(o, plan);
+}
+
+int run_agent(const AgentOptions& a, bool dry_run) {
+  if (!dry_run) return run_node_agent(a);
+  for (const auto& m : rank_members(a, find_python(), "<start time>")) {
+    std::cout << m.name << ":";
+    for (const auto& [k, v] : m.spawn.env) {
+      if (k == "RANK" || k == "LOCAL_RANK" || k == "WORLD_SIZE" || k == "MASTER_ADDR" || k == "MASTER_PORT" ||
+          k == "CUDA_VISIBLE_DEVICES" || k == "OMP_NUM_THREADS")
+        std::cout << " " << k << "=" << shell_quote(v);
+    }
+    std::cout << " " << shell_join(m.spawn.argv);
+    if (!m.spawn.log_path.empty()) std::cout << " > " << shell_quote(m.spawn.log_path) << " 2>&1";
+    std::cout << "\n";
+  }
+  return 0;
+}
+
+int run_rank_shim(const ProgramSpec& program) {
+  auto env = current_environment();
+  for (const auto& [k, v] : scheduler_rank_env(env)) ::setenv(k.c_str(), v.c_str(), 1);
+  auto argv_words = rank_argv(program, std::atoi(::getenv("LOCAL_RANK")), find_python());
+  std::vector<char*> argv;
+  for (auto& w : argv_words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  ::execvp(argv[0], argv.data());
+  throw Error(ErrorKind::Launch, "cannot start '" + argv_words[0] + "': " + std::strerror(errno));
+}
+
+}  // namespace dsx::launcher

@@ -1,0 +1,15 @@
+// The three ways `dsx launch` runs: the runner (`deepspeed` drop-in: plan the world, check,
+// start locally or through a backend), the node agent (`--world_info`, DeepSpeed's per-node
+// launcher), and the rank shim (`--dsx_rank_shim`, under mpirun/srun).
+#pragma once
+
+#include "launcher/launch_options.h"
+#include "launcher/node_agent.h"
+
+namespace dsx::launcher {
+
+int run_launch(const LaunchOptions& options);
+int run_agent(const AgentOptions& options, bool dry_run);
+int run_rank_shim(const ProgramSpec& program);  // returns only on failure
+
+}  // namespace dsx::launcher

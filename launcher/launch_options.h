@@ -1,0 +1,50 @@
+// Every flag of the `deepspeed` runner, with DeepSpeed's names and defaults, plus the few dsx
+// additions (marked). tools/cmd_launch.cpp fills this from the command line.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace dsx::launcher {
+
+struct LaunchOptions {
+  std::string hostfile = "/job/hostfile";
+  std::string include;
+  std::string exclude;
+  int num_nodes = -1;
+  int num_gpus = -1;  // also --num_accelerators
+  int min_elastic_nodes = -1;
+  int max_elastic_nodes = -1;
+  int master_port = 29500;
+  std::string master_addr;
+  int node_rank = -1;
+  std::string launcher = "pdsh";
+  bool launcher_given = false;  // --launcher given explicitly (pdsh missing is then an error)
+  std::string launcher_args;
+  bool module = false;
+  bool no_python = false;
+  bool no_local_rank = false;
+  bool no_ssh = false;
+  bool no_ssh_check = false;
+  bool force_multi = false;
+  bool save_pid = false;
+  std::string enable_each_rank_log = "None";
+  std::string autotuning;
+  bool elastic_training = false;
+  bool bind_cores_to_rank = false;
+  std::string bind_core_list;
+  int ssh_port = -1;  // -1: not given
+  std::string venv_script;
+  std::string log_level = "info";
+  bool quiet = false;
+
+  // dsx additions
+  bool dry_run = false;             // print the command for every node and exit
+  std::string local_rank_rule = "modulo";  // "modulo" (DeepSpeed) or "index" (torchrun)
+  int kill_grace_s = 30;            // SIGTERM -> SIGKILL grace when stopping ranks
+
+  std::string user_script;
+  std::vector<std::string> user_args;
+};
+
+}  // namespace dsx::launcher

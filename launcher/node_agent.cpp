@@ -1,0 +1,121 @@
+// The node agent: plan the local ranks, then supervise them.
+#include "launcher/node_agent.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+
+#include "dsx/error.h"
+#include "launcher/core_binding.h"
+#include "launcher/env_export.h"
+
+namespace dsx::launcher {
+namespace {
+
+std::string local_timestamp() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  ::localtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d%H%M%S", &tm);
+  return buf;
+}
+
+void prepare_log_dir(const std::string& dir) {
+  std::error_code ec;
+  if (std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec)) {
+    throw Error(ErrorKind::Usage, "--enable_each_rank_log " + dir + " is a file, not a directory");
+  }
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw Error(ErrorKind::Io, "--enable_each_rank_log: cannot create " + dir + ": " + ec.message());
+}
+
+// DeepSpeed's pid file /tmp/<runner pid>.deepspeed, removed again when the agent ends.
+class PidFile {
+ public:
+  explicit PidFile(const std::string& runner_pid) {
+    if (runner_pid.empty()) return;
+    path_ = "/tmp/" + runner_pid + ".deepspeed";
+    FILE* f = std::fopen(path_.c_str(), "wx");
+    if (!f) {
+      std::string why = errno == EEXIST ? "it already exists (another launch with the same runner pid?)" : std::strerror(errno);
+      path_.clear();
+      throw Error(ErrorKind::Io, "--save_pid: cannot create /tmp/" + runner_pid + ".deepspeed: " + why);
+    }
+    std::fprintf(f, "%d", static_cast<int>(::getpid()));
+    std::fclose(f);
+    std::cout << "launcher pid: " << ::getpid() << std::endl;
+  }
+  ~PidFile() {
+    if (!path_.empty()) ::unlink(path_.c_str());
+  }
+  PidFile(const PidFile&) = delete;
+  PidFile& operator=(const PidFile&) = delete;
+
+ private:
+  std::string path_;
+};
+
+}  // namespace
+
+std::vector<Member> rank_members(const AgentOptions& o, const std::string& python, const std::string& log_stamp) {
+  auto placements = place_ranks(o.world, o.node_rank, o.local_rank_rule);
+  std::vector<int> cores;
+  if (o.bind_cores_to_rank) {
+    if (!env_value(o.base_env, "KMP_AFFINITY").empty()) {
+      throw Error(ErrorKind::Usage, "KMP_AFFINITY is set and would fight --bind_cores_to_rank; unset one of them");
+    }
+    cores = o.bind_core_list.empty() ? available_cores() : parse_core_list(o.bind_core_list);
+  }
+  std::vector<Member> members;
+  for (const auto& p : placements) {
+    Member m;
+    m.name = "rank " + std::to_string(p.rank);
+    m.prefix = "[rank" + std::to_string(p.rank) + "]: ";
+    m.spawn.argv = rank_argv(o.program, p.local_rank, python);
+    m.spawn.env = o.base_env;
+    for (const auto& [k, v] : rank_environment(o.world, o.node_rank, p, o.master_addr, o.master_port)) env_set(m.spawn.env, k, &v);
+    if (o.bind_cores_to_rank) {
+      m.spawn.cpus = cores_for_rank(cores, static_cast<int>(placements.size()), p.index);
+      std::string threads = std::to_string(m.spawn.cpus.size());
+      env_set(m.spawn.env, "OMP_NUM_THREADS", &threads);
+    }
+    if (o.each_rank_log != "None") {
+      m.spawn.log_path = (std::filesystem::path(o.each_rank_log) / (log_stamp + "_rank" + std::to_string(p.rank) + ".log")).string();
+    }
+    members.push_back(std::move(m));
+  }
+  return members;
+}
+
+int run_node_agent(const AgentOptions& o) {
+  // A remote agent outlives its runner's connection long enough to stop its ranks.
+  if (o.tethered) ::signal(SIGPIPE, SIG_IGN);
+  if (o.each_rank_log != "None") prepare_log_dir(o.each_rank_log);
+  auto members = rank_members(o, find_python(), local_timestamp());
+  PidFile pid_file(o.save_pid);
+  if (members.empty()) {
+    if (!o.quiet) std::cerr << "dsx launch: node " << o.node_rank << " has no slots; nothing to start" << std::endl;
+    return 0;
+  }
+  SupervisorOptions s;
+  s.kill_grace_s = o.kill_grace_s;
+  s.tether_parent = o.tethered;
+  s.tether_stdin = o.tether_stdin;
+  s.quiet = o.quiet;
+  Outcome outcome = supervise(std::move(members), s);
+  if (o.tethered && outcome.exit_code != 0) {
+    // One line the runner recognises even through pdsh's "host: " prefix.
+    std::cerr << kAgentFailureMarker << outcome.exit_code << " node=" << o.node_rank << " (" << outcome.reason << ")" << std::endl;
+  }
+  return outcome.exit_code;
+}
+
+}  // namespace dsx::launcher

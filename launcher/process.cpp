@@ -1,0 +1,101 @@
+// fork + exec of a supervised child.
+#include "launcher/process.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "dsx/error.h"
+
+namespace dsx::launcher {
+namespace {
+
+// Only async-signal-safe calls between fork and exec.
+[[noreturn]] void exec_in_child(const SpawnSpec& spec, char* const* argv, char* const* envp, int out_fd,
+                                int in_fd, int err_pipe) {
+  ::setpgid(0, 0);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT}) ::signal(sig, SIG_DFL);
+  ::dup2(in_fd, 0);
+  ::dup2(out_fd, 1);
+  ::dup2(out_fd, 2);
+  if (!spec.cpus.empty()) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int c : spec.cpus) CPU_SET(c, &set);
+    if (::sched_setaffinity(0, sizeof set, &set) != 0) {
+      int e = errno;
+      (void)!::write(err_pipe, &e, sizeof e);
+      ::_exit(127);
+    }
+  }
+  ::execvpe(argv[0], argv, envp);
+  int e = errno;
+  (void)!::write(err_pipe, &e, sizeof e);
+  ::_exit(127);
+}
+
+}  // namespace
+
+Child spawn_child(const SpawnSpec& spec) {
+  std::vector<char*> argv;
+  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::vector<std::string> env_text;
+  for (const auto& [k, v] : spec.env) env_text.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (auto& e : env_text) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  Child child;
+  int out[2] = {-1, -1};
+  if (!spec.log_path.empty()) {
+    out[1] = ::open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (out[1] < 0) throw Error(ErrorKind::Io, "cannot open rank log " + spec.log_path + ": " + std::strerror(errno));
+  } else if (::pipe2(out, O_CLOEXEC) != 0) {
+    throw Error(ErrorKind::Launch, std::string("pipe: ") + std::strerror(errno));
+  }
+  int in[2] = {-1, -1};
+  if (spec.stdin_pipe) {
+    if (::pipe2(in, O_CLOEXEC) != 0) throw Error(ErrorKind::Launch, std::string("pipe: ") + std::strerror(errno));
+  } else {
+    in[0] = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  }
+  int err_pipe[2];
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) throw Error(ErrorKind::Launch, std::string("pipe: ") + std::strerror(errno));
+
+  pid_t pid = ::fork();
+  if (pid < 0) throw Error(ErrorKind::Launch, std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) exec_in_child(spec, argv.data(), envp.data(), out[1], in[0], err_pipe[1]);
+
+  ::setpgid(pid, pid);  // also here, so that killpg works even before the child ran
+  ::close(err_pipe[1]);
+  ::close(out[1]);
+  ::close(in[0]);
+  int exec_errno = 0;
+  ssize_t n;
+  do {
+    n = ::read(err_pipe[0], &exec_errno, sizeof exec_errno);
+  } while (n < 0 && errno == EINTR);
+  ::close(err_pipe[0]);
+  if (n == sizeof exec_errno) {
+    ::waitpid(pid, nullptr, 0);
+    if (out[0] >= 0) ::close(out[0]);
+    if (in[1] >= 0) ::close(in[1]);
+    child.exec_errno = exec_errno;
+    return child;
+  }
+  child.pid = pid;
+  child.output_fd = out[0];
+  child.stdin_fd = in[1];
+  return child;
+}
+
+}  // namespace dsx::launcher

@@ -1,0 +1,34 @@
+// Starting one supervised child: its own process group (so that stopping it also stops what it
+// started), the signals the supervisor blocks unblocked again, output to a pipe or a file, an
+// optional CPU set. exec failures come back as an errno instead of a silent exit 127.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "launcher/rank_env.h"
+
+namespace dsx::launcher {
+
+struct SpawnSpec {
+  std::vector<std::string> argv;
+  std::vector<EnvVar> env;     // the complete environment of the child
+  std::string log_path;        // non-empty: stdout and stderr appended to this file
+  bool stdin_pipe = false;     // stdin is a pipe the parent writes (else /dev/null)
+  std::vector<int> cpus;       // non-empty: sched_setaffinity to these CPUs before exec
+};
+
+struct Child {
+  pid_t pid = -1;
+  int output_fd = -1;  // read end of stdout+stderr, -1 with log_path
+  int stdin_fd = -1;   // write end of stdin, -1 unless stdin_pipe
+  int exec_errno = 0;  // non-zero: the program could not be started (pid already reaped)
+};
+
+// Never throws for a missing program: see Child::exec_errno. Throws dsx::Error(Io/Launch) when
+// the log file cannot be opened or fork fails.
+Child spawn_child(const SpawnSpec& spec);
+
+}  // namespace dsx::launcher

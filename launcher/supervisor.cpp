@@ -1,0 +1,324 @@
+// The supervision loop: one poll() over the children's output, a signalfd (SIGCHLD and the
+// stop signals) and, for remote agents, the tether to the runner.
+#include "launcher/supervisor.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <iostream>
+
+#include "dsx/error.h"
+
+namespace dsx::launcher {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Running {
+  Member member;
+  Child child;
+  std::string partial;  // output after the last newline
+  bool done = false;
+  int status = 0;
+};
+
+bool write_all(int fd, const std::string& text) {
+  size_t off = 0;
+  while (off < text.size()) {
+    ssize_t n = ::write(fd, text.data() + off, text.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    off += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+int exit_code_of(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+std::string describe_status(int status) {
+  if (WIFSIGNALED(status)) {
+    return std::string("was killed by signal ") + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
+  }
+  return "exited with code " + std::to_string(exit_code_of(status));
+}
+
+// Blocks the supervised signals for the lifetime of the loop and restores the mask after.
+class SignalGuard {
+ public:
+  SignalGuard() {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&set, s);
+    ::sigprocmask(SIG_BLOCK, &set, &old_);
+    fd_ = ::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (fd_ < 0) throw Error(ErrorKind::Launch, std::string("signalfd: ") + std::strerror(errno));
+    old_pipe_ = ::signal(SIGPIPE, SIG_IGN);
+  }
+  ~SignalGuard() {
+    ::close(fd_);
+    ::signal(SIGPIPE, old_pipe_);
+    ::sigprocmask(SIG_SETMASK, &old_, nullptr);
+  }
+  int fd() const { return fd_; }
+
+ private:
+  sigset_t old_;
+  int fd_ = -1;
+  sighandler_t old_pipe_;
+};
+
+class Job {
+ public:
+  Job(std::vector<Member> members, const SupervisorOptions& options)
+      : options_(options), parent_(::getppid()) {
+    for (auto& m : members) running_.push_back({std::move(m), {}, {}, false, 0});
+  }
+
+  Outcome run() {
+    SignalGuard signals;
+    for (auto& r : running_) {
+      if (stopping_) break;
+      r.child = spawn_child(r.member.spawn);
+      if (r.child.exec_errno) {
+        r.done = true;
+        r.status = 127 << 8;
+        fail(r.member.name + ": cannot start '" + r.member.spawn.argv[0] + "': " + std::strerror(r.child.exec_errno), 127);
+      }
+    }
+    for (auto& r : running_)
+      if (!r.child.exec_errno && r.child.pid < 0) r.done = true;  // never started (stopped first)
+
+    while (!all_done()) {
+      poll_once(signals.fd());
+      if (stopping_ && !killed_ && Clock::now() >= kill_at_) kill_all(SIGKILL);
+      if (killed_ && Clock::now() >= kill_at_ + std::chrono::seconds(10)) {
+        message("some processes survived SIGKILL for 10 s (stuck in the kernel?); giving up on them");
+        break;
+      }
+    }
+    drain_all();
+    return outcome_;
+  }
+
+ private:
+  bool all_done() const {
+    for (const auto& r : running_)
+      if (!r.done) return false;
+    return true;
+  }
+
+  void message(const std::string& text) {
+    if (!options_.quiet) std::cerr << "dsx launch: " << text << std::endl;
+  }
+
+  // Records the first failure and starts stopping everybody.
+  void fail(const std::string& reason, int code) {
+    if (stopping_) return;
+    outcome_ = {code, reason};
+    message(reason + "; stopping all processes of the job");
+    stop_all(SIGTERM);
+  }
+
+  void stop_all(int sig) {
+    stopping_ = true;
+    kill_at_ = Clock::now() + std::chrono::seconds(options_.kill_grace_s);
+    for (auto& r : running_) {
+      if (r.done || r.child.pid < 0) continue;
+      if (r.member.stop_by_closing_stdin && r.child.stdin_fd >= 0) {
+        ::close(r.child.stdin_fd);
+        r.child.stdin_fd = -1;
+      } else {
+        ::killpg(r.child.pid, sig);
+      }
+    }
+  }
+
+  void kill_all(int sig) {
+    killed_ = true;
+    kill_at_ = Clock::now();
+    for (auto& r : running_) {
+      if (!r.done && r.child.pid > 0) {
+        message(r.member.name + " (pid " + std::to_string(r.child.pid) + ") still running after " +
+                std::to_string(options_.kill_grace_s) + " s; sending SIGKILL");
+        ::killpg(r.child.pid, sig);
+      }
+    }
+  }
+
+  void poll_once(int signal_fd) {
+    std::vector<pollfd> fds;
+    std::vector<Running*> owners;
+    fds.push_back({signal_fd, POLLIN, 0});
+    owners.push_back(nullptr);
+    for (auto& r : running_) {
+      if (r.child.output_fd >= 0) {
+        fds.push_back({r.child.output_fd, POLLIN, 0});
+        owners.push_back(&r);
+      }
+    }
+    size_t tether_stdin = 0, tether_stdout = 0;
+    if (options_.tether_stdin && !tether_lost_) {
+      tether_stdin = fds.size();
+      fds.push_back({0, POLLIN, 0});
+      owners.push_back(nullptr);
+    }
+    if (options_.tether_parent && !tether_lost_) {
+      tether_stdout = fds.size();
+      fds.push_back({1, 0, 0});  // only POLLERR/POLLHUP: the reader of our output is gone
+      owners.push_back(nullptr);
+    }
+    int n = ::poll(fds.data(), fds.size(), 200);
+    if (n < 0 && errno != EINTR) throw Error(ErrorKind::Launch, std::string("poll: ") + std::strerror(errno));
+    for (size_t i = 1; n > 0 && i < fds.size(); ++i) {
+      if (!fds[i].revents) continue;
+      if (owners[i]) {
+        read_output(*owners[i]);
+      } else if (i == tether_stdin) {
+        read_tether();
+      } else if (i == tether_stdout) {
+        lose_tether("the connection to the runner closed (stdout hung up)");
+      }
+    }
+    if (fds[0].revents) read_signals(signal_fd);
+    reap();
+    if (options_.tether_parent && !tether_lost_ && ::getppid() != parent_) {
+      lose_tether("the process that started this agent exited");
+    }
+  }
+
+  void lose_tether(const std::string& why) {
+    tether_lost_ = true;
+    if (!stopping_) {
+      outcome_ = {129, why};
+      message(why + "; stopping the ranks of this node");
+      stop_all(SIGTERM);
+    }
+  }
+
+  void read_tether() {
+    char buf[256];
+    ssize_t n = ::read(0, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) return;
+    if (n <= 0) {
+      lose_tether("the runner closed the connection");
+    } else if (std::string(buf, n).find("stop") != std::string::npos) {
+      lose_tether("the runner asked to stop");
+    }
+  }
+
+  void read_signals(int signal_fd) {
+    signalfd_siginfo info;
+    while (::read(signal_fd, &info, sizeof info) == sizeof info) {
+      int sig = static_cast<int>(info.ssi_signo);
+      if (sig == SIGCHLD) continue;
+      if (stopping_) {
+        if (!killed_) {
+          message(std::string("second ") + strsignal(sig) + ": killing everything now");
+          kill_all(SIGKILL);
+        }
+        continue;
+      }
+      outcome_ = {128 + sig, std::string("received ") + strsignal(sig)};
+      message(outcome_.reason + "; forwarding it to every process and stopping the job");
+      stop_all(sig == SIGHUP ? SIGTERM : sig);
+    }
+  }
+
+  void reap() {
+    for (auto& r : running_) {
+      if (r.done || r.child.pid < 0) continue;
+      int status = 0;
+      pid_t got = ::waitpid(r.child.pid, &status, WNOHANG);
+      if (got != r.child.pid) continue;
+      r.done = true;
+      r.status = status;
+      if (r.child.stdin_fd >= 0) {
+        ::close(r.child.stdin_fd);
+        r.child.stdin_fd = -1;
+      }
+      if (status != 0) fail(r.member.name + " (pid " + std::to_string(r.child.pid) + ") " + describe_status(status), exit_code_of(status));
+    }
+  }
+
+  void read_output(Running& r) {
+    char buf[65536];
+    ssize_t n = ::read(r.child.output_fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) return;
+    if (n <= 0) {
+      flush_partial(r);
+      ::close(r.child.output_fd);
+      r.child.output_fd = -1;
+      return;
+    }
+    r.partial.append(buf, n);
+    size_t start = 0, nl;
+    std::string out;
+    while ((nl = r.partial.find('\n', start)) != std::string::npos) {
+      std::string line = r.partial.substr(start, nl - start);
+      if (r.member.watch_failure_marker) check_marker(r, line);
+      out += r.member.prefix + line + "\n";
+      start = nl + 1;
+    }
+    r.partial.erase(0, start);
+    if (!write_all(1, out) && options_.tether_parent) lose_tether("the connection to the runner closed (stdout)");
+  }
+
+  void flush_partial(Running& r) {
+    if (r.partial.empty()) return;
+    if (r.member.watch_failure_marker) check_marker(r, r.partial);
+    write_all(1, r.member.prefix + r.partial + "\n");
+    r.partial.clear();
+  }
+
+  void check_marker(Running& r, const std::string& line) {
+    auto at = line.find(kAgentFailureMarker);
+    if (at == std::string::npos) return;
+    int code = std::atoi(line.c_str() + at + std::strlen(kAgentFailureMarker));
+    fail(r.member.name + ": " + line.substr(0, at) + "a rank failed with exit code " + std::to_string(code), code ? code : 1);
+  }
+
+  void drain_all() {
+    for (auto& r : running_) {
+      while (r.child.output_fd >= 0) {
+        pollfd p{r.child.output_fd, POLLIN, 0};
+        // Grandchildren may hold the pipe open; take what is there and no more.
+        if (::poll(&p, 1, 0) <= 0) {
+          flush_partial(r);
+          ::close(r.child.output_fd);
+          r.child.output_fd = -1;
+          break;
+        }
+        read_output(r);
+      }
+      if (r.child.stdin_fd >= 0) ::close(r.child.stdin_fd);
+      r.child.stdin_fd = -1;
+    }
+  }
+
+  SupervisorOptions options_;
+  pid_t parent_;
+  std::vector<Running> running_;
+  Outcome outcome_;
+  bool stopping_ = false;
+  bool killed_ = false;
+  bool tether_lost_ = false;
+  Clock::time_point kill_at_{};
+};
+
+}  // namespace
+
+Outcome supervise(std::vector<Member> members, const SupervisorOptions& options) {
+  return Job(std::move(members), options).run();
+}
+
+}  // namespace dsx::launcher

@@ -1,0 +1,43 @@
+// Runs a set of child processes as one job and never leaves one behind: output is forwarded
+// line by line with a prefix, the first child to fail (non-zero exit or killed by a signal)
+// stops all others (SIGTERM to each child's process group, SIGKILL after a grace period),
+// SIGINT/SIGTERM/SIGHUP/SIGQUIT to the supervisor do the same, and the exit code is the
+// failing child's (128+N for signal N). Used by the node agent for ranks and by the ssh and
+// pdsh runners for remote nodes. Children are tracked by pid, never by name.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "launcher/process.h"
+
+namespace dsx::launcher {
+
+// A remote node agent prints this (after its host prefix) when one of its ranks failed, so that
+// a runner that sees all nodes through one pdsh can stop the others at once.
+inline constexpr const char* kAgentFailureMarker = "[dsx-agent] FAILED exit_code=";
+
+struct Member {
+  std::string name;    // for messages: "rank 3", "node 1 (127.0.0.2)"
+  std::string prefix;  // put in front of every output line ("" = none)
+  SpawnSpec spawn;
+  // Stop by closing stdin first (a remote agent tears its node down on EOF) instead of SIGTERM.
+  bool stop_by_closing_stdin = false;
+  bool watch_failure_marker = false;  // output lines with kAgentFailureMarker count as a failure
+};
+
+struct SupervisorOptions {
+  int kill_grace_s = 30;
+  bool tether_stdin = false;   // stdin EOF or a "stop" line: stop everything (remote agent)
+  bool tether_parent = false;  // parent gone or stdout hung up: stop everything (remote agent)
+  bool quiet = false;          // no progress messages on stderr
+};
+
+struct Outcome {
+  int exit_code = 0;
+  std::string reason;  // empty on success
+};
+
+Outcome supervise(std::vector<Member> members, const SupervisorOptions& options);
+
+}  // namespace dsx::launcher
