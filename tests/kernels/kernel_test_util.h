@@ -40,6 +40,12 @@ class FloatBuffer {
   size_t offset_, lead_ = 0;
 };
 
+// How a test buffer is filled: N(mean, stddev), or |N(0, stddev)| for second-moment state.
+struct BufferInit {
+  float mean, stddev;
+  bool non_negative;
+};
+
 inline void fill_normal(FloatBuffer& b, size_t count, float mean, float stddev, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> dist(mean, stddev);

@@ -16,11 +16,6 @@ namespace dsx::kernels::test {
 using ElementReference = std::function<void(const double* in, double* out, double* scale)>;
 using KernelCall = std::function<void(float* const* buffers, size_t count, ParamCopy copy)>;
 
-struct BufferInit {
-  float mean, stddev;
-  bool non_negative;  // second-moment style state
-};
-
 
 inline void check_optimizer(const std::string& name, const std::vector<BufferInit>& init, const KernelCall& kernel,
                             const ElementReference& reference, const std::vector<DType>& copy_dtypes = {}) {

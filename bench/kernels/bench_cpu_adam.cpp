@@ -1,0 +1,172 @@
+// CPU AdamW step of dsx beside the machine's copy bandwidth (measured in the same run, same
+// threads) and, when given their timings, beside DeepSpeedCPUAdam and torch.optim.AdamW
+// (bench/kernels/cpu_adam_peers.py). Prints one markdown table. Traffic per parameter: AdamW
+// reads p, g, m, v and writes p, m, v: 28 bytes; the bf16 copy-out adds 2.
+//
+//   OMP_NUM_THREADS=2 bench_cpu_adam [--sizes 16777216,67108864] [--peers peers.json] [--reps 7]
+// Run everything with: bash bench/kernels/run_cpu_adam.sh
+#include <omp.h>
+#include <rapidjson/document.h>
+
+#include <algorithm>
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kernels/optimizers.h"
+#include "kernels/simd.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+namespace kn = dsx::kernels;
+
+// Median wall time in milliseconds of `reps` runs of f after two warm-up runs.
+template <class F>
+double median_ms(int reps, F&& f) {
+  f();
+  f();
+  std::vector<double> ms;
+  for (int r = 0; r < reps; ++r) {
+    auto t0 = Clock::now();
+    f();
+    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+// Copy bandwidth: every thread memcpy's its share of `bytes`; counts bytes read + written.
+double copy_gbps(size_t bytes, int reps) {
+  std::vector<char> src(bytes, 1), dst(bytes, 0);
+  double ms = median_ms(reps, [&] {
+#pragma omp parallel
+    {
+      size_t threads = size_t(omp_get_num_threads()), t = size_t(omp_get_thread_num());
+      size_t per = (bytes + threads - 1) / threads, begin = std::min(bytes, t * per);
+      size_t end = std::min(bytes, begin + per);
+      std::memcpy(dst.data() + begin, src.data() + begin, end - begin);
+    }
+  });
+  return 2.0 * double(bytes) / ms / 1e6;
+}
+
+struct DsxResult {
+  double ms, gbps;
+};
+
+DsxResult adamw_dsx(size_t n, bool bf16_copy, int reps) {
+  std::vector<float> p(n), g(n), m(n), v(n);
+  std::vector<uint16_t> copy(bf16_copy ? n : 0);
+  // First-touch in parallel, so pages spread like the loop that uses them.
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < n; ++i) {
+    p[i] = 0.01f * float(i % 1000);
+    g[i] = 1e-3f * float(i % 7) - 3e-3f;
+    m[i] = 0.0f;
+    v[i] = 0.0f;
+  }
+  kn::AdamHyper h;
+  h.weight_decay = 0.01f;
+  int64_t step = 0;
+  kn::ParamCopy out;
+  if (bf16_copy) out = {kn::DType::BF16, copy.data()};
+  double ms = median_ms(reps, [&] { kn::adam_step(h, ++step, 1.0f, p.data(), g.data(), m.data(), v.data(), n, out); });
+  double bytes = (bf16_copy ? 30.0 : 28.0) * double(n);
+  return {ms, bytes / ms / 1e6};
+}
+
+// peers[{n, copy}][peer] = ms, from cpu_adam_peers.py's JSON.
+using PeerTimes = std::map<std::pair<size_t, std::string>, std::map<std::string, double>>;
+
+PeerTimes read_peers(const std::string& path, int& threads) {
+  PeerTimes out;
+  if (path.empty()) return out;
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  rapidjson::Document doc;
+  doc.Parse(text.str().c_str());
+  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("results")) {
+    std::fprintf(stderr, "bench_cpu_adam: %s is not the JSON that cpu_adam_peers.py writes; ignoring it\n", path.c_str());
+    return out;
+  }
+  if (doc.HasMember("threads") && doc["threads"].IsInt()) threads = doc["threads"].GetInt();
+  for (const auto& r : doc["results"].GetArray())
+    out[{size_t(r["n"].GetUint64()), r["copy"].GetString()}][r["peer"].GetString()] = r["ms"].GetDouble();
+  return out;
+}
+
+std::string fmt(double v, const char* f = "%.1f") {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  namespace po = boost::program_options;
+  std::string sizes_arg = "16777216,67108864", peers_path, simd;
+  int reps = 7;
+  po::options_description opts("bench_cpu_adam options");
+  opts.add_options()("help", "show this help")("sizes", po::value(&sizes_arg), "comma-separated parameter counts")(
+      "peers", po::value(&peers_path), "JSON written by bench/kernels/cpu_adam_peers.py")(
+      "reps", po::value(&reps), "timed runs per case (median is reported)")(
+      "simd", po::value(&simd), "force a SIMD level: avx512, avx2 or scalar");
+  po::variables_map vm;
+  try {
+    po::store(po::parse_command_line(argc, argv, opts), vm);
+    po::notify(vm);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_cpu_adam: %s\n", e.what());
+    return 2;
+  }
+  if (vm.count("help")) {
+    std::stringstream help;
+    help << opts;
+    std::printf("%s", help.str().c_str());
+    return 0;
+  }
+  if (!simd.empty()) kn::set_simd_level(kn::parse_simd_level(simd));
+  std::vector<size_t> sizes;
+  std::stringstream ss(sizes_arg);
+  for (std::string item; std::getline(ss, item, ',');) sizes.push_back(std::stoull(item));
+  int peer_threads = -1;
+  PeerTimes peers = read_peers(peers_path, peer_threads);
+  int threads = omp_get_max_threads();
+  if (peer_threads > 0 && peer_threads != threads)
+    std::fprintf(stderr, "warning: peers ran with %d threads, dsx with %d\n", peer_threads, threads);
+
+  std::printf("CPU AdamW step, %d threads, SIMD %s. GB/s counts 28 B/param (30 with the bf16 copy).\n\n", threads,
+              kn::simd_level_name(kn::simd_level()));
+  std::printf("| params | copy-out | dsx ms | dsx GB/s | copy GB/s | dsx / copy | DeepSpeedCPUAdam ms | torch foreach ms | "
+              "torch fused ms | dsx speed-up vs best peer |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+  for (size_t n : sizes) {
+    double copy = copy_gbps(16 * n, reps);  // a buffer as large as p, g, m, v together
+    for (bool bf16 : {false, true}) {
+      DsxResult r = adamw_dsx(n, bf16, reps);
+      std::string key = bf16 ? "bf16" : "none";
+      auto it = peers.find({n, key});
+      auto peer = [&](const char* name) -> std::string {
+        if (it == peers.end() || !it->second.count(name)) return "n/a";
+        return fmt(it->second.at(name));
+      };
+      double best = 0;
+      if (it != peers.end())
+        for (const auto& [name, ms] : it->second) best = best == 0 ? ms : std::min(best, ms);
+      std::printf("| %zuM | %s | %s | %s | %s | %s%% | %s | %s | %s | %s |\n", n >> 20, key.c_str(), fmt(r.ms).c_str(),
+                  fmt(r.gbps).c_str(), fmt(copy).c_str(), fmt(100 * r.gbps / copy, "%.0f").c_str(),
+                  peer("deepspeed_cpu_adam").c_str(), peer("torch_foreach").c_str(), peer("torch_fused").c_str(),
+                  best > 0 ? (fmt(best / r.ms, "%.2f") + "x").c_str() : "n/a");
+    }
+  }
+  return 0;
+}

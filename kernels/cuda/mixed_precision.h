@@ -1,0 +1,39 @@
+// Mixed-precision helpers and reductions on the GPU: the CUDA twins of kernels/mixed_precision.h
+// and kernels/reduce.h, same names and element formulas, on a caller-given stream. Pointers are
+// device memory; results land in device memory so nothing synchronises.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+#include "kernels/dtype.h"
+#include "kernels/reduce.h"
+
+namespace dsx::kernels::cuda {
+
+// x[i] *= factor; sets *found_inf (device int) to 1 when any result is Inf or NaN. Never clears
+// it, so one flag can collect several buffers: zero it once per step.
+void unscale_and_check(DType dtype, void* x, float factor, size_t count, int* found_inf,
+                       cudaStream_t stream);
+
+// Sets *found_inf to 1 when any element is Inf or NaN (no write to x).
+void has_inf_or_nan(DType dtype, const void* x, size_t count, int* found_inf, cudaStream_t stream);
+
+// *out (device double) = sum(x[i]^2), accumulated in float64 per thread, per block, then over
+// a fixed number of blocks in a fixed order: the same bits on every run and every GPU.
+// workspace: sum_of_squares_workspace_bytes() of device scratch.
+size_t sum_of_squares_workspace_bytes();
+void sum_of_squares(DType dtype, const void* x, size_t count, double* out, void* workspace,
+                    cudaStream_t stream);
+
+void cast(DType src_dtype, const void* src, DType dst_dtype, void* dst, size_t count,
+          cudaStream_t stream);
+
+void scale(DType dtype, void* x, float factor, size_t count, cudaStream_t stream);
+
+// dst = dst op src (Avg sums; the caller scales), as kernels/reduce.h.
+void reduce_into(DType dtype, ReduceOp op, void* dst, const void* src, size_t count,
+                 cudaStream_t stream);
+
+}  // namespace dsx::kernels::cuda
