@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <exception>
 #include <sstream>
 #include <thread>
 
@@ -91,7 +92,9 @@ Rendezvous::Rendezvous(const RankEnv& env, std::chrono::milliseconds timeout, st
 
 Rendezvous::~Rendezvous() {
   // Rank 0's server must outlive the other ranks' last requests: wait (bounded) until every rank
-  // has said it is leaving before the server goes away.
+  // has said it is leaving before the server goes away. Not when an error is unwinding: then
+  // the job is failing and the others learn it from the store closing.
+  if (std::uncaught_exceptions() > 0) return;
   try {
     store_->add("dsx/leave/count", 1);
     if (server_) {

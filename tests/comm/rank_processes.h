@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -52,9 +53,10 @@ class RankProcesses {
 
   pid_t pid(int rank) const { return pids_[static_cast<size_t>(rank)]; }
 
-  // Waits for every child up to `timeout`; returns the exit codes (128+signal for a signal,
-  // -1 for a child still running at the deadline, which the destructor then kills).
-  std::vector<int> wait(std::chrono::milliseconds timeout) {
+  // Waits for every child (except those in `not_waiting_for`: ranks a test froze) up to
+  // `timeout`; returns the exit codes (128+signal for a signal, -1 for a child still running,
+  // which the destructor then kills).
+  std::vector<int> wait(std::chrono::milliseconds timeout, const std::vector<int>& not_waiting_for = {}) {
     auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {
       bool running = false;
@@ -64,7 +66,7 @@ class RankProcesses {
         pid_t done = ::waitpid(pids_[i], &status, WNOHANG);
         if (done == pids_[i]) {
           codes_[i] = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        } else {
+        } else if (std::find(not_waiting_for.begin(), not_waiting_for.end(), static_cast<int>(i)) == not_waiting_for.end()) {
           running = true;
         }
       }

@@ -1,0 +1,241 @@
+// The ofi Communicator: provider choice, address exchange, and the mapping from operations to
+// algorithms (see ofi_communicator.h).
+#include "comm/ofi/ofi_communicator.h"
+
+#include <net/if.h>
+
+#include <cstdlib>
+#include <set>
+
+#include "comm/algorithms/algorithms.h"
+#include "comm/ofi/ofi_transport.h"
+
+namespace dsx::comm::ofi {
+
+struct OfiCommunicator::Shared {
+  std::shared_ptr<ProgressEngine> engine;
+  std::unique_ptr<Store> store;  // the callers' side: group creation
+  std::mutex mutex;
+  std::map<std::string, int> groups_made;  // member list -> how many groups of it this rank made
+  std::string prefix;                      // store keys of this world communicator
+  int world_rank;
+};
+
+namespace {
+
+// Interface variables naming an interface that does not exist fail later with an obscure
+// provider error; say so up front.
+void check_interface_variables() {
+  for (const char* var : {"FI_TCP_IFACE", "FI_SOCKETS_IFACE"}) {
+    const char* name = std::getenv(var);
+    if (name && *name && if_nametoindex(name) == 0) {
+      throw Error(ErrorKind::Comm, std::string(var) + "='" + name + "' is not a network interface of this host - "
+                                   "list them with `ip link` (use lo for one host, the cluster network's interface "
+                                   "otherwise) or unset it");
+    }
+  }
+}
+
+std::string choose_provider(const Rendezvous& rv, const CommOptions& options) {
+  if (!options.provider.empty()) return options.provider;
+  const char* env = std::getenv("FI_PROVIDER");
+  if (env && *env) return "";  // libfabric applies FI_PROVIDER itself
+  std::set<std::string> hosts(rv.hosts().begin(), rv.hosts().end());
+  if (hosts.size() == 1) return "shm";
+  try {
+    Endpoint probe("efa");
+    return "efa";
+  } catch (const Error&) {
+    return "tcp";
+  }
+}
+
+std::string elements(size_t count, DType dtype) {
+  return std::string(kernels::dtype_name(dtype)) + ", " + std::to_string(count) + " elements";
+}
+
+}  // namespace
+
+std::unique_ptr<Communicator> create_ofi_world(Rendezvous& rv, const CommOptions& options) {
+  check_interface_variables();
+  static std::atomic<int> instances{0};
+  const std::string prefix = "ofi/" + std::to_string(instances++) + "/";
+  Store& store = rv.store();
+  const int rank = rv.rank(), world = rv.world_size();
+
+  auto endpoint = std::make_unique<Endpoint>(choose_provider(rv, options), options.force_registration);
+  const std::string provider = endpoint->traits().provider;
+  store.set(prefix + "provider/" + std::to_string(rank), provider);
+  store.set(prefix + "addr/" + std::to_string(rank), endpoint->address());
+  auto timeout = store_timeout_from_environment();
+  std::vector<std::string> addresses;
+  for (int r = 0; r < world; ++r) {
+    std::string theirs = store.get(prefix + "provider/" + std::to_string(r), timeout);
+    if (theirs != provider) {
+      throw Error(ErrorKind::Comm, "rank " + std::to_string(rank) + " opened libfabric provider '" + provider +
+                                       "' but rank " + std::to_string(r) + " opened '" + theirs +
+                                       "' - set FI_PROVIDER (or the provider option) the same for every rank");
+    }
+    addresses.push_back(store.get(prefix + "addr/" + std::to_string(r), timeout));
+  }
+  endpoint->insert_peers(addresses);
+
+  auto shared = std::make_shared<OfiCommunicator::Shared>();
+  shared->engine = std::make_shared<ProgressEngine>(std::move(endpoint), store.helper(), rank, world, options,
+                                                    prefix + "closing");
+  shared->store = store.helper();
+  shared->prefix = prefix;
+  shared->world_rank = rank;
+  std::vector<int> members(static_cast<size_t>(world));
+  for (int r = 0; r < world; ++r) members[static_cast<size_t>(r)] = r;
+  return std::make_unique<OfiCommunicator>(std::move(shared), std::move(members), 0);
+}
+
+OfiCommunicator::OfiCommunicator(std::shared_ptr<Shared> shared, std::vector<int> members, uint32_t group_id)
+    : shared_(std::move(shared)),
+      members_(std::make_shared<const std::vector<int>>(std::move(members))),
+      group_id_(group_id) {
+  for (size_t i = 0; i < members_->size(); ++i) {
+    if ((*members_)[i] == shared_->world_rank) rank_ = static_cast<int>(i);
+  }
+}
+
+std::string OfiCommunicator::backend() const { return "ofi/" + shared_->engine->endpoint().traits().provider; }
+
+WorkHandle OfiCommunicator::collective(const std::string& name, const std::string& detail, Body body) {
+  uint32_t number = next_op_++;
+  std::string description = name + " #" + std::to_string(number) + " (" + detail +
+                            (group_id_ ? ", group " + std::to_string(group_id_) + " of " + std::to_string(size()) + " ranks" : "") + ")";
+  auto work = std::make_shared<Work>(description, shared_->engine->options().timeout + std::chrono::seconds(30));
+  // The task holds the group by value (the caller may drop this communicator meanwhile) and the
+  // engine by pointer: the engine runs every queued task before it shuts down.
+  shared_->engine->submit(work, [engine = shared_->engine.get(), members = members_, rank = rank_, group = group_id_, number,
+                                 description, body = std::move(body)] {
+    OfiTransport t(*engine, *members, rank, group, false, number,
+                   OpInfo{description, Clock::now() + engine->options().timeout, members.get()});
+    body(t);
+  });
+  return work;
+}
+
+WorkHandle OfiCommunicator::point_to_point(const std::string& name, int peer, uint32_t op_number,
+                                           const std::string& detail, Body body) {
+  std::string description = name + " #" + std::to_string(op_number) + " (" + detail + ", peer rank " +
+                            std::to_string((*members_)[static_cast<size_t>(peer)]) + ")";
+  auto work = std::make_shared<Work>(description, shared_->engine->options().timeout + std::chrono::seconds(30));
+  shared_->engine->submit(work, [engine = shared_->engine.get(), members = members_, rank = rank_, group = group_id_, op_number,
+                                 description, body = std::move(body)] {
+    OfiTransport t(*engine, *members, rank, group, true, op_number,
+                   OpInfo{description, Clock::now() + engine->options().timeout, members.get()});
+    body(t);
+  });
+  return work;
+}
+
+static algorithms::Pipeline pipeline(const CommOptions& options) {
+  algorithms::Pipeline pipe;
+  pipe.chunk_bytes = options.chunk_bytes;
+  return pipe;
+}
+
+WorkHandle OfiCommunicator::allreduce(void* data, size_t count, DType dtype, ReduceOp op) {
+  const CommOptions& opt = shared_->engine->options();
+  bool small = count * kernels::dtype_size(dtype) <= opt.small_bytes;
+  return collective(std::string("allreduce ") + kernels::reduce_op_name(op), elements(count, dtype),
+                    [=](OfiTransport& t) {
+                      if (small) {
+                        algorithms::recursive_doubling_allreduce(t, data, count, dtype, op);
+                      } else {
+                        algorithms::ring_allreduce(t, data, count, dtype, op, pipeline(opt));
+                      }
+                    });
+}
+
+WorkHandle OfiCommunicator::reduce_scatter(const void* input, void* output, size_t count, DType dtype, ReduceOp op) {
+  const CommOptions& opt = shared_->engine->options();
+  return collective(std::string("reduce_scatter ") + kernels::reduce_op_name(op), elements(count, dtype) + " per rank",
+                    [=](OfiTransport& t) { algorithms::ring_reduce_scatter(t, input, output, count, dtype, op, pipeline(opt)); });
+}
+
+WorkHandle OfiCommunicator::allgather(const void* input, void* output, size_t count, DType dtype) {
+  const CommOptions& opt = shared_->engine->options();
+  return collective("allgather", elements(count, dtype) + " per rank",
+                    [=](OfiTransport& t) { algorithms::ring_allgather(t, input, output, count, dtype, pipeline(opt)); });
+}
+
+WorkHandle OfiCommunicator::broadcast(void* data, size_t count, DType dtype, int root) {
+  check_peer(root, "broadcast root");
+  const CommOptions& opt = shared_->engine->options();
+  size_t bytes = count * kernels::dtype_size(dtype);
+  return collective("broadcast", elements(count, dtype) + " from rank " + std::to_string(root),
+                    [=](OfiTransport& t) { algorithms::chain_broadcast(t, data, bytes, root, pipeline(opt)); });
+}
+
+WorkHandle OfiCommunicator::barrier() {
+  return collective("barrier", std::to_string(size()) + " ranks", [](OfiTransport& t) { algorithms::dissemination_barrier(t); });
+}
+
+void OfiCommunicator::check_peer(int peer, const char* what) const {
+  if (peer < 0 || peer >= size()) {
+    throw Error(ErrorKind::Usage, std::string(what) + " " + std::to_string(peer) + " is not a rank of this group of " +
+                                      std::to_string(size()));
+  }
+}
+
+WorkHandle OfiCommunicator::send(const void* data, size_t count, DType dtype, int peer) {
+  check_peer(peer, "send to rank");
+  uint32_t number;
+  {
+    std::lock_guard lock(p2p_mutex_);
+    number = sends_to_[peer]++;
+  }
+  size_t bytes = count * kernels::dtype_size(dtype);
+  return point_to_point("send", peer, number, elements(count, dtype),
+                        [=](OfiTransport& t) { t.wait(t.send(peer, data, bytes, 0)); });
+}
+
+WorkHandle OfiCommunicator::recv(void* data, size_t count, DType dtype, int peer) {
+  check_peer(peer, "recv from rank");
+  uint32_t number;
+  {
+    std::lock_guard lock(p2p_mutex_);
+    number = recvs_from_[peer]++;
+  }
+  size_t bytes = count * kernels::dtype_size(dtype);
+  return point_to_point("recv", peer, number, elements(count, dtype),
+                        [=](OfiTransport& t) { t.wait(t.recv(peer, data, bytes, 0)); });
+}
+
+std::unique_ptr<Communicator> OfiCommunicator::new_group(const std::vector<int>& ranks) {
+  std::vector<int> world_ranks;
+  std::set<int> seen;
+  for (int r : ranks) {
+    check_peer(r, "new_group member");
+    if (!seen.insert(r).second) throw Error(ErrorKind::Usage, "new_group: rank " + std::to_string(r) + " is listed twice");
+    world_ranks.push_back((*members_)[static_cast<size_t>(r)]);
+  }
+  if (!seen.count(rank_)) {
+    throw Error(ErrorKind::Usage, "new_group: rank " + std::to_string(rank_) + " called it but is not in the list; "
+                                  "only the members of a group create it");
+  }
+  // Members agree on a group id through the store: the first member draws it, the others read it.
+  std::string list;
+  for (int r : world_ranks) list += (list.empty() ? "" : ",") + std::to_string(r);
+  std::lock_guard lock(shared_->mutex);
+  int nth = shared_->groups_made[list]++;
+  std::string key = shared_->prefix + "group/" + list + "/" + std::to_string(nth);
+  uint32_t id;
+  if (world_ranks[0] == shared_->world_rank) {
+    id = static_cast<uint32_t>(shared_->store->add(shared_->prefix + "groups", 1));
+    if (id >= kMaxGroups) {
+      throw Error(ErrorKind::Unsupported, "new_group: more than " + std::to_string(kMaxGroups - 1) +
+                                              " groups on one communicator");
+    }
+    shared_->store->set(key, std::to_string(id));
+  } else {
+    id = static_cast<uint32_t>(std::stoul(shared_->store->get(key, store_timeout_from_environment())));
+  }
+  return std::make_unique<OfiCommunicator>(shared_, std::move(world_ranks), id);
+}
+
+}  // namespace dsx::comm::ofi

@@ -1,0 +1,73 @@
+// Backend choice and the environment's settings for communicators (see session.h, communicator.h).
+#include "comm/session.h"
+
+#include <cstdlib>
+
+#include "comm/ofi/ofi_communicator.h"
+#include "comm/store/secret.h"
+#ifdef DSX_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#include "comm/nccl/nccl_communicator.h"
+#endif
+
+namespace dsx::comm {
+
+namespace {
+
+long positive_env(const char* name, long fallback) {
+  const char* raw = std::getenv(name);
+  if (!raw || !*raw) return fallback;
+  char* end = nullptr;
+  long value = std::strtol(raw, &end, 10);
+  if (*end != '\0' || value <= 0) {
+    throw Error(ErrorKind::Usage, std::string(name) + "='" + raw + "' is not a positive integer");
+  }
+  return value;
+}
+
+bool gpu_present() {
+#ifdef DSX_HAVE_CUDA
+  int devices = 0;
+  return cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
+CommOptions comm_options_from_environment(CommOptions base) {
+  if (long minutes = positive_env("DEEPSPEED_TIMEOUT", 0)) base.timeout = std::chrono::minutes(minutes);
+  if (long seconds = positive_env("DSX_COMM_TIMEOUT", 0)) base.timeout = std::chrono::seconds(seconds);
+  if (const char* backend = std::getenv("DSX_COMM_BACKEND"); backend && *backend) base.backend = backend;
+  if (const char* provider = std::getenv("DSX_OFI_PROVIDER"); provider && *provider) base.provider = provider;
+  return base;
+}
+
+std::unique_ptr<Communicator> make_communicator(Rendezvous& rv, const CommOptions& options) {
+  std::string backend = options.backend;
+  if (backend == "auto") backend = gpu_present() ? "nccl" : "ofi";
+  if (backend == "ofi") return ofi::create_ofi_world(rv, options);
+  if (backend == "nccl") {
+#ifdef DSX_HAVE_CUDA
+    return nccl::create_nccl_world(rv, options);
+#else
+    throw Error(ErrorKind::Unsupported, "the nccl backend needs a CUDA build of dsx (this one is CPU-only); use "
+                                        "backend ofi or rebuild with -DDSX_CUDA=ON");
+#endif
+  }
+  throw Error(ErrorKind::Usage, "unknown communication backend '" + backend + "' (choose ofi, nccl or auto)");
+}
+
+Session::Session(const RankEnv& env, const CommOptions& options) {
+  rendezvous_ = std::make_unique<Rendezvous>(env, store_timeout_from_environment(), store_secret_from_env());
+  world_ = make_communicator(*rendezvous_, options);
+}
+
+Session::~Session() {
+  world_.reset();
+  rendezvous_.reset();
+}
+
+}  // namespace dsx::comm

@@ -1,0 +1,85 @@
+// Starts a small job of real ranks for the communicator tests: N forked processes that meet
+// through a store on 127.0.0.1 (a free port), open the ofi backend on the loopback interface
+// only, and run a test body. A body reports a wrong result by throwing; the harness turns that
+// into the child's exit code and its message into a file the parent reads.
+#pragma once
+
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "comm/session.h"
+#include "tests/comm/free_port.h"
+#include "tests/comm/rank_processes.h"
+
+namespace dsx::test {
+
+struct JobResult {
+  std::vector<int> exit_codes;
+  std::vector<std::string> errors;  // what each rank threw ("" if nothing)
+  bool all_ok() const {
+    for (int c : exit_codes) {
+      if (c != 0) return false;
+    }
+    return true;
+  }
+  std::string summary() const {
+    std::ostringstream out;
+    for (size_t r = 0; r < exit_codes.size(); ++r) out << "rank " << r << ": exit " << exit_codes[r] << " " << errors[r] << "\n";
+    return out.str();
+  }
+};
+
+// Loopback only: providers must never touch another interface in tests.
+inline void use_loopback_only() {
+  setenv("FI_TCP_IFACE", "lo", 1);
+  setenv("FI_SOCKETS_IFACE", "lo", 1);
+  setenv("OMP_NUM_THREADS", "1", 1);  // ranks share two cores
+}
+
+inline JobResult run_job(int world, comm::CommOptions options,
+                         const std::function<void(comm::Communicator&, int rank)>& body,
+                         std::chrono::milliseconds limit = std::chrono::seconds(60),
+                         const std::function<void()>& child_setup = {},
+                         const std::vector<int>& frozen_ranks = {}) {
+  uint16_t port = free_port();
+  std::string dir = std::string(DSX_BINARY_DIR) + "/tests/comm";
+  std::string stem = dir + "/job-" + std::to_string(getpid()) + "-" + std::to_string(port) + "-rank";
+  RankProcesses ranks(world, [&](int rank) {
+    use_loopback_only();
+    if (child_setup) child_setup();
+    try {
+      comm::Session session(comm::RankEnv{rank, world, rank, {"127.0.0.1", port}}, options);
+      body(session.world(), rank);
+    } catch (const std::exception& e) {
+      std::ofstream(stem + std::to_string(rank)) << e.what();  // parent reads it after the exit
+      throw;
+    }
+  });
+  JobResult result;
+  result.exit_codes = ranks.wait(limit, frozen_ranks);
+  for (int r = 0; r < world; ++r) {
+    std::string path = stem + std::to_string(r);
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    result.errors.push_back(text.str());
+    std::remove(path.c_str());
+  }
+  return result;
+}
+
+inline comm::CommOptions test_options(const std::string& provider) {
+  comm::CommOptions options;
+  options.backend = "ofi";
+  options.provider = provider;
+  options.timeout = std::chrono::seconds(20);
+  options.chunk_bytes = 1024;  // several chunks per block even for small test buffers
+  options.small_bytes = 256;   // both allreduce algorithms run
+  return options;
+}
+
+}  // namespace dsx::test

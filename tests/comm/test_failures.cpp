@@ -1,0 +1,92 @@
+// Failures a job meets in real life: a rank killed in the middle of a large allreduce, a rank
+// that stops answering, rank 0 (the store) dying, and environment mistakes. Every surviving rank
+// must fail with an error that names the operation and the peer, well within the timeout -
+// never hang.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "tests/comm/comm_harness.h"
+
+namespace dsx::comm {
+namespace {
+
+using test::run_job;
+using test::test_options;
+using namespace std::chrono_literals;
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// Every rank loops over a 16 MiB allreduce; `victim` gets `signal` partway through its third.
+test::JobResult run_with_victim(const std::string& provider, int world, int victim, int signal,
+                                std::chrono::seconds timeout) {
+  auto options = test_options(provider);
+  options.timeout = timeout;
+  options.chunk_bytes = 256 << 10;
+  auto body = [=](Communicator& comm, int rank) {
+    std::vector<float> x(4 << 20, 1.0f);
+    for (int round = 0; round < 3; ++round) {
+      auto work = comm.allreduce(x.data(), x.size(), DType::F32, ReduceOp::Sum);
+      if (rank == victim && round == 2) {
+        std::this_thread::sleep_for(5ms);  // mid-transfer
+        ::raise(signal);
+      }
+      work->wait();
+    }
+  };
+  std::vector<int> frozen;
+  if (signal == SIGSTOP) frozen.push_back(victim);
+  return run_job(world, options, body, std::chrono::seconds(60), {}, frozen);
+}
+
+TEST(Failures, KilledRankIsNamedByEverySurvivor) {
+  auto start = Clock::now();
+  auto result = run_with_victim("tcp", 3, 1, SIGKILL, std::chrono::seconds(60));
+  auto took = Clock::now() - start;
+  EXPECT_EQ(result.exit_codes[1], 128 + SIGKILL);
+  for (int r : {0, 2}) {
+    EXPECT_EQ(result.exit_codes[static_cast<size_t>(r)], 1) << result.summary();
+    const std::string& e = result.errors[static_cast<size_t>(r)];
+    EXPECT_TRUE(contains(e, "rank " + std::to_string(r) + ": allreduce sum #2")) << e;
+    EXPECT_TRUE(contains(e, "rank(s) 1 died")) << e;
+  }
+  EXPECT_LT(took, 30s) << "survivors should notice through the store long before the 60 s timeout";
+}
+
+TEST(Failures, RankThatStopsAnsweringTimesOutNamingThePeer) {
+  auto start = Clock::now();
+  auto result = run_with_victim("shm", 2, 1, SIGSTOP, std::chrono::seconds(3));
+  auto took = Clock::now() - start;
+  EXPECT_EQ(result.exit_codes[0], 1) << result.summary();
+  const std::string& e = result.errors[0];
+  EXPECT_TRUE(contains(e, "rank 0: allreduce sum #2")) << e;
+  EXPECT_TRUE(contains(e, "rank 1")) << e;
+  EXPECT_TRUE(contains(e, "timed out (DSX_COMM_TIMEOUT=3 s)")) << e;
+  EXPECT_LT(took, 40s);
+}
+
+TEST(Failures, DeathOfRankZeroReachesTheOthers) {
+  auto result = run_with_victim("shm", 2, 0, SIGKILL, std::chrono::seconds(60));
+  EXPECT_EQ(result.exit_codes[1], 1) << result.summary();
+  EXPECT_TRUE(contains(result.errors[1], "rank 0, which serves the rendezvous store, is gone")) << result.errors[1];
+}
+
+TEST(Failures, UnknownProviderIsAClearError) {
+  auto options = test_options("no_such_fabric");
+  auto result = run_job(1, options, [](Communicator&, int) {});
+  EXPECT_EQ(result.exit_codes[0], 1);
+  EXPECT_TRUE(contains(result.errors[0], "provider 'no_such_fabric' offers no reliable tagged endpoint")) << result.errors[0];
+  EXPECT_TRUE(contains(result.errors[0], "fi_info -l")) << result.errors[0];
+}
+
+TEST(Failures, UnknownInterfaceIsAClearError) {
+  auto result = run_job(1, test_options("tcp"), [](Communicator&, int) {}, 30s,
+                        [] { setenv("FI_TCP_IFACE", "nosuchif0", 1); });
+  EXPECT_EQ(result.exit_codes[0], 1);
+  EXPECT_TRUE(contains(result.errors[0], "FI_TCP_IFACE='nosuchif0' is not a network interface")) << result.errors[0];
+}
+
+}  // namespace
+}  // namespace dsx::comm
