@@ -1,0 +1,116 @@
+// `dsx report` on this machine (no GPU, no driver) and with each environment-variable check
+// triggered by a faked environment: the binary runs under `env -i` with only the variables given.
+#include <gtest/gtest.h>
+#include <rapidjson/document.h>
+
+#include <string>
+
+#include "tests/tools/run_command.h"
+
+using dsx::test::run_command;
+
+namespace {
+
+struct Report {
+  int exit_code = -1;
+  std::string output;
+  rapidjson::Document json;
+  bool has(const std::string& id) const {
+    for (const auto& f : json["findings"].GetArray()) {
+      if (id == f["id"].GetString()) return true;
+    }
+    return false;
+  }
+};
+
+Report report(const std::string& env, const std::string& args = "--json") {
+  Report r;
+  auto result = run_command("env -i " + env + " " + std::string(DSX_EXE) + " report " + args);
+  r.exit_code = result.exit_code;
+  r.output = result.output;
+  if (args.find("--json") != std::string::npos) {
+    r.json.Parse(r.output.c_str());
+    EXPECT_FALSE(r.json.HasParseError()) << r.output;
+  }
+  return r;
+}
+
+}  // namespace
+
+TEST(ReportCli, ThisMachineWithoutGpuSaysSoCleanly) {
+  auto r = report("");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(r.json["dsx"]["version"].IsString());
+  EXPECT_GT(r.json["cpu"]["online_cores"].GetInt(), 0);
+  EXPECT_TRUE(r.json["libfabric"]["version"].IsString());
+  // This machine has libfabric's tcp and shm providers (comm's tests run on them).
+  bool tcp = false;
+  for (const auto& p : r.json["libfabric"]["providers"].GetArray()) {
+    if (std::string("tcp") == p["name"].GetString()) tcp = p["usable"].GetBool();
+  }
+  EXPECT_TRUE(tcp);
+  if (r.json["gpus"]["devices"].Empty()) {
+    EXPECT_TRUE(r.has("no-gpu"));
+    EXPECT_FALSE(std::string(r.json["gpus"]["unavailable_reason"].GetString()).empty());
+  }
+  for (const auto& f : r.json["findings"].GetArray()) {
+    EXPECT_STRNE(f["severity"].GetString(), "error") << f["message"].GetString();
+  }
+}
+
+TEST(ReportCli, TextReportHasEverySection) {
+  auto r = report("", "");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* section : {"dsx\n", "CPU\n", "CUDA\n", "libfabric\n", "GPUs\n", "network\n", "environment\n",
+                              "checks\n"}) {
+    EXPECT_NE(r.output.find(section), std::string::npos) << section;
+  }
+  EXPECT_NE(r.output.find("error(s)"), std::string::npos);
+}
+
+TEST(ReportCli, SocketIfnameNamingNoInterface) {
+  EXPECT_TRUE(report("NCCL_SOCKET_IFNAME=nosuch0").has("socket-ifname"));
+  EXPECT_FALSE(report("NCCL_SOCKET_IFNAME=lo").has("socket-ifname"));
+  EXPECT_TRUE(report("NCCL_SOCKET_IFNAME=lo WORLD_SIZE=4 LOCAL_WORLD_SIZE=2").has("socket-ifname-loopback"));
+  EXPECT_TRUE(report("FI_TCP_IFACE=nosuch0").has("socket-ifname"));
+}
+
+TEST(ReportCli, MultiNodeChecksUseJobVariablesOrFlag) {
+  auto r = report("WORLD_SIZE=16 LOCAL_WORLD_SIZE=8 NCCL_IB_DISABLE=1");
+  EXPECT_EQ(r.json["nodes"].GetInt(), 2);
+  EXPECT_TRUE(r.has("ib-disabled-multi-node"));
+  EXPECT_EQ(r.has("multi-node-no-rdma"), r.json["rdma_devices"].Empty());
+  EXPECT_FALSE(report("NCCL_IB_DISABLE=1").has("ib-disabled-multi-node"));
+  EXPECT_TRUE(report("NCCL_IB_DISABLE=1", "--json --nodes 4").has("ib-disabled-multi-node"));
+  EXPECT_TRUE(report("SLURM_JOB_NUM_NODES=3 NCCL_IB_DISABLE=1").has("ib-disabled-multi-node"));
+}
+
+TEST(ReportCli, VariablesAreExplainedAndMistakesFlagged) {
+  auto r = report("NCCL_DEBUG=INFO NCCL_TIMEOUT=1800 NCCL_SOCKET_IFACE=eth0 NCCL_PROTO=LL128 NCCL_P2P_DISABLE=1");
+  bool explained = false;
+  for (const auto& v : r.json["variables"].GetArray()) {
+    if (std::string("NCCL_DEBUG") == v["name"].GetString()) {
+      explained = std::string(v["meaning"].GetString()).find("log level") != std::string::npos;
+    }
+  }
+  EXPECT_TRUE(explained);
+  EXPECT_TRUE(r.has("nccl-timeout"));
+  EXPECT_TRUE(r.has("unknown-nccl-variable"));
+  EXPECT_TRUE(r.has("proto-forced"));
+  EXPECT_TRUE(r.has("p2p-disabled"));
+  EXPECT_NE(r.output.find("did you mean NCCL_SOCKET_IFNAME?"), std::string::npos);
+}
+
+TEST(ReportCli, FabricVariablesChecked) {
+  if (report("").json["rdma_devices"].Empty()) {
+    EXPECT_TRUE(report("FI_EFA_USE_DEVICE_RDMA=1").has("efa-rdma-without-efa"));
+  }
+  EXPECT_TRUE(report("FI_PROVIDER=nosuchprovider").has("fi-provider-unusable"));
+  EXPECT_FALSE(report("FI_PROVIDER=tcp").has("fi-provider-unusable"));
+}
+
+TEST(ReportCli, BadFlagIsAUsageError) {
+  auto r = report("", "--nodes -1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--nodes must not be negative"), std::string::npos) << r.output;
+}

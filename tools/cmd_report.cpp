@@ -1,0 +1,251 @@
+// `dsx report`: this machine as a multi-GPU job sees it (ds_report and `nvidia-smi topo -m` in
+// one), then checks with advice. Parses flags and prints; the probes and checks are in
+// engine/report/.
+#include <rapidjson/prettywriter.h>
+#include <rapidjson/stringbuffer.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "dsx/error.h"
+#include "engine/report/checks.h"
+#include "engine/report/environment.h"
+#include "engine/report/variable_catalog.h"
+#include "tools/cli.h"
+
+namespace dsx::tools {
+
+namespace rep = dsx::report;
+
+namespace {
+
+void line(const std::string& key, const std::string& value) {
+  std::printf("  %-16s %s\n", key.c_str(), value.c_str());
+}
+
+std::string library_text(const rep::LibraryInfo& lib) {
+  if (!lib.found) return "not found" + (lib.note.empty() ? "" : ": " + lib.note);
+  std::string text = (lib.version.empty() ? "unknown version" : lib.version) + "  (" + lib.path + ")";
+  if (!lib.note.empty()) text += ", " + lib.note;
+  return text;
+}
+
+std::string gib(int64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+  return text;
+}
+
+void print_topology(const rep::GpuTopology& topo) {
+  const size_t n = topo.gpus.size();
+  std::printf("\n  %-6s", "");
+  for (size_t j = 0; j < n; ++j) std::printf(" %-6s", ("GPU" + std::to_string(j)).c_str());
+  std::printf(" NUMA\n");
+  for (size_t i = 0; i < n; ++i) {
+    std::printf("  %-6s", ("GPU" + std::to_string(i)).c_str());
+    for (size_t j = 0; j < n; ++j) {
+      std::string cell = to_string(topo.links[i][j]);
+      if (topo.links[i][j] == rep::GpuLink::NvLink) cell += std::to_string(topo.nvlink_counts[i][j]);
+      std::printf(" %-6s", cell.c_str());
+    }
+    std::printf(" %s\n", topo.gpus[i].numa_node >= 0 ? std::to_string(topo.gpus[i].numa_node).c_str() : "-");
+  }
+  std::printf("\n  X self, NV# # NVLinks, PIX one PCIe switch, PXB several switches, PHB host bridge,\n"
+              "  NODE across host bridges in one NUMA node, SYS across NUMA nodes (SMP interconnect)\n");
+}
+
+void print_text(const rep::Environment& env, const std::vector<rep::Finding>& findings) {
+  std::printf("dsx\n");
+  line("version", env.build.version);
+  line("build", env.build.cuda ? "CUDA (NCCL backend built in)" : "CPU-only (no CUDA code built in)");
+  line("compiler", env.build.compiler + ", C++ " + std::to_string(env.build.cxx_standard));
+  std::printf("CPU\n");
+  line("model", env.cpu.model.empty() ? "unknown" : env.cpu.model);
+  line("cores online", std::to_string(env.cpu.online_cores));
+  std::string simd;
+  for (const auto& s : env.cpu.simd) simd += s + " ";
+  line("SIMD", simd.empty() ? "none detected" : simd);
+  std::printf("CUDA\n");
+  line("runtime", library_text(env.cuda.runtime));
+  line("driver", library_text(env.cuda.driver));
+  line("cuBLAS", library_text(env.cuda.cublas));
+  line("cuDNN", library_text(env.cuda.cudnn));
+  line("NCCL", library_text(env.cuda.nccl));
+  std::printf("libfabric\n");
+  line("version", env.fabric.version + " (dsx built against " + env.build.libfabric_header + ")");
+  for (const auto& p : env.fabric.providers) {
+    line(p.name, p.usable ? "usable as " + p.provider + (p.detail.empty() ? "" : " on " + p.detail)
+                          : "not usable: " + p.detail);
+  }
+  std::printf("GPUs\n");
+  if (env.gpus.gpus.empty()) {
+    line("none", env.gpus.unavailable_reason);
+  } else {
+    line("driver", env.gpus.driver_version);
+    for (const auto& g : env.gpus.gpus) {
+      line("GPU" + std::to_string(g.index), g.name + ", " + gib(g.memory_bytes) + ", " + g.bus_id);
+    }
+    print_topology(env.gpus);
+  }
+  std::printf("network\n");
+  std::string ifaces;
+  for (const auto& i : env.interfaces) ifaces += i + " ";
+  line("interfaces", ifaces);
+  std::string rdma;
+  for (const auto& d : env.rdma_devices) rdma += d + " ";
+  line("RDMA devices", rdma.empty() ? "none (no InfiniBand or EFA)" : rdma);
+  line("nodes", std::to_string(env.job.nodes) + " (" + env.job.nodes_source + ")");
+  std::printf("environment\n");
+  if (env.variables.empty()) line("", "no NCCL_*, FI_* or job variables set");
+  for (const auto& [name, value] : env.variables) {
+    auto what = rep::describe_variable(name);
+    std::printf("  %s=%s\n      %s\n", name.c_str(), value.c_str(), what.empty() ? "(not a variable dsx knows)" : what.c_str());
+  }
+  std::printf("checks\n");
+  int errors = 0, warnings = 0;
+  for (const auto& f : findings) {
+    errors += f.severity == rep::Severity::Error;
+    warnings += f.severity == rep::Severity::Warning;
+    std::printf("  [%s] %s: %s\n      -> %s\n", to_string(f.severity), f.id.c_str(), f.message.c_str(), f.advice.c_str());
+  }
+  std::printf("  %d error(s), %d warning(s)\n", errors, warnings);
+}
+
+using Writer = rapidjson::PrettyWriter<rapidjson::StringBuffer>;
+
+void write_library(Writer& w, const char* key, const rep::LibraryInfo& lib) {
+  w.Key(key);
+  w.StartObject();
+  w.Key("found"); w.Bool(lib.found);
+  w.Key("version"); lib.version.empty() ? w.Null() : w.String(lib.version.c_str());
+  w.Key("version_code"); w.Int(lib.version_code);
+  w.Key("path"); w.String(lib.path.c_str());
+  w.Key("note"); w.String(lib.note.c_str());
+  w.EndObject();
+}
+
+void write_strings(Writer& w, const char* key, const std::vector<std::string>& items) {
+  w.Key(key);
+  w.StartArray();
+  for (const auto& s : items) w.String(s.c_str());
+  w.EndArray();
+}
+
+void print_json(const rep::Environment& env, const std::vector<rep::Finding>& findings) {
+  rapidjson::StringBuffer buffer;
+  Writer w(buffer);
+  w.StartObject();
+  w.Key("dsx");
+  w.StartObject();
+  w.Key("version"); w.String(env.build.version.c_str());
+  w.Key("cuda_built"); w.Bool(env.build.cuda);
+  w.Key("compiler"); w.String(env.build.compiler.c_str());
+  w.Key("cxx_standard"); w.Int64(env.build.cxx_standard);
+  w.Key("libfabric_header"); w.String(env.build.libfabric_header.c_str());
+  w.EndObject();
+  w.Key("cpu");
+  w.StartObject();
+  w.Key("model"); w.String(env.cpu.model.c_str());
+  w.Key("online_cores"); w.Int(env.cpu.online_cores);
+  write_strings(w, "simd", env.cpu.simd);
+  w.EndObject();
+  w.Key("cuda");
+  w.StartObject();
+  write_library(w, "runtime", env.cuda.runtime);
+  write_library(w, "driver", env.cuda.driver);
+  write_library(w, "cublas", env.cuda.cublas);
+  write_library(w, "cudnn", env.cuda.cudnn);
+  write_library(w, "nccl", env.cuda.nccl);
+  w.EndObject();
+  w.Key("libfabric");
+  w.StartObject();
+  w.Key("version"); w.String(env.fabric.version.c_str());
+  w.Key("providers");
+  w.StartArray();
+  for (const auto& p : env.fabric.providers) {
+    w.StartObject();
+    w.Key("name"); w.String(p.name.c_str());
+    w.Key("usable"); w.Bool(p.usable);
+    w.Key("provider"); w.String(p.provider.c_str());
+    w.Key("detail"); w.String(p.detail.c_str());
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  w.Key("gpus");
+  w.StartObject();
+  w.Key("nvml_loaded"); w.Bool(env.gpus.nvml_loaded);
+  w.Key("driver_version"); w.String(env.gpus.driver_version.c_str());
+  w.Key("unavailable_reason"); w.String(env.gpus.unavailable_reason.c_str());
+  w.Key("devices");
+  w.StartArray();
+  for (size_t i = 0; i < env.gpus.gpus.size(); ++i) {
+    const auto& g = env.gpus.gpus[i];
+    w.StartObject();
+    w.Key("index"); w.Int(g.index);
+    w.Key("name"); w.String(g.name.c_str());
+    w.Key("memory_bytes"); w.Int64(g.memory_bytes);
+    w.Key("bus_id"); w.String(g.bus_id.c_str());
+    w.Key("numa_node"); w.Int(g.numa_node);
+    w.Key("links");
+    w.StartArray();
+    for (size_t j = 0; j < env.gpus.links[i].size(); ++j) {
+      std::string cell = to_string(env.gpus.links[i][j]);
+      if (env.gpus.links[i][j] == rep::GpuLink::NvLink) cell += std::to_string(env.gpus.nvlink_counts[i][j]);
+      w.String(cell.c_str());
+    }
+    w.EndArray();
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  write_strings(w, "interfaces", env.interfaces);
+  write_strings(w, "rdma_devices", env.rdma_devices);
+  w.Key("nodes"); w.Int(env.job.nodes);
+  w.Key("variables");
+  w.StartArray();
+  for (const auto& [name, value] : env.variables) {
+    w.StartObject();
+    w.Key("name"); w.String(name.c_str());
+    w.Key("value"); w.String(value.c_str());
+    w.Key("meaning"); w.String(rep::describe_variable(name).c_str());
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("findings");
+  w.StartArray();
+  for (const auto& f : findings) {
+    w.StartObject();
+    w.Key("severity"); w.String(to_string(f.severity));
+    w.Key("id"); w.String(f.id.c_str());
+    w.Key("message"); w.String(f.message.c_str());
+    w.Key("advice"); w.String(f.advice.c_str());
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  std::cout << buffer.GetString() << "\n";
+}
+
+}  // namespace
+
+int run_report(int argc, char** argv) {
+  po::options_description options("dsx report");
+  options.add_options()
+      ("nodes", po::value<int>()->default_value(0), "nodes the job will span (default: from WORLD_SIZE etc.)")
+      ("json", po::bool_switch(), "print JSON");
+  auto args = parse_args(argc, argv, "dsx report [--nodes N] [--json]", options);
+  if (args.help) return 0;
+  const int nodes = args.vars["nodes"].as<int>();
+  if (nodes < 0) throw Error(ErrorKind::Usage, "dsx report: --nodes must not be negative");
+  const auto env = rep::probe_environment(DSX_VERSION, nodes);
+  const auto findings = rep::run_checks(env);
+  if (args.vars["json"].as<bool>()) {
+    print_json(env, findings);
+  } else {
+    print_text(env, findings);
+  }
+  return 0;
+}
+
+}  // namespace dsx::tools
