@@ -6,6 +6,7 @@
 namespace dsx::tools {
 
 int run_version(int argc, char** argv);
+int run_cloud(int argc, char** argv);
 int run_launch(int argc, char** argv);
 int run_estimate(int argc, char** argv);
 int run_report(int argc, char** argv);
@@ -16,6 +17,7 @@ std::span<const Command> commands() {
       Command{"launch", "start a program on every slot of every host (deepspeed launcher drop-in)", run_launch},
       Command{"estimate", "memory per GPU and CPU for each ZeRO stage; fewest GPUs that fit", run_estimate},
       Command{"report", "versions, GPUs and topology, fabric providers; checks with advice", run_report},
+      Command{"cloud", "AWS p4d/p5 and GCP a2/a3 clusters: render, up, status, hostfile, down", run_cloud},
   };
   return table;
 }

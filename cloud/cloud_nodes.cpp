@@ -1,0 +1,144 @@
+// Reading the CLIs' instance listings with RapidJSON, and the hostfile and status built on them.
+#include "cloud/cloud_nodes.h"
+
+#include <rapidjson/document.h>
+#include <rapidjson/error/en.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <cstdio>
+#include <sstream>
+
+#include "dsx/error.h"
+
+namespace dsx::cloud {
+
+namespace {
+
+rapidjson::Document parse(std::string_view json, const char* source) {
+  rapidjson::Document doc;
+  doc.Parse(json.data(), json.size());
+  if (doc.HasParseError()) {
+    throw Error(ErrorKind::Format, std::string(source) + " output is not JSON (offset " +
+                                       std::to_string(doc.GetErrorOffset()) + ": " +
+                                       rapidjson::GetParseError_En(doc.GetParseError()) +
+                                       "): run it with --output json / --format=json");
+  }
+  return doc;
+}
+
+std::string string_at(const rapidjson::Value& object, const char* key) {
+  if (!object.IsObject()) return "";
+  auto it = object.FindMember(key);
+  return it != object.MemberEnd() && it->value.IsString() ? it->value.GetString() : "";
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  return s;
+}
+
+// An IPv4 address as one number, for ordering; throws on anything else.
+uint32_t ipv4_key(const std::string& ip) {
+  unsigned a, b, c, d;
+  char tail;
+  if (std::sscanf(ip.c_str(), "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) != 4 || a > 255 ||
+      b > 255 || c > 255 || d > 255) {
+    throw Error(ErrorKind::Format, "'" + ip + "' is not an IPv4 address");
+  }
+  return a << 24 | b << 16 | c << 8 | d;
+}
+
+}  // namespace
+
+std::vector<CloudNode> parse_aws_describe_instances(std::string_view json) {
+  auto doc = parse(json, "aws ec2 describe-instances");
+  if (!doc.IsObject() || !doc.HasMember("Reservations") || !doc["Reservations"].IsArray()) {
+    throw Error(ErrorKind::Format, "aws ec2 describe-instances output has no Reservations list");
+  }
+  std::vector<CloudNode> nodes;
+  for (const auto& reservation : doc["Reservations"].GetArray()) {
+    if (!reservation.IsObject() || !reservation.HasMember("Instances") ||
+        !reservation["Instances"].IsArray()) {
+      throw Error(ErrorKind::Format, "a reservation in describe-instances output has no Instances list");
+    }
+    for (const auto& instance : reservation["Instances"].GetArray()) {
+      CloudNode node;
+      node.id = string_at(instance, "InstanceId");
+      node.private_ip = string_at(instance, "PrivateIpAddress");
+      if (instance.IsObject() && instance.HasMember("State")) {
+        node.state = lower(string_at(instance["State"], "Name"));
+      }
+      if (instance.IsObject() && instance.HasMember("Tags") && instance["Tags"].IsArray()) {
+        for (const auto& tag : instance["Tags"].GetArray()) {
+          if (string_at(tag, "Key") == "dsx-ready") node.ready = string_at(tag, "Value");
+        }
+      }
+      if (node.id.empty()) throw Error(ErrorKind::Format, "an instance without InstanceId");
+      nodes.push_back(node);
+    }
+  }
+  return nodes;
+}
+
+std::vector<CloudNode> parse_gcp_instances_list(std::string_view json) {
+  auto doc = parse(json, "gcloud compute instances list");
+  if (!doc.IsArray()) {
+    throw Error(ErrorKind::Format, "gcloud compute instances list output is not a JSON list");
+  }
+  std::vector<CloudNode> nodes;
+  for (const auto& instance : doc.GetArray()) {
+    CloudNode node;
+    node.id = string_at(instance, "name");
+    node.state = lower(string_at(instance, "status"));
+    if (instance.IsObject() && instance.HasMember("networkInterfaces") &&
+        instance["networkInterfaces"].IsArray() && !instance["networkInterfaces"].Empty()) {
+      node.private_ip = string_at(instance["networkInterfaces"][0], "networkIP");
+    }
+    if (instance.IsObject() && instance.HasMember("labels")) {
+      node.ready = string_at(instance["labels"], "dsx-ready");
+    }
+    if (node.id.empty()) throw Error(ErrorKind::Format, "an instance without a name");
+    nodes.push_back(node);
+  }
+  return nodes;
+}
+
+std::string render_hostfile(const std::vector<CloudNode>& nodes, int slots) {
+  std::vector<std::pair<uint32_t, std::string>> running;
+  for (const auto& node : nodes) {
+    if (node.state == "running" && !node.private_ip.empty()) {
+      running.emplace_back(ipv4_key(node.private_ip), node.private_ip);
+    }
+  }
+  std::sort(running.begin(), running.end());
+  running.erase(std::unique(running.begin(), running.end()), running.end());
+  std::string out;
+  for (const auto& [key, ip] : running) out += ip + " slots=" + std::to_string(slots) + "\n";
+  return out;
+}
+
+std::string render_status(const std::vector<CloudNode>& nodes, int expected) {
+  std::ostringstream out;
+  char line[160];
+  std::snprintf(line, sizeof line, "%-22s %-16s %-12s %s\n", "instance", "private ip", "state", "dsx-ready");
+  out << line;
+  int running = 0, ready = 0;
+  for (const auto& n : nodes) {
+    std::snprintf(line, sizeof line, "%-22s %-16s %-12s %s\n", n.id.c_str(),
+                  n.private_ip.empty() ? "-" : n.private_ip.c_str(), n.state.c_str(),
+                  n.ready.empty() ? "(setting up)" : n.ready.c_str());
+    out << line;
+    running += n.state == "running";
+    ready += n.state == "running" && n.ready == "yes";
+  }
+  out << running << " of " << expected << " nodes running, " << ready << " ready";
+  if (ready == expected) {
+    out << ": write the hostfile with `hostfile` and start with dsx launch --hostfile";
+  }
+  out << "\n";
+  return out.str();
+}
+
+}  // namespace dsx::cloud

@@ -1,0 +1,29 @@
+// The nodes of a running cluster as the cloud reports them (aws ec2 describe-instances,
+// gcloud compute instances list, both as JSON) and the hostfile made from them.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dsx::cloud {
+
+struct CloudNode {
+  std::string id;          // i-... on AWS, the instance name on GCP
+  std::string private_ip;  // primary interface; "" while pending
+  std::string state;       // lower case: pending, running, terminated, ...
+  std::string ready;       // the dsx-ready tag/label the node script sets: yes, failed-<step>, ""
+};
+
+// Throw dsx::Error(Format) naming what is missing when the text is not the CLI's JSON.
+std::vector<CloudNode> parse_aws_describe_instances(std::string_view json);
+std::vector<CloudNode> parse_gcp_instances_list(std::string_view json);
+
+// "IP slots=N" for each running node with an address, ordered by address (numerically, octet by
+// octet) so that the first line (rank 0, MASTER_ADDR) is the same every time it is made.
+std::string render_hostfile(const std::vector<CloudNode>& nodes, int slots);
+
+// A table of the nodes and a summary line ("3 of 4 running, 2 ready").
+std::string render_status(const std::vector<CloudNode>& nodes, int expected);
+
+}  // namespace dsx::cloud

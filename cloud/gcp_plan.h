@@ -1,0 +1,22 @@
+// The gcloud calls behind `dsx cloud gcp up|down|status|hostfile` (shared/ref/cloud.md 2.2-2.4).
+#pragma once
+
+#include <string>
+
+#include "cloud/gcp_cluster.h"
+#include "cloud/plan.h"
+
+namespace dsx::cloud {
+
+std::string gcp_startup_script_path(const GcpClusterOptions& options);  // gcp/startup.sh
+
+// A3: one VPC + subnet + firewall rule per GPU NIC. Then firewall rules on the primary VPC
+// (all traffic between cluster VMs, SSH from the CIDR), a compact placement policy, the cluster
+// key in Secret Manager, the instance template, and all VMs in one bulk create.
+Plan gcp_up_plan(const GcpClusterOptions& options);
+// Deletes the VMs and everything up created; each step may find it gone.
+Plan gcp_down_plan(const GcpClusterOptions& options);
+// gcloud compute instances list of the cluster as JSON (status and hostfile parse it).
+Step gcp_list_step(const GcpClusterOptions& options);
+
+}  // namespace dsx::cloud

@@ -1,0 +1,142 @@
+# shellcheck shell=bash
+# Node set-up steps shared by the AWS user data and the GCP startup script. `dsx cloud ... render`
+# puts the cluster settings (DSX_*) above this file and the cloud's own steps below it. Every
+# path is under DSX_ROOT so that a test can run the whole script against a scratch directory.
+set -Eeuo pipefail
+umask 022
+: "${DSX_ROOT:=}"
+: "${DSX_PEER_TIMEOUT_S:=1800}"
+: "${DSX_POLL_S:=15}"
+DSX_ENV_FILE="$DSX_ROOT/etc/dsx/env"
+DSX_HOSTFILE="$DSX_ROOT/etc/dsx/hostfile"
+DSX_LOG="$DSX_ROOT/var/log/dsx-node-setup.log"
+DSX_STEP=start
+mkdir -p "$DSX_ROOT/etc/dsx" "$DSX_ROOT/var/log" "$DSX_ROOT/var/lib/dsx"
+
+log() { printf '%s dsx-node: %s\n' "$(date -u +%FT%TZ)" "$*" | tee -a "$DSX_LOG" >&2; }
+step() { DSX_STEP=$1; log "step $1"; }
+
+# A failed step tags the node "failed-<step>" (report_status is the cloud's own) and stops.
+fail() {
+  log "FAILED in step $DSX_STEP: $*"
+  report_status "failed-$DSX_STEP" || true
+  exit 1
+}
+trap 'fail "command failed at line $LINENO"' ERR
+
+# env_set KEY VALUE: one KEY=VALUE line, the .deepspeed_env format that dsx launch forwards.
+env_set() {
+  touch "$DSX_ENV_FILE"
+  sed -i "/^$1=/d" "$DSX_ENV_FILE"
+  printf '%s=%s\n' "$1" "$2" >>"$DSX_ENV_FILE"
+}
+
+# Pinned memory for EFA/GPUDirect and many open files for data loaders.
+raise_limits() {
+  mkdir -p "$DSX_ROOT/etc/security/limits.d"
+  printf '%s\n' '* soft memlock unlimited' '* hard memlock unlimited' \
+    '* soft nofile 1048576' '* hard nofile 1048576' >"$DSX_ROOT/etc/security/limits.d/90-dsx.conf"
+}
+
+# check_gpus N: the driver sees N GPUs (waits a few minutes for a first-boot driver install).
+check_gpus() {
+  local found=0 tries=0
+  while ((tries < 30)); do
+    found=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
+    ((found >= $1)) && break
+    tries=$((tries + 1))
+    sleep "$DSX_POLL_S"
+  done
+  ((found == $1)) || fail "nvidia-smi lists $found GPUs, expected $1: check the driver (dmesg, nvidia-smi)"
+  if systemctl cat nvidia-fabricmanager.service >/dev/null 2>&1; then
+    systemctl enable --now nvidia-fabricmanager || fail "nvidia-fabricmanager did not start: NVSwitch GPUs need it"
+  fi
+}
+
+# mount_scratch DEVICE...: local NVMe drives as one RAID0 ext4 file system on /scratch.
+mount_scratch() {
+  local -a drives=()
+  local d
+  for d in "$@"; do [[ -e $d ]] && drives+=("$(readlink -f "$d")"); done
+  if ((${#drives[@]} == 0)); then
+    log "no local NVMe drives; /scratch not created"
+    return 0
+  fi
+  mapfile -t drives < <(printf '%s\n' "${drives[@]}" | sort -u)
+  local dev=${drives[0]}
+  if ((${#drives[@]} > 1)); then
+    dev=/dev/md0
+    mdadm --create "$dev" --level=0 --raid-devices="${#drives[@]}" --force --run "${drives[@]}"
+  fi
+  mkfs.ext4 -F -q -L dsx-scratch "$dev"
+  mkdir -p "$DSX_ROOT/scratch"
+  mount -o noatime,nofail "$dev" "$DSX_ROOT/scratch"
+  chmod 1777 "$DSX_ROOT/scratch"
+  log "mounted ${#drives[@]} NVMe drive(s) on /scratch"
+}
+
+# setup_ssh USER PUBLIC_KEY PRIVATE_KEY: every node trusts the cluster key and can use it.
+setup_ssh() {
+  local user=$1 home="$DSX_ROOT/home/$1"
+  id -u "$user" >/dev/null 2>&1 || useradd -m -s /bin/bash "$user"
+  mkdir -p "$home/.ssh"
+  touch "$home/.ssh/authorized_keys"
+  grep -qxF "$2" "$home/.ssh/authorized_keys" || printf '%s\n' "$2" >>"$home/.ssh/authorized_keys"
+  (umask 077 && printf '%s\n' "$3" >"$home/.ssh/dsx_cluster_key")
+  cat >"$home/.ssh/config" <<SSH
+Host 10.* 172.* 192.168.*
+  IdentityFile ~/.ssh/dsx_cluster_key
+  StrictHostKeyChecking accept-new
+  UserKnownHostsFile ~/.ssh/known_hosts.dsx
+  ConnectTimeout 10
+SSH
+  chmod 700 "$home/.ssh"
+  chmod 600 "$home/.ssh/authorized_keys" "$home/.ssh/config"
+  chown -R "$user:" "$home/.ssh"
+}
+
+# install_dsx URL: unpack a dsx tarball (made with cmake --install) into /opt/dsx.
+install_dsx() {
+  local url=$1 tmp
+  if [[ -z $url ]]; then
+    log "no --dsx-package given: install dsx yourself (docs/cloud.md)"
+    return 0
+  fi
+  tmp=$(mktemp -d)
+  case $url in
+    s3://*) aws s3 cp --only-show-errors "$url" "$tmp/dsx.tar.gz" ;;
+    gs://*) gcloud storage cp "$url" "$tmp/dsx.tar.gz" ;;
+    *) curl -fsSL --max-time 600 --retry 5 -o "$tmp/dsx.tar.gz" "$url" ;;
+  esac
+  mkdir -p "$DSX_ROOT/opt/dsx" "$DSX_ROOT/usr/local/bin"
+  tar -xzf "$tmp/dsx.tar.gz" -C "$DSX_ROOT/opt/dsx"
+  rm -rf "$tmp"
+  ln -sf /opt/dsx/bin/dsx "$DSX_ROOT/usr/local/bin/dsx"
+  "$DSX_ROOT/opt/dsx/bin/dsx" version || fail "the installed dsx does not run: build it for this image's OS"
+}
+
+# wait_for_peers: polls list_peer_ips (the cloud's own) until DSX_NODE_COUNT nodes are running,
+# then writes the hostfile, "IP slots=N" sorted by address so that rank 0 is the same everywhere.
+wait_for_peers() {
+  local deadline=$((SECONDS + DSX_PEER_TIMEOUT_S)) ips home="$DSX_ROOT/home/$DSX_OS_USER"
+  while true; do
+    ips=$(list_peer_ips | tr -s ' \t' '\n' | grep -E '^[0-9.]+$' | sort -u -t . -k1,1n -k2,2n -k3,3n -k4,4n || true)
+    [[ -n $ips && $(wc -l <<<"$ips") -ge $DSX_NODE_COUNT ]] && break
+    ((SECONDS < deadline)) || fail "only $(grep -c . <<<"$ips" || true) of $DSX_NODE_COUNT nodes are running after ${DSX_PEER_TIMEOUT_S}s"
+    sleep "$DSX_POLL_S"
+  done
+  awk -v slots="$DSX_GPUS" '{print $1 " slots=" slots}' <<<"$ips" >"$DSX_HOSTFILE"
+  cp "$DSX_HOSTFILE" "$home/hostfile"
+  cp "$DSX_ENV_FILE" "$home/.deepspeed_env"
+  chown "$DSX_OS_USER:" "$home/hostfile" "$home/.deepspeed_env"
+  log "hostfile has $(wc -l <"$DSX_HOSTFILE") nodes"
+}
+
+# Login shells get the same environment as the ranks dsx launch starts.
+export_env_to_shells() {
+  local key value
+  mkdir -p "$DSX_ROOT/etc/profile.d"
+  while IFS='=' read -r key value; do
+    printf 'export %s=%q\n' "$key" "$value"
+  done <"$DSX_ENV_FILE" >"$DSX_ROOT/etc/profile.d/dsx.sh"
+}

@@ -1,0 +1,45 @@
+// Node script assembly. Settings become `DSX_NAME='value'` lines above the shared steps, so the
+// scripts under cloud/ stay plain bash that shellcheck reads as it is.
+#include "cloud/node_script.h"
+
+#include <sstream>
+
+#include "cloud/embedded_files.h"
+#include "cloud/shell_quote.h"
+
+namespace dsx::cloud {
+
+namespace {
+
+// Drops lines that hold only a comment or nothing. A heredoc body is kept as it is.
+std::string without_comments(std::string_view text) {
+  std::istringstream in{std::string(text)};
+  std::string out, line, heredoc_end;
+  while (std::getline(in, line)) {
+    size_t first = line.find_first_not_of(" \t");
+    bool blank = first == std::string::npos;
+    if (heredoc_end.empty() && (blank || line[first] == '#')) continue;
+    if (!heredoc_end.empty() && line == heredoc_end) heredoc_end.clear();
+    size_t marker = line.find("<<");
+    if (heredoc_end.empty() && marker != std::string::npos && line.find("<<<") == std::string::npos) {
+      size_t begin = line.find_first_not_of(" -'\"", marker + 2);
+      size_t end = line.find_first_of(" '\"", begin);
+      heredoc_end = line.substr(begin, end == std::string::npos ? end : end - begin);
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string render_node_script(std::string_view title, const ScriptSettings& settings,
+                               std::string_view cloud_part, bool strip_comments) {
+  std::string out = "#!/bin/bash\n# " + std::string(title) + "\n# Rendered by dsx cloud; the log is /var/log/dsx-node-setup.log.\n";
+  for (const auto& [name, value] : settings) out += name + "=" + shell_quote(value) + "\n";
+  std::string body = std::string(embedded_file("node/common.sh")) + "\n" +
+                     std::string(embedded_file(cloud_part));
+  return out + (strip_comments ? without_comments(body) : body);
+}
+
+}  // namespace dsx::cloud

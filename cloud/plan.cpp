@@ -1,0 +1,282 @@
+// Printing and running a plan. Execution forks the CLI directly (no shell), captures stdout when
+// the step asks for it, and kills a call that runs past its timeout.
+#include "cloud/plan.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <string_view>
+#include <fstream>
+#include <sstream>
+
+#include "cloud/shell_quote.h"
+#include "dsx/error.h"
+
+namespace dsx::cloud {
+
+namespace {
+
+// A word cut into literal text and ${NAME} references.
+struct Segment {
+  bool is_var;
+  std::string text;  // literal text, or the variable name
+};
+
+std::vector<Segment> split_vars(const std::string& word) {
+  std::vector<Segment> segments;
+  size_t pos = 0;
+  while (pos < word.size()) {
+    size_t open = word.find("${", pos);
+    size_t close = open == std::string::npos ? open : word.find('}', open);
+    if (close == std::string::npos) {
+      segments.push_back({false, word.substr(pos)});
+      break;
+    }
+    if (open > pos) segments.push_back({false, word.substr(pos, open - pos)});
+    segments.push_back({true, word.substr(open + 2, close - open - 2)});
+    pos = close + 1;
+  }
+  return segments;
+}
+
+bool is_whole_var(const std::vector<Segment>& segments) {
+  return segments.size() == 1 && segments[0].is_var;
+}
+
+// Text printed by `aws --output text` for a missing value counts as empty.
+bool empty_value(const Vars& vars, const std::string& name) {
+  auto it = vars.find(name);
+  return it == vars.end() || it->second.empty() || it->second == "None";
+}
+
+bool contains(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// A list variable stays unquoted so that the shell splits it into words, as execution does.
+std::string print_word(const std::string& word, const std::vector<std::string>& lists) {
+  auto segments = split_vars(word);
+  if (is_whole_var(segments) && contains(lists, segments[0].text)) return "${" + segments[0].text + "}";
+  std::string out;
+  for (const auto& s : segments) {
+    if (s.is_var) {
+      out += "\"${" + s.text + "}\"";
+    } else if (s.text.find('$') != std::string::npos) {
+      // Double quotes with escapes, so that no reader takes '$Latest' for a forgotten expansion.
+      out += '"';
+      for (char c : s.text) {
+        if (c == '$' || c == '`' || c == '"' || c == '\\') out += '\\';
+        out += c;
+      }
+      out += '"';
+    } else {
+      out += shell_quote(s.text);
+    }
+  }
+  return out;
+}
+
+std::string trim(std::string s) {
+  size_t end = s.find_last_not_of(" \t\r\n");
+  s.erase(end == std::string::npos ? 0 : end + 1);
+  size_t begin = s.find_first_not_of(" \t\r\n");
+  return begin == std::string::npos ? "" : s.substr(begin);
+}
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+};
+
+// Runs argv without a shell. Stdout is captured when `capture`, else passed through.
+RunResult run_argv(const std::vector<std::string>& argv, bool capture, int timeout_s) {
+  int pipe_fd[2] = {-1, -1};
+  if (capture && pipe2(pipe_fd, O_CLOEXEC) != 0) {
+    throw Error(ErrorKind::Internal, std::string("pipe: ") + std::strerror(errno));
+  }
+  pid_t pid = fork();
+  if (pid < 0) throw Error(ErrorKind::Internal, std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    if (capture) dup2(pipe_fd[1], STDOUT_FILENO);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  RunResult result;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  if (capture) close(pipe_fd[1]);
+  bool timed_out = false;
+  while (capture && !timed_out) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd p{pipe_fd[0], POLLIN, 0};
+    int ready = left.count() > 0 ? poll(&p, 1, int(left.count())) : 0;
+    if (ready == 0) {
+      timed_out = true;
+      break;
+    }
+    if (ready < 0 && errno == EINTR) continue;
+    char buffer[4096];
+    ssize_t n = read(pipe_fd[0], buffer, sizeof buffer);
+    if (n <= 0) break;
+    result.out.append(buffer, size_t(n));
+  }
+  if (capture) close(pipe_fd[0]);
+  int status = 0;
+  while (true) {
+    pid_t done = waitpid(pid, &status, timed_out ? 0 : WNOHANG);
+    if (done == pid) break;
+    if (std::chrono::steady_clock::now() >= deadline && !timed_out) {
+      timed_out = true;
+      kill(pid, SIGTERM);
+      usleep(200 * 1000);
+      kill(pid, SIGKILL);
+      continue;
+    }
+    if (!timed_out) usleep(50 * 1000);
+  }
+  if (timed_out) {
+    throw Error(ErrorKind::Timeout, "'" + argv[0] + " " + (argv.size() > 1 ? argv[1] : "") +
+                                        "' did not finish within " + std::to_string(timeout_s) +
+                                        " s and was stopped; check the network and retry");
+  }
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
+void fill_file(const Step& step, const Vars& vars) {
+  std::ifstream in(step.fill_from, std::ios::binary);
+  if (!in) throw Error(ErrorKind::Io, "cannot read " + step.fill_from + ": run render first");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::ofstream out(step.fill_to, std::ios::binary | std::ios::trunc);
+  out << fill_vars(text.str(), vars);
+  if (!out.flush()) throw Error(ErrorKind::Io, "cannot write " + step.fill_to);
+}
+
+}  // namespace
+
+std::string fill_vars(const std::string& text, const Vars& vars) {
+  std::string out;
+  for (const auto& s : split_vars(text)) {
+    auto it = s.is_var ? vars.find(s.text) : vars.end();
+    if (!s.is_var) {
+      out += s.text;
+    } else if (it != vars.end()) {
+      out += it->second;
+    } else {
+      out += "${" + s.text + "}";
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> list_captures(const Plan& plan) {
+  std::vector<std::string> names;
+  for (const auto& step : plan.steps) {
+    if (step.capture_is_list) names.push_back(step.capture);
+  }
+  return names;
+}
+
+std::vector<std::string> resolve_argv(const Step& step, const Vars& vars,
+                                      const std::vector<std::string>& lists) {
+  std::vector<std::string> words;
+  for (const auto& word : step.argv) {
+    auto segments = split_vars(word);
+    for (const auto& s : segments) {
+      if (s.is_var && !vars.count(s.text)) {
+        throw Error(ErrorKind::Internal, "step '" + step.what + "' uses ${" + s.text +
+                                             "}, which no earlier step captured");
+      }
+    }
+    if (is_whole_var(segments) && contains(lists, segments[0].text)) {
+      std::istringstream items(empty_value(vars, segments[0].text) ? "" : vars.at(segments[0].text));
+      for (std::string item; items >> item;) words.push_back(item);
+    } else {
+      words.push_back(fill_vars(word, vars));
+    }
+  }
+  return words;
+}
+
+void print_plan(std::ostream& out, const Plan& plan) {
+  const auto lists = list_captures(plan);
+  out << "#!/bin/bash\n# " << plan.title << "\n# Printed by dsx --dry-run; each step is one CLI call.\n"
+      << "set -euo pipefail\n";
+  for (const auto& step : plan.steps) {
+    out << "\n# " << step.what << "\n";
+    std::string indent;
+    if (!step.skip_if_empty.empty()) {
+      const std::string v = "${" + step.skip_if_empty + "}";
+      out << "if [[ -n \"" << v << "\" && \"" << v << "\" != None ]]; then\n";
+      indent = "  ";
+    }
+    if (!step.fill_from.empty()) {
+      out << indent << "sed";
+      std::ifstream in(step.fill_from);
+      std::stringstream text;
+      text << in.rdbuf();
+      std::vector<std::string> names;
+      for (const auto& s : split_vars(text.str())) {
+        if (s.is_var && std::find(names.begin(), names.end(), s.text) == names.end()) {
+          names.push_back(s.text);
+          out << " -e \"s|\\${" << s.text << "}|${" << s.text << "}|g\"";
+        }
+      }
+      out << " " << shell_quote(step.fill_from) << " > " << shell_quote(step.fill_to) << "\n";
+    }
+    bool splits = false;
+    for (const auto& word : step.argv) splits = splits || print_word(word, lists).find("${") == 0;
+    if (splits) out << indent << "# shellcheck disable=SC2086  # one word per item\n";
+    out << indent << (step.capture.empty() ? "" : step.capture + "=$(");
+    for (size_t i = 0; i < step.argv.size(); ++i) out << (i ? " " : "") << print_word(step.argv[i], lists);
+    out << (step.capture.empty() ? "" : ")") << (step.quiet ? " >/dev/null" : "")
+        << (step.may_fail ? " || true" : "") << "\n";
+    if (!indent.empty()) out << "fi\n";
+  }
+}
+
+Vars execute_plan(const Plan& plan, std::ostream& log, Vars vars) {
+  const auto lists = list_captures(plan);
+  for (const auto& step : plan.steps) {
+    if (!step.skip_if_empty.empty() && empty_value(vars, step.skip_if_empty)) {
+      log << "-- skipped (nothing to do): " << step.what << "\n";
+      continue;
+    }
+    log << "-- " << step.what << "\n" << std::flush;
+    if (!step.fill_from.empty()) fill_file(step, vars);
+    auto argv = resolve_argv(step, vars, lists);
+    auto result = run_argv(argv, !step.capture.empty() || step.quiet, step.timeout_s);
+    if (result.exit_code == 127) {
+      throw Error(ErrorKind::Unsupported, "'" + argv[0] + "' was not found on PATH: install it (" +
+                                              (argv[0] == "aws" ? "Debian package awscli"
+                                                                : "the Google Cloud CLI") +
+                                              ") or use --dry-run to print the commands");
+    }
+    if (result.exit_code != 0) {
+      if (step.may_fail) {
+        log << "   (failed with exit code " << result.exit_code << "; continuing)\n";
+        continue;
+      }
+      throw Error(ErrorKind::Launch, "step '" + step.what + "' failed: " + argv[0] + " exited with " +
+                                         std::to_string(result.exit_code) + " (its message is above)");
+    }
+    if (!step.capture.empty()) {
+      vars[step.capture] = trim(result.out);
+      if (vars[step.capture] == "None") vars[step.capture].clear();
+    }
+  }
+  return vars;
+}
+
+}  // namespace dsx::cloud

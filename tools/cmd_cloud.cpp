@@ -1,0 +1,239 @@
+// `dsx cloud aws|gcp render|up|status|hostfile|down`: provisions GPU clusters on AWS (p4d/p5,
+// EFA) and GCP (a2/a3, GPUDirect-TCPX/O) and writes the hostfile for `dsx launch`. The work is
+// in cloud/; this file maps flags to options and verbs to plans.
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <sstream>
+
+#include "cloud/aws_plan.h"
+#include "cloud/aws_render.h"
+#include "cloud/cloud_nodes.h"
+#include "cloud/gcp_plan.h"
+#include "cloud/gcp_render.h"
+#include "cloud/render_files.h"
+#include "dsx/error.h"
+#include "tools/cli.h"
+
+namespace dsx::tools {
+
+namespace {
+
+using cloud::CloudNode;
+
+constexpr const char* kVerbs = "render|up|status|hostfile|down";
+
+// Flags every verb of both clouds takes.
+struct CommonFlags {
+  bool dry_run = false;
+  std::string hostfile_out;  // hostfile: where to write ("" = <out>/hostfile)
+  std::string from_json;     // status/hostfile: read a saved listing instead of calling the CLI
+  int expect = 0;            // hostfile: fail unless this many nodes are running
+};
+
+void add_common(po::options_description& d, CommonFlags& c, std::string& out) {
+  d.add_options()
+      ("out", po::value(&out)->default_value(out), "directory for rendered files and the hostfile")
+      ("dry-run", po::bool_switch(&c.dry_run), "print each cloud CLI command instead of running it")
+      ("hostfile", po::value(&c.hostfile_out), "hostfile: where to write it (default <out>/hostfile)")
+      ("from-json", po::value(&c.from_json), "status/hostfile: parse this saved CLI listing (JSON) instead of calling the CLI")
+      ("expect", po::value(&c.expect)->default_value(0), "hostfile: fail unless this many nodes are running");
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorKind::Io, "cannot read " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The cluster's listing from the cloud CLI or a saved file; with --dry-run, prints the call.
+std::string listing(const cloud::Step& list_step, const CommonFlags& c, bool& printed) {
+  if (!c.from_json.empty()) return read_file(c.from_json);
+  cloud::Plan plan{"list the cluster", {list_step}};
+  if (c.dry_run) {
+    cloud::print_plan(std::cout, plan);
+    printed = true;
+    return "";
+  }
+  std::ostringstream quiet;
+  return cloud::execute_plan(plan, quiet).at(list_step.capture);
+}
+
+int report_nodes(const std::string& verb, const std::vector<CloudNode>& nodes, int slots,
+                 int expected, const CommonFlags& c, const std::string& out_dir) {
+  if (verb == "status") {
+    std::cout << cloud::render_status(nodes, expected);
+    return 0;
+  }
+  std::string text = cloud::render_hostfile(nodes, slots);
+  int running = int(std::count(text.begin(), text.end(), '\n'));
+  if (c.expect > 0 && running < c.expect) {
+    throw Error(ErrorKind::Launch, "only " + std::to_string(running) + " of " + std::to_string(c.expect) +
+                                       " nodes are running: wait (see `status`) and run hostfile again");
+  }
+  if (running == 0) throw Error(ErrorKind::Launch, "no running nodes found for this cluster: check --cluster and the region/zone");
+  for (const auto& n : nodes) {
+    if (n.state == "running" && n.ready != "yes") {
+      std::cerr << "dsx: warning: node " << n.id << " has not reported ready (dsx-ready="
+                << (n.ready.empty() ? "unset" : n.ready) << "); see /var/log/dsx-node-setup.log there\n";
+    }
+  }
+  std::string path = c.hostfile_out.empty() ? out_dir + "/hostfile" : c.hostfile_out;
+  cloud::write_file_atomically(path, text);
+  std::cout << text << "wrote " << path << " (" << running << " nodes; the first is rank 0)\n";
+  return 0;
+}
+
+// `undo` is the command that removes what a half-finished plan created.
+void run_or_print(const cloud::Plan& plan, bool dry_run, const std::string& undo = "") {
+  if (dry_run) {
+    cloud::print_plan(std::cout, plan);
+    return;
+  }
+  try {
+    cloud::execute_plan(plan, std::cerr);
+  } catch (const Error& e) {
+    if (undo.empty()) throw;
+    throw Error(e.kind(), std::string(e.what()) + ". Fix the cause, then run `" + undo +
+                              "` to remove what was created, and up again");
+  }
+}
+
+void print_written(const std::vector<std::string>& files) {
+  for (const auto& f : files) std::cout << "wrote " << f << "\n";
+}
+
+int run_aws(const std::string& verb, int argc, char** argv) {
+  cloud::AwsClusterOptions o;
+  CommonFlags c;
+  bool no_efa_only = false;
+  po::options_description d("dsx cloud aws " + verb);
+  d.add_options()
+      ("cluster", po::value(&o.cluster)->required(), "cluster name; names and tags every resource")
+      ("region", po::value(&o.region)->required(), "AWS region, e.g. us-east-1")
+      ("instance-type", po::value(&o.instance_type)->default_value(o.instance_type), "p4d.24xlarge, p4de.24xlarge, p5.48xlarge, p5e.48xlarge, p5en.48xlarge")
+      ("count", po::value(&o.count)->default_value(o.count), "number of nodes")
+      ("subnet", po::value(&o.subnet), "render/up: private subnet id (one AZ)")
+      ("ssh-cidr", po::value(&o.ssh_cidr), "render/up: CIDR allowed to SSH in (bastion, VPN)")
+      ("key-name", po::value(&o.key_name), "EC2 key pair for the default user")
+      ("image", po::value(&o.image)->default_value(o.image), "AMI id or resolve:ssm:<parameter> (default: DLAMI Base OSS Nvidia, Ubuntu 22.04)")
+      ("root-device", po::value(&o.root_device)->default_value(o.root_device), "root device name of the image")
+      ("root-gb", po::value(&o.root_volume_gb)->default_value(o.root_volume_gb), "root volume size (gp3)")
+      ("capacity-reservation", po::value(&o.capacity_reservation), "cr-... to launch into (no placement group then)")
+      ("capacity-block", po::bool_switch(&o.capacity_block), "the reservation is a Capacity Block for ML")
+      ("no-efa-only", po::bool_switch(&no_efa_only), "use `efa` (with IP) instead of `efa-only` on secondary cards")
+      ("security-group", po::value(&o.security_group), "use this sg-... instead of creating one")
+      ("instance-profile", po::value(&o.instance_profile), "use this instance profile instead of creating one")
+      ("dsx-package", po::value(&o.dsx_package), "s3:// or https:// tarball of an installed dsx tree")
+      ("os-user", po::value(&o.os_user)->default_value(o.os_user), "login user of the image");
+  add_common(d, c, o.out_dir);
+  auto args = parse_args(argc, argv, std::string("dsx cloud aws ") + verb + " [options]", d);
+  if (args.help) return 0;
+  o.efa_only = !no_efa_only;
+  if (verb == "render" || verb == "up") {
+    print_written(cloud::render_aws(o));
+    if (verb == "up") {
+      run_or_print(cloud::aws_up_plan(o), c.dry_run,
+                   "dsx cloud aws down --cluster " + o.cluster + " --region " + o.region);
+    }
+    if (verb == "up" && !c.dry_run) {
+      std::cout << "launched; nodes set themselves up for a few minutes. Next: dsx cloud aws status"
+                   " --cluster " << o.cluster << " --region " << o.region << "\n";
+    }
+    return 0;
+  }
+  cloud::validate_cluster_name(o.cluster);
+  if (verb == "down") {
+    run_or_print(cloud::aws_down_plan(o), c.dry_run);
+    return 0;
+  }
+  bool printed = false;
+  std::string json = listing(cloud::aws_describe_step(o), c, printed);
+  if (printed) return 0;
+  return report_nodes(verb, cloud::parse_aws_describe_instances(json),
+                      cloud::aws_instance_type(o.instance_type).gpus, o.count, c, o.out_dir);
+}
+
+int run_gcp(const std::string& verb, int argc, char** argv) {
+  cloud::GcpClusterOptions o;
+  CommonFlags c;
+  po::options_description d("dsx cloud gcp " + verb);
+  d.add_options()
+      ("cluster", po::value(&o.cluster)->required(), "cluster name; names and labels every resource")
+      ("project", po::value(&o.project)->required(), "GCP project id")
+      ("zone", po::value(&o.zone)->required(), "zone, e.g. us-central1-a (all VMs in one zone)")
+      ("machine-type", po::value(&o.machine_type)->default_value(o.machine_type), "a2-highgpu-8g, a2-ultragpu-8g, a3-highgpu-8g, a3-megagpu-8g")
+      ("count", po::value(&o.count)->default_value(o.count), "number of VMs")
+      ("network", po::value(&o.network)->default_value(o.network), "primary VPC")
+      ("subnet", po::value(&o.subnet)->default_value(o.subnet), "primary subnet")
+      ("ssh-cidr", po::value(&o.ssh_cidr), "render/up: CIDR allowed to SSH in (35.235.240.0/20 for IAP)")
+      ("image-project", po::value(&o.image_project)->default_value(o.image_project), "project of the image family")
+      ("image-family", po::value(&o.image_family)->default_value(o.image_family), "Deep Learning VM image family")
+      ("image", po::value(&o.image), "a given image instead of the family")
+      ("boot-disk-gb", po::value(&o.boot_disk_gb)->default_value(o.boot_disk_gb), "boot disk size")
+      ("boot-disk-type", po::value(&o.boot_disk_type), "boot disk type (default: what the machine series takes)")
+      ("service-account", po::value(&o.service_account), "VM service account (default: the project's compute default)")
+      ("gpudirect-plugin-image", po::value(&o.gpudirect_plugin_image), "A3: TCPX/TCPXO NCCL plugin installer image")
+      ("rxdm-image", po::value(&o.rxdm_image), "A3: receive-datapath manager image")
+      ("dsx-package", po::value(&o.dsx_package), "gs:// or https:// tarball of an installed dsx tree")
+      ("os-user", po::value(&o.os_user)->default_value(o.os_user), "user that gets the cluster SSH key");
+  add_common(d, c, o.out_dir);
+  auto args = parse_args(argc, argv, std::string("dsx cloud gcp ") + verb + " [options]", d);
+  if (args.help) return 0;
+  if (verb == "render" || verb == "up") {
+    print_written(cloud::render_gcp(o));
+    if (verb == "up") {
+      run_or_print(cloud::gcp_up_plan(o), c.dry_run,
+                   "dsx cloud gcp down --cluster " + o.cluster + " --project " + o.project +
+                       " --zone " + o.zone + " --machine-type " + o.machine_type);
+    }
+    if (verb == "up" && !c.dry_run) {
+      std::cout << "created; VMs set themselves up for a few minutes. Next: dsx cloud gcp status"
+                   " --cluster " << o.cluster << " --project " << o.project << " --zone " << o.zone << "\n";
+    }
+    return 0;
+  }
+  cloud::validate_cluster_name(o.cluster);
+  if (verb == "down") {
+    run_or_print(cloud::gcp_down_plan(o), c.dry_run);
+    return 0;
+  }
+  bool printed = false;
+  std::string json = listing(cloud::gcp_list_step(o), c, printed);
+  if (printed) return 0;
+  return report_nodes(verb, cloud::parse_gcp_instances_list(json),
+                      cloud::gcp_machine_type(o.machine_type).gpus, o.count, c, o.out_dir);
+}
+
+}  // namespace
+
+int run_cloud(int argc, char** argv) {
+  const std::string usage = std::string("usage: dsx cloud aws|gcp ") + kVerbs + " [options]   (--help after the verb lists them)";
+  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
+    std::cout << usage << "\n\n"
+              << "  render    write the templates, node script, CLI scripts and Slurm job\n"
+              << "  up        render, then create the cluster with the aws / gcloud CLI\n"
+              << "  status    list the nodes and whether each finished its set-up\n"
+              << "  hostfile  write 'IP slots=8' lines for dsx launch --hostfile\n"
+              << "  down      delete the nodes and everything up created\n"
+              << "  --dry-run prints each CLI command instead of running it\n";
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string provider = argv[1];
+  if (provider != "aws" && provider != "gcp") {
+    throw Error(ErrorKind::Usage, "unknown cloud '" + provider + "': " + usage);
+  }
+  const std::set<std::string> verbs = {"render", "up", "status", "hostfile", "down"};
+  if (argc < 3 || !verbs.count(argv[2])) {
+    throw Error(ErrorKind::Usage, "dsx cloud " + provider + " needs a verb: " + kVerbs);
+  }
+  const std::string verb = argv[2];
+  std::string prog = "dsx cloud " + provider + " " + verb;
+  argv[2] = prog.data();
+  return provider == "aws" ? run_aws(verb, argc - 2, argv + 2) : run_gcp(verb, argc - 2, argv + 2);
+}
+
+}  // namespace dsx::tools
