@@ -6,6 +6,7 @@
 namespace dsx::tools {
 
 int run_version(int argc, char** argv);
+int run_sample(int argc, char** argv);
 int run_cloud(int argc, char** argv);
 int run_launch(int argc, char** argv);
 int run_estimate(int argc, char** argv);
@@ -14,6 +15,7 @@ int run_report(int argc, char** argv);
 std::span<const Command> commands() {
   static const std::array table = {
       Command{"version", "print the dsx version and build options", run_version},
+      Command{"sample", "generate text or answers from GPT-2 weights (llm.c .bin or safetensors)", run_sample},
       Command{"launch", "start a program on every slot of every host (deepspeed launcher drop-in)", run_launch},
       Command{"estimate", "memory per GPU and CPU for each ZeRO stage; fewest GPUs that fit", run_estimate},
       Command{"report", "versions, GPUs and topology, fabric providers; checks with advice", run_report},

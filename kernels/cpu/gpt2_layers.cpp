@@ -30,6 +30,11 @@ void gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, double alpha
               static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
 }
 
+// Loops over less work than this run on the calling thread: a parallel region costs more than
+// it saves on small tensors, and far more on a loaded machine, where every barrier waits for
+// a descheduled thread.
+constexpr size_t kParallelMin = size_t(1) << 18;
+
 using std::exp;
 using std::log;
 using std::sqrt;
@@ -39,7 +44,7 @@ using std::sqrt;
 template <class T>
 void gpt2_encoder_forward(T* out, const int32_t* tokens, const T* wte, const T* wpe, int B, int Tn,
                           int C) {
-#pragma omp parallel for collapse(2)
+#pragma omp parallel for collapse(2) if (size_t(B) * Tn * C >= kParallelMin)
   for (int b = 0; b < B; ++b) {
     for (int t = 0; t < Tn; ++t) {
       T* o = out + (static_cast<size_t>(b) * Tn + t) * C;
@@ -54,7 +59,7 @@ template <class T>
 void gpt2_encoder_backward(T* dwte, T* dwpe, const T* dout, const int32_t* tokens, int B, int Tn,
                            int C) {
   // Serial over rows: two rows may hold the same token. Parallel over channels instead.
-#pragma omp parallel for
+#pragma omp parallel for if (size_t(B) * Tn * C >= kParallelMin)
   for (int i = 0; i < C; ++i) {
     for (int b = 0; b < B; ++b) {
       for (int t = 0; t < Tn; ++t) {
@@ -69,7 +74,7 @@ void gpt2_encoder_backward(T* dwte, T* dwpe, const T* dout, const int32_t* token
 template <class T>
 void gpt2_layernorm_forward(T* out, T* mean, T* rstd, const T* inp, const T* weight, const T* bias,
                             size_t N, int C) {
-#pragma omp parallel for
+#pragma omp parallel for if (N * C >= kParallelMin)
   for (size_t r = 0; r < N; ++r) {
     const T* x = inp + r * C;
     T m = 0;
@@ -91,7 +96,7 @@ void gpt2_layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const
                              const T* weight, const T* mean, const T* rstd, size_t N, int C) {
   // dweight/dbias are sums over rows: each thread sums a fixed block of rows into its own
   // partial, and the partials are added in thread order, so results are bitwise reproducible.
-  const int threads = omp_get_max_threads();
+  const int threads = N * C >= kParallelMin ? omp_get_max_threads() : 1;
   std::vector<T> partial(static_cast<size_t>(threads) * 2 * C, T(0));
 #pragma omp parallel num_threads(threads)
   {
@@ -134,7 +139,7 @@ void gpt2_matmul_forward(T* out, const T* inp, const T* weight, const T* bias, s
                          int OC) {
   T beta = 0;
   if (bias) {
-#pragma omp parallel for
+#pragma omp parallel for if (N * OC >= kParallelMin)
     for (size_t r = 0; r < N; ++r) std::copy(bias, bias + OC, out + r * OC);
     beta = 1;
   }
@@ -147,7 +152,7 @@ void gpt2_matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T*
   gemm(false, false, N, C, OC, T(1), dout, OC, weight, C, T(0), dinp, C);
   gemm(true, false, OC, C, N, T(1), dout, OC, inp, C, T(1), dweight, C);
   if (!dbias) return;
-#pragma omp parallel for
+#pragma omp parallel for if (N * OC >= kParallelMin)
   for (int o = 0; o < OC; ++o) {
     T s = 0;
     for (size_t r = 0; r < N; ++r) s += dout[r * OC + o];
@@ -160,7 +165,7 @@ void gpt2_attention_forward(T* out, T* att, const T* qkv, int B, int Tn, int C, 
   const int hs = C / NH;
   const T scale = T(1) / sqrt(T(hs));
   const size_t C3 = 3 * static_cast<size_t>(C);
-#pragma omp parallel for collapse(3)
+#pragma omp parallel for collapse(3) if (size_t(B) * NH * Tn * Tn * hs / 2 >= kParallelMin)
   for (int b = 0; b < B; ++b) {
     for (int h = 0; h < NH; ++h) {
       for (int t = 0; t < Tn; ++t) {
@@ -199,7 +204,7 @@ void gpt2_attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att,
   const T scale = T(1) / sqrt(T(hs));
   const size_t C3 = 3 * static_cast<size_t>(C);
   // One (b, h) per task: dk and dv of a key row collect contributions from every later query row.
-#pragma omp parallel
+#pragma omp parallel if (size_t(B) * NH * Tn * Tn * hs / 2 >= kParallelMin)
   {
     std::vector<T> datt(Tn);
 #pragma omp for collapse(2)
@@ -247,19 +252,19 @@ void gpt2_attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att,
 
 template <class T>
 void gpt2_gelu_forward(T* out, const T* inp, size_t n) {
-#pragma omp parallel for
+#pragma omp parallel for if (n >= kParallelMin)
   for (size_t i = 0; i < n; ++i) out[i] = gpt2::gelu_tanh(inp[i]);
 }
 
 template <class T>
 void gpt2_gelu_backward(T* dinp, const T* inp, const T* dout, size_t n) {
-#pragma omp parallel for
+#pragma omp parallel for if (n >= kParallelMin)
   for (size_t i = 0; i < n; ++i) dinp[i] = gpt2::gelu_tanh_grad(inp[i]) * dout[i];
 }
 
 template <class T>
 void gpt2_residual_forward(T* out, const T* a, const T* b, size_t n) {
-#pragma omp parallel for
+#pragma omp parallel for if (n >= kParallelMin)
   for (size_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
 }
 
@@ -267,7 +272,7 @@ template <class T>
 size_t gpt2_crossentropy_forward(T* losses, T* lse, const T* logits, const int32_t* targets,
                                  size_t N, int V, int Vp) {
   size_t counted = 0;
-#pragma omp parallel for reduction(+ : counted)
+#pragma omp parallel for reduction(+ : counted) if (N * V >= kParallelMin)
   for (size_t r = 0; r < N; ++r) {
     const T* z = logits + r * Vp;
     T maxv = z[0];
@@ -285,7 +290,7 @@ size_t gpt2_crossentropy_forward(T* losses, T* lse, const T* logits, const int32
 template <class T>
 void gpt2_crossentropy_backward(T* logits_to_dlogits, const T* lse, const int32_t* targets, T dloss,
                                 size_t N, int V, int Vp) {
-#pragma omp parallel for
+#pragma omp parallel for if (N * V >= kParallelMin)
   for (size_t r = 0; r < N; ++r) {
     T* z = logits_to_dlogits + r * Vp;
     int32_t y = targets[r];

@@ -2,6 +2,7 @@
 // layer's backward is the gradient of loss = sum(out * R) for a random R, checked against central
 // differences of its forward, for inputs and parameters alike.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <vector>
@@ -169,4 +170,28 @@ TEST(Gpt2Layers, FloatPathMatchesDoublePath) {
   kc::gpt2_matmul_forward(od.data(), xd.data(), wd.data(), bd.data(), N, C, OC);
   kc::gpt2_matmul_forward(of.data(), xf.data(), wf.data(), bf.data(), N, C, OC);
   for (size_t i = 0; i < od.size(); ++i) EXPECT_NEAR(of[i], od[i], 1e-5 * (1 + std::abs(od[i])));
+}
+
+// Sizes above the serial cut-off run the OpenMP paths; they must agree with one thread.
+TEST(Gpt2Layers, ParallelPathsMatchOneThread) {
+  const int B = 2, T = 128, C = 128, NH = 4;  // above the serial cut-off of every loop here
+  const size_t N = B * T;
+  auto qkv = random_vector(N * 3 * C, 30), R = random_vector(N * C, 31), w = random_vector(C, 32);
+  auto run = [&](int threads) {
+    omp_set_num_threads(threads);
+    std::vector<double> out(N * C), att(B * NH * T * T), dqkv(N * 3 * C), ln(N * C), mean(N), rstd(N);
+    std::vector<double> dx(N * C, 0), dw(C, 0), db(C, 0);
+    kc::gpt2_attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH);
+    kc::gpt2_attention_backward(dqkv.data(), R.data(), qkv.data(), att.data(), B, T, C, NH);
+    kc::gpt2_layernorm_forward(ln.data(), mean.data(), rstd.data(), out.data(), w.data(), w.data(), N, C);
+    kc::gpt2_layernorm_backward(dx.data(), dw.data(), db.data(), R.data(), out.data(), w.data(), mean.data(),
+                                rstd.data(), N, C);
+    out.insert(out.end(), dqkv.begin(), dqkv.end());
+    out.insert(out.end(), dx.begin(), dx.end());
+    out.insert(out.end(), dw.begin(), dw.end());
+    return out;
+  };
+  auto one = run(1), two = run(2);
+  omp_set_num_threads(omp_get_num_procs());
+  for (size_t i = 0; i < one.size(); ++i) ASSERT_NEAR(one[i], two[i], 1e-12 * (1 + std::abs(one[i]))) << i;
 }

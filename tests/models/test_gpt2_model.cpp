@@ -1,6 +1,7 @@
 // The GPT-2 CPU model as a whole: float64 finite-difference check of every parameter's gradient,
 // the loss at initialisation, overfitting one batch, activation checkpointing, float vs float64,
 // the layer-by-layer contract with ParamAccess / GradSink, and bad input.
+#include <cblas.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -112,6 +113,7 @@ TEST(Gpt2Model, InitialLossIsLnVocab) {
 }
 
 TEST(Gpt2Model, OverfitsOneBatch) {
+  openblas_set_num_threads(1);  // tiny matmuls: BLAS threads only add waiting
   auto c = gpt2_preset("byte-tiny");
   const int B = 4, T = 24;
   GPT2Cpu<float> model(c, B, T);
