@@ -6,6 +6,7 @@
 namespace dsx::tools {
 
 int run_version(int argc, char** argv);
+int run_config(int argc, char** argv);
 int run_sample(int argc, char** argv);
 int run_cloud(int argc, char** argv);
 int run_launch(int argc, char** argv);
@@ -15,6 +16,7 @@ int run_report(int argc, char** argv);
 std::span<const Command> commands() {
   static const std::array table = {
       Command{"version", "print the dsx version and build options", run_version},
+      Command{"config", "check a DeepSpeed ds_config: every effective value and its source", run_config},
       Command{"sample", "generate text or answers from GPT-2 weights (llm.c .bin or safetensors)", run_sample},
       Command{"launch", "start a program on every slot of every host (deepspeed launcher drop-in)", run_launch},
       Command{"estimate", "memory per GPU and CPU for each ZeRO stage; fewest GPUs that fit", run_estimate},
