@@ -26,7 +26,7 @@ struct AdamHyper {
   float beta1 = 0.9f, beta2 = 0.999f;  // "betas"
   float eps = 1e-8f;
   float weight_decay = 0.0f;
-  bool adam_w_mode = true;             // true: decoupled decay (AdamW); false: L2 added to the gradient
+  bool adam_w_mode = true;  // true: decoupled decay (AdamW); false: L2 added to the gradient
   bool bias_correction = true;
 };
 
@@ -194,7 +194,8 @@ DSX_HD void sgd_element(const SgdHyper& h, float& p, float g, float& buf, float 
 }
 
 // Adagrad as torch: d = g + wd p; sum += d^2; p -= lr d / (sqrt(sum) + eps).
-DSX_HD void adagrad_element(const AdagradHyper& h, float& p, float g, float& sum, float grad_factor) {
+DSX_HD void adagrad_element(const AdagradHyper& h, float& p, float g, float& sum,
+                            float grad_factor) {
   float d = g * grad_factor + h.weight_decay * p;
   sum = sum + d * d;
   p = p - h.lr * (d / (element_sqrt(sum) + h.eps));

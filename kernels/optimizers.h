@@ -21,7 +21,8 @@ struct ParamCopy {
   void* data = nullptr;
 };
 
-// `grad_factor` multiplies each gradient before use (1 / (loss_scale * clip)); see optimizer_math.h.
+// `grad_factor` multiplies each gradient before use (1 / (loss_scale * clip)); see
+// optimizer_math.h.
 
 void adam_step(const AdamHyper& hyper, int64_t step, float grad_factor, float* param,
                const float* grad, float* exp_avg, float* exp_avg_sq, size_t count,

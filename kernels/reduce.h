@@ -14,7 +14,10 @@ namespace dsx::kernels {
 enum class ReduceOp : uint8_t { Sum, Avg, Max, Min };
 
 inline constexpr const char* reduce_op_name(ReduceOp op) {
-  return op == ReduceOp::Sum ? "sum" : op == ReduceOp::Avg ? "avg" : op == ReduceOp::Max ? "max" : "min";
+  return op == ReduceOp::Sum   ? "sum"
+         : op == ReduceOp::Avg ? "avg"
+         : op == ReduceOp::Max ? "max"
+                               : "min";
 }
 
 // One element of a reduction in fp32. Max/Min propagate NaN (like NCCL and torch.maximum), so a
@@ -22,9 +25,12 @@ inline constexpr const char* reduce_op_name(ReduceOp op) {
 DSX_HD float reduce_element(ReduceOp op, float a, float b) {
   switch (op) {
     case ReduceOp::Sum:
-    case ReduceOp::Avg: return a + b;
-    case ReduceOp::Max: return (a != a || b != b) ? a + b : (a > b ? a : b);
-    default: return (a != a || b != b) ? a + b : (a < b ? a : b);
+    case ReduceOp::Avg:
+      return a + b;
+    case ReduceOp::Max:
+      return (a != a || b != b) ? a + b : (a > b ? a : b);
+    default:
+      return (a != a || b != b) ? a + b : (a < b ? a : b);
   }
 }
 

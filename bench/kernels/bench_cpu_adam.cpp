@@ -77,7 +77,9 @@ DsxResult adamw_dsx(size_t n, bool bf16_copy, int reps) {
   int64_t step = 0;
   kn::ParamCopy out;
   if (bf16_copy) out = {kn::DType::BF16, copy.data()};
-  double ms = median_ms(reps, [&] { kn::adam_step(h, ++step, 1.0f, p.data(), g.data(), m.data(), v.data(), n, out); });
+  double ms = median_ms(reps, [&] {
+    kn::adam_step(h, ++step, 1.0f, p.data(), g.data(), m.data(), v.data(), n, out);
+  });
   double bytes = (bf16_copy ? 30.0 : 28.0) * double(n);
   return {ms, bytes / ms / 1e6};
 }
@@ -94,12 +96,15 @@ PeerTimes read_peers(const std::string& path, int& threads) {
   rapidjson::Document doc;
   doc.Parse(text.str().c_str());
   if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("results")) {
-    std::fprintf(stderr, "bench_cpu_adam: %s is not the JSON that cpu_adam_peers.py writes; ignoring it\n", path.c_str());
+    std::fprintf(stderr,
+                 "bench_cpu_adam: %s is not the JSON that cpu_adam_peers.py writes; ignoring it\n",
+                 path.c_str());
     return out;
   }
   if (doc.HasMember("threads") && doc["threads"].IsInt()) threads = doc["threads"].GetInt();
   for (const auto& r : doc["results"].GetArray())
-    out[{size_t(r["n"].GetUint64()), r["copy"].GetString()}][r["peer"].GetString()] = r["ms"].GetDouble();
+    out[{size_t(r["n"].GetUint64()), r["copy"].GetString()}][r["peer"].GetString()] =
+        r["ms"].GetDouble();
   return out;
 }
 
@@ -116,7 +121,8 @@ int main(int argc, char** argv) {
   std::string sizes_arg = "16777216,67108864", peers_path, simd;
   int reps = 7;
   po::options_description opts("bench_cpu_adam options");
-  opts.add_options()("help", "show this help")("sizes", po::value(&sizes_arg), "comma-separated parameter counts")(
+  opts.add_options()("help", "show this help")("sizes", po::value(&sizes_arg),
+                                               "comma-separated parameter counts")(
       "peers", po::value(&peers_path), "JSON written by bench/kernels/cpu_adam_peers.py")(
       "reps", po::value(&reps), "timed runs per case (median is reported)")(
       "simd", po::value(&simd), "force a SIMD level: avx512, avx2 or scalar");
@@ -142,12 +148,16 @@ int main(int argc, char** argv) {
   PeerTimes peers = read_peers(peers_path, peer_threads);
   int threads = omp_get_max_threads();
   if (peer_threads > 0 && peer_threads != threads)
-    std::fprintf(stderr, "warning: peers ran with %d threads, dsx with %d\n", peer_threads, threads);
+    std::fprintf(stderr, "warning: peers ran with %d threads, dsx with %d\n", peer_threads,
+                 threads);
 
-  std::printf("CPU AdamW step, %d threads, SIMD %s. GB/s counts 28 B/param (30 with the bf16 copy).\n\n", threads,
-              kn::simd_level_name(kn::simd_level()));
-  std::printf("| params | copy-out | dsx ms | dsx GB/s | copy GB/s | dsx / copy | DeepSpeedCPUAdam ms | torch foreach ms | "
-              "torch fused ms | dsx speed-up vs best peer |\n");
+  std::printf(
+      "CPU AdamW step, %d threads, SIMD %s. GB/s counts 28 B/param (30 with the bf16 copy).\n\n",
+      threads, kn::simd_level_name(kn::simd_level()));
+  std::printf(
+      "| params | copy-out | dsx ms | dsx GB/s | copy GB/s | dsx / copy | DeepSpeedCPUAdam ms | "
+      "torch foreach ms | "
+      "torch fused ms | dsx speed-up vs best peer |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
   for (size_t n : sizes) {
     double copy = copy_gbps(16 * n, reps);  // a buffer as large as p, g, m, v together
@@ -162,9 +172,10 @@ int main(int argc, char** argv) {
       double best = 0;
       if (it != peers.end())
         for (const auto& [name, ms] : it->second) best = best == 0 ? ms : std::min(best, ms);
-      std::printf("| %zuM | %s | %s | %s | %s | %s%% | %s | %s | %s | %s |\n", n >> 20, key.c_str(), fmt(r.ms).c_str(),
-                  fmt(r.gbps).c_str(), fmt(copy).c_str(), fmt(100 * r.gbps / copy, "%.0f").c_str(),
-                  peer("deepspeed_cpu_adam").c_str(), peer("torch_foreach").c_str(), peer("torch_fused").c_str(),
+      std::printf("| %zuM | %s | %s | %s | %s | %s%% | %s | %s | %s | %s |\n", n >> 20, key.c_str(),
+                  fmt(r.ms).c_str(), fmt(r.gbps).c_str(), fmt(copy).c_str(),
+                  fmt(100 * r.gbps / copy, "%.0f").c_str(), peer("deepspeed_cpu_adam").c_str(),
+                  peer("torch_foreach").c_str(), peer("torch_fused").c_str(),
                   best > 0 ? (fmt(best / r.ms, "%.2f") + "x").c_str() : "n/a");
     }
   }

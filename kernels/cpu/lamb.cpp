@@ -11,12 +11,14 @@ namespace dsx::kernels {
 namespace {
 
 void check_offsets(const size_t* offsets, size_t num_tensors) {
-  if (num_tensors && !offsets) throw Error(ErrorKind::Internal, "lamb: no tensor offsets for " +
-                                                                    std::to_string(num_tensors) + " tensors");
+  if (num_tensors && !offsets)
+    throw Error(ErrorKind::Internal,
+                "lamb: no tensor offsets for " + std::to_string(num_tensors) + " tensors");
   for (size_t t = 0; t < num_tensors; ++t)
     if (offsets[t + 1] < offsets[t])
-      throw Error(ErrorKind::Internal, "lamb: tensor offsets must not decrease; tensor " + std::to_string(t) +
-                                           " ends at " + std::to_string(offsets[t + 1]) + " before its start " +
+      throw Error(ErrorKind::Internal, "lamb: tensor offsets must not decrease; tensor " +
+                                           std::to_string(t) + " ends at " +
+                                           std::to_string(offsets[t + 1]) + " before its start " +
                                            std::to_string(offsets[t]));
 }
 

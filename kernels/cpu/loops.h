@@ -22,7 +22,8 @@
 
 #if defined(__x86_64__)
 #define DSX_TARGET_AVX512 \
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c,prefer-vector-width=512")))
+  __attribute__((         \
+      target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c,prefer-vector-width=512")))
 #define DSX_TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
 #else
 #define DSX_TARGET_AVX512
@@ -63,9 +64,15 @@ DSX_TARGET_SCALAR void simd_range_scalar(size_t begin, size_t end, const Body& b
 template <class Body>
 void simd_range(SimdLevel level, size_t begin, size_t end, const Body& body) {
   switch (level) {
-    case SimdLevel::Avx512: simd_range_avx512(begin, end, body); break;
-    case SimdLevel::Avx2: simd_range_avx2(begin, end, body); break;
-    default: simd_range_scalar(begin, end, body); break;
+    case SimdLevel::Avx512:
+      simd_range_avx512(begin, end, body);
+      break;
+    case SimdLevel::Avx2:
+      simd_range_avx2(begin, end, body);
+      break;
+    default:
+      simd_range_scalar(begin, end, body);
+      break;
   }
 }
 
@@ -100,9 +107,12 @@ DSX_TARGET_SCALAR double simd_sum_scalar(size_t begin, size_t end, const Body& b
 template <class Body>
 double simd_sum(SimdLevel level, size_t begin, size_t end, const Body& body) {
   switch (level) {
-    case SimdLevel::Avx512: return simd_sum_avx512(begin, end, body);
-    case SimdLevel::Avx2: return simd_sum_avx2(begin, end, body);
-    default: return simd_sum_scalar(begin, end, body);
+    case SimdLevel::Avx512:
+      return simd_sum_avx512(begin, end, body);
+    case SimdLevel::Avx2:
+      return simd_sum_avx2(begin, end, body);
+    default:
+      return simd_sum_scalar(begin, end, body);
   }
 }
 
@@ -152,9 +162,12 @@ DSX_TARGET_SCALAR SumPair simd_sum_pair_scalar(size_t begin, size_t end, const B
 template <class Body>
 SumPair simd_sum_pair(SimdLevel level, size_t begin, size_t end, const Body& body) {
   switch (level) {
-    case SimdLevel::Avx512: return simd_sum_pair_avx512(begin, end, body);
-    case SimdLevel::Avx2: return simd_sum_pair_avx2(begin, end, body);
-    default: return simd_sum_pair_scalar(begin, end, body);
+    case SimdLevel::Avx512:
+      return simd_sum_pair_avx512(begin, end, body);
+    case SimdLevel::Avx2:
+      return simd_sum_pair_avx2(begin, end, body);
+    default:
+      return simd_sum_pair_scalar(begin, end, body);
   }
 }
 
@@ -219,8 +232,9 @@ template <class Body>
 SumPair sum_pairs(size_t count, const Body& body) {
   SimdLevel level = simd_level();
   SumPair sum;
-  for (const SumPair& part : parallel_ranges<SumPair>(
-           count, [&](size_t begin, size_t end) { return simd_sum_pair(level, begin, end, body); })) {
+  for (const SumPair& part : parallel_ranges<SumPair>(count, [&](size_t begin, size_t end) {
+         return simd_sum_pair(level, begin, end, body);
+       })) {
     sum.first += part.first;
     sum.second += part.second;
   }

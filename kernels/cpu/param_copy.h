@@ -20,7 +20,8 @@ void with_param_copy(const ParamCopy& copy, const F& f) {
   }
   switch (copy.dtype) {
     case DType::F32:
-      f([out = static_cast<float*>(copy.data)](size_t i, float v) DSX_ALWAYS_INLINE { out[i] = v; });
+      f([out = static_cast<float*>(copy.data)](size_t i, float v)
+            DSX_ALWAYS_INLINE { out[i] = v; });
       break;
     case DType::F16:
       f([out = static_cast<uint16_t*>(copy.data)](size_t i, float v)
@@ -36,7 +37,8 @@ void with_param_copy(const ParamCopy& copy, const F& f) {
 // Steps count from 1; 0 or less is a bug in the caller.
 inline void check_step(const char* kernel, int64_t step) {
   if (step < 1)
-    throw Error(ErrorKind::Internal, std::string(kernel) + ": step must be >= 1 (the first step is 1), got " +
+    throw Error(ErrorKind::Internal, std::string(kernel) +
+                                         ": step must be >= 1 (the first step is 1), got " +
                                          std::to_string(step));
 }
 

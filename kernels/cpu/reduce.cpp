@@ -20,9 +20,15 @@ void reduce_into(DType dtype, ReduceOp op, void* dst, const void* src, size_t co
     constexpr DType T = decltype(tag)::value;
     switch (op) {
       case ReduceOp::Sum:
-      case ReduceOp::Avg: reduce_typed<T, ReduceOp::Sum>(dst, src, count); break;
-      case ReduceOp::Max: reduce_typed<T, ReduceOp::Max>(dst, src, count); break;
-      case ReduceOp::Min: reduce_typed<T, ReduceOp::Min>(dst, src, count); break;
+      case ReduceOp::Avg:
+        reduce_typed<T, ReduceOp::Sum>(dst, src, count);
+        break;
+      case ReduceOp::Max:
+        reduce_typed<T, ReduceOp::Max>(dst, src, count);
+        break;
+      case ReduceOp::Min:
+        reduce_typed<T, ReduceOp::Min>(dst, src, count);
+        break;
     }
   });
 }

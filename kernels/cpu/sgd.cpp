@@ -39,13 +39,17 @@ void sgd_step(const SgdHyper& hyper, int64_t step, float grad_factor, float* par
                                          " needs a momentum buffer, got none");
   bool first = step == 1;
   if (first && hyper.nesterov)
-    sgd_loop<SgdKind::MomentumFirst, true>(hyper, grad_factor, param, grad, momentum_buffer, count, copy);
+    sgd_loop<SgdKind::MomentumFirst, true>(hyper, grad_factor, param, grad, momentum_buffer, count,
+                                           copy);
   else if (first)
-    sgd_loop<SgdKind::MomentumFirst, false>(hyper, grad_factor, param, grad, momentum_buffer, count, copy);
+    sgd_loop<SgdKind::MomentumFirst, false>(hyper, grad_factor, param, grad, momentum_buffer, count,
+                                            copy);
   else if (hyper.nesterov)
-    sgd_loop<SgdKind::Momentum, true>(hyper, grad_factor, param, grad, momentum_buffer, count, copy);
+    sgd_loop<SgdKind::Momentum, true>(hyper, grad_factor, param, grad, momentum_buffer, count,
+                                      copy);
   else
-    sgd_loop<SgdKind::Momentum, false>(hyper, grad_factor, param, grad, momentum_buffer, count, copy);
+    sgd_loop<SgdKind::Momentum, false>(hyper, grad_factor, param, grad, momentum_buffer, count,
+                                       copy);
 }
 
 }  // namespace dsx::kernels

@@ -26,7 +26,8 @@ SimdLevel lower(SimdLevel a, SimdLevel b) { return a < b ? a : b; }
 
 SimdLevel initial_level() {
   SimdLevel level = detect();
-  if (const char* env = std::getenv("DSX_SIMD"); env && *env) level = lower(level, parse_simd_level(env));
+  if (const char* env = std::getenv("DSX_SIMD"); env && *env)
+    level = lower(level, parse_simd_level(env));
   return level;
 }
 
@@ -39,9 +40,12 @@ std::atomic<SimdLevel>& current() {
 
 const char* simd_level_name(SimdLevel level) {
   switch (level) {
-    case SimdLevel::Avx512: return "avx512";
-    case SimdLevel::Avx2: return "avx2";
-    default: return "scalar";
+    case SimdLevel::Avx512:
+      return "avx512";
+    case SimdLevel::Avx2:
+      return "avx2";
+    default:
+      return "scalar";
   }
 }
 
@@ -62,7 +66,8 @@ SimdLevel parse_simd_level(const std::string& name) {
   if (name == "avx512") return SimdLevel::Avx512;
   if (name == "avx2") return SimdLevel::Avx2;
   if (name == "scalar") return SimdLevel::Scalar;
-  throw Error(ErrorKind::Usage, "DSX_SIMD='" + name + "' is not a SIMD level; use avx512, avx2 or scalar");
+  throw Error(ErrorKind::Usage,
+              "DSX_SIMD='" + name + "' is not a SIMD level; use avx512, avx2 or scalar");
 }
 
 }  // namespace dsx::kernels

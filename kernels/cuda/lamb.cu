@@ -25,15 +25,18 @@ size_t blocks_per_tensor(const LambLayout& layout) {
 
 void check_layout(const char* kernel, const LambLayout& layout) {
   if (layout.num_tensors && (!layout.offsets_device || !layout.offsets_host))
-    throw Error(ErrorKind::Internal, std::string(kernel) + ": the tensor table needs both device and host offsets");
+    throw Error(ErrorKind::Internal,
+                std::string(kernel) + ": the tensor table needs both device and host offsets");
 }
 
-__global__ void lamb_moments_kernel(LambCoeffs c, const float* p, const float* g, float* m, float* v,
-                                    const size_t* offsets, size_t first_tensor, double* partials) {
+__global__ void lamb_moments_kernel(LambCoeffs c, const float* p, const float* g, float* m,
+                                    float* v, const size_t* offsets, size_t first_tensor,
+                                    double* partials) {
   size_t t = first_tensor + blockIdx.y;
   size_t begin = offsets[t], end = offsets[t + 1];
   double p_sq = 0.0, u_sq = 0.0;
-  for (size_t i = begin + size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < end; i += size_t(gridDim.x) * blockDim.x) {
+  for (size_t i = begin + size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < end;
+       i += size_t(gridDim.x) * blockDim.x) {
     float mi = m[i], vi = v[i], pi = p[i];
     float u = lamb_moments_element(c, pi, g[i], mi, vi);
     m[i] = mi;
@@ -64,13 +67,15 @@ __global__ void lamb_norms_kernel(const double* partials, unsigned blocks, doubl
 }
 
 template <int kCopy>
-__global__ void lamb_apply_kernel(LambCoeffs c, float* p, const float* m, const float* v, const size_t* offsets,
-                                  size_t first_tensor, const double* norms_sq, float* trust_out, void* copy) {
+__global__ void lamb_apply_kernel(LambCoeffs c, float* p, const float* m, const float* v,
+                                  const size_t* offsets, size_t first_tensor,
+                                  const double* norms_sq, float* trust_out, void* copy) {
   size_t t = first_tensor + blockIdx.y;
   size_t begin = offsets[t], end = offsets[t + 1];
   float trust = lamb_trust_ratio(c, norms_sq[2 * t], norms_sq[2 * t + 1]);
   if (trust_out && blockIdx.x == 0 && threadIdx.x == 0) trust_out[t] = trust;
-  for (size_t i = begin + size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < end; i += size_t(gridDim.x) * blockDim.x) {
+  for (size_t i = begin + size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < end;
+       i += size_t(gridDim.x) * blockDim.x) {
     float pi = p[i];
     lamb_apply_element(c, trust, pi, m[i], v[i]);
     p[i] = pi;
@@ -84,10 +89,12 @@ size_t lamb_workspace_bytes(const LambLayout& layout) {
   return std::max<size_t>(1, layout.num_tensors * blocks_per_tensor(layout)) * 2 * sizeof(double);
 }
 
-void lamb_prepare(const LambHyper& hyper, int64_t step, float grad_factor, const float* param, const float* grad,
-                  float* exp_avg, float* exp_avg_sq, const LambLayout& layout, double* norms_sq, void* workspace,
-                  cudaStream_t stream) {
-  if (step < 1) throw Error(ErrorKind::Internal, "cuda::lamb_prepare: step must be >= 1, got " + std::to_string(step));
+void lamb_prepare(const LambHyper& hyper, int64_t step, float grad_factor, const float* param,
+                  const float* grad, float* exp_avg, float* exp_avg_sq, const LambLayout& layout,
+                  double* norms_sq, void* workspace, cudaStream_t stream) {
+  if (step < 1)
+    throw Error(ErrorKind::Internal,
+                "cuda::lamb_prepare: step must be >= 1, got " + std::to_string(step));
   check_layout("cuda::lamb_prepare", layout);
   if (layout.num_tensors == 0) return;
   LambCoeffs c = lamb_coeffs(hyper, step, grad_factor);
@@ -95,18 +102,21 @@ void lamb_prepare(const LambHyper& hyper, int64_t step, float grad_factor, const
   auto* partials = static_cast<double*>(workspace);
   for (size_t first = 0; first < layout.num_tensors; first += kMaxGridY) {
     unsigned tensors = static_cast<unsigned>(std::min(kMaxGridY, layout.num_tensors - first));
-    lamb_moments_kernel<<<dim3(blocks, tensors), kBlock, 0, stream>>>(c, param, grad, exp_avg, exp_avg_sq,
-                                                                      layout.offsets_device, first, partials);
+    lamb_moments_kernel<<<dim3(blocks, tensors), kBlock, 0, stream>>>(
+        c, param, grad, exp_avg, exp_avg_sq, layout.offsets_device, first, partials);
     check_launch("lamb_moments_kernel");
   }
-  lamb_norms_kernel<<<static_cast<unsigned>(layout.num_tensors), kBlock, 0, stream>>>(partials, blocks, norms_sq);
+  lamb_norms_kernel<<<static_cast<unsigned>(layout.num_tensors), kBlock, 0, stream>>>(
+      partials, blocks, norms_sq);
   check_launch("lamb_norms_kernel");
 }
 
-void lamb_apply(const LambHyper& hyper, int64_t step, float* param, const float* exp_avg, const float* exp_avg_sq,
-                const LambLayout& layout, const double* norms_sq, float* trust_out, ParamCopy copy,
-                cudaStream_t stream) {
-  if (step < 1) throw Error(ErrorKind::Internal, "cuda::lamb_apply: step must be >= 1, got " + std::to_string(step));
+void lamb_apply(const LambHyper& hyper, int64_t step, float* param, const float* exp_avg,
+                const float* exp_avg_sq, const LambLayout& layout, const double* norms_sq,
+                float* trust_out, ParamCopy copy, cudaStream_t stream) {
+  if (step < 1)
+    throw Error(ErrorKind::Internal,
+                "cuda::lamb_apply: step must be >= 1, got " + std::to_string(step));
   check_layout("cuda::lamb_apply", layout);
   if (layout.num_tensors == 0) return;
   LambCoeffs c = lamb_coeffs(hyper, step, 1.0f);
@@ -115,7 +125,8 @@ void lamb_apply(const LambHyper& hyper, int64_t step, float* param, const float*
     for (size_t first = 0; first < layout.num_tensors; first += kMaxGridY) {
       unsigned tensors = static_cast<unsigned>(std::min(kMaxGridY, layout.num_tensors - first));
       lamb_apply_kernel<decltype(kc)::value><<<dim3(blocks, tensors), kBlock, 0, stream>>>(
-          c, param, exp_avg, exp_avg_sq, layout.offsets_device, first, norms_sq, trust_out, copy.data);
+          c, param, exp_avg, exp_avg_sq, layout.offsets_device, first, norms_sq, trust_out,
+          copy.data);
       check_launch("lamb_apply_kernel");
     }
   });

@@ -21,8 +21,10 @@ inline constexpr int kVec = 4;      // elements per thread per iteration on the 
 inline void check_launch(const char* kernel) {
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess)
-    throw Error(ErrorKind::Internal, std::string("CUDA kernel ") + kernel + " failed to launch: " +
-                                         cudaGetErrorString(e) + ". Check that a GPU is visible and the pointers are device memory.");
+    throw Error(ErrorKind::Internal,
+                std::string("CUDA kernel ") + kernel +
+                    " failed to launch: " + cudaGetErrorString(e) +
+                    ". Check that a GPU is visible and the pointers are device memory.");
 }
 
 // Enough blocks to fill the GPU a few times over; the kernels stride over the rest.
@@ -30,7 +32,8 @@ inline unsigned grid_for(size_t items) {
   static const int max_blocks = [] {
     int device = 0, sms = 0;
     if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || sms <= 0)
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+        sms <= 0)
       sms = 132;
     return sms * 8;
   }();
@@ -39,10 +42,14 @@ inline unsigned grid_for(size_t items) {
   return static_cast<unsigned>(blocks < size_t(max_blocks) ? blocks : size_t(max_blocks));
 }
 
-inline bool aligned(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+inline bool aligned(const void* p, size_t bytes) {
+  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
+}
 
 // Whether a buffer of dtype t can take kVec-element vector accesses.
-inline bool vector_ok(DType t, const void* p) { return p == nullptr || aligned(p, kVec * dtype_size(t)); }
+inline bool vector_ok(DType t, const void* p) {
+  return p == nullptr || aligned(p, kVec * dtype_size(t));
+}
 
 template <int W>
 struct Lanes {
@@ -57,9 +64,11 @@ __device__ __forceinline__ Lanes<W> load_lanes(const void* p, size_t i) {
     out.v[0] = q.x, out.v[1] = q.y, out.v[2] = q.z, out.v[3] = q.w;
   } else if constexpr (W == 4) {
     uint2 q = *reinterpret_cast<const uint2*>(static_cast<const uint16_t*>(p) + i);
-    uint16_t h[4] = {uint16_t(q.x & 0xffff), uint16_t(q.x >> 16), uint16_t(q.y & 0xffff), uint16_t(q.y >> 16)};
+    uint16_t h[4] = {uint16_t(q.x & 0xffff), uint16_t(q.x >> 16), uint16_t(q.y & 0xffff),
+                     uint16_t(q.y >> 16)};
 #pragma unroll
-    for (int k = 0; k < 4; ++k) out.v[k] = T == DType::F16 ? fp16_to_float(h[k]) : bf16_to_float(h[k]);
+    for (int k = 0; k < 4; ++k)
+      out.v[k] = T == DType::F16 ? fp16_to_float(h[k]) : bf16_to_float(h[k]);
   } else {
 #pragma unroll
     for (int k = 0; k < W; ++k) out.v[k] = load_element<T>(p, i + k);
@@ -70,13 +79,15 @@ __device__ __forceinline__ Lanes<W> load_lanes(const void* p, size_t i) {
 template <DType T, int W>
 __device__ __forceinline__ void store_lanes(void* p, size_t i, const Lanes<W>& in) {
   if constexpr (W == 4 && T == DType::F32) {
-    *reinterpret_cast<float4*>(static_cast<float*>(p) + i) = make_float4(in.v[0], in.v[1], in.v[2], in.v[3]);
+    *reinterpret_cast<float4*>(static_cast<float*>(p) + i) =
+        make_float4(in.v[0], in.v[1], in.v[2], in.v[3]);
   } else if constexpr (W == 4) {
     uint16_t h[4];
 #pragma unroll
-    for (int k = 0; k < 4; ++k) h[k] = T == DType::F16 ? float_to_fp16(in.v[k]) : float_to_bf16(in.v[k]);
-    *reinterpret_cast<uint2*>(static_cast<uint16_t*>(p) + i) =
-        make_uint2(uint32_t(h[0]) | (uint32_t(h[1]) << 16), uint32_t(h[2]) | (uint32_t(h[3]) << 16));
+    for (int k = 0; k < 4; ++k)
+      h[k] = T == DType::F16 ? float_to_fp16(in.v[k]) : float_to_bf16(in.v[k]);
+    *reinterpret_cast<uint2*>(static_cast<uint16_t*>(p) + i) = make_uint2(
+        uint32_t(h[0]) | (uint32_t(h[1]) << 16), uint32_t(h[2]) | (uint32_t(h[3]) << 16));
   } else {
 #pragma unroll
     for (int k = 0; k < W; ++k) store_element<T>(p, i + k, in.v[k]);
@@ -99,7 +110,8 @@ __global__ void elementwise_kernel(Op op, size_t count, bool vectorised) {
 }
 
 template <class Op>
-void launch_elementwise(const char* name, const Op& op, size_t count, bool vectorised, cudaStream_t stream) {
+void launch_elementwise(const char* name, const Op& op, size_t count, bool vectorised,
+                        cudaStream_t stream) {
   if (count == 0) return;
   unsigned grid = grid_for(vectorised ? (count + kVec - 1) / kVec : count);
   elementwise_kernel<<<grid, kBlock, 0, stream>>>(op, count, vectorised);
@@ -119,9 +131,12 @@ template <class F>
 void dispatch_copy(const void* data, DType dtype, F&& f) {
   if (!data) return f(std::integral_constant<int, kCopyNone>{});
   switch (dtype) {
-    case DType::F32: return f(std::integral_constant<int, int(DType::F32)>{});
-    case DType::F16: return f(std::integral_constant<int, int(DType::F16)>{});
-    default: return f(std::integral_constant<int, int(DType::BF16)>{});
+    case DType::F32:
+      return f(std::integral_constant<int, int(DType::F32)>{});
+    case DType::F16:
+      return f(std::integral_constant<int, int(DType::F16)>{});
+    default:
+      return f(std::integral_constant<int, int(DType::BF16)>{});
   }
 }
 

@@ -85,7 +85,8 @@ struct ReduceIntoOp {
 template <DType T>
 __global__ void sum_squares_partial_kernel(const void* x, size_t count, double* partials) {
   double sum = 0.0, unused = 0.0;
-  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x) {
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += size_t(gridDim.x) * blockDim.x) {
     double v = load_element<T>(x, i);
     sum += v * v;
   }
@@ -102,10 +103,12 @@ __global__ void sum_partials_kernel(const double* partials, unsigned n, double* 
 
 }  // namespace
 
-void unscale_and_check(DType dtype, void* x, float factor, size_t count, int* found_inf, cudaStream_t stream) {
+void unscale_and_check(DType dtype, void* x, float factor, size_t count, int* found_inf,
+                       cudaStream_t stream) {
   dispatch_dtype(dtype, [&](auto tag) {
     constexpr DType T = decltype(tag)::value;
-    launch_elementwise("unscale_and_check", UnscaleOp<T>{x, factor, found_inf}, count, vector_ok(T, x), stream);
+    launch_elementwise("unscale_and_check", UnscaleOp<T>{x, factor, found_inf}, count,
+                       vector_ok(T, x), stream);
   });
 }
 
@@ -118,7 +121,8 @@ void has_inf_or_nan(DType dtype, const void* x, size_t count, int* found_inf, cu
 
 size_t sum_of_squares_workspace_bytes() { return kSumBlocks * sizeof(double); }
 
-void sum_of_squares(DType dtype, const void* x, size_t count, double* out, void* workspace, cudaStream_t stream) {
+void sum_of_squares(DType dtype, const void* x, size_t count, double* out, void* workspace,
+                    cudaStream_t stream) {
   auto* partials = static_cast<double*>(workspace);
   dispatch_dtype(dtype, [&](auto tag) {
     constexpr DType T = decltype(tag)::value;
@@ -129,11 +133,13 @@ void sum_of_squares(DType dtype, const void* x, size_t count, double* out, void*
   check_launch("sum_partials_kernel");
 }
 
-void cast(DType src_dtype, const void* src, DType dst_dtype, void* dst, size_t count, cudaStream_t stream) {
+void cast(DType src_dtype, const void* src, DType dst_dtype, void* dst, size_t count,
+          cudaStream_t stream) {
   dispatch_dtype(src_dtype, [&](auto s) {
     dispatch_dtype(dst_dtype, [&](auto d) {
       constexpr DType S = decltype(s)::value, D = decltype(d)::value;
-      launch_elementwise("cast", CastOp<S, D>{src, dst}, count, vector_ok(S, src) && vector_ok(D, dst), stream);
+      launch_elementwise("cast", CastOp<S, D>{src, dst}, count,
+                         vector_ok(S, src) && vector_ok(D, dst), stream);
     });
   });
 }
@@ -145,15 +151,25 @@ void scale(DType dtype, void* x, float factor, size_t count, cudaStream_t stream
   });
 }
 
-void reduce_into(DType dtype, ReduceOp op, void* dst, const void* src, size_t count, cudaStream_t stream) {
+void reduce_into(DType dtype, ReduceOp op, void* dst, const void* src, size_t count,
+                 cudaStream_t stream) {
   dispatch_dtype(dtype, [&](auto tag) {
     constexpr DType T = decltype(tag)::value;
     bool vec = vector_ok(T, dst) && vector_ok(T, src);
     switch (op) {
       case ReduceOp::Sum:
-      case ReduceOp::Avg: launch_elementwise("reduce_into", ReduceIntoOp<T, ReduceOp::Sum>{dst, src}, count, vec, stream); break;
-      case ReduceOp::Max: launch_elementwise("reduce_into", ReduceIntoOp<T, ReduceOp::Max>{dst, src}, count, vec, stream); break;
-      case ReduceOp::Min: launch_elementwise("reduce_into", ReduceIntoOp<T, ReduceOp::Min>{dst, src}, count, vec, stream); break;
+      case ReduceOp::Avg:
+        launch_elementwise("reduce_into", ReduceIntoOp<T, ReduceOp::Sum>{dst, src}, count, vec,
+                           stream);
+        break;
+      case ReduceOp::Max:
+        launch_elementwise("reduce_into", ReduceIntoOp<T, ReduceOp::Max>{dst, src}, count, vec,
+                           stream);
+        break;
+      case ReduceOp::Min:
+        launch_elementwise("reduce_into", ReduceIntoOp<T, ReduceOp::Min>{dst, src}, count, vec,
+                           stream);
+        break;
     }
   });
 }

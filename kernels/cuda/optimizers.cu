@@ -11,7 +11,8 @@ namespace {
 
 void check_step(const char* kernel, int64_t step) {
   if (step < 1)
-    throw Error(ErrorKind::Internal, std::string(kernel) + ": step must be >= 1 (the first step is 1), got " +
+    throw Error(ErrorKind::Internal, std::string(kernel) +
+                                         ": step must be >= 1 (the first step is 1), got " +
                                          std::to_string(step));
 }
 
@@ -76,7 +77,8 @@ struct SgdOp {
     Lanes<W> B{};
     if constexpr (kKind == SgdKind::Momentum) B = load_lanes<DType::F32, W>(buf, i);
 #pragma unroll
-    for (int k = 0; k < W; ++k) sgd_element<kKind, kNesterov>(h, P.v[k], G.v[k], B.v[k], grad_factor);
+    for (int k = 0; k < W; ++k)
+      sgd_element<kKind, kNesterov>(h, P.v[k], G.v[k], B.v[k], grad_factor);
     store_lanes<DType::F32, W>(p, i, P);
     if constexpr (kKind != SgdKind::Plain) store_lanes<DType::F32, W>(buf, i, B);
     store_copy<kCopy, W>(copy, i, P);
@@ -104,8 +106,8 @@ struct AdagradOp {
 };
 
 template <SgdKind kKind, bool kNesterov>
-void launch_sgd(const SgdHyper& h, float grad_factor, float* param, const float* grad, float* buf, size_t count,
-                const ParamCopy& copy, bool vec, cudaStream_t stream) {
+void launch_sgd(const SgdHyper& h, float grad_factor, float* param, const float* grad, float* buf,
+                size_t count, const ParamCopy& copy, bool vec, cudaStream_t stream) {
   dispatch_copy(copy.data, copy.dtype, [&](auto kc) {
     SgdOp<decltype(kc)::value, kKind, kNesterov> op{h, grad_factor, param, grad, buf, copy.data};
     launch_elementwise("sgd_step", op, count, vec, stream);
@@ -114,8 +116,9 @@ void launch_sgd(const SgdHyper& h, float grad_factor, float* param, const float*
 
 }  // namespace
 
-void adam_step(const AdamHyper& hyper, int64_t step, float grad_factor, float* param, const float* grad,
-               float* exp_avg, float* exp_avg_sq, size_t count, ParamCopy copy, cudaStream_t stream) {
+void adam_step(const AdamHyper& hyper, int64_t step, float grad_factor, float* param,
+               const float* grad, float* exp_avg, float* exp_avg_sq, size_t count, ParamCopy copy,
+               cudaStream_t stream) {
   check_step("cuda::adam_step", step);
   AdamCoeffs c = adam_coeffs(hyper, step, grad_factor);
   bool vec = all_vector_ok({param, grad, exp_avg, exp_avg_sq}, copy);
@@ -125,8 +128,8 @@ void adam_step(const AdamHyper& hyper, int64_t step, float grad_factor, float* p
   });
 }
 
-void lion_step(const LionHyper& hyper, float grad_factor, float* param, const float* grad, float* exp_avg,
-               size_t count, ParamCopy copy, cudaStream_t stream) {
+void lion_step(const LionHyper& hyper, float grad_factor, float* param, const float* grad,
+               float* exp_avg, size_t count, ParamCopy copy, cudaStream_t stream) {
   bool vec = all_vector_ok({param, grad, exp_avg}, copy);
   dispatch_copy(copy.data, copy.dtype, [&](auto kc) {
     LionOp<decltype(kc)::value> op{hyper, grad_factor, param, grad, exp_avg, copy.data};
@@ -134,29 +137,34 @@ void lion_step(const LionHyper& hyper, float grad_factor, float* param, const fl
   });
 }
 
-void sgd_step(const SgdHyper& hyper, int64_t step, float grad_factor, float* param, const float* grad,
-              float* momentum_buffer, size_t count, ParamCopy copy, cudaStream_t stream) {
+void sgd_step(const SgdHyper& hyper, int64_t step, float grad_factor, float* param,
+              const float* grad, float* momentum_buffer, size_t count, ParamCopy copy,
+              cudaStream_t stream) {
   check_step("cuda::sgd_step", step);
   bool vec = all_vector_ok({param, grad, momentum_buffer}, copy);
   if (hyper.momentum == 0.0f)
-    return launch_sgd<SgdKind::Plain, false>(hyper, grad_factor, param, grad, momentum_buffer, count, copy, vec,
-                                             stream);
+    return launch_sgd<SgdKind::Plain, false>(hyper, grad_factor, param, grad, momentum_buffer,
+                                             count, copy, vec, stream);
   if (!momentum_buffer && count)
     throw Error(ErrorKind::Internal, "cuda::sgd_step: momentum " + std::to_string(hyper.momentum) +
                                          " needs a momentum buffer, got none");
   bool first = step == 1;
   if (first && hyper.nesterov)
-    launch_sgd<SgdKind::MomentumFirst, true>(hyper, grad_factor, param, grad, momentum_buffer, count, copy, vec, stream);
+    launch_sgd<SgdKind::MomentumFirst, true>(hyper, grad_factor, param, grad, momentum_buffer,
+                                             count, copy, vec, stream);
   else if (first)
-    launch_sgd<SgdKind::MomentumFirst, false>(hyper, grad_factor, param, grad, momentum_buffer, count, copy, vec, stream);
+    launch_sgd<SgdKind::MomentumFirst, false>(hyper, grad_factor, param, grad, momentum_buffer,
+                                              count, copy, vec, stream);
   else if (hyper.nesterov)
-    launch_sgd<SgdKind::Momentum, true>(hyper, grad_factor, param, grad, momentum_buffer, count, copy, vec, stream);
+    launch_sgd<SgdKind::Momentum, true>(hyper, grad_factor, param, grad, momentum_buffer, count,
+                                        copy, vec, stream);
   else
-    launch_sgd<SgdKind::Momentum, false>(hyper, grad_factor, param, grad, momentum_buffer, count, copy, vec, stream);
+    launch_sgd<SgdKind::Momentum, false>(hyper, grad_factor, param, grad, momentum_buffer, count,
+                                         copy, vec, stream);
 }
 
-void adagrad_step(const AdagradHyper& hyper, float grad_factor, float* param, const float* grad, float* sum_sq,
-                  size_t count, ParamCopy copy, cudaStream_t stream) {
+void adagrad_step(const AdagradHyper& hyper, float grad_factor, float* param, const float* grad,
+                  float* sum_sq, size_t count, ParamCopy copy, cudaStream_t stream) {
   bool vec = all_vector_ok({param, grad, sum_sq}, copy);
   dispatch_copy(copy.data, copy.dtype, [&](auto kc) {
     AdagradOp<decltype(kc)::value> op{hyper, grad_factor, param, grad, sum_sq, copy.data};

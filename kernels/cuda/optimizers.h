@@ -15,8 +15,8 @@
 namespace dsx::kernels::cuda {
 
 void adam_step(const AdamHyper& hyper, int64_t step, float grad_factor, float* param,
-               const float* grad, float* exp_avg, float* exp_avg_sq, size_t count,
-               ParamCopy copy, cudaStream_t stream);
+               const float* grad, float* exp_avg, float* exp_avg_sq, size_t count, ParamCopy copy,
+               cudaStream_t stream);
 
 void lion_step(const LionHyper& hyper, float grad_factor, float* param, const float* grad,
                float* exp_avg, size_t count, ParamCopy copy, cudaStream_t stream);

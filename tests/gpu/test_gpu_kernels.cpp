@@ -35,7 +35,9 @@ void cuda_ok(cudaError_t e, const char* what) {
 // Device memory holding a copy of a host range; freed on scope exit.
 class DeviceMemory {
  public:
-  explicit DeviceMemory(size_t bytes) : bytes_(bytes) { cuda_ok(cudaMalloc(&ptr_, bytes ? bytes : 1), "cudaMalloc"); }
+  explicit DeviceMemory(size_t bytes) : bytes_(bytes) {
+    cuda_ok(cudaMalloc(&ptr_, bytes ? bytes : 1), "cudaMalloc");
+  }
   ~DeviceMemory() { cudaFree(ptr_); }
   DeviceMemory(const DeviceMemory&) = delete;
   DeviceMemory& operator=(const DeviceMemory&) = delete;
@@ -66,7 +68,8 @@ int64_t ordered(float f) {
   for (size_t i = 0; i < n; ++i) {
     if (std::isnan(gpu[i]) && std::isnan(cpu[i])) continue;
     if (std::llabs(ordered(gpu[i]) - ordered(cpu[i])) > ulps)
-      return ::testing::AssertionFailure() << what << ": element " << i << " GPU " << gpu[i] << " CPU " << cpu[i];
+      return ::testing::AssertionFailure()
+             << what << ": element " << i << " GPU " << gpu[i] << " CPU " << cpu[i];
   }
   return ::testing::AssertionSuccess();
 }
@@ -74,8 +77,8 @@ int64_t ordered(float f) {
 using Call = std::function<void(float* const* buffers, size_t n, ParamCopy copy)>;
 
 // Runs `cpu` and `gpu` on the same random buffers (0: param, 1: grad, rest: state) and compares.
-void compare_optimizer(const std::string& name, const std::vector<BufferInit>& init, const Call& cpu,
-                       const Call& gpu) {
+void compare_optimizer(const std::string& name, const std::vector<BufferInit>& init,
+                       const Call& cpu, const Call& gpu) {
   ScopedSimdLevel scalar(SimdLevel::Scalar);
   const size_t num = init.size();
   for (size_t n : test_lengths()) {
@@ -91,7 +94,8 @@ void compare_optimizer(const std::string& name, const std::vector<BufferInit>& i
             for (size_t i = 0; i < n; ++i) host[b][i] = std::fabs(host[b][i]);
         }
         std::vector<FloatBuffer> gpu_result = host;
-        // Device: one allocation per buffer, data starting `offset` floats in (offset 1: scalar path).
+        // Device: one allocation per buffer, data starting `offset` floats in (offset 1: scalar
+        // path).
         std::vector<std::unique_ptr<DeviceMemory>> dev;
         std::vector<float*> dev_ptrs, host_ptrs;
         for (size_t b = 0; b < num; ++b) {
@@ -114,7 +118,8 @@ void compare_optimizer(const std::string& name, const std::vector<BufferInit>& i
         for (size_t b = 0; b < num; ++b) {
           if (b == 1) continue;
           dev[b]->download(gpu_result[b].data(), n * sizeof(float), offset * sizeof(float));
-          ASSERT_TRUE(within_ulps(gpu_result[b].data(), host[b].data(), n, 2, what + " buffer " + std::to_string(b)));
+          ASSERT_TRUE(within_ulps(gpu_result[b].data(), host[b].data(), n, 2,
+                                  what + " buffer " + std::to_string(b)));
         }
         if (copy_kind >= 0) {
           DType t = DType(copy_kind);
@@ -131,7 +136,8 @@ void compare_optimizer(const std::string& name, const std::vector<BufferInit>& i
   }
 }
 
-const std::vector<BufferInit> kAdamInit{{0, 1, false}, {0, 0.1f, false}, {0, 0.05f, false}, {0, 0.01f, true}};
+const std::vector<BufferInit> kAdamInit{
+    {0, 1, false}, {0, 0.1f, false}, {0, 0.05f, false}, {0, 0.01f, true}};
 
 TEST(GpuAdam, MatchesCpu) {
   DSX_REQUIRE_GPU();
@@ -142,9 +148,14 @@ TEST(GpuAdam, MatchesCpu) {
       h.adam_w_mode = adamw;
       h.bias_correction = bias;
       compare_optimizer(
-          std::string("adam w_mode=") + (adamw ? "1" : "0") + " bias=" + (bias ? "1" : "0"), kAdamInit,
-          [&](float* const* b, size_t n, ParamCopy c) { adam_step(h, 5, 0.5f, b[0], b[1], b[2], b[3], n, c); },
-          [&](float* const* b, size_t n, ParamCopy c) { cuda::adam_step(h, 5, 0.5f, b[0], b[1], b[2], b[3], n, c, 0); });
+          std::string("adam w_mode=") + (adamw ? "1" : "0") + " bias=" + (bias ? "1" : "0"),
+          kAdamInit,
+          [&](float* const* b, size_t n, ParamCopy c) {
+            adam_step(h, 5, 0.5f, b[0], b[1], b[2], b[3], n, c);
+          },
+          [&](float* const* b, size_t n, ParamCopy c) {
+            cuda::adam_step(h, 5, 0.5f, b[0], b[1], b[2], b[3], n, c, 0);
+          });
     }
   }
 }
@@ -156,7 +167,9 @@ TEST(GpuLion, MatchesCpu) {
   compare_optimizer(
       "lion", {{0, 1, false}, {0, 0.1f, false}, {0, 0.05f, false}},
       [&](float* const* b, size_t n, ParamCopy c) { lion_step(h, 1.0f, b[0], b[1], b[2], n, c); },
-      [&](float* const* b, size_t n, ParamCopy c) { cuda::lion_step(h, 1.0f, b[0], b[1], b[2], n, c, 0); });
+      [&](float* const* b, size_t n, ParamCopy c) {
+        cuda::lion_step(h, 1.0f, b[0], b[1], b[2], n, c, 0);
+      });
 }
 
 TEST(GpuSgd, MatchesCpu) {
@@ -173,8 +186,12 @@ TEST(GpuSgd, MatchesCpu) {
             "sgd momentum=" + std::to_string(momentum) + " nesterov=" + (nesterov ? "1" : "0") +
                 " step=" + std::to_string(step),
             {{0, 1, false}, {0, 0.1f, false}, {0, 0.1f, false}},
-            [&](float* const* b, size_t n, ParamCopy c) { sgd_step(h, step, 1.0f, b[0], b[1], b[2], n, c); },
-            [&](float* const* b, size_t n, ParamCopy c) { cuda::sgd_step(h, step, 1.0f, b[0], b[1], b[2], n, c, 0); });
+            [&](float* const* b, size_t n, ParamCopy c) {
+              sgd_step(h, step, 1.0f, b[0], b[1], b[2], n, c);
+            },
+            [&](float* const* b, size_t n, ParamCopy c) {
+              cuda::sgd_step(h, step, 1.0f, b[0], b[1], b[2], n, c, 0);
+            });
       }
     }
   }
@@ -186,8 +203,12 @@ TEST(GpuAdagrad, MatchesCpu) {
   h.weight_decay = 0.1f;
   compare_optimizer(
       "adagrad", {{0, 1, false}, {0, 0.1f, false}, {0, 0.01f, true}},
-      [&](float* const* b, size_t n, ParamCopy c) { adagrad_step(h, 1.0f, b[0], b[1], b[2], n, c); },
-      [&](float* const* b, size_t n, ParamCopy c) { cuda::adagrad_step(h, 1.0f, b[0], b[1], b[2], n, c, 0); });
+      [&](float* const* b, size_t n, ParamCopy c) {
+        adagrad_step(h, 1.0f, b[0], b[1], b[2], n, c);
+      },
+      [&](float* const* b, size_t n, ParamCopy c) {
+        cuda::adagrad_step(h, 1.0f, b[0], b[1], b[2], n, c, 0);
+      });
 }
 
 TEST(GpuLamb, MatchesCpuPerTensor) {
@@ -213,17 +234,19 @@ TEST(GpuLamb, MatchesCpuPerTensor) {
   cuda::LambLayout layout{doff.get<size_t>(), offsets.data(), tensors};
   DeviceMemory work(cuda::lamb_workspace_bytes(layout)), norms(2 * tensors * sizeof(double)),
       trust(tensors * sizeof(float)), copy(n * 2);
-  cuda::lamb_prepare(h, 2, 1.0f, dp.get<float>(), dg.get<float>(), dm.get<float>(), dv.get<float>(), layout,
-                     norms.get<double>(), work.get(), 0);
-  cuda::lamb_apply(h, 2, dp.get<float>(), dm.get<float>(), dv.get<float>(), layout, norms.get<double>(),
-                   trust.get<float>(), {DType::BF16, copy.get()}, 0);
+  cuda::lamb_prepare(h, 2, 1.0f, dp.get<float>(), dg.get<float>(), dm.get<float>(), dv.get<float>(),
+                     layout, norms.get<double>(), work.get(), 0);
+  cuda::lamb_apply(h, 2, dp.get<float>(), dm.get<float>(), dv.get<float>(), layout,
+                   norms.get<double>(), trust.get<float>(), {DType::BF16, copy.get()}, 0);
   cuda_ok(cudaDeviceSynchronize(), "lamb");
   std::vector<float> cpu_trust(tensors), gpu_trust(tensors);
   std::vector<uint16_t> gpu_copy(n);
-  lamb_step(h, 2, 1.0f, p.data(), g.data(), m.data(), v.data(), offsets.data(), tensors, cpu_trust.data());
+  lamb_step(h, 2, 1.0f, p.data(), g.data(), m.data(), v.data(), offsets.data(), tensors,
+            cpu_trust.data());
   trust.download(gpu_trust.data(), tensors * 4);
   copy.download(gpu_copy.data(), n * 2);
-  for (size_t t = 0; t < tensors; ++t) EXPECT_NEAR(gpu_trust[t], cpu_trust[t], 1e-6 * cpu_trust[t]) << "tensor " << t;
+  for (size_t t = 0; t < tensors; ++t)
+    EXPECT_NEAR(gpu_trust[t], cpu_trust[t], 1e-6 * cpu_trust[t]) << "tensor " << t;
   std::vector<float> gp(n), gm(n);
   dp.download(gp.data(), n * 4);
   dm.download(gm.data(), n * 4);
@@ -241,7 +264,8 @@ TEST(GpuMixedPrecision, UnscaleCheckSumOfSquaresCastScaleReduceMatchCpu) {
   for (DType t : {DType::F32, DType::F16, DType::BF16}) {
     for (size_t n : test_lengths()) {
       for (size_t offset : {size_t{0}, size_t{1}}) {
-        std::string what = std::string(dtype_name(t)) + " n=" + std::to_string(n) + " offset=" + std::to_string(offset);
+        std::string what = std::string(dtype_name(t)) + " n=" + std::to_string(n) +
+                           " offset=" + std::to_string(offset);
         size_t es = dtype_size(t), bytes = n * es, at = offset * es;
         std::vector<uint8_t> x(bytes + 8), y(bytes + 8), got(bytes + 8);
         std::mt19937 rng(uint32_t(n + offset));
@@ -285,7 +309,8 @@ TEST(GpuMixedPrecision, UnscaleCheckSumOfSquaresCastScaleReduceMatchCpu) {
           dx.upload(x.data(), bytes, at);
           cuda::reduce_into(t, op, dx.get(at), dy.get(at), n, 0);
           dx.download(got.data(), bytes, at);
-          EXPECT_EQ(std::memcmp(got.data(), cpu.data(), bytes), 0) << what << " reduce " << reduce_op_name(op);
+          EXPECT_EQ(std::memcmp(got.data(), cpu.data(), bytes), 0)
+              << what << " reduce " << reduce_op_name(op);
         }
         std::vector<uint8_t> cpu = x;
         scale(t, cpu.data(), 3.0f, n);
@@ -302,7 +327,8 @@ TEST(GpuMixedPrecision, UnscaleCheckSumOfSquaresCastScaleReduceMatchCpu) {
           dx.upload(x.data(), bytes, at);
           cuda::cast(t, dx.get(at), to, dz.get(to_at), n, 0);
           dz.download(out.data(), to_bytes, to_at);
-          EXPECT_EQ(std::memcmp(out.data(), want.data(), to_bytes), 0) << what << " cast to " << dtype_name(to);
+          EXPECT_EQ(std::memcmp(out.data(), want.data(), to_bytes), 0)
+              << what << " cast to " << dtype_name(to);
         }
         cuda_ok(cudaDeviceSynchronize(), what.c_str());
       }

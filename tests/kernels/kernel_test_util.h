@@ -96,14 +96,16 @@ inline ::testing::AssertionResult near_all(const float* got, const std::vector<d
     double err = std::fabs(double(got[i]) - want[i]);
     bool both_nan = std::isnan(got[i]) && std::isnan(want[i]);
     if (!both_nan && !(err <= rel * scale[i]))
-      return ::testing::AssertionFailure() << what << ": element " << i << " of " << want.size() << " is "
-                                           << got[i] << ", float64 reference " << want[i] << " (error " << err
-                                           << ", bound " << rel * scale[i] << ")";
+      return ::testing::AssertionFailure()
+             << what << ": element " << i << " of " << want.size() << " is " << got[i]
+             << ", float64 reference " << want[i] << " (error " << err << ", bound "
+             << rel * scale[i] << ")";
   }
   return ::testing::AssertionSuccess();
 }
 
-inline ::testing::AssertionResult bitwise_equal(const void* a, const void* b, size_t bytes, const std::string& what) {
+inline ::testing::AssertionResult bitwise_equal(const void* a, const void* b, size_t bytes,
+                                                const std::string& what) {
   if (bytes == 0 || std::memcmp(a, b, bytes) == 0) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << what << " differs bitwise";
 }

@@ -16,9 +16,9 @@ namespace dsx::kernels::test {
 using ElementReference = std::function<void(const double* in, double* out, double* scale)>;
 using KernelCall = std::function<void(float* const* buffers, size_t count, ParamCopy copy)>;
 
-
-inline void check_optimizer(const std::string& name, const std::vector<BufferInit>& init, const KernelCall& kernel,
-                            const ElementReference& reference, const std::vector<DType>& copy_dtypes = {}) {
+inline void check_optimizer(const std::string& name, const std::vector<BufferInit>& init,
+                            const KernelCall& kernel, const ElementReference& reference,
+                            const std::vector<DType>& copy_dtypes = {}) {
   const size_t num = init.size();
   std::vector<std::optional<DType>> copies{std::nullopt};
   for (DType t : copy_dtypes) copies.push_back(t);
@@ -34,7 +34,8 @@ inline void check_optimizer(const std::string& name, const std::vector<BufferIni
           fill_normal(start[b], n, init[b].mean, init[b].stddev, uint32_t(100 + b + n));
       }
       // The reference, once per length.
-      std::vector<std::vector<double>> want(num, std::vector<double>(n)), scale(num, std::vector<double>(n));
+      std::vector<std::vector<double>> want(num, std::vector<double>(n)),
+          scale(num, std::vector<double>(n));
       {
         std::vector<double> in(num), out(num), sc(num);
         for (size_t i = 0; i < n; ++i) {
@@ -69,15 +70,17 @@ inline void check_optimizer(const std::string& name, const std::vector<BufferIni
                                    at + " buffer " + std::to_string(b)));
             }
             if (copy_dtype) {
-              for (size_t i = 0; i < n; ++i)
-              {
+              for (size_t i = 0; i < n; ++i) {
                 ASSERT_EQ(copy_out[offset + i], round_to(*copy_dtype, work[0][i]))
-                    << at << ": the 16-bit copy of element " << i << " is not the rounded fp32 result";
-                // Against float64: one 16-bit rounding (plus fp16's subnormal spacing) on top of fp32's.
+                    << at << ": the 16-bit copy of element " << i
+                    << " is not the rounded fp32 result";
+                // Against float64: one 16-bit rounding (plus fp16's subnormal spacing) on top of
+                // fp32's.
                 double got = load_as_float(*copy_dtype, copy_out.data() + offset, i);
                 double bound = unit_roundoff(*copy_dtype) * std::fabs(want[0][i]) + 0x1p-25 +
                                kFp32Tolerance * scale[0][i];
-                ASSERT_LE(std::fabs(got - want[0][i]), bound) << at << ": 16-bit copy of element " << i;
+                ASSERT_LE(std::fabs(got - want[0][i]), bound)
+                    << at << ": 16-bit copy of element " << i;
               }
               ASSERT_EQ(copy_out[offset + n], 0xdead) << at << ": wrote past the end of the copy";
             }
@@ -85,8 +88,9 @@ inline void check_optimizer(const std::string& name, const std::vector<BufferIni
             baseline_copy = copy_out;
           } else {
             for (size_t b = 0; b < num; ++b)
-              ASSERT_TRUE(bitwise_equal(work[b].data(), baseline[b].data(), n * sizeof(float),
-                                        at + " buffer " + std::to_string(b) + " vs the scalar path"));
+              ASSERT_TRUE(
+                  bitwise_equal(work[b].data(), baseline[b].data(), n * sizeof(float),
+                                at + " buffer " + std::to_string(b) + " vs the scalar path"));
             ASSERT_TRUE(bitwise_equal(copy_out.data(), baseline_copy.data(), copy_out.size() * 2,
                                       at + " 16-bit copy vs the scalar path"));
           }

@@ -47,7 +47,8 @@ TEST(DType, Bf16RoundsToNearestEvenAndKeepsNan) {
   EXPECT_EQ(float_to_bf16(bits_float(0x3f818000u)), 0x3f82);  // tie, odd below: up
   EXPECT_EQ(float_to_bf16(bits_float(0x3f808001u)), 0x3f81);  // above the tie: up
   EXPECT_EQ(float_to_bf16(bits_float(0x7f7fffffu)), 0x7f80);  // max float rounds to infinity
-  EXPECT_TRUE(std::isnan(bf16_to_float(float_to_bf16(bits_float(0x7f800001u)))));  // signalling NaN stays NaN
+  EXPECT_TRUE(std::isnan(
+      bf16_to_float(float_to_bf16(bits_float(0x7f800001u)))));  // signalling NaN stays NaN
 }
 
 }  // namespace

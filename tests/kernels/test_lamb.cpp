@@ -14,7 +14,11 @@ struct LambData {
   std::vector<size_t> offsets;
   FloatBuffer p, g, m, v;
   explicit LambData(const std::vector<size_t>& sizes, const std::vector<float>& p_scale)
-      : offsets(sizes.size() + 1, 0), p(total(sizes), 1), g(total(sizes), 1), m(total(sizes), 1), v(total(sizes), 1) {
+      : offsets(sizes.size() + 1, 0),
+        p(total(sizes), 1),
+        g(total(sizes), 1),
+        m(total(sizes), 1),
+        v(total(sizes), 1) {
     std::partial_sum(sizes.begin(), sizes.end(), offsets.begin() + 1);
     size_t n = offsets.back();
     fill_normal(p, n, 0, 1, 1);
@@ -24,7 +28,9 @@ struct LambData {
     for (size_t t = 0; t < sizes.size(); ++t)
       for (size_t i = offsets[t]; i < offsets[t + 1]; ++i) p[i] *= p_scale[t];
   }
-  static size_t total(const std::vector<size_t>& s) { return std::accumulate(s.begin(), s.end(), size_t{0}); }
+  static size_t total(const std::vector<size_t>& s) {
+    return std::accumulate(s.begin(), s.end(), size_t{0});
+  }
 };
 
 struct LambReference {
@@ -47,7 +53,8 @@ LambReference lamb_reference(const LambHyper& h, int64_t step, const LambData& d
       r.v[i] = b2 * d.v[i] + (1 - b2) * double(d.g[i]) * d.g[i];
       double denom = h.eps_inside_sqrt ? std::sqrt(r.v[i] + h.eps) : std::sqrt(r.v[i]) + h.eps;
       u[i] = r.m[i] / denom + double(h.weight_decay) * d.p[i];
-      u_err[i] = 4 * std::fabs(u[i]) + (std::fabs(b1 * d.m[i]) + std::fabs((1 - b1) * d.g[i])) / denom;
+      u_err[i] =
+          4 * std::fabs(u[i]) + (std::fabs(b1 * d.m[i]) + std::fabs((1 - b1) * d.g[i])) / denom;
       w_sq += double(d.p[i]) * d.p[i];
       u_sq += u[i] * u[i];
     }
@@ -64,30 +71,34 @@ LambReference lamb_reference(const LambHyper& h, int64_t step, const LambData& d
   return r;
 }
 
-void check_lamb(const LambHyper& h, int64_t step, const std::vector<size_t>& sizes, const std::vector<float>& p_scale) {
+void check_lamb(const LambHyper& h, int64_t step, const std::vector<size_t>& sizes,
+                const std::vector<float>& p_scale) {
   LambData start(sizes, p_scale);
   LambReference want = lamb_reference(h, step, start);
   size_t n = start.offsets.back(), tensors = sizes.size();
   std::vector<double> ones_scale_m(n), ones_scale_v(n);
   for (size_t i = 0; i < n; ++i) {
     ones_scale_m[i] = std::fabs(h.beta1 * start.m[i]) + std::fabs((1 - h.beta1) * start.g[i]);
-    ones_scale_v[i] = std::fabs(h.beta2 * start.v[i]) + 2 * std::fabs((1 - h.beta2) * start.g[i] * start.g[i]);
+    ones_scale_v[i] =
+        std::fabs(h.beta2 * start.v[i]) + 2 * std::fabs((1 - h.beta2) * start.g[i] * start.g[i]);
   }
   for (SimdLevel level : supported_levels()) {
     ScopedSimdLevel scoped(level);
     LambData d = start;
     std::vector<float> trust(tensors);
     std::vector<uint16_t> copy(n);
-    lamb_step(h, step, 1.0f, d.p.data(), d.g.data(), d.m.data(), d.v.data(), d.offsets.data(), tensors,
-              trust.data(), {DType::BF16, copy.data()});
-    std::string at = std::string("lamb simd=") + simd_level_name(level) + " bias=" +
-                     (h.bias_correction ? "1" : "0") + " eps_inside_sqrt=" + (h.eps_inside_sqrt ? "1" : "0");
+    lamb_step(h, step, 1.0f, d.p.data(), d.g.data(), d.m.data(), d.v.data(), d.offsets.data(),
+              tensors, trust.data(), {DType::BF16, copy.data()});
+    std::string at = std::string("lamb simd=") + simd_level_name(level) +
+                     " bias=" + (h.bias_correction ? "1" : "0") +
+                     " eps_inside_sqrt=" + (h.eps_inside_sqrt ? "1" : "0");
     for (size_t t = 0; t < tensors; ++t)
       EXPECT_NEAR(trust[t], want.trust[t], 1e-5 * want.trust[t]) << at << " trust of tensor " << t;
     ASSERT_TRUE(near_all(d.p.data(), want.p, want.p_scale, kFp32Tolerance, at + " param"));
     ASSERT_TRUE(near_all(d.m.data(), want.m, ones_scale_m, kFp32Tolerance, at + " exp_avg"));
     ASSERT_TRUE(near_all(d.v.data(), want.v, ones_scale_v, kFp32Tolerance, at + " exp_avg_sq"));
-    for (size_t i = 0; i < n; ++i) ASSERT_EQ(copy[i], float_to_bf16(d.p[i])) << at << " bf16 copy " << i;
+    for (size_t i = 0; i < n; ++i)
+      ASSERT_EQ(copy[i], float_to_bf16(d.p[i])) << at << " bf16 copy " << i;
   }
 }
 
@@ -118,7 +129,8 @@ TEST(Lamb, ClampedRatiosAreTheBounds) {
   LambHyper h;
   LambData d({64, 64}, {1e3f, 1e-5f});
   std::vector<float> trust(2);
-  lamb_step(h, 1, 1.0f, d.p.data(), d.g.data(), d.m.data(), d.v.data(), d.offsets.data(), 2, trust.data());
+  lamb_step(h, 1, 1.0f, d.p.data(), d.g.data(), d.m.data(), d.v.data(), d.offsets.data(), 2,
+            trust.data());
   EXPECT_EQ(trust[0], h.max_coeff);
   EXPECT_EQ(trust[1], h.min_coeff);
 }
@@ -132,19 +144,21 @@ TEST(Lamb, TwoPhasePartitionedEqualsWhole) {
   LambData whole({300, 501, 199}, {1, 1, 1});
   LambData parts = whole;
   std::vector<float> trust_whole(3), trust_parts(3);
-  lamb_step(h, 2, 1.0f, whole.p.data(), whole.g.data(), whole.m.data(), whole.v.data(), whole.offsets.data(), 3,
-            trust_whole.data());
+  lamb_step(h, 2, 1.0f, whole.p.data(), whole.g.data(), whole.m.data(), whole.v.data(),
+            whole.offsets.data(), 3, trust_whole.data());
   // Rank 0 holds [0, 500): tensor 0 and 200 elements of tensor 1; rank 1 holds [500, 1000).
   std::vector<size_t> rank0{0, 300, 500}, rank1{0, 301, 500};
   std::vector<double> n0(4), n1(4), total(6);
-  lamb_prepare(h, 2, 1.0f, parts.p.data(), parts.g.data(), parts.m.data(), parts.v.data(), rank0.data(), 2, n0.data());
-  lamb_prepare(h, 2, 1.0f, parts.p.data() + 500, parts.g.data() + 500, parts.m.data() + 500, parts.v.data() + 500,
-               rank1.data(), 2, n1.data());
-  // "Allreduce": tensor 0 = rank 0's first; tensor 1 = rank 0's second + rank 1's first; tensor 2 = rank 1's second.
+  lamb_prepare(h, 2, 1.0f, parts.p.data(), parts.g.data(), parts.m.data(), parts.v.data(),
+               rank0.data(), 2, n0.data());
+  lamb_prepare(h, 2, 1.0f, parts.p.data() + 500, parts.g.data() + 500, parts.m.data() + 500,
+               parts.v.data() + 500, rank1.data(), 2, n1.data());
+  // "Allreduce": tensor 0 = rank 0's first; tensor 1 = rank 0's second + rank 1's first; tensor 2 =
+  // rank 1's second.
   total = {n0[0], n0[1], n0[2] + n1[0], n0[3] + n1[1], n1[2], n1[3]};
   std::vector<size_t> whole_offsets{0, 300, 801, 1000};
-  lamb_apply(h, 2, parts.p.data(), parts.m.data(), parts.v.data(), whole_offsets.data(), 3, total.data(),
-             trust_parts.data());
+  lamb_apply(h, 2, parts.p.data(), parts.m.data(), parts.v.data(), whole_offsets.data(), 3,
+             total.data(), trust_parts.data());
   for (size_t t = 0; t < 3; ++t) EXPECT_NEAR(trust_parts[t], trust_whole[t], 1e-6 * trust_whole[t]);
   for (size_t i = 0; i < 1000; ++i) {
     ASSERT_NEAR(parts.p[i], whole.p[i], 1e-6 * std::fabs(whole.p[i]) + 1e-9) << i;

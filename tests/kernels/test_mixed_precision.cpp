@@ -23,7 +23,9 @@ struct TypedBuffer {
     for (size_t i = 0; i < count; ++i) set(i, dist(rng));
   }
   void* data() { return bytes.data() + offset * dtype_size(dtype); }
-  float get(size_t i) const { return load_as_float(dtype, bytes.data() + offset * dtype_size(dtype), i); }
+  float get(size_t i) const {
+    return load_as_float(dtype, bytes.data() + offset * dtype_size(dtype), i);
+  }
   void set(size_t i, float v) { store_from_float(dtype, data(), i, v); }
 };
 
@@ -38,7 +40,8 @@ TEST(UnscaleAndCheck, ScalesExactlyAndFindsEveryInfOrNan) {
     ScopedSimdLevel scoped(level);
     for (DType t : kDTypes) {
       for (size_t n : test_lengths()) {
-        std::string at = std::string(simd_level_name(level)) + " " + dtype_name(t) + " n=" + std::to_string(n);
+        std::string at =
+            std::string(simd_level_name(level)) + " " + dtype_name(t) + " n=" + std::to_string(n);
         TypedBuffer x(t, n, 1, 7);
         const TypedBuffer before = x;
         EXPECT_FALSE(unscale_and_check(t, x.data(), 1.0f / 1024, n)) << at;
@@ -47,8 +50,9 @@ TEST(UnscaleAndCheck, ScalesExactlyAndFindsEveryInfOrNan) {
         if (n == 0) continue;
         // One bad value at the start, in the middle and in the tail: each must be found.
         for (size_t pos : {size_t{0}, n / 2, n - 1}) {
-          for (float bad : {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
-                            std::numeric_limits<float>::quiet_NaN()}) {
+          for (float bad :
+               {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                std::numeric_limits<float>::quiet_NaN()}) {
             TypedBuffer y = before;
             y.set(pos, bad);
             EXPECT_TRUE(has_inf_or_nan(t, y.data(), n)) << at << " bad at " << pos;
@@ -112,8 +116,8 @@ TEST(Cast, EveryPairRoundsToNearestEven) {
             float want = rounded(to, src.get(i));
             float got = dst.get(i);
             ASSERT_TRUE(got == want || (std::isnan(got) && std::isnan(want)))
-                << simd_level_name(level) << " " << dtype_name(from) << "->" << dtype_name(to) << " n=" << n
-                << " element " << i << ": " << got << " vs " << want;
+                << simd_level_name(level) << " " << dtype_name(from) << "->" << dtype_name(to)
+                << " n=" << n << " element " << i << ": " << got << " vs " << want;
           }
         }
       }

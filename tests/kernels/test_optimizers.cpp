@@ -6,7 +6,6 @@
 #include <cmath>
 
 #include "dsx/error.h"
-
 #include "kernels/optimizers.h"
 #include "optimizer_harness.h"
 
@@ -16,12 +15,13 @@ namespace {
 const std::vector<DType> kCopies{DType::F16, DType::BF16};
 
 // p, g, m, v: parameters near N(0,1), gradients N(0,0.1), moments of matching size.
-const std::vector<BufferInit> kAdamInit{{0, 1, false}, {0, 0.1f, false}, {0, 0.05f, false}, {0, 0.01f, true}};
+const std::vector<BufferInit> kAdamInit{
+    {0, 1, false}, {0, 0.1f, false}, {0, 0.05f, false}, {0, 0.01f, true}};
 
 void check_adam(AdamHyper h, int64_t step, float grad_factor) {
   std::string name = std::string("adam w_mode=") + (h.adam_w_mode ? "1" : "0") +
-                     " bias=" + (h.bias_correction ? "1" : "0") + " wd=" + std::to_string(h.weight_decay) +
-                     " step=" + std::to_string(step);
+                     " bias=" + (h.bias_correction ? "1" : "0") +
+                     " wd=" + std::to_string(h.weight_decay) + " step=" + std::to_string(step);
   auto kernel = [&](float* const* b, size_t n, ParamCopy copy) {
     adam_step(h, step, grad_factor, b[0], b[1], b[2], b[3], n, copy);
   };
@@ -46,7 +46,8 @@ void check_adam(AdamHyper h, int64_t step, float grad_factor) {
     out[3] = v2;
     scale[2] = std::fabs(b1 * m) + (1 - b1) * g_scale;
     scale[3] = std::fabs(b2 * v) + (1 - b2) * g_scale * g_scale * 2;
-    scale[0] = std::fabs(p) + std::fabs(decay) + 2 * std::fabs(update) + lr / bc1 / denom * scale[2];
+    scale[0] =
+        std::fabs(p) + std::fabs(decay) + 2 * std::fabs(update) + lr / bc1 / denom * scale[2];
   };
   check_optimizer(name, kAdamInit, kernel, reference, kCopies);
 }
@@ -88,7 +89,9 @@ TEST(Lion, MatchesFloat64Reference) {
     LionHyper h;
     h.lr = 1e-3f;
     h.weight_decay = wd;
-    auto kernel = [&](float* const* b, size_t n, ParamCopy copy) { lion_step(h, 1.0f, b[0], b[1], b[2], n, copy); };
+    auto kernel = [&](float* const* b, size_t n, ParamCopy copy) {
+      lion_step(h, 1.0f, b[0], b[1], b[2], n, copy);
+    };
     auto reference = [&](const double* in, double* out, double* scale) {
       double p = in[0], g = in[1], m = in[2];
       double c = h.beta1 * m + (1 - double(h.beta1)) * g;
@@ -98,8 +101,9 @@ TEST(Lion, MatchesFloat64Reference) {
       scale[0] = std::fabs(p) + h.lr;
       scale[2] = std::fabs(h.beta2 * m) + std::fabs((1 - h.beta2) * g);
     };
-    check_optimizer("lion wd=" + std::to_string(wd), {{0, 1, false}, {0, 0.1f, false}, {0, 0.05f, false}}, kernel,
-                    reference, kCopies);
+    check_optimizer("lion wd=" + std::to_string(wd),
+                    {{0, 1, false}, {0, 0.1f, false}, {0, 0.05f, false}}, kernel, reference,
+                    kCopies);
   }
 }
 
@@ -115,7 +119,8 @@ TEST(Lion, TieAndNanMoveByPlusLrLikeDeepSpeed) {
 
 void check_sgd(SgdHyper h, int64_t step) {
   bool has_momentum = h.momentum != 0;
-  std::string name = "sgd momentum=" + std::to_string(h.momentum) + " nesterov=" + (h.nesterov ? "1" : "0") +
+  std::string name = "sgd momentum=" + std::to_string(h.momentum) +
+                     " nesterov=" + (h.nesterov ? "1" : "0") +
                      " wd=" + std::to_string(h.weight_decay) + " step=" + std::to_string(step);
   auto kernel = [&](float* const* b, size_t n, ParamCopy copy) {
     sgd_step(h, step, 1.0f, b[0], b[1], has_momentum ? b[2] : nullptr, n, copy);
@@ -135,7 +140,8 @@ void check_sgd(SgdHyper h, int64_t step) {
     out[0] = p - h.lr * d;
     scale[0] = std::fabs(p) + h.lr * dscale;
   };
-  check_optimizer(name, {{0, 1, false}, {0, 0.1f, false}, {0, 0.1f, false}}, kernel, reference, kCopies);
+  check_optimizer(name, {{0, 1, false}, {0, 0.1f, false}, {0, 0.1f, false}}, kernel, reference,
+                  kCopies);
 }
 
 TEST(Sgd, MomentumNesterovAndFirstStepMatchFloat64Reference) {
@@ -165,7 +171,9 @@ TEST(Adagrad, MatchesFloat64Reference) {
   for (float wd : {0.0f, 0.1f}) {
     AdagradHyper h;
     h.weight_decay = wd;
-    auto kernel = [&](float* const* b, size_t n, ParamCopy copy) { adagrad_step(h, 1.0f, b[0], b[1], b[2], n, copy); };
+    auto kernel = [&](float* const* b, size_t n, ParamCopy copy) {
+      adagrad_step(h, 1.0f, b[0], b[1], b[2], n, copy);
+    };
     auto reference = [&](const double* in, double* out, double* scale) {
       double p = in[0], d = in[1] + double(wd) * p;
       double d_scale = std::fabs(in[1]) + std::fabs(double(wd) * p);
@@ -177,8 +185,9 @@ TEST(Adagrad, MatchesFloat64Reference) {
       scale[2] = in[2] + 2 * d_scale * d_scale;
       scale[0] = std::fabs(p) + 2 * std::fabs(update) + h.lr * d_scale / denom;
     };
-    check_optimizer("adagrad wd=" + std::to_string(wd), {{0, 1, false}, {0, 0.1f, false}, {0, 0.01f, true}},
-                    kernel, reference, kCopies);
+    check_optimizer("adagrad wd=" + std::to_string(wd),
+                    {{0, 1, false}, {0, 0.1f, false}, {0, 0.01f, true}}, kernel, reference,
+                    kCopies);
   }
 }
 

@@ -23,35 +23,40 @@ std::vector<uint8_t> random_buffer(DType t, size_t n, uint32_t seed) {
 double reference(ReduceOp op, double a, double b) {
   switch (op) {
     case ReduceOp::Sum:
-    case ReduceOp::Avg: return a + b;
-    case ReduceOp::Max: return std::max(a, b);
-    default: return std::min(a, b);
+    case ReduceOp::Avg:
+      return a + b;
+    case ReduceOp::Max:
+      return std::max(a, b);
+    default:
+      return std::min(a, b);
   }
 }
 
 TEST(Reduce, MatchesFloat64ReferenceRoundedOnce) {
   for (SimdLevel level : test::supported_levels()) {
-  test::ScopedSimdLevel scoped(level);
-  for (DType t : {DType::F32, DType::F16, DType::BF16}) {
-    for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Avg, ReduceOp::Max, ReduceOp::Min}) {
-      for (size_t n : {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{17}, size_t{100003}}) {
-        auto dst = random_buffer(t, n, 1);
-        auto src = random_buffer(t, n, 2);
-        auto before = dst;
-        reduce_into(t, op, dst.data() + 1, src.data() + 1, n);
-        for (size_t i = 0; i < n; ++i) {
-          double want = reference(op, load_as_float(t, before.data() + 1, i), load_as_float(t, src.data() + 1, i));
-          // The fp32 sum of two 16-bit values is exact, so the only error is the final rounding,
-          // which must be the round-to-nearest-even of the exact result.
-          uint8_t rounded[4];
-          store_from_float(t, rounded, 0, static_cast<float>(want));
-          ASSERT_EQ(load_as_float(t, dst.data() + 1, i), load_as_float(t, rounded, 0))
-              << simd_level_name(level) << " " << dtype_name(t) << " " << reduce_op_name(op) << " n=" << n
-              << " i=" << i;
+    test::ScopedSimdLevel scoped(level);
+    for (DType t : {DType::F32, DType::F16, DType::BF16}) {
+      for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Avg, ReduceOp::Max, ReduceOp::Min}) {
+        for (size_t n :
+             {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{17}, size_t{100003}}) {
+          auto dst = random_buffer(t, n, 1);
+          auto src = random_buffer(t, n, 2);
+          auto before = dst;
+          reduce_into(t, op, dst.data() + 1, src.data() + 1, n);
+          for (size_t i = 0; i < n; ++i) {
+            double want = reference(op, load_as_float(t, before.data() + 1, i),
+                                    load_as_float(t, src.data() + 1, i));
+            // The fp32 sum of two 16-bit values is exact, so the only error is the final rounding,
+            // which must be the round-to-nearest-even of the exact result.
+            uint8_t rounded[4];
+            store_from_float(t, rounded, 0, static_cast<float>(want));
+            ASSERT_EQ(load_as_float(t, dst.data() + 1, i), load_as_float(t, rounded, 0))
+                << simd_level_name(level) << " " << dtype_name(t) << " " << reduce_op_name(op)
+                << " n=" << n << " i=" << i;
+          }
         }
       }
     }
-  }
   }
 }
 
@@ -69,20 +74,20 @@ TEST(Reduce, MaxAndMinPropagateNaN) {
 
 TEST(Scale, MatchesFloat64Reference) {
   for (SimdLevel level : test::supported_levels()) {
-  test::ScopedSimdLevel scoped(level);
-  for (DType t : {DType::F32, DType::F16, DType::BF16}) {
-    for (size_t n : {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{17}, size_t{100003}}) {
-      auto x = random_buffer(t, n, 3);
-      auto before = x;
-      scale(t, x.data() + 1, 0.125f, n);
-      for (size_t i = 0; i < n; ++i) {
-        uint8_t rounded[4];
-        store_from_float(t, rounded, 0, load_as_float(t, before.data() + 1, i) * 0.125f);
-        ASSERT_EQ(load_as_float(t, x.data() + 1, i), load_as_float(t, rounded, 0))
-            << simd_level_name(level) << " " << dtype_name(t) << " i=" << i;
+    test::ScopedSimdLevel scoped(level);
+    for (DType t : {DType::F32, DType::F16, DType::BF16}) {
+      for (size_t n : {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{17}, size_t{100003}}) {
+        auto x = random_buffer(t, n, 3);
+        auto before = x;
+        scale(t, x.data() + 1, 0.125f, n);
+        for (size_t i = 0; i < n; ++i) {
+          uint8_t rounded[4];
+          store_from_float(t, rounded, 0, load_as_float(t, before.data() + 1, i) * 0.125f);
+          ASSERT_EQ(load_as_float(t, x.data() + 1, i), load_as_float(t, rounded, 0))
+              << simd_level_name(level) << " " << dtype_name(t) << " i=" << i;
+        }
       }
     }
-  }
   }
 }
 
