@@ -198,8 +198,9 @@ void check_nccl_variables(const Environment& env, Findings& out) {
   for (const auto& [name, value] : env.variables) {
     if (name == "NCCL_TIMEOUT") {
       out.push_back({Severity::Warning, "nccl-timeout", "NCCL_TIMEOUT=" + value + " is set but NCCL has no such variable",
-                     "collective timeouts belong to the framework: dsx's comm timeout, DEEPSPEED_TIMEOUT (minutes) "
-                     "or PyTorch's init_process_group(timeout=); NCCL_IB_TIMEOUT only tunes verbs retries"});
+                     "collective timeouts belong to the framework: DSX_COMM_TIMEOUT (seconds) or DEEPSPEED_TIMEOUT "
+                     "(minutes) for dsx, init_process_group(timeout=) for PyTorch; NCCL_IB_TIMEOUT only tunes "
+                     "verbs retries"});
     } else if (name.rfind("NCCL_", 0) == 0 && describe_variable(name).empty()) {  // a typo, most often
       auto close = closest_nccl_variable(name);
       out.push_back({Severity::Warning, "unknown-nccl-variable", name + " is not an NCCL variable dsx knows",
@@ -232,7 +233,9 @@ void check_fabric_variables(const Environment& env, Findings& out) {
       }
     }
   }
-  if (const auto* provider = variable(env, "FI_PROVIDER"); provider && !provider->empty() && (*provider)[0] != '^') {
+  for (const char* name : {"FI_PROVIDER", "DSX_OFI_PROVIDER"}) {
+    const auto* provider = variable(env, name);
+    if (!provider || provider->empty() || (*provider)[0] == '^') continue;
     bool any_usable = false;
     for (const auto& want : split(*provider, ',')) {
       for (const auto& p : env.fabric.providers) {
@@ -241,8 +244,8 @@ void check_fabric_variables(const Environment& env, Findings& out) {
     }
     if (!any_usable) {
       out.push_back({Severity::Error, "fi-provider-unusable",
-                     "FI_PROVIDER=" + *provider + " but no such provider can open an endpoint here",
-                     "the ofi backend will find no fabric; unset FI_PROVIDER or pick a usable one from the list above"});
+                     std::string(name) + "=" + *provider + " but no such provider can open an endpoint here",
+                     "the ofi backend will find no fabric; unset it or pick a usable provider from the list above"});
     }
   }
   check_interface_variable(env, "FI_TCP_IFACE", false, out);

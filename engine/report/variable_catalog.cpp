@@ -110,7 +110,11 @@ constexpr std::array kOthers = {
     Entry{"LOCAL_RANK", "this process's rank on its node (its GPU)"},
     Entry{"LOCAL_WORLD_SIZE", "processes on this node"},
     Entry{"CROSS_SIZE", "nodes in the job"},
-    Entry{"DEEPSPEED_TIMEOUT", "DeepSpeed's collective timeout in minutes (default 30)"},
+    Entry{"DEEPSPEED_TIMEOUT", "collective timeout in minutes (DeepSpeed's; dsx reads it too)"},
+    Entry{"DSX_COMM_TIMEOUT", "dsx: seconds one collective may wait for a peer before failing and naming it"},
+    Entry{"DSX_STORE_TIMEOUT", "dsx: seconds ranks wait for each other at the rendezvous (default 300)"},
+    Entry{"DSX_COMM_BACKEND", "dsx: communication backend (nccl or ofi)"},
+    Entry{"DSX_OFI_PROVIDER", "dsx: the libfabric provider the ofi backend uses (shm, tcp, efa, ...)"},
     Entry{"GLOO_SOCKET_IFNAME", "the interface Gloo uses"},
 };
 

@@ -107,6 +107,7 @@ TEST(ReportCli, FabricVariablesChecked) {
   }
   EXPECT_TRUE(report("FI_PROVIDER=nosuchprovider").has("fi-provider-unusable"));
   EXPECT_FALSE(report("FI_PROVIDER=tcp").has("fi-provider-unusable"));
+  EXPECT_TRUE(report("DSX_OFI_PROVIDER=verbs").has("fi-provider-unusable") || report("").json["rdma_devices"].Size() > 0);
 }
 
 TEST(ReportCli, BadFlagIsAUsageError) {
