@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,8 +18,12 @@ namespace {
 
 // Only async-signal-safe calls between fork and exec.
 [[noreturn]] void exec_in_child(const SpawnSpec& spec, char* const* argv, char* const* envp, int out_fd,
-                                int in_fd, int err_pipe) {
+                                int in_fd, int err_pipe, pid_t parent) {
   ::setpgid(0, 0);
+  // If the supervisor itself is killed (even by SIGKILL), its children get SIGTERM instead of
+  // running on unsupervised.
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (::getppid() != parent) ::_exit(128 + SIGTERM);
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -71,9 +76,10 @@ Child spawn_child(const SpawnSpec& spec) {
   int err_pipe[2];
   if (::pipe2(err_pipe, O_CLOEXEC) != 0) throw Error(ErrorKind::Launch, std::string("pipe: ") + std::strerror(errno));
 
+  pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) throw Error(ErrorKind::Launch, std::string("fork: ") + std::strerror(errno));
-  if (pid == 0) exec_in_child(spec, argv.data(), envp.data(), out[1], in[0], err_pipe[1]);
+  if (pid == 0) exec_in_child(spec, argv.data(), envp.data(), out[1], in[0], err_pipe[1], parent);
 
   ::setpgid(pid, pid);  // also here, so that killpg works even before the child ran
   ::close(err_pipe[1]);

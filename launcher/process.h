@@ -1,6 +1,7 @@
 // Starting one supervised child: its own process group (so that stopping it also stops what it
 // started), the signals the supervisor blocks unblocked again, output to a pipe or a file, an
-// optional CPU set. exec failures come back as an errno instead of a silent exit 127.
+// optional CPU set, and SIGTERM when the supervisor dies. exec failures come back as an errno
+// instead of a silent exit 127.
 #pragma once
 
 #include <sys/types.h>

@@ -1,0 +1,34 @@
+#!/bin/sh
+# A rank for the launcher tests: records its environment, arguments and pid in $DSX_TEST_OUT, then
+# behaves as $DSX_TEST_MODE says. Signals it receives are recorded as rank<N>.<signal> files.
+out=${DSX_TEST_OUT:?DSX_TEST_OUT must be set}
+env > "$out/rank$RANK.env.tmp" && mv "$out/rank$RANK.env.tmp" "$out/rank$RANK.env"
+printf '%s\n' "$@" > "$out/rank$RANK.args"
+echo $$ > "$out/rank$RANK.pid"
+grep Cpus_allowed_list /proc/self/status > "$out/rank$RANK.cpus"
+echo "rank $RANK says hello"
+echo "rank $RANK to stderr" >&2
+
+nap() { sleep "$1" & wait $!; }
+trap 'touch "$out/rank$RANK.term"; exit 143' TERM
+trap 'touch "$out/rank$RANK.int"; exit 130' INT
+
+case "${DSX_TEST_MODE:-ok}" in
+  ok) exit 0 ;;
+  exit) exit "${DSX_TEST_CODE:-0}" ;;
+  fail)  # rank $DSX_TEST_RANK fails with $DSX_TEST_CODE once every rank has started; others wait
+    if [ "$RANK" = "$DSX_TEST_RANK" ]; then
+      i=0
+      while [ "$(ls "$out"/rank*.pid | wc -l)" -lt "$WORLD_SIZE" ] && [ $i -lt 100 ]; do nap 0.1; i=$((i+1)); done
+      exit "$DSX_TEST_CODE"
+    fi
+    nap 60; exit 0 ;;
+  selfkill)
+    if [ "$RANK" = "$DSX_TEST_RANK" ]; then nap 0.3; kill -9 $$; fi
+    nap 60; exit 0 ;;
+  ignore_term)  # every rank ignores SIGTERM: only SIGKILL stops it
+    trap '' TERM
+    if [ "$RANK" = "$DSX_TEST_RANK" ]; then nap 0.3; exit "$DSX_TEST_CODE"; fi
+    nap 60; exit 0 ;;
+  sleep) nap 60; exit 0 ;;
+esac

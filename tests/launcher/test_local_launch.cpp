@@ -1,0 +1,237 @@
+// `dsx launch` on this machine with real rank processes: the environment of 4 ranks, a failing
+// rank stopping the others, signals, exit codes, per-rank logs, pid file, core binding, and the
+// errors users meet (port in use, bad hostfile line, missing program).
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <regex>
+
+#include "tests/launcher/launch_test_util.h"
+#include "tests/tools/run_command.h"
+
+using namespace dsx::test;
+
+namespace {
+
+struct LocalLaunch : testing::Test {
+  ScratchDir dir;
+  int port = free_port();
+
+  std::vector<std::string> env(const std::string& mode, int rank = -1, int code = 0) const {
+    return {"DSX_TEST_OUT=" + dir.path(), "DSX_TEST_MODE=" + mode, "DSX_TEST_RANK=" + std::to_string(rank),
+            "DSX_TEST_CODE=" + std::to_string(code)};
+  }
+  std::vector<std::string> launch(const std::vector<std::string>& flags, const std::vector<std::string>& args = {}) const {
+    std::vector<std::string> argv = {DSX_EXE, "launch", "--master_port", std::to_string(port), "--kill_grace_s", "5"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.push_back(probe_script());
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+  }
+  std::string output() const { return read_text(dir / "launch.out"); }
+};
+
+}  // namespace
+
+TEST_F(LocalLaunch, FourRanksGetTheirEnvironmentArgumentsAndPrefixedOutput) {
+  Background run(launch({"--num_gpus", "4"}, {"a", "b c"}), env("ok"), dir / "launch.out");
+  ASSERT_EQ(run.wait(30), 0) << output();
+  for (int r = 0; r < 4; ++r) {
+    auto e = read_env(dir / ("rank" + std::to_string(r) + ".env"));
+    std::string rs = std::to_string(r);
+    EXPECT_EQ(e["RANK"], rs);
+    EXPECT_EQ(e["LOCAL_RANK"], rs);
+    EXPECT_EQ(e["WORLD_SIZE"], "4");
+    EXPECT_EQ(e["LOCAL_WORLD_SIZE"], "4");
+    EXPECT_EQ(e["LOCAL_SIZE"], "4");
+    EXPECT_EQ(e["CROSS_RANK"], "0");
+    EXPECT_EQ(e["CROSS_SIZE"], "1");
+    EXPECT_EQ(e["GROUP_RANK"], "0");
+    EXPECT_EQ(e["ROLE_RANK"], rs);
+    EXPECT_EQ(e["MASTER_ADDR"], "127.0.0.1");
+    EXPECT_EQ(e["MASTER_PORT"], std::to_string(port));
+    EXPECT_EQ(e["CUDA_VISIBLE_DEVICES"], "0,1,2,3");
+    EXPECT_EQ(e["TORCHELASTIC_USE_AGENT_STORE"], "False");
+    EXPECT_EQ(e["DSX_TEST_MODE"], "ok");  // the launcher's environment is inherited
+    EXPECT_EQ(read_text(dir / ("rank" + rs + ".args")), "--local_rank=" + rs + "\na\nb c\n");
+    EXPECT_NE(output().find("[rank" + rs + "]: rank " + rs + " says hello\n"), std::string::npos) << output();
+    EXPECT_NE(output().find("[rank" + rs + "]: rank " + rs + " to stderr\n"), std::string::npos);
+  }
+}
+
+TEST_F(LocalLaunch, VisibleDevicesAndIncludePickSlots) {
+  Background run(launch({"--include", "localhost:1,3", "--no_local_rank"}), {"DSX_TEST_OUT=" + dir.path(), "CUDA_VISIBLE_DEVICES=0,1,2,3"},
+                 dir / "launch.out");
+  ASSERT_EQ(run.wait(30), 0) << output();
+  EXPECT_EQ(read_env(dir / "rank1.env")["CUDA_VISIBLE_DEVICES"], "1,3");
+  EXPECT_EQ(read_text(dir / "rank1.args"), "\n");  // --no_local_rank: no arguments at all
+  EXPECT_FALSE(exists(dir / "rank2.env"));
+}
+
+TEST_F(LocalLaunch, FailingRankStopsTheOthersAndItsExitCodeIsReturned) {
+  auto start = Clock::now();
+  Background run(launch({"--num_gpus", "4"}), env("fail", 2, 7), dir / "launch.out");
+  ASSERT_EQ(run.wait(30), 7) << output();
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 15.0);
+  for (int r : {0, 1, 3}) {
+    EXPECT_TRUE(exists(dir / ("rank" + std::to_string(r) + ".term"))) << "rank " << r << " got no SIGTERM\n" << output();
+    EXPECT_FALSE(process_alive(read_pid(dir / ("rank" + std::to_string(r) + ".pid"))));
+  }
+  EXPECT_NE(output().find("rank 2 (pid"), std::string::npos);
+  EXPECT_NE(output().find("exited with code 7; stopping all processes of the job"), std::string::npos) << output();
+}
+
+TEST_F(LocalLaunch, RankKilledBySignalIsAFailure) {
+  Background run(launch({"--num_gpus", "3"}), env("selfkill", 1), dir / "launch.out");
+  EXPECT_EQ(run.wait(30), 128 + SIGKILL) << output();
+  EXPECT_NE(output().find("rank 1 (pid"), std::string::npos);
+  EXPECT_NE(output().find("was killed by signal 9"), std::string::npos) << output();
+  EXPECT_TRUE(exists(dir / "rank0.term"));
+}
+
+TEST_F(LocalLaunch, RanksIgnoringSigtermAreKilledAfterTheGracePeriod) {
+  auto start = Clock::now();
+  auto argv = launch({"--num_gpus", "3"});
+  argv[5] = "1";  // --kill_grace_s 1
+  Background run(argv, env("ignore_term", 0, 5), dir / "launch.out");
+  ASSERT_EQ(run.wait(30), 5) << output();
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 10.0);
+  EXPECT_NE(output().find("still running after 1 s; sending SIGKILL"), std::string::npos) << output();
+  for (int r : {1, 2}) EXPECT_FALSE(process_alive(read_pid(dir / ("rank" + std::to_string(r) + ".pid"))));
+}
+
+TEST_F(LocalLaunch, SigintAndSigtermAreForwardedToEveryRank) {
+  for (int sig : {SIGINT, SIGTERM}) {
+    for (int r = 0; r < 2; ++r) std::filesystem::remove(dir / ("rank" + std::to_string(r) + ".pid"));
+    Background run(launch({"--num_gpus", "2"}), env("sleep"), dir / "launch.out");
+    ASSERT_TRUE(wait_for([&] { return exists(dir / "rank0.pid") && exists(dir / "rank1.pid"); }, 20)) << output();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // traps installed
+    run.signal(sig);
+    EXPECT_EQ(run.wait(20), 128 + sig) << output();
+    const char* mark = sig == SIGINT ? ".int" : ".term";
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_TRUE(exists(dir / ("rank" + std::to_string(r) + mark))) << strsignal(sig) << " not forwarded to rank " << r;
+      EXPECT_FALSE(process_alive(read_pid(dir / ("rank" + std::to_string(r) + ".pid"))));
+    }
+  }
+}
+
+TEST_F(LocalLaunch, KilledLauncherTakesItsRanksWithIt) {
+  Background run(launch({"--num_gpus", "2"}), env("sleep"), dir / "launch.out");
+  ASSERT_TRUE(wait_for([&] { return exists(dir / "rank0.pid") && exists(dir / "rank1.pid"); }, 20)) << output();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ::kill(run.pid(), SIGKILL);  // no chance to clean up: the kernel's parent-death signal must do it
+  EXPECT_EQ(run.wait(10), 128 + SIGKILL);
+  for (int r = 0; r < 2; ++r) {
+    pid_t pid = read_pid(dir / ("rank" + std::to_string(r) + ".pid"));
+    EXPECT_TRUE(wait_for([&] { return !process_alive(pid); }, 10)) << "rank " << r << " outlived its launcher";
+  }
+}
+
+TEST_F(LocalLaunch, ExitCodeOfASingleRank) {
+  Background run(launch({"--num_gpus", "1"}), env("exit", -1, 3), dir / "launch.out");
+  EXPECT_EQ(run.wait(30), 3) << output();
+}
+
+TEST_F(LocalLaunch, EachRankLogGetsDeepSpeedFileNames) {
+  std::string logs = dir / "logs/nested";
+  Background run(launch({"--num_gpus", "2", "--enable_each_rank_log", logs}), env("ok"), dir / "launch.out");
+  ASSERT_EQ(run.wait(30), 0) << output();
+  std::regex name(R"(\d{14}_rank([01])\.log)");
+  int found = 0;
+  for (const auto& f : std::filesystem::directory_iterator(logs)) {
+    std::smatch m;
+    std::string file = f.path().filename().string();
+    ASSERT_TRUE(std::regex_match(file, m, name)) << file;
+    std::string text = read_text(f.path().string());
+    EXPECT_NE(text.find("rank " + m[1].str() + " says hello"), std::string::npos);
+    EXPECT_NE(text.find("rank " + m[1].str() + " to stderr"), std::string::npos);
+    ++found;
+  }
+  EXPECT_EQ(found, 2);
+  EXPECT_EQ(output().find("says hello"), std::string::npos) << "rank output also went to the console";
+}
+
+TEST_F(LocalLaunch, SavePidWritesAndRemovesDeepSpeedsPidFile) {
+  Background run(launch({"--num_gpus", "1", "--save_pid"}), env("sleep"), dir / "launch.out");
+  std::string pid_file = "/tmp/" + std::to_string(run.pid()) + ".deepspeed";
+  ASSERT_TRUE(wait_for([&] { return exists(dir / "rank0.pid"); }, 20)) << output();
+  EXPECT_EQ(read_text(pid_file), std::to_string(run.pid()));
+  EXPECT_NE(output().find("launcher pid: " + std::to_string(run.pid())), std::string::npos);
+  run.signal(SIGTERM);
+  EXPECT_EQ(run.wait(20), 128 + SIGTERM);
+  EXPECT_FALSE(exists(pid_file));
+}
+
+TEST_F(LocalLaunch, BindCoresGivesEachRankItsCoreAndOmpThreads) {
+  Background run(launch({"--num_gpus", "2", "--bind_cores_to_rank", "--bind_core_list", "0,1"}), env("ok"), dir / "launch.out");
+  ASSERT_EQ(run.wait(30), 0) << output();
+  for (int r = 0; r < 2; ++r) {
+    std::string rs = std::to_string(r);
+    EXPECT_EQ(read_text(dir / ("rank" + rs + ".cpus")), "Cpus_allowed_list:\t" + rs + "\n");
+    EXPECT_EQ(read_env(dir / ("rank" + rs + ".env"))["OMP_NUM_THREADS"], "1");
+  }
+}
+
+TEST_F(LocalLaunch, TooFewCoresForTheRanksIsAClearError) {
+  auto r = run_dsx("launch --num_gpus 3 --bind_core_list 0 " + probe_script());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("cannot bind 3 ranks to 1 core(s)"), std::string::npos) << r.output;
+}
+
+TEST_F(LocalLaunch, MasterPortInUseIsReportedBeforeStarting) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(fd, 1), 0);
+  auto r = run_command("DSX_TEST_OUT=" + dir.path() + " " + DSX_EXE + " launch --num_gpus 2 --master_port " + std::to_string(port) +
+                       " " + probe_script());
+  ::close(fd);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("master port " + std::to_string(port) + " on 127.0.0.1 is already in use"), std::string::npos) << r.output;
+  EXPECT_FALSE(exists(dir / "rank0.env"));
+}
+
+TEST_F(LocalLaunch, BadHostfileLineNamesFileAndLine) {
+  std::ofstream(dir / "hostfile") << "# cluster\nnode-a slots=2\nnode-b slot=2\n";
+  auto r = run_dsx("launch -H " + (dir / "hostfile") + " " + probe_script());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find(dir / "hostfile:3: Hostfile contains a bad entry: node-b slot=2"), std::string::npos) << r.output;
+}
+
+TEST_F(LocalLaunch, MissingProgramIsNamed) {
+  auto r = run_dsx("launch --num_gpus 2 --no_python /nonexistent/dsx-program");
+  EXPECT_EQ(r.exit_code, 127);
+  EXPECT_NE(r.output.find("cannot start '/nonexistent/dsx-program': No such file or directory"), std::string::npos) << r.output;
+}
+
+TEST_F(LocalLaunch, DryRunPrintsEveryRankAndStartsNothing) {
+  auto r = run_command("DSX_TEST_OUT=" + dir.path() + " " + DSX_EXE + " launch --dry_run --num_gpus 2 --master_port 1234 train.py --x 'a b'");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.output.find("rank 1: MASTER_ADDR=127.0.0.1 MASTER_PORT=1234 WORLD_SIZE=2 RANK=1 LOCAL_RANK=1 CUDA_VISIBLE_DEVICES=0,1 "),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find(" -u train.py --local_rank=1 --x 'a b'\n"), std::string::npos) << r.output;
+}
+
+TEST_F(LocalLaunch, PythonScriptRunsUnderPythonWithLocalRank) {
+  if (!exists("/usr/bin/python3")) GTEST_SKIP() << "python3 is not installed";
+  std::ofstream(dir / "probe.py") << "import os, sys\n"
+                                     "open(os.path.join(os.environ['DSX_TEST_OUT'], 'py%s' % os.environ['RANK']), 'w')"
+                                     ".write(' '.join(sys.argv[1:]) + '|' + os.environ['LOCAL_WORLD_SIZE'])\n";
+  auto r = run_command("DSX_TEST_OUT=" + dir.path() + " " + DSX_EXE + " launch --num_gpus 2 --master_port " + std::to_string(port) +
+                       " " + (dir / "probe.py") + " --epochs 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(read_text(dir / "py1"), "--local_rank=1 --epochs 1|2");
+}
+
+TEST_F(LocalLaunch, ElasticAndAutotuningAreRejectedClearly) {
+  auto r = run_dsx("launch --elastic_training --master_addr 127.0.0.1 x.py");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("elastic training"), std::string::npos);
+  r = run_dsx("launch --autotuning tune x.py");
+  EXPECT_NE(r.output.find("--autotuning"), std::string::npos);
+}
