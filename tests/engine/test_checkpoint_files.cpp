@@ -13,6 +13,7 @@
 #include "engine/checkpoint/crc32c.h"
 #include "engine/checkpoint/durable_file.h"
 #include "engine/checkpoint/manifest.h"
+#include "engine/checkpoint/tag_validation.h"
 #include "engine/checkpoint/tensor_file.h"
 #include "engine/checkpoint/verify.h"
 
@@ -215,4 +216,25 @@ TEST(CheckpointTensorFile, RefusesMetadataThatIsNotAJsonObject) {
   DurableFile out(tmp.file("t.safetensors"));
   EXPECT_THROW(write_safetensors(out, {}, "{not json"), dsx::Error);
   EXPECT_THROW(write_safetensors(out, {}, "[1,2]"), dsx::Error);
+}
+
+TEST(CheckpointTagValidation, IgnoreWarnFailAsDeepSpeed) {
+  EXPECT_EQ(parse_tag_validation("warn"), TagValidation::Warn);
+  EXPECT_EQ(parse_tag_validation("FAIL"), TagValidation::Fail);
+  EXPECT_EQ(parse_tag_validation("Ignore"), TagValidation::Ignore);
+  std::string msg = error_of([] { parse_tag_validation("strict"); });
+  EXPECT_NE(msg.find("checkpoint.tag_validation is \"strict\""), std::string::npos) << msg;
+
+  const std::vector<std::string> same = {"global_step5", "global_step5", "global_step5"};
+  const std::vector<std::string> differ = {"step5_rank0", "step5_rank1", "step5_rank2"};
+  for (auto mode : {TagValidation::Ignore, TagValidation::Warn, TagValidation::Fail})
+    EXPECT_FALSE(check_tag_agreement(mode, 0, same));
+  EXPECT_FALSE(check_tag_agreement(TagValidation::Ignore, 1, differ));
+  auto warning = check_tag_agreement(TagValidation::Warn, 1, differ);
+  ASSERT_TRUE(warning);
+  EXPECT_NE(warning->find("[rank=1] The checkpoint tag name 'step5_rank1' is not consistent across all ranks"),
+            std::string::npos) << *warning;
+  msg = error_of([&] { check_tag_agreement(TagValidation::Fail, 2, differ); });
+  EXPECT_NE(msg.find("'step5_rank2' is not consistent"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("rank 0 saves 'step5_rank0'"), std::string::npos) << msg;
 }
