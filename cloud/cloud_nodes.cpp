@@ -128,7 +128,7 @@ std::string render_status(const std::vector<CloudNode>& nodes, int expected) {
   for (const auto& n : nodes) {
     std::snprintf(line, sizeof line, "%-22s %-16s %-12s %s\n", n.id.c_str(),
                   n.private_ip.empty() ? "-" : n.private_ip.c_str(), n.state.c_str(),
-                  n.ready.empty() ? "(setting up)" : n.ready.c_str());
+                  !n.ready.empty() ? n.ready.c_str() : n.state == "running" ? "(setting up)" : "-");
     out << line;
     running += n.state == "running";
     ready += n.state == "running" && n.ready == "yes";

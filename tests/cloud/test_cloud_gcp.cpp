@@ -1,0 +1,188 @@
+// The gcloud commands of `dsx cloud gcp up|down`, checked flag by flag against
+// shared/ref/cloud.md 2.1-2.4 for each machine type.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "cloud/gcp_plan.h"
+#include "dsx/error.h"
+
+using namespace dsx::cloud;
+
+namespace {
+
+GcpClusterOptions options(const std::string& machine) {
+  GcpClusterOptions o;
+  o.cluster = "ci";
+  o.project = "proj-1";
+  o.zone = "us-central1-a";
+  o.machine_type = machine;
+  o.count = 4;
+  o.ssh_cidr = "35.235.240.0/20";
+  o.out_dir = "out";
+  return o;
+}
+
+bool has(const std::vector<std::string>& argv, const std::string& word) {
+  return std::find(argv.begin(), argv.end(), word) != argv.end();
+}
+
+// The steps whose command starts with `words` after "gcloud".
+std::vector<std::vector<std::string>> commands(const Plan& plan, const std::vector<std::string>& words) {
+  std::vector<std::vector<std::string>> found;
+  for (const auto& step : plan.steps) {
+    if (step.argv.size() > words.size() && std::equal(words.begin(), words.end(), step.argv.begin() + 1)) {
+      found.push_back(step.argv);
+    }
+  }
+  return found;
+}
+
+int count_prefix(const std::vector<std::string>& argv, const std::string& prefix) {
+  return int(std::count_if(argv.begin(), argv.end(), [&](const auto& w) { return w.rfind(prefix, 0) == 0; }));
+}
+
+}  // namespace
+
+class GcpMachine : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(GcpMachine, InstanceTemplateFlags) {
+  const auto o = options(GetParam());
+  const auto& type = gcp_machine_type(o.machine_type);
+  auto templates = commands(gcp_up_plan(o), {"compute", "instance-templates", "create"});
+  ASSERT_EQ(templates.size(), 1u);
+  const auto& t = templates[0];
+  EXPECT_EQ(t[4], "dsx-ci");
+  EXPECT_TRUE(has(t, "--machine-type=" + o.machine_type));
+  EXPECT_TRUE(has(t, "--maintenance-policy=TERMINATE")) << "GPU VMs cannot live-migrate";
+  EXPECT_TRUE(has(t, "--restart-on-failure"));
+  EXPECT_EQ(count_prefix(t, "--accelerator"), 0) << "A2/A3 GPUs come with the machine type";
+  EXPECT_EQ(count_prefix(t, "--network-interface="), 1 + type.gpu_nics);
+  EXPECT_TRUE(has(t, "--network-interface=nic-type=GVNIC,network=default,subnet=default"));
+  for (int nic = 1; nic <= type.gpu_nics; ++nic) {
+    const std::string net = "dsx-ci-gpu-" + std::to_string(nic);
+    EXPECT_TRUE(has(t, "--network-interface=nic-type=GVNIC,network=" + net + ",subnet=" + net + ",no-address")) << nic;
+  }
+  EXPECT_TRUE(has(t, "--region=us-central1")) << "the GPU subnets are regional";
+  EXPECT_TRUE(has(t, "--image-project=deeplearning-platform-release"));
+  EXPECT_EQ(count_prefix(t, "--image-family="), 1);
+  EXPECT_TRUE(has(t, "--metadata=install-nvidia-driver=True,dsx-cluster=ci"));
+  EXPECT_TRUE(has(t, "--metadata-from-file=startup-script=out/gcp/startup.sh"));
+  EXPECT_TRUE(has(t, "--labels=dsx-cluster=ci"));
+  EXPECT_TRUE(has(t, "--tags=dsx-ci"));
+  EXPECT_TRUE(has(t, "--scopes=cloud-platform"));
+  EXPECT_TRUE(has(t, "--resource-policies=dsx-ci"));
+  EXPECT_TRUE(has(t, "--boot-disk-type=" + std::string(type.boot_disk_type)));
+  EXPECT_TRUE(has(t, "--service-account=${PROJECT_NUMBER}-compute@developer.gserviceaccount.com"));
+}
+
+TEST_P(GcpMachine, OneVpcSubnetAndRulePerGpuNic) {
+  const auto o = options(GetParam());
+  const int nics = gcp_machine_type(o.machine_type).gpu_nics;
+  auto plan = gcp_up_plan(o);
+  auto networks = commands(plan, {"compute", "networks", "create"});
+  auto subnets = commands(plan, {"compute", "networks", "subnets", "create"});
+  ASSERT_EQ(int(networks.size()), nics);
+  ASSERT_EQ(int(subnets.size()), nics);
+  for (int i = 0; i < nics; ++i) {
+    const std::string net = "dsx-ci-gpu-" + std::to_string(i + 1);
+    EXPECT_EQ(networks[i][4], net);
+    EXPECT_TRUE(has(networks[i], "--subnet-mode=custom"));
+    EXPECT_TRUE(has(networks[i], "--mtu=8244"));
+    EXPECT_EQ(subnets[i][5], net);
+    EXPECT_TRUE(has(subnets[i], "--network=" + net));
+    EXPECT_TRUE(has(subnets[i], "--region=us-central1"));
+    EXPECT_TRUE(has(subnets[i], "--range=192.168." + std::to_string(i + 1) + ".0/24"));
+  }
+  auto rules = commands(plan, {"compute", "firewall-rules", "create"});
+  ASSERT_EQ(int(rules.size()), nics + 2);
+  for (int i = 0; i < nics; ++i) {
+    EXPECT_TRUE(has(rules[i], "--rules=tcp:0-65535,udp:0-65535,icmp"));
+    EXPECT_TRUE(has(rules[i], "--source-ranges=192.168.0.0/16"));
+    EXPECT_TRUE(has(rules[i], "--action=ALLOW"));
+  }
+  const auto& internal = rules[nics];
+  EXPECT_EQ(internal[4], "dsx-ci-internal");
+  EXPECT_TRUE(has(internal, "--network=default"));
+  EXPECT_TRUE(has(internal, "--rules=all"));
+  EXPECT_TRUE(has(internal, "--source-tags=dsx-ci"));
+  EXPECT_TRUE(has(internal, "--target-tags=dsx-ci"));
+  const auto& ssh = rules[nics + 1];
+  EXPECT_EQ(ssh[4], "dsx-ci-ssh");
+  EXPECT_TRUE(has(ssh, "--rules=tcp:22"));
+  EXPECT_TRUE(has(ssh, "--source-ranges=35.235.240.0/20"));
+  EXPECT_EQ(count_prefix(ssh, "--source-tags"), 0) << "SSH only from the CIDR";
+}
+
+TEST_P(GcpMachine, CompactPlacementAndOneBulkCreate) {
+  const auto o = options(GetParam());
+  auto plan = gcp_up_plan(o);
+  auto placement = commands(plan, {"compute", "resource-policies", "create", "group-placement"});
+  ASSERT_EQ(placement.size(), 1u);
+  EXPECT_EQ(placement[0][5], "dsx-ci");
+  EXPECT_TRUE(has(placement[0], "--collocation=collocated"));
+  EXPECT_TRUE(has(placement[0], "--vm-count=4"));
+  EXPECT_TRUE(has(placement[0], "--region=us-central1"));
+  auto bulk = commands(plan, {"compute", "instances", "bulk", "create"});
+  ASSERT_EQ(bulk.size(), 1u);
+  EXPECT_TRUE(has(bulk[0], "--count=4"));
+  EXPECT_TRUE(has(bulk[0], "--zone=us-central1-a"));
+  EXPECT_TRUE(has(bulk[0], "--source-instance-template=dsx-ci"));
+  EXPECT_TRUE(has(bulk[0], "--name-pattern=dsx-ci-####"));
+  // The bulk create comes last, after everything it refers to exists.
+  EXPECT_EQ(plan.steps.back().argv, bulk[0]);
+  for (const auto& step : plan.steps) {
+    EXPECT_EQ(step.argv[0], "gcloud");
+    EXPECT_TRUE(has(step.argv, "--project=proj-1")) << step.what;
+    EXPECT_TRUE(has(step.argv, "--quiet")) << step.what << ": a prompt would hang up";
+  }
+}
+
+TEST_P(GcpMachine, DownDeletesInDependencyOrder) {
+  const auto o = options(GetParam());
+  const int nics = gcp_machine_type(o.machine_type).gpu_nics;
+  auto plan = gcp_down_plan(o);
+  ASSERT_GE(plan.steps.size(), 2u);
+  EXPECT_TRUE(has(plan.steps[0].argv, "--filter=labels.dsx-cluster=ci"));
+  EXPECT_EQ(plan.steps[1].argv[3], "delete");
+  EXPECT_EQ(plan.steps[1].skip_if_empty, "NAMES");
+  auto position = [&](const std::vector<std::string>& words) {
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+      const auto& a = plan.steps[i].argv;
+      if (std::search(a.begin(), a.end(), words.begin(), words.end()) != a.end()) return int(i);
+    }
+    return -1;
+  };
+  EXPECT_LT(position({"instances", "delete"}), position({"instance-templates", "delete"}));
+  for (int nic = 1; nic <= nics; ++nic) {
+    const std::string net = "dsx-ci-gpu-" + std::to_string(nic);
+    int rule = position({"firewall-rules", "delete", net + "-internal"});
+    int subnet = position({"subnets", "delete", net});
+    int network = position({"networks", "delete", net});
+    EXPECT_GE(rule, 0);
+    EXPECT_LT(rule, network);
+    EXPECT_LT(subnet, network);
+  }
+  for (size_t i = 2; i < plan.steps.size(); ++i) EXPECT_TRUE(plan.steps[i].may_fail) << plan.steps[i].what;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, GcpMachine,
+                         ::testing::Values("a2-highgpu-8g", "a2-ultragpu-8g", "a3-highgpu-8g", "a3-megagpu-8g"));
+
+TEST(GcpOptions, BadValuesNameTheFlag) {
+  auto o = options("a3-highgpu-8g");
+  o.zone = "us-central1";
+  EXPECT_THROW(validate(o), dsx::Error);
+  o = options("a3-highgpu-8g");
+  o.ssh_cidr = "0.0.0.0";
+  try {
+    validate(o);
+    FAIL();
+  } catch (const dsx::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--ssh-cidr"), std::string::npos);
+  }
+  o = options("a3-highgpu-8g");
+  o.cluster = "Bad_Name";
+  EXPECT_THROW(validate(o), dsx::Error);
+  EXPECT_EQ(gcp_region(options("a3-highgpu-8g")), "us-central1");
+}

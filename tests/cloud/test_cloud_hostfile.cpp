@@ -1,0 +1,96 @@
+// Hostfiles and status from recorded `aws ec2 describe-instances` and `gcloud compute instances
+// list` JSON (tests/cloud/data), through the library and through `dsx cloud ... hostfile`.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "cloud/cloud_nodes.h"
+#include "dsx/error.h"
+#include "tests/cloud/temp_dir.h"
+#include "tests/tools/run_command.h"
+
+using namespace dsx::cloud;
+using dsx::test::read_text;
+using dsx::test::run_dsx;
+
+namespace {
+const std::string kData = DSX_SOURCE_DIR "/tests/cloud/data/";
+}
+
+TEST(CloudHostfile, AwsRunningNodesInAddressOrder) {
+  auto nodes = parse_aws_describe_instances(read_text(kData + "aws-describe-instances.json"));
+  ASSERT_EQ(nodes.size(), 6u);
+  EXPECT_EQ(nodes[0].id, "i-0aaa00000000000a1");
+  EXPECT_EQ(nodes[0].ready, "yes");
+  EXPECT_EQ(nodes[2].ready, "failed-efa");
+  EXPECT_EQ(nodes[3].state, "terminated");
+  EXPECT_EQ(nodes[4].private_ip, "");
+  // Terminated and pending nodes are left out; 10.0.1.9 < 10.0.1.10 < 10.0.1.12 < 10.0.2.200.
+  EXPECT_EQ(render_hostfile(nodes, 8),
+            "10.0.1.9 slots=8\n10.0.1.10 slots=8\n10.0.1.12 slots=8\n10.0.2.200 slots=8\n");
+}
+
+TEST(CloudHostfile, TheOrderDoesNotDependOnTheListingOrder) {
+  auto nodes = parse_aws_describe_instances(read_text(kData + "aws-describe-instances.json"));
+  auto reversed = nodes;
+  std::reverse(reversed.begin(), reversed.end());
+  EXPECT_EQ(render_hostfile(nodes, 8), render_hostfile(reversed, 8));
+}
+
+TEST(CloudHostfile, GcpRunningVmsByPrimaryAddress) {
+  auto nodes = parse_gcp_instances_list(read_text(kData + "gcloud-instances-list.json"));
+  ASSERT_EQ(nodes.size(), 3u);
+  EXPECT_EQ(nodes[0].id, "dsx-ci-0002");
+  EXPECT_EQ(nodes[0].private_ip, "10.128.0.21") << "NIC 0, not a GPU NIC";
+  EXPECT_EQ(nodes[2].state, "staging");
+  EXPECT_EQ(render_hostfile(nodes, 8), "10.128.0.3 slots=8\n10.128.0.21 slots=8\n");
+}
+
+TEST(CloudHostfile, StatusCountsReadyNodes) {
+  auto nodes = parse_aws_describe_instances(read_text(kData + "aws-describe-instances.json"));
+  std::string status = render_status(nodes, 4);
+  EXPECT_NE(status.find("4 of 4 nodes running, 2 ready"), std::string::npos) << status;
+  EXPECT_NE(status.find("i-0bbb00000000000b1    10.0.2.200       running      failed-efa"), std::string::npos) << status;
+  EXPECT_NE(status.find("i-0bbb00000000000b4    10.0.1.10        running      (setting up)"), std::string::npos);
+  EXPECT_NE(status.find("i-0bbb00000000000b2    10.0.1.100       terminated   -"), std::string::npos);
+}
+
+TEST(CloudHostfile, MalformedListingsSayWhatIsWrong) {
+  EXPECT_THROW(parse_aws_describe_instances("{\"Reservations\": [{\"Instances\": [}"), dsx::Error);
+  EXPECT_THROW(parse_aws_describe_instances("{\"Instances\": []}"), dsx::Error);
+  EXPECT_THROW(parse_gcp_instances_list("{}"), dsx::Error);
+  try {
+    parse_aws_describe_instances("i-0123 10.0.0.1");
+    FAIL();
+  } catch (const dsx::Error& e) {
+    EXPECT_EQ(e.kind(), dsx::ErrorKind::Format);
+    EXPECT_NE(std::string(e.what()).find("--output json"), std::string::npos) << e.what();
+  }
+  std::vector<CloudNode> bad = {{"i-1", "10.0.0.300", "running", ""}};
+  EXPECT_THROW(render_hostfile(bad, 8), dsx::Error);
+}
+
+TEST(CloudHostfile, CommandWritesTheFileFromASavedListing) {
+  dsx::test::TempDir dir;
+  auto r = run_dsx("cloud aws hostfile --cluster ci --region us-east-1 --instance-type p4d.24xlarge --from-json " +
+                   kData + "aws-describe-instances.json --hostfile " + dir / "hostfile");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(read_text(dir / "hostfile"), "10.0.1.9 slots=8\n10.0.1.10 slots=8\n10.0.1.12 slots=8\n10.0.2.200 slots=8\n");
+  EXPECT_NE(r.output.find("i-0bbb00000000000b1 has not reported ready (dsx-ready=failed-efa)"), std::string::npos)
+      << r.output;
+
+  r = run_dsx("cloud gcp hostfile --cluster ci --project proj-1 --zone us-central1-a --from-json " + kData +
+              "gcloud-instances-list.json --out " + dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(read_text(dir / "hostfile"), "10.128.0.3 slots=8\n10.128.0.21 slots=8\n");
+}
+
+TEST(CloudHostfile, TooFewNodesIsAnErrorNotAShortHostfile) {
+  dsx::test::TempDir dir;
+  auto r = run_dsx("cloud gcp hostfile --cluster ci --project proj-1 --zone us-central1-a --expect 3 --from-json " +
+                   kData + "gcloud-instances-list.json --out " + dir.path());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("only 2 of 3 nodes are running"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "hostfile"));
+}
