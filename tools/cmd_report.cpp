@@ -9,6 +9,7 @@
 
 #include "dsx/error.h"
 #include "engine/report/checks.h"
+#include "engine/report/cuda_libraries.h"
 #include "engine/report/environment.h"
 #include "engine/report/variable_catalog.h"
 #include "tools/cli.h"
@@ -57,7 +58,14 @@ void print_topology(const rep::GpuTopology& topo) {
 void print_text(const rep::Environment& env, const std::vector<rep::Finding>& findings) {
   std::printf("dsx\n");
   line("version", env.build.version);
-  line("build", env.build.cuda ? "CUDA (NCCL backend built in)" : "CPU-only (no CUDA code built in)");
+  std::string build = "CPU-only (no CUDA code built in)";
+  if (env.build.cuda) {
+    build = "CUDA";
+    if (env.build.cudart_code) build += " " + rep::cuda_version_text(env.build.cudart_code);
+    if (env.build.nccl_code) build += ", NCCL " + rep::nccl_version_text(env.build.nccl_code);
+    if (env.build.cudnn_code) build += ", cuDNN " + rep::cudnn_version_text(env.build.cudnn_code);
+  }
+  line("build", build);
   line("compiler", env.build.compiler + ", C++ " + std::to_string(env.build.cxx_standard));
   std::printf("CPU\n");
   line("model", env.cpu.model.empty() ? "unknown" : env.cpu.model);
@@ -142,6 +150,9 @@ void print_json(const rep::Environment& env, const std::vector<rep::Finding>& fi
   w.Key("compiler"); w.String(env.build.compiler.c_str());
   w.Key("cxx_standard"); w.Int64(env.build.cxx_standard);
   w.Key("libfabric_header"); w.String(env.build.libfabric_header.c_str());
+  w.Key("built_cudart_code"); w.Int(env.build.cudart_code);
+  w.Key("built_nccl_code"); w.Int(env.build.nccl_code);
+  w.Key("built_cudnn_code"); w.Int(env.build.cudnn_code);
   w.EndObject();
   w.Key("cpu");
   w.StartObject();

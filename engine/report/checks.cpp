@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "engine/report/cuda_libraries.h"
 #include "engine/report/variable_catalog.h"
 
 namespace dsx::report {
@@ -111,6 +112,33 @@ void check_gpus(const Environment& env, Findings& out) {
   }
 }
 
+int cudnn_major(int code) { return code >= 90000 ? code / 10000 : code / 1000; }
+
+// A CUDA build against the libraries that load: a different CUDA or cuDNN major fails at the
+// first call; an older NCCL than the headers may lack functions dsx calls.
+void check_build_versions(const Environment& env, Findings& out) {
+  const auto& b = env.build;
+  const auto& c = env.cuda;
+  if (b.cudart_code && c.runtime.version_code && b.cudart_code / 1000 != c.runtime.version_code / 1000) {
+    out.push_back({Severity::Error, "cuda-differs-from-build",
+                   "dsx was built with CUDA " + cuda_version_text(b.cudart_code) + " but CUDA runtime " +
+                       c.runtime.version + " is loaded (" + c.runtime.path + ")",
+                   "put the CUDA " + std::to_string(b.cudart_code / 1000) +
+                       " libraries first on LD_LIBRARY_PATH, or rebuild dsx against this toolkit"});
+  }
+  if (b.nccl_code && c.nccl.version_code && c.nccl.version_code < b.nccl_code) {
+    out.push_back({Severity::Warning, "nccl-older-than-build",
+                   "NCCL " + c.nccl.version + " is loaded but dsx was built against NCCL " + nccl_version_text(b.nccl_code),
+                   "load the NCCL dsx was built with (LD_LIBRARY_PATH) or rebuild; older NCCLs lack newer calls"});
+  }
+  if (b.cudnn_code && c.cudnn.version_code && cudnn_major(b.cudnn_code) != cudnn_major(c.cudnn.version_code)) {
+    out.push_back({Severity::Error, "cudnn-differs-from-build",
+                   "dsx was built against cuDNN " + cudnn_version_text(b.cudnn_code) + " but cuDNN " + c.cudnn.version +
+                       " is loaded",
+                   "load cuDNN " + std::to_string(cudnn_major(b.cudnn_code)) + " (LD_LIBRARY_PATH) or rebuild"});
+  }
+}
+
 void check_versions(const Environment& env, Findings& out) {
   const auto& c = env.cuda;
   if (c.runtime.found && c.driver.found && c.driver.version_code > 0 &&
@@ -134,6 +162,7 @@ void check_versions(const Environment& env, Findings& out) {
                    "cuBLAS " + c.cublas.version + " does not belong to CUDA runtime " + c.runtime.version,
                    "cuBLAS and the CUDA runtime must come from the same toolkit; check LD_LIBRARY_PATH"});
   }
+  check_build_versions(env, out);
   const auto& f = env.fabric;
   const auto header = split(env.build.libfabric_header, '.');
   if (f.loaded && header.size() == 2) {

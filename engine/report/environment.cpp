@@ -7,6 +7,17 @@
 #include "engine/report/gpu_topology.h"
 #include "engine/report/host_info.h"
 
+// A CUDA build records the header versions it was compiled against, to compare with what loads.
+#if defined(DSX_HAVE_CUDA) && __has_include(<cuda_runtime_api.h>)
+#include <cuda_runtime_api.h>
+#endif
+#if defined(DSX_HAVE_CUDA) && __has_include(<nccl.h>)
+#include <nccl.h>
+#endif
+#if defined(DSX_HAVE_CUDA) && __has_include(<cudnn_version.h>)
+#include <cudnn_version.h>
+#endif
+
 namespace dsx::report {
 
 namespace {
@@ -26,6 +37,15 @@ BuildInfo build_info(const std::string& version) {
 #endif
   b.cxx_standard = __cplusplus;
   b.libfabric_header = fabric_header_version();
+#ifdef CUDART_VERSION
+  b.cudart_code = CUDART_VERSION;
+#endif
+#ifdef NCCL_VERSION_CODE
+  b.nccl_code = NCCL_VERSION_CODE;
+#endif
+#ifdef CUDNN_VERSION
+  b.cudnn_code = CUDNN_VERSION;
+#endif
   return b;
 }
 

@@ -16,6 +16,11 @@ struct BuildInfo {
   std::string compiler;
   long cxx_standard = 0;
   std::string libfabric_header;  // the libfabric dsx was compiled against, "1.17"
+  // Versions of the CUDA headers a CUDA build was compiled against (0 in CPU-only builds), in
+  // the libraries' own codes: CUDART_VERSION, NCCL_VERSION_CODE, CUDNN_VERSION.
+  int cudart_code = 0;
+  int nccl_code = 0;
+  int cudnn_code = 0;
 };
 
 struct CpuInfo {

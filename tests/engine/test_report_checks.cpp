@@ -88,6 +88,24 @@ TEST(ReportChecks, MismatchedVersions) {
   EXPECT_TRUE(fires(env, "libfabric-efa-old"));  // EFA present, libfabric < 1.18
 }
 
+TEST(ReportChecks, CudaBuildAgainstWhatLoads) {
+  auto env = healthy_node();
+  env.build.cudart_code = 12040;
+  env.build.nccl_code = 22003;
+  env.build.cudnn_code = 90100;
+  env.cuda.nccl = {"NCCL", true, "libnccl.so.2", "2.21.5", 22105, ""};
+  EXPECT_TRUE(ids(env).empty());
+  env.build.cudart_code = 13000;
+  EXPECT_TRUE(fires(env, "cuda-differs-from-build"));
+  env = healthy_node();
+  env.build.nccl_code = 22809;
+  env.cuda.nccl = {"NCCL", true, "libnccl.so.2", "2.21.5", 22105, ""};
+  EXPECT_TRUE(fires(env, "nccl-older-than-build"));
+  env = healthy_node();
+  env.build.cudnn_code = 8907;
+  EXPECT_TRUE(fires(env, "cudnn-differs-from-build"));
+}
+
 TEST(ReportChecks, MultiNodeWithoutRdma) {
   auto env = healthy_node();
   env.rdma_devices.clear();
