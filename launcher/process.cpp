@@ -10,6 +10,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "dsx/error.h"
 
@@ -48,6 +51,38 @@ namespace {
 }
 
 }  // namespace
+
+std::vector<pid_t> descendants(pid_t root) {
+  std::vector<std::pair<pid_t, pid_t>> parent_of;  // (pid, ppid)
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "stat");
+    std::string stat;
+    std::getline(in, stat);
+    auto paren = stat.rfind(')');
+    if (paren == std::string::npos) continue;
+    std::istringstream rest(stat.substr(paren + 2));
+    char state;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    parent_of.emplace_back(std::stoi(name), ppid);
+  }
+  std::vector<pid_t> found = {root};
+  for (size_t i = 0; i < found.size(); ++i) {
+    for (const auto& [pid, ppid] : parent_of)
+      if (ppid == found[i]) found.push_back(pid);
+  }
+  found.erase(found.begin());
+  return found;
+}
+
+void signal_tree(pid_t leader, int sig) {
+  auto below = descendants(leader);  // before the signal: orphans lose their parent link
+  ::killpg(leader, sig);
+  for (pid_t pid : below) ::kill(pid, sig);
+}
 
 Child spawn_child(const SpawnSpec& spec) {
   std::vector<char*> argv;

@@ -28,6 +28,13 @@ struct Child {
   int exec_errno = 0;  // non-zero: the program could not be started (pid already reaped)
 };
 
+// Every process below `root` (children, grandchildren, ...), found through /proc. Backends such
+// as pdsh put their ssh clients in other process groups; stopping by tree reaches them too.
+std::vector<pid_t> descendants(pid_t root);
+
+// Sends `sig` to the process group of `leader` and to every descendant of `leader`.
+void signal_tree(pid_t leader, int sig);
+
 // Never throws for a missing program: see Child::exec_errno. Throws dsx::Error(Io/Launch) when
 // the log file cannot be opened or fork fails.
 Child spawn_child(const SpawnSpec& spec);

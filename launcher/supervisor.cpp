@@ -138,7 +138,7 @@ class Job {
         ::close(r.child.stdin_fd);
         r.child.stdin_fd = -1;
       } else {
-        ::killpg(r.child.pid, sig);
+        signal_tree(r.child.pid, sig);
       }
     }
   }
@@ -150,7 +150,7 @@ class Job {
       if (!r.done && r.child.pid > 0) {
         message(r.member.name + " (pid " + std::to_string(r.child.pid) + ") still running after " +
                 std::to_string(options_.kill_grace_s) + " s; sending SIGKILL");
-        ::killpg(r.child.pid, sig);
+        signal_tree(r.child.pid, sig);
       }
     }
   }

@@ -90,7 +90,8 @@ class ScratchDir {
 // the end of the test.
 class Background {
  public:
-  Background(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env, const std::string& output) {
+  Background(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env, const std::string& output,
+             const std::string& cwd = "") {
     std::vector<std::string> env_text;
     for (char** e = environ; *e; ++e) env_text.emplace_back(*e);
     for (const auto& e : extra_env) {
@@ -109,6 +110,7 @@ class Background {
     posix_spawn_file_actions_addopen(&actions, 1, output.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_adddup2(&actions, 1, 2);
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
     posix_spawnattr_t attr;
     posix_spawnattr_init(&attr);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);

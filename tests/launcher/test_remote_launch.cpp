@@ -1,0 +1,150 @@
+// Two "nodes" (127.0.0.1 and 127.0.0.2) behind a real sshd: launches through dsx's ssh fan-out
+// and through pdsh, cross-node fail-fast, Ctrl-C and a killed runner reaching remote ranks, and
+// the errors for unreachable, unresolvable and missing tools.
+#include "tests/launcher/sshd_fixture.h"
+
+using namespace dsx::test;
+
+namespace {
+
+class RemoteLaunch : public SshdFixture {
+ protected:
+  std::string out;  // where the ranks record themselves (same filesystem on both "nodes")
+
+  void SetUp() override {
+    SshdFixture::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    out = dir / "out";
+    std::filesystem::create_directories(out);
+  }
+
+  std::vector<std::string> env(const std::string& mode, int rank = -1, int code = 0) const {
+    return {"DSX_TEST_OUT=" + out, "DSX_TEST_MODE=" + mode, "DSX_TEST_RANK=" + std::to_string(rank),
+            "DSX_TEST_CODE=" + std::to_string(code), "PDSH_SSH_ARGS_APPEND=-F " + client_config,
+            "NCCL_DSX_HOSTILE=a'b $(touch " + dir.path() + "/pwned) \"q\" `id`"};
+  }
+  std::vector<std::string> launch(const std::string& launcher, const std::vector<std::string>& more = {}) {
+    std::vector<std::string> argv = {DSX_EXE, "launch", "-H", write_hostfile("127.0.0.1 slots=2\n127.0.0.2 slots=2\n"),
+                                     "--launcher", launcher, "--master_port", std::to_string(free_port()), "--kill_grace_s", "3"};
+    if (launcher == "ssh") argv.insert(argv.end(), {"--launcher_args", "-F " + client_config});
+    argv.insert(argv.end(), more.begin(), more.end());
+    argv.push_back(probe_script());
+    argv.push_back("x y");
+    return argv;
+  }
+  std::string output() const { return read_text(dir / "launch.out"); }
+  std::string rank_file(int r, const std::string& ext) const { return out + "/rank" + std::to_string(r) + "." + ext; }
+
+  void expect_two_node_world() {
+    for (int r = 0; r < 4; ++r) {
+      auto e = read_env(rank_file(r, "env"));
+      EXPECT_EQ(e["RANK"], std::to_string(r));
+      EXPECT_EQ(e["LOCAL_RANK"], std::to_string(r % 2));
+      EXPECT_EQ(e["WORLD_SIZE"], "4");
+      EXPECT_EQ(e["NODE_RANK"], std::to_string(r / 2));
+      EXPECT_EQ(e["CROSS_SIZE"], "2");
+      EXPECT_EQ(e["CUDA_VISIBLE_DEVICES"], "0,1");
+      EXPECT_EQ(e["MASTER_ADDR"], "127.0.0.1");
+      std::istringstream connection(e["SSH_CONNECTION"]);  // client_ip client_port server_ip server_port
+      std::string client_ip, client_port, server_ip;
+      connection >> client_ip >> client_port >> server_ip;
+      EXPECT_EQ(server_ip, r < 2 ? "127.0.0.1" : "127.0.0.2") << "rank " << r << " did not run on its node";
+      EXPECT_EQ(e["NCCL_DSX_HOSTILE"], "a'b $(touch " + dir.path() + "/pwned) \"q\" `id`");
+      EXPECT_EQ(e["FROM_DEEPSPEED_ENV"], "yes it is");
+      EXPECT_EQ(read_text(rank_file(r, "args")), "--local_rank=" + std::to_string(r % 2) + "\nx y\n");
+    }
+    EXPECT_FALSE(exists(dir / "pwned")) << "an exported value ran a command on a node";
+  }
+
+  void expect_all_ranks_gone() {
+    for (int r = 0; r < 4; ++r) {
+      if (!exists(rank_file(r, "pid"))) continue;
+      pid_t pid = read_pid(rank_file(r, "pid"));
+      EXPECT_TRUE(wait_for([&] { return !process_alive(pid); }, 10)) << "rank " << r << " (pid " << pid << ") left running";
+    }
+  }
+};
+
+}  // namespace
+
+TEST_F(RemoteLaunch, SshFanOutStartsBothNodesWithEnvironmentAndEnvFile) {
+  std::ofstream(dir / ".deepspeed_env") << "# exported to every node\nFROM_DEEPSPEED_ENV = yes it is\n";
+  Background run(launch("ssh"), env("ok"), dir / "launch.out", dir.path());
+  ASSERT_EQ(run.wait(60), 0) << output();
+  expect_two_node_world();
+  EXPECT_NE(output().find("127.0.0.2: [rank3]: rank 3 says hello"), std::string::npos) << output();
+}
+
+TEST_F(RemoteLaunch, PdshStartsBothNodesWithEnvironmentAndEnvFile) {
+  if (!exists("/usr/bin/pdsh")) GTEST_SKIP() << "pdsh is not installed (Debian package pdsh)";
+  std::ofstream(dir / ".deepspeed_env") << "FROM_DEEPSPEED_ENV=yes it is\n";
+  Background run(launch("pdsh"), env("ok"), dir / "launch.out", dir.path());
+  ASSERT_EQ(run.wait(60), 0) << output();
+  expect_two_node_world();
+  EXPECT_NE(output().find("127.0.0.2: [rank2]: rank 2 says hello"), std::string::npos) << output();
+}
+
+TEST_F(RemoteLaunch, SshFailureOnOneNodeStopsTheOtherNode) {
+  auto start = Clock::now();
+  Background run(launch("ssh"), env("fail", 1, 9), dir / "launch.out");
+  ASSERT_EQ(run.wait(60), 9) << output();
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 30.0);
+  for (int r : {0, 2, 3}) EXPECT_TRUE(exists(rank_file(r, "term"))) << "rank " << r << " was not stopped\n" << output();
+  expect_all_ranks_gone();
+}
+
+TEST_F(RemoteLaunch, PdshFailureOnOneNodeStopsTheOtherNode) {
+  if (!exists("/usr/bin/pdsh")) GTEST_SKIP() << "pdsh is not installed (Debian package pdsh)";
+  Background run(launch("pdsh"), env("fail", 3, 9), dir / "launch.out");
+  ASSERT_EQ(run.wait(60), 9) << output();
+  for (int r : {0, 1, 2}) EXPECT_TRUE(wait_for([&] { return exists(rank_file(r, "term")); }, 10)) << "rank " << r << " was not stopped\n" << output();
+  expect_all_ranks_gone();
+}
+
+TEST_F(RemoteLaunch, CtrlCAtTheRunnerStopsRemoteRanks) {
+  Background run(launch("ssh"), env("sleep"), dir / "launch.out");
+  ASSERT_TRUE(wait_for([&] { return exists(rank_file(0, "pid")) && exists(rank_file(3, "pid")); }, 30)) << output();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  run.signal(SIGINT);
+  EXPECT_EQ(run.wait(30), 130) << output();
+  for (int r = 0; r < 4; ++r) EXPECT_TRUE(exists(rank_file(r, "term"))) << "rank " << r << "\n" << output();
+  expect_all_ranks_gone();
+}
+
+TEST_F(RemoteLaunch, KilledRunnerStillStopsRemoteRanks) {
+  Background run(launch("ssh"), env("sleep"), dir / "launch.out");
+  ASSERT_TRUE(wait_for([&] { return exists(rank_file(0, "pid")) && exists(rank_file(3, "pid")); }, 30)) << output();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ::kill(run.pid(), SIGKILL);
+  EXPECT_EQ(run.wait(10), 128 + SIGKILL);
+  expect_all_ranks_gone();
+}
+
+TEST_F(RemoteLaunch, UnreachableHostNamesHostAndPort) {
+  int closed = free_port();
+  auto r = run_command("DSX_TEST_OUT=" + out + " " + DSX_EXE + " launch -H " + write_hostfile("127.0.0.1 slots=1\n127.0.0.2 slots=1\n") +
+                       " --launcher ssh --ssh_port " + std::to_string(closed) + " --launcher_args '-F " + client_config + "' " + probe_script());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("127.0.0.2 port " + std::to_string(closed) + ": "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Connection refused"), std::string::npos) << r.output;
+  EXPECT_FALSE(exists(rank_file(0, "env")));
+}
+
+TEST_F(RemoteLaunch, UnresolvableHostIsNamed) {
+  auto r = run_dsx("launch -H " + write_hostfile("127.0.0.1 slots=1\nno-such-node.invalid slots=1\n") + " --launcher ssh " + probe_script());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("these hosts do not resolve to an address:\n  no-such-node.invalid: "), std::string::npos) << r.output;
+}
+
+TEST_F(RemoteLaunch, MissingPdshIsAnErrorWhenAskedForAndAFallbackOtherwise) {
+  std::filesystem::create_directories(dir / "bin");
+  std::filesystem::create_symlink("/usr/bin/ssh", dir / "bin/ssh");
+  std::string hostfile = write_hostfile("127.0.0.1 slots=1\n127.0.0.2 slots=1\n");
+  auto r = run_command("PATH=" + (dir / "bin") + " " + DSX_EXE + " launch -H " + hostfile + " --launcher pdsh " + probe_script());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("launcher 'pdsh' not installed"), std::string::npos) << r.output;
+  r = run_command("PATH=" + (dir / "bin") + " " + DSX_EXE + " launch --dry_run -H " + hostfile + " " + probe_script());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("pdsh is not installed; using dsx's built-in ssh fan-out"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("node 1 (127.0.0.2): ssh -o BatchMode=yes 127.0.0.2 "), std::string::npos) << r.output;
+}
