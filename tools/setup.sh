@@ -16,6 +16,10 @@ packages=(
   awscli                        # cloud tests: the EC2 API's parameter checks on rendered commands
   shellcheck                    # cloud tests: every rendered shell script is linted
   openssh-client                # dsx cloud render: ssh-keygen makes the cluster key
+  openssh-server                # launcher tests: a real sshd on 127.0.0.1/127.0.0.2 for multi-node launches
+  pdsh                          # launcher: the default multi-node backend (tests run it through sshd)
+  openmpi-bin                   # launcher: the openmpi backend (tests run mpirun)
+  slurm-wlm                     # launcher tests: a single-node slurmctld/slurmd for the slurm backend
 )
 
 missing=()
