@@ -1,0 +1,67 @@
+// Stage 3's parameter fetching: each rank stores one shard of every parameter; before a layer
+// runs, its shards are allgathered from every rank into the full layer, and after use the full
+// copy is released unless it is small (stage3_param_persistence_threshold) or needed again soon
+// (stage3_max_reuse_distance), within stage3_max_live_parameters. prefetch() starts the gather
+// of a layer the model will need next, up to stage3_prefetch_bucket_size elements ahead.
+//
+// Unlike DeepSpeed, which decides per parameter, dsx gathers and keeps whole layers (the unit
+// the model runs in); the persistence threshold applies to a layer's element count.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "zero/layout.h"
+#include "zero/memory.h"
+#include "zero/partition.h"
+#include "zero/zero_options.h"
+
+namespace dsx::zero {
+
+class ParamGatherer {
+ public:
+  ParamGatherer(const ZeroLayout& layout, const ShardedParams& shards, const ZeroOptions& options,
+                comm::Communicator& comm, MemoryLedger& ledger, const float* partition);
+  ~ParamGatherer();
+
+  void prefetch(int layer);
+  // The layer's parameters, full, in ZeRO order (layer_numel floats); valid until release().
+  const float* acquire(int layer);
+  // `backward`: the model is in its backward pass (the layer's next use is the next step).
+  void release(int layer, bool backward);
+  // The parameters changed (an optimizer step): every gathered copy is stale.
+  void invalidate();
+  // Every parameter, full, in ZeRO order (numel floats). A collective: all ranks call it.
+  void gather_all(float* out);
+
+  size_t live_elements() const { return live_; }
+  size_t gathers() const { return gathers_; }
+
+ private:
+  struct Gathered {
+    Buffer<float> full;
+    Buffer<float> received;  // N blocks of the layer's shards while the gather runs
+    comm::WorkHandle work;
+    bool prefetched = false;
+  };
+
+  Gathered& start_gather(int layer);
+  void complete(int layer, Gathered& g);
+  void drop(int layer);
+  void unpack(int layer, const float* received, float* full) const;
+
+  const ZeroLayout& layout_;
+  const ShardedParams& shards_;
+  ZeroOptions options_;
+  comm::Communicator& comm_;
+  MemoryLedger& ledger_;
+  const float* partition_;
+  std::vector<std::optional<Gathered>> layers_;
+  size_t live_ = 0;
+  size_t prefetched_ = 0;  // elements gathered ahead and not yet acquired
+  size_t gathers_ = 0;
+};
+
+}  // namespace dsx::zero

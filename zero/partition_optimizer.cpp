@@ -1,0 +1,187 @@
+// Runs the fused optimizer kernels over one rank's partition (see partition_optimizer.h).
+#include "zero/partition_optimizer.h"
+
+#include <algorithm>
+
+#include "kernels/optimizers.h"
+
+namespace dsx::zero {
+namespace {
+
+size_t state_tensors(OptimizerType type, const OptimizerSpec& spec) {
+  switch (type) {
+    case OptimizerType::Adam:
+    case OptimizerType::Lamb: return 2;
+    case OptimizerType::Lion:
+    case OptimizerType::Adagrad: return 1;
+    case OptimizerType::Sgd: return spec.sgd.momentum != 0.0f ? 1 : 0;
+  }
+  return 0;
+}
+
+// Consecutive segments with the same decay flag, merged: one kernel call each.
+template <class Fn>
+void for_each_decay_run(const std::vector<Segment>& segments, Fn&& fn) {
+  size_t i = 0;
+  while (i < segments.size()) {
+    size_t j = i + 1;
+    size_t end = segments[i].begin + segments[i].count;
+    while (j < segments.size() && segments[j].decay == segments[i].decay && segments[j].begin == end) {
+      end += segments[j].count;
+      ++j;
+    }
+    fn(segments[i].begin, end - segments[i].begin, segments[i].decay);
+    i = j;
+  }
+}
+
+}  // namespace
+
+const char* optimizer_type_name(OptimizerType type) {
+  switch (type) {
+    case OptimizerType::Adam: return "adam";
+    case OptimizerType::Lamb: return "lamb";
+    case OptimizerType::Lion: return "lion";
+    case OptimizerType::Sgd: return "sgd";
+    case OptimizerType::Adagrad: return "adagrad";
+  }
+  return "?";
+}
+
+double OptimizerSpec::lr() const {
+  switch (type) {
+    case OptimizerType::Adam: return adam.lr;
+    case OptimizerType::Lamb: return lamb.lr;
+    case OptimizerType::Lion: return lion.lr;
+    case OptimizerType::Sgd: return sgd.lr;
+    case OptimizerType::Adagrad: return adagrad.lr;
+  }
+  return 0;
+}
+
+double OptimizerSpec::weight_decay() const {
+  switch (type) {
+    case OptimizerType::Adam: return adam.weight_decay;
+    case OptimizerType::Lamb: return lamb.weight_decay;
+    case OptimizerType::Lion: return lion.weight_decay;
+    case OptimizerType::Sgd: return sgd.weight_decay;
+    case OptimizerType::Adagrad: return adagrad.weight_decay;
+  }
+  return 0;
+}
+
+PartitionOptimizer::PartitionOptimizer(const OptimizerSpec& spec, size_t numel, std::vector<Segment> segments,
+                                       size_t num_tensors, MemoryLedger& ledger)
+    : spec_(spec), numel_(numel), segments_(std::move(segments)), num_tensors_(num_tensors) {
+  const size_t tensors = state_tensors(spec.type, spec);
+  if (tensors >= 1) state_a_ = Buffer<float>(ledger, MemoryKind::OptimizerState, numel);
+  if (tensors >= 2) state_b_ = Buffer<float>(ledger, MemoryKind::OptimizerState, numel);
+}
+
+size_t PartitionOptimizer::state_bytes_per_element() const {
+  return 4 * state_tensors(spec_.type, spec_);
+}
+
+std::vector<std::pair<std::string, Buffer<float>*>> PartitionOptimizer::state() {
+  switch (spec_.type) {
+    case OptimizerType::Adam:
+    case OptimizerType::Lamb: return {{"exp_avg", &state_a_}, {"exp_avg_sq", &state_b_}};
+    case OptimizerType::Lion: return {{"exp_avg", &state_a_}};
+    case OptimizerType::Adagrad: return {{"sum", &state_a_}};
+    case OptimizerType::Sgd:
+      if (state_a_.empty()) return {};
+      return {{"momentum_buffer", &state_a_}};
+  }
+  return {};
+}
+
+void PartitionOptimizer::step(float* param, const float* grad, float grad_factor, const StepHyper& hyper,
+                              const std::function<void(double*, size_t)>& sum_across_ranks) {
+  ++steps_;
+  const float lr = static_cast<float>(hyper.lr);
+  float* a = state_a_.data();
+  float* b = state_b_.data();
+  switch (spec_.type) {
+    case OptimizerType::Adam: {
+      kernels::AdamHyper h = spec_.adam;
+      h.lr = lr;
+      if (hyper.beta1) h.beta1 = static_cast<float>(*hyper.beta1);
+      if (hyper.beta2) h.beta2 = static_cast<float>(*hyper.beta2);
+      for_each_decay_run(segments_, [&](size_t begin, size_t count, bool decay) {
+        kernels::AdamHyper run = h;
+        if (!decay) run.weight_decay = 0;
+        kernels::adam_step(run, steps_, grad_factor, param + begin, grad + begin, a + begin, b + begin, count);
+      });
+      break;
+    }
+    case OptimizerType::Lion: {
+      kernels::LionHyper h = spec_.lion;
+      h.lr = lr;
+      if (hyper.beta1) h.beta1 = static_cast<float>(*hyper.beta1);
+      if (hyper.beta2) h.beta2 = static_cast<float>(*hyper.beta2);
+      for_each_decay_run(segments_, [&](size_t begin, size_t count, bool decay) {
+        kernels::LionHyper run = h;
+        if (!decay) run.weight_decay = 0;
+        kernels::lion_step(run, grad_factor, param + begin, grad + begin, a + begin, count);
+      });
+      break;
+    }
+    case OptimizerType::Sgd: {
+      kernels::SgdHyper h = spec_.sgd;
+      h.lr = lr;
+      for_each_decay_run(segments_, [&](size_t begin, size_t count, bool decay) {
+        kernels::SgdHyper run = h;
+        if (!decay) run.weight_decay = 0;
+        kernels::sgd_step(run, steps_, grad_factor, param + begin, grad + begin, a ? a + begin : nullptr, count);
+      });
+      break;
+    }
+    case OptimizerType::Adagrad: {
+      kernels::AdagradHyper h = spec_.adagrad;
+      h.lr = lr;
+      for_each_decay_run(segments_, [&](size_t begin, size_t count, bool decay) {
+        kernels::AdagradHyper run = h;
+        if (!decay) run.weight_decay = 0;
+        kernels::adagrad_step(run, grad_factor, param + begin, grad + begin, a + begin, count);
+      });
+      break;
+    }
+    case OptimizerType::Lamb: {
+      kernels::LambHyper h = spec_.lamb;
+      h.lr = lr;
+      if (hyper.beta1) h.beta1 = static_cast<float>(*hyper.beta1);
+      if (hyper.beta2) h.beta2 = static_cast<float>(*hyper.beta2);
+      step_lamb(param, grad, grad_factor, h, sum_across_ranks);
+      break;
+    }
+  }
+}
+
+// LAMB: the trust ratio of a tensor needs ||p|| and ||u|| of the whole tensor, so each rank sums
+// the squares of its pieces per tensor, the ranks add them up, and then every rank applies.
+void PartitionOptimizer::step_lamb(float* param, const float* grad, float grad_factor,
+                                   const kernels::LambHyper& hyper,
+                                   const std::function<void(double*, size_t)>& sum_across_ranks) {
+  std::vector<double> sums(2 * num_tensors_, 0.0);
+  float* a = state_a_.data();
+  float* b = state_b_.data();
+  for (const Segment& s : segments_) {
+    kernels::LambHyper h = hyper;
+    if (!s.decay) h.weight_decay = 0;
+    size_t offsets[2] = {0, s.count};
+    double piece[2] = {0, 0};
+    kernels::lamb_prepare(h, steps_, grad_factor, param + s.begin, grad + s.begin, a + s.begin, b + s.begin,
+                          offsets, 1, piece);
+    sums[2 * s.tensor] += piece[0];
+    sums[2 * s.tensor + 1] += piece[1];
+  }
+  sum_across_ranks(sums.data(), sums.size());
+  for (const Segment& s : segments_) {
+    kernels::LambHyper h = hyper;
+    if (!s.decay) h.weight_decay = 0;
+    size_t offsets[2] = {0, s.count};
+    kernels::lamb_apply(h, steps_, param + s.begin, a + s.begin, b + s.begin, offsets, 1, &sums[2 * s.tensor]);
+  }
+}
+
+}  // namespace dsx::zero

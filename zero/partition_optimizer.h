@@ -1,0 +1,80 @@
+// The optimizer of one rank's partition: the fp32 master slice, its state (Adam's moments, Lion's
+// momentum, ...) and the fused kernel call. A partition holds pieces of several tensors, some with
+// weight decay and some without (biases, norms), so the kernel runs once per run of equal decay,
+// as DeepSpeed runs it once per parameter group. LAMB needs the norm of every whole tensor, which
+// may straddle ranks: the caller sums the per-tensor squares across ranks between the phases.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernels/optimizer_math.h"
+#include "zero/memory.h"
+
+namespace dsx::zero {
+
+enum class OptimizerType { Adam, Lamb, Lion, Sgd, Adagrad };
+const char* optimizer_type_name(OptimizerType type);
+
+struct OptimizerSpec {
+  OptimizerType type = OptimizerType::Adam;
+  kernels::AdamHyper adam;
+  kernels::LambHyper lamb;
+  kernels::LionHyper lion;
+  kernels::SgdHyper sgd;
+  kernels::AdagradHyper adagrad;
+  double lr() const;
+  double weight_decay() const;
+};
+
+// A run of the partition that belongs to one tensor.
+struct Segment {
+  size_t begin = 0;   // element of the partition
+  size_t count = 0;
+  bool decay = true;
+  size_t tensor = 0;  // which tensor (for LAMB's per-tensor norms)
+};
+
+// What changes from step to step: the scheduler's lr and (OneCycle) betas.
+struct StepHyper {
+  double lr = 0;
+  std::optional<double> beta1;
+  std::optional<double> beta2;
+};
+
+class PartitionOptimizer {
+ public:
+  // `segments` cover [0, numel) in order (gaps are padding, left untouched); `num_tensors` is
+  // the number of distinct tensors they name.
+  PartitionOptimizer(const OptimizerSpec& spec, size_t numel, std::vector<Segment> segments,
+                     size_t num_tensors, MemoryLedger& ledger);
+
+  // One update of `param` (numel fp32) with `grad` (numel fp32, multiplied by grad_factor first).
+  // For LAMB, `sum_across_ranks` adds the 2 * num_tensors per-tensor squares of all ranks in
+  // place (identity on one rank).
+  void step(float* param, const float* grad, float grad_factor, const StepHyper& hyper,
+            const std::function<void(double*, size_t)>& sum_across_ranks);
+
+  int64_t steps() const { return steps_; }
+  void set_steps(int64_t steps) { steps_ = steps; }
+  // The state tensors by name ("exp_avg", "exp_avg_sq", "momentum_buffer", "sum"), for checkpoints.
+  std::vector<std::pair<std::string, Buffer<float>*>> state();
+  size_t state_bytes_per_element() const;
+
+ private:
+  void step_lamb(float* param, const float* grad, float grad_factor, const kernels::LambHyper& hyper,
+                 const std::function<void(double*, size_t)>& sum_across_ranks);
+
+  OptimizerSpec spec_;
+  size_t numel_;
+  std::vector<Segment> segments_;
+  size_t num_tensors_;
+  Buffer<float> state_a_;  // exp_avg / momentum / sum
+  Buffer<float> state_b_;  // exp_avg_sq (Adam, LAMB)
+  int64_t steps_ = 0;
+};
+
+}  // namespace dsx::zero

@@ -1,0 +1,60 @@
+// Everything ZeRO needs to know from the ds_config (zero_optimization, fp16/bf16, gradient
+// clipping and averaging, communication_data_type, the optimizer), already resolved by
+// engine/config: ZeRO never reads JSON.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+
+#include "kernels/dtype.h"
+#include "zero/loss_scaler.h"
+#include "zero/partition_optimizer.h"
+
+namespace dsx::zero {
+
+struct ZeroOptions {
+  int stage = 0;
+  bool overlap_comm = false;
+  bool reduce_scatter = true;
+  bool contiguous_gradients = true;
+  size_t reduce_bucket_size = 500000000;     // elements
+  size_t allgather_bucket_size = 500000000;  // elements
+  // stage 3
+  size_t prefetch_bucket_size = 50000000;
+  size_t param_persistence_threshold = 100000;
+  size_t max_live_parameters = 1000000000;
+  size_t max_reuse_distance = 1000000000;
+  // gradient averaging (ref/zero_and_kernels.md §1.9)
+  kernels::DType comm_dtype = kernels::DType::F32;
+  double gradient_predivide_factor = 1.0;
+  bool prescale_gradients = false;
+  double gradient_clipping = 0.0;  // <= 0: off
+  // mixed precision
+  LossScalerConfig loss_scaler;  // dynamic=false, static_scale=1: bf16 / fp32
+  bool check_overflow = false;   // skip the step when a gradient is Inf/NaN (fp16; bf16 optional)
+  OptimizerSpec optimizer;
+  std::chrono::milliseconds comm_timeout = std::chrono::minutes(5);
+};
+
+// What one optimizer step did.
+struct StepResult {
+  bool applied = false;     // false: skipped for an Inf/NaN gradient
+  double grad_norm = 0.0;   // global L2 norm of the unscaled gradients (before clipping)
+  double loss_scale = 1.0;  // the scale backward used for this step
+  double clip_coefficient = 1.0;
+};
+
+// Communication of the gradient reductions, and how much of it ran while backward went on.
+struct CommTiming {
+  double busy_seconds = 0.0;     // time the reductions were in flight, overlaps merged
+  double exposed_seconds = 0.0;  // time the engine stood waiting for them
+  size_t bytes = 0;              // bytes handed to collectives
+  size_t operations = 0;
+  double hidden_fraction() const {
+    if (busy_seconds <= 0.0) return 0.0;
+    double f = 1.0 - exposed_seconds / busy_seconds;
+    return f < 0.0 ? 0.0 : (f > 1.0 ? 1.0 : f);
+  }
+};
+
+}  // namespace dsx::zero
