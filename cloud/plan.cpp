@@ -90,6 +90,14 @@ std::string trim(std::string s) {
   return begin == std::string::npos ? "" : s.substr(begin);
 }
 
+// Where each tool a plan runs comes from, for the message when it is missing.
+std::string package_of(const std::string& tool) {
+  if (tool == "aws") return "the AWS CLI (Debian package awscli)";
+  if (tool == "gcloud") return "the Google Cloud CLI (cloud.google.com/sdk)";
+  if (tool == "ssh-keygen") return "OpenSSH (Debian package openssh-client)";
+  return tool;
+}
+
 struct RunResult {
   int exit_code = -1;
   std::string out;
@@ -258,10 +266,8 @@ Vars execute_plan(const Plan& plan, std::ostream& log, Vars vars) {
     auto argv = resolve_argv(step, vars, lists);
     auto result = run_argv(argv, !step.capture.empty() || step.quiet, step.timeout_s);
     if (result.exit_code == 127) {
-      throw Error(ErrorKind::Unsupported, "'" + argv[0] + "' was not found on PATH: install it (" +
-                                              (argv[0] == "aws" ? "Debian package awscli"
-                                                                : "the Google Cloud CLI") +
-                                              ") or use --dry-run to print the commands");
+      throw Error(ErrorKind::Unsupported, "'" + argv[0] + "' was not found on PATH: install " +
+                                              package_of(argv[0]) + " (or use --dry-run to print the commands)");
     }
     if (result.exit_code != 0) {
       if (step.may_fail) {
