@@ -1,0 +1,70 @@
+// Training throughput of the CPU GPT-2: forward + backward + AdamW steps on random tokens,
+// median step time over --steps after --warmup. Prints one JSON line for run_gpt2_cpu.sh, which
+// puts it beside transformers' GPT2LMHeadModel (eager and torch.compile) measured in the same run.
+// AdamW is the fused CPU kernel of kernels/optimizers.h, one call per parameter tensor (decay on
+// matrices only, as the engine does).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include <omp.h>
+
+#include "kernels/optimizers.h"
+#include "models/gpt2/gpt2_cpu.h"
+#include "models/local_params.h"
+#include "tools/cli.h"
+
+using namespace dsx::models;
+
+int main(int argc, char** argv) try {
+  namespace po = boost::program_options;
+  po::options_description options("bench_gpt2_cpu");
+  options.add_options()
+      ("preset", po::value<std::string>()->default_value("gpt2-bench"), "GPT-2 preset")
+      ("batch", po::value<int>()->default_value(4), "B")
+      ("seq", po::value<int>()->default_value(256), "T")
+      ("warmup", po::value<int>()->default_value(2), "untimed steps")
+      ("steps", po::value<int>()->default_value(5), "timed steps")
+      ("checkpointing", po::bool_switch(), "activation checkpointing");
+  auto args = dsx::tools::parse_args(argc, argv, "bench_gpt2_cpu [options]", options);
+  if (args.help) return 0;
+  const auto& v = args.vars;
+  const int B = v["batch"].as<int>(), T = v["seq"].as<int>();
+  auto config = gpt2_preset(v["preset"].as<std::string>());
+  GPT2Cpu<float> model(config, B, T, v["checkpointing"].as<bool>());
+  LocalParams<float> p(model);
+  model.init_params(p.params(), 1);
+  std::vector<float> m(p.size(), 0.0f), s(p.size(), 0.0f);
+  std::mt19937_64 rng(2);
+  std::vector<int32_t> x(B * T), y(B * T);
+  for (auto& t : x) t = static_cast<int32_t>(rng() % config.vocab_size);
+  for (auto& t : y) t = static_cast<int32_t>(rng() % config.vocab_size);
+  dsx::kernels::AdamHyper decay{3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, true, true}, no_decay = decay;
+  no_decay.weight_decay = 0.0f;
+
+  std::vector<double> times;
+  float loss = 0;
+  const int warmup = v["warmup"].as<int>(), steps = v["steps"].as<int>();
+  for (int step = 1; step <= warmup + steps; ++step) {
+    auto t0 = std::chrono::steady_clock::now();
+    loss = model.forward(x.data(), y.data(), B, T, p);
+    p.zero_grads();
+    model.backward(p, p, 1.0f);
+    for (const auto& spec : model.params())
+      dsx::kernels::adam_step(spec.decay ? decay : no_decay, step, 1.0f, p.params() + spec.offset,
+                              p.grads() + spec.offset, m.data() + spec.offset, s.data() + spec.offset, spec.numel);
+    double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (step > warmup) times.push_back(dt);
+  }
+  std::sort(times.begin(), times.end());
+  double median = times[times.size() / 2];
+  std::printf("{\"impl\": \"dsx\", \"threads\": %d, \"params\": %zu, \"step_s\": %.4f, \"tokens_per_s\": %.1f, "
+              "\"loss\": %.4f}\n",
+              omp_get_max_threads(), model.num_params(), median, B * T / median, loss);
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "bench_gpt2_cpu: %s\n", e.what());
+  return 1;
+}

@@ -1,0 +1,373 @@
+// GPT-2 layer kernels on the GPU (see gpt2_layers.h); matmuls are in gpt2_matmul.cu.
+#include <cuda_bf16.h>
+
+#include <cfloat>
+
+#include "kernels/cuda/gpt2_layers.h"
+#include "kernels/cuda/gpt2_types.cuh"
+#include "kernels/cuda/launch.cuh"
+#include "kernels/gpt2_math.h"
+
+namespace dsx::kernels::cuda {
+
+namespace {
+
+constexpr int kWarp = 32;
+constexpr int kWarpsPerBlock = 8;
+
+__device__ float warp_sum(float v) {
+  for (int o = kWarp / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ float warp_max(float v) {
+  for (int o = kWarp / 2; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+// Sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the result.
+__device__ float block_sum(float v, float* shared) {
+  v = warp_sum(v);
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, warps = blockDim.x / kWarp;
+  __syncthreads();
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  v = lane < warps ? shared[lane] : 0.0f;
+  return warp_sum(v);
+}
+__device__ float block_max(float v, float* shared) {
+  v = warp_max(v);
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, warps = blockDim.x / kWarp;
+  __syncthreads();
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  v = lane < warps ? shared[lane] : -FLT_MAX;
+  return warp_max(v);
+}
+
+unsigned warp_blocks(size_t rows) { return static_cast<unsigned>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock); }
+
+template <class T>
+__global__ void encoder_forward_kernel(T* out, const int32_t* tokens, const T* wte, const T* wpe, int Tn, int C,
+                                       size_t n) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    size_t row = i / C;
+    int c = static_cast<int>(i % C), t = static_cast<int>(row % Tn);
+    out[i] = from_f<T>(to_f(wte[size_t(tokens[row]) * C + c]) + to_f(wpe[size_t(t) * C + c]));
+  }
+}
+
+template <class T>
+__global__ void encoder_backward_kernel(T* dwte, T* dwpe, const T* dout, const int32_t* tokens, int Tn, int C,
+                                        size_t n) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    size_t row = i / C;
+    int c = static_cast<int>(i % C), t = static_cast<int>(row % Tn);
+    float d = to_f(dout[i]);
+    atomic_add(dwte + size_t(tokens[row]) * C + c, d);
+    atomic_add(dwpe + size_t(t) * C + c, d);
+  }
+}
+
+// One warp per row.
+template <class T>
+__global__ void layernorm_forward_kernel(T* out, float* mean, float* rstd, const T* inp, const T* weight,
+                                         const T* bias, size_t N, int C) {
+  size_t row = blockIdx.x * size_t(kWarpsPerBlock) + threadIdx.x / kWarp;
+  int lane = threadIdx.x % kWarp;
+  if (row >= N) return;
+  const T* x = inp + row * C;
+  float s = 0;
+  for (int i = lane; i < C; i += kWarp) s += to_f(x[i]);
+  float m = warp_sum(s) / C;
+  float v = 0;
+  for (int i = lane; i < C; i += kWarp) v += (to_f(x[i]) - m) * (to_f(x[i]) - m);
+  float r = rsqrtf(warp_sum(v) / C + float(gpt2::kLayerNormEps));
+  for (int i = lane; i < C; i += kWarp)
+    out[row * C + i] = from_f<T>((to_f(x[i]) - m) * r * to_f(weight[i]) + to_f(bias[i]));
+  if (lane == 0) mean[row] = m, rstd[row] = r;
+}
+
+template <class T>
+__global__ void layernorm_backward_kernel(T* dinp, float* dweight_acc, float* dbias_acc, const T* dout,
+                                          const T* inp, const T* weight, const float* mean, const float* rstd,
+                                          size_t N, int C) {
+  size_t row = blockIdx.x * size_t(kWarpsPerBlock) + threadIdx.x / kWarp;
+  int lane = threadIdx.x % kWarp;
+  if (row >= N) return;
+  const T* x = inp + row * C;
+  const T* g = dout + row * C;
+  float m = mean[row], r = rstd[row];
+  float g_mean = 0, g_xhat_mean = 0;
+  for (int i = lane; i < C; i += kWarp) {
+    float xhat = (to_f(x[i]) - m) * r, gx = to_f(g[i]) * to_f(weight[i]);
+    g_mean += gx;
+    g_xhat_mean += gx * xhat;
+    atomicAdd(dweight_acc + i, to_f(g[i]) * xhat);
+    atomicAdd(dbias_acc + i, to_f(g[i]));
+  }
+  g_mean = warp_sum(g_mean) / C;
+  g_xhat_mean = warp_sum(g_xhat_mean) / C;
+  for (int i = lane; i < C; i += kWarp) {
+    float xhat = (to_f(x[i]) - m) * r;
+    float d = (to_f(g[i]) * to_f(weight[i]) - g_mean - xhat * g_xhat_mean) * r;
+    dinp[row * C + i] = from_f<T>(to_f(dinp[row * C + i]) + d);
+  }
+}
+
+template <class T>
+__global__ void add_into_kernel(T* dst, const float* src, int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    dst[i] = from_f<T>(to_f(dst[i]) + src[i]);
+}
+
+// One warp per (b, h, query t): scores in att's row, softmax, then the weighted sum of values.
+template <class T>
+__global__ void attention_forward_kernel(T* out, float* att, const T* qkv, int B, int Tn, int C, int NH) {
+  size_t w = blockIdx.x * size_t(kWarpsPerBlock) + threadIdx.x / kWarp;
+  int lane = threadIdx.x % kWarp;
+  if (w >= size_t(B) * NH * Tn) return;
+  const int t = static_cast<int>(w % Tn), h = static_cast<int>((w / Tn) % NH), b = static_cast<int>(w / Tn / NH);
+  const int hs = C / NH;
+  const size_t C3 = 3 * size_t(C);
+  const float scale = rsqrtf(float(hs));
+  const T* q = qkv + (size_t(b) * Tn + t) * C3 + h * hs;
+  float* a = att + w * Tn;
+  float maxv = -FLT_MAX;
+  for (int t2 = lane; t2 <= t; t2 += kWarp) {
+    const T* k = qkv + (size_t(b) * Tn + t2) * C3 + C + h * hs;
+    float dot = 0;
+    for (int i = 0; i < hs; ++i) dot += to_f(q[i]) * to_f(k[i]);
+    a[t2] = dot * scale;
+    maxv = fmaxf(maxv, a[t2]);
+  }
+  maxv = warp_max(maxv);
+  float sum = 0;
+  for (int t2 = lane; t2 <= t; t2 += kWarp) {
+    a[t2] = expf(a[t2] - maxv);
+    sum += a[t2];
+  }
+  float inv = 1.0f / warp_sum(sum);
+  for (int t2 = lane; t2 <= t; t2 += kWarp) a[t2] *= inv;
+  __syncwarp();
+  for (int i = lane; i < hs; i += kWarp) {
+    float o = 0;
+    for (int t2 = 0; t2 <= t; ++t2) o += a[t2] * to_f(qkv[(size_t(b) * Tn + t2) * C3 + 2 * C + h * hs + i]);
+    out[(size_t(b) * Tn + t) * C + h * hs + i] = from_f<T>(o);
+  }
+}
+
+// Backward, step 1, one warp per query row: dpre = a * (datt - sum(a * datt)) * scale, and dq.
+template <class T>
+__global__ void attention_backward_query_kernel(T* dqkv, float* dpre, const T* dout, const T* qkv, const float* att,
+                                                int B, int Tn, int C, int NH) {
+  size_t w = blockIdx.x * size_t(kWarpsPerBlock) + threadIdx.x / kWarp;
+  int lane = threadIdx.x % kWarp;
+  if (w >= size_t(B) * NH * Tn) return;
+  const int t = static_cast<int>(w % Tn), h = static_cast<int>((w / Tn) % NH), b = static_cast<int>(w / Tn / NH);
+  const int hs = C / NH;
+  const size_t C3 = 3 * size_t(C);
+  const float scale = rsqrtf(float(hs));
+  const T* g = dout + (size_t(b) * Tn + t) * C + h * hs;
+  const float* a = att + w * Tn;
+  float* dp = dpre + w * Tn;
+  float rowdot = 0;
+  for (int t2 = lane; t2 <= t; t2 += kWarp) {
+    const T* v = qkv + (size_t(b) * Tn + t2) * C3 + 2 * C + h * hs;
+    float d = 0;
+    for (int i = 0; i < hs; ++i) d += to_f(g[i]) * to_f(v[i]);
+    dp[t2] = d;
+    rowdot += d * a[t2];
+  }
+  rowdot = warp_sum(rowdot);
+  for (int t2 = lane; t2 <= t; t2 += kWarp) dp[t2] = a[t2] * (dp[t2] - rowdot) * scale;
+  __syncwarp();
+  for (int i = lane; i < hs; i += kWarp) {
+    float dq = 0;
+    for (int t2 = 0; t2 <= t; ++t2) dq += dp[t2] * to_f(qkv[(size_t(b) * Tn + t2) * C3 + C + h * hs + i]);
+    dqkv[(size_t(b) * Tn + t) * C3 + h * hs + i] = from_f<T>(dq);
+  }
+}
+
+// Backward, step 2, one warp per key row t2: dk and dv sum over the queries t >= t2 (no atomics).
+template <class T>
+__global__ void attention_backward_key_kernel(T* dqkv, const float* dpre, const T* dout, const T* qkv,
+                                              const float* att, int B, int Tn, int C, int NH) {
+  size_t w = blockIdx.x * size_t(kWarpsPerBlock) + threadIdx.x / kWarp;
+  int lane = threadIdx.x % kWarp;
+  if (w >= size_t(B) * NH * Tn) return;
+  const int t2 = static_cast<int>(w % Tn), h = static_cast<int>((w / Tn) % NH), b = static_cast<int>(w / Tn / NH);
+  const int hs = C / NH;
+  const size_t C3 = 3 * size_t(C);
+  const size_t head = (size_t(b) * NH + h) * Tn;  // first row of this (b, h) in att and dpre
+  for (int i = lane; i < hs; i += kWarp) {
+    float dk = 0, dv = 0;
+    for (int t = t2; t < Tn; ++t) {
+      dk += dpre[(head + t) * Tn + t2] * to_f(qkv[(size_t(b) * Tn + t) * C3 + h * hs + i]);
+      dv += att[(head + t) * Tn + t2] * to_f(dout[(size_t(b) * Tn + t) * C + h * hs + i]);
+    }
+    dqkv[(size_t(b) * Tn + t2) * C3 + C + h * hs + i] = from_f<T>(dk);
+    dqkv[(size_t(b) * Tn + t2) * C3 + 2 * C + h * hs + i] = from_f<T>(dv);
+  }
+}
+
+template <class T>
+__global__ void gelu_forward_kernel(T* out, const T* inp, size_t n) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    out[i] = from_f<T>(gpt2::gelu_tanh(to_f(inp[i])));
+}
+
+template <class T>
+__global__ void gelu_backward_kernel(T* dinp, const T* inp, const T* dout, size_t n) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    dinp[i] = from_f<T>(gpt2::gelu_tanh_grad(to_f(inp[i])) * to_f(dout[i]));
+}
+
+template <class T>
+__global__ void residual_forward_kernel(T* out, const T* a, const T* b, size_t n) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    out[i] = from_f<T>(to_f(a[i]) + to_f(b[i]));
+}
+
+// One block per row.
+template <class T>
+__global__ void crossentropy_forward_kernel(float* losses, float* lse, const T* logits, const int32_t* targets,
+                                            int V, int Vp) {
+  __shared__ float shared[kWarp];
+  const T* z = logits + size_t(blockIdx.x) * Vp;
+  float m = -FLT_MAX;
+  for (int i = threadIdx.x; i < V; i += blockDim.x) m = fmaxf(m, to_f(z[i]));
+  m = block_max(m, shared);
+  float s = 0;
+  for (int i = threadIdx.x; i < V; i += blockDim.x) s += expf(to_f(z[i]) - m);
+  s = block_sum(s, shared);
+  if (threadIdx.x == 0) {
+    float l = m + logf(s);
+    int32_t y = targets[blockIdx.x];
+    lse[blockIdx.x] = l;
+    losses[blockIdx.x] = y >= 0 ? l - to_f(z[y]) : 0.0f;
+  }
+}
+
+template <class T>
+__global__ void crossentropy_backward_kernel(T* z_to_dz, const float* lse, const int32_t* targets, float dloss,
+                                             int V, int Vp) {
+  T* z = z_to_dz + size_t(blockIdx.x) * Vp;
+  int32_t y = targets[blockIdx.x];
+  float l = lse[blockIdx.x];
+  for (int i = threadIdx.x; i < Vp; i += blockDim.x) {
+    float d = 0.0f;
+    if (y >= 0 && i < V) d = (expf(to_f(z[i]) - l) - (i == y ? 1.0f : 0.0f)) * dloss;
+    z[i] = from_f<T>(d);
+  }
+}
+
+}  // namespace
+
+template <class T>
+void gpt2_encoder_forward(T* out, const int32_t* tokens, const T* wte, const T* wpe, int B, int Tn, int C,
+                          cudaStream_t stream) {
+  size_t n = size_t(B) * Tn * C;
+  encoder_forward_kernel<<<grid_for(n), kBlock, 0, stream>>>(out, tokens, wte, wpe, Tn, C, n);
+  check_launch("gpt2_encoder_forward");
+}
+
+template <class T>
+void gpt2_encoder_backward(T* dwte, T* dwpe, const T* dout, const int32_t* tokens, int B, int Tn, int C,
+                           cudaStream_t stream) {
+  size_t n = size_t(B) * Tn * C;
+  encoder_backward_kernel<<<grid_for(n), kBlock, 0, stream>>>(dwte, dwpe, dout, tokens, Tn, C, n);
+  check_launch("gpt2_encoder_backward");
+}
+
+template <class T>
+void gpt2_layernorm_forward(T* out, float* mean, float* rstd, const T* inp, const T* weight, const T* bias,
+                            size_t N, int C, cudaStream_t stream) {
+  layernorm_forward_kernel<<<warp_blocks(N), kWarpsPerBlock * kWarp, 0, stream>>>(out, mean, rstd, inp, weight,
+                                                                                   bias, N, C);
+  check_launch("gpt2_layernorm_forward");
+}
+
+template <class T>
+void gpt2_layernorm_backward(T* dinp, T* dweight, T* dbias, float* scratch, const T* dout, const T* inp,
+                             const T* weight, const float* mean, const float* rstd, size_t N, int C,
+                             cudaStream_t stream) {
+  cudaMemsetAsync(scratch, 0, 2 * size_t(C) * sizeof(float), stream);
+  layernorm_backward_kernel<<<warp_blocks(N), kWarpsPerBlock * kWarp, 0, stream>>>(
+      dinp, scratch, scratch + C, dout, inp, weight, mean, rstd, N, C);
+  add_into_kernel<<<grid_for(C), kBlock, 0, stream>>>(dweight, scratch, C);
+  add_into_kernel<<<grid_for(C), kBlock, 0, stream>>>(dbias, scratch + C, C);
+  check_launch("gpt2_layernorm_backward");
+}
+
+template <class T>
+void gpt2_attention_forward(T* out, float* att, const T* qkv, int B, int Tn, int C, int NH, cudaStream_t stream) {
+  size_t rows = size_t(B) * NH * Tn;
+  attention_forward_kernel<<<warp_blocks(rows), kWarpsPerBlock * kWarp, 0, stream>>>(out, att, qkv, B, Tn, C, NH);
+  check_launch("gpt2_attention_forward");
+}
+
+template <class T>
+void gpt2_attention_backward(T* dqkv, float* dpre, const T* dout, const T* qkv, const float* att, int B, int Tn,
+                             int C, int NH, cudaStream_t stream) {
+  size_t rows = size_t(B) * NH * Tn;
+  attention_backward_query_kernel<<<warp_blocks(rows), kWarpsPerBlock * kWarp, 0, stream>>>(dqkv, dpre, dout, qkv,
+                                                                                             att, B, Tn, C, NH);
+  attention_backward_key_kernel<<<warp_blocks(rows), kWarpsPerBlock * kWarp, 0, stream>>>(dqkv, dpre, dout, qkv, att,
+                                                                                           B, Tn, C, NH);
+  check_launch("gpt2_attention_backward");
+}
+
+template <class T>
+void gpt2_gelu_forward(T* out, const T* inp, size_t n, cudaStream_t stream) {
+  gelu_forward_kernel<<<grid_for(n), kBlock, 0, stream>>>(out, inp, n);
+  check_launch("gpt2_gelu_forward");
+}
+
+template <class T>
+void gpt2_gelu_backward(T* dinp, const T* inp, const T* dout, size_t n, cudaStream_t stream) {
+  gelu_backward_kernel<<<grid_for(n), kBlock, 0, stream>>>(dinp, inp, dout, n);
+  check_launch("gpt2_gelu_backward");
+}
+
+template <class T>
+void gpt2_residual_forward(T* out, const T* a, const T* b, size_t n, cudaStream_t stream) {
+  residual_forward_kernel<<<grid_for(n), kBlock, 0, stream>>>(out, a, b, n);
+  check_launch("gpt2_residual_forward");
+}
+
+template <class T>
+void gpt2_crossentropy_forward(float* losses, float* lse, const T* logits, const int32_t* targets, size_t N, int V,
+                               int Vp, cudaStream_t stream) {
+  crossentropy_forward_kernel<<<static_cast<unsigned>(N), 512, 0, stream>>>(losses, lse, logits, targets, V, Vp);
+  check_launch("gpt2_crossentropy_forward");
+}
+
+template <class T>
+void gpt2_crossentropy_backward(T* logits_to_dlogits, const float* lse, const int32_t* targets, float dloss,
+                                size_t N, int V, int Vp, cudaStream_t stream) {
+  crossentropy_backward_kernel<<<static_cast<unsigned>(N), 512, 0, stream>>>(logits_to_dlogits, lse, targets, dloss,
+                                                                              V, Vp);
+  check_launch("gpt2_crossentropy_backward");
+}
+
+#define DSX_GPT2_CUDA_INSTANTIATE(T)                                                                              \
+  template void gpt2_encoder_forward<T>(T*, const int32_t*, const T*, const T*, int, int, int, cudaStream_t);     \
+  template void gpt2_encoder_backward<T>(T*, T*, const T*, const int32_t*, int, int, int, cudaStream_t);          \
+  template void gpt2_layernorm_forward<T>(T*, float*, float*, const T*, const T*, const T*, size_t, int,          \
+                                          cudaStream_t);                                                          \
+  template void gpt2_layernorm_backward<T>(T*, T*, T*, float*, const T*, const T*, const T*, const float*,        \
+                                           const float*, size_t, int, cudaStream_t);                              \
+  template void gpt2_attention_forward<T>(T*, float*, const T*, int, int, int, int, cudaStream_t);                \
+  template void gpt2_attention_backward<T>(T*, float*, const T*, const T*, const float*, int, int, int, int,      \
+                                           cudaStream_t);                                                         \
+  template void gpt2_gelu_forward<T>(T*, const T*, size_t, cudaStream_t);                                         \
+  template void gpt2_gelu_backward<T>(T*, const T*, const T*, size_t, cudaStream_t);                              \
+  template void gpt2_residual_forward<T>(T*, const T*, const T*, size_t, cudaStream_t);                           \
+  template void gpt2_crossentropy_forward<T>(float*, float*, const T*, const int32_t*, size_t, int, int,          \
+                                             cudaStream_t);                                                       \
+  template void gpt2_crossentropy_backward<T>(T*, const float*, const int32_t*, float, size_t, int, int,          \
+                                              cudaStream_t);
+
+DSX_GPT2_CUDA_INSTANTIATE(float)
+DSX_GPT2_CUDA_INSTANTIATE(__nv_bfloat16)
+
+}  // namespace dsx::kernels::cuda

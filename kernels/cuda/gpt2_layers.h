@@ -1,0 +1,77 @@
+// GPT-2 layers on the GPU: the CUDA twins of kernels/cpu/gpt2_layers.h, same names, argument
+// order (outputs, inputs, sizes) and element formulas (kernels/gpt2_math.h), plus a stream.
+// T is the storage type of parameters, activations and gradients: float or __nv_bfloat16; all
+// arithmetic is fp32. Pointers are device memory. Same accumulate/overwrite conventions as the
+// CPU layers: parameter gradients +=, activation gradients =, layernorm's dinp +=.
+// Attention is dsx's own kernel (softmax probabilities kept, O(T^2) memory per layer); the
+// backward kernels use no atomics except for the embedding and LayerNorm parameter gradients.
+// C++17: included by .cu files.
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace dsx::kernels::cuda {
+
+template <class T>
+void gpt2_encoder_forward(T* out, const int32_t* tokens, const T* wte, const T* wpe, int B, int Tn, int C,
+                          cudaStream_t stream);
+template <class T>
+void gpt2_encoder_backward(T* dwte, T* dwpe, const T* dout, const int32_t* tokens, int B, int Tn, int C,
+                           cudaStream_t stream);
+
+// mean and rstd are fp32 (N each).
+template <class T>
+void gpt2_layernorm_forward(T* out, float* mean, float* rstd, const T* inp, const T* weight, const T* bias,
+                            size_t N, int C, cudaStream_t stream);
+// scratch: 2*C floats of device memory (the dweight/dbias sums before they are added to T).
+template <class T>
+void gpt2_layernorm_backward(T* dinp, T* dweight, T* dbias, float* scratch, const T* dout, const T* inp,
+                             const T* weight, const float* mean, const float* rstd, size_t N, int C,
+                             cudaStream_t stream);
+
+// cuBLASLt matmuls: out (N, OC) = inp (N, C) @ weight^T + bias, bias fused into the epilogue.
+// `workspace` is the GPT2Blas workspace.
+struct GPT2Blas {
+  cublasLtHandle_t handle = nullptr;
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+};
+GPT2Blas gpt2_blas_create();  // throws dsx::Error
+void gpt2_blas_destroy(GPT2Blas& blas);
+
+template <class T>
+void gpt2_matmul_forward(const GPT2Blas& blas, T* out, const T* inp, const T* weight, const T* bias, size_t N,
+                         int C, int OC, cudaStream_t stream);
+// dinp = dout @ weight; dweight += dout^T @ inp; dbias += column sums (dbias may be null).
+template <class T>
+void gpt2_matmul_backward(const GPT2Blas& blas, T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
+                          const T* weight, size_t N, int C, int OC, cudaStream_t stream);
+
+// att: fp32 (B, NH, T, T) softmax probabilities. dpre: fp32 scratch of the same size.
+template <class T>
+void gpt2_attention_forward(T* out, float* att, const T* qkv, int B, int Tn, int C, int NH, cudaStream_t stream);
+template <class T>
+void gpt2_attention_backward(T* dqkv, float* dpre, const T* dout, const T* qkv, const float* att, int B, int Tn,
+                             int C, int NH, cudaStream_t stream);
+
+template <class T>
+void gpt2_gelu_forward(T* out, const T* inp, size_t n, cudaStream_t stream);
+template <class T>
+void gpt2_gelu_backward(T* dinp, const T* inp, const T* dout, size_t n, cudaStream_t stream);
+template <class T>
+void gpt2_residual_forward(T* out, const T* a, const T* b, size_t n, cudaStream_t stream);
+
+// Fused classifier. Forward: per row fp32 loss and log-sum-exp over the first V of Vp logits
+// (targets < 0 ignored, loss 0). Backward: logits become (softmax - onehot) * dloss in place.
+template <class T>
+void gpt2_crossentropy_forward(float* losses, float* lse, const T* logits, const int32_t* targets, size_t N, int V,
+                               int Vp, cudaStream_t stream);
+template <class T>
+void gpt2_crossentropy_backward(T* logits_to_dlogits, const float* lse, const int32_t* targets, float dloss,
+                                size_t N, int V, int Vp, cudaStream_t stream);
+
+}  // namespace dsx::kernels::cuda

@@ -1,0 +1,21 @@
+// Storage types of the GPT-2 CUDA kernels (internal): fp32 arithmetic on float or bf16 storage.
+#pragma once
+
+#include <cuda_bf16.h>
+
+namespace dsx::kernels::cuda {
+
+__device__ __forceinline__ float to_f(float x) { return x; }
+__device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+template <class T>
+__device__ __forceinline__ T from_f(float x);
+template <>
+__device__ __forceinline__ float from_f<float>(float x) { return x; }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) { return __float2bfloat16(x); }  // RNE
+
+__device__ __forceinline__ void atomic_add(float* p, float v) { atomicAdd(p, v); }
+__device__ __forceinline__ void atomic_add(__nv_bfloat16* p, float v) { atomicAdd(p, __float2bfloat16(v)); }
+
+}  // namespace dsx::kernels::cuda

@@ -1,0 +1,285 @@
+// GPT-2 forward and backward on one GPU (see gpt2_cuda.h). The layer sequence is GPT2Cpu's.
+#include "models/gpt2/gpt2_cuda.h"
+
+#include <cstring>
+#include <string>
+
+#include "dsx/error.h"
+#include "models/gpt2/gpt2_cpu.h"
+
+namespace dsx::models {
+
+namespace kc = dsx::kernels::cuda;
+
+namespace {
+
+void cuda_check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess)
+    throw Error(ErrorKind::Internal, std::string("GPT-2 CUDA: ") + what + ": " + cudaGetErrorString(e) +
+                                         "; check that a GPU is visible and has enough free memory");
+}
+
+}  // namespace
+
+template <class T>
+DeviceArray<T>::DeviceArray(size_t n) : size_(n) {
+  if (n) cuda_check(cudaMalloc(reinterpret_cast<void**>(&data_), n * sizeof(T)), "cudaMalloc");
+}
+
+template <class T>
+DeviceArray<T>::~DeviceArray() {
+  if (data_) cudaFree(data_);
+}
+
+template <class T>
+DeviceArray<T>& DeviceArray<T>::operator=(DeviceArray&& o) noexcept {
+  if (this != &o) {
+    if (data_) cudaFree(data_);
+    data_ = o.data_, size_ = o.size_;
+    o.data_ = nullptr, o.size_ = 0;
+  }
+  return *this;
+}
+
+template <class T>
+void upload_as(T* device, const float* host, size_t n) {
+  if constexpr (sizeof(T) == 4) {
+    cuda_check(cudaMemcpy(device, host, n * 4, cudaMemcpyHostToDevice), "upload");
+  } else {
+    std::vector<uint16_t> bits(n);
+    for (size_t i = 0; i < n; ++i) bits[i] = kernels::float_to_bf16(host[i]);
+    cuda_check(cudaMemcpy(device, bits.data(), n * 2, cudaMemcpyHostToDevice), "upload");
+  }
+}
+
+template <class T>
+void download_as(float* host, const T* device, size_t n) {
+  if constexpr (sizeof(T) == 4) {
+    cuda_check(cudaMemcpy(host, device, n * 4, cudaMemcpyDeviceToHost), "download");
+  } else {
+    std::vector<uint16_t> bits(n);
+    cuda_check(cudaMemcpy(bits.data(), device, n * 2, cudaMemcpyDeviceToHost), "download");
+    for (size_t i = 0; i < n; ++i) host[i] = kernels::bf16_to_float(bits[i]);
+  }
+}
+
+template <class T>
+GPT2Cuda<T>::GPT2Cuda(const GPT2Config& config, int max_batch, int max_seq, bool activation_checkpointing)
+    : config_(config), specs_(gpt2_param_specs(config)), max_batch_(max_batch), max_seq_(max_seq),
+      checkpointing_(activation_checkpointing) {
+  if (max_batch < 1 || max_seq < 1 || max_seq > config.max_seq_len)
+    throw Error(ErrorKind::Config, "GPT-2: sequence " + std::to_string(max_seq) + " must be in [1, " +
+                                       std::to_string(config.max_seq_len) + "] and the batch positive");
+  for (const auto& s : specs_) num_params_ += s.numel;
+  cuda_check(cudaStreamCreate(&stream_), "cudaStreamCreate");
+  blas_ = kc::gpt2_blas_create();
+  const size_t L = config.num_layers, C = config.channels, NH = config.num_heads;
+  const size_t N = size_t(max_batch) * max_seq, att = size_t(max_batch) * NH * max_seq * max_seq;
+  for (size_t l = 0; l <= L; ++l) residual_.emplace_back(N * C);
+  blocks_.resize(checkpointing_ ? 1 : L);
+  for (auto& a : blocks_) {
+    a.ln1 = DeviceArray<T>(N * C), a.qkv = DeviceArray<T>(N * 3 * C), a.atty = DeviceArray<T>(N * C);
+    a.res2 = DeviceArray<T>(N * C), a.ln2 = DeviceArray<T>(N * C), a.fch = DeviceArray<T>(N * 4 * C);
+    a.fch_gelu = DeviceArray<T>(N * 4 * C), a.att = DeviceArray<float>(att);
+    a.ln1_mean = DeviceArray<float>(N), a.ln1_rstd = DeviceArray<float>(N);
+    a.ln2_mean = DeviceArray<float>(N), a.ln2_rstd = DeviceArray<float>(N);
+  }
+  inputs_ = DeviceArray<int32_t>(N), targets_ = DeviceArray<int32_t>(N);
+  lnf_ = DeviceArray<T>(N * C), logits_ = DeviceArray<T>(N * config.padded_vocab_size);
+  tmp_ = DeviceArray<T>(N * C), dres_ = DeviceArray<T>(N * C), dln_ = DeviceArray<T>(N * C);
+  dqkv_ = DeviceArray<T>(N * 3 * C), datty_ = DeviceArray<T>(N * C), dfch_ = DeviceArray<T>(N * 4 * C);
+  lnf_mean_ = DeviceArray<float>(N), lnf_rstd_ = DeviceArray<float>(N), lse_ = DeviceArray<float>(N);
+  losses_ = DeviceArray<float>(N), dpre_ = DeviceArray<float>(att), ln_scratch_ = DeviceArray<float>(2 * C);
+}
+
+template <class T>
+GPT2Cuda<T>::~GPT2Cuda() {
+  kc::gpt2_blas_destroy(blas_);
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+template <class T>
+kernels::DType GPT2Cuda<T>::param_dtype() const {
+  return sizeof(T) == 4 ? kernels::DType::F32 : kernels::DType::BF16;
+}
+
+template <class T>
+void GPT2Cuda<T>::init_params(void* flat, uint64_t seed) const {
+  // The CPU model's initialisation, so both start from the same weights for the same seed.
+  GPT2Cpu<float> reference(config_, 1, 1);
+  if constexpr (sizeof(T) == 4) {
+    reference.init_params(flat, seed);
+  } else {
+    std::vector<float> f(num_params_);
+    reference.init_params(f.data(), seed);
+    auto* out = static_cast<uint16_t*>(flat);
+    for (size_t i = 0; i < f.size(); ++i) out[i] = kernels::float_to_bf16(f[i]);
+  }
+}
+
+template <class T>
+typename GPT2Cuda<T>::BlockParams GPT2Cuda<T>::block_params(ParamAccess& access, int block) const {
+  auto get = [&](GPT2Tensor k) { return static_cast<const T*>(access.param(gpt2_param_index(config_, k, block))); };
+  return {get(kLn1w), get(kLn1b), get(kQkvw), get(kQkvb), get(kAttprojw), get(kAttprojb),
+          get(kLn2w), get(kLn2b), get(kFcw),  get(kFcb),  get(kFcprojw),  get(kFcprojb)};
+}
+
+template <class T>
+typename GPT2Cuda<T>::BlockGrads GPT2Cuda<T>::block_grads(GradSink& sink, int block) const {
+  auto get = [&](GPT2Tensor k) { return static_cast<T*>(sink.grad(gpt2_param_index(config_, k, block))); };
+  return {get(kLn1w), get(kLn1b), get(kQkvw), get(kQkvb), get(kAttprojw), get(kAttprojb),
+          get(kLn2w), get(kLn2b), get(kFcw),  get(kFcb),  get(kFcprojw),  get(kFcprojb)};
+}
+
+template <class T>
+void GPT2Cuda<T>::block_forward(BlockActs& a, T* res_out, const T* res_in, const BlockParams& p) {
+  const size_t N = size_t(B_) * T_;
+  const int C = config_.channels, NH = config_.num_heads;
+  cudaStream_t s = stream_;
+  kc::gpt2_layernorm_forward(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), res_in, p.ln1w, p.ln1b, N, C, s);
+  kc::gpt2_matmul_forward(blas_, a.qkv.data(), a.ln1.data(), p.qkvw, p.qkvb, N, C, 3 * C, s);
+  kc::gpt2_attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), B_, T_, C, NH, s);
+  kc::gpt2_matmul_forward(blas_, tmp_.data(), a.atty.data(), p.attprojw, p.attprojb, N, C, C, s);
+  kc::gpt2_residual_forward(a.res2.data(), res_in, tmp_.data(), N * C, s);
+  kc::gpt2_layernorm_forward(a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.res2.data(), p.ln2w, p.ln2b, N, C, s);
+  kc::gpt2_matmul_forward(blas_, a.fch.data(), a.ln2.data(), p.fcw, p.fcb, N, C, 4 * C, s);
+  kc::gpt2_gelu_forward(a.fch_gelu.data(), a.fch.data(), N * 4 * C, s);
+  kc::gpt2_matmul_forward(blas_, tmp_.data(), a.fch_gelu.data(), p.fcprojw, p.fcprojb, N, 4 * C, C, s);
+  kc::gpt2_residual_forward(res_out, a.res2.data(), tmp_.data(), N * C, s);
+}
+
+template <class T>
+void GPT2Cuda<T>::block_backward(T* dres, BlockActs& a, const T* res_in, const BlockParams& p, const BlockGrads& g) {
+  const size_t N = size_t(B_) * T_;
+  const int C = config_.channels, NH = config_.num_heads;
+  cudaStream_t s = stream_;
+  kc::gpt2_matmul_backward(blas_, dfch_.data(), g.fcprojw, g.fcprojb, dres, a.fch_gelu.data(), p.fcprojw, N, 4 * C, C, s);
+  kc::gpt2_gelu_backward(dfch_.data(), a.fch.data(), dfch_.data(), N * 4 * C, s);
+  kc::gpt2_matmul_backward(blas_, dln_.data(), g.fcw, g.fcb, dfch_.data(), a.ln2.data(), p.fcw, N, C, 4 * C, s);
+  kc::gpt2_layernorm_backward(dres, g.ln2w, g.ln2b, ln_scratch_.data(), dln_.data(), a.res2.data(), p.ln2w,
+                              a.ln2_mean.data(), a.ln2_rstd.data(), N, C, s);
+  kc::gpt2_matmul_backward(blas_, datty_.data(), g.attprojw, g.attprojb, dres, a.atty.data(), p.attprojw, N, C, C, s);
+  kc::gpt2_attention_backward(dqkv_.data(), dpre_.data(), datty_.data(), a.qkv.data(), a.att.data(), B_, T_, C, NH, s);
+  kc::gpt2_matmul_backward(blas_, dln_.data(), g.qkvw, g.qkvb, dqkv_.data(), a.ln1.data(), p.qkvw, N, C, 3 * C, s);
+  kc::gpt2_layernorm_backward(dres, g.ln1w, g.ln1b, ln_scratch_.data(), dln_.data(), res_in, p.ln1w,
+                              a.ln1_mean.data(), a.ln1_rstd.data(), N, C, s);
+}
+
+template <class T>
+float GPT2Cuda<T>::forward(const int32_t* inputs, const int32_t* targets, int B, int Tn, ParamAccess& access) {
+  if (B < 1 || Tn < 1 || B > max_batch_ || Tn > max_seq_)
+    throw Error(ErrorKind::Usage, "GPT-2 forward: batch " + std::to_string(B) + " x " + std::to_string(Tn) +
+                                      " exceeds the model's " + std::to_string(max_batch_) + " x " + std::to_string(max_seq_));
+  const size_t N = size_t(B) * Tn;
+  const int L = config_.num_layers, C = config_.channels, V = config_.vocab_size, Vp = config_.padded_vocab_size;
+  for (size_t i = 0; i < N; ++i)
+    if (inputs[i] < 0 || inputs[i] >= V || (targets && targets[i] >= V))
+      throw Error(ErrorKind::Format, "GPT-2 forward: token at row " + std::to_string(i / Tn) + ", position " +
+                                         std::to_string(i % Tn) + " is outside the vocabulary [0, " + std::to_string(V) + ")");
+  B_ = B, T_ = Tn;
+  has_targets_ = targets != nullptr;
+  cuda_check(cudaMemcpyAsync(inputs_.data(), inputs, N * 4, cudaMemcpyHostToDevice, stream_), "copy inputs");
+  if (has_targets_)
+    cuda_check(cudaMemcpyAsync(targets_.data(), targets, N * 4, cudaMemcpyHostToDevice, stream_), "copy targets");
+
+  access.acquire(0);
+  access.prefetch(1);
+  const T* wte = static_cast<const T*>(access.param(gpt2_param_index(config_, kWte, 0)));
+  const T* wpe = static_cast<const T*>(access.param(gpt2_param_index(config_, kWpe, 0)));
+  kc::gpt2_encoder_forward(residual_[0].data(), inputs_.data(), wte, wpe, B, Tn, C, stream_);
+  for (int l = 0; l < L; ++l) {
+    access.acquire(l + 1);
+    access.prefetch(l + 2);
+    block_forward(acts_of(l), residual_[l + 1].data(), residual_[l].data(), block_params(access, l));
+    access.release(l + 1);
+  }
+  access.acquire(L + 1);
+  const T* lnfw = static_cast<const T*>(access.param(gpt2_param_index(config_, kLnfw, 0)));
+  const T* lnfb = static_cast<const T*>(access.param(gpt2_param_index(config_, kLnfb, 0)));
+  kc::gpt2_layernorm_forward(lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), residual_[L].data(), lnfw, lnfb, N, C,
+                             stream_);
+  kc::gpt2_matmul_forward(blas_, logits_.data(), lnf_.data(), wte, static_cast<const T*>(nullptr), N, C, Vp, stream_);
+  access.release(L + 1);
+  access.release(0);
+
+  counted_ = 0;
+  if (!has_targets_) return 0.0f;
+  kc::gpt2_crossentropy_forward(losses_.data(), lse_.data(), logits_.data(), targets_.data(), N, V, Vp, stream_);
+  std::vector<float> losses(N);
+  cuda_check(cudaMemcpyAsync(losses.data(), losses_.data(), N * 4, cudaMemcpyDeviceToHost, stream_), "copy losses");
+  cuda_check(cudaStreamSynchronize(stream_), "forward");
+  double sum = 0;  // summed on the host in a fixed order: the reported loss is reproducible
+  for (size_t i = 0; i < N; ++i) {
+    sum += losses[i];
+    counted_ += targets[i] >= 0;
+  }
+  return counted_ ? static_cast<float>(sum / counted_) : 0.0f;
+}
+
+template <class T>
+void GPT2Cuda<T>::backward(ParamAccess& access, GradSink& sink, float grad_scale) {
+  if (!has_targets_)
+    throw Error(ErrorKind::Usage, "GPT-2 backward: the last forward had no targets, so there is no loss to differentiate");
+  has_targets_ = false;
+  const size_t N = size_t(B_) * T_;
+  const int L = config_.num_layers, C = config_.channels, V = config_.vocab_size, Vp = config_.padded_vocab_size;
+  cudaStream_t s = stream_;
+  access.acquire(L + 1);
+  access.acquire(0);
+  access.prefetch(L);
+  const T* wte = static_cast<const T*>(access.param(gpt2_param_index(config_, kWte, 0)));
+  T* dwte = static_cast<T*>(sink.grad(gpt2_param_index(config_, kWte, 0)));
+  float dloss = counted_ ? grad_scale / static_cast<float>(counted_) : 0.0f;
+  kc::gpt2_crossentropy_backward(logits_.data(), lse_.data(), targets_.data(), dloss, N, V, Vp, s);
+  kc::gpt2_matmul_backward(blas_, dln_.data(), dwte, static_cast<T*>(nullptr), logits_.data(), lnf_.data(), wte, N, C,
+                           Vp, s);
+  cuda_check(cudaMemsetAsync(dres_.data(), 0, N * C * sizeof(T), s), "memset");
+  kc::gpt2_layernorm_backward(dres_.data(), static_cast<T*>(sink.grad(gpt2_param_index(config_, kLnfw, 0))),
+                              static_cast<T*>(sink.grad(gpt2_param_index(config_, kLnfb, 0))), ln_scratch_.data(),
+                              dln_.data(), residual_[L].data(),
+                              static_cast<const T*>(access.param(gpt2_param_index(config_, kLnfw, 0))),
+                              lnf_mean_.data(), lnf_rstd_.data(), N, C, s);
+  // Gradients are final when the stream has run the kernels that write them.
+  cuda_check(cudaStreamSynchronize(s), "backward");
+  sink.ready(L + 1);
+  access.release(L + 1);
+  for (int l = L - 1; l >= 0; --l) {
+    access.acquire(l + 1);
+    access.prefetch(l);
+    BlockParams p = block_params(access, l);
+    BlockActs& a = acts_of(l);
+    if (checkpointing_) block_forward(a, tmp_.data(), residual_[l].data(), p);
+    block_backward(dres_.data(), a, residual_[l].data(), p, block_grads(sink, l));
+    cuda_check(cudaStreamSynchronize(s), "backward");
+    sink.ready(l + 1);
+    access.release(l + 1);
+  }
+  T* dwpe = static_cast<T*>(sink.grad(gpt2_param_index(config_, kWpe, 0)));
+  kc::gpt2_encoder_backward(dwte, dwpe, dres_.data(), inputs_.data(), B_, T_, C, s);
+  cuda_check(cudaStreamSynchronize(s), "backward");
+  sink.ready(0);
+  access.release(0);
+}
+
+template <class T>
+std::vector<float> GPT2Cuda<T>::logits() const {
+  const size_t N = size_t(B_) * T_;
+  const int V = config_.vocab_size, Vp = config_.padded_vocab_size;
+  std::vector<float> padded(N * Vp), out(N * V);
+  cuda_check(cudaStreamSynchronize(stream_), "logits");
+  download_as(padded.data(), logits_.data(), padded.size());
+  for (size_t r = 0; r < N; ++r) std::memcpy(out.data() + r * V, padded.data() + r * Vp, V * sizeof(float));
+  return out;
+}
+
+template class DeviceArray<float>;
+template class DeviceArray<int32_t>;
+template class DeviceArray<__nv_bfloat16>;
+template void upload_as<float>(float*, const float*, size_t);
+template void upload_as<__nv_bfloat16>(__nv_bfloat16*, const float*, size_t);
+template void download_as<float>(float*, const float*, size_t);
+template void download_as<__nv_bfloat16>(float*, const __nv_bfloat16*, size_t);
+template class GPT2Cuda<float>;
+template class GPT2Cuda<__nv_bfloat16>;
+
+}  // namespace dsx::models

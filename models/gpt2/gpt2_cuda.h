@@ -1,0 +1,101 @@
+// GPT-2 on one GPU: the same model, layer protocol and activation checkpointing as GPT2Cpu, with
+// the CUDA layers of kernels/cuda/gpt2_layers.h on one stream. T is the storage type of
+// parameters, activations and gradients (float or __nv_bfloat16), arithmetic is fp32.
+// ParamAccess/GradSink hand out device pointers. Built only with CUDA (DSX_HAVE_CUDA).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/cuda/gpt2_layers.h"
+#include "models/gpt2/config.h"
+#include "models/model.h"
+
+namespace dsx::models {
+
+// A device allocation of n elements of T, freed on destruction.
+template <class T>
+class DeviceArray {
+ public:
+  DeviceArray() = default;
+  explicit DeviceArray(size_t n);
+  ~DeviceArray();
+  DeviceArray(DeviceArray&& o) noexcept : data_(o.data_), size_(o.size_) { o.data_ = nullptr, o.size_ = 0; }
+  DeviceArray& operator=(DeviceArray&& o) noexcept;
+  DeviceArray(const DeviceArray&) = delete;
+  T* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  T* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// Host fp32 <-> device T (bf16 rounds to nearest even).
+template <class T>
+void upload_as(T* device, const float* host, size_t n);
+template <class T>
+void download_as(float* host, const T* device, size_t n);
+
+template <class T>
+class GPT2Cuda final : public Model {
+ public:
+  GPT2Cuda(const GPT2Config& config, int max_batch, int max_seq, bool activation_checkpointing = false);
+  ~GPT2Cuda() override;
+
+  const std::vector<ParamSpec>& params() const override { return specs_; }
+  size_t num_params() const override { return num_params_; }
+  int num_layers() const override { return config_.num_layers + 2; }
+  kernels::DType param_dtype() const override;
+  bool on_device() const override { return true; }
+  // Writes fp32 values when T is float, bf16 bit patterns when T is bf16 (host memory).
+  void init_params(void* flat, uint64_t seed) const override;
+  float forward(const int32_t* inputs, const int32_t* targets, int B, int Tn, ParamAccess& access) override;
+  void backward(ParamAccess& access, GradSink& sink, float grad_scale) override;
+  std::vector<float> logits() const override;
+  int vocab_size() const override { return config_.vocab_size; }
+  int max_seq_len() const override { return max_seq_; }
+  cudaStream_t stream() const { return stream_; }
+
+ private:
+  struct BlockActs {
+    DeviceArray<T> ln1, qkv, atty, res2, ln2, fch, fch_gelu;
+    DeviceArray<float> ln1_mean, ln1_rstd, ln2_mean, ln2_rstd, att;
+  };
+  struct BlockParams {
+    const T *ln1w, *ln1b, *qkvw, *qkvb, *attprojw, *attprojb, *ln2w, *ln2b, *fcw, *fcb, *fcprojw, *fcprojb;
+  };
+  struct BlockGrads {
+    T *ln1w, *ln1b, *qkvw, *qkvb, *attprojw, *attprojb, *ln2w, *ln2b, *fcw, *fcb, *fcprojw, *fcprojb;
+  };
+  BlockParams block_params(ParamAccess& access, int block) const;
+  BlockGrads block_grads(GradSink& sink, int block) const;
+  BlockActs& acts_of(int block) { return checkpointing_ ? blocks_[0] : blocks_[block]; }
+  void block_forward(BlockActs& a, T* res_out, const T* res_in, const BlockParams& p);
+  void block_backward(T* dres, BlockActs& a, const T* res_in, const BlockParams& p, const BlockGrads& g);
+
+  GPT2Config config_;
+  std::vector<ParamSpec> specs_;
+  size_t num_params_ = 0;
+  int max_batch_, max_seq_;
+  bool checkpointing_;
+  cudaStream_t stream_ = nullptr;
+  kernels::cuda::GPT2Blas blas_{};
+
+  int B_ = 0, T_ = 0;
+  size_t counted_ = 0;
+  bool has_targets_ = false;
+  DeviceArray<int32_t> inputs_, targets_;
+  std::vector<DeviceArray<T>> residual_;
+  std::vector<BlockActs> blocks_;
+  DeviceArray<T> lnf_, logits_, tmp_, dres_, dln_, dqkv_, datty_, dfch_;
+  DeviceArray<float> lnf_mean_, lnf_rstd_, lse_, losses_, dpre_, ln_scratch_;
+};
+
+extern template class GPT2Cuda<float>;
+extern template class GPT2Cuda<__nv_bfloat16>;
+
+}  // namespace dsx::models
