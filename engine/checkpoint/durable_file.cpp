@@ -70,8 +70,10 @@ void make_directories(const std::string& dir) {
                                                     .string()));
 }
 
-DurableFile::DurableFile(std::string path)
-    : path_(std::move(path)), temp_path_(path_ + ".tmp" + std::to_string(::getpid())) {
+DurableFile::DurableFile(std::string path, bool sync_directory)
+    : path_(std::move(path)),
+      temp_path_(path_ + ".tmp" + std::to_string(::getpid())),
+      sync_directory_(sync_directory) {
   fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) throw_io_error("could not create", temp_path_, errno);
 }
@@ -115,7 +117,7 @@ void DurableFile::commit() {
     ::unlink(temp_path_.c_str());
     throw_io_error("could not rename into place", path_, err);
   }
-  fsync_directory(parent_directory(path_));
+  if (sync_directory_) fsync_directory(parent_directory(path_));
 }
 
 void write_file_durably(const std::string& path, std::string_view contents) {

@@ -16,7 +16,9 @@ namespace dsx::engine::checkpoint {
 
 class DurableFile {
  public:
-  explicit DurableFile(std::string path);
+  // sync_directory: fsync the directory after the rename. A file in a directory that is itself
+  // fsync'd later (a checkpoint's staging directory, at commit) can skip that.
+  explicit DurableFile(std::string path, bool sync_directory = true);
   ~DurableFile();  // not committed: the temporary file is removed, the final name untouched
   DurableFile(const DurableFile&) = delete;
   DurableFile& operator=(const DurableFile&) = delete;
@@ -32,6 +34,7 @@ class DurableFile {
  private:
   std::string path_;
   std::string temp_path_;
+  bool sync_directory_ = true;
   int fd_ = -1;
   uint64_t size_ = 0;
   uint32_t crc_ = 0;

@@ -77,7 +77,8 @@ const FileRecord& RankWriter::write_file(const std::string& file_name,
   for (const auto& f : manifest_.files)
     if (f.name == file_name)
       throw Error(ErrorKind::Internal, "checkpoint file " + file_name + " written twice");
-  DurableFile file(staging_ + "/" + file_name);
+  // The staging directory is fsync'd once, at commit, for all ranks' renames.
+  DurableFile file(staging_ + "/" + file_name, /*sync_directory=*/false);
   body(file);
   file.commit();
   manifest_.files.push_back({file_name, file.size(), file.crc32c()});
@@ -116,6 +117,7 @@ void commit(const std::string& save_dir, const std::string& tag,
     }
   }
   remove_unlisted(staging, listed);
+  // Also makes every rank's rename into the staging directory durable (one directory fsync).
   write_file_durably(staging + "/" + kManifestFile, all.to_json());
 
   swap_into_place(staging, tag_directory(save_dir, tag));

@@ -1,0 +1,197 @@
+// Checkpoint save and load of dsx beside the disk's own limit (write + fsync, and read, of the
+// same bytes, measured in the same run and directory) and, when given their timings, beside
+// safetensors.torch.save_file/load_file and torch.save/load (DeepSpeed's .pt files), all with the
+// same tensors (bench/checkpoint/checkpoint_peers.py). Prints one markdown table.
+//
+//   bench_checkpoint [--dir DIR] [--ranks 2] [--mib 128] [--reps 3] [--peers peers.json]
+// Run everything with: bash bench/checkpoint/run_checkpoint.sh
+#include <fcntl.h>
+#include <rapidjson/document.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "engine/checkpoint/crc32c.h"
+#include "engine/checkpoint/layout.h"
+#include "engine/checkpoint/load.h"
+#include "engine/checkpoint/save.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+namespace ck = dsx::engine::checkpoint;
+
+// Best wall time in seconds of `reps` runs after one warm-up: on a shared machine the fastest run
+// is the one least disturbed (the peers script does the same). `prepare` runs untimed before each.
+template <class F, class P>
+double best_seconds(int reps, F&& f, P&& prepare) {
+  prepare();
+  f();
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    prepare();
+    auto t0 = Clock::now();
+    f();
+    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return best;
+}
+
+template <class F>
+double best_seconds(int reps, F&& f) {
+  return best_seconds(reps, f, [] {});
+}
+
+// The limit: each rank's bytes written in 4 MiB pieces to a fresh file, fsync'd, closed.
+void write_fsync(const std::string& path, const std::vector<float>& data) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error("cannot create " + path);
+  const char* p = reinterpret_cast<const char*>(data.data());
+  size_t left = data.size() * sizeof(float);
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, std::min<size_t>(left, 4 << 20));
+    if (n <= 0) throw std::runtime_error("write failed: " + path);
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  ::fsync(fd);
+  ::close(fd);
+}
+
+void read_whole(const std::string& path, std::vector<float>& into) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  char* p = reinterpret_cast<char*>(into.data());
+  size_t left = into.size() * sizeof(float);
+  while (left > 0) {
+    ssize_t n = ::read(fd, p, std::min<size_t>(left, 4 << 20));
+    if (n <= 0) break;
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  ::close(fd);
+}
+
+std::map<std::string, double> read_peers(const std::string& path, int ranks, int mib) {
+  std::map<std::string, double> peers;
+  if (path.empty()) return peers;
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  rapidjson::Document doc;
+  doc.Parse(text.str().c_str());
+  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("seconds") || !doc["seconds"].IsObject()) {
+    std::fprintf(stderr, "bench_checkpoint: %s is not checkpoint_peers.py's JSON; ignoring it\n", path.c_str());
+    return peers;
+  }
+  if (doc["ranks"].GetInt() != ranks || doc["mib"].GetInt() != mib)
+    std::fprintf(stderr, "warning: peers ran with %d ranks x %d MiB, dsx with %d x %d\n",
+                 doc["ranks"].GetInt(), doc["mib"].GetInt(), ranks, mib);
+  for (auto& m : doc["seconds"].GetObject()) peers[m.name.GetString()] = m.value.GetDouble();
+  return peers;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  namespace po = boost::program_options;
+  std::string dir, peers_path;
+  int ranks = 2, mib = 128, reps = 3;
+  po::options_description options("bench_checkpoint options");
+  options.add_options()("help", "this help")("dir", po::value(&dir), "directory to save in (default: a new one in $TMPDIR)")(
+      "ranks", po::value(&ranks), "ranks, one partition file each")("mib", po::value(&mib), "MiB per rank")(
+      "reps", po::value(&reps), "timed repetitions (best is reported)")(
+      "peers", po::value(&peers_path), "JSON written by bench/checkpoint/checkpoint_peers.py");
+  po::variables_map vars;
+  try {
+    po::store(po::parse_command_line(argc, argv, options), vars);
+    po::notify(vars);
+  } catch (const po::error& e) {
+    std::fprintf(stderr, "bench_checkpoint: %s\n", e.what());
+    return 2;
+  }
+  if (vars.count("help")) {
+    std::printf("%s", (std::stringstream() << options).str().c_str());
+    return 0;
+  }
+  bool own_dir = dir.empty();
+  if (own_dir) {
+    std::string templ = (std::filesystem::temp_directory_path() / "dsx-bench-ckpt-XXXXXX").string();
+    if (!::mkdtemp(templ.data())) return 1;
+    dir = templ;
+  }
+  const size_t numel = static_cast<size_t>(mib) << 18;  // floats per rank
+  std::vector<std::vector<float>> partitions(static_cast<size_t>(ranks), std::vector<float>(numel));
+  for (int r = 0; r < ranks; ++r)
+    for (size_t i = 0; i < numel; ++i) partitions[r][i] = static_cast<float>(i % 1009) * 0.001f + r;
+  const double gb = static_cast<double>(ranks) * static_cast<double>(numel) * 4 / 1e9;
+
+  std::map<std::string, double> seconds;
+  seconds["write+fsync"] = best_seconds(reps, [&] {
+    for (int r = 0; r < ranks; ++r) write_fsync(dir + "/raw_" + std::to_string(r), partitions[r]);
+  });
+  // Each save is a new tag, as training saves are; the previous one is removed untimed.
+  int save_count = 0;
+  auto remove_previous = [&] { std::filesystem::remove_all(dir + "/" + ck::default_tag(save_count)); };
+  auto dsx_save = [&](ck::VerifyLevel verify) {
+    const std::string tag = ck::default_tag(++save_count);
+    std::vector<ck::RankManifest> manifests;
+    for (int r = 0; r < ranks; ++r) {
+      ck::RankWriter writer(dir, tag, r);
+      ck::TensorRef t{"master.0", ck::TensorDType::F32, {static_cast<int64_t>(numel)}, partitions[r].data()};
+      writer.write_tensor_file(ck::zero_optim_states_file_name(r, false), {&t, 1}, "{\"step\":1}");
+      manifests.push_back(writer.manifest());
+    }
+    ck::commit(dir, tag, manifests, {verify});
+  };
+  seconds["dsx save"] = best_seconds(reps, [&] { dsx_save(ck::VerifyLevel::Checksum); }, remove_previous);
+  seconds["dsx save, sizes only"] =
+      best_seconds(reps, [&] { dsx_save(ck::VerifyLevel::Size); }, remove_previous);
+
+  std::vector<float> into(numel);
+  seconds["read"] = best_seconds(reps, [&] {
+    for (int r = 0; r < ranks; ++r) read_whole(dir + "/raw_" + std::to_string(r), into);
+  });
+  seconds["dsx load"] = best_seconds(reps, [&] {
+    auto reader = ck::CheckpointReader::open(dir);
+    for (int r = 0; r < ranks; ++r)
+      reader.read_tensor_file(ck::zero_optim_states_file_name(r, false))
+          .read("master.0", ck::TensorDType::F32, into.data(), numel);
+  });
+  seconds["crc32c"] = best_seconds(reps, [&] {
+    uint32_t crc = 0;
+    for (int r = 0; r < ranks; ++r) crc ^= ck::crc32c(partitions[r].data(), numel * 4);
+    if (crc == 0x12345678) std::printf(" ");
+  });
+  auto peers = read_peers(peers_path, ranks, mib);
+  if (own_dir) std::filesystem::remove_all(dir);
+
+  std::printf("checkpoint of %d ranks x %d MiB fp32 (%.2f GB), best of %d, in %s\n\n", ranks, mib, gb, reps,
+              own_dir ? "$TMPDIR" : dir.c_str());
+  std::printf("| operation | seconds | GB/s | vs the disk's own |\n|---|---:|---:|---:|\n");
+  auto row = [&](const char* label, double s, double limit) {
+    std::printf("| %s | %.3f | %.2f | %.2f |\n", label, s, gb / s, limit / s);
+  };
+  const double w = seconds["write+fsync"], r = seconds["read"];
+  row("write + fsync of the same bytes (limit)", w, w);
+  row("dsx save: temp, fsync, rename, dir fsync, CRC verify, latest", seconds["dsx save"], w);
+  row("dsx save, commit checks sizes only", seconds["dsx save, sizes only"], w);
+  if (peers.count("safetensors_save")) row("safetensors.torch.save_file + fsync", peers["safetensors_save"], w);
+  if (peers.count("torch_save")) row("torch.save + fsync (DeepSpeed's .pt)", peers["torch_save"], w);
+  row("read of the same bytes, page cache (limit)", r, r);
+  row("dsx load: open, CRC verify, parse, copy out", seconds["dsx load"], r);
+  if (peers.count("safetensors_load")) row("safetensors.torch.load_file", peers["safetensors_load"], r);
+  if (peers.count("torch_load")) row("torch.load (DeepSpeed's .pt)", peers["torch_load"], r);
+  std::printf("\nCRC32C alone: %.2f GB/s (in memory)\n", gb / seconds["crc32c"]);
+  return 0;
+}
