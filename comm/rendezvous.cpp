@@ -60,7 +60,9 @@ std::chrono::milliseconds store_timeout_from_environment() {
 Rendezvous::Rendezvous(const RankEnv& env, std::chrono::milliseconds timeout, std::string secret) : env_(env) {
   if (env.rank == 0) server_ = std::make_unique<StoreServer>(env.master.host, env.master.port, env.world_size, secret);
   StoreIdentity me{env.rank, env.world_size, std::move(secret)};
-  store_ = std::make_unique<Store>(env.master, me, timeout);
+  StoreAddress address = env.master;
+  if (server_ && address.port == 0) address.port = server_->port();  // a lone rank on any free port
+  store_ = std::make_unique<Store>(address, me, timeout);
 
   // Join: publish our host, count in; the last to arrive opens the door for everyone.
   const std::string prefix = "dsx/join/";

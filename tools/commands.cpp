@@ -12,6 +12,7 @@ int run_cloud(int argc, char** argv);
 int run_launch(int argc, char** argv);
 int run_estimate(int argc, char** argv);
 int run_report(int argc, char** argv);
+int run_bench(int argc, char** argv);
 
 std::span<const Command> commands() {
   static const std::array table = {
@@ -21,6 +22,7 @@ std::span<const Command> commands() {
       Command{"launch", "start a program on every slot of every host (deepspeed launcher drop-in)", run_launch},
       Command{"estimate", "memory per GPU and CPU for each ZeRO stage; fewest GPUs that fit", run_estimate},
       Command{"report", "versions, GPUs and topology, fabric providers; checks with advice", run_report},
+      Command{"bench", "benchmarks: `dsx bench comm` times collectives like nccl-tests", run_bench},
       Command{"cloud", "AWS p4d/p5 and GCP a2/a3 clusters: render, up, status, hostfile, down", run_cloud},
   };
   return table;

@@ -8,6 +8,7 @@ packages=(
   rapidjson-dev                 # ds_config and safetensors headers
   libboost-program-options-dev  # every command line
   libfabric-dev libfabric-bin   # the ofi communication backend (tcp, shm, efa)
+  libssl-dev                    # the rendezvous store: HMAC of its shared secret (OpenSSL)
   libopenblas-dev               # CPU matmuls
   libgtest-dev libgmock-dev     # tests
   libbenchmark-dev              # micro-benchmarks

@@ -1,0 +1,56 @@
+"""Prints the comm benchmark's comparison table: for each size, allreduce algorithm bandwidth
+(bytes / time; equal to nccl-tests' busbw with 2 ranks) of dsx over shm and tcp, OpenMPI, torch
+gloo, and one core's memcpy bandwidth, with dsx's ratios to the best peer and to memcpy.
+Usage: python3 compare.py DSX_SHM DSX_TCP MPI GLOO MEMCPY  (files written by run.sh)"""
+import sys
+
+
+def read_dsx(path):
+    """`dsx bench comm` rows: size count type redop time(us) algbw busbw #wrong."""
+    rows = {}
+    for line in open(path):
+        if line.startswith("#") or not line.strip():
+            continue
+        f = line.split()
+        rows[int(f[0])] = (float(f[5]), f[7])
+    return rows
+
+
+def read_pairs(path, as_time):
+    rows = {}
+    try:
+        for line in open(path):
+            f = line.split()
+            if len(f) == 2 and f[0].isdigit():
+                size, value = int(f[0]), float(f[1])
+                rows[size] = size / (value * 1e-6) / 1e9 if as_time else value
+    except FileNotFoundError:
+        pass
+    return rows
+
+
+def fmt(v):
+    return f"{v:8.3f}" if v is not None else "     n/a"
+
+
+def main():
+    shm, tcp = read_dsx(sys.argv[1]), read_dsx(sys.argv[2])
+    mpi, gloo = read_pairs(sys.argv[3], True), read_pairs(sys.argv[4], True)
+    copy = read_pairs(sys.argv[5], False)
+    print("| size | dsx shm | dsx tcp | OpenMPI | torch gloo | memcpy | shm / best peer | tcp / best peer | shm / memcpy | check |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|")
+    for size in sorted(shm):
+        s, t = shm[size][0], tcp.get(size, (None, ""))[0]
+        peers = [v for v in (mpi.get(size), gloo.get(size)) if v]
+        best = max(peers) if peers else None
+        c = copy.get(size)
+        ratio = lambda a, b: f"{a / b:.2f}x" if a and b else "n/a"
+        label = f"{size >> 20} MiB" if size >= 1 << 20 else f"{size >> 10} KiB"
+        ok = "ok" if shm[size][1] == "0" and tcp.get(size, (0, "0"))[1] == "0" else "WRONG"
+        print(f"| {label} | {fmt(s)} | {fmt(t)} | {fmt(mpi.get(size))} | {fmt(gloo.get(size))} | {fmt(c)} | "
+              f"{ratio(s, best)} | {ratio(t, best)} | {ratio(s, c)} | {ok} |")
+    print("\nGB/s = bytes / time per allreduce (fp32 sum, 2 ranks; busbw = algbw for 2 ranks).")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Allreduce on this machine with 2 ranks: dsx over shm and over tcp, beside the peers a user
+# would pick instead - OpenMPI's MPI_Allreduce and torch.distributed's gloo - and one core's
+# memcpy bandwidth, measured in the same run; prints a markdown table with the ratios.
+# Benchmark-only dependencies (OpenMPI, the peers venv with torch) are installed here, never by CI.
+# Usage: bash bench/comm/run.sh [build-dir]     (env MIN_BYTES MAX_BYTES ITERS WARMUP)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build=${1:-${DSX_BUILD_DIR:-build}}
+dsx="$build/dsx"
+[[ -x $dsx ]] || { echo "run.sh: $dsx not found - build first (bash tools/build.sh)" >&2; exit 1; }
+MIN=${MIN_BYTES:-4096}
+MAX=${MAX_BYTES:-67108864}
+ITERS=${ITERS:-20}
+WARMUP=${WARMUP:-5}
+
+out=$(mktemp -d)
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  rm -rf "$out"
+}
+trap cleanup EXIT
+
+if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
+  echo "run.sh: installing OpenMPI (benchmark only)" >&2
+  sudo_cmd=(); [[ $(id -u) -ne 0 ]] && sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends openmpi-bin libopenmpi-dev >&2
+fi
+mpicc -O2 -o "$out/mpi_allreduce" bench/comm/mpi_allreduce.c
+cc -O2 -o "$out/memcpy_bw" bench/comm/memcpy_bw.c
+python=$(bash bench/peers/venv.sh | tail -n 1)
+
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# Two ranks of `dsx bench comm`, started by hand with the torchrun environment, on lo only.
+run_dsx() {
+  local provider=$1 port
+  port=$(free_port)
+  pids=()
+  for rank in 0 1; do
+    RANK=$rank LOCAL_RANK=$rank WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+      FI_TCP_IFACE=lo FI_SOCKETS_IFACE=lo OMP_NUM_THREADS=1 \
+      "$dsx" bench comm --op allreduce -b "$MIN" -e "$MAX" -n "$ITERS" -w "$WARMUP" \
+      --backend ofi --provider "$provider" >"$out/dsx_$provider.$rank" &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do wait "$pid"; done
+  pids=()
+  cat "$out/dsx_$provider.0" >&2
+}
+
+echo "== dsx shm" >&2; run_dsx shm
+echo "== dsx tcp" >&2; run_dsx tcp
+echo "== OpenMPI" >&2
+OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+  mpirun -np 2 --oversubscribe --bind-to none --mca btl self,vader --mca oob_tcp_if_include lo \
+  "$out/mpi_allreduce" "$MIN" "$MAX" "$ITERS" "$WARMUP" >"$out/mpi" || echo "run.sh: OpenMPI run failed" >&2
+echo "== torch gloo" >&2
+"$python" bench/comm/gloo_allreduce.py "$MIN" "$MAX" "$ITERS" "$WARMUP" "$(free_port)" >"$out/gloo" ||
+  echo "run.sh: gloo run failed" >&2
+echo "== memcpy" >&2
+"$out/memcpy_bw" "$MIN" "$MAX" >"$out/memcpy"
+
+echo
+echo "Allreduce, 2 ranks on one host ($(nproc) cores), $ITERS iterations after $WARMUP warm-up; $(date -u +%Y-%m-%d)"
+echo
+python3 bench/comm/compare.py "$out/dsx_shm.0" "$out/dsx_tcp.0" "$out/mpi" "$out/gloo" "$out/memcpy"

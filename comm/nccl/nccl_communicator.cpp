@@ -1,0 +1,275 @@
+// The nccl backend (see nccl_communicator.h).
+#include "comm/nccl/nccl_communicator.h"
+
+#include <cstring>
+#include <set>
+#include <sstream>
+
+namespace dsx::comm::nccl {
+
+namespace {
+
+constexpr auto kWatchInterval = std::chrono::milliseconds(2);
+constexpr auto kStoreInterval = std::chrono::milliseconds(500);
+
+ncclDataType_t nccl_type(DType t) {
+  return t == DType::F32 ? ncclFloat32 : t == DType::F16 ? ncclFloat16 : ncclBfloat16;
+}
+
+ncclRedOp_t nccl_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return ncclSum;
+    case ReduceOp::Avg: return ncclAvg;
+    case ReduceOp::Max: return ncclMax;
+    case ReduceOp::Min: return ncclMin;
+  }
+  return ncclSum;
+}
+
+void cuda_check(cudaError_t rc, const char* what) {
+  if (rc != cudaSuccess) {
+    throw Error(ErrorKind::Comm, std::string("nccl backend: ") + what + " failed: " + cudaGetErrorString(rc));
+  }
+}
+
+std::string elements(size_t count, DType dtype) {
+  return std::string(kernels::dtype_name(dtype)) + ", " + std::to_string(count) + " elements";
+}
+
+}  // namespace
+
+std::unique_ptr<Communicator> create_nccl_world(Rendezvous& rv, const CommOptions& options) {
+  std::vector<int> members(static_cast<size_t>(rv.world_size()));
+  for (int r = 0; r < rv.world_size(); ++r) members[static_cast<size_t>(r)] = r;
+  return std::make_unique<NcclCommunicator>(rv.store(), std::move(members), rv.rank(), "nccl/world/uid", options);
+}
+
+NcclCommunicator::NcclCommunicator(Store& store, std::vector<int> members, int world_rank, std::string key,
+                                   const CommOptions& options)
+    : store_(store), members_(std::move(members)), world_rank_(world_rank), key_(std::move(key)), options_(options) {
+  for (size_t i = 0; i < members_.size(); ++i) {
+    if (members_[i] == world_rank_) rank_ = static_cast<int>(i);
+  }
+  int devices = 0;
+  cuda_check(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
+  const char* local = std::getenv("LOCAL_RANK");
+  device_ = (local ? std::atoi(local) : 0) % devices;
+  cuda_check(cudaSetDevice(device_), "cudaSetDevice");
+
+  // The id travels through the store: group rank 0 draws it, the others read it.
+  ncclUniqueId id;
+  if (rank_ == 0) {
+    if (ncclResult_t r = ncclGetUniqueId(&id); r != ncclSuccess) {
+      throw Error(ErrorKind::Comm, std::string("nccl backend: ncclGetUniqueId failed: ") + ncclGetErrorString(r));
+    }
+    store_.set(key_, std::string(id.internal, sizeof(id.internal)));
+  } else {
+    std::string bytes = store_.get(key_, store_timeout_from_environment());
+    std::memcpy(id.internal, bytes.data(), std::min(bytes.size(), sizeof(id.internal)));
+  }
+
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;  // every NCCL call returns at once; we poll its state with a deadline
+  {
+    std::lock_guard lock(mutex_);
+    settle(ncclCommInitRankConfig(&comm_, size(), id, rank_, &config), "ncclCommInitRankConfig");
+  }
+  cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  cuda_check(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming), "cudaEventCreate");
+  cuda_check(cudaMalloc(&barrier_word_, sizeof(float)), "cudaMalloc");
+  watchdog_store_ = store_.helper();
+  watchdog_ = std::thread([this] { watch(); });
+}
+
+NcclCommunicator::~NcclCommunicator() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  watchdog_.join();
+  std::lock_guard lock(mutex_);
+  if (comm_) {
+    if (broken_.empty()) {
+      ncclCommFinalize(comm_);  // flushes; non-blocking: poll, but never past the deadline
+      ncclResult_t state = ncclInProgress;
+      auto deadline = Clock::now() + options_.timeout;
+      while (state == ncclInProgress && Clock::now() < deadline) ncclCommGetAsyncError(comm_, &state);
+      if (state == ncclSuccess) {
+        ncclCommDestroy(comm_);
+      } else {
+        ncclCommAbort(comm_);
+      }
+    } else {
+      ncclCommAbort(comm_);
+    }
+  }
+  for (auto& p : pending_) cudaEventDestroy(p.done);
+  if (barrier_word_) cudaFree(barrier_word_);
+  if (ready_) cudaEventDestroy(ready_);
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+// In non-blocking mode a call may return ncclInProgress; nothing else may be issued until the
+// communicator's state leaves it. Caller holds mutex_.
+void NcclCommunicator::settle(ncclResult_t result, const std::string& what) {
+  auto deadline = Clock::now() + options_.timeout;
+  while (result == ncclInProgress) {
+    if (Clock::now() > deadline) {
+      abort_locked(what + " did not finish within the timeout (DSX_COMM_TIMEOUT): a peer is missing or hung");
+      throw Error(ErrorKind::Timeout, "rank " + std::to_string(world_rank_) + ": nccl " + broken_);
+    }
+    ncclCommGetAsyncError(comm_, &result);
+  }
+  if (result != ncclSuccess) {
+    std::string detail = std::string(ncclGetErrorString(result)) + (comm_ ? std::string(": ") + ncclGetLastError(comm_) : "");
+    if (comm_) abort_locked(what + " failed: " + detail);
+    throw Error(ErrorKind::Comm, "rank " + std::to_string(world_rank_) + ": nccl " + what + " failed: " + detail);
+  }
+}
+
+template <typename F>
+WorkHandle NcclCommunicator::enqueue(const std::string& name, const std::string& detail, F&& call) {
+  std::string description = name + " #" + std::to_string(next_op_++) + " (" + detail + ", nccl)";
+  auto work = std::make_shared<Work>(description, options_.timeout + std::chrono::seconds(30));
+  std::lock_guard lock(mutex_);
+  if (!broken_.empty()) {
+    work->fail(Error(ErrorKind::Comm, "rank " + std::to_string(world_rank_) + ": " + description +
+                                          " not run: the communicator was aborted earlier: " + broken_));
+    return work;
+  }
+  // Order after the caller's work, run on our stream, and mark the end with an event.
+  cuda_check(cudaEventRecord(ready_, caller_stream_), "cudaEventRecord");
+  cuda_check(cudaStreamWaitEvent(stream_, ready_, 0), "cudaStreamWaitEvent");
+  try {
+    settle(call(), description);
+  } catch (const Error& e) {
+    work->fail(e);
+    return work;
+  }
+  cudaEvent_t done;
+  cuda_check(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreate");
+  cuda_check(cudaEventRecord(done, stream_), "cudaEventRecord");
+  pending_.push_back({work, done, Clock::now() + options_.timeout});
+  return work;
+}
+
+void NcclCommunicator::watch() {
+  cudaSetDevice(device_);
+  auto next_store_check = Clock::now();
+  const std::string abort_key = key_ + "/abort";
+  for (;;) {
+    std::this_thread::sleep_for(kWatchInterval);
+    std::string remote;
+    if (Clock::now() >= next_store_check) {
+      next_store_check = Clock::now() + kStoreInterval;
+      try {
+        if (auto reason = watchdog_store_->try_get(abort_key)) remote = "aborted by another rank: " + *reason;
+        else if (auto dead = watchdog_store_->try_get(store_protocol::kDeadRanksKey)) remote = "rank(s) " + *dead + " died";
+      } catch (const Error& e) {
+        remote = std::string("rank 0, which serves the rendezvous store, is gone (") + e.what() + ")";
+      }
+    }
+    std::lock_guard lock(mutex_);
+    if (stopping_) return;
+    if (!broken_.empty()) continue;
+    // Complete in issue order: one stream, so events fire in order.
+    while (!pending_.empty() && cudaEventQuery(pending_.front().done) == cudaSuccess) {
+      cudaEventDestroy(pending_.front().done);
+      pending_.front().work->complete();
+      pending_.pop_front();
+    }
+    ncclResult_t async = ncclSuccess;
+    ncclCommGetAsyncError(comm_, &async);
+    std::string reason;
+    if (async != ncclSuccess && async != ncclInProgress) {
+      reason = std::string("NCCL reported an asynchronous error: ") + ncclGetErrorString(async) + ": " + ncclGetLastError(comm_);
+    } else if (!pending_.empty() && Clock::now() > pending_.front().deadline) {
+      reason = pending_.front().work->description() + " timed out (DSX_COMM_TIMEOUT=" +
+               std::to_string(options_.timeout.count() / 1000) + " s): a peer died or hung";
+    } else if (!remote.empty() && !pending_.empty()) {
+      reason = remote;
+    }
+    if (reason.empty()) continue;
+    abort_locked(reason);
+    try {
+      watchdog_store_->set(abort_key, "rank " + std::to_string(world_rank_) + ": " + reason);
+    } catch (const Error&) {
+      // The store is gone; the other ranks find out the same way we did.
+    }
+  }
+}
+
+// Aborts the communicator and fails every pending Work. Caller holds mutex_.
+void NcclCommunicator::abort_locked(const std::string& reason) {
+  if (!broken_.empty()) return;
+  broken_ = reason;
+  ncclCommAbort(comm_);  // releases kernels spinning on a dead peer
+  comm_ = nullptr;
+  for (auto& p : pending_) {
+    p.work->fail(Error(ErrorKind::Comm, "rank " + std::to_string(world_rank_) + ": " + p.work->description() +
+                                            " failed: " + reason + " - the communicator was aborted; check the other ranks' logs"));
+    cudaEventDestroy(p.done);
+  }
+  pending_.clear();
+}
+
+WorkHandle NcclCommunicator::allreduce(void* data, size_t count, DType dtype, ReduceOp op) {
+  return enqueue(std::string("allreduce ") + kernels::reduce_op_name(op), elements(count, dtype),
+                 [&] { return ncclAllReduce(data, data, count, nccl_type(dtype), nccl_op(op), comm_, stream_); });
+}
+
+WorkHandle NcclCommunicator::reduce_scatter(const void* input, void* output, size_t count, DType dtype, ReduceOp op) {
+  return enqueue(std::string("reduce_scatter ") + kernels::reduce_op_name(op), elements(count, dtype) + " per rank",
+                 [&] { return ncclReduceScatter(input, output, count, nccl_type(dtype), nccl_op(op), comm_, stream_); });
+}
+
+WorkHandle NcclCommunicator::allgather(const void* input, void* output, size_t count, DType dtype) {
+  return enqueue("allgather", elements(count, dtype) + " per rank",
+                 [&] { return ncclAllGather(input, output, count, nccl_type(dtype), comm_, stream_); });
+}
+
+WorkHandle NcclCommunicator::broadcast(void* data, size_t count, DType dtype, int root) {
+  if (root < 0 || root >= size()) throw Error(ErrorKind::Usage, "broadcast root " + std::to_string(root) + " is not a rank of this group");
+  return enqueue("broadcast", elements(count, dtype) + " from rank " + std::to_string(root),
+                 [&] { return ncclBroadcast(data, data, count, nccl_type(dtype), root, comm_, stream_); });
+}
+
+WorkHandle NcclCommunicator::barrier() {
+  return enqueue("barrier", std::to_string(size()) + " ranks",
+                 [&] { return ncclAllReduce(barrier_word_, barrier_word_, 1, ncclFloat32, ncclSum, comm_, stream_); });
+}
+
+WorkHandle NcclCommunicator::send(const void* data, size_t count, DType dtype, int peer) {
+  if (peer < 0 || peer >= size()) throw Error(ErrorKind::Usage, "send to rank " + std::to_string(peer) + ": not a rank of this group");
+  return enqueue("send", elements(count, dtype) + " to rank " + std::to_string(peer),
+                 [&] { return ncclSend(data, count, nccl_type(dtype), peer, comm_, stream_); });
+}
+
+WorkHandle NcclCommunicator::recv(void* data, size_t count, DType dtype, int peer) {
+  if (peer < 0 || peer >= size()) throw Error(ErrorKind::Usage, "recv from rank " + std::to_string(peer) + ": not a rank of this group");
+  return enqueue("recv", elements(count, dtype) + " from rank " + std::to_string(peer),
+                 [&] { return ncclRecv(data, count, nccl_type(dtype), peer, comm_, stream_); });
+}
+
+std::unique_ptr<Communicator> NcclCommunicator::new_group(const std::vector<int>& ranks) {
+  std::vector<int> world_ranks;
+  std::set<int> seen;
+  std::string list;
+  for (int r : ranks) {
+    if (r < 0 || r >= size() || !seen.insert(r).second) {
+      throw Error(ErrorKind::Usage, "new_group: rank " + std::to_string(r) + " is not a rank of this group or is listed twice");
+    }
+    world_ranks.push_back(members_[static_cast<size_t>(r)]);
+    list += (list.empty() ? "" : ",") + std::to_string(members_[static_cast<size_t>(r)]);
+  }
+  if (!seen.count(rank_)) throw Error(ErrorKind::Usage, "new_group: only the members of a group create it");
+  int nth;
+  {
+    std::lock_guard lock(mutex_);
+    nth = groups_made_[list]++;
+  }
+  return std::make_unique<NcclCommunicator>(store_, std::move(world_ranks), world_rank_,
+                                            key_ + "/group/" + list + "/" + std::to_string(nth), options_);
+}
+
+}  // namespace dsx::comm::nccl

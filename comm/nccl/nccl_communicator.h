@@ -1,0 +1,86 @@
+// The nccl backend (CUDA builds only): collectives on device memory through NCCL.
+//
+// Set-up: group rank 0 draws the NCCL unique id and publishes it through the store; every rank
+// creates a non-blocking communicator (config.blocking = 0) and polls its state with a deadline.
+// Each operation waits for the caller's stream (an event), runs on the communicator's own stream
+// and records a completion event. A watchdog thread completes Works in issue order as their
+// events fire, and aborts the communicator (ncclCommAbort) when an operation outlives the
+// timeout, NCCL reports an asynchronous error, another rank publishes an abort, or a rank
+// vanishes from the store - so kernels spinning on a dead peer are released instead of hanging.
+// One mutex keeps the caller and the watchdog from ever being inside NCCL at the same time.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "comm/rendezvous.h"
+
+namespace dsx::comm::nccl {
+
+std::unique_ptr<Communicator> create_nccl_world(Rendezvous& rv, const CommOptions& options);
+
+class NcclCommunicator final : public Communicator {
+ public:
+  // `members`: world ranks of this group, in group order. `key`: store key of the group's id.
+  NcclCommunicator(Store& store, std::vector<int> members, int world_rank, std::string key, const CommOptions& options);
+  ~NcclCommunicator() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return static_cast<int>(members_.size()); }
+  std::string backend() const override { return "nccl"; }
+
+  WorkHandle allreduce(void* data, size_t count, DType dtype, ReduceOp op) override;
+  WorkHandle reduce_scatter(const void* input, void* output, size_t count, DType dtype, ReduceOp op) override;
+  WorkHandle allgather(const void* input, void* output, size_t count, DType dtype) override;
+  WorkHandle broadcast(void* data, size_t count, DType dtype, int root) override;
+  WorkHandle barrier() override;
+  WorkHandle send(const void* data, size_t count, DType dtype, int peer) override;
+  WorkHandle recv(void* data, size_t count, DType dtype, int peer) override;
+  std::unique_ptr<Communicator> new_group(const std::vector<int>& ranks) override;
+
+  // Operations wait for the work already queued on this stream (default: the legacy stream 0).
+  void set_caller_stream(cudaStream_t stream) { caller_stream_ = stream; }
+
+ private:
+  struct Pending {
+    WorkHandle work;
+    cudaEvent_t done;
+    Clock::time_point deadline;
+  };
+  template <typename F>
+  WorkHandle enqueue(const std::string& name, const std::string& detail, F&& call);
+  void settle(ncclResult_t result, const std::string& what);  // waits out ncclInProgress
+  void watch();
+  void abort_locked(const std::string& reason);
+
+  Store& store_;
+  std::unique_ptr<Store> watchdog_store_;
+  std::vector<int> members_;
+  int rank_ = -1, world_rank_;
+  std::string key_;
+  CommOptions options_;
+  int device_ = 0;
+  ncclComm_t comm_ = nullptr;
+  cudaStream_t stream_ = nullptr, caller_stream_ = nullptr;
+  cudaEvent_t ready_ = nullptr;
+  float* barrier_word_ = nullptr;
+  uint32_t next_op_ = 0;
+
+  std::mutex mutex_;  // NCCL calls, pending_, broken_
+  std::deque<Pending> pending_;
+  std::string broken_;
+  bool stopping_ = false;
+  std::map<std::string, int> groups_made_;
+  std::thread watchdog_;
+};
+
+}  // namespace dsx::comm::nccl
