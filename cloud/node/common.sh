@@ -112,7 +112,11 @@ install_dsx() {
   tar -xzf "$tmp/dsx.tar.gz" -C "$DSX_ROOT/opt/dsx"
   rm -rf "$tmp"
   ln -sf /opt/dsx/bin/dsx "$DSX_ROOT/usr/local/bin/dsx"
-  "$DSX_ROOT/opt/dsx/bin/dsx" version || fail "the installed dsx does not run: build it for this image's OS"
+  # The shared libraries dsx links (Ubuntu 22.04 / Debian 11+ names); EFA's libfabric comes first.
+  apt-get install -y -qq --no-install-recommends libboost-program-options1.74.0 libopenblas0 \
+    libgomp1 libfabric1 || log "WARNING: apt-get could not install dsx's runtime libraries"
+  LD_LIBRARY_PATH=/opt/amazon/efa/lib "$DSX_ROOT/opt/dsx/bin/dsx" version ||
+    fail "the installed dsx does not run: build the package on this image's OS (docs/cloud.md)"
 }
 
 # wait_for_peers: polls list_peer_ips (the cloud's own) until DSX_NODE_COUNT nodes are running,

@@ -26,7 +26,7 @@ class NodeScript : public ::testing::Test {
  protected:
   void SetUp() override {
     for (const char* name : {"fi_info", "nvidia-smi", "curl", "aws", "gcloud", "ip", "systemctl", "mdadm",
-                             "mkfs.ext4", "mount", "useradd", "chown", "docker"}) {
+                             "mkfs.ext4", "mount", "useradd", "chown", "docker", "apt-get"}) {
       std::filesystem::create_symlink(kRecorded, bin_ / name);
     }
     // A dsx "install tree" whose binary answers `version`, packed as the real tarball would be.
@@ -131,6 +131,7 @@ TEST_F(NodeScript, AwsUserDataSetsUpAP4dNode) {
   EXPECT_TRUE(called("aws --region us-west-2 --cli-connect-timeout 10 --cli-read-timeout 60 ssm get-parameter "
                      "--name /dsx/ci/cluster-key --with-decryption"));
   EXPECT_TRUE(called("aws s3 cp --only-show-errors s3://dsx-artifacts/dsx.tar.gz"));
+  EXPECT_TRUE(called("apt-get install -y -qq --no-install-recommends libboost-program-options1.74.0"));
   EXPECT_TRUE(std::filesystem::exists(root_ / "opt/dsx/bin/dsx"));
   EXPECT_EQ(std::filesystem::read_symlink(root_ / "usr/local/bin/dsx"), "/opt/dsx/bin/dsx");
   // The readiness tag is the last AWS call.

@@ -28,7 +28,7 @@ TEST(CloudScripts, SourceScriptsPassShellcheck) {
   const std::string root = DSX_SOURCE_DIR;
   EXPECT_EQ(shellcheck({root + "/cloud/node/common.sh", root + "/cloud/aws/user-data.sh",
                         root + "/cloud/gcp/startup.sh", root + "/cloud/slurm/dsx-train.sbatch",
-                        root + "/tests/cloud/recorder.sh"}),
+                        root + "/tests/cloud/recorder.sh", root + "/tests/cloud/check_gcloud_commands.sh"}),
             "");
 }
 

@@ -1,0 +1,48 @@
+#!/bin/bash
+# Developer check, outside CI (the Google Cloud CLI is not a Debian package): runs every gcloud
+# call that `dsx cloud gcp up` and `down` print, for each machine type, with credentials disabled
+# and every API endpoint pointed at a closed 127.0.0.1 port. gcloud parses all flags before it
+# connects, so a valid call ends in a connection error (exit 1) or the per-call time limit, and
+# an unknown or malformed flag in a usage error (exit 2).
+# Usage: tests/cloud/check_gcloud_commands.sh path/to/dsx [machine-type...]
+set -euo pipefail
+dsx=${1:?usage: $0 path/to/dsx [machine-type...]}
+shift
+types=("$@")
+((${#types[@]})) || types=(a2-highgpu-8g a2-ultragpu-8g a3-highgpu-8g a3-megagpu-8g)
+command -v gcloud >/dev/null || { echo "gcloud is not installed" >&2; exit 2; }
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export CLOUDSDK_CONFIG="$work/gcloud" CLOUDSDK_AUTH_DISABLE_CREDENTIALS=true
+export CLOUDSDK_CORE_CHECK_GCE_METADATA=false CLOUDSDK_CORE_DISABLE_USAGE_REPORTING=1
+export CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK=1
+for api in COMPUTE SECRETMANAGER CLOUDRESOURCEMANAGER SERVICEUSAGE; do
+  export "CLOUDSDK_API_ENDPOINT_OVERRIDES_$api=http://127.0.0.1:9/"
+done
+# Values the printed scripts capture from earlier calls.
+export PROJECT_NUMBER=123456789012 NAMES="dsx-check-0001 dsx-check-0002"
+
+failures=0
+for type in "${types[@]}"; do
+  flags=(--cluster check --project proj-1 --zone us-central1-a --machine-type "$type")
+  "$dsx" cloud gcp up --dry-run "${flags[@]}" --ssh-cidr 35.235.240.0/20 --out "$work/$type" >"$work/up.sh"
+  "$dsx" cloud gcp down --dry-run "${flags[@]}" >"$work/down.sh"
+  # shellcheck disable=SC2016  # the sed patterns match a literal $(
+  while read -r line; do
+    set +e
+    output=$(eval "timeout 30 $line" 2>&1)
+    code=$?
+    set -e
+    case $code in
+      1 | 124) echo "ok    $type: ${line:0:100}" ;;
+      *)
+        echo "FAIL  $type (exit $code): $line"$'\n'"$output"
+        failures=$((failures + 1))
+        ;;
+    esac
+  done < <(grep -h 'gcloud ' "$work/up.sh" "$work/down.sh" |
+    sed -e 's/^ *//' -e 's/ || true$//' -e 's| >/dev/null$||' -e 's/^[A-Z_]*=\$(//' -e 's/)$//')
+done
+echo "$failures call(s) failed"
+((failures == 0))
