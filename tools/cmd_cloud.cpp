@@ -38,7 +38,7 @@ void add_common(po::options_description& d, CommonFlags& c, std::string& out) {
       ("dry-run", po::bool_switch(&c.dry_run), "print each cloud CLI command instead of running it")
       ("hostfile", po::value(&c.hostfile_out), "hostfile: where to write it (default <out>/hostfile)")
       ("from-json", po::value(&c.from_json), "status/hostfile: parse this saved CLI listing (JSON) instead of calling the CLI")
-      ("expect", po::value(&c.expect)->default_value(0), "hostfile: fail unless this many nodes are running");
+      ("expect", po::value(&c.expect)->default_value(0), "hostfile: fail unless this many nodes are running (default: --count when given)");
 }
 
 std::string read_file(const std::string& path) {
@@ -62,16 +62,22 @@ std::string listing(const cloud::Step& list_step, const CommonFlags& c, bool& pr
   return cloud::execute_plan(plan, quiet).at(list_step.capture);
 }
 
+// `count` is the --count flag when the user gave it, else 0: status then expects the nodes it
+// finds (not yet terminated), and hostfile checks --expect only.
 int report_nodes(const std::string& verb, const std::vector<CloudNode>& nodes, int slots,
-                 int expected, const CommonFlags& c, const std::string& out_dir) {
+                 int count, const CommonFlags& c, const std::string& out_dir) {
   if (verb == "status") {
-    std::cout << cloud::render_status(nodes, expected);
+    int alive = int(std::count_if(nodes.begin(), nodes.end(), [](const CloudNode& n) {
+      return n.state != "terminated" && n.state != "shutting-down";
+    }));
+    std::cout << cloud::render_status(nodes, count > 0 ? count : alive);
     return 0;
   }
   std::string text = cloud::render_hostfile(nodes, slots);
   int running = int(std::count(text.begin(), text.end(), '\n'));
-  if (c.expect > 0 && running < c.expect) {
-    throw Error(ErrorKind::Launch, "only " + std::to_string(running) + " of " + std::to_string(c.expect) +
+  int expect = c.expect > 0 ? c.expect : count;
+  if (expect > 0 && running < expect) {
+    throw Error(ErrorKind::Launch, "only " + std::to_string(running) + " of " + std::to_string(expect) +
                                        " nodes are running: wait (see `status`) and run hostfile again");
   }
   if (running == 0) throw Error(ErrorKind::Launch, "no running nodes found for this cluster: check --cluster and the region/zone");
@@ -154,7 +160,8 @@ int run_aws(const std::string& verb, int argc, char** argv) {
   std::string json = listing(cloud::aws_describe_step(o), c, printed);
   if (printed) return 0;
   return report_nodes(verb, cloud::parse_aws_describe_instances(json),
-                      cloud::aws_instance_type(o.instance_type).gpus, o.count, c, o.out_dir);
+                      cloud::aws_instance_type(o.instance_type).gpus,
+                      args.vars["count"].defaulted() ? 0 : o.count, c, o.out_dir);
 }
 
 int run_gcp(const std::string& verb, int argc, char** argv) {
@@ -205,7 +212,8 @@ int run_gcp(const std::string& verb, int argc, char** argv) {
   std::string json = listing(cloud::gcp_list_step(o), c, printed);
   if (printed) return 0;
   return report_nodes(verb, cloud::parse_gcp_instances_list(json),
-                      cloud::gcp_machine_type(o.machine_type).gpus, o.count, c, o.out_dir);
+                      cloud::gcp_machine_type(o.machine_type).gpus,
+                      args.vars["count"].defaulted() ? 0 : o.count, c, o.out_dir);
 }
 
 }  // namespace

@@ -94,3 +94,16 @@ TEST(CloudHostfile, TooFewNodesIsAnErrorNotAShortHostfile) {
   EXPECT_NE(r.output.find("only 2 of 3 nodes are running"), std::string::npos) << r.output;
   EXPECT_FALSE(std::filesystem::exists(dir / "hostfile"));
 }
+
+TEST(CloudHostfile, StatusThroughTheCommand) {
+  // Without --count, status expects the nodes it finds alive (5 here: one is terminated).
+  auto r = run_dsx("cloud aws status --cluster ci --region us-east-1 --from-json " + kData + "aws-describe-instances.json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("4 of 5 nodes running, 2 ready"), std::string::npos) << r.output;
+  // --count doubles as the expectation of hostfile.
+  dsx::test::TempDir dir;
+  r = run_dsx("cloud aws hostfile --cluster ci --region us-east-1 --count 6 --out " + dir.path() + " --from-json " +
+              kData + "aws-describe-instances.json");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("only 4 of 6 nodes are running"), std::string::npos) << r.output;
+}
