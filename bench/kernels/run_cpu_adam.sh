@@ -9,7 +9,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
 threads=${THREADS:-$(nproc)}
 sizes=${SIZES:-16777216,67108864}
-reps=${REPS:-7}
+reps=${REPS:-25}
 [[ -f $build/CMakeCache.txt ]] || cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" --target bench_cpu_adam dsx_bench_adam_shim -j"$threads" >/dev/null
 python=$(bash "$root/bench/peers/venv.sh" | tail -n 1)
