@@ -140,19 +140,23 @@ RunResult run_argv(const std::vector<std::string>& argv, bool capture, int timeo
   }
   if (capture) close(pipe_fd[0]);
   int status = 0;
-  while (true) {
-    pid_t done = waitpid(pid, &status, timed_out ? 0 : WNOHANG);
-    if (done == pid) break;
-    if (std::chrono::steady_clock::now() >= deadline && !timed_out) {
-      timed_out = true;
-      kill(pid, SIGTERM);
-      usleep(200 * 1000);
-      kill(pid, SIGKILL);
-      continue;
-    }
+  while (!timed_out) {
+    if (waitpid(pid, &status, WNOHANG) == pid) break;
+    timed_out = std::chrono::steady_clock::now() >= deadline;
     if (!timed_out) usleep(50 * 1000);
   }
   if (timed_out) {
+    // Ask first, then insist; reap the child either way so that no process is left behind.
+    kill(pid, SIGTERM);
+    bool reaped = false;
+    for (int i = 0; i < 40 && !reaped; ++i) {
+      reaped = waitpid(pid, &status, WNOHANG) == pid;
+      if (!reaped) usleep(50 * 1000);
+    }
+    if (!reaped) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+    }
     throw Error(ErrorKind::Timeout, "'" + argv[0] + " " + (argv.size() > 1 ? argv[1] : "") +
                                         "' did not finish within " + std::to_string(timeout_s) +
                                         " s and was stopped; check the network and retry");
