@@ -62,8 +62,8 @@ std::string listing(const cloud::Step& list_step, const CommonFlags& c, bool& pr
   return cloud::execute_plan(plan, quiet).at(list_step.capture);
 }
 
-// `count` is the --count flag when the user gave it, else 0: status then expects the nodes it
-// finds (not yet terminated), and hostfile checks --expect only.
+// `count` is the --count flag when the user gave it, else 0. Status expects `count` nodes (else
+// the ones it finds not terminated); hostfile requires --expect running nodes, else `count`.
 int report_nodes(const std::string& verb, const std::vector<CloudNode>& nodes, int slots,
                  int count, const CommonFlags& c, const std::string& out_dir) {
   if (verb == "status") {
