@@ -83,7 +83,7 @@ std::string remote_shell_command(const RemoteJob& job, const std::string& node_r
 std::vector<std::string> rank_shim_argv(const RemoteJob& job) {
   std::vector<std::string> argv = {job.dsx_path, "launch", "--dsx_rank_shim"};
   append(argv, program_flags(job));
-  argv.push_back("--local_rank_rule=" + job.options.local_rank_rule);
+  argv.push_back("--kill_grace_s=" + std::to_string(job.options.kill_grace_s));
   append(argv, program_words(job));
   return argv;
 }
@@ -169,7 +169,8 @@ BackendCommand slurm_command(const RemoteJob& job) {
   }
   BackendCommand c;
   c.argv = {"srun", "-n", std::to_string(world_size(job.world)), "--nodes=" + std::to_string(job.world.size()),
-            "--ntasks-per-node=" + std::to_string(per_node), "--nodelist=" + host_list(job.world)};
+            "--ntasks-per-node=" + std::to_string(per_node), "--nodelist=" + host_list(job.world),
+            "--kill-on-bad-exit=1"};  // a failing rank stops the job step (fail-fast on every node)
   append(c.argv, shell_split(o.launcher_args));
   c.argv.push_back("--export=ALL");  // srun passes its own environment: set below, raw values
   c.env = job.exports;

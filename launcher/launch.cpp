@@ -138,7 +138,7 @@ int run_multi_node(const LaunchOptions& o, const LaunchPlan& plan, const std::st
     m.spawn.argv = command.argv;
     m.spawn.env = env;
     for (const auto& [k, v] : command.env) env_set(m.spawn.env, k, &v);
-    m.watch_failure_marker = backend == "pdsh";
+    m.watch_failure_marker = true;  // the first failing rank's code, not the backend's summary
     members.push_back(std::move(m));
   }
   if (o.dry_run) return 0;
@@ -167,7 +167,7 @@ int run_launch(const LaunchOptions& o) {
   std::string backend = plan.multi_node ? choose_backend(o) : "local";
   if (plan.multi_node && !o.dry_run) {
     check_backend_installed(backend);
-    check_hosts_resolve(plan.world);
+    if (backend != "slurm") check_hosts_resolve(plan.world);  // Slurm node names need not be DNS names
     if ((backend == "ssh" || backend == "pdsh") && !o.no_ssh_check) {
       check_ssh_reachable(plan.world, probe_ssh_options(o, backend), o.ssh_port, o.hostfile);
     }
@@ -195,15 +195,23 @@ int run_agent(const AgentOptions& a, bool dry_run) {
   return 0;
 }
 
-int run_rank_shim(const ProgramSpec& program) {
+int run_rank_shim(const ProgramSpec& program, int kill_grace_s) {
   auto env = current_environment();
-  for (const auto& [k, v] : scheduler_rank_env(env)) ::setenv(k.c_str(), v.c_str(), 1);
-  auto argv_words = rank_argv(program, std::atoi(::getenv("LOCAL_RANK")), find_python());
-  std::vector<char*> argv;
-  for (auto& w : argv_words) argv.push_back(w.data());
-  argv.push_back(nullptr);
-  ::execvp(argv[0], argv.data());
-  throw Error(ErrorKind::Launch, "cannot start '" + argv_words[0] + "': " + std::strerror(errno));
+  for (const auto& [k, v] : scheduler_rank_env(env)) env_set(env, k, &v);
+  std::string rank = env_value(env, "RANK");
+  Member m;
+  m.name = "rank " + rank;
+  m.prefix = "[rank" + rank + "]: ";
+  m.spawn.argv = rank_argv(program, std::stoi(env_value(env, "LOCAL_RANK")), find_python());
+  m.spawn.env = env;
+  SupervisorOptions s;
+  s.kill_grace_s = kill_grace_s;
+  s.quiet = true;  // the runner reports the failure, from the marker below
+  Outcome outcome = supervise({m}, s);
+  if (outcome.exit_code != 0) {
+    std::cerr << kAgentFailureMarker << outcome.exit_code << " rank=" << rank << " (" << outcome.reason << ")" << std::endl;
+  }
+  return outcome.exit_code;
 }
 
 }  // namespace dsx::launcher

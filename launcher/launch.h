@@ -10,6 +10,7 @@ namespace dsx::launcher {
 
 int run_launch(const LaunchOptions& options);
 int run_agent(const AgentOptions& options, bool dry_run);
-int run_rank_shim(const ProgramSpec& program);  // returns only on failure
+// Runs one rank under mpirun/srun; a failure prints the marker the runner watches for.
+int run_rank_shim(const ProgramSpec& program, int kill_grace_s);
 
 }  // namespace dsx::launcher

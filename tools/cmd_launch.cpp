@@ -57,14 +57,13 @@ po::options_description launch_options(LaunchOptions& o) {
 }
 
 // Flags of the per-node agent and the rank shim that users do not type.
-po::options_description agent_options(std::string& world_info, std::string& tether, std::string& save_pid, bool& shim) {
+po::options_description agent_options(std::string& world_info, std::string& tether, bool& shim) {
   po::options_description d("internal");
   d.add_options()
       ("world_info", po::value(&world_info), "node agent: the world from the runner (base64 JSON)")
       ("dsx_tether", po::value(&tether), "node agent: 'stdin' or 'parent'")
       ("dsx_rank_shim", po::bool_switch(&shim), "rank wrapper under mpirun/srun")
       ("enable_elastic_training", po::bool_switch(), "elastic training (not supported)");
-  (void)save_pid;
   return d;
 }
 
@@ -95,7 +94,7 @@ int run_launch(int argc, char** argv) {
   std::string world_info, tether, save_pid_value;
   bool shim = false;
   po::options_description all = launch_options(o);
-  po::options_description internal = agent_options(world_info, tether, save_pid_value, shim);
+  po::options_description internal = agent_options(world_info, tether, shim);
 
   // DeepSpeed's node launcher takes `--save_pid <runner pid>`; the runner's --save_pid is a flag.
   std::vector<std::string> words(argv, argv + argc);
@@ -134,7 +133,7 @@ int run_launch(int argc, char** argv) {
     }
   }
   launcher::ProgramSpec program{o.user_script, o.user_args, o.module, o.no_python, o.no_local_rank};
-  if (shim) return launcher::run_rank_shim(program);
+  if (shim) return launcher::run_rank_shim(program, o.kill_grace_s);
   if (world_info.empty()) return launcher::run_launch(o);
 
   // Node agent mode.

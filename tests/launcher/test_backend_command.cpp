@@ -113,9 +113,9 @@ TEST(BackendCommand, SlurmUsesNodelistAndCountsFromTheActiveWorld) {
   auto j = job("slurm");
   j.options.launcher_args = "--partition debug";
   auto c = slurm_command(j);
-  EXPECT_EQ(std::vector<std::string>(c.argv.begin(), c.argv.begin() + 9),
-            (std::vector<std::string>{"srun", "-n", "4", "--nodes=2", "--ntasks-per-node=2", "--nodelist=n0,n1", "--partition",
-                                      "debug", "--export=ALL"}));
+  EXPECT_EQ(std::vector<std::string>(c.argv.begin(), c.argv.begin() + 10),
+            (std::vector<std::string>{"srun", "-n", "4", "--nodes=2", "--ntasks-per-node=2", "--nodelist=n0,n1",
+                                      "--kill-on-bad-exit=1", "--partition", "debug", "--export=ALL"}));
   EXPECT_TRUE(has(c.argv, {"/opt/dsx", "launch", "--dsx_rank_shim"}));
   EXPECT_EQ(display_command(c).rfind("NCCL_DEBUG=INFO PYTHONPATH='/work dir' MASTER_ADDR=10.0.0.1 MASTER_PORT=29500 srun", 0), 0u)
       << display_command(c);
