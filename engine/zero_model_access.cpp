@@ -1,6 +1,8 @@
 // Model <-> ZeRO glue (see zero_model_access.h).
 #include "engine/zero_model_access.h"
 
+#include <chrono>
+
 namespace dsx::engine {
 
 std::vector<zero::ModelParam> zero_params_of(const models::Model& model) {
@@ -11,15 +13,21 @@ std::vector<zero::ModelParam> zero_params_of(const models::Model& model) {
   return out;
 }
 
-float train_micro_step(models::Model& model, zero::ZeroEngine& zero, const int32_t* inputs,
-                       const int32_t* targets, int B, int T, bool boundary, float grad_scale) {
+MicroStepResult train_micro_step(models::Model& model, zero::ZeroEngine& zero, const int32_t* inputs,
+                                 const int32_t* targets, int B, int T, bool boundary, float grad_scale) {
+  using Clock = std::chrono::steady_clock;
   ZeroModelAccess access(zero);
+  MicroStepResult r;
   zero.begin_micro_step(boundary);
-  const float loss = model.forward(inputs, targets, B, T, access);
+  const auto t0 = Clock::now();
+  r.loss = model.forward(inputs, targets, B, T, access);
+  const auto t1 = Clock::now();
   zero.begin_backward();
   model.backward(access, access, grad_scale);
   zero.end_micro_step();
-  return loss;
+  r.forward_seconds = std::chrono::duration<double>(t1 - t0).count();
+  r.backward_seconds = std::chrono::duration<double>(Clock::now() - t1).count();
+  return r;
 }
 
 }  // namespace dsx::engine

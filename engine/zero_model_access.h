@@ -28,10 +28,16 @@ class ZeroModelAccess final : public models::ParamAccess, public models::GradSin
   zero::ZeroEngine& zero_;
 };
 
+struct MicroStepResult {
+  float loss = 0;               // the micro-batch's mean loss
+  double forward_seconds = 0;
+  double backward_seconds = 0;  // including the gradient reductions this micro-step waited for
+};
+
 // One micro-step of training through ZeRO: forward, backward with the loss scaled by
 // `grad_scale` (loss_scale / gradient_accumulation_steps), and the gradient reductions this
-// micro-step owes. Returns the micro-batch's mean loss.
-float train_micro_step(models::Model& model, zero::ZeroEngine& zero, const int32_t* inputs,
+// micro-step owes.
+MicroStepResult train_micro_step(models::Model& model, zero::ZeroEngine& zero, const int32_t* inputs,
                        const int32_t* targets, int B, int T, bool boundary, float grad_scale);
 
 }  // namespace dsx::engine

@@ -33,7 +33,9 @@ GradReducer::GradReducer(Mode mode, const ZeroLayout& layout, const FlatPartitio
     : mode_(mode), layout_(layout), flat_(flat), shards_(shards), options_(options), comm_(comm),
       ledger_(ledger), partition_(partition) {
   const double n = comm.size();
-  if (options.prescale_gradients) {
+  if (!options.average_gradients) {
+    pre_ = post_ = 1.0f;
+  } else if (options.prescale_gradients) {
     pre_ = static_cast<float>(1.0 / n);
     post_ = 1.0f;
   } else {

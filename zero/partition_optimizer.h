@@ -58,6 +58,7 @@ class PartitionOptimizer {
   void step(float* param, const float* grad, float grad_factor, const StepHyper& hyper,
             const std::function<void(double*, size_t)>& sum_across_ranks);
 
+  const OptimizerSpec& spec() const { return spec_; }
   int64_t steps() const { return steps_; }
   void set_steps(int64_t steps) { steps_ = steps; }
   // The state tensors by name ("exp_avg", "exp_avg_sq", "momentum_buffer", "sum"), for checkpoints.

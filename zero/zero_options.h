@@ -28,6 +28,7 @@ struct ZeroOptions {
   kernels::DType comm_dtype = kernels::DType::F32;
   double gradient_predivide_factor = 1.0;
   bool prescale_gradients = false;
+  bool average_gradients = true;  // false: gradient_allreduce_op "sum"
   double gradient_clipping = 0.0;  // <= 0: off
   // mixed precision
   LossScalerConfig loss_scaler;  // dynamic=false, static_scale=1: bf16 / fp32

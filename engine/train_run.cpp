@@ -1,0 +1,268 @@
+// One rank of `dsx train` (see train_run.h).
+#include "engine/train_run.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "comm/session.h"
+#include "dsx/error.h"
+#include "engine/config/ds_config.h"
+#include "engine/monitor/monitor_master.h"
+#include "engine/progress/progress_display.h"
+#include "engine/progress/step_log.h"
+#include "engine/trainer.h"
+#include "models/data/addition.h"
+#include "models/data/token_loader.h"
+#include "models/gpt2/gpt2_cpu.h"
+#include "models/io/gpt2_weights.h"
+#include "models/local_params.h"
+#include "models/sampling.h"
+
+namespace dsx::engine {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double now_seconds() { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); }
+
+// The rank environment of a launcher, or a job of one when there is none.
+comm::RankEnv rank_env() {
+  if (std::getenv("RANK") || std::getenv("WORLD_SIZE")) return comm::rank_env_from_environment();
+  comm::RankEnv env;
+  env.master.port = 0;  // a lone process: any free port
+  return env;
+}
+
+monitor::MonitorSettings monitor_settings(const EngineConfig& c) {
+  monitor::MonitorSettings s;
+  s.tensorboard = {c.tensorboard.enabled, c.tensorboard.output_path, c.tensorboard.job_name};
+  s.csv_monitor = {c.csv_monitor.enabled, c.csv_monitor.output_path, c.csv_monitor.job_name};
+  s.wandb_enabled = c.wandb.enabled;
+  s.comet_enabled = c.comet.enabled;
+  return s;
+}
+
+// The model: a preset trained from scratch, or weights from a file to fine-tune.
+struct ModelChoice {
+  models::GPT2Config config;
+  std::vector<float> initial;
+};
+
+ModelChoice choose_model(const TrainRunOptions& o) {
+  ModelChoice m;
+  if (std::filesystem::exists(o.model)) {
+    auto weights = models::load_gpt2_weights(o.model);
+    m.config = weights.config;
+    m.initial = std::move(weights.params);
+  } else {
+    m.config = models::gpt2_preset(o.model);
+  }
+  return m;
+}
+
+std::unique_ptr<models::DataLoader> make_loader(const TrainRunOptions& o, const models::AdditionTask& task,
+                                                int micro_batch, int seq_len, int rank, int world) {
+  if (o.data == "addition") {
+    return std::make_unique<models::AdditionLoader>(task, micro_batch, rank, world, o.seed);
+  }
+  models::TokenLoaderOptions t;
+  t.batch = micro_batch;
+  t.seq_len = seq_len;
+  t.rank = rank;
+  t.world = world;
+  t.shuffle = true;
+  t.seed = o.seed;
+  if (o.data.rfind("shards:", 0) == 0) return models::TokenLoader::shards(o.data.substr(7), t);
+  if (o.data.rfind("text:", 0) == 0) return models::TokenLoader::text(o.data.substr(5), t);
+  throw Error(ErrorKind::Usage, "--data must be addition, text:FILE or shards:GLOB, not '" + o.data + "'");
+}
+
+std::string answer_line(models::Model& model, models::ParamAccess& access, const models::AdditionTask& task,
+                        uint64_t a, uint64_t b) {
+  const std::string prompt = task.prompt(a, b);
+  models::SampleOptions so;
+  so.max_new_tokens = task.digits() + 2;
+  so.temperature = 0;
+  so.stop_token = '\n';
+  auto out = models::generate(model, access, std::vector<int32_t>(prompt.begin(), prompt.end()), so);
+  std::string text(out.begin(), out.end());
+  const int64_t got = task.parse_answer(text);
+  const bool right = got == static_cast<int64_t>(a + b);
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+  std::ostringstream line;
+  line << "  " << prompt << text << "   (reversed digits: " << a << " + " << b << " = " << got << ", "
+       << (right ? "right" : "wrong, " + std::to_string(a + b)) << ")";
+  return line.str();
+}
+
+}  // namespace
+
+int run_training(const TrainRunOptions& o) {
+  if (o.config_path.empty()) {
+    throw Error(ErrorKind::Usage, "dsx train needs --deepspeed_config FILE (ready ones are in configs/)");
+  }
+  ModelChoice choice = choose_model(o);
+  const comm::RankEnv env = rank_env();
+  ConfigInputs inputs;
+  inputs.world_size = env.world_size;
+  inputs.hidden_size = choice.config.channels;
+  inputs.total_steps = o.steps;
+  inputs.strict = o.strict_config;
+  const EngineConfig config = read_ds_config_file(o.config_path, inputs);
+
+  comm::Session session(env, comm::comm_options_from_environment());
+  comm::Communicator& comm = session.world();
+  const int rank = comm.rank();
+  const bool lead = rank == 0;
+
+  models::AdditionTask task(o.digits);
+  const int micro = static_cast<int>(config.train_micro_batch_size_per_gpu);
+  const int seq = o.data == "addition" ? task.seq_len() : choice.config.max_seq_len;
+  if (seq > choice.config.max_seq_len) {
+    throw Error(ErrorKind::Usage, "the addition task with --digits " + std::to_string(o.digits) + " needs " +
+                                      std::to_string(seq) + " positions; model " + o.model + " has " +
+                                      std::to_string(choice.config.max_seq_len));
+  }
+  models::GPT2Cpu<float> model(choice.config, micro, seq);
+  if (choice.initial.empty()) {
+    choice.initial.resize(model.num_params());
+    model.init_params(choice.initial.data(), o.seed);
+  }
+  auto loader = make_loader(o, task, micro, seq, rank, comm.size());
+  if (loader->vocab_size() > model.vocab_size()) {
+    throw Error(ErrorKind::Usage, "the data has " + std::to_string(loader->vocab_size()) + " token ids but model " +
+                                      o.model + " only " + std::to_string(model.vocab_size()));
+  }
+
+  Trainer trainer(config, model, comm, choice.initial.data());
+  std::ostringstream notes;
+  monitor::MonitorMaster monitors(monitor_settings(config), rank, notes);
+
+  progress::ProgressDisplay::Options display_options;
+  if (o.progress == "bar") display_options.mode = progress::ProgressDisplay::Mode::Terminal;
+  if (o.progress == "plain") display_options.mode = progress::ProgressDisplay::Mode::Plain;
+  display_options.plain_every = std::max<int64_t>(1, o.steps / 20);
+  progress::ProgressDisplay display(lead ? STDOUT_FILENO : -1, o.steps, display_options);
+  progress::ThroughputTimer throughput(config.train_batch_size, config.steps_per_print);
+  auto say = [&](const std::string& line) {
+    if (lead) display.print_line(line);
+  };
+
+  if (lead) {
+    std::ostringstream head;
+    head << "dsx train: " << o.model << " (" << model.num_params() << " parameters), " << comm.size()
+         << " rank(s) over " << comm.backend() << ", ZeRO stage " << config.zero_optimization.stage
+         << (config.zero_optimization.overlap_comm ? " with overlap_comm" : "") << ", " << config.model_dtype()
+         << ", batch " << config.train_batch_size << " = " << micro << " x " << config.gradient_accumulation_steps
+         << " x " << comm.size() << ", " << o.steps << " steps";
+    say(head.str());
+    for (const auto& note : trainer.notes()) say("note: " + note);
+    std::string line;
+    std::istringstream in(notes.str());
+    while (std::getline(in, line)) say("note: " + line);
+    for (const auto& w : config.warnings) say("config warning: " + w.path + ": " + w.message);
+  }
+
+  progress::RunSummary summary;
+  const double start = now_seconds();
+  display.start(start);
+  throughput.start(start);
+  int64_t samples_seen = 0;
+  auto evaluate = [&](int64_t step) {
+    if (o.data != "addition") return;
+    trainer.zero().begin_micro_step(false);
+    const double acc = models::addition_accuracy(model, trainer.params(), task, o.eval_samples, micro);
+    std::ostringstream line;
+    line << "step " << step << ": held-out accuracy " << static_cast<int>(acc * 1000 + 0.5) / 10.0 << "% ("
+         << o.eval_samples << " unseen sums)";
+    say(line.str());
+  };
+
+  for (int64_t s = 0; s < o.steps; ++s) {
+    TrainStep step = trainer.train_batch(*loader);
+    const double t = now_seconds();
+    samples_seen += step.samples;
+    summary.tokens += step.tokens;
+    if (!summary.first_loss) summary.first_loss = step.loss;
+    summary.final_loss = step.loss;
+    if (!summary.lowest_loss || step.loss < *summary.lowest_loss) {
+      summary.lowest_loss = step.loss;
+      summary.lowest_loss_step = step.global_step;
+    }
+    if (lead) {
+      std::vector<monitor::Event> events = {{monitor::names::kTrainLoss, step.loss, samples_seen},
+                                            {monitor::names::kLr, step.lr, samples_seen}};
+      if (config.fp16.enabled) events.push_back({monitor::names::kLossScale, step.zero.loss_scale, samples_seen});
+      if (config.wall_clock_breakdown) {
+        events.push_back({monitor::names::kForwardMs, step.forward_seconds * 1e3, samples_seen});
+        events.push_back({monitor::names::kBackwardMs, step.backward_seconds * 1e3, samples_seen});
+        events.push_back({monitor::names::kStepMs, step.step_seconds * 1e3, samples_seen});
+      }
+      monitors.write_events(events);
+      if (config.steps_per_print && step.global_step % *config.steps_per_print == 0) {
+        progress::GroupState group{step.lr, trainer.momentum()};
+        say(progress::log_prefix(std::chrono::system_clock::now(), rank) +
+            progress::format_step_line(step.global_step, trainer.skipped_steps(), {&group, 1}));
+        if (config.wall_clock_breakdown) {
+          std::ostringstream w;
+          w.precision(2);
+          w << std::fixed << "time (ms) | fwd: " << step.forward_seconds * 1e3
+            << " | bwd: " << step.backward_seconds * 1e3 << " | step: " << step.step_seconds * 1e3
+            << " | comm hidden behind backward: " << trainer.zero().comm_timing().hidden_fraction() * 100 << "%";
+          say(progress::log_prefix(std::chrono::system_clock::now(), rank) + w.str());
+        }
+      }
+    }
+    for (int j = 0; j + 1 < config.gradient_accumulation_steps; ++j) throughput.stop(t, false, false);
+    if (auto line = throughput.stop(t, true, lead); line && lead) say(progress::log_prefix(std::chrono::system_clock::now(), rank) + *line);
+    if (lead) display.update(step.global_step, step.loss, step.lr, step.tokens, t);
+    if (o.eval_interval > 0 && step.global_step % o.eval_interval == 0 && step.global_step != o.steps) {
+      evaluate(step.global_step);
+    }
+  }
+  summary.steps = trainer.global_steps();
+  summary.skipped_steps = trainer.skipped_steps();
+  summary.samples = samples_seen;
+  summary.seconds = now_seconds() - start;
+  if (lead) display.finish(now_seconds());
+  evaluate(trainer.global_steps());
+  if (config.memory_breakdown) say("memory (rank 0): " + trainer.zero().memory().report());
+  monitors.flush();
+
+  // The trained weights, full, for `dsx sample` and Hugging Face (a collective at stage 3).
+  std::vector<float> weights(model.num_params());
+  trainer.zero().gather_params(weights.data());
+  if (lead && !o.save_dir.empty()) {
+    std::filesystem::create_directories(o.save_dir);
+    const std::string path = o.save_dir + "/model.safetensors";
+    models::write_gpt2_safetensors(path, choice.config, weights.data());
+    models::write_gpt2_hf_config(o.save_dir + "/config.json", choice.config);
+    summary.extra.push_back({"weights", path + " (Hugging Face GPT-2 layout)"});
+  }
+  for (const auto& dir : monitors.log_dirs()) summary.extra.push_back({"monitor logs", dir});
+  if (lead) {
+    std::cout << progress::format_summary(summary);
+    if (o.data == "addition" && o.samples_to_show > 0) {
+      std::cout << "samples from the trained model (greedy; sums it never trained on):\n";
+      models::LocalParams<float> local(model);
+      std::copy(weights.begin(), weights.end(), local.params());
+      for (int i = 0; i < o.samples_to_show; ++i) {
+        uint64_t a, b;
+        task.pair(o.seed + 99, static_cast<uint64_t>(i), true, a, b);
+        std::cout << answer_line(model, local, task, a, b) << "\n";
+      }
+    }
+    std::cout.flush();
+  }
+  comm.barrier()->wait();
+  return 0;
+}
+
+}  // namespace dsx::engine

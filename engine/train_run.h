@@ -1,0 +1,35 @@
+// `dsx train` as a library call: one rank of a training job from start to finish. It meets the
+// other ranks (RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT, as set by `dsx launch`, torchrun or
+// the deepspeed launcher; a lone process when they are absent), reads the ds_config, builds the
+// model and this rank's data, trains with ZeRO, and on rank 0 shows progress, DeepSpeed's log
+// lines, the monitors' files, held-out accuracy, the saved checkpoint and samples.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace dsx::engine {
+
+struct TrainRunOptions {
+  std::string config_path;              // --deepspeed_config
+  std::string model = "byte-tiny";      // a GPT-2 preset, or a weights file (.bin / .safetensors)
+  std::string data = "addition";        // "addition", "text:FILE", "shards:GLOB"
+  int digits = 2;                       // the addition task's operand digits
+  int64_t steps = 300;                  // optimizer steps
+  int64_t eval_interval = 100;          // held-out evaluation every N steps (0: only at the end)
+  int eval_samples = 200;
+  uint64_t seed = 1234;
+  std::string save_dir;                 // --save: checkpoint at the end (and every save_interval)
+  int64_t save_interval = 0;
+  std::string load_dir;                 // --load: resume from a checkpoint
+  std::string load_tag;                 // --tag (default: the `latest` file)
+  int samples_to_show = 5;              // answers printed at the end (addition task)
+  bool strict_config = false;
+  std::optional<std::string> progress;  // "auto" (default), "bar", "plain"
+};
+
+// Returns the process exit code; throws dsx::Error for what the user must fix.
+int run_training(const TrainRunOptions& options);
+
+}  // namespace dsx::engine

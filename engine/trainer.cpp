@@ -1,0 +1,112 @@
+// One rank's training loop (see trainer.h).
+#include "engine/trainer.h"
+
+#include <chrono>
+
+#include "dsx/error.h"
+#include "engine/training_setup.h"
+
+namespace dsx::engine {
+namespace {
+
+std::unique_ptr<zero::ZeroEngine> make_zero(const EngineConfig& config, models::Model& model,
+                                            comm::Communicator& comm, const float* initial,
+                                            std::vector<std::string>& notes) {
+  if (model.on_device()) {
+    throw Error(ErrorKind::Unsupported, "the training driver runs CPU models only in this build");
+  }
+  return std::make_unique<zero::ZeroEngine>(zero_params_of(model), model.num_layers(), initial,
+                                            zero_options_from(config, notes), comm);
+}
+
+}  // namespace
+
+Trainer::Trainer(const EngineConfig& config, models::Model& model, comm::Communicator& comm, const float* initial)
+    : config_(config), model_(model), comm_(comm), zero_(make_zero(config, model, comm, initial, notes_)),
+      access_(*zero_), schedule_(lr_schedule_from(config)) {
+  if (config.dp_world_size != comm.size()) {
+    throw Error(ErrorKind::Config, "the config was resolved for " + std::to_string(config.dp_world_size) +
+                                       " data-parallel ranks but the job has " + std::to_string(comm.size()));
+  }
+}
+
+zero::StepHyper Trainer::next_hyper() const {
+  zero::StepHyper hyper;
+  hyper.lr = config_.optimizer.params.lr;
+  if (schedule_) {
+    ScheduleValue v = schedule_->at(schedule_iteration_);
+    hyper.lr = v.lr;
+    hyper.beta1 = v.beta1;
+    hyper.beta2 = v.beta2;
+  }
+  return hyper;
+}
+
+std::vector<double> Trainer::momentum() const {
+  const zero::OptimizerSpec& spec = zero_->optimizer().spec();
+  const zero::StepHyper hyper = next_hyper();
+  // From the config (doubles, as the user wrote them), not the kernels' floats.
+  const std::vector<double>& written = config_.optimizer.params.betas;
+  auto betas = [&](double b1, double b2) {
+    if (written.size() == 2) b1 = written[0], b2 = written[1];
+    return std::vector<double>{hyper.beta1.value_or(b1), hyper.beta2.value_or(b2)};
+  };
+  switch (spec.type) {
+    case zero::OptimizerType::Adam: return betas(spec.adam.beta1, spec.adam.beta2);
+    case zero::OptimizerType::Lamb: return betas(spec.lamb.beta1, spec.lamb.beta2);
+    case zero::OptimizerType::Lion: return betas(spec.lion.beta1, spec.lion.beta2);
+    case zero::OptimizerType::Sgd: return {spec.sgd.momentum};
+    case zero::OptimizerType::Adagrad: return {};
+  }
+  return {};
+}
+
+void Trainer::restore_counters(int64_t global_steps, int64_t skipped_steps, int64_t micro_steps,
+                               int64_t schedule_iteration) {
+  global_steps_ = global_steps;
+  skipped_steps_ = skipped_steps;
+  micro_steps_ = micro_steps;
+  schedule_iteration_ = schedule_iteration;
+}
+
+TrainStep Trainer::train_batch(models::DataLoader& loader) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  const int gas = static_cast<int>(config_.gradient_accumulation_steps);
+  TrainStep out;
+  double loss_sum = 0;
+  int64_t tokens = 0;
+  const float grad_scale = static_cast<float>(zero_->loss_scale() / gas);
+  for (int j = 0; j < gas; ++j) {
+    loader.next(batch_);
+    MicroStepResult r = train_micro_step(model_, *zero_, batch_.inputs.data(), batch_.targets.data(), batch_.B,
+                                         batch_.T, j == gas - 1, grad_scale);
+    loss_sum += r.loss;
+    tokens += static_cast<int64_t>(batch_.B) * batch_.T;
+    out.forward_seconds += r.forward_seconds;
+    out.backward_seconds += r.backward_seconds;
+    ++micro_steps_;
+  }
+  const zero::StepHyper hyper = next_hyper();
+  const auto step_start = Clock::now();
+  out.zero = zero_->step(hyper);
+  out.step_seconds = std::chrono::duration<double>(Clock::now() - step_start).count();
+  if (out.zero.applied) {
+    ++schedule_iteration_;
+  } else {
+    ++skipped_steps_;
+  }
+  ++global_steps_;
+  // The loss every rank reports: the mean over micro-batches and ranks.
+  float stats[2] = {static_cast<float>(loss_sum / gas), static_cast<float>(tokens)};
+  comm_.allreduce(stats, 2, kernels::DType::F32, kernels::ReduceOp::Sum)->wait();
+  out.loss = stats[0] / comm_.size();
+  out.tokens = static_cast<int64_t>(stats[1]);
+  out.samples = config_.train_batch_size;
+  out.lr = hyper.lr;
+  out.global_step = global_steps_;
+  out.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return out;
+}
+
+}  // namespace dsx::engine

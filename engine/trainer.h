@@ -1,0 +1,68 @@
+// The training loop of one rank, as DeepSpeed's engine runs it: each train_batch() runs
+// gradient_accumulation_steps micro-batches through the model and ZeRO, then one optimizer step
+// at the accumulation boundary with the scheduler's learning rate; overflow-skipped steps do not
+// advance the schedule. Progress display, monitors and checkpoints are the driver's business
+// (tools/cmd_train.cpp); the Trainer says what happened in each step.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "engine/config/ds_config.h"
+#include "engine/schedule/lr_schedule.h"
+#include "engine/zero_model_access.h"
+#include "models/data/loader.h"
+#include "models/model.h"
+#include "zero/zero_engine.h"
+
+namespace dsx::engine {
+
+struct TrainStep {
+  int64_t global_step = 0;  // after this step (DeepSpeed's global_steps)
+  double loss = 0;          // mean over micro-batches and ranks
+  double lr = 0;            // the learning rate this step used
+  zero::StepResult zero;
+  double forward_seconds = 0, backward_seconds = 0, step_seconds = 0, total_seconds = 0;
+  int64_t samples = 0;  // train_batch_size
+  int64_t tokens = 0;   // samples * tokens per sample (all ranks)
+};
+
+class Trainer {
+ public:
+  // `initial` parameters in the model's flat layout (every rank the same).
+  Trainer(const EngineConfig& config, models::Model& model, comm::Communicator& comm, const float* initial);
+
+  TrainStep train_batch(models::DataLoader& loader);
+
+  zero::ZeroEngine& zero() { return *zero_; }
+  models::ParamAccess& params() { return access_; }
+  const std::vector<std::string>& notes() const { return notes_; }
+  int64_t global_steps() const { return global_steps_; }
+  int64_t skipped_steps() const { return skipped_steps_; }
+  int64_t micro_steps() const { return micro_steps_; }
+  // The scheduler's iteration (-1 before the first applied step), for checkpoints.
+  int64_t schedule_iteration() const { return schedule_iteration_; }
+  void restore_counters(int64_t global_steps, int64_t skipped_steps, int64_t micro_steps, int64_t schedule_iteration);
+  // The learning rate (and momentum) the next applied step will use.
+  zero::StepHyper next_hyper() const;
+  // The momentum DeepSpeed logs beside the lr: Adam's (beta1, beta2), SGD's momentum, or none.
+  std::vector<double> momentum() const;
+
+ private:
+  const EngineConfig& config_;
+  models::Model& model_;
+  comm::Communicator& comm_;
+  std::vector<std::string> notes_;
+  std::unique_ptr<zero::ZeroEngine> zero_;
+  ZeroModelAccess access_;
+  std::optional<LrSchedule> schedule_;
+  models::Batch batch_;
+  int64_t global_steps_ = 0, skipped_steps_ = 0, micro_steps_ = 0;
+  int64_t schedule_iteration_ = -1;
+};
+
+}  // namespace dsx::engine

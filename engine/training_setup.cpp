@@ -1,0 +1,178 @@
+// ds_config -> ZeRO options and LR schedule (see training_setup.h).
+#include "engine/training_setup.h"
+
+#include "dsx/error.h"
+
+namespace dsx::engine {
+namespace {
+
+kernels::DType dtype_named(const std::string& name) {
+  if (name == "fp16") return kernels::DType::F16;
+  if (name == "bf16") return kernels::DType::BF16;
+  return kernels::DType::F32;
+}
+
+float beta(const OptimizerParams& p, size_t i, float fallback) {
+  return p.betas.size() > i ? static_cast<float>(p.betas[i]) : fallback;
+}
+
+zero::OptimizerSpec optimizer_from(const OptimizerConfig& o) {
+  zero::OptimizerSpec spec;
+  const OptimizerParams& p = o.params;
+  const std::string& name = o.name;
+  if (!o.type || name == "adam" || name == "adamw") {
+    // No optimizer block: DeepSpeed would take the client's optimizer; dsx trains with AdamW.
+    spec.type = zero::OptimizerType::Adam;
+    spec.adam.lr = static_cast<float>(p.lr);
+    spec.adam.beta1 = beta(p, 0, 0.9f);
+    spec.adam.beta2 = beta(p, 1, 0.999f);
+    spec.adam.eps = static_cast<float>(p.eps);
+    spec.adam.weight_decay = static_cast<float>(p.weight_decay);
+    spec.adam.adam_w_mode = p.adam_w_mode || name == "adamw";
+    spec.adam.bias_correction = p.bias_correction;
+    if (p.amsgrad) {
+      throw Error(ErrorKind::Unsupported,
+                  "optimizer.params.amsgrad: true is not supported (DeepSpeed's FusedAdam rejects it "
+                  "too); remove it or set it to false");
+    }
+  } else if (name == "lamb") {
+    spec.type = zero::OptimizerType::Lamb;
+    spec.lamb.lr = static_cast<float>(p.lr);
+    spec.lamb.beta1 = beta(p, 0, 0.9f);
+    spec.lamb.beta2 = beta(p, 1, 0.999f);
+    spec.lamb.eps = static_cast<float>(p.eps);
+    spec.lamb.weight_decay = static_cast<float>(p.weight_decay);
+    spec.lamb.bias_correction = p.bias_correction;
+    spec.lamb.max_coeff = static_cast<float>(p.max_coeff);
+    spec.lamb.min_coeff = static_cast<float>(p.min_coeff);
+    spec.lamb.eps_inside_sqrt = p.eps_inside_sqrt;
+  } else if (name == "lion") {
+    spec.type = zero::OptimizerType::Lion;
+    spec.lion.lr = static_cast<float>(p.lr);
+    spec.lion.beta1 = beta(p, 0, 0.9f);
+    spec.lion.beta2 = beta(p, 1, 0.999f);
+    spec.lion.weight_decay = static_cast<float>(p.weight_decay);
+  } else if (name == "SGD") {
+    spec.type = zero::OptimizerType::Sgd;
+    spec.sgd.lr = static_cast<float>(p.lr);
+    spec.sgd.momentum = static_cast<float>(p.momentum);
+    spec.sgd.dampening = static_cast<float>(p.dampening);
+    spec.sgd.weight_decay = static_cast<float>(p.weight_decay);
+    spec.sgd.nesterov = p.nesterov;
+  } else if (name == "adagrad") {
+    spec.type = zero::OptimizerType::Adagrad;
+    spec.adagrad.lr = static_cast<float>(p.lr);
+    spec.adagrad.eps = static_cast<float>(p.eps);
+    spec.adagrad.weight_decay = static_cast<float>(p.weight_decay);
+  } else {
+    throw Error(ErrorKind::Unsupported, "optimizer.type \"" + *o.type +
+                                            "\" is valid for DeepSpeed but dsx has no kernel for it; use "
+                                            "Adam, AdamW, Lamb, Lion, SGD or Adagrad");
+  }
+  return spec;
+}
+
+}  // namespace
+
+zero::ZeroOptions zero_options_from(const EngineConfig& config, std::vector<std::string>& notes) {
+  const ZeroConfig& z = config.zero_optimization;
+  zero::ZeroOptions o;
+  o.stage = static_cast<int>(z.stage);
+  o.overlap_comm = z.overlap_comm;
+  o.reduce_scatter = z.reduce_scatter;
+  o.contiguous_gradients = z.contiguous_gradients;
+  o.reduce_bucket_size = static_cast<size_t>(z.reduce_bucket_size);
+  o.allgather_bucket_size = static_cast<size_t>(z.allgather_bucket_size);
+  o.prefetch_bucket_size = static_cast<size_t>(z.prefetch_bucket_size);
+  o.param_persistence_threshold = static_cast<size_t>(z.param_persistence_threshold);
+  o.max_live_parameters = static_cast<size_t>(z.max_live_parameters);
+  o.max_reuse_distance = static_cast<size_t>(z.max_reuse_distance);
+  o.comm_dtype = dtype_named(config.communication_data_type);
+  o.gradient_predivide_factor = config.gradient_predivide_factor;
+  o.prescale_gradients = config.prescale_gradients;
+  o.gradient_clipping = config.gradient_clipping;
+  o.optimizer = optimizer_from(config.optimizer);
+  if (config.gradient_allreduce_op == "sum") {
+    // "sum": no averaging over ranks (DeepSpeed post-v0.19.5).
+    o.average_gradients = false;
+    notes.push_back("gradient_allreduce_op \"sum\": gradients are summed over ranks, not averaged");
+  }
+  if (config.fp16.enabled) {
+    o.loss_scaler.dynamic = config.fp16.dynamic();
+    o.loss_scaler.static_scale = config.fp16.dynamic() ? 1.0 : config.fp16.loss_scale;
+    o.loss_scaler.initial_scale_power = static_cast<int>(config.fp16.initial_scale_power);
+    o.loss_scaler.window = config.fp16.loss_scale_window;
+    o.loss_scaler.hysteresis = static_cast<int>(config.fp16.hysteresis);
+    o.loss_scaler.consecutive_hysteresis = config.fp16.consecutive_hysteresis;
+    o.loss_scaler.min_scale = static_cast<double>(config.fp16.min_loss_scale);
+    o.loss_scaler.zero_semantics = o.stage > 0;
+    o.check_overflow = true;
+  } else {
+    o.loss_scaler.dynamic = false;
+    o.loss_scaler.static_scale = 1.0;
+    o.check_overflow = config.bf16.enabled && config.bf16.check_grad_overflow && o.stage > 0;
+  }
+  if (config.fp16.enabled || config.bf16.enabled) {
+    notes.push_back(std::string(config.fp16.enabled ? "fp16" : "bf16") +
+                    " on the CPU: the model computes in fp32; gradients travel in " + config.communication_data_type +
+                    (config.fp16.enabled ? " with DeepSpeed's loss scaling" : ""));
+  }
+  if (z.optimizer_offloaded() || z.params_offloaded()) {
+    notes.push_back("offload_optimizer/offload_param: on a CPU run the optimizer and parameters already live "
+                    "in host memory, so offload changes nothing here");
+  }
+  return o;
+}
+
+std::optional<LrSchedule> lr_schedule_from(const EngineConfig& config) {
+  const SchedulerConfig& s = config.scheduler;
+  if (!s.type) return std::nullopt;
+  const SchedulerParams& p = s.params;
+  const double optimizer_lr = config.optimizer.params.lr;
+  auto warmup_type = p.warmup_type == "linear" ? WarmupType::Linear : WarmupType::Log;
+  const std::string& type = *s.type;
+  if (type == "WarmupLR") {
+    return LrSchedule(WarmupLRParams{p.warmup_min_lr, p.warmup_max_lr, p.warmup_num_steps, warmup_type}, optimizer_lr);
+  }
+  if (type == "WarmupDecayLR") {
+    WarmupDecayLRParams d;
+    d.warmup = WarmupLRParams{p.warmup_min_lr, p.warmup_max_lr, p.warmup_num_steps, warmup_type};
+    d.total_num_steps = p.total_num_steps.value_or(0);
+    return LrSchedule(d, optimizer_lr);
+  }
+  if (type == "WarmupCosineLR") {
+    WarmupCosineLRParams c;
+    c.total_num_steps = p.total_num_steps.value_or(0);
+    c.warmup_min_ratio = p.warmup_min_ratio;
+    c.warmup_num_steps = p.warmup_num_steps;
+    c.cos_min_ratio = p.cos_min_ratio;
+    c.warmup_type = warmup_type;
+    return LrSchedule(c, optimizer_lr);
+  }
+  if (type == "OneCycle") {
+    OneCycleParams o;
+    o.cycle_min_lr = p.cycle_min_lr.value_or(0.0);
+    o.cycle_max_lr = p.cycle_max_lr.value_or(0.0);
+    o.decay_lr_rate = p.decay_lr_rate;
+    o.cycle_first_step_size = p.cycle_first_step_size;
+    o.cycle_second_step_size = p.cycle_second_step_size;
+    o.cycle_first_stair_count = p.cycle_first_stair_count;
+    o.cycle_second_stair_count = p.cycle_second_stair_count;
+    o.decay_step_size = p.decay_step_size;
+    o.cycle_momentum = p.cycle_momentum;
+    o.cycle_min_mom = p.cycle_min_mom;
+    o.cycle_max_mom = p.cycle_max_mom;
+    o.decay_mom_rate = p.decay_mom_rate;
+    return LrSchedule(o, optimizer_lr);
+  }
+  if (type == "LRRangeTest") {
+    return LrSchedule(LRRangeTestParams{p.lr_range_test_min_lr, p.lr_range_test_step_size,
+                                        p.lr_range_test_step_rate, p.lr_range_test_staircase},
+                      optimizer_lr);
+  }
+  throw Error(ErrorKind::Unsupported, "scheduler.type \"" + type +
+                                          "\" (a torch.optim.lr_scheduler class) is not available in dsx; use "
+                                          "WarmupLR, WarmupDecayLR, WarmupCosineLR, OneCycle or LRRangeTest");
+}
+
+}  // namespace dsx::engine

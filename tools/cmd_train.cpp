@@ -1,0 +1,36 @@
+// `dsx train`: DeepSpeed-style flags in, a training run out (engine/train_run.h does the work).
+#include "engine/train_run.h"
+#include "tools/cli.h"
+
+namespace dsx::tools {
+
+int run_train(int argc, char** argv) {
+  engine::TrainRunOptions o;
+  po::options_description options("dsx train");
+  options.add_options()
+      ("deepspeed_config", po::value(&o.config_path), "the ds_config file (configs/ has ready ones)")
+      ("deepspeed", po::bool_switch(), "accepted for DeepSpeed scripts' sake (dsx always trains with it)")
+      ("local_rank", po::value<int>(), "set by launchers; dsx reads LOCAL_RANK from the environment")
+      ("model", po::value(&o.model)->default_value(o.model),
+       "a GPT-2 preset (byte-tiny, byte-small, gpt2-124M, ...) or weights to fine-tune (.bin / .safetensors)")
+      ("data", po::value(&o.data)->default_value(o.data), "addition | text:FILE | shards:GLOB (llm.c token shards)")
+      ("digits", po::value(&o.digits)->default_value(o.digits), "digits of the addition task's operands")
+      ("steps", po::value(&o.steps)->default_value(o.steps), "optimizer steps to train")
+      ("eval_interval", po::value(&o.eval_interval)->default_value(o.eval_interval),
+       "held-out evaluation every N steps (0: only at the end)")
+      ("eval_samples", po::value(&o.eval_samples)->default_value(o.eval_samples), "held-out examples per evaluation")
+      ("seed", po::value(&o.seed)->default_value(o.seed), "seed of the initial weights and the data order")
+      ("save", po::value(&o.save_dir), "directory for the checkpoint and the final weights")
+      ("save_interval", po::value(&o.save_interval)->default_value(0), "also checkpoint every N steps")
+      ("load", po::value(&o.load_dir), "resume from the checkpoint in this directory")
+      ("tag", po::value(&o.load_tag), "the checkpoint tag to load (default: what `latest` names)")
+      ("samples", po::value(&o.samples_to_show)->default_value(o.samples_to_show), "answers to show at the end")
+      ("strict", po::bool_switch(&o.strict_config), "treat every config warning as an error")
+      ("progress", po::value<std::string>(), "auto | bar | plain (auto: a bar on a terminal)");
+  auto args = parse_args(argc, argv, "dsx train --deepspeed_config FILE [options]", options);
+  if (args.help) return 0;
+  if (args.vars.count("progress")) o.progress = args.vars["progress"].as<std::string>();
+  return engine::run_training(o);
+}
+
+}  // namespace dsx::tools
