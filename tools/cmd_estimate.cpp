@@ -285,6 +285,17 @@ void print_json(const est::EstimateRequest& r, const std::vector<Row>& rows) {
   r.cpu_memory_per_node_bytes ? w.Int64(r.cpu_memory_per_node_bytes) : w.Null();
   w.Key("zero_init"); w.Bool(r.zero_init);
   w.EndObject();
+  // The same for every row: where the activation bytes go.
+  est::ActivationOptions act = r.activations;
+  act.bytes_per_value = r.precision == est::Precision::Fp32 ? 4 : 2;
+  const auto parts = est::activation_bytes(m, act);
+  w.Key("activations");
+  w.StartObject();
+  w.Key("layers"); w.Int64(parts.layers);
+  w.Key("embedding"); w.Int64(parts.embedding);
+  w.Key("logits"); w.Int64(parts.logits);
+  w.Key("block_bytes_per_token"); w.Int64(est::block_bytes_per_token(m, act));
+  w.EndObject();
   w.Key("rows");
   w.StartArray();
   for (const auto& row : rows) {

@@ -5,7 +5,9 @@
 //               eager: softmax output (w·a·s), dropout mask (a·s), dropout output (w·a·s)
 //   mlp         input; activation in and out           w·h + 2·w·I   (gated: gate, up, act, product 4·w·I)
 //   dropout     1-byte masks after attention and MLP   2·h           (GPT-2 only)
-// GPT-2, w = 2, I = 4h, eager: 34·h + 5·a·s, Korthikanti's figure.
+// GPT-2, w = 2, I = 4h, eager: 34·h + 5·a·s, Korthikanti's figure. Outside the blocks: the
+// embedding output and final norm input, and the fp32 log-softmax over the vocabulary that the
+// loss saves (4·V per token, what PyTorch keeps; docs/estimate.md has the measurement).
 #include "engine/estimate/activations.h"
 
 namespace dsx::estimate {
@@ -35,7 +37,7 @@ ActivationBytes activation_bytes(const ModelShape& s, const ActivationOptions& o
   // Checkpointing keeps each block's input and recomputes one block at a time in backward.
   bytes.layers = o.checkpointing ? tokens * (s.layers * w * s.hidden + block) : tokens * s.layers * block;
   bytes.embedding = tokens * (2 * w * s.hidden + (s.arch == Architecture::Gpt2 ? s.hidden : 0));
-  bytes.logits = tokens * s.vocab * (w + 4);
+  bytes.logits = tokens * s.vocab * 4;  // the fp32 log-softmax cross-entropy keeps for backward
   return bytes;
 }
 

@@ -21,7 +21,7 @@ struct ActivationOptions {
 struct ActivationBytes {
   int64_t layers = 0;     // the transformer blocks
   int64_t embedding = 0;  // embedding output and final norm input
-  int64_t logits = 0;     // logits and the fp32 copy the loss reads
+  int64_t logits = 0;     // the fp32 log-softmax the loss keeps
   int64_t total() const { return layers + embedding + logits; }
 };
 

@@ -4,6 +4,7 @@
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
 
+#include <filesystem>
 #include <fstream>
 #include <initializer_list>
 #include <optional>
@@ -87,6 +88,10 @@ ModelShape parse_hf_config(const std::string& json, const std::string& origin) {
 }
 
 ModelShape read_hf_config(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw Error(ErrorKind::Io, "'" + path + "' is a directory; give the config.json inside it");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(ErrorKind::Io, "cannot open '" + path + "'; give the path of a Hugging Face config.json");
   std::stringstream text;

@@ -41,6 +41,7 @@ constexpr int kNvLinkToSwitch = 2;     // NVML_NVLINK_DEVICE_TYPE_SWITCH
 
 struct Nvml {
   int (*init)();
+  int (*shutdown)();
   const char* (*error_string)(int);
   int (*driver_version)(char*, unsigned);
   int (*count)(unsigned*);
@@ -124,6 +125,7 @@ GpuTopology probe_gpu_topology() {
   }
   Nvml nvml{};
   bind(lib, nvml.init, "nvmlInit_v2");
+  bind(lib, nvml.shutdown, "nvmlShutdown");
   bind(lib, nvml.error_string, "nvmlErrorString");
   bind(lib, nvml.driver_version, "nvmlSystemGetDriverVersion");
   bind(lib, nvml.count, "nvmlDeviceGetCount_v2");
@@ -194,6 +196,7 @@ GpuTopology probe_gpu_topology() {
       }
     }
   }
+  if (nvml.shutdown) nvml.shutdown();
   return topo;
 }
 

@@ -90,6 +90,8 @@ TEST(EstimateHfConfig, WrongTypeAndBadJsonSayWhere) {
   EXPECT_NE(msg.find("c.json:3: invalid JSON"), std::string::npos) << msg;
   msg = error_of([] { est::read_hf_config("/nonexistent/config.json"); }, dsx::ErrorKind::Io);
   EXPECT_NE(msg.find("/nonexistent/config.json"), std::string::npos) << msg;
+  msg = error_of([] { est::read_hf_config(DSX_SOURCE_DIR); }, dsx::ErrorKind::Io);
+  EXPECT_NE(msg.find("is a directory"), std::string::npos) << msg;
 }
 
 TEST(EstimateHfConfig, ImpossibleShapesAreRejected) {
