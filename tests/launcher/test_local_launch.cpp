@@ -128,6 +128,21 @@ TEST_F(LocalLaunch, KilledLauncherTakesItsRanksWithIt) {
   }
 }
 
+TEST_F(LocalLaunch, NoSshRunsOnlyTheGivenNodeOfTheHostfile) {
+  std::ofstream(dir / "hostfile") << "node-a slots=2\nnode-b slots=3\n";
+  Background run(launch({"-H", dir / "hostfile", "--no_ssh", "--node_rank", "1", "--master_addr", "127.0.0.1"}), env("ok"),
+                 dir / "launch.out");
+  ASSERT_EQ(run.wait(30), 0) << output();
+  EXPECT_FALSE(exists(dir / "rank0.env"));
+  for (int r = 2; r < 5; ++r) {
+    auto e = read_env(dir / ("rank" + std::to_string(r) + ".env"));
+    EXPECT_EQ(e["NODE_RANK"], "1");
+    EXPECT_EQ(e["WORLD_SIZE"], "5");
+    EXPECT_EQ(e["LOCAL_RANK"], std::to_string(r % 3));  // DeepSpeed's RANK mod LOCAL_SIZE
+    EXPECT_EQ(e["CUDA_VISIBLE_DEVICES"], "0,1,2");
+  }
+}
+
 TEST_F(LocalLaunch, ExitCodeOfASingleRank) {
   Background run(launch({"--num_gpus", "1"}), env("exit", -1, 3), dir / "launch.out");
   EXPECT_EQ(run.wait(30), 3) << output();

@@ -30,8 +30,10 @@ class RemoteLaunch : public SshdFixture {
     argv.insert(argv.end(), more.begin(), more.end());
     argv.push_back(probe_script());
     argv.push_back("x y");
+    argv.push_back(hostile_arg());
     return argv;
   }
+  std::string hostile_arg() const { return "$(touch " + dir.path() + "/pwned) `id` 'q' \"d\" ;|&"; }
   std::string output() const { return read_text(dir / "launch.out"); }
   std::string rank_file(int r, const std::string& ext) const { return out + "/rank" + std::to_string(r) + "." + ext; }
 
@@ -51,9 +53,9 @@ class RemoteLaunch : public SshdFixture {
       EXPECT_EQ(server_ip, r < 2 ? "127.0.0.1" : "127.0.0.2") << "rank " << r << " did not run on its node";
       EXPECT_EQ(e["NCCL_DSX_HOSTILE"], "a'b $(touch " + dir.path() + "/pwned) \"q\" `id`");
       EXPECT_EQ(e["FROM_DEEPSPEED_ENV"], "yes it is");
-      EXPECT_EQ(read_text(rank_file(r, "args")), "--local_rank=" + std::to_string(r % 2) + "\nx y\n");
+      EXPECT_EQ(read_text(rank_file(r, "args")), "--local_rank=" + std::to_string(r % 2) + "\nx y\n" + hostile_arg() + "\n");
     }
-    EXPECT_FALSE(exists(dir / "pwned")) << "an exported value ran a command on a node";
+    EXPECT_FALSE(exists(dir / "pwned")) << "an exported value or an argument ran a command on a node";
   }
 
   void expect_all_ranks_gone() {
