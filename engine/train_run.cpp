@@ -17,6 +17,7 @@
 #include "engine/monitor/monitor_master.h"
 #include "engine/progress/progress_display.h"
 #include "engine/progress/step_log.h"
+#include "engine/train_checkpoint.h"
 #include "engine/trainer.h"
 #include "models/data/addition.h"
 #include "models/data/token_loader.h"
@@ -142,6 +143,13 @@ int run_training(const TrainRunOptions& o) {
   }
 
   Trainer trainer(config, model, comm, choice.initial.data());
+  if (!o.load_dir.empty()) {
+    const std::string tag = load_training_checkpoint(o.load_dir, o.load_tag, trainer, model, *loader, comm);
+    if (lead) {
+      std::cout << "dsx train: resumed from " << o.load_dir << "/" << tag << " at step " << trainer.global_steps()
+                << "\n";
+    }
+  }
   std::ostringstream notes;
   monitor::MonitorMaster monitors(monitor_settings(config), rank, notes);
 
@@ -153,6 +161,12 @@ int run_training(const TrainRunOptions& o) {
   progress::ThroughputTimer throughput(config.train_batch_size, config.steps_per_print);
   auto say = [&](const std::string& line) {
     if (lead) display.print_line(line);
+  };
+  comm::Store& store = session.rendezvous().store();
+  auto save = [&](const std::string& why) {
+    const std::string tag = save_training_checkpoint(o.save_dir, "", trainer, model, *loader, comm, store);
+    if (lead) display.print_line(std::string("saved checkpoint ") + o.save_dir + "/" + tag + " (" + why + ")");
+    return tag;
   };
 
   if (lead) {
@@ -185,7 +199,7 @@ int run_training(const TrainRunOptions& o) {
     say(line.str());
   };
 
-  for (int64_t s = 0; s < o.steps; ++s) {
+  while (trainer.global_steps() < o.steps) {
     TrainStep step = trainer.train_batch(*loader);
     const double t = now_seconds();
     samples_seen += step.samples;
@@ -226,6 +240,10 @@ int run_training(const TrainRunOptions& o) {
     if (o.eval_interval > 0 && step.global_step % o.eval_interval == 0 && step.global_step != o.steps) {
       evaluate(step.global_step);
     }
+    if (!o.save_dir.empty() && o.save_interval > 0 && step.global_step % o.save_interval == 0 &&
+        step.global_step != o.steps) {
+      save("every " + std::to_string(o.save_interval) + " steps");
+    }
   }
   summary.steps = trainer.global_steps();
   summary.skipped_steps = trainer.skipped_steps();
@@ -239,6 +257,7 @@ int run_training(const TrainRunOptions& o) {
   // The trained weights, full, for `dsx sample` and Hugging Face (a collective at stage 3).
   std::vector<float> weights(model.num_params());
   trainer.zero().gather_params(weights.data());
+  if (!o.save_dir.empty()) summary.extra.push_back({"checkpoint", o.save_dir + "/" + save("end of training")});
   if (lead && !o.save_dir.empty()) {
     std::filesystem::create_directories(o.save_dir);
     const std::string path = o.save_dir + "/model.safetensors";

@@ -1,0 +1,204 @@
+// Training checkpoints over the crash-safe checkpoint files (see train_checkpoint.h).
+#include "engine/train_checkpoint.h"
+
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <chrono>
+#include <vector>
+
+#include "dsx/error.h"
+#include "engine/checkpoint/layout.h"
+#include "engine/checkpoint/load.h"
+#include "engine/checkpoint/save.h"
+
+namespace dsx::engine {
+namespace {
+
+namespace ck = checkpoint;
+using Json = rapidjson::Document;
+
+constexpr auto kSaveTimeout = std::chrono::minutes(10);
+
+std::string to_text(const rapidjson::Value& v) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
+  v.Accept(writer);
+  return buffer.GetString();
+}
+
+Json parse(const std::string& text, const std::string& origin) {
+  Json d;
+  d.Parse(text.c_str());
+  if (d.HasParseError() || !d.IsObject()) throw Error(ErrorKind::Format, origin + ": its metadata is not a JSON object");
+  return d;
+}
+
+int64_t get_int(const rapidjson::Value& obj, const char* key, const std::string& origin) {
+  auto it = obj.FindMember(key);
+  if (it == obj.MemberEnd() || !it->value.IsInt64()) {
+    throw Error(ErrorKind::Format, origin + ": metadata lacks the integer \"" + key + "\"");
+  }
+  return it->value.GetInt64();
+}
+
+double get_double(const rapidjson::Value& obj, const char* key, const std::string& origin) {
+  auto it = obj.FindMember(key);
+  if (it == obj.MemberEnd() || !it->value.IsNumber()) {
+    throw Error(ErrorKind::Format, origin + ": metadata lacks the number \"" + key + "\"");
+  }
+  return it->value.GetDouble();
+}
+
+// rank 0's file: the full model (tensor per parameter, the model's names) + the engine counters.
+void write_model_states(ck::RankWriter& writer, Trainer& trainer, const models::Model& model,
+                        const std::vector<float>& weights, int world) {
+  std::vector<ck::TensorRef> tensors;
+  for (const models::ParamSpec& spec : model.params()) {
+    tensors.push_back({"module." + spec.name, ck::TensorDType::F32, spec.shape, weights.data() + spec.offset});
+  }
+  Json meta(rapidjson::kObjectType);
+  auto& a = meta.GetAllocator();
+  meta.AddMember("global_steps", trainer.global_steps(), a);
+  meta.AddMember("skipped_steps", trainer.skipped_steps(), a);
+  meta.AddMember("micro_steps", trainer.micro_steps(), a);
+  meta.AddMember("schedule_iteration", trainer.schedule_iteration(), a);
+  meta.AddMember("dp_world_size", world, a);
+  meta.AddMember("zero_stage", trainer.zero().stage(), a);
+  meta.AddMember("num_params", static_cast<int64_t>(model.num_params()), a);
+  writer.write_tensor_file(ck::model_states_file_name(), tensors, to_text(meta));
+}
+
+// every rank's file: its partition of master weights and optimizer state, scaler, data position.
+void write_partition(ck::RankWriter& writer, Trainer& trainer, const models::DataLoader& loader, int rank) {
+  zero::ZeroEngine& z = trainer.zero();
+  const int64_t n = static_cast<int64_t>(z.master_numel());
+  std::vector<ck::TensorRef> tensors = {{"fp32_flat_partition", ck::TensorDType::F32, {n}, z.master_partition()}};
+  for (auto& [name, buffer] : z.optimizer().state()) {
+    tensors.push_back({"optimizer_state." + name, ck::TensorDType::F32, {n}, buffer->data()});
+  }
+  const zero::LossScalerState& s = z.loss_scaler().state();
+  const models::LoaderPosition pos = loader.position();
+  Json meta(rapidjson::kObjectType);
+  auto& a = meta.GetAllocator();
+  meta.AddMember("rank", rank, a);
+  meta.AddMember("zero_stage", z.stage(), a);
+  meta.AddMember("partition_numel", n, a);
+  meta.AddMember("optimizer_steps", z.optimizer().steps(), a);
+  meta.AddMember("loss_scale", s.scale, a);
+  meta.AddMember("loss_scale_iteration", s.iteration, a);
+  meta.AddMember("loss_scale_last_overflow", s.last_overflow, a);
+  meta.AddMember("loss_scale_hysteresis_left", s.hysteresis_left, a);
+  meta.AddMember("data_epoch", static_cast<int64_t>(pos.epoch), a);
+  meta.AddMember("data_shard", static_cast<int64_t>(pos.shard), a);
+  meta.AddMember("data_sample", static_cast<int64_t>(pos.sample), a);
+  writer.write_tensor_file(ck::zero_optim_states_file_name(rank, false), tensors, to_text(meta));
+}
+
+}  // namespace
+
+std::string save_training_checkpoint(const std::string& save_dir, const std::string& tag_in, Trainer& trainer,
+                                     const models::Model& model, const models::DataLoader& loader,
+                                     comm::Communicator& comm, comm::Store& store) {
+  const std::string tag = tag_in.empty() ? ck::default_tag(trainer.global_steps()) : tag_in;
+  const int rank = comm.rank();
+  const int world = comm.size();
+  std::vector<float> weights(model.num_params());
+  trainer.zero().gather_params(weights.data());  // a collective at stage 3: before anything can fail
+
+  // Keys unique to this save, so that saving the same tag twice never reads old answers.
+  const std::string key = "dsx/checkpoint/" + tag + "/" + std::to_string(trainer.micro_steps()) + "/";
+  try {
+    ck::RankWriter writer(save_dir, tag, rank);
+    if (rank == 0) write_model_states(writer, trainer, model, weights, world);
+    write_partition(writer, trainer, loader, rank);
+    store.set(key + "rank/" + std::to_string(rank), writer.manifest().to_json());
+  } catch (const Error& e) {
+    store.set(key + "rank/" + std::to_string(rank), std::string("error:") + e.what());
+  }
+
+  if (rank == 0) {
+    std::string outcome = "ok";
+    std::vector<ck::RankManifest> manifests;
+    for (int r = 0; r < world; ++r) {
+      const std::string name = key + "rank/" + std::to_string(r);
+      const std::string value = store.get(name, kSaveTimeout);
+      if (value.rfind("error:", 0) == 0) {
+        if (outcome == "ok") outcome = "rank " + std::to_string(r) + ": " + value.substr(6);
+        continue;
+      }
+      manifests.push_back(ck::RankManifest::from_json(value, "rank " + std::to_string(r) + "'s manifest"));
+    }
+    if (outcome == "ok") {
+      try {
+        ck::commit(save_dir, tag, manifests);
+      } catch (const Error& e) {
+        outcome = e.what();
+      }
+    }
+    store.set(key + "outcome", outcome);
+  }
+  const std::string outcome = store.get(key + "outcome", kSaveTimeout);
+  if (outcome != "ok") {
+    throw Error(ErrorKind::Io, "saving checkpoint " + tag + " in " + save_dir + " failed (the previous checkpoint is "
+                               "untouched): " + outcome);
+  }
+  return tag;
+}
+
+std::string load_training_checkpoint(const std::string& load_dir, const std::string& tag, Trainer& trainer,
+                                     const models::Model& model, models::DataLoader& loader,
+                                     comm::Communicator& comm) {
+  const ck::CheckpointReader reader = ck::CheckpointReader::open(load_dir, tag);
+  const std::string where = "checkpoint " + reader.directory();
+  zero::ZeroEngine& z = trainer.zero();
+  if (reader.world_size() != comm.size()) {
+    throw Error(ErrorKind::Usage, where + " was saved by " + std::to_string(reader.world_size()) +
+                                      " ranks; this job has " + std::to_string(comm.size()) +
+                                      ". Resume with the same number of ranks.");
+  }
+  const ck::TensorFile states = reader.read_tensor_file(ck::model_states_file_name());
+  const Json meta = parse(states.metadata_json(), states.origin());
+  if (get_int(meta, "zero_stage", states.origin()) != z.stage() ||
+      get_int(meta, "num_params", states.origin()) != static_cast<int64_t>(model.num_params())) {
+    throw Error(ErrorKind::Usage, where + " was saved with ZeRO stage " +
+                                      std::to_string(get_int(meta, "zero_stage", states.origin())) + " and " +
+                                      std::to_string(get_int(meta, "num_params", states.origin())) +
+                                      " parameters; this run has stage " + std::to_string(z.stage()) + " and " +
+                                      std::to_string(model.num_params()) + ". Use the same model and config.");
+  }
+
+  const ck::TensorFile mine = reader.read_tensor_file(ck::zero_optim_states_file_name(comm.rank(), false));
+  const Json part = parse(mine.metadata_json(), mine.origin());
+  const uint64_t n = z.master_numel();
+  if (get_int(part, "partition_numel", mine.origin()) != static_cast<int64_t>(n)) {
+    throw Error(ErrorKind::Format, mine.origin() + ": its partition has " +
+                                       std::to_string(get_int(part, "partition_numel", mine.origin())) +
+                                       " elements, this rank's has " + std::to_string(n));
+  }
+  std::vector<float> master(n);
+  mine.read("fp32_flat_partition", ck::TensorDType::F32, master.data(), n);
+  for (auto& [name, buffer] : z.optimizer().state()) {
+    mine.read("optimizer_state." + name, ck::TensorDType::F32, buffer->data(), n);
+  }
+  z.optimizer().set_steps(get_int(part, "optimizer_steps", mine.origin()));
+  zero::LossScalerState s;
+  s.scale = get_double(part, "loss_scale", mine.origin());
+  s.iteration = get_int(part, "loss_scale_iteration", mine.origin());
+  s.last_overflow = get_int(part, "loss_scale_last_overflow", mine.origin());
+  s.hysteresis_left = static_cast<int>(get_int(part, "loss_scale_hysteresis_left", mine.origin()));
+  z.loss_scaler().restore(s);
+  models::LoaderPosition pos;
+  pos.epoch = static_cast<uint64_t>(get_int(part, "data_epoch", mine.origin()));
+  pos.shard = static_cast<uint64_t>(get_int(part, "data_shard", mine.origin()));
+  pos.sample = static_cast<uint64_t>(get_int(part, "data_sample", mine.origin()));
+  loader.seek(pos);
+  z.load_master_partition(master.data());  // stages 1/2: an allgather, so every rank is here
+  trainer.restore_counters(get_int(meta, "global_steps", states.origin()), get_int(meta, "skipped_steps", states.origin()),
+                           get_int(meta, "micro_steps", states.origin()),
+                           get_int(meta, "schedule_iteration", states.origin()));
+  return reader.tag();
+}
+
+}  // namespace dsx::engine

@@ -1,0 +1,31 @@
+// Saving and resuming a training run in DeepSpeed's checkpoint layout (engine/checkpoint/layout.h):
+// rank 0 writes the full model weights and the engine's counters; every rank writes its ZeRO
+// partition (fp32 master weights and optimizer state) with the loss scaler and its data position.
+// A save is all-or-nothing across ranks: each rank reports its files (or its error) through the
+// rendezvous store, rank 0 verifies them and moves `latest`, and every rank learns the outcome, so
+// a full disk on one rank fails the save everywhere with the same message and never hangs.
+#pragma once
+
+#include <string>
+
+#include "comm/communicator.h"
+#include "comm/store/store.h"
+#include "engine/trainer.h"
+#include "models/data/loader.h"
+#include "models/model.h"
+
+namespace dsx::engine {
+
+// Saves under `tag` ("" = global_step<N>); returns the tag. A collective: every rank calls it.
+std::string save_training_checkpoint(const std::string& save_dir, const std::string& tag, Trainer& trainer,
+                                     const models::Model& model, const models::DataLoader& loader,
+                                     comm::Communicator& comm, comm::Store& store);
+
+// Restores every rank's state from `tag` ("" = latest). Throws dsx::Error naming the file when the
+// checkpoint is incomplete, damaged, or was saved by a job of another shape (world size, ZeRO
+// stage, model).
+std::string load_training_checkpoint(const std::string& load_dir, const std::string& tag, Trainer& trainer,
+                                     const models::Model& model, models::DataLoader& loader,
+                                     comm::Communicator& comm);
+
+}  // namespace dsx::engine
