@@ -27,6 +27,7 @@ std::span<const Command> commands() {
       Command{"report", "versions, GPUs and topology, fabric providers; checks with advice", run_report},
       Command{"bench", "benchmarks: `dsx bench comm` times collectives like nccl-tests", run_bench},
       Command{"checkpoint", "list a save directory's checkpoints; verify one's files (sizes, CRC32C)", run_checkpoint},
+      Command{"checkpoint", "list a save directory's checkpoints; verify one's files (sizes, CRC32C)", run_checkpoint},
       Command{"cloud", "AWS p4d/p5 and GCP a2/a3 clusters: render, up, status, hostfile, down", run_cloud},
   };
   return table;

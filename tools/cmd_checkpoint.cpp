@@ -1,0 +1,99 @@
+// `dsx checkpoint list DIR` and `dsx checkpoint verify DIR [--tag T]`: what checkpoints a save
+// directory holds, and whether one is complete and intact (every file's size and CRC32C against
+// its manifest) — the same checks a load makes, without loading.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "dsx/error.h"
+#include "engine/checkpoint/layout.h"
+#include "engine/checkpoint/load.h"
+#include "tools/cli.h"
+
+namespace dsx::tools {
+namespace {
+
+namespace ck = dsx::engine::checkpoint;
+
+constexpr const char* kUsage =
+    "dsx checkpoint list DIR              the tags in DIR, the one `latest` names, their sizes\n"
+    "       dsx checkpoint verify DIR [--tag T]  check every file of a checkpoint (default: latest)";
+
+std::string megabytes(uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MB", static_cast<double>(bytes) / 1e6);
+  return text;
+}
+
+uint64_t total_bytes(const ck::CheckpointManifest& m) {
+  uint64_t total = 0;
+  for (const auto& r : m.ranks)
+    for (const auto& f : r.files) total += f.size;
+  return total;
+}
+
+int list(const std::string& dir) {
+  if (!std::filesystem::is_directory(dir))
+    throw Error(ErrorKind::Io, dir + " is not a directory: pass the directory a save wrote to");
+  std::string latest;
+  try {
+    latest = ck::read_latest_tag(dir);
+  } catch (const Error&) {
+  }
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    if (entry.is_directory()) names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  std::cout << "checkpoints in " << dir << " (latest: " << (latest.empty() ? "none" : latest) << ")\n";
+  for (const auto& name : names) {
+    const bool is_latest = name == latest;
+    if (name.starts_with(".") && name.ends_with(".saving")) {
+      std::cout << "    " << name << "  incomplete: a save that did not finish (never loaded)\n";
+      continue;
+    }
+    try {
+      auto reader = ck::CheckpointReader::open(dir, name);
+      std::cout << (is_latest ? "  * " : "    ") << name << "  " << reader.world_size() << " ranks, "
+                << megabytes(total_bytes(reader.manifest())) << "\n";
+    } catch (const Error& e) {
+      std::cout << (is_latest ? "  * " : "    ") << name << "  not loadable: " << e.what() << "\n";
+    }
+  }
+  return 0;
+}
+
+int verify(const std::string& dir, const std::string& tag) {
+  auto reader = ck::CheckpointReader::open(dir, tag);
+  reader.verify_all();
+  size_t files = 0;
+  for (const auto& r : reader.manifest().ranks) files += r.files.size();
+  std::cout << "checkpoint " << reader.directory() << ": " << reader.world_size() << " ranks, " << files
+            << " files, " << megabytes(total_bytes(reader.manifest()))
+            << "; every size and CRC32C matches its manifest\n";
+  return 0;
+}
+
+}  // namespace
+
+int run_checkpoint(int argc, char** argv) {
+  std::string verb, dir, tag;
+  po::options_description options("dsx checkpoint");
+  options.add_options()("tag", po::value(&tag), "verify this tag instead of the one `latest` names");
+  po::options_description hidden;
+  hidden.add_options()("verb", po::value(&verb), "list or verify")("dir", po::value(&dir), "the save directory");
+  po::positional_options_description positional;
+  positional.add("verb", 1).add("dir", 1);
+  options.add(hidden);
+  auto args = parse_args(argc, argv, kUsage, options, &positional);
+  if (args.help) return 0;
+  if (verb.empty() || dir.empty())
+    throw Error(ErrorKind::Usage, std::string("usage: ") + kUsage);
+  if (verb == "list") return list(dir);
+  if (verb == "verify") return verify(dir, tag);
+  throw Error(ErrorKind::Usage, "dsx checkpoint: unknown verb '" + verb + "'; use list or verify");
+}
+
+}  // namespace dsx::tools
