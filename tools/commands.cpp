@@ -7,6 +7,7 @@ namespace dsx::tools {
 
 int run_version(int argc, char** argv);
 int run_checkpoint(int argc, char** argv);
+int run_checkpoint(int argc, char** argv);
 int run_train(int argc, char** argv);
 int run_sample(int argc, char** argv);
 int run_cloud(int argc, char** argv);
