@@ -7,7 +7,6 @@ namespace dsx::tools {
 
 int run_version(int argc, char** argv);
 int run_checkpoint(int argc, char** argv);
-int run_checkpoint(int argc, char** argv);
 int run_train(int argc, char** argv);
 int run_sample(int argc, char** argv);
 int run_cloud(int argc, char** argv);
@@ -27,7 +26,6 @@ std::span<const Command> commands() {
       Command{"estimate", "memory per GPU and CPU for each ZeRO stage; fewest GPUs that fit", run_estimate},
       Command{"report", "versions, GPUs and topology, fabric providers; checks with advice", run_report},
       Command{"bench", "benchmarks: `dsx bench comm` times collectives like nccl-tests", run_bench},
-      Command{"checkpoint", "list a save directory's checkpoints; verify one's files (sizes, CRC32C)", run_checkpoint},
       Command{"checkpoint", "list a save directory's checkpoints; verify one's files (sizes, CRC32C)", run_checkpoint},
       Command{"cloud", "AWS p4d/p5 and GCP a2/a3 clusters: render, up, status, hostfile, down", run_cloud},
   };
