@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -265,7 +266,9 @@ int run_training(const TrainRunOptions& o) {
     models::write_gpt2_hf_config(o.save_dir + "/config.json", choice.config);
     summary.extra.push_back({"weights", path + " (Hugging Face GPT-2 layout)"});
   }
-  for (const auto& dir : monitors.log_dirs()) summary.extra.push_back({"monitor logs", dir});
+  std::vector<std::string> log_dirs = monitors.log_dirs();
+  log_dirs.erase(std::unique(log_dirs.begin(), log_dirs.end()), log_dirs.end());
+  for (const auto& dir : log_dirs) summary.extra.push_back({"monitor logs", dir});
   if (lead) {
     std::cout << progress::format_summary(summary);
     if (o.data == "addition" && o.samples_to_show > 0) {

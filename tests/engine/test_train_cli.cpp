@@ -1,0 +1,108 @@
+// `dsx train` as users run it: real ranks started by `dsx launch`, a ds_config, the addition task.
+// Training learns, checkpoints resume bit-exactly, and damaged or mismatched checkpoints are
+// refused with a message naming the file.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "tests/comm/free_port.h"
+#include "tests/models/temp_dir.h"
+#include "tests/tools/run_command.h"
+
+namespace {
+
+using dsx::test::run_command;
+
+std::string config_file(const dsx::test::TempDir& dir, int stage) {
+  const std::string path = dir.file("ds_config.json");
+  std::ofstream(path) << R"({
+    "train_micro_batch_size_per_gpu": 8,
+    "gradient_accumulation_steps": 2,
+    "steps_per_print": 5,
+    "optimizer": {"type": "AdamW", "params": {"lr": 2e-3, "weight_decay": 0.01}},
+    "scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": 5, "warmup_type": "linear"}},
+    "zero_optimization": {"stage": )" << stage << R"(, "overlap_comm": true, "reduce_bucket_size": 20000}
+  })";
+  return path;
+}
+
+// dsx launch of `ranks` ranks of dsx train with `args`.
+dsx::test::CommandResult train(int ranks, const std::string& args) {
+  const std::string launch = std::string(DSX_EXE) + " launch --num_gpus " + std::to_string(ranks) +
+                             " --master_port " + std::to_string(dsx::test::free_port()) + " ";
+  return run_command("OMP_NUM_THREADS=1 timeout 300 " + launch + DSX_EXE + " train --progress plain --samples 0 " + args);
+}
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST(TrainCli, TwoRanksTrainLogAndSave) {
+  dsx::test::TempDir dir;
+  auto r = train(2, "--deepspeed_config " + config_file(dir, 2) + " --steps 20 --eval_interval 10 --save " + dir.file("ck"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("2 rank(s)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("ZeRO stage 2 with overlap_comm"), std::string::npos);
+  EXPECT_NE(r.output.find("step=10, skipped=0"), std::string::npos) << "DeepSpeed's progress line";
+  EXPECT_NE(r.output.find("held-out accuracy"), std::string::npos);
+  EXPECT_NE(r.output.find("training summary"), std::string::npos);
+  EXPECT_EQ(read_all(dir.file("ck/latest")), "global_step20");
+  for (const char* f : {"mp_rank_00_model_states.safetensors", "zero_pp_rank_0_mp_rank_00_optim_states.safetensors",
+                        "zero_pp_rank_1_mp_rank_00_optim_states.safetensors", "manifest.json"}) {
+    EXPECT_TRUE(std::filesystem::exists(dir.file(std::string("ck/global_step20/") + f))) << f;
+  }
+  // The weights file loads in `dsx sample`.
+  auto s = run_command(std::string(DSX_EXE) + " sample --weights " + dir.file("ck/model.safetensors") + " --add 12+34");
+  EXPECT_EQ(s.exit_code, 0) << s.output;
+}
+
+class TrainResume : public ::testing::TestWithParam<int> {};
+
+TEST_P(TrainResume, ResumingGivesTheSameWeightsBitForBit) {
+  dsx::test::TempDir dir;
+  const std::string config = "--deepspeed_config " + config_file(dir, GetParam()) + " --eval_interval 0 ";
+  auto straight = train(2, config + "--steps 12 --save " + dir.file("a"));
+  ASSERT_EQ(straight.exit_code, 0) << straight.output;
+  auto first = train(2, config + "--steps 6 --save " + dir.file("b"));
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  auto resumed = train(2, config + "--steps 12 --load " + dir.file("b") + " --save " + dir.file("c"));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("resumed from"), std::string::npos);
+  const std::string a = read_all(dir.file("a/model.safetensors"));
+  ASSERT_FALSE(a.empty());
+  EXPECT_TRUE(a == read_all(dir.file("c/model.safetensors"))) << "weights differ after resume";
+}
+
+INSTANTIATE_TEST_SUITE_P(Stages, TrainResume, ::testing::Values(1, 3));
+
+TEST(TrainCli, TruncatedCheckpointIsRefusedNamingTheFile) {
+  dsx::test::TempDir dir;
+  const std::string config = "--deepspeed_config " + config_file(dir, 2) + " --eval_interval 0 ";
+  ASSERT_EQ(train(2, config + "--steps 4 --save " + dir.file("ck")).exit_code, 0);
+  const std::string victim = dir.file("ck/global_step4/zero_pp_rank_1_mp_rank_00_optim_states.safetensors");
+  std::filesystem::resize_file(victim, std::filesystem::file_size(victim) / 2);
+  auto r = train(2, config + "--steps 8 --load " + dir.file("ck"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("zero_pp_rank_1_mp_rank_00_optim_states.safetensors"), std::string::npos) << r.output;
+}
+
+TEST(TrainCli, CheckpointFromAnotherWorldSizeIsRefused) {
+  dsx::test::TempDir dir;
+  const std::string config = "--deepspeed_config " + config_file(dir, 1) + " --eval_interval 0 ";
+  ASSERT_EQ(train(2, config + "--steps 2 --save " + dir.file("ck")).exit_code, 0);
+  auto r = train(1, config + "--steps 4 --load " + dir.file("ck"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("saved by 2 ranks"), std::string::npos) << r.output;
+}
+
+TEST(TrainCli, MissingConfigSaysWhatToPass) {
+  auto r = run_command(std::string(DSX_EXE) + " train --steps 1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--deepspeed_config"), std::string::npos) << r.output;
+}
+
+}  // namespace
