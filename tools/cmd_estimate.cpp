@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "dsx/error.h"
+#include "engine/estimate/ds_config_choices.h"
 #include "engine/estimate/gpu_catalog.h"
 #include "engine/estimate/hf_config.h"
 #include "engine/estimate/memory_model.h"
@@ -48,7 +49,10 @@ po::options_description estimate_options() {
        "none, optimizer, param (= optimizer and param); default: all")
       ("activation-checkpointing", po::bool_switch(), "checkpoint every transformer block")
       ("attention", po::value<std::string>()->default_value("flash"), "flash or eager (stores s x s scores)")
-      ("zero-init", po::value<bool>()->default_value(true), "ZeRO-3 builds the model partitioned");
+      ("zero-init", po::value<bool>()->default_value(true), "ZeRO-3 builds the model partitioned")
+      ("ds-config", po::value<std::string>(),
+       "take stage, offload, micro-batch, precision and buckets from a ds_config (--stage, --offload, "
+       "--precision and bucket flags given win; --micro-batch fills an \"auto\" one)");
   po::options_description hardware("hardware");
   hardware.add_options()
       ("gpu", po::value<std::string>()->default_value("a100-80gb"), "GPU type (see --list)")
@@ -201,6 +205,20 @@ std::vector<est::ZeroOption> options_from_args(const po::variables_map& vars) {
   return options;
 }
 
+// The ds_config's choices, except where the command line says otherwise.
+void apply_ds_config(const po::variables_map& vars, est::EstimateRequest& r, std::vector<est::ZeroOption>& options) {
+  std::optional<int64_t> micro_batch;
+  if (!vars["micro-batch"].defaulted()) micro_batch = r.activations.micro_batch;
+  const auto c = est::read_ds_config_choices(vars["ds-config"].as<std::string>(), r.cluster.total_gpus(),
+                                             r.model.hidden, micro_batch);
+  if (!vars.count("stage") && !vars.count("offload")) options = {c.option};
+  if (vars["micro-batch"].defaulted()) r.activations.micro_batch = c.micro_batch;
+  if (vars["precision"].defaulted()) r.precision = c.precision;
+  if (vars["reduce-bucket-size"].defaulted()) r.reduce_bucket_size = c.reduce_bucket_size;
+  if (vars["prefetch-bucket-size"].defaulted()) r.prefetch_bucket_size = c.prefetch_bucket_size;
+  r.overlap_comm = c.overlap_comm;
+}
+
 struct Row {
   est::MemoryEstimate estimate;
   std::optional<est::Cluster> fewest;
@@ -218,8 +236,9 @@ std::string cluster_text(const std::optional<est::Cluster>& c) {
          std::to_string(c->nodes) + ")";
 }
 
-void print_table(const est::EstimateRequest& r, const std::vector<Row>& rows) {
+void print_table(const est::EstimateRequest& r, const std::vector<Row>& rows, const std::string& ds_config) {
   const auto& m = r.model;
+  if (!ds_config.empty()) std::printf("config: %s\n", ds_config.c_str());
   std::printf("model: %s (%s), %lld params, largest layer %lld params\n", m.name.c_str(), to_string(m.arch),
               static_cast<long long>(est::parameter_count(m)), static_cast<long long>(est::largest_layer_params(m)));
   std::printf("run:   seq %lld x micro-batch %lld, %s, %s attention, activation checkpointing %s\n",
@@ -351,26 +370,27 @@ void print_lists() {
 }  // namespace
 
 int run_estimate(int argc, char** argv) {
-  auto options = estimate_options();
   auto args = parse_args(argc, argv,
                          "dsx estimate (--model NAME | --hf-config FILE | --layers N --hidden N --heads N "
                          "--vocab N) [options]",
-                         options);
+                         estimate_options());
   if (args.help) return 0;
   const auto& vars = args.vars;
   if (vars["list"].as<bool>()) {
     print_lists();
     return 0;
   }
-  const auto request = request_from_args(vars);
+  auto request = request_from_args(vars);
+  auto options = options_from_args(vars);
+  if (vars.count("ds-config")) apply_ds_config(vars, request, options);
   std::vector<Row> rows;
-  for (const auto& option : options_from_args(vars)) {
+  for (const auto& option : options) {
     rows.push_back({est::estimate_memory(request, option), est::fewest_gpus(request, option)});
   }
   if (vars["json"].as<bool>()) {
     print_json(request, rows);
   } else {
-    print_table(request, rows);
+    print_table(request, rows, vars.count("ds-config") ? vars["ds-config"].as<std::string>() : "");
   }
   return 0;
 }

@@ -46,6 +46,7 @@ struct EstimateRequest {
   double buffer_factor = kDeepSpeedBufferFactor;
   int64_t reduce_bucket_size = 500'000'000;   // elements, ds_config zero_optimization default
   int64_t prefetch_bucket_size = 50'000'000;  // elements, stage3_prefetch_bucket_size default
+  std::optional<bool> overlap_comm;           // unset: DeepSpeed's default (on for stage 3 only)
   int64_t reserve_bytes = int64_t{1} << 30;   // CUDA context, NCCL, allocator slack
 };
 

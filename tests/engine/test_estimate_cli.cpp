@@ -109,3 +109,51 @@ TEST(EstimateCli, UnreadableOrBrokenConfigNamesTheFile) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("test_estimate_cli_broken.json:3: invalid JSON"), std::string::npos) << r.output;
 }
+
+// --ds-config: the shipped configs/zero3_offload.json (bf16, stage 3, optimizer and parameters on
+// the CPU, micro-batch 4) sizes exactly that run.
+TEST(EstimateCli, DsConfigDecidesStageOffloadBatchAndPrecision) {
+  const std::string config = std::string(DSX_SOURCE_DIR) + "/configs/zero3_offload.json";
+  auto r = run_dsx("estimate --model llama2-7b --gpus-per-node 8 --json --ds-config " + config);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto doc = parse(r.output);
+  ASSERT_EQ(doc["rows"].Size(), 1u);
+  const auto& row = doc["rows"][0];
+  EXPECT_EQ(row["stage"].GetInt(), 3);
+  EXPECT_STREQ(row["offload_param"].GetString(), "cpu");
+  EXPECT_EQ(row["gpu"]["model_states"].GetInt64(), 524288000);  // DeepSpeed: 4 x largest layer
+  EXPECT_EQ(doc["setup"]["micro_batch"].GetInt(), 4);
+  EXPECT_STREQ(doc["setup"]["precision"].GetString(), "bf16");
+  // reduce_bucket_size and stage3_prefetch_bucket_size are 5e7 there: 2 x 5e7 x 2 bytes.
+  EXPECT_EQ(row["gpu"]["buffers"].GetInt64(), 200000000);
+
+  // A micro-batch that contradicts the file is the reader's error, as in `dsx config check`.
+  auto conflict = run_dsx("estimate --model llama2-7b --micro-batch 2 --ds-config " + config);
+  EXPECT_EQ(conflict.exit_code, 1);
+  EXPECT_NE(conflict.output.find("the file says 4 but --micro-batch says 2"), std::string::npos) << conflict.output;
+  auto stage_flag = parse(run_dsx("estimate --model llama2-7b --json --stage 2 --ds-config " + config).output);
+  EXPECT_EQ(stage_flag["rows"][0]["stage"].GetInt(), 2);  // an explicit --stage wins
+}
+
+TEST(EstimateCli, DsConfigOverlapCommDoublesTheBucket) {
+  // configs/zero2.json: fp32, stage 2, overlap_comm on, reduce_bucket_size 5e7.
+  auto r = run_dsx("estimate --model gpt2 --json --ds-config " + std::string(DSX_SOURCE_DIR) + "/configs/zero2.json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto doc = parse(r.output);
+  EXPECT_STREQ(doc["setup"]["precision"].GetString(), "fp32");
+  EXPECT_EQ(doc["rows"][0]["gpu"]["buffers"].GetInt64(), 2 * 50000000 * 4);
+}
+
+TEST(EstimateCli, DsConfigErrorsNameTheFile) {
+  const std::string nvme = std::string(DSX_BINARY_DIR) + "/test_estimate_cli_nvme.json";
+  std::ofstream(nvme) << R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true},
+    "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "nvme", "nvme_path": "/tmp"}}})";
+  auto r = run_dsx("estimate --model gpt2 --ds-config " + nvme);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("offload_optimizer.device is nvme"), std::string::npos) << r.output;
+  std::ofstream(nvme) << "{\"zero_optimization\": {\"stage\": 7}}";
+  r = run_dsx("estimate --model gpt2 --ds-config " + nvme);
+  std::remove(nvme.c_str());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("test_estimate_cli_nvme.json"), std::string::npos) << r.output;
+}
