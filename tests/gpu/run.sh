@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One command for a machine with an NVIDIA GPU: builds dsx's GPU tests and benchmarks with CUDA,
 # runs every GPU test binary (tests/gpu/test_gpu_*) and every GPU benchmark (bench/*/bench_gpu_*),
-# and prints a short table. Exit status 0 when every GPU test passed.
+# and prints a short table. Exit status 0 when every GPU test passed (a skipped test counts as a
+# failure here: on a GPU machine a skip means CUDA saw no device).
 #
 #   bash tests/gpu/run.sh [build-dir]          configure + build (default build-gpu), then run
 #   bash tests/gpu/run.sh --no-build build-dir run binaries built elsewhere (e.g. on a CPU-only
@@ -66,8 +67,12 @@ for test in "$build"/tests/gpu/test_gpu_*; do
   passed=$(grep -oE '\[  PASSED  \] [0-9]+' <<<"$out" | grep -oE '[0-9]+$')
   skipped=$(grep -oE '\[  SKIPPED \] [0-9]+' <<<"$out" | grep -oE '[0-9]+$')
   failures=$(grep -E '^\[  FAILED  \] [A-Za-z]' <<<"$out" | sed 's/\[  FAILED  \] //' | tr '\n' ' ')
-  if [[ $status == 0 ]]; then
-    row "$(basename "$test")" ok "${passed:-0} passed, ${skipped:-0} skipped, $((SECONDS - t0)) s"
+  if [[ $status == 0 && ${skipped:-0} != 0 ]]; then
+    # On a GPU machine nothing may skip: a skip means CUDA saw no device.
+    failed=1
+    row "$(basename "$test")" SKIPPED "${passed:-0} passed, ${skipped} skipped: CUDA sees no device?"
+  elif [[ $status == 0 ]]; then
+    row "$(basename "$test")" ok "${passed:-0} passed, $((SECONDS - t0)) s"
   else
     failed=1
     row "$(basename "$test")" FAILED "${failures:-exit status $status}"
