@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "dsx/error.h"
+#include "models/gpt2/factory.h"
 #include "models/gpt2/gpt2_cpu.h"
 #include "models/local_params.h"
 #include "tests/models/gradcheck.h"
@@ -240,4 +241,20 @@ TEST(Gpt2Model, RejectsBadInput) {
   model.forward(x.data(), nullptr, 2, 8, p);
   EXPECT_THROW(model.backward(p, p, 1.0f), dsx::Error);  // no targets, no loss
   EXPECT_THROW(gpt2_preset("gpt2-125M"), dsx::Error);
+}
+
+TEST(Gpt2Model, FactoryBuildsWhatThisBuildCanRun) {
+  auto c = micro_config();
+  GPT2Options o;
+  o.max_batch = 2, o.max_seq = 8, o.activation_checkpointing = true;
+  auto model = make_gpt2(c, o);
+  EXPECT_FALSE(model->on_device());
+  EXPECT_EQ(model->num_layers(), 4);
+  o.dtype = dsx::kernels::DType::BF16;
+  EXPECT_THROW(make_gpt2(c, o), dsx::Error);  // no bf16 CPU model
+#ifndef DSX_HAVE_CUDA
+  o.cuda = true;
+  o.dtype = dsx::kernels::DType::F32;
+  EXPECT_THROW(make_gpt2(c, o), dsx::Error);
+#endif
 }

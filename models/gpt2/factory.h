@@ -1,0 +1,24 @@
+// Builds a GPT-2 for a device and element type, so the engine can pick CPU or CUDA, fp32 or bf16
+// and activation checkpointing from the ds_config without naming the model classes.
+#pragma once
+
+#include <memory>
+
+#include "kernels/dtype.h"
+#include "models/gpt2/config.h"
+#include "models/model.h"
+
+namespace dsx::models {
+
+struct GPT2Options {
+  bool cuda = false;                         // GPU (needs a CUDA build) or CPU
+  kernels::DType dtype = kernels::DType::F32;  // CPU: F32; CUDA: F32 or BF16
+  int max_batch = 1, max_seq = 1;
+  bool activation_checkpointing = false;     // the ds_config's activation_checkpointing block
+};
+
+// Throws Error(Unsupported) for a combination this build cannot run (CUDA without a CUDA build,
+// a 16-bit CPU model, fp16 on the GPU).
+std::unique_ptr<Model> make_gpt2(const GPT2Config& config, const GPT2Options& options);
+
+}  // namespace dsx::models
