@@ -223,6 +223,25 @@ void check_interface_variable(const Environment& env, const char* name, bool pre
   }
 }
 
+// NCCL_IB_HCA uses NCCL_SOCKET_IFNAME's list rules over RDMA device names, each with an
+// optional ":port".
+void check_ib_hca(const Environment& env, Findings& out) {
+  const auto* value = variable(env, "NCCL_IB_HCA");
+  if (!value) return;
+  if (env.rdma_devices.empty()) {
+    out.push_back({Severity::Warning, "ib-hca", "NCCL_IB_HCA=" + *value + " is set but this host has no RDMA device",
+                   "NCCL falls back to sockets; on AWS EFA is used through aws-ofi-nccl, not NCCL_IB_HCA"});
+    return;
+  }
+  std::string names;
+  for (const auto& entry : split(*value, ',')) names += (names.empty() ? "" : ",") + entry.substr(0, entry.find(':'));
+  if (select_interfaces(names, env.rdma_devices).empty()) {
+    out.push_back({Severity::Error, "ib-hca", "NCCL_IB_HCA=" + *value + " matches no RDMA device here (devices: " +
+                                                  joined(env.rdma_devices) + ")",
+                   "NCCL finds no usable HCA; list devices with ibv_devices and fix or unset NCCL_IB_HCA"});
+  }
+}
+
 void check_nccl_variables(const Environment& env, Findings& out) {
   for (const auto& [name, value] : env.variables) {
     if (name == "NCCL_TIMEOUT") {
@@ -307,6 +326,7 @@ std::vector<Finding> run_checks(const Environment& env) {
   check_multi_node(env, out);
   check_interface_variable(env, "NCCL_SOCKET_IFNAME", true, out);
   check_interface_variable(env, "GLOO_SOCKET_IFNAME", false, out);
+  check_ib_hca(env, out);
   check_nccl_variables(env, out);
   check_fabric_variables(env, out);
   std::stable_sort(out.begin(), out.end(),

@@ -132,6 +132,18 @@ TEST(ReportChecks, SocketIfnameFollowsNcclListRules) {
   EXPECT_TRUE(fires(env, "socket-ifname-loopback"));  // two nodes cannot meet on 127.0.0.1
 }
 
+TEST(ReportChecks, IbHcaMustNameAnRdmaDevice) {
+  auto env = healthy_node();
+  env.rdma_devices = {"mlx5_0", "mlx5_1"};
+  env.variables = {{"NCCL_IB_HCA", "mlx5_0:1,mlx5_1:1"}};
+  EXPECT_FALSE(fires(env, "ib-hca"));
+  env.variables = {{"NCCL_IB_HCA", "=mlx5_4"}};
+  EXPECT_TRUE(fires(env, "ib-hca"));
+  env.rdma_devices.clear();
+  env.variables = {{"NCCL_IB_HCA", "mlx5"}};
+  EXPECT_TRUE(fires(env, "ib-hca"));
+}
+
 TEST(ReportChecks, VariableAdvice) {
   auto env = healthy_node();
   env.variables = {{"RDMAV_FORK_SAFE", "1"}};

@@ -73,6 +73,7 @@ TEST(ReportCli, SocketIfnameNamingNoInterface) {
   EXPECT_FALSE(report("NCCL_SOCKET_IFNAME=lo").has("socket-ifname"));
   EXPECT_TRUE(report("NCCL_SOCKET_IFNAME=lo WORLD_SIZE=4 LOCAL_WORLD_SIZE=2").has("socket-ifname-loopback"));
   EXPECT_TRUE(report("FI_TCP_IFACE=nosuch0").has("socket-ifname"));
+  EXPECT_TRUE(report("NCCL_IB_HCA=nosuch_0:1").has("ib-hca"));
 }
 
 TEST(ReportCli, MultiNodeChecksUseJobVariablesOrFlag) {
