@@ -147,7 +147,8 @@ int run_multi_node(const LaunchOptions& o, const LaunchPlan& plan, const std::st
 
 }  // namespace
 
-int run_launch(const LaunchOptions& o) {
+int run_launch(const LaunchOptions& options) {
+  LaunchOptions o = options;
   if (o.elastic_training || o.min_elastic_nodes >= 0 || o.max_elastic_nodes >= 0) {
     throw Error(ErrorKind::Unsupported, "elastic training (--elastic_training, --min/max_elastic_nodes) is not supported "
                                         "by dsx launch; launch a fixed world instead");
@@ -175,6 +176,12 @@ int run_launch(const LaunchOptions& o) {
   if (plan.master_addr.empty()) plan.master_addr = resolve_master_addr(plan.world.front().host);
   info(o, "world " + describe(plan.world) + ", master " + plan.master_addr + ":" + std::to_string(o.master_port) +
               (plan.multi_node ? ", runner " + backend : ", local"));
+  if (o.master_port == 0) {
+    // dsx: pick a free port. Only this machine can be asked, so only for a local launch.
+    if (plan.multi_node) throw Error(ErrorKind::Usage, "--master_port 0 (pick a free port) works for one node only; give a port");
+    o.master_port = pick_free_port(plan.master_addr);
+    info(o, "--master_port 0: using free port " + std::to_string(o.master_port));
+  }
   if (!o.dry_run) check_master_port_free(plan.master_addr, o.master_port);
   return plan.multi_node ? run_multi_node(o, plan, backend) : run_local(o, plan);
 }

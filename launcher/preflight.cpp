@@ -180,4 +180,27 @@ void check_master_port_free(const std::string& addr, int port) {
   }
 }
 
+int pick_free_port(const std::string& addr) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* result = nullptr;
+  if (::getaddrinfo(addr.c_str(), "0", &hints, &result) != 0 || !result) {
+    throw Error(ErrorKind::Launch, "--master_port 0: cannot resolve the master address " + addr);
+  }
+  int fd = ::socket(result->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int port = 0;
+  if (fd >= 0 && ::bind(fd, result->ai_addr, result->ai_addrlen) == 0) {
+    sockaddr_storage bound{};
+    socklen_t len = sizeof bound;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
+    port = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
+                                        : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  }
+  if (fd >= 0) ::close(fd);
+  ::freeaddrinfo(result);
+  if (port == 0) throw Error(ErrorKind::Launch, "--master_port 0: cannot bind a port on " + addr + "; give a port");
+  return port;
+}
+
 }  // namespace dsx::launcher

@@ -32,4 +32,7 @@ std::string resolve_master_addr(const std::string& host);
 // master cannot be checked from here and is skipped).
 void check_master_port_free(const std::string& addr, int port);
 
+// A port that is free on `addr` (a local address) right now, for --master_port 0.
+int pick_free_port(const std::string& addr);
+
 }  // namespace dsx::launcher

@@ -143,6 +143,37 @@ TEST_F(LocalLaunch, NoSshRunsOnlyTheGivenNodeOfTheHostfile) {
   }
 }
 
+TEST_F(LocalLaunch, MasterPortZeroPicksAFreePort) {
+  auto argv = launch({"--num_gpus", "2"});
+  argv[3] = "0";  // --master_port 0
+  Background run(argv, env("ok"), dir / "launch.out");
+  ASSERT_EQ(run.wait(30), 0) << output();
+  std::string port0 = read_env(dir / "rank0.env")["MASTER_PORT"];
+  EXPECT_EQ(read_env(dir / "rank1.env")["MASTER_PORT"], port0);
+  EXPECT_GT(std::atoi(port0.c_str()), 0) << port0;
+  EXPECT_NE(output().find("--master_port 0: using free port " + port0), std::string::npos) << output();
+}
+
+TEST_F(LocalLaunch, NodeAgentAcceptsDeepSpeedsPerNodeLauncherFlags) {
+  // The command line deepspeed's runner gives `python -m deepspeed.launcher.launch`, with dsx
+  // standing in for it: world {"worker-0": [0, 1], "worker-1": [2]}, this is node 1.
+  Background run({DSX_EXE, "launch", "--world_info=eyJ3b3JrZXItMCI6IFswLCAxXSwgIndvcmtlci0xIjogWzJdfQ==", "--node_rank=1",
+                  "--master_addr=10.9.8.7", "--master_port=" + std::to_string(port), "--no_python", "--save_pid", "424242",
+                  "--enable_each_rank_log=None", "--log_level=info", probe_script(), "z"},
+                 env("ok"), dir / "launch.out");
+  ASSERT_EQ(run.wait(30), 0) << output();
+  auto e = read_env(dir / "rank2.env");
+  EXPECT_EQ(e["LOCAL_RANK"], "0");
+  EXPECT_EQ(e["CUDA_VISIBLE_DEVICES"], "2");
+  EXPECT_EQ(e["WORLD_SIZE"], "3");
+  EXPECT_EQ(e["CROSS_SIZE"], "2");
+  EXPECT_EQ(e["MASTER_ADDR"], "10.9.8.7");
+  EXPECT_EQ(read_text(dir / "rank2.args"), "--local_rank=0\nz\n");
+  EXPECT_FALSE(exists(dir / "rank0.env"));
+  EXPECT_NE(output().find("launcher pid: "), std::string::npos);
+  EXPECT_FALSE(exists("/tmp/424242.deepspeed"));  // removed when the agent ends
+}
+
 TEST_F(LocalLaunch, ExitCodeOfASingleRank) {
   Background run(launch({"--num_gpus", "1"}), env("exit", -1, 3), dir / "launch.out");
   EXPECT_EQ(run.wait(30), 3) << output();
