@@ -66,8 +66,10 @@ void make_directories(const std::string& dir) {
   std::error_code ec;
   bool created = std::filesystem::create_directories(dir, ec);
   if (ec) throw_io_error("could not create directory", dir, ec.value());
-  if (created) fsync_directory(parent_directory(std::filesystem::path(dir).lexically_normal()
-                                                    .string()));
+  if (!created) return;
+  auto normal = std::filesystem::path(dir).lexically_normal();
+  if (normal.filename().empty()) normal = normal.parent_path();  // "a/b/" names "a/b"
+  fsync_directory(parent_directory(normal.string()));
 }
 
 DurableFile::DurableFile(std::string path, bool sync_directory)
