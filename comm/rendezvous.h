@@ -36,6 +36,7 @@ class Rendezvous {
   Store& store() { return *store_; }
   int rank() const { return env_.rank; }
   int world_size() const { return env_.world_size; }
+  int local_rank() const { return env_.local_rank; }
   // Hostname of every rank, in rank order (how the ofi backend tells shm from tcp).
   const std::vector<std::string>& hosts() const { return hosts_; }
 

@@ -22,7 +22,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
+if ! dpkg-query -W -f='${Status}' libopenmpi-dev 2>/dev/null | grep -q "install ok installed" ||
+   ! command -v mpirun >/dev/null; then
   echo "run.sh: installing OpenMPI (benchmark only)" >&2
   sudo_cmd=(); [[ $(id -u) -ne 0 ]] && sudo_cmd=(sudo)
   "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends openmpi-bin libopenmpi-dev >&2

@@ -8,12 +8,14 @@
 #include <set>
 
 #include "comm/algorithms/algorithms.h"
+#include "comm/ofi/device_staging.h"
 #include "comm/ofi/ofi_transport.h"
 
 namespace dsx::comm::ofi {
 
 struct OfiCommunicator::Shared {
   std::shared_ptr<ProgressEngine> engine;
+  std::shared_ptr<DeviceStaging> staging = std::make_shared<DeviceStaging>();
   std::unique_ptr<Store> store;  // the callers' side: group creation
   std::mutex mutex;
   std::map<std::string, int> groups_made;  // member list -> how many groups of it this rank made
@@ -138,37 +140,55 @@ static algorithms::Pipeline pipeline(const CommOptions& options) {
   return pipe;
 }
 
+// Each body sees host memory: device buffers are staged (device_staging.h).
 WorkHandle OfiCommunicator::allreduce(void* data, size_t count, DType dtype, ReduceOp op) {
   const CommOptions& opt = shared_->engine->options();
-  bool small = count * kernels::dtype_size(dtype) <= opt.small_bytes;
+  const size_t bytes = count * kernels::dtype_size(dtype);
+  const bool small = bytes <= opt.small_bytes;
   return collective(std::string("allreduce ") + kernels::reduce_op_name(op), elements(count, dtype),
-                    [=](OfiTransport& t) {
+                    [=, staging = shared_->staging](OfiTransport& t) {
+                      HostView v(*staging, data, bytes, data, bytes);
                       if (small) {
-                        algorithms::recursive_doubling_allreduce(t, data, count, dtype, op);
+                        algorithms::recursive_doubling_allreduce(t, v.out(), count, dtype, op);
                       } else {
-                        algorithms::ring_allreduce(t, data, count, dtype, op, pipeline(opt));
+                        algorithms::ring_allreduce(t, v.out(), count, dtype, op, pipeline(opt));
                       }
+                      v.finish();
                     });
 }
 
 WorkHandle OfiCommunicator::reduce_scatter(const void* input, void* output, size_t count, DType dtype, ReduceOp op) {
   const CommOptions& opt = shared_->engine->options();
+  const size_t bytes = count * kernels::dtype_size(dtype);
   return collective(std::string("reduce_scatter ") + kernels::reduce_op_name(op), elements(count, dtype) + " per rank",
-                    [=](OfiTransport& t) { algorithms::ring_reduce_scatter(t, input, output, count, dtype, op, pipeline(opt)); });
+                    [=, staging = shared_->staging, p = size()](OfiTransport& t) {
+                      HostView v(*staging, input, bytes * static_cast<size_t>(p), output, bytes);
+                      algorithms::ring_reduce_scatter(t, v.in(), v.out(), count, dtype, op, pipeline(opt));
+                      v.finish();
+                    });
 }
 
 WorkHandle OfiCommunicator::allgather(const void* input, void* output, size_t count, DType dtype) {
   const CommOptions& opt = shared_->engine->options();
+  const size_t bytes = count * kernels::dtype_size(dtype);
   return collective("allgather", elements(count, dtype) + " per rank",
-                    [=](OfiTransport& t) { algorithms::ring_allgather(t, input, output, count, dtype, pipeline(opt)); });
+                    [=, staging = shared_->staging, p = size()](OfiTransport& t) {
+                      HostView v(*staging, input, bytes, output, bytes * static_cast<size_t>(p));
+                      algorithms::ring_allgather(t, v.in(), v.out(), count, dtype, pipeline(opt));
+                      v.finish();
+                    });
 }
 
 WorkHandle OfiCommunicator::broadcast(void* data, size_t count, DType dtype, int root) {
   check_peer(root, "broadcast root");
   const CommOptions& opt = shared_->engine->options();
-  size_t bytes = count * kernels::dtype_size(dtype);
+  const size_t bytes = count * kernels::dtype_size(dtype);
   return collective("broadcast", elements(count, dtype) + " from rank " + std::to_string(root),
-                    [=](OfiTransport& t) { algorithms::chain_broadcast(t, data, bytes, root, pipeline(opt)); });
+                    [=, staging = shared_->staging](OfiTransport& t) {
+                      HostView v(*staging, data, bytes, data, bytes);
+                      algorithms::chain_broadcast(t, v.out(), bytes, root, pipeline(opt));
+                      v.finish();
+                    });
 }
 
 WorkHandle OfiCommunicator::barrier() {
@@ -190,8 +210,10 @@ WorkHandle OfiCommunicator::send(const void* data, size_t count, DType dtype, in
     number = sends_to_[peer]++;
   }
   size_t bytes = count * kernels::dtype_size(dtype);
-  return point_to_point("send", peer, number, elements(count, dtype),
-                        [=](OfiTransport& t) { t.wait(t.send(peer, data, bytes, 0)); });
+  return point_to_point("send", peer, number, elements(count, dtype), [=, staging = shared_->staging](OfiTransport& t) {
+    HostView v(*staging, data, bytes, nullptr, 0);
+    t.wait(t.send(peer, v.in(), bytes, 0));
+  });
 }
 
 WorkHandle OfiCommunicator::recv(void* data, size_t count, DType dtype, int peer) {
@@ -202,8 +224,11 @@ WorkHandle OfiCommunicator::recv(void* data, size_t count, DType dtype, int peer
     number = recvs_from_[peer]++;
   }
   size_t bytes = count * kernels::dtype_size(dtype);
-  return point_to_point("recv", peer, number, elements(count, dtype),
-                        [=](OfiTransport& t) { t.wait(t.recv(peer, data, bytes, 0)); });
+  return point_to_point("recv", peer, number, elements(count, dtype), [=, staging = shared_->staging](OfiTransport& t) {
+    HostView v(*staging, nullptr, 0, data, bytes);
+    t.wait(t.recv(peer, v.out(), bytes, 0));
+    v.finish();
+  });
 }
 
 std::unique_ptr<Communicator> OfiCommunicator::new_group(const std::vector<int>& ranks) {
