@@ -29,6 +29,12 @@ cudaDataType_t data_type<float>() { return CUDA_R_32F; }
 template <>
 cudaDataType_t data_type<__nv_bfloat16>() { return CUDA_R_16BF; }
 
+uint32_t alignment_of(const void* p) {
+  uint32_t align = 256;
+  while (align > 1 && reinterpret_cast<uintptr_t>(p) % align != 0) align /= 2;
+  return align;
+}
+
 // D (m x n, col-major, ld ldd) = op(A) op(B) + beta D [+ bias over rows].
 template <class T>
 void lt_matmul(const GPT2Blas& blas, T* d, const T* a, const T* b, const T* bias, int m, int n, int k, bool trans_a,
@@ -53,6 +59,16 @@ void lt_matmul(const GPT2Blas& blas, T* d, const T* a, const T* b, const T* bias
   size_t ws = blas.workspace_bytes;
   check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
         "workspace preference");
+  // Parameters are slices of one flat buffer: tell cuBLASLt how aligned each pointer really is
+  // (it assumes 256 bytes otherwise and may pick a kernel that cannot run on a slice).
+  const void* ptrs[3] = {a, b, d};
+  const cublasLtMatmulPreferenceAttributes_t keys[4] = {
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+  for (int i = 0; i < 4; ++i) {
+    uint32_t align = alignment_of(ptrs[i < 3 ? i : 2]);
+    check(cublasLtMatmulPreferenceSetAttribute(pref, keys[i], &align, sizeof(align)), "alignment preference");
+  }
   cublasLtMatmulHeuristicResult_t heuristic{};
   int found = 0;
   check(cublasLtMatmulAlgoGetHeuristic(blas.handle, op, la, lb, ld, ld, pref, 1, &heuristic, &found), "heuristic");
