@@ -36,7 +36,7 @@ def make_runners(torch, n, dsx, DeepSpeedCPUAdam):
             out = ctypes.c_void_p(p16.data_ptr()) if copy else None
             rc = dsx(ctypes.c_void_p(p.data_ptr()), ctypes.c_void_p(g.data_ptr()), ctypes.c_void_p(m.data_ptr()),
                      ctypes.c_void_p(v.data_ptr()), ctypes.c_size_t(n), ctypes.c_int64(step[0]), f(LR), f(BETA1),
-                     f(BETA2), f(EPS), f(WD), out)
+                     f(BETA2), f(EPS), f(WD), 1, 1, out)
             assert rc == 0
 
         runners["dsx"] = (lambda: dsx_step(False), lambda: dsx_step(True))
