@@ -19,6 +19,7 @@
 
 #include "cloud/aws_plan.h"
 #include "cloud/aws_render.h"
+#include "cloud/instance_types.h"
 #include "cloud/plan.h"
 #include "tests/cloud/temp_dir.h"
 #include "tests/tools/run_command.h"
@@ -153,6 +154,20 @@ TEST_F(AwsCliCheck, P4dInACapacityBlockWithGivenGroupAndProfilePassesTheApiCheck
   o.root_device = "/dev/xvda";
   render_aws(o);
   expect_every_call_valid(aws_up_plan(o));
+}
+
+TEST_F(AwsCliCheck, TheLaunchTemplateOfEveryInstanceTypePassesTheApiChecks) {
+  Plan templates{"every type", {}};
+  for (const auto& type : aws_instance_types()) {
+    auto o = options(std::string(type.name));
+    o.out_dir = out_ / o.instance_type;
+    render_aws(o);
+    for (const auto& step : aws_up_plan(o).steps) {
+      if (!step.fill_from.empty()) templates.steps.push_back(step);
+    }
+  }
+  ASSERT_EQ(templates.steps.size(), aws_instance_types().size());
+  expect_every_call_valid(templates);
 }
 
 // The check can fail: a launch template with a wrong type or an unknown key stops at validation.
