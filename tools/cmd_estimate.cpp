@@ -383,6 +383,7 @@ int run_estimate(int argc, char** argv) {
   auto request = request_from_args(vars);
   auto options = options_from_args(vars);
   if (vars.count("ds-config")) apply_ds_config(vars, request, options);
+  est::validate(request);
   std::vector<Row> rows;
   for (const auto& option : options) {
     rows.push_back({est::estimate_memory(request, option), est::fewest_gpus(request, option)});

@@ -116,6 +116,26 @@ int64_t buffer_bytes(const EstimateRequest& r, int stage, int64_t params) {
 
 }  // namespace
 
+void validate(const EstimateRequest& r) {
+  validate(r.model);
+  const auto& a = r.activations;
+  if (a.seq_len < 1 || a.micro_batch < 1 || r.cluster.gpus_per_node < 1 || r.cluster.nodes < 1) {
+    throw Error(ErrorKind::Config, "sequence length, micro-batch, GPUs per node and nodes must be at least 1");
+  }
+  // The same sums in floating point, only to see that the exact ones cannot overflow.
+  const double tokens = static_cast<double>(a.seq_len) * static_cast<double>(a.micro_batch);
+  const double per_token = static_cast<double>(r.model.layers) * 16.0 *
+                               static_cast<double>(r.model.hidden + r.model.intermediate + r.model.heads * a.seq_len) +
+                           8.0 * static_cast<double>(r.model.vocab);
+  const double params = static_cast<double>(parameter_count(r.model));
+  constexpr double kExabyte = 1e18;
+  if (tokens * per_token > kExabyte || 24.0 * params > kExabyte ||
+      static_cast<double>(r.cluster.gpus_per_node) * static_cast<double>(r.cluster.nodes) > 1e6) {
+    throw Error(ErrorKind::Config, "this model, batch and cluster need more than an exabyte per GPU or a million "
+                                   "GPUs; check --seq-len, --micro-batch, the model's sizes and the GPU counts");
+  }
+}
+
 MemoryEstimate estimate_memory(const EstimateRequest& r, ZeroOption option) {
   const int64_t params = parameter_count(r.model);
   MemoryEstimate e;

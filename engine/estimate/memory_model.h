@@ -72,6 +72,10 @@ ModelStateBytes model_state_bytes(int64_t params, int64_t largest_layer_params, 
                                   const Cluster& cluster, ZeroOption option, bool zero_init,
                                   double buffer_factor, const char** formula = nullptr);
 
+// Throws dsx::Error(Config) when the request is impossible or so large that its byte counts
+// would not fit in 64 bits (more than an exabyte per GPU).
+void validate(const EstimateRequest& request);
+
 MemoryEstimate estimate_memory(const EstimateRequest& request, ZeroOption option);
 
 // The smallest cluster that fits: 1..gpus_per_node GPUs on one node, then whole nodes of

@@ -26,6 +26,11 @@ void validate(const ModelShape& s) {
           std::to_string(s.kv_heads) + " key/value heads do not divide " + std::to_string(s.heads) +
               " attention heads (num_key_value_heads / --kv-heads)");
   require(s.params_override >= 0, "--params must not be negative");
+  // Far beyond any model, and small enough that every byte count below fits in 64 bits.
+  require(s.layers <= (1 << 14) && s.hidden <= (1 << 20) && s.intermediate <= (1 << 22) && s.vocab <= (1 << 24) &&
+              s.max_seq_len <= (1 << 24),
+          "sizes beyond any real model (at most 16384 layers, hidden 2^20, MLP width 2^22, vocabulary 2^24, "
+          "sequence 2^24); check the numbers");
 }
 
 namespace {

@@ -98,6 +98,15 @@ TEST(EstimateCli, BadInputIsAClearUsageError) {
   }
 }
 
+TEST(EstimateCli, AbsurdSizesAreRefusedNotOverflowed) {
+  auto r = run_dsx("estimate --layers 2 --hidden 99999999999 --heads 1 --vocab 10 --seq-len 8");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("sizes beyond any real model"), std::string::npos) << r.output;
+  r = run_dsx("estimate --layers 16384 --hidden 1048576 --heads 16 --vocab 1000 --seq-len 1000000 --micro-batch 100000");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("more than an exabyte"), std::string::npos) << r.output;
+}
+
 TEST(EstimateCli, UnreadableOrBrokenConfigNamesTheFile) {
   auto r = run_dsx("estimate --hf-config /nonexistent/config.json");
   EXPECT_EQ(r.exit_code, 1);
