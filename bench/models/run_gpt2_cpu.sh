@@ -1,27 +1,36 @@
 #!/usr/bin/env bash
 # CPU GPT-2 training throughput (6 layers, 384 channels, 6 heads, GPT-2 vocabulary, T 256, B 4):
 # dsx beside transformers' GPT2LMHeadModel eager and torch.compile, same threads, same run.
-# Prints one table (docs/benchmarks.md keeps the latest).
-# usage: bash bench/models/run_gpt2_cpu.sh [build-dir]   (env THREADS, STEPS, WARMUP)
+# ROUNDS rounds alternate dsx and the peers; each figure is the best step of all its rounds, so a
+# burst of other load on the machine does not decide the ratio. Prints one table
+# (docs/benchmarks.md keeps the latest).
+# usage: bash bench/models/run_gpt2_cpu.sh [build-dir]   (env THREADS, STEPS, WARMUP, ROUNDS)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
 threads=${THREADS:-$(nproc)}
 steps=${STEPS:-5}
 warmup=${WARMUP:-2}
+rounds=${ROUNDS:-2}
 [[ -f $build/CMakeCache.txt ]] || cmake -S "$root" -B "$build" >/dev/null
 cmake --build "$build" --target bench_gpt2_cpu -j"$threads" >/dev/null
 python=$(bash "$root/bench/peers/venv.sh" | tail -n 1)
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
-OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads \
-  "$build/bench/models/bench_gpt2_cpu" --warmup "$warmup" --steps "$steps" >>"$results"
-"$python" "$root/bench/models/gpt2_cpu_peers.py" --threads "$threads" --warmup "$warmup" --steps "$steps" \
-  2>/dev/null >>"$results"
+for ((round = 0; round < rounds; ++round)); do
+  OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads \
+    "$build/bench/models/bench_gpt2_cpu" --warmup "$warmup" --steps "$steps" >>"$results"
+  "$python" "$root/bench/models/gpt2_cpu_peers.py" --threads "$threads" --warmup "$warmup" --steps "$steps" \
+    2>/dev/null >>"$results"
+done
 "$python" - "$results" <<'PY'
 import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-ours = next(r for r in rows if r["impl"] == "dsx")
+best = {}
+for r in (json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")):
+    if r["impl"] not in best or r["step_s"] < best[r["impl"]]["step_s"]:
+        best[r["impl"]] = r
+rows = list(best.values())
+ours = best["dsx"]
 print(f"GPT-2 L6 C384 H6 V50257, B4 x T256, fp32, forward+backward+AdamW, {ours['threads']} threads")
 print(f"| {'implementation':<26} | {'step (s)':>9} | {'tokens/s':>9} | {'dsx / this':>10} |")
 print(f"|{'-'*28}|{'-'*11}|{'-'*11}|{'-'*12}|")
