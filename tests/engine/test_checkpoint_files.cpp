@@ -70,6 +70,20 @@ TEST(CheckpointCrc32c, HardwareAndTableAgreeAtEveryLengthAndAlignment) {
     }
 }
 
+TEST(CheckpointCrc32c, ThreeStreamPathAgreesOnLargeBuffers) {
+  // Buffers past 3 x 8 KiB take the three-stream path whose states are joined by shifting.
+  std::mt19937 rng(11);
+  std::vector<uint8_t> data(200'003);
+  for (auto& b : data) b = static_cast<uint8_t>(rng());
+  for (size_t n : {24'575u, 24'576u, 24'577u, 49'152u, 73'731u, 200'000u}) {
+    for (size_t offset : {0u, 3u}) {
+      ASSERT_EQ(crc32c(data.data() + offset, n), crc32c_extend_portable(0, data.data() + offset, n)) << n;
+      ASSERT_EQ(crc32c_extend(0x12345678u, data.data() + offset, n),
+                crc32c_extend_portable(0x12345678u, data.data() + offset, n)) << n;
+    }
+  }
+}
+
 TEST(CheckpointCrc32c, TfRecordMask) {
   // TensorFlow's masking: rotate right by 15, add 0xa282ead8 (mod 2^32).
   EXPECT_EQ(mask_crc32c(0), 0xa282ead8u);
