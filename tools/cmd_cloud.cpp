@@ -2,10 +2,13 @@
 // EFA) and GCP (a2/a3, GPUDirect-TCPX/O) and writes the hostfile for `dsx launch`. The work is
 // in cloud/; this file maps flags to options and verbs to plans.
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "cloud/aws_plan.h"
 #include "cloud/aws_render.h"
@@ -30,6 +33,7 @@ struct CommonFlags {
   std::string hostfile_out;  // hostfile: where to write ("" = <out>/hostfile)
   std::string from_json;     // status/hostfile: read a saved listing instead of calling the CLI
   int expect = 0;            // hostfile: fail unless this many nodes are running
+  int wait_s = 0;            // status/hostfile: poll this long for the nodes to report ready
 };
 
 void add_common(po::options_description& d, CommonFlags& c, std::string& out) {
@@ -38,7 +42,8 @@ void add_common(po::options_description& d, CommonFlags& c, std::string& out) {
       ("dry-run", po::bool_switch(&c.dry_run), "print each cloud CLI command instead of running it")
       ("hostfile", po::value(&c.hostfile_out), "hostfile: where to write it (default <out>/hostfile)")
       ("from-json", po::value(&c.from_json), "status/hostfile: parse this saved CLI listing (JSON) instead of calling the CLI")
-      ("expect", po::value(&c.expect)->default_value(0), "hostfile: fail unless this many nodes are running (default: --count when given)");
+      ("expect", po::value(&c.expect)->default_value(0), "hostfile: fail unless this many nodes are running (default: --count when given)")
+      ("wait", po::value(&c.wait_s)->default_value(0), "status/hostfile: poll up to this many seconds until --count (or --expect) nodes report ready");
 }
 
 std::string read_file(const std::string& path) {
@@ -47,19 +52,6 @@ std::string read_file(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
-}
-
-// The cluster's listing from the cloud CLI or a saved file; with --dry-run, prints the call.
-std::string listing(const cloud::Step& list_step, const CommonFlags& c, bool& printed) {
-  if (!c.from_json.empty()) return read_file(c.from_json);
-  cloud::Plan plan{"list the cluster", {list_step}};
-  if (c.dry_run) {
-    cloud::print_plan(std::cout, plan);
-    printed = true;
-    return "";
-  }
-  std::ostringstream quiet;
-  return cloud::execute_plan(plan, quiet).at(list_step.capture);
 }
 
 // `count` is the --count flag when the user gave it, else 0. Status expects `count` nodes (else
@@ -91,6 +83,40 @@ int report_nodes(const std::string& verb, const std::vector<CloudNode>& nodes, i
   cloud::write_file_atomically(path, text);
   std::cout << text << "wrote " << path << " (" << running << " nodes; the first is rank 0)\n";
   return 0;
+}
+
+using NodeParser = std::vector<CloudNode> (*)(std::string_view json);
+
+// status/hostfile: lists the nodes through the cloud CLI (or a saved listing), polling every
+// DSX_CLOUD_POLL_S seconds (15) for up to --wait seconds until the expected nodes report ready,
+// then prints the table or writes the hostfile. With --dry-run, prints the listing call.
+int list_nodes(const std::string& verb, const cloud::Step& list_step, NodeParser parse, int slots,
+               int count, const CommonFlags& c, const std::string& out_dir) {
+  cloud::Plan plan{"list the cluster", {list_step}};
+  if (c.dry_run && c.from_json.empty()) {
+    cloud::print_plan(std::cout, plan);
+    return 0;
+  }
+  const int want = c.expect > 0 ? c.expect : count;
+  if (c.wait_s > 0 && want == 0) throw Error(ErrorKind::Usage, "--wait needs --count or --expect: how many nodes to wait for");
+  const char* poll_env = std::getenv("DSX_CLOUD_POLL_S");
+  const int poll_s = poll_env ? std::max(0, std::atoi(poll_env)) : 15;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(c.wait_s);
+  while (true) {
+    std::ostringstream quiet;
+    auto nodes = parse(c.from_json.empty() ? cloud::execute_plan(plan, quiet).at(list_step.capture)
+                                           : read_file(c.from_json));
+    int ready = int(std::count_if(nodes.begin(), nodes.end(), [](const CloudNode& n) {
+      return n.state == "running" && n.ready == "yes";
+    }));
+    auto left = std::chrono::duration_cast<std::chrono::seconds>(deadline - std::chrono::steady_clock::now());
+    if (c.wait_s <= 0 || ready >= want || left.count() <= 0) {
+      return report_nodes(verb, nodes, slots, count, c, out_dir);
+    }
+    std::cerr << "dsx: " << ready << " of " << want << " nodes ready; checking again (" << left.count()
+              << " s left)\n";
+    std::this_thread::sleep_for(std::chrono::seconds(std::min<long>(poll_s, left.count())));
+  }
 }
 
 // `undo` is the command that removes what a half-finished plan created.
@@ -156,12 +182,9 @@ int run_aws(const std::string& verb, int argc, char** argv) {
     run_or_print(cloud::aws_down_plan(o), c.dry_run);
     return 0;
   }
-  bool printed = false;
-  std::string json = listing(cloud::aws_describe_step(o), c, printed);
-  if (printed) return 0;
-  return report_nodes(verb, cloud::parse_aws_describe_instances(json),
-                      cloud::aws_instance_type(o.instance_type).gpus,
-                      args.vars["count"].defaulted() ? 0 : o.count, c, o.out_dir);
+  return list_nodes(verb, cloud::aws_describe_step(o), cloud::parse_aws_describe_instances,
+                    cloud::aws_instance_type(o.instance_type).gpus,
+                    args.vars["count"].defaulted() ? 0 : o.count, c, o.out_dir);
 }
 
 int run_gcp(const std::string& verb, int argc, char** argv) {
@@ -208,12 +231,9 @@ int run_gcp(const std::string& verb, int argc, char** argv) {
     run_or_print(cloud::gcp_down_plan(o), c.dry_run);
     return 0;
   }
-  bool printed = false;
-  std::string json = listing(cloud::gcp_list_step(o), c, printed);
-  if (printed) return 0;
-  return report_nodes(verb, cloud::parse_gcp_instances_list(json),
-                      cloud::gcp_machine_type(o.machine_type).gpus,
-                      args.vars["count"].defaulted() ? 0 : o.count, c, o.out_dir);
+  return list_nodes(verb, cloud::gcp_list_step(o), cloud::parse_gcp_instances_list,
+                    cloud::gcp_machine_type(o.machine_type).gpus,
+                    args.vars["count"].defaulted() ? 0 : o.count, c, o.out_dir);
 }
 
 }  // namespace

@@ -107,3 +107,31 @@ TEST(CloudHostfile, StatusThroughTheCommand) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("only 4 of 6 nodes are running"), std::string::npos) << r.output;
 }
+
+// hostfile --wait polls the CLI until every node reports ready: here a stand-in `aws` answers
+// with one node ready the first time and both the second.
+TEST(CloudHostfile, WaitPollsUntilTheNodesAreReady) {
+  dsx::test::TempDir dir;
+  const std::string one_ready =
+      R"({"Reservations":[{"Instances":[{"InstanceId":"i-1","PrivateIpAddress":"10.0.0.20","State":{"Name":"running"},"Tags":[{"Key":"dsx-ready","Value":"yes"}]},)"
+      R"({"InstanceId":"i-2","PrivateIpAddress":"10.0.0.3","State":{"Name":"running"}}]}]})";
+  std::string both_ready = one_ready;
+  both_ready.replace(both_ready.rfind("}}]}]}"), 6, R"(},"Tags":[{"Key":"dsx-ready","Value":"yes"}]}]}]})");
+  dsx::test::write_text(dir / "1.json", one_ready);
+  dsx::test::write_text(dir / "2.json", both_ready);
+  dsx::test::write_text(dir / "bin/aws",
+                        "#!/bin/sh\nn=$(cat " + dir / "calls" + " 2>/dev/null || echo 0)\nn=$((n + 1))\necho $n > " +
+                            dir / "calls" + "\ncat " + dir.path() + "/$(( n < 2 ? n : 2 )).json\n",
+                        true);
+  auto r = dsx::test::run_command("env DSX_CLOUD_POLL_S=0 PATH=" + dir / "bin" + ":/usr/bin:/bin " + std::string(DSX_EXE) +
+                                  " cloud aws hostfile --cluster ci --region us-east-1 --count 2 --wait 30 --out " +
+                                  dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("1 of 2 nodes ready; checking again"), std::string::npos) << r.output;
+  EXPECT_EQ(read_text(dir / "calls"), "2\n");
+  EXPECT_EQ(read_text(dir / "hostfile"), "10.0.0.3 slots=8\n10.0.0.20 slots=8\n");
+  EXPECT_EQ(r.output.find("has not reported ready"), std::string::npos) << r.output;
+
+  r = run_dsx("cloud aws status --cluster ci --region us-east-1 --wait 5 --from-json " + dir / "1.json");
+  EXPECT_EQ(r.exit_code, 2) << "--wait without a count: " << r.output;
+}
