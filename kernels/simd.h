@@ -1,6 +1,7 @@
 // Which SIMD instruction set the CPU kernels use. Chosen once from what the CPU supports; may be
 // lowered (never raised above what the CPU has) by the environment variable DSX_SIMD
-// (avx512 | avx2 | scalar) or by set_simd_level(), which the tests use to check every path.
+// (avx512 | avx2 | scalar; another value is reported on stderr and ignored) or by
+// set_simd_level(), which the tests use to check every path.
 #pragma once
 
 #include <cstdint>

@@ -2,6 +2,7 @@
 #include "kernels/simd.h"
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 
 #include "dsx/error.h"
@@ -24,11 +25,18 @@ SimdLevel detect() {
 
 SimdLevel lower(SimdLevel a, SimdLevel b) { return a < b ? a : b; }
 
+// DSX_SIMD lowers the level. A bad value must not stop a training run from inside a kernel:
+// it is reported once on stderr and ignored.
 SimdLevel initial_level() {
   SimdLevel level = detect();
-  if (const char* env = std::getenv("DSX_SIMD"); env && *env)
-    level = lower(level, parse_simd_level(env));
-  return level;
+  const char* env = std::getenv("DSX_SIMD");
+  if (!env || !*env) return level;
+  try {
+    return lower(level, parse_simd_level(env));
+  } catch (const Error& e) {
+    std::fprintf(stderr, "dsx: %s; ignoring it and using %s\n", e.what(), simd_level_name(level));
+    return level;
+  }
 }
 
 std::atomic<SimdLevel>& current() {

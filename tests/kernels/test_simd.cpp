@@ -1,5 +1,11 @@
 // The SIMD level: parsing, and lowering never raises above what the CPU has.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "dsx/error.h"
 #include "kernels/simd.h"
@@ -26,6 +32,37 @@ TEST(SimdLevel, SetLowersButNeverRaisesAboveTheCpu) {
   EXPECT_EQ(simd_level(), SimdLevel::Scalar);
   EXPECT_EQ(set_simd_level(SimdLevel::Avx512), detected_simd_level());
   set_simd_level(before);
+}
+
+// Helper for the test below, run in a child process: prints the level chosen at start-up.
+TEST(SimdLevel, PrintForChildProcess) {
+  if (!std::getenv("DSX_SIMD_TEST_CHILD"))
+    GTEST_SKIP() << "runs only as the child of EnvLowersTheLevel";
+  std::printf("level=%s\n", simd_level_name(simd_level()));
+}
+
+// Runs this test binary again with DSX_SIMD set; returns its stdout and stderr.
+std::string child_output(const std::string& dsx_simd) {
+  char self[4096] = {};
+  if (readlink("/proc/self/exe", self, sizeof self - 1) <= 0) return "readlink failed";
+  std::string cmd = "DSX_SIMD_TEST_CHILD=1 DSX_SIMD=" + dsx_simd + " '" + std::string(self) +
+                    "' --gtest_filter=SimdLevel.PrintForChildProcess 2>&1";
+  std::string out;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return out;
+  std::array<char, 256> buf;
+  while (fgets(buf.data(), buf.size(), pipe)) out += buf.data();
+  pclose(pipe);
+  return out;
+}
+
+TEST(SimdLevel, EnvLowersTheLevelAndABadValueIsIgnoredWithAMessage) {
+  EXPECT_NE(child_output("scalar").find("level=scalar"), std::string::npos);
+  std::string bad = child_output("sse9");
+  EXPECT_NE(bad.find("DSX_SIMD='sse9' is not a SIMD level"), std::string::npos) << bad;
+  EXPECT_NE(bad.find(std::string("level=") + simd_level_name(detected_simd_level())),
+            std::string::npos)
+      << bad;
 }
 
 }  // namespace
