@@ -40,36 +40,54 @@ inline void use_loopback_only() {
   setenv("OMP_NUM_THREADS", "1", 1);  // ranks share two cores
 }
 
+inline std::string read_and_remove(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::remove(path.c_str());
+  return text.str();
+}
+
+// Runs `body` as `world` ranks. The store port is picked free just before the ranks start; if
+// another process grabs it in between, rank 0 fails to listen and the job is retried on a new one.
 inline JobResult run_job(int world, comm::CommOptions options,
                          const std::function<void(comm::Communicator&, int rank)>& body,
                          std::chrono::milliseconds limit = std::chrono::seconds(60),
                          const std::function<void()>& child_setup = {},
                          const std::vector<int>& frozen_ranks = {}) {
-  uint16_t port = free_port();
   std::string dir = std::string(DSX_BINARY_DIR) + "/tests/comm";
-  std::string stem = dir + "/job-" + std::to_string(getpid()) + "-" + std::to_string(port) + "-rank";
-  RankProcesses ranks(world, [&](int rank) {
-    use_loopback_only();
-    if (child_setup) child_setup();
-    try {
-      comm::Session session(comm::RankEnv{rank, world, rank, {"127.0.0.1", port}}, options);
-      body(session.world(), rank);
-    } catch (const std::exception& e) {
-      std::ofstream(stem + std::to_string(rank)) << e.what();  // parent reads it after the exit
-      throw;
+  for (int attempt = 0;; ++attempt) {
+    uint16_t port = free_port();
+    std::string stem = dir + "/job-" + std::to_string(getpid()) + "-" + std::to_string(port) + "-rank";
+    RankProcesses ranks(world, [&](int rank) {
+      use_loopback_only();
+      setenv("DSX_STORE_TIMEOUT", "30", 1);
+      if (child_setup) child_setup();
+      try {
+        comm::Session session(comm::RankEnv{rank, world, rank, {"127.0.0.1", port}}, options);
+        body(session.world(), rank);
+      } catch (const std::exception& e) {
+        std::ofstream(stem + std::to_string(rank)) << e.what();  // parent reads it after the exit
+        throw;
+      }
+    });
+    std::string rank0_error;
+    bool rank0_read = false;
+    auto port_taken = [&](const std::vector<int>& codes) {
+      if (codes[0] <= 0) return false;
+      if (!rank0_read) rank0_error = read_and_remove(stem + "0");
+      rank0_read = true;
+      return rank0_error.find("address already in use") != std::string::npos;
+    };
+    JobResult result;
+    result.exit_codes = ranks.wait(limit, frozen_ranks, port_taken);
+    if (port_taken(result.exit_codes) && attempt < 3) continue;  // the destructor kills the other ranks
+    for (int r = 0; r < world; ++r) {
+      std::string text = read_and_remove(stem + std::to_string(r));
+      result.errors.push_back(r == 0 && text.empty() ? rank0_error : text);
     }
-  });
-  JobResult result;
-  result.exit_codes = ranks.wait(limit, frozen_ranks);
-  for (int r = 0; r < world; ++r) {
-    std::string path = stem + std::to_string(r);
-    std::ifstream in(path);
-    std::stringstream text;
-    text << in.rdbuf();
-    result.errors.push_back(text.str());
-    std::remove(path.c_str());
+    return result;
   }
-  return result;
 }
 
 inline comm::CommOptions test_options(const std::string& provider) {

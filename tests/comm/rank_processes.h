@@ -56,7 +56,9 @@ class RankProcesses {
   // Waits for every child (except those in `not_waiting_for`: ranks a test froze) up to
   // `timeout`; returns the exit codes (128+signal for a signal, -1 for a child still running,
   // which the destructor then kills).
-  std::vector<int> wait(std::chrono::milliseconds timeout, const std::vector<int>& not_waiting_for = {}) {
+  // `stop_early(codes)` may end the wait sooner (e.g. once a rank's failure dooms the others).
+  std::vector<int> wait(std::chrono::milliseconds timeout, const std::vector<int>& not_waiting_for = {},
+                        const std::function<bool(const std::vector<int>&)>& stop_early = {}) {
     auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {
       bool running = false;
@@ -70,7 +72,7 @@ class RankProcesses {
           running = true;
         }
       }
-      if (!running || std::chrono::steady_clock::now() > deadline) return codes_;
+      if (!running || std::chrono::steady_clock::now() > deadline || (stop_early && stop_early(codes_))) return codes_;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
   }
