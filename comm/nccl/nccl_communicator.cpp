@@ -41,19 +41,25 @@ std::string elements(size_t count, DType dtype) {
 std::unique_ptr<Communicator> create_nccl_world(Rendezvous& rv, const CommOptions& options) {
   std::vector<int> members(static_cast<size_t>(rv.world_size()));
   for (int r = 0; r < rv.world_size(); ++r) members[static_cast<size_t>(r)] = r;
-  return std::make_unique<NcclCommunicator>(rv.store(), std::move(members), rv.rank(), "nccl/world/uid", options);
+  return std::make_unique<NcclCommunicator>(rv.store(), std::move(members), rv.rank(), rv.local_rank(), "nccl/world/uid",
+                                            options);
 }
 
-NcclCommunicator::NcclCommunicator(Store& store, std::vector<int> members, int world_rank, std::string key,
-                                   const CommOptions& options)
-    : store_(store), members_(std::move(members)), world_rank_(world_rank), key_(std::move(key)), options_(options) {
+NcclCommunicator::NcclCommunicator(Store& store, std::vector<int> members, int world_rank, int local_rank,
+                                   std::string key, const CommOptions& options)
+    : store_(store),
+      members_(std::move(members)),
+      world_rank_(world_rank),
+      local_rank_(local_rank),
+      key_(std::move(key)),
+      options_(options) {
   for (size_t i = 0; i < members_.size(); ++i) {
     if (members_[i] == world_rank_) rank_ = static_cast<int>(i);
   }
   int devices = 0;
   cuda_check(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
-  const char* local = std::getenv("LOCAL_RANK");
-  device_ = (local ? std::atoi(local) : 0) % devices;
+  if (devices == 0) throw Error(ErrorKind::Unsupported, "nccl backend: no GPU is visible (check CUDA_VISIBLE_DEVICES)");
+  device_ = local_rank_ % devices;
   cuda_check(cudaSetDevice(device_), "cudaSetDevice");
 
   // The id travels through the store: group rank 0 draws it, the others read it.
@@ -268,7 +274,7 @@ std::unique_ptr<Communicator> NcclCommunicator::new_group(const std::vector<int>
     std::lock_guard lock(mutex_);
     nth = groups_made_[list]++;
   }
-  return std::make_unique<NcclCommunicator>(store_, std::move(world_ranks), world_rank_,
+  return std::make_unique<NcclCommunicator>(store_, std::move(world_ranks), world_rank_, local_rank_,
                                             key_ + "/group/" + list + "/" + std::to_string(nth), options_);
 }
 

@@ -31,7 +31,9 @@ std::unique_ptr<Communicator> create_nccl_world(Rendezvous& rv, const CommOption
 class NcclCommunicator final : public Communicator {
  public:
   // `members`: world ranks of this group, in group order. `key`: store key of the group's id.
-  NcclCommunicator(Store& store, std::vector<int> members, int world_rank, std::string key, const CommOptions& options);
+  // The GPU is local_rank modulo the visible devices.
+  NcclCommunicator(Store& store, std::vector<int> members, int world_rank, int local_rank, std::string key,
+                   const CommOptions& options);
   ~NcclCommunicator() override;
 
   int rank() const override { return rank_; }
@@ -65,7 +67,7 @@ class NcclCommunicator final : public Communicator {
   Store& store_;
   std::unique_ptr<Store> watchdog_store_;
   std::vector<int> members_;
-  int rank_ = -1, world_rank_;
+  int rank_ = -1, world_rank_, local_rank_;
   std::string key_;
   CommOptions options_;
   int device_ = 0;

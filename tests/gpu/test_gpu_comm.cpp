@@ -1,0 +1,88 @@
+// Communication on GPUs: the nccl backend on device memory (one rank on any GPU machine, two
+// ranks where two GPUs exist), and the ofi backend staging device buffers through host memory.
+// Ranks are forked processes over 127.0.0.1; the parent never touches CUDA (a forked child
+// cannot use a CUDA context its parent created), so it asks a child how many GPUs there are.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "tests/comm/comm_harness.h"
+
+namespace dsx::comm {
+namespace {
+
+using namespace std::chrono_literals;
+
+int visible_gpus() {
+  test::RankProcesses probe(1, [](int) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
+    ::_exit(n);
+  });
+  return probe.wait(60s)[0];
+}
+
+void expect(bool ok, const std::string& what) {
+  if (!ok) throw std::runtime_error(what);
+}
+
+// Allreduce (sum and avg), allgather, broadcast and barrier on cudaMalloc'd fp32 buffers.
+void device_collectives(Communicator& comm, int rank) {
+  const int p = comm.size();
+  const size_t n = 100003;
+  std::vector<float> host(n);
+  for (size_t i = 0; i < n; ++i) host[i] = static_cast<float>((static_cast<size_t>(rank) + i) % 9);
+  float *x = nullptr, *all = nullptr;
+  expect(cudaMalloc(&x, n * 4) == cudaSuccess && cudaMalloc(&all, n * 4 * static_cast<size_t>(p)) == cudaSuccess, "cudaMalloc");
+  cudaMemcpy(x, host.data(), n * 4, cudaMemcpyHostToDevice);
+  comm.allgather(x, all, n, DType::F32)->wait();
+  comm.allreduce(x, n, DType::F32, ReduceOp::Sum)->wait();
+  std::vector<float> sum(n), gathered(n * static_cast<size_t>(p));
+  cudaMemcpy(sum.data(), x, n * 4, cudaMemcpyDeviceToHost);
+  cudaMemcpy(gathered.data(), all, gathered.size() * 4, cudaMemcpyDeviceToHost);
+  for (size_t i = 0; i < n; ++i) {
+    float want = 0;
+    for (int r = 0; r < p; ++r) {
+      float v = static_cast<float>((static_cast<size_t>(r) + i) % 9);
+      want += v;
+      expect(gathered[static_cast<size_t>(r) * n + i] == v, "allgather element " + std::to_string(i));
+    }
+    expect(sum[i] == want, "allreduce element " + std::to_string(i));
+  }
+  if (rank == 0) cudaMemcpy(x, host.data(), n * 4, cudaMemcpyHostToDevice);
+  comm.broadcast(x, n, DType::F32, 0)->wait();
+  comm.barrier()->wait();
+  cudaMemcpy(sum.data(), x, n * 4, cudaMemcpyDeviceToHost);
+  for (size_t i = 0; i < n; ++i) expect(sum[i] == static_cast<float>(i % 9), "broadcast element " + std::to_string(i));
+  cudaFree(x);
+  cudaFree(all);
+}
+
+comm::CommOptions options(const std::string& backend) {
+  auto o = test::test_options(backend == "ofi" ? "shm" : "");
+  o.backend = backend;
+  o.chunk_bytes = 64 << 10;
+  return o;
+}
+
+TEST(NcclComm, OneRankRunsEveryCollectiveOnDeviceMemory) {
+  if (visible_gpus() < 1) GTEST_SKIP() << "no GPU visible";
+  auto result = test::run_job(1, options("nccl"), device_collectives, 120s);
+  EXPECT_TRUE(result.all_ok()) << result.summary();
+}
+
+TEST(NcclComm, TwoRanksOnTwoGpus) {
+  if (visible_gpus() < 2) GTEST_SKIP() << "needs two GPUs";
+  auto result = test::run_job(2, options("nccl"), device_collectives, 120s);
+  EXPECT_TRUE(result.all_ok()) << result.summary();
+}
+
+TEST(OfiComm, DeviceBuffersAreStagedThroughHostMemory) {
+  if (visible_gpus() < 1) GTEST_SKIP() << "no GPU visible";
+  auto result = test::run_job(2, options("ofi"), device_collectives, 120s);
+  EXPECT_TRUE(result.all_ok()) << result.summary();
+}
+
+}  // namespace
+}  // namespace dsx::comm
