@@ -29,9 +29,9 @@ void scale_into(DType dtype, void* dst, float* src, float factor, size_t count) 
 
 GradReducer::GradReducer(Mode mode, const ZeroLayout& layout, const FlatPartition* flat,
                          const ShardedParams* shards, const ZeroOptions& options, comm::Communicator& comm,
-                         MemoryLedger& ledger, float* partition)
+                         MemoryLedger& ledger, float* partition, std::function<void(int)> copied)
     : mode_(mode), layout_(layout), flat_(flat), shards_(shards), options_(options), comm_(comm),
-      ledger_(ledger), partition_(partition) {
+      ledger_(ledger), partition_(partition), copied_(std::move(copied)) {
   const double n = comm.size();
   if (!options.average_gradients) {
     pre_ = post_ = 1.0f;
@@ -50,28 +50,28 @@ size_t GradReducer::bucket_numel() const {
   return n;
 }
 
-void GradReducer::add(int layer, float* grad, const std::function<void(int)>& copied) {
+void GradReducer::add(int layer, float* grad) {
   const size_t numel = layout_.layer_numel(layer);
   if (numel == 0) {
-    copied(layer);
+    copied_(layer);
     return;
   }
   if (!open_.empty()) {
     // A bucket is a contiguous range: layers arrive from the last one down.
     const bool adjacent = layout_.layer_range(open_.back().layer).begin == layout_.layer_range(layer).end;
-    if (!adjacent || bucket_numel() + numel > options_.reduce_bucket_size) flush(copied);
+    if (!adjacent || bucket_numel() + numel > options_.reduce_bucket_size) flush();
   }
   open_.push_back({layer, grad});
-  if (bucket_numel() >= options_.reduce_bucket_size) flush(copied);
+  if (bucket_numel() >= options_.reduce_bucket_size) flush();
 }
 
-void GradReducer::flush(const std::function<void(int)>& copied) {
+void GradReducer::flush() {
   if (open_.empty()) return;
   InFlight f;
   f.entries = std::move(open_);
   open_.clear();
   pack(f);
-  for (const Entry& e : f.entries) copied(e.layer);
+  for (const Entry& e : f.entries) copied_(e.layer);
   launch(f);
   in_flight_.push_back(std::move(f));
   // Without overlap the reduction is waited for now; with it, at most two stay in flight.
@@ -80,7 +80,7 @@ void GradReducer::flush(const std::function<void(int)>& copied) {
 }
 
 void GradReducer::flush_and_wait() {
-  flush([](int) {});
+  flush();
   while (!in_flight_.empty()) finish_oldest();
 }
 

@@ -32,14 +32,14 @@ class GradReducer {
   enum class Mode { InPlace, ToPartition, ToShards };
 
   // `partition` (ToPartition/ToShards) receives the reduced gradients, added to what it holds.
-  // `flat` is needed by ToPartition, `shards` by ToShards.
+  // `flat` is needed by ToPartition, `shards` by ToShards. Once a layer's gradients have been
+  // copied for communication, `copied(layer)` is called: the caller may free that memory then.
   GradReducer(Mode mode, const ZeroLayout& layout, const FlatPartition* flat, const ShardedParams* shards,
-              const ZeroOptions& options, comm::Communicator& comm, MemoryLedger& ledger, float* partition);
+              const ZeroOptions& options, comm::Communicator& comm, MemoryLedger& ledger, float* partition,
+              std::function<void(int)> copied);
 
-  // The gradients of `layer` (its layer_numel floats, ZeRO order) are final. After the bucket
-  // holding them has been copied for communication, `copied(layer)` is called (the caller may
-  // free that memory then).
-  void add(int layer, float* grad, const std::function<void(int)>& copied);
+  // The gradients of `layer` (its layer_numel floats, ZeRO order) are final.
+  void add(int layer, float* grad);
   // Reduces what is left and waits for every reduction.
   void flush_and_wait();
   const CommTiming& timing() const { return timing_; }
@@ -58,7 +58,7 @@ class GradReducer {
     float* in_place = nullptr;  // InPlace fp32: the range of the full buffer
   };
 
-  void flush(const std::function<void(int)>& copied);
+  void flush();
   void launch(InFlight& f);
   void finish_oldest();
   void pack(InFlight& f);
@@ -73,6 +73,7 @@ class GradReducer {
   comm::Communicator& comm_;
   MemoryLedger& ledger_;
   float* partition_;
+  std::function<void(int)> copied_;
   float pre_ = 1.0f, post_ = 1.0f;
   std::vector<Entry> open_;
   std::deque<InFlight> in_flight_;

@@ -65,8 +65,12 @@ ZeroEngine::ZeroEngine(const std::vector<ModelParam>& params, int num_layers, co
     grad_slots_.resize(static_cast<size_t>(num_layers));
     mode = stage == 2 ? GradReducer::Mode::ToPartition : GradReducer::Mode::ToShards;
   }
+  // Stages 2/3 hold a layer's gradients only until its bucket has been copied for reduction.
+  auto copied = [this](int layer) {
+    if (!grad_slots_.empty()) grad_slots_[static_cast<size_t>(layer)].reset();
+  };
   reducer_ = std::make_unique<GradReducer>(mode, layout_, flat_.get(), shards_.get(), options_, comm_, ledger_,
-                                           grads_partition_.data());
+                                           grads_partition_.data(), copied);
   if (stage == 3) {
     gatherer_ = std::make_unique<ParamGatherer>(layout_, *shards_, options_, comm_, ledger_,
                                                 params_partition_.data());
@@ -156,12 +160,12 @@ float* ZeroEngine::grad(size_t index) {
 void ZeroEngine::grad_ready(int layer) {
   if (!grads_full_.empty()) {
     // Stages 0/1 accumulate locally and reduce once, in the boundary micro-step.
-    if (boundary_) reducer_->add(layer, grads_full_.data() + layout_.layer_range(layer).begin, [](int) {});
+    if (boundary_) reducer_->add(layer, grads_full_.data() + layout_.layer_range(layer).begin);
     return;
   }
   Buffer<float>& slot = grad_slots_[static_cast<size_t>(layer)];
   if (slot.empty()) slot = Buffer<float>(ledger_, MemoryKind::Buffers, layout_.layer_numel(layer));
-  reducer_->add(layer, slot.data(), [this](int done) { grad_slots_[static_cast<size_t>(done)].reset(); });
+  reducer_->add(layer, slot.data());
 }
 
 // ---- the engine's side ----

@@ -31,7 +31,7 @@ struct ZeroOptions {
   bool average_gradients = true;  // false: gradient_allreduce_op "sum"
   double gradient_clipping = 0.0;  // <= 0: off
   // mixed precision
-  LossScalerConfig loss_scaler;  // dynamic=false, static_scale=1: bf16 / fp32
+  LossScalerConfig loss_scaler{.dynamic = false, .static_scale = 1.0};  // fp16 sets its own
   bool check_overflow = false;   // skip the step when a gradient is Inf/NaN (fp16; bf16 optional)
   OptimizerSpec optimizer;
   std::chrono::milliseconds comm_timeout = std::chrono::minutes(5);

@@ -1,0 +1,231 @@
+// ZeRO's behaviour on real ranks with gradients set by hand, so every number has a formula:
+// memory per rank for each stage, fp16 overflow found on one rank skipping the step everywhere
+// with DeepSpeed's loss-scale schedule, clipping, and communication hidden behind backward.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <thread>
+#include <vector>
+
+#include "tests/comm/comm_harness.h"
+#include "zero/zero_engine.h"
+
+namespace {
+
+using dsx::zero::ModelParam;
+using dsx::zero::ParamInfo;
+using dsx::zero::ZeroEngine;
+using dsx::zero::ZeroOptions;
+using Kind = dsx::zero::MemoryKind;
+
+// Parameters of `layers` layers, of awkward sizes (not multiples of any world size).
+std::vector<ModelParam> params_of(int layers, size_t per_layer) {
+  std::vector<ModelParam> out;
+  size_t offset = 0;
+  for (int l = 0; l < layers; ++l) {
+    for (size_t n : {per_layer + static_cast<size_t>(l), size_t{7}}) {
+      out.push_back({ParamInfo{n, l, n > 7}, offset});
+      offset += n;
+    }
+  }
+  return out;
+}
+
+size_t total(const std::vector<ModelParam>& ps) { return ps.back().model_offset + ps.back().info.numel; }
+
+// One micro-step of "backward": layer by layer from the top, each gradient element = value(l).
+template <class Value>
+void backward(ZeroEngine& z, const std::vector<ModelParam>& ps, int layers, Value value,
+              std::chrono::milliseconds compute = std::chrono::milliseconds(0)) {
+  z.begin_micro_step(true);
+  z.begin_backward();
+  for (int l = layers - 1; l >= 0; --l) {
+    z.acquire(l);
+    if (compute.count() > 0) std::this_thread::sleep_for(compute);  // the layer's backward math
+    for (size_t i = 0; i < ps.size(); ++i) {
+      if (ps[i].info.layer != l) continue;
+      float* g = z.grad(i);
+      for (size_t k = 0; k < ps[i].info.numel; ++k) g[k] += value(l);
+    }
+    z.release(l);
+    z.grad_ready(l);
+  }
+  z.end_micro_step();
+}
+
+ZeroOptions sgd_options(int stage) {
+  ZeroOptions o;
+  o.stage = stage;
+  o.reduce_bucket_size = 500;
+  o.optimizer.type = dsx::zero::OptimizerType::Sgd;
+  o.optimizer.sgd.lr = 1.0f;
+  o.comm_timeout = std::chrono::seconds(30);
+  return o;
+}
+
+class ZeroMemory : public ::testing::TestWithParam<int> {};
+
+// Bytes per rank of each kind, exactly as the stage promises (fp32 on the CPU: the parameters are
+// their own master copy; Adam keeps 8 bytes per element it updates).
+TEST_P(ZeroMemory, BytesPerRankFollowTheFormula) {
+  const int world = GetParam();
+  const auto ps = params_of(5, 301);
+  const size_t psi = total(ps);
+  auto job = dsx::test::run_job(world, dsx::test::test_options("tcp"), [&](dsx::comm::Communicator& comm, int rank) {
+    std::vector<float> init(psi, 0.5f);
+    const size_t padded = (psi + 2 * world - 1) / (2 * world) * (2 * world);  // DeepSpeed's 2N padding
+    size_t sharded = 0;  // stage 3: every parameter padded to a multiple of N, one shard each
+    for (const auto& p : ps) sharded += (p.info.numel + world - 1) / world;
+    const size_t expected[4][3] = {
+        {4 * psi, 4 * psi, 8 * psi},
+        {4 * padded, 4 * padded, 8 * padded / world},
+        {4 * padded, 4 * padded / world, 8 * padded / world},
+        {4 * sharded, 4 * sharded, 8 * sharded},
+    };
+    size_t stage0_total = 0;
+    for (int stage = 0; stage <= 3; ++stage) {
+      ZeroOptions o;
+      o.stage = stage;
+      o.reduce_bucket_size = 700;
+      ZeroEngine z(ps, 5, init.data(), o, comm);
+      backward(z, ps, 5, [](int) { return 0.01f; });
+      z.step({1e-3, {}, {}});
+      const auto& m = z.memory();
+      const std::string where = "rank " + std::to_string(rank) + " stage " + std::to_string(stage);
+      if (m.bytes(Kind::Params) != expected[stage][0]) throw std::runtime_error(where + ": params " + std::to_string(m.bytes(Kind::Params)));
+      if (m.bytes(Kind::Grads) != expected[stage][1]) throw std::runtime_error(where + ": grads " + std::to_string(m.bytes(Kind::Grads)));
+      if (m.bytes(Kind::OptimizerState) != expected[stage][2]) throw std::runtime_error(where + ": optimizer state");
+      if (m.bytes(Kind::Buffers) != 0) throw std::runtime_error(where + ": buffers left after the step");
+      const size_t states = m.bytes(Kind::Params) + m.bytes(Kind::Grads) + m.bytes(Kind::OptimizerState);
+      if (stage == 0) stage0_total = states;
+      // stage 3 holds 1/N of the model states of stage 0 (up to per-parameter padding)
+      if (stage == 3 && std::abs(double(states) * world / double(stage0_total) - 1.0) > 0.01 * world) {
+        throw std::runtime_error(where + ": stage 3 holds " + std::to_string(states) + " of " + std::to_string(stage0_total));
+      }
+    }
+  });
+  EXPECT_TRUE(job.all_ok()) << job.summary();
+}
+
+INSTANTIATE_TEST_SUITE_P(Worlds, ZeroMemory, ::testing::Values(1, 2, 3, 4));
+
+class ZeroFp16 : public ::testing::TestWithParam<int> {};
+
+// ds_config.md §8 case 14: an overflow planted on rank 1 only (O,O,C,C,C,C,C,O,C) skips the step
+// on every rank, and the scale follows DeepSpeed's hysteresis schedule step by step.
+TEST_P(ZeroFp16, OverflowOnOneRankSkipsEverywhereWithDeepSpeedsSchedule) {
+  const int stage = GetParam();
+  const auto ps = params_of(3, 50);
+  auto job = dsx::test::run_job(2, dsx::test::test_options("tcp"), [&](dsx::comm::Communicator& comm, int rank) {
+    ZeroOptions o = sgd_options(stage);
+    o.optimizer.sgd.lr = 0.1f;
+    o.comm_dtype = dsx::kernels::DType::F16;
+    o.check_overflow = true;
+    o.loss_scaler.dynamic = true;
+    o.loss_scaler.initial_scale_power = 10;
+    o.loss_scaler.window = 4;
+    o.loss_scaler.hysteresis = 2;
+    o.loss_scaler.zero_semantics = true;
+    std::vector<float> init(total(ps), 1.0f);
+    ZeroEngine z(ps, 3, init.data(), o, comm);
+    const std::string pattern = "OOCCCCCOC";
+    const double expected[] = {1024, 512, 512, 512, 512, 512, 1024, 1024, 1024};
+    std::vector<float> before(total(ps)), after(total(ps));
+    for (size_t k = 0; k < pattern.size(); ++k) {
+      const double scale = z.loss_scale();
+      const bool plant = pattern[k] == 'O';
+      z.gather_params(before.data());
+      backward(z, ps, 3, [&](int l) { return plant && rank == 1 && l == 1 ? INFINITY : float(0.25 * scale); });
+      auto result = z.step({0.1, {}, {}});
+      z.gather_params(after.data());
+      if (result.applied == plant) throw std::runtime_error("step " + std::to_string(k) + ": applied=" + std::to_string(result.applied));
+      if (z.loss_scale() != expected[k]) {
+        throw std::runtime_error("step " + std::to_string(k) + ": scale " + std::to_string(z.loss_scale()));
+      }
+      if (result.loss_scale != scale) throw std::runtime_error("the step must unscale with the scale backward used");
+      // applied: p -= lr * 0.25 exactly (the gradient unscaled with the scale backward used)
+      for (size_t i = 0; i < after.size(); ++i) {
+        const float want = plant ? before[i] : before[i] - 0.1f * 0.25f;
+        if (std::abs(after[i] - want) > 1e-6f) {
+          throw std::runtime_error("step " + std::to_string(k) + ": parameter " + std::to_string(i) + " is " +
+                                   std::to_string(after[i]) + ", expected " + std::to_string(want));
+        }
+      }
+    }
+  });
+  EXPECT_TRUE(job.all_ok()) << job.summary();
+}
+
+INSTANTIATE_TEST_SUITE_P(Stages, ZeroFp16, ::testing::Values(1, 2, 3));
+
+class ZeroClipping : public ::testing::TestWithParam<int> {};
+
+// Global norm across partitions and DeepSpeed's clip factor: with every averaged gradient element
+// equal to g, the norm is g*sqrt(numel) and SGD (lr 1) moves each parameter by
+// g * clip / (norm + 1e-6).
+TEST_P(ZeroClipping, GlobalNormAndClipFactorFollowTheFormula) {
+  const int stage = GetParam();
+  const auto ps = params_of(4, 97);
+  const size_t n = total(ps);
+  auto job = dsx::test::run_job(3, dsx::test::test_options("tcp"), [&](dsx::comm::Communicator& comm, int rank) {
+    ZeroOptions o = sgd_options(stage);
+    o.gradient_clipping = 0.1;  // below the norm (about 0.41): clipping binds
+    std::vector<float> init(n, 0.0f);
+    ZeroEngine z(ps, 4, init.data(), o, comm);
+    const float mine = 0.01f * static_cast<float>(rank + 1);  // average over 3 ranks: 0.02
+    backward(z, ps, 4, [&](int) { return mine; });
+    auto result = z.step({1.0, {}, {}});
+    const double norm = 0.02 * std::sqrt(double(n));
+    if (std::abs(result.grad_norm / norm - 1) > 1e-5) throw std::runtime_error("norm " + std::to_string(result.grad_norm));
+    const double moved = 0.02 * 0.1 / (norm + 1e-6);
+    if (std::abs(result.clip_coefficient * (norm + 1e-6) / 0.1 - 1) > 1e-5) throw std::runtime_error("clip coefficient");
+    std::vector<float> after(n);
+    z.gather_params(after.data());
+    for (size_t i = 0; i < n; ++i) {
+      if (std::abs(-after[i] / moved - 1) > 1e-5) {
+        throw std::runtime_error("parameter " + std::to_string(i) + " moved " + std::to_string(-after[i]) +
+                                 ", expected " + std::to_string(moved));
+      }
+    }
+  });
+  EXPECT_TRUE(job.all_ok()) << job.summary();
+}
+
+INSTANTIATE_TEST_SUITE_P(Stages, ZeroClipping, ::testing::Values(0, 1, 2, 3));
+
+// With overlap_comm the reductions of the upper layers run while the lower layers compute, so
+// part of the communication is hidden; without it, none is.
+TEST(ZeroOverlap, CommunicationHidesBehindBackward) {
+  const auto ps = params_of(6, 400000);  // 1.6 MB per layer: communication that takes time
+  for (bool overlap : {true, false}) {
+    const std::string path = std::string(DSX_BINARY_DIR) + "/tests/zero/overlap-" + std::to_string(getpid());
+    auto job = dsx::test::run_job(2, dsx::test::test_options("tcp"), [&](dsx::comm::Communicator& comm, int rank) {
+      ZeroOptions o = sgd_options(2);
+      o.overlap_comm = overlap;
+      o.reduce_bucket_size = 400000;
+      std::vector<float> init(total(ps), 0.0f);
+      ZeroEngine z(ps, 6, init.data(), o, comm);
+      for (int step = 0; step < 3; ++step) {
+        backward(z, ps, 6, [](int) { return 0.001f; }, std::chrono::milliseconds(40));
+        z.step({1e-3, {}, {}});
+      }
+      if (rank == 0) {
+        std::ofstream(path) << z.comm_timing().hidden_fraction();
+      }
+    });
+    ASSERT_TRUE(job.all_ok()) << job.summary();
+    double hidden = -1;
+    std::ifstream(path) >> hidden;
+    std::remove(path.c_str());
+    std::printf("overlap_comm %s: %.0f%% of the reduction time hidden behind backward\n", overlap ? "on" : "off",
+                hidden * 100);
+    if (overlap) {
+      EXPECT_GT(hidden, 0.3);
+    } else {
+      EXPECT_LT(hidden, 0.05);
+    }
+  }
+}
+
+}  // namespace
