@@ -36,7 +36,8 @@ namespace dsx::kernels::cpu {
 
 // Below this many elements one thread does the whole range: waking threads costs more.
 inline constexpr size_t kParallelMin = size_t{1} << 15;
-// Thread ranges start at multiples of this many elements (one 64-byte line of floats).
+// Thread ranges start at multiples of this many elements (16 floats: one 64-byte cache line),
+// so threads never write the same line of a line-aligned buffer.
 inline constexpr size_t kRangeAlign = 16;
 
 // ---- one range, one SIMD level ----
