@@ -3,6 +3,7 @@
 #include "engine/report/checks.h"
 
 #include <algorithm>
+#include <cctype>
 #include <sstream>
 
 #include "engine/report/cuda_libraries.h"
@@ -99,8 +100,15 @@ void check_gpus(const Environment& env, Findings& out) {
     }
   }
   if (const auto* visible = variable(env, "CUDA_VISIBLE_DEVICES")) {
+    if (visible->empty() || *visible == "-1") {
+      out.push_back({Severity::Warning, "cuda-visible-devices",
+                     "CUDA_VISIBLE_DEVICES=\"" + *visible + "\" hides every GPU from CUDA",
+                     "unset it, or list the GPUs this process should use"});
+      return;
+    }
     for (const auto& id : split(*visible, ',')) {
-      bool numeric = std::all_of(id.begin(), id.end(), ::isdigit);
+      // Indices only (UUIDs such as GPU-8f3... are left alone); short, so stoul cannot overflow.
+      bool numeric = id.size() <= 6 && std::all_of(id.begin(), id.end(), [](unsigned char c) { return std::isdigit(c); });
       if (numeric && std::stoul(id) >= topo.gpus.size()) {
         out.push_back({Severity::Error, "cuda-visible-devices",
                        "CUDA_VISIBLE_DEVICES=" + *visible + " names GPU " + id + " but this host has " +

@@ -156,6 +156,12 @@ TEST(ReportChecks, VariableAdvice) {
   EXPECT_TRUE(fires(env, "fi-provider-unusable"));
   env.variables = {{"CUDA_VISIBLE_DEVICES", "0,8"}};
   EXPECT_TRUE(fires(env, "cuda-visible-devices"));
+  env.variables = {{"CUDA_VISIBLE_DEVICES", ""}};
+  EXPECT_TRUE(fires(env, "cuda-visible-devices"));
+  env.variables = {{"CUDA_VISIBLE_DEVICES", "GPU-8f3a,99999999999999999999"}};
+  EXPECT_FALSE(fires(env, "cuda-visible-devices"));  // UUIDs and nonsense: left to CUDA, no crash
+  env.variables = {{"CUDA_VISIBLE_DEVICES", "7,6,5,4"}};
+  EXPECT_FALSE(fires(env, "cuda-visible-devices"));
   env.variables = {{"NCCL_DEBUG", "INFO"}, {"NCCL_ALGO", "Ring"}};
   EXPECT_TRUE(ids(env).empty());
 }
