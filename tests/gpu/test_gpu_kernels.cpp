@@ -211,9 +211,8 @@ TEST(GpuAdagrad, MatchesCpu) {
       });
 }
 
-TEST(GpuLamb, MatchesCpuPerTensor) {
-  DSX_REQUIRE_GPU();
-  std::vector<size_t> sizes{17, 1000003, 0, 4099, 1, 33};
+// LAMB on the GPU and on the CPU over the same tensor table.
+void check_lamb_against_cpu(const std::vector<size_t>& sizes) {
   std::vector<size_t> offsets(sizes.size() + 1, 0);
   std::partial_sum(sizes.begin(), sizes.end(), offsets.begin() + 1);
   size_t n = offsets.back(), tensors = sizes.size();
@@ -222,7 +221,7 @@ TEST(GpuLamb, MatchesCpuPerTensor) {
   fill_normal(g, n, 0, 0.1f, 2);
   fill_normal(m, n, 0, 0.05f, 3);
   fill_abs_normal(v, n, 0.01f, 4);
-  for (size_t i = 0; i < 17; ++i) p[i] *= 100;  // tensor 0's ratio is clamped to max_coeff
+  for (size_t i = 0; i < sizes[0]; ++i) p[i] *= 100;  // tensor 0's ratio is clamped to max_coeff
   LambHyper h;
   h.weight_decay = 0.01f;
   DeviceMemory dp(n * 4), dg(n * 4), dm(n * 4), dv(n * 4), doff(offsets.size() * sizeof(size_t));
@@ -256,6 +255,19 @@ TEST(GpuLamb, MatchesCpuPerTensor) {
     ASSERT_NEAR(gp[i], p[i], 1e-6 * std::fabs(p[i]) + 1e-9) << "param " << i;
     ASSERT_EQ(gpu_copy[i], float_to_bf16(gp[i])) << "bf16 copy " << i;
   }
+}
+
+TEST(GpuLamb, MatchesCpuPerTensor) {
+  DSX_REQUIRE_GPU();
+  check_lamb_against_cpu({17, 1000003, 0, 4099, 1, 33});
+}
+
+// More tensors than one launch's grid.y (65535) holds: the table is walked in two launches.
+TEST(GpuLamb, ManyTensorsSpanLaunches) {
+  DSX_REQUIRE_GPU();
+  std::vector<size_t> sizes(70001);
+  for (size_t t = 0; t < sizes.size(); ++t) sizes[t] = 1 + t % 13;
+  check_lamb_against_cpu(sizes);
 }
 
 TEST(GpuMixedPrecision, UnscaleCheckSumOfSquaresCastScaleReduceMatchCpu) {
