@@ -44,7 +44,7 @@ int closed_port() {
   return ntohs(addr.sin_port);
 }
 
-class AwsCliCheck : public ::testing::Test {
+class CloudAwsCli : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!std::filesystem::exists(kAws)) GTEST_FAIL() << kAws << " is missing: run tools/setup.sh (Debian package awscli)";
@@ -134,7 +134,7 @@ class AwsCliCheck : public ::testing::Test {
 
 }  // namespace
 
-TEST_F(AwsCliCheck, EveryCallOfAP5ClusterPassesTheApiChecks) {
+TEST_F(CloudAwsCli, EveryCallOfAP5ClusterPassesTheApiChecks) {
   auto o = options("p5.48xlarge");
   render_aws(o);
   Plan all = aws_up_plan(o);
@@ -143,7 +143,7 @@ TEST_F(AwsCliCheck, EveryCallOfAP5ClusterPassesTheApiChecks) {
   expect_every_call_valid(all);
 }
 
-TEST_F(AwsCliCheck, P4dInACapacityBlockWithGivenGroupAndProfilePassesTheApiChecks) {
+TEST_F(CloudAwsCli, P4dInACapacityBlockWithGivenGroupAndProfilePassesTheApiChecks) {
   auto o = options("p4d.24xlarge");
   o.security_group = "sg-0aaaabbbbccccdddd";
   o.instance_profile = "my-training-nodes";
@@ -156,7 +156,7 @@ TEST_F(AwsCliCheck, P4dInACapacityBlockWithGivenGroupAndProfilePassesTheApiCheck
   expect_every_call_valid(aws_up_plan(o));
 }
 
-TEST_F(AwsCliCheck, TheLaunchTemplateOfEveryInstanceTypePassesTheApiChecks) {
+TEST_F(CloudAwsCli, TheLaunchTemplateOfEveryInstanceTypePassesTheApiChecks) {
   Plan templates{"every type", {}};
   for (const auto& type : aws_instance_types()) {
     auto o = options(std::string(type.name));
@@ -171,7 +171,7 @@ TEST_F(AwsCliCheck, TheLaunchTemplateOfEveryInstanceTypePassesTheApiChecks) {
 }
 
 // The check can fail: a launch template with a wrong type or an unknown key stops at validation.
-TEST_F(AwsCliCheck, ABrokenLaunchTemplateIsCaughtBeforeTheNetwork) {
+TEST_F(CloudAwsCli, ABrokenLaunchTemplateIsCaughtBeforeTheNetwork) {
   auto o = options("p4d.24xlarge");
   render_aws(o);
   std::string json = dsx::test::read_text(out_.path() + "/aws/launch-template.json");

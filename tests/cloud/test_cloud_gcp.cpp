@@ -44,9 +44,9 @@ int count_prefix(const std::vector<std::string>& argv, const std::string& prefix
 
 }  // namespace
 
-class GcpMachine : public ::testing::TestWithParam<const char*> {};
+class CloudGcpMachine : public ::testing::TestWithParam<const char*> {};
 
-TEST_P(GcpMachine, InstanceTemplateFlags) {
+TEST_P(CloudGcpMachine, InstanceTemplateFlags) {
   const auto o = options(GetParam());
   const auto& type = gcp_machine_type(o.machine_type);
   auto templates = commands(gcp_up_plan(o), {"compute", "instance-templates", "create"});
@@ -76,7 +76,7 @@ TEST_P(GcpMachine, InstanceTemplateFlags) {
   EXPECT_TRUE(has(t, "--service-account=${PROJECT_NUMBER}-compute@developer.gserviceaccount.com"));
 }
 
-TEST_P(GcpMachine, OneVpcSubnetAndRulePerGpuNic) {
+TEST_P(CloudGcpMachine, OneVpcSubnetAndRulePerGpuNic) {
   const auto o = options(GetParam());
   const int nics = gcp_machine_type(o.machine_type).gpu_nics;
   auto plan = gcp_up_plan(o);
@@ -114,7 +114,7 @@ TEST_P(GcpMachine, OneVpcSubnetAndRulePerGpuNic) {
   EXPECT_EQ(count_prefix(ssh, "--source-tags"), 0) << "SSH only from the CIDR";
 }
 
-TEST_P(GcpMachine, CompactPlacementAndOneBulkCreate) {
+TEST_P(CloudGcpMachine, CompactPlacementAndOneBulkCreate) {
   const auto o = options(GetParam());
   auto plan = gcp_up_plan(o);
   auto placement = commands(plan, {"compute", "resource-policies", "create", "group-placement"});
@@ -138,7 +138,7 @@ TEST_P(GcpMachine, CompactPlacementAndOneBulkCreate) {
   }
 }
 
-TEST_P(GcpMachine, DownDeletesInDependencyOrder) {
+TEST_P(CloudGcpMachine, DownDeletesInDependencyOrder) {
   const auto o = options(GetParam());
   const int nics = gcp_machine_type(o.machine_type).gpu_nics;
   auto plan = gcp_down_plan(o);
@@ -166,10 +166,10 @@ TEST_P(GcpMachine, DownDeletesInDependencyOrder) {
   for (size_t i = 2; i < plan.steps.size(); ++i) EXPECT_TRUE(plan.steps[i].may_fail) << plan.steps[i].what;
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTypes, GcpMachine,
+INSTANTIATE_TEST_SUITE_P(AllTypes, CloudGcpMachine,
                          ::testing::Values("a2-highgpu-8g", "a2-ultragpu-8g", "a3-highgpu-8g", "a3-megagpu-8g"));
 
-TEST(GcpOptions, BadValuesNameTheFlag) {
+TEST(CloudGcpOptions, BadValuesNameTheFlag) {
   auto o = options("a3-highgpu-8g");
   o.zone = "us-central1";
   EXPECT_THROW(validate(o), dsx::Error);

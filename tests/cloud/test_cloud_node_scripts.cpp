@@ -22,7 +22,7 @@ namespace {
 constexpr const char* kPublicKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyTestKeyTestKey dsx-ci";
 constexpr const char* kRecorded = DSX_SOURCE_DIR "/tests/cloud/recorder.sh";
 
-class NodeScript : public ::testing::Test {
+class CloudNodeScript : public ::testing::Test {
  protected:
   void SetUp() override {
     for (const char* name : {"fi_info", "nvidia-smi", "curl", "aws", "gcloud", "ip", "systemctl", "mdadm",
@@ -83,7 +83,7 @@ class NodeScript : public ::testing::Test {
 
 }  // namespace
 
-TEST_F(NodeScript, AwsUserDataSetsUpAP4dNode) {
+TEST_F(CloudNodeScript, AwsUserDataSetsUpAP4dNode) {
   add_nvme("nvme-Amazon_EC2_NVMe_Instance_Storage_AWS", 8);
   // The same drive under a second name (a namespace link) must not become a ninth RAID member.
   std::filesystem::create_symlink(root_ / "dev/disk/by-id/nvme-Amazon_EC2_NVMe_Instance_Storage_AWS0",
@@ -141,7 +141,7 @@ TEST_F(NodeScript, AwsUserDataSetsUpAP4dNode) {
                                            "ec2 create-tags --resources i-0abc1234 --tags Key=dsx-ready\\,Value=yes\n");
 }
 
-TEST_F(NodeScript, AwsNodeWithoutEfaReportsTheFailedStep) {
+TEST_F(CloudNodeScript, AwsNodeWithoutEfaReportsTheFailedStep) {
   auto r = run(aws_user_data(aws_options(), kPublicKey), "10.0.1.7", /*efa=*/0);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("FAILED in step efa: fi_info -p efa finds no EFA device"), std::string::npos) << r.output;
@@ -149,7 +149,7 @@ TEST_F(NodeScript, AwsNodeWithoutEfaReportsTheFailedStep) {
   EXPECT_FALSE(std::filesystem::exists(root_ / "etc/dsx/hostfile"));
 }
 
-TEST_F(NodeScript, AwsNodeGivesUpWhenPeersNeverArrive) {
+TEST_F(CloudNodeScript, AwsNodeGivesUpWhenPeersNeverArrive) {
   write_text(root_ / "opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so", "");
   auto r = run(aws_user_data(aws_options(), kPublicKey), "10.0.1.7\\t10.0.1.9", /*efa=*/4, /*peer_timeout_s=*/1);
   EXPECT_EQ(r.exit_code, 1);
@@ -158,7 +158,7 @@ TEST_F(NodeScript, AwsNodeGivesUpWhenPeersNeverArrive) {
   EXPECT_FALSE(std::filesystem::exists(root_ / "etc/dsx/hostfile"));
 }
 
-TEST_F(NodeScript, GcpA3HighStartsTcpxAndNamesItsNics) {
+TEST_F(CloudNodeScript, GcpA3HighStartsTcpxAndNamesItsNics) {
   add_nvme("google-local-nvme-ssd-", 16);
   auto o = gcp_options("a3-highgpu-8g");
   auto r = run(gcp_startup_script(o, kPublicKey), "10.128.0.7\\n10.128.0.5");
@@ -185,7 +185,7 @@ TEST_F(NodeScript, GcpA3HighStartsTcpxAndNamesItsNics) {
   EXPECT_NE(read_text(root_ / "home/dsx/.ssh/authorized_keys").find(kPublicKey), std::string::npos);
 }
 
-TEST_F(NodeScript, GcpA3MegaTakesThePluginProfileAndEightNics) {
+TEST_F(CloudNodeScript, GcpA3MegaTakesThePluginProfileAndEightNics) {
   write_text(root_ / "var/lib/tcpxo/lib64/nccl-env-profile.sh",
              "#!/bin/bash\nexport NCCL_FASTRAK_NUM_FLOWS=2\nexport NCCL_BUFFSIZE=\"8388608\"\nNOT_EXPORTED=1\n");
   auto r = run(gcp_startup_script(gcp_options("a3-megagpu-8g"), kPublicKey), "10.128.0.5\\n10.128.0.7");
@@ -200,7 +200,7 @@ TEST_F(NodeScript, GcpA3MegaTakesThePluginProfileAndEightNics) {
   EXPECT_EQ(env.find("NOT_EXPORTED"), std::string::npos);
 }
 
-TEST_F(NodeScript, GcpA2UsesSocketsOnThePrimaryNic) {
+TEST_F(CloudNodeScript, GcpA2UsesSocketsOnThePrimaryNic) {
   auto r = run(gcp_startup_script(gcp_options("a2-ultragpu-8g"), kPublicKey), "10.128.0.5\\n10.128.0.7");
   ASSERT_EQ(r.exit_code, 0) << r.output << calls();
   EXPECT_EQ(read_text(root_ / "etc/dsx/env"), "NCCL_SOCKET_IFNAME=ens4\n");
