@@ -19,6 +19,7 @@ namespace dsx::launcher {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+constexpr size_t kMaxLine = 1 << 16;  // output held back waiting for a newline, at most
 
 struct Running {
   Member member;
@@ -270,6 +271,10 @@ class Job {
       start = nl + 1;
     }
     r.partial.erase(0, start);
+    if (r.partial.size() > kMaxLine) {  // no newline in sight (binary output?): pass it on anyway
+      out += r.member.prefix + r.partial + "\n";
+      r.partial.clear();
+    }
     if (!write_all(1, out) && options_.tether_parent) lose_tether("the connection to the runner closed (stdout)");
   }
 
