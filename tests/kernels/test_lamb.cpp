@@ -135,6 +135,21 @@ TEST(Lamb, ClampedRatiosAreTheBounds) {
   EXPECT_EQ(trust[1], h.min_coeff);
 }
 
+// As DeepSpeed's: a NaN gradient makes its tensor's trust ratio NaN, so the whole tensor (and
+// only that tensor) becomes NaN.
+TEST(Lamb, NanGradientPoisonsOnlyItsTensorLikeDeepSpeed) {
+  LambHyper h;
+  LambData d({40, 40}, {1, 1});
+  d.g[5] = NAN;
+  std::vector<float> trust(2);
+  lamb_step(h, 1, 1.0f, d.p.data(), d.g.data(), d.m.data(), d.v.data(), d.offsets.data(), 2,
+            trust.data());
+  EXPECT_TRUE(std::isnan(trust[0]));
+  EXPECT_TRUE(std::isfinite(trust[1]));
+  for (size_t i = 0; i < 40; ++i) EXPECT_TRUE(std::isnan(d.p[i])) << i;
+  for (size_t i = 40; i < 80; ++i) EXPECT_TRUE(std::isfinite(d.p[i])) << i;
+}
+
 // ZeRO's partitioned LAMB: each rank holds a slice that cuts tensors; the per-tensor partial
 // squares are summed over ranks before lamb_apply. Same result as one rank holding everything.
 TEST(Lamb, TwoPhasePartitionedEqualsWhole) {

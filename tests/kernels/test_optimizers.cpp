@@ -167,6 +167,19 @@ TEST(Sgd, MomentumWithoutBufferIsRejected) {
   EXPECT_THROW(sgd_step(h, 1, 1.0f, &p, &g, nullptr, 1), dsx::Error);
 }
 
+TEST(SgdAndAdagrad, NanGradientPropagatesToTheWeight) {
+  SgdHyper s;
+  s.momentum = 0.9f;
+  float p[2] = {1, 1}, g[2] = {0.5f, NAN}, buf[2] = {};
+  sgd_step(s, 1, 1.0f, p, g, buf, 2);
+  EXPECT_TRUE(std::isfinite(p[0]));
+  EXPECT_TRUE(std::isnan(p[1]) && std::isnan(buf[1]));
+  float q[2] = {1, 1}, sum[2] = {};
+  adagrad_step(AdagradHyper{}, 1.0f, q, g, sum, 2);
+  EXPECT_TRUE(std::isfinite(q[0]));
+  EXPECT_TRUE(std::isnan(q[1]) && std::isnan(sum[1]));
+}
+
 TEST(Adagrad, MatchesFloat64Reference) {
   for (float wd : {0.0f, 0.1f}) {
     AdagradHyper h;
