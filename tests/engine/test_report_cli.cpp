@@ -116,3 +116,34 @@ TEST(ReportCli, BadFlagIsAUsageError) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("--nodes must not be negative"), std::string::npos) << r.output;
 }
+
+// The GPU section through a stand-in NVML (tests/engine/fake_nvml.cpp): this machine has no
+// driver, so the topology logic is exercised on made-up machines.
+TEST(ReportCli, NvSwitchNodeShowsNvLinksEverywhere) {
+  auto r = report(std::string("LD_LIBRARY_PATH=") + FAKE_NVML_DIR + " FAKE_NVML_TOPOLOGY=nvswitch8");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto& gpus = r.json["gpus"]["devices"];
+  ASSERT_EQ(gpus.Size(), 8u);
+  EXPECT_STREQ(gpus[0]["name"].GetString(), "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(gpus[0]["memory_bytes"].GetInt64(), int64_t{81559} << 20);
+  EXPECT_STREQ(gpus[3]["bus_id"].GetString(), "0000:13:00.0");
+  EXPECT_STREQ(gpus[0]["links"][0].GetString(), "X");
+  EXPECT_STREQ(gpus[0]["links"][7].GetString(), "NV18");
+  EXPECT_FALSE(r.has("no-nvlink"));
+  EXPECT_FALSE(r.has("no-gpu"));
+}
+
+TEST(ReportCli, PcieMachineShowsBridgeSwitchAndSocketAndWarns) {
+  auto r = report(std::string("LD_LIBRARY_PATH=") + FAKE_NVML_DIR + " FAKE_NVML_TOPOLOGY=pcie4");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto& gpus = r.json["gpus"]["devices"];
+  ASSERT_EQ(gpus.Size(), 4u);
+  EXPECT_STREQ(gpus[0]["links"][1].GetString(), "NV4");
+  EXPECT_STREQ(gpus[1]["links"][0].GetString(), "NV4");
+  EXPECT_STREQ(gpus[2]["links"][3].GetString(), "PIX");
+  EXPECT_STREQ(gpus[0]["links"][2].GetString(), "SYS");
+  EXPECT_TRUE(r.has("no-nvlink"));
+  auto text = report(std::string("LD_LIBRARY_PATH=") + FAKE_NVML_DIR + " FAKE_NVML_TOPOLOGY=pcie4", "");
+  EXPECT_NE(text.output.find("GPU0-GPU2 SYS"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("NVIDIA A100-PCIE-40GB, 40.0 GiB"), std::string::npos) << text.output;
+}
