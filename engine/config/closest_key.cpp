@@ -27,6 +27,7 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 }
 
 std::optional<std::string> closest_key(std::string_view key, const std::vector<std::string>& candidates) {
+  if (key.size() > 100) return std::nullopt;  // not a typo of a real key; and keeps this O(small)
   const size_t limit = std::max<size_t>(2, key.size() / 3);
   std::optional<std::string> best;
   size_t best_distance = limit + 1;

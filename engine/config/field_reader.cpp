@@ -291,17 +291,18 @@ void BlockReader::finish() {
   for (const auto& m : object_->members) {
     if (std::find(known_.begin(), known_.end(), m.key) != known_.end()) continue;
     std::string where = prefix_.empty() ? "at the top level" : "in " + prefix_;
-    std::string message = "unknown key '" + m.key + "' " + where;
+    std::string shown_key = m.key.size() > 80 ? m.key.substr(0, 77) + "..." : m.key;
+    std::string message = "unknown key '" + shown_key + "' " + where;
     auto near = closest_key(m.key, known_);
     if (extra_ != Extra::Warn) {
       message += extra_ == Extra::Forbid ? " (DeepSpeed rejects it too)."
                                          : " (DeepSpeed passes params to the constructor, which rejects it).";
       message += near ? " Did you mean '" + *near + "'?" : " Remove it.";
-      ctx.error(path(m.key.c_str()), m.key_pos, message);
+      ctx.error(path(shown_key.c_str()), m.key_pos, message);
     } else {
       message += "; DeepSpeed ignores it, and so does dsx.";
       if (near) message += " Did you mean '" + *near + "'?";
-      ctx.warn(path(m.key.c_str()), m.key_pos, message);
+      ctx.warn(path(shown_key.c_str()), m.key_pos, message);
     }
   }
 }

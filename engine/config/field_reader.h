@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "engine/config/ds_config.h"
@@ -132,9 +133,11 @@ bool BlockReader::field(const char* key, T& out, const Spec& spec) {
   const std::string p = path(key);
   json::Value resolved;
   const json::Value* v = &m->value;
-  if (v->is_string("auto")) {
-    v = resolve_auto(p, *m, resolved);
-    if (!v) return false;
+  if constexpr (!std::is_same_v<T, json::Value>) {  // raw values are kept as written, "auto" too
+    if (v->is_string("auto")) {
+      v = resolve_auto(p, *m, resolved);
+      if (!v) return false;
+    }
   }
   std::string why;
   T value = out;

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <unordered_set>
 
 #include "dsx/error.h"
 
@@ -52,20 +53,31 @@ class LineMap {
     for (size_t i = 0; i < text.size(); ++i)
       if (text[i] == '\n') line_starts_.push_back(i + 1);
   }
+  // Lookups come in file order, so counting continues from the previous one on the same line:
+  // linear in the file, even for a megabyte-long minified line.
   Position at(size_t offset) const {
     offset = std::min(offset, text_.size());
     auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), offset) - 1;
     Position p;
     p.line = static_cast<int>(it - line_starts_.begin()) + 1;
+    size_t from = *it;
     p.column = 1;
-    for (size_t i = *it; i < offset; ++i)
+    if (last_.line == p.line && last_offset_ <= offset) {
+      from = last_offset_;
+      p.column = last_.column;
+    }
+    for (size_t i = from; i < offset; ++i)
       if ((static_cast<unsigned char>(text_[i]) & 0xC0) != 0x80) ++p.column;
+    last_ = p;
+    last_offset_ = offset;
     return p;
   }
 
  private:
   std::string_view text_;
   std::vector<size_t> line_starts_;
+  mutable Position last_;
+  mutable size_t last_offset_ = 0;
 };
 
 // Hjson allows '#' comments; RapidJSON knows only // and /* */. Blank out '#' comments (keeping
@@ -144,20 +156,17 @@ class TreeBuilder {
     Member m;
     m.key.assign(str, length);
     m.key_pos = lines_.at(string_start());
-    for (const auto& existing : object.members) {
-      if (existing.key == m.key) {
-        duplicates_.push_back(m.key);
-        duplicate_positions_.push_back(m.key_pos);
-        break;
-      }
+    if (!seen_keys_.back().insert(m.key).second) {
+      duplicates_.push_back(m.key);
+      duplicate_positions_.push_back(m.key_pos);
     }
     object.members.push_back(std::move(m));
     return true;
   }
   bool StartObject() { return open(Type::Object, '{'); }
   bool StartArray() { return open(Type::Array, '['); }
-  bool EndObject(rapidjson::SizeType) { stack_.pop_back(); return true; }
-  bool EndArray(rapidjson::SizeType) { stack_.pop_back(); return true; }
+  bool EndObject(rapidjson::SizeType) { return close(); }
+  bool EndArray(rapidjson::SizeType) { return close(); }
 
   Value root;
   bool too_deep = false;
@@ -207,12 +216,20 @@ class TreeBuilder {
     while (offset > 0 && stream_.head_[offset] != bracket) --offset;
     Value& v = place(type, offset);
     stack_.push_back(&v);
+    seen_keys_.emplace_back();
+    return true;
+  }
+
+  bool close() {
+    stack_.pop_back();
+    seen_keys_.pop_back();
     return true;
   }
 
   const TrackedStream& stream_;
   const LineMap& lines_;
   std::vector<Value*> stack_;
+  std::vector<std::unordered_set<std::string>> seen_keys_;  // keys of each open object
 };
 
 std::string where(const std::string& source, Position p) {

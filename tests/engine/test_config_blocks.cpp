@@ -253,3 +253,19 @@ TEST(ConfigBlocks, MissingFileIsAnIoError) {
   auto e = error_of([] { dsx::engine::read_ds_config_file("/nonexistent/ds.json", {}); }, dsx::ErrorKind::Io);
   EXPECT_CONTAINS(e, "cannot open");
 }
+
+TEST(ConfigBlocks, RawValuesKeepAuto) {
+  auto c = read_text(R"({"train_batch_size": 8, "optimizer": {"type": "AdamW"}, "data_types": {"keep_in_fp32_modules": "auto"},
+                         "pipeline": {"stages": "auto"}})");
+  EXPECT_TRUE(c.data_types.keep_in_fp32_modules.is_string("auto"));
+  EXPECT_TRUE(c.other_blocks.at("pipeline").find("stages")->is_string("auto"));
+  EXPECT_CONTAINS(text_error(R"({"train_batch_size": 8, "data_types": {"keep_in_fp32_modules": 3}})"),
+                  "must be \"auto\" or a list");
+}
+
+TEST(ConfigBlocks, HugeUnknownKeysAreShortenedAndCheap) {
+  std::string key(200000, 'k');
+  auto c = read_text("{\"train_batch_size\": 8, \"optimizer\": {\"type\": \"AdamW\"}, \"" + key + "\": 1}");
+  ASSERT_EQ(c.warnings.size(), 1u);
+  EXPECT_LT(c.warnings[0].message.size(), 300u);
+}

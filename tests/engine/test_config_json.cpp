@@ -83,3 +83,17 @@ TEST(ConfigJson, SerialisesBack) {
   auto v = json::parse(R"({"a": [1, 2.5e3, "q\"uote"], "b": null, "c": {"d": false}})", "f.json");
   EXPECT_EQ(json::to_string(v), R"({"a":[1,2.5e3,"q\"uote"],"b":null,"c":{"d":false}})");
 }
+
+TEST(ConfigJson, LargeMinifiedFilesStayLinear) {
+  // 50000 keys on one line: positions and duplicate checks must not go quadratic.
+  std::string text = "{\"pipeline\": {";
+  for (int i = 0; i < 50000; ++i) text += (i ? ",\"k" : "\"k") + std::to_string(i) + "\": [1, \"v\"]";
+  text += "}}";
+  auto v = json::parse(text, "f.json");
+  const json::Value* block = v.find("pipeline");
+  ASSERT_NE(block, nullptr);
+  ASSERT_EQ(block->members.size(), 50000u);
+  EXPECT_EQ(block->members.back().key, "k49999");
+  EXPECT_EQ(block->members[1].key_pos.column, 30);
+  EXPECT_CONTAINS(parse_error(text.substr(0, text.size() - 2) + ", \"k7\": 0}}"), "['k7']");
+}

@@ -2,6 +2,7 @@
 // (truncations, deleted and inserted bytes, type swaps, huge numbers, deep nesting, invalid
 // UTF-8) each end in a dsx::Error or in a valid config that can be listed. In-process and
 // deterministic (fixed seed), so a failure can be replayed.
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -101,6 +102,7 @@ TEST(ConfigMutation, EveryMutantIsAnErrorOrAValidConfig) {
     if (rng() % 2) in.hidden_size = 1 + static_cast<int64_t>(rng() % 8192);
     if (rng() % 3 == 0) in.micro_batch = 1 + static_cast<int64_t>(rng() % 16);
     in.strict = rng() % 5 == 0;
+    const auto start = std::chrono::steady_clock::now();
     try {
       auto config = dsx::engine::read_ds_config_text(text, "mutant.json", in);
       auto flat = dsx::engine::flatten(config);
@@ -114,6 +116,9 @@ TEST(ConfigMutation, EveryMutantIsAnErrorOrAValidConfig) {
     } catch (const std::exception& e) {
       FAIL() << "mutant " << i << " threw a non-dsx exception: " << e.what() << "\n" << text.substr(0, 400);
     }
+    // Not a speed test: a bound far above the microseconds a mutant takes, to catch runaway work.
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    ASSERT_LT(seconds, 5.0) << "mutant " << i << " took " << seconds << " s:\n" << text.substr(0, 400);
   }
   // Both outcomes must occur, or the mutations are not exercising the reader.
   EXPECT_GT(accepted, 300);

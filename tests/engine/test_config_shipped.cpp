@@ -76,7 +76,7 @@ TEST(ConfigCheckCli, QuickstartCommandPrintsValuesAndSources) {
   EXPECT_CONTAINS(r.output, "16");
   EXPECT_CONTAINS(r.output, "derived (= micro x accumulation x 2)");
   EXPECT_CONTAINS(r.output, "zero_optimization.stage");
-  EXPECT_CONTAINS(r.output, "file 23:");
+  EXPECT_CONTAINS(r.output, "file 18:14");
   EXPECT_CONTAINS(r.output, "default");
 }
 
@@ -98,7 +98,7 @@ TEST(ConfigCheckCli, ErrorsExitOneWithPathAndPosition) {
   auto r = run_dsx("config check " + case_path("s8_10_device_upper"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_CONTAINS(r.output, "config error");
-  EXPECT_CONTAINS(r.output, "s8_10_device_upper.json:7:");
+  EXPECT_CONTAINS(r.output, "s8_10_device_upper.json:8:17:");
   EXPECT_CONTAINS(r.output, "zero_optimization.offload_optimizer.device");
 }
 
