@@ -121,15 +121,25 @@ inline LambCoeffs lamb_coeffs(const LambHyper& h, int64_t step, float grad_facto
 
 DSX_HD float element_sqrt(float x) { return sqrtf(x); }
 
+// How Adam applies weight decay; a template argument, since the CPU loops vectorise only
+// without run-time flags. adam_decay() picks it as DeepSpeed branches: no decay when it is 0.
+enum class AdamDecay { None, L2, Decoupled };
+
+inline AdamDecay adam_decay(const AdamHyper& h) {
+  if (h.weight_decay == 0.0f) return AdamDecay::None;
+  return h.adam_w_mode ? AdamDecay::Decoupled : AdamDecay::L2;
+}
+
 // Adam / AdamW, DeepSpeed CPU order: m, v from the (L2-decayed) gradient, then decoupled decay,
 // then p += step_size * m / (sqrt(v) / sqrt(bc2) + eps).
+template <AdamDecay kDecay>
 DSX_HD void adam_element(const AdamCoeffs& c, float& p, float g, float& m, float& v) {
   g = g * c.grad_factor;
-  g = p * c.l2_decay + g;
+  if constexpr (kDecay == AdamDecay::L2) g = p * c.l2_decay + g;
   m = m * c.beta1 + g * c.one_minus_beta1;
   v = v * c.beta2 + (g * g) * c.one_minus_beta2;
   float denom = element_sqrt(v) * c.inv_sqrt_bc2 + c.eps;
-  p = p + c.neg_lr_decay * p;
+  if constexpr (kDecay == AdamDecay::Decoupled) p = p + c.neg_lr_decay * p;
   p = p + c.step_size * (m / denom);
 }
 

@@ -22,7 +22,7 @@ bool all_vector_ok(std::initializer_list<const float*> buffers, const ParamCopy&
   return vector_ok(copy.dtype, copy.data);
 }
 
-template <int kCopy>
+template <int kCopy, AdamDecay kDecay>
 struct AdamOp {
   AdamCoeffs c;
   float* p;
@@ -35,7 +35,7 @@ struct AdamOp {
     Lanes<W> P = load_lanes<DType::F32, W>(p, i), G = load_lanes<DType::F32, W>(g, i);
     Lanes<W> M = load_lanes<DType::F32, W>(m, i), V = load_lanes<DType::F32, W>(v, i);
 #pragma unroll
-    for (int k = 0; k < W; ++k) adam_element(c, P.v[k], G.v[k], M.v[k], V.v[k]);
+    for (int k = 0; k < W; ++k) adam_element<kDecay>(c, P.v[k], G.v[k], M.v[k], V.v[k]);
     store_lanes<DType::F32, W>(p, i, P);
     store_lanes<DType::F32, W>(m, i, M);
     store_lanes<DType::F32, W>(v, i, V);
@@ -122,10 +122,24 @@ void adam_step(const AdamHyper& hyper, int64_t step, float grad_factor, float* p
   check_step("cuda::adam_step", step);
   AdamCoeffs c = adam_coeffs(hyper, step, grad_factor);
   bool vec = all_vector_ok({param, grad, exp_avg, exp_avg_sq}, copy);
-  dispatch_copy(copy.data, copy.dtype, [&](auto kc) {
-    AdamOp<decltype(kc)::value> op{c, param, grad, exp_avg, exp_avg_sq, copy.data};
-    launch_elementwise("adam_step", op, count, vec, stream);
-  });
+  auto launch = [&](auto decay) {
+    dispatch_copy(copy.data, copy.dtype, [&](auto kc) {
+      AdamOp<decltype(kc)::value, decltype(decay)::value> op{c,       param,      grad,
+                                                             exp_avg, exp_avg_sq, copy.data};
+      launch_elementwise("adam_step", op, count, vec, stream);
+    });
+  };
+  switch (adam_decay(hyper)) {
+    case AdamDecay::None:
+      launch(std::integral_constant<AdamDecay, AdamDecay::None>{});
+      break;
+    case AdamDecay::L2:
+      launch(std::integral_constant<AdamDecay, AdamDecay::L2>{});
+      break;
+    case AdamDecay::Decoupled:
+      launch(std::integral_constant<AdamDecay, AdamDecay::Decoupled>{});
+      break;
+  }
 }
 
 void lion_step(const LionHyper& hyper, float grad_factor, float* param, const float* grad,
