@@ -2,7 +2,8 @@
 # CPU GPT-2 training throughput (6 layers, 384 channels, 6 heads, GPT-2 vocabulary, T 256, B 4):
 # dsx beside transformers' GPT2LMHeadModel eager and torch.compile, same threads, same run.
 # ROUNDS rounds alternate dsx and the peers; each figure is the best step of all its rounds, so a
-# burst of other load on the machine does not decide the ratio. Prints one table
+# burst of other load on the machine does not decide the ratio. Beside wall time, the CPU seconds
+# each step used (all threads), which a loaded machine disturbs far less. Prints one table
 # (docs/benchmarks.md keeps the latest).
 # usage: bash bench/models/run_gpt2_cpu.sh [build-dir]   (env THREADS, STEPS, WARMUP, ROUNDS)
 set -euo pipefail
@@ -32,8 +33,9 @@ for r in (json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")):
 rows = list(best.values())
 ours = best["dsx"]
 print(f"GPT-2 L6 C384 H6 V50257, B4 x T256, fp32, forward+backward+AdamW, {ours['threads']} threads")
-print(f"| {'implementation':<26} | {'step (s)':>9} | {'tokens/s':>9} | {'dsx / this':>10} |")
-print(f"|{'-'*28}|{'-'*11}|{'-'*11}|{'-'*12}|")
+print(f"| {'implementation':<26} | {'step (s)':>9} | {'tokens/s':>9} | {'dsx / this':>10} | {'CPU s/step':>10} | {'dsx / this (CPU)':>16} |")
+print(f"|{'-'*28}|{'-'*11}|{'-'*11}|{'-'*12}|{'-'*12}|{'-'*18}|")
 for r in rows:
-    print(f"| {r['impl']:<26} | {r['step_s']:>9.3f} | {r['tokens_per_s']:>9.1f} | {ours['tokens_per_s'] / r['tokens_per_s']:>9.2f}x |")
+    print(f"| {r['impl']:<26} | {r['step_s']:>9.3f} | {r['tokens_per_s']:>9.1f} | {ours['tokens_per_s'] / r['tokens_per_s']:>9.2f}x |"
+          f" {r['cpu_s']:>10.3f} | {r['cpu_s'] / ours['cpu_s']:>15.2f}x |")
 PY
