@@ -20,7 +20,8 @@ namespace ck = dsx::engine::checkpoint;
 
 constexpr const char* kUsage =
     "dsx checkpoint list DIR              the tags in DIR, the one `latest` names, their sizes\n"
-    "       dsx checkpoint verify DIR [--tag T]  check every file of a checkpoint (default: latest)";
+    "       dsx checkpoint verify DIR [--tag T]  check every file of a checkpoint (default: "
+    "latest)";
 
 std::string megabytes(uint64_t bytes) {
   char text[32];
@@ -47,7 +48,8 @@ int list(const std::string& dir) {
   for (const auto& entry : std::filesystem::directory_iterator(dir))
     if (entry.is_directory()) names.push_back(entry.path().filename().string());
   std::sort(names.begin(), names.end());
-  std::cout << "checkpoints in " << dir << " (latest: " << (latest.empty() ? "none" : latest) << ")\n";
+  std::cout << "checkpoints in " << dir << " (latest: " << (latest.empty() ? "none" : latest)
+            << ")\n";
   for (const auto& name : names) {
     const bool is_latest = name == latest;
     if (name.starts_with(".") && name.ends_with(".saving")) {
@@ -56,8 +58,8 @@ int list(const std::string& dir) {
     }
     try {
       auto reader = ck::CheckpointReader::open(dir, name);
-      std::cout << (is_latest ? "  * " : "    ") << name << "  " << reader.world_size() << " ranks, "
-                << megabytes(total_bytes(reader.manifest())) << "\n";
+      std::cout << (is_latest ? "  * " : "    ") << name << "  " << reader.world_size()
+                << " ranks, " << megabytes(total_bytes(reader.manifest())) << "\n";
     } catch (const Error& e) {
       std::cout << (is_latest ? "  * " : "    ") << name << "  not loadable: " << e.what() << "\n";
     }
@@ -70,8 +72,8 @@ int verify(const std::string& dir, const std::string& tag) {
   reader.verify_all();
   size_t files = 0;
   for (const auto& r : reader.manifest().ranks) files += r.files.size();
-  std::cout << "checkpoint " << reader.directory() << ": " << reader.world_size() << " ranks, " << files
-            << " files, " << megabytes(total_bytes(reader.manifest()))
+  std::cout << "checkpoint " << reader.directory() << ": " << reader.world_size() << " ranks, "
+            << files << " files, " << megabytes(total_bytes(reader.manifest()))
             << "; every size and CRC32C matches its manifest\n";
   return 0;
 }
@@ -81,16 +83,17 @@ int verify(const std::string& dir, const std::string& tag) {
 int run_checkpoint(int argc, char** argv) {
   std::string verb, dir, tag;
   po::options_description options("dsx checkpoint");
-  options.add_options()("tag", po::value(&tag), "verify this tag instead of the one `latest` names");
+  options.add_options()("tag", po::value(&tag),
+                        "verify this tag instead of the one `latest` names");
   po::options_description hidden;
-  hidden.add_options()("verb", po::value(&verb), "list or verify")("dir", po::value(&dir), "the save directory");
+  hidden.add_options()("verb", po::value(&verb), "list or verify")("dir", po::value(&dir),
+                                                                   "the save directory");
   po::positional_options_description positional;
   positional.add("verb", 1).add("dir", 1);
   options.add(hidden);
   auto args = parse_args(argc, argv, kUsage, options, &positional);
   if (args.help) return 0;
-  if (verb.empty() || dir.empty())
-    throw Error(ErrorKind::Usage, std::string("usage: ") + kUsage);
+  if (verb.empty() || dir.empty()) throw Error(ErrorKind::Usage, std::string("usage: ") + kUsage);
   if (verb == "list") return list(dir);
   if (verb == "verify") return verify(dir, tag);
   throw Error(ErrorKind::Usage, "dsx checkpoint: unknown verb '" + verb + "'; use list or verify");

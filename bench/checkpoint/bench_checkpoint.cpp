@@ -90,8 +90,10 @@ std::map<std::string, double> read_peers(const std::string& path, int ranks, int
   text << in.rdbuf();
   rapidjson::Document doc;
   doc.Parse(text.str().c_str());
-  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("seconds") || !doc["seconds"].IsObject()) {
-    std::fprintf(stderr, "bench_checkpoint: %s is not checkpoint_peers.py's JSON; ignoring it\n", path.c_str());
+  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("seconds") ||
+      !doc["seconds"].IsObject()) {
+    std::fprintf(stderr, "bench_checkpoint: %s is not checkpoint_peers.py's JSON; ignoring it\n",
+                 path.c_str());
     return peers;
   }
   if (doc["ranks"].GetInt() != ranks || doc["mib"].GetInt() != mib)
@@ -108,9 +110,11 @@ int main(int argc, char** argv) {
   std::string dir, peers_path;
   int ranks = 2, mib = 128, reps = 3;
   po::options_description options("bench_checkpoint options");
-  options.add_options()("help", "this help")("dir", po::value(&dir), "directory to save in (default: a new one in $TMPDIR)")(
-      "ranks", po::value(&ranks), "ranks, one partition file each")("mib", po::value(&mib), "MiB per rank")(
-      "reps", po::value(&reps), "timed repetitions (best is reported)")(
+  options.add_options()("help", "this help")(
+      "dir", po::value(&dir), "directory to save in (default: a new one in $TMPDIR)")(
+      "ranks", po::value(&ranks), "ranks, one partition file each")(
+      "mib", po::value(&mib), "MiB per rank")("reps", po::value(&reps),
+                                              "timed repetitions (best is reported)")(
       "peers", po::value(&peers_path), "JSON written by bench/checkpoint/checkpoint_peers.py");
   po::variables_map vars;
   try {
@@ -141,26 +145,34 @@ int main(int argc, char** argv) {
   auto remove_raw = [&] {
     for (int r = 0; r < ranks; ++r) std::filesystem::remove(dir + "/raw_" + std::to_string(r));
   };
-  seconds["write+fsync"] = best_seconds(reps, [&] {
-    for (int r = 0; r < ranks; ++r) write_fsync(dir + "/raw_" + std::to_string(r), partitions[r]);
-  }, remove_raw);
+  seconds["write+fsync"] = best_seconds(
+      reps,
+      [&] {
+        for (int r = 0; r < ranks; ++r)
+          write_fsync(dir + "/raw_" + std::to_string(r), partitions[r]);
+      },
+      remove_raw);
   // Each save is a new tag, as training saves are; the previous one is removed untimed.
   int save_count = 0;
-  auto remove_previous = [&] { std::filesystem::remove_all(dir + "/" + ck::default_tag(save_count)); };
+  auto remove_previous = [&] {
+    std::filesystem::remove_all(dir + "/" + ck::default_tag(save_count));
+  };
   auto dsx_save = [&](ck::VerifyLevel verify) {
     const std::string tag = ck::default_tag(++save_count);
     std::vector<ck::RankManifest> manifests;
     for (int r = 0; r < ranks; ++r) {
       ck::RankWriter writer(dir, tag, r);
-      ck::TensorRef t{"master.0", ck::TensorDType::F32, {static_cast<int64_t>(numel)}, partitions[r].data()};
+      ck::TensorRef t{
+          "master.0", ck::TensorDType::F32, {static_cast<int64_t>(numel)}, partitions[r].data()};
       writer.write_tensor_file(ck::zero_optim_states_file_name(r, false), {&t, 1}, "{\"step\":1}");
       manifests.push_back(writer.manifest());
     }
     ck::commit(dir, tag, manifests, {verify});
   };
-  seconds["dsx save"] = best_seconds(reps, [&] { dsx_save(ck::VerifyLevel::Checksum); }, remove_previous);
-  seconds["dsx save, sizes only"] =
-      best_seconds(reps, [&] { dsx_save(ck::VerifyLevel::Size); }, remove_previous);
+  seconds["dsx save"] = best_seconds(
+      reps, [&] { dsx_save(ck::VerifyLevel::Checksum); }, remove_previous);
+  seconds["dsx save, sizes only"] = best_seconds(
+      reps, [&] { dsx_save(ck::VerifyLevel::Size); }, remove_previous);
 
   std::vector<float> into(numel);
   seconds["read"] = best_seconds(reps, [&] {
@@ -180,8 +192,8 @@ int main(int argc, char** argv) {
   auto peers = read_peers(peers_path, ranks, mib);
   if (own_dir) std::filesystem::remove_all(dir);
 
-  std::printf("checkpoint of %d ranks x %d MiB fp32 (%.2f GB), best of %d, in %s\n\n", ranks, mib, gb, reps,
-              own_dir ? "$TMPDIR" : dir.c_str());
+  std::printf("checkpoint of %d ranks x %d MiB fp32 (%.2f GB), best of %d, in %s\n\n", ranks, mib,
+              gb, reps, own_dir ? "$TMPDIR" : dir.c_str());
   std::printf("| operation | seconds | GB/s | speed vs the limit |\n|---|---:|---:|---:|\n");
   auto row = [&](const char* label, double s, double limit) {
     std::printf("| %s | %.3f | %.2f | %.2f |\n", label, s, gb / s, limit / s);
@@ -190,11 +202,14 @@ int main(int argc, char** argv) {
   row("write + fsync of the same bytes (limit)", w, w);
   row("dsx save: temp, fsync, rename, dir fsync, CRC verify, latest", seconds["dsx save"], w);
   row("dsx save, commit checks sizes only", seconds["dsx save, sizes only"], w);
-  if (peers.count("safetensors_save")) row("safetensors.torch.save_file + fsync", peers["safetensors_save"], w);
-  if (peers.count("torch_save")) row("torch.save + fsync (DeepSpeed's .pt)", peers["torch_save"], w);
+  if (peers.count("safetensors_save"))
+    row("safetensors.torch.save_file + fsync", peers["safetensors_save"], w);
+  if (peers.count("torch_save"))
+    row("torch.save + fsync (DeepSpeed's .pt)", peers["torch_save"], w);
   row("read of the same bytes, page cache (limit)", r, r);
   row("dsx load: open, CRC verify, parse, copy out", seconds["dsx load"], r);
-  if (peers.count("safetensors_load")) row("safetensors.torch.load_file", peers["safetensors_load"], r);
+  if (peers.count("safetensors_load"))
+    row("safetensors.torch.load_file", peers["safetensors_load"], r);
   if (peers.count("torch_load")) row("torch.load (DeepSpeed's .pt)", peers["torch_load"], r);
   std::printf("\nCRC32C alone: %.2f GB/s (in memory)\n", gb / seconds["crc32c"]);
   return 0;

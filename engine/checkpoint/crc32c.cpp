@@ -86,7 +86,8 @@ struct ShiftTables {
       for (uint32_t b = 0; b < 256; ++b) t[k][b] = apply(op, b << (8 * k));
   }
   uint32_t shift(uint32_t state) const {
-    return t[0][state & 0xff] ^ t[1][(state >> 8) & 0xff] ^ t[2][(state >> 16) & 0xff] ^ t[3][state >> 24];
+    return t[0][state & 0xff] ^ t[1][(state >> 8) & 0xff] ^ t[2][(state >> 16) & 0xff] ^
+           t[3][state >> 24];
   }
 };
 

@@ -17,18 +17,27 @@ namespace {
 
 const char* advice_for(int error_number) {
   switch (error_number) {
-    case ENOSPC: return "the disk is full: free space there or save to another directory";
-    case EDQUOT: return "the disk quota is used up: free space or save to another directory";
-    case EFBIG: return "the file exceeds the process's file-size limit (ulimit -f) or the file "
-                       "system's largest file: raise the limit or save elsewhere";
+    case ENOSPC:
+      return "the disk is full: free space there or save to another directory";
+    case EDQUOT:
+      return "the disk quota is used up: free space or save to another directory";
+    case EFBIG:
+      return "the file exceeds the process's file-size limit (ulimit -f) or the file "
+             "system's largest file: raise the limit or save elsewhere";
     case EACCES:
-    case EPERM: return "permission denied: make the directory writable for this user or save "
-                       "to another directory";
-    case EROFS: return "the file system is read-only: save to a writable directory";
-    case ENOENT: return "the directory does not exist (was it removed during the save?)";
-    case ENOTDIR: return "a part of the path is a file, not a directory";
-    case EIO: return "the device reported an I/O error: check the disk";
-    default: return "check the path and the file system";
+    case EPERM:
+      return "permission denied: make the directory writable for this user or save "
+             "to another directory";
+    case EROFS:
+      return "the file system is read-only: save to a writable directory";
+    case ENOENT:
+      return "the directory does not exist (was it removed during the save?)";
+    case ENOTDIR:
+      return "a part of the path is a file, not a directory";
+    case EIO:
+      return "the device reported an I/O error: check the disk";
+    default:
+      return "check the path and the file system";
   }
 }
 

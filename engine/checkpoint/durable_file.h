@@ -51,6 +51,7 @@ void fsync_directory(const std::string& dir);
 std::string parent_directory(const std::string& path);
 
 // Throws dsx::Error(Io): "<what> <path>: <strerror> — <advice for that errno>".
-[[noreturn]] void throw_io_error(const std::string& what, const std::string& path, int error_number);
+[[noreturn]] void throw_io_error(const std::string& what, const std::string& path,
+                                 int error_number);
 
 }  // namespace dsx::engine::checkpoint

@@ -63,11 +63,12 @@ std::string read_latest_tag(const std::string& save_dir) {
   std::string tag = text.str();
   const char* space = " \t\r\n";
   tag.erase(0, tag.find_first_not_of(space) == std::string::npos ? tag.size()
-                                                                  : tag.find_first_not_of(space));
+                                                                 : tag.find_first_not_of(space));
   tag.erase(tag.find_last_not_of(space) + 1);
   if (tag.empty())
-    throw Error(ErrorKind::Format, path + " is empty: it should hold the tag of the newest "
-                                          "checkpoint; name a tag explicitly to load");
+    throw Error(ErrorKind::Format, path +
+                                       " is empty: it should hold the tag of the newest "
+                                       "checkpoint; name a tag explicitly to load");
   return tag;
 }
 

@@ -22,9 +22,12 @@ std::string default_tag(int64_t global_step);
 // bytes, no '/', no NUL or control characters, not starting with '.', not "latest".
 void check_tag(const std::string& tag);
 
-std::string model_states_file_name();                         // mp_rank_00_model_states.safetensors
-std::string zero_optim_states_file_name(int rank, bool bf16);  // [bf16_]zero_pp_rank_<r>_mp_rank_00_optim_states.safetensors
-std::string zero_model_states_file_name(int rank);             // zero_pp_rank_<r>_mp_rank_00_model_states.safetensors (stage 3)
+// mp_rank_00_model_states.safetensors
+std::string model_states_file_name();
+// [bf16_]zero_pp_rank_<r>_mp_rank_00_optim_states.safetensors
+std::string zero_optim_states_file_name(int rank, bool bf16);
+// zero_pp_rank_<r>_mp_rank_00_model_states.safetensors (stage 3)
+std::string zero_model_states_file_name(int rank);
 
 std::string tag_directory(const std::string& save_dir, const std::string& tag);
 std::string staging_directory(const std::string& save_dir, const std::string& tag);

@@ -37,7 +37,8 @@ CheckpointReader CheckpointReader::open(const std::string& save_dir, const std::
     try {
       check_tag(tag);
     } catch (const Error& e) {
-      throw Error(ErrorKind::Format, latest_file(save_dir) + " does not hold a valid tag: " + e.what());
+      throw Error(ErrorKind::Format,
+                  latest_file(save_dir) + " does not hold a valid tag: " + e.what());
     }
   } else {
     check_tag(tag);
@@ -60,7 +61,8 @@ CheckpointReader CheckpointReader::open(const std::string& save_dir, const std::
   reader.manifest_ = CheckpointManifest::from_json(read_small_file(manifest_path), manifest_path);
   if (reader.manifest_.tag != tag)
     throw Error(ErrorKind::Format, manifest_path + " belongs to tag \"" + reader.manifest_.tag +
-                                       "\", not \"" + tag + "\": the directory was renamed or "
+                                       "\", not \"" + tag +
+                                       "\": the directory was renamed or "
                                        "copied over; load it by its original tag");
   for (const auto& rank : reader.manifest_.ranks)
     for (const auto& file : rank.files)

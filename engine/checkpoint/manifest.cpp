@@ -46,7 +46,8 @@ void write_files(Writer& w, const std::vector<FileRecord>& files) {
 rapidjson::Document parse(std::string_view json, const std::string& origin) {
   rapidjson::Document doc;
   doc.Parse(json.data(), json.size());
-  if (doc.HasParseError()) bad(origin, "malformed JSON at byte " + std::to_string(doc.GetErrorOffset()));
+  if (doc.HasParseError())
+    bad(origin, "malformed JSON at byte " + std::to_string(doc.GetErrorOffset()));
   if (!doc.IsObject()) bad(origin, "not a JSON object");
   return doc;
 }
@@ -141,9 +142,10 @@ CheckpointManifest CheckpointManifest::from_json(std::string_view json, const st
     bad(origin, "\"format\" is not \"dsx-checkpoint\"");
   int version = read_int(doc, "version", origin);
   if (version != kManifestVersion)
-    throw Error(ErrorKind::Unsupported, origin + " has manifest version " + std::to_string(version) +
-                                            "; this dsx reads version " +
-                                            std::to_string(kManifestVersion) + ": use a matching dsx");
+    throw Error(ErrorKind::Unsupported, origin + " has manifest version " +
+                                            std::to_string(version) + "; this dsx reads version " +
+                                            std::to_string(kManifestVersion) +
+                                            ": use a matching dsx");
   CheckpointManifest m;
   const auto& tag = member(doc, "tag", origin);
   if (!tag.IsString()) bad(origin, "\"tag\" is not a string");
@@ -161,7 +163,8 @@ CheckpointManifest CheckpointManifest::from_json(std::string_view json, const st
     bad(origin, "it lists " + std::to_string(m.ranks.size()) + " ranks for world size " +
                     std::to_string(m.world_size));
   for (int i = 0; i < m.world_size; ++i)
-    if (m.ranks[i].rank != i) bad(origin, "rank entries are not in rank order 0.." + std::to_string(m.world_size - 1));
+    if (m.ranks[i].rank != i)
+      bad(origin, "rank entries are not in rank order 0.." + std::to_string(m.world_size - 1));
   return m;
 }
 

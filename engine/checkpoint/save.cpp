@@ -52,7 +52,8 @@ void swap_into_place(const std::string& staging, const std::string& target) {
                   "cannot replace the existing checkpoint " + target +
                       " atomically: this file system does not support exchanging directories "
                       "(renameat2 RENAME_EXCHANGE). Save under a new tag, or remove the old "
-                      "directory first; the new checkpoint is complete in " + staging);
+                      "directory first; the new checkpoint is complete in " +
+                      staging);
     throw_io_error("could not exchange the new checkpoint with", target, errno);
   }
   // The old copy now sits at the staging name.
@@ -103,16 +104,18 @@ void commit(const std::string& save_dir, const std::string& tag,
             [](const RankManifest& a, const RankManifest& b) { return a.rank < b.rank; });
   for (int r = 0; r < all.world_size; ++r)
     if (all.ranks[r].rank != r)
-      throw Error(ErrorKind::Internal, "commit of " + tag + ": the manifests are not one per "
-                                       "rank 0.." + std::to_string(all.world_size - 1));
+      throw Error(ErrorKind::Internal, "commit of " + tag +
+                                           ": the manifests are not one per "
+                                           "rank 0.." +
+                                           std::to_string(all.world_size - 1));
 
   const std::string staging = staging_directory(save_dir, tag);
   std::set<std::string> listed{kManifestFile};
   for (const auto& rank : all.ranks) {
     for (const auto& file : rank.files) {
       if (!listed.insert(file.name).second)
-        throw Error(ErrorKind::Internal, "commit of " + tag + ": file " + file.name +
-                                             " is written by two ranks");
+        throw Error(ErrorKind::Internal,
+                    "commit of " + tag + ": file " + file.name + " is written by two ranks");
       verify_file(staging + "/" + file.name, file, options.verify);
     }
   }

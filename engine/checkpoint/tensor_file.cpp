@@ -22,9 +22,9 @@ struct DTypeSpelling {
 };
 
 constexpr DTypeSpelling kDTypes[] = {
-    {TensorDType::F64, "F64", 8}, {TensorDType::F32, "F32", 4},  {TensorDType::F16, "F16", 2},
+    {TensorDType::F64, "F64", 8},   {TensorDType::F32, "F32", 4}, {TensorDType::F16, "F16", 2},
     {TensorDType::BF16, "BF16", 2}, {TensorDType::I64, "I64", 8}, {TensorDType::I32, "I32", 4},
-    {TensorDType::I16, "I16", 2}, {TensorDType::I8, "I8", 1},    {TensorDType::U8, "U8", 1},
+    {TensorDType::I16, "I16", 2},   {TensorDType::I8, "I8", 1},   {TensorDType::U8, "U8", 1},
     {TensorDType::BOOL, "BOOL", 1},
 };
 
@@ -102,8 +102,8 @@ void write_safetensors(DurableFile& out, std::span<const TensorRef> tensors,
     rapidjson::Document check;
     check.Parse(metadata_json.data(), metadata_json.size());
     if (check.HasParseError() || !check.IsObject())
-      throw Error(ErrorKind::Internal, "checkpoint metadata for " + out.path() +
-                                           " is not a JSON object");
+      throw Error(ErrorKind::Internal,
+                  "checkpoint metadata for " + out.path() + " is not a JSON object");
   }
   std::vector<const TensorRef*> order;
   for (const auto& t : tensors) order.push_back(&t);

@@ -30,7 +30,8 @@ CsvMonitor::CsvMonitor(const std::string& output_path, const std::string& job_na
     : log_dir_(monitor_log_dir(output_path, job_name)) {
   std::error_code ec;
   std::filesystem::create_directories(log_dir_, ec);
-  if (ec) checkpoint::throw_io_error("csv_monitor could not create its directory", log_dir_, ec.value());
+  if (ec)
+    checkpoint::throw_io_error("csv_monitor could not create its directory", log_dir_, ec.value());
 }
 
 CsvMonitor::~CsvMonitor() {
@@ -52,9 +53,8 @@ std::FILE* CsvMonitor::file_for(const std::string& event_name) {
   std::FILE* file = std::fopen(path.c_str(), "a");
   if (!file) checkpoint::throw_io_error("csv_monitor could not open", path, errno);
   files_[name] = file;
-  std::string header = event_name.substr(event_name.find_last_of('/') == std::string::npos
-                                             ? 0
-                                             : event_name.find_last_of('/') + 1);
+  std::string header = event_name.substr(
+      event_name.find_last_of('/') == std::string::npos ? 0 : event_name.find_last_of('/') + 1);
   std::fprintf(file, "step,%s\r\n", csv_field(header).c_str());
   return file;
 }
@@ -64,14 +64,16 @@ void CsvMonitor::write_events(std::span<const Event> events) {
     std::FILE* file = file_for(e.name);
     if (std::fprintf(file, "%lld,%s\r\n", static_cast<long long>(e.step),
                      python_float_repr(e.value).c_str()) < 0)
-      checkpoint::throw_io_error("csv_monitor could not write", log_dir_ + "/" + file_name(e.name), errno);
+      checkpoint::throw_io_error("csv_monitor could not write", log_dir_ + "/" + file_name(e.name),
+                                 errno);
   }
   flush();
 }
 
 void CsvMonitor::flush() {
   for (auto& [name, file] : files_)
-    if (std::fflush(file) != 0) checkpoint::throw_io_error("csv_monitor could not write", log_dir_ + "/" + name, errno);
+    if (std::fflush(file) != 0)
+      checkpoint::throw_io_error("csv_monitor could not write", log_dir_ + "/" + name, errno);
 }
 
 }  // namespace dsx::engine::monitor

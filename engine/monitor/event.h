@@ -32,7 +32,8 @@ inline constexpr const char* kLossScale = "Train/Samples/loss_scale";  // fp16 o
 inline constexpr const char* kForwardMs = "Train/Samples/elapsed_time_ms_forward";
 inline constexpr const char* kBackwardMs = "Train/Samples/elapsed_time_ms_backward";
 inline constexpr const char* kBackwardInnerMs = "Train/Samples/elapsed_time_ms_backward_inner";
-inline constexpr const char* kBackwardAllreduceMs = "Train/Samples/elapsed_time_ms_backward_allreduce";
+inline constexpr const char* kBackwardAllreduceMs =
+    "Train/Samples/elapsed_time_ms_backward_allreduce";
 inline constexpr const char* kStepMs = "Train/Samples/elapsed_time_ms_step";
 }  // namespace names
 

@@ -7,7 +7,8 @@
 namespace dsx::engine::monitor {
 
 std::string unavailable_monitor_note(const std::string& name) {
-  return "dsx: note: the \"" + name + "\" monitor is enabled in the ds_config but is not available "
+  return "dsx: note: the \"" + name +
+         "\" monitor is enabled in the ds_config but is not available "
          "in dsx (it needs its Python client and a network service); its events are not sent. "
          "Enable \"tensorboard\" or \"csv_monitor\" to keep them in files. Training goes on.";
 }

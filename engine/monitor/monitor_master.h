@@ -16,7 +16,7 @@ namespace dsx::engine::monitor {
 // The ds_config blocks `tensorboard`, `csv_monitor`, `wandb`, `comet` (ref/ds_config.md §6.4).
 struct FileMonitorSettings {
   bool enabled = false;
-  std::string output_path;                     // "" = the current directory
+  std::string output_path;  // "" = the current directory
   std::string job_name = "DeepSpeedJobName";
 };
 

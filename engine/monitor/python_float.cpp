@@ -30,7 +30,8 @@ std::string python_float_repr(double x) {
     std::string mantissa = digits.substr(0, 1);
     if (digits.size() > 1) mantissa += "." + digits.substr(1);
     char exp_text[16];
-    std::snprintf(exp_text, sizeof exp_text, "e%c%02d", exponent < 0 ? '-' : '+', std::abs(exponent));
+    std::snprintf(exp_text, sizeof exp_text, "e%c%02d", exponent < 0 ? '-' : '+',
+                  std::abs(exponent));
     return sign + mantissa + exp_text;
   }
   std::string out;

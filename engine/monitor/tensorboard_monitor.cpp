@@ -73,7 +73,8 @@ std::string encode_file_version_event(double wall_time) {
   return event;
 }
 
-std::string encode_scalar_event(const std::string& tag, float value, int64_t step, double wall_time) {
+std::string encode_scalar_event(const std::string& tag, float value, int64_t step,
+                                double wall_time) {
   std::string summary_value;
   put_bytes(summary_value, kValueTag, tag);
   put_fixed(summary_value, kValueSimpleValue, value);
@@ -91,7 +92,9 @@ TensorBoardMonitor::TensorBoardMonitor(const std::string& output_path, const std
     : log_dir_(monitor_log_dir(output_path, job_name)) {
   std::error_code ec;
   std::filesystem::create_directories(log_dir_, ec);
-  if (ec) checkpoint::throw_io_error("tensorboard monitor could not create its directory", log_dir_, ec.value());
+  if (ec)
+    checkpoint::throw_io_error("tensorboard monitor could not create its directory", log_dir_,
+                               ec.value());
   const double wall_time = now_seconds();
   char stamp[32];
   std::snprintf(stamp, sizeof stamp, "%010lld", static_cast<long long>(wall_time));
@@ -133,7 +136,8 @@ void TensorBoardMonitor::write_events(std::span<const Event> events) {
 }
 
 void TensorBoardMonitor::flush() {
-  if (std::fflush(file_) != 0) checkpoint::throw_io_error("tensorboard monitor could not write", path_, errno);
+  if (std::fflush(file_) != 0)
+    checkpoint::throw_io_error("tensorboard monitor could not write", path_, errno);
 }
 
 }  // namespace dsx::engine::monitor

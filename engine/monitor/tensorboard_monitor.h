@@ -16,7 +16,8 @@ namespace dsx::engine::monitor {
 
 // The serialized protobufs (exposed for the tests and for anyone writing other event files).
 std::string encode_file_version_event(double wall_time);
-std::string encode_scalar_event(const std::string& tag, float value, int64_t step, double wall_time);
+std::string encode_scalar_event(const std::string& tag, float value, int64_t step,
+                                double wall_time);
 
 class TensorBoardMonitor : public EventSink {
  public:

@@ -27,7 +27,8 @@ uint64_t load_le(const char* p, int bytes) {
 
 void append_tfrecord(std::string& out, std::string_view data) {
   char length[8];
-  for (int i = 0; i < 8; ++i) length[i] = static_cast<char>(static_cast<uint64_t>(data.size()) >> (8 * i));
+  for (int i = 0; i < 8; ++i)
+    length[i] = static_cast<char>(static_cast<uint64_t>(data.size()) >> (8 * i));
   out.append(length, 8);
   append_u32(out, mask_crc32c(crc32c(length, 8)));
   out.append(data);
@@ -38,7 +39,8 @@ std::vector<std::string> read_tfrecords(std::string_view bytes, const std::strin
   std::vector<std::string> records;
   size_t pos = 0;
   auto bad = [&](const std::string& what) {
-    throw Error(ErrorKind::Format, origin + ": TFRecord at byte " + std::to_string(pos) + " " + what);
+    throw Error(ErrorKind::Format,
+                origin + ": TFRecord at byte " + std::to_string(pos) + " " + what);
   };
   while (pos < bytes.size()) {
     if (bytes.size() - pos < 12) bad("is cut off inside its length header");

@@ -1,5 +1,6 @@
 // TFRecord framing, the container of TensorBoard event files: each record is
-//   uint64 length (little-endian) | uint32 masked CRC32C of those 8 bytes | data | uint32 masked CRC32C of data
+//   uint64 length (little-endian) | uint32 masked CRC32C of those 8 bytes |
+//   data | uint32 masked CRC32C of data
 // The reader checks both CRCs and names the byte offset of a damaged or cut-off record.
 #pragma once
 

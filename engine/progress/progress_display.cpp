@@ -28,7 +28,8 @@ std::string bar(double fraction, int width, bool unicode) {
   fraction = std::clamp(fraction, 0.0, 1.0);
   if (!unicode) {
     int filled = static_cast<int>(fraction * width);
-    return std::string(static_cast<size_t>(filled), '#') + std::string(static_cast<size_t>(width - filled), ' ');
+    return std::string(static_cast<size_t>(filled), '#') +
+           std::string(static_cast<size_t>(width - filled), ' ');
   }
   static const char* kEighths[] = {"", "▏", "▎", "▍", "▌", "▋", "▊", "▉"};
   const int eighths = static_cast<int>(fraction * width * 8);
@@ -70,10 +71,14 @@ std::string format_duration(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "--";
   const long long s = std::llround(seconds);
   char text[32];
-  if (s < 60) std::snprintf(text, sizeof text, "%llds", s);
-  else if (s < 3600) std::snprintf(text, sizeof text, "%lldm%02llds", s / 60, s % 60);
-  else if (s < 86400) std::snprintf(text, sizeof text, "%lldh%02lldm", s / 3600, s % 3600 / 60);
-  else std::snprintf(text, sizeof text, "%lldd%02lldh", s / 86400, s % 86400 / 3600);
+  if (s < 60)
+    std::snprintf(text, sizeof text, "%llds", s);
+  else if (s < 3600)
+    std::snprintf(text, sizeof text, "%lldm%02llds", s / 60, s % 60);
+  else if (s < 86400)
+    std::snprintf(text, sizeof text, "%lldh%02lldm", s / 3600, s % 3600 / 60);
+  else
+    std::snprintf(text, sizeof text, "%lldd%02lldh", s / 86400, s % 86400 / 3600);
   return text;
 }
 
@@ -117,8 +122,8 @@ std::string render_plain_line(const ProgressState& s) {
   std::string steps = "step " + std::to_string(s.step) +
                       (s.total_steps > 0 ? "/" + std::to_string(s.total_steps) : "");
   return steps + " | loss " + printf_string("%.4f", s.loss) + " | lr " +
-         printf_string("%.3e", s.lr) + " | " + format_rate(s.tokens_per_sec) + " tokens/s | elapsed " +
-         format_duration(s.elapsed_seconds) + " | ETA " + eta_text(s);
+         printf_string("%.3e", s.lr) + " | " + format_rate(s.tokens_per_sec) +
+         " tokens/s | elapsed " + format_duration(s.elapsed_seconds) + " | ETA " + eta_text(s);
 }
 
 ProgressDisplay::ProgressDisplay(int fd, int64_t total_steps, Options options)
@@ -151,8 +156,8 @@ void ProgressDisplay::update(int64_t step, double loss, double lr, int64_t token
       state_.tokens_per_sec =
           static_cast<double>(window_.back().second - window_.front().second) / seconds;
       if (state_.total_steps > 0)
-        state_.eta_seconds =
-            static_cast<double>(std::max<int64_t>(state_.total_steps - step, 0)) * seconds / updates;
+        state_.eta_seconds = static_cast<double>(std::max<int64_t>(state_.total_steps - step, 0)) *
+                             seconds / updates;
     }
   }
   draw(now, step == state_.total_steps);
@@ -221,7 +226,8 @@ std::string format_summary(const RunSummary& s) {
     return "  " + padded + value + "\n";
   };
   std::string out = "dsx: training summary\n";
-  out += row("steps", std::to_string(s.steps) + " (" + std::to_string(s.skipped_steps) + " skipped)");
+  out +=
+      row("steps", std::to_string(s.steps) + " (" + std::to_string(s.skipped_steps) + " skipped)");
   out += row("time", format_duration(s.seconds));
   if (s.final_loss) {
     std::string loss;
@@ -233,9 +239,10 @@ std::string format_summary(const RunSummary& s) {
     out += row("loss", loss);
   }
   if (s.seconds > 0) {
-    out += row("throughput", format_rate(static_cast<double>(s.tokens) / s.seconds) + " tokens/s, " +
-                                 printf_string("%.1f", static_cast<double>(s.samples) / s.seconds) +
-                                 " samples/s");
+    out +=
+        row("throughput", format_rate(static_cast<double>(s.tokens) / s.seconds) + " tokens/s, " +
+                              printf_string("%.1f", static_cast<double>(s.samples) / s.seconds) +
+                              " samples/s");
   }
   for (const auto& [key, value] : s.extra) out += row(key, value);
   return out;

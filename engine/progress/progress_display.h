@@ -25,7 +25,8 @@ struct ProgressState {
 // The terminal line, at most `width` - 1 columns (the last column would wrap on some terminals).
 // `unicode`: the bar uses block characters (eighths), otherwise '#'.
 std::string render_terminal_line(const ProgressState& state, int width, bool unicode);
-// The plain line: "step 370/1000 | loss 2.3456 | lr 3.000e-04 | 12.3k tokens/s | elapsed 1m02s | ETA 1m23s"
+// The plain line:
+// "step 370/1000 | loss 2.3456 | lr 3.000e-04 | 12.3k tokens/s | elapsed 1m02s | ETA 1m23s"
 std::string render_plain_line(const ProgressState& state);
 
 std::string format_duration(double seconds);  // "59s", "1m02s", "2h03m", "3d04h"
@@ -36,8 +37,8 @@ class ProgressDisplay {
  public:
   enum class Mode { Auto, Terminal, Plain };
   struct Options {
-    Mode mode = Mode::Auto;        // Auto: Terminal when fd is a terminal
-    int64_t plain_every = 10;      // Plain mode: a line every this many steps (and the last)
+    Mode mode = Mode::Auto;    // Auto: Terminal when fd is a terminal
+    int64_t plain_every = 10;  // Plain mode: a line every this many steps (and the last)
     double min_redraw_seconds = 0.1;
   };
 
@@ -84,7 +85,8 @@ struct RunSummary {
   int64_t samples = 0;
   std::optional<double> first_loss, final_loss, lowest_loss;
   int64_t lowest_loss_step = 0;
-  std::vector<std::pair<std::string, std::string>> extra;  // e.g. {"checkpoint", "out/global_step100"}
+  // More rows, e.g. {"checkpoint", "out/global_step100"}.
+  std::vector<std::pair<std::string, std::string>> extra;
 };
 std::string format_summary(const RunSummary& summary);
 

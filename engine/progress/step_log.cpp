@@ -41,8 +41,8 @@ std::string format_step_line(int64_t step, int64_t skipped, std::span<const Grou
 
 std::string log_prefix(std::chrono::system_clock::time_point when, int rank) {
   const std::time_t seconds = std::chrono::system_clock::to_time_t(when);
-  const auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          when.time_since_epoch()).count() % 1000;
+  const auto millis =
+      std::chrono::duration_cast<std::chrono::milliseconds>(when.time_since_epoch()).count() % 1000;
   std::tm local{};
   localtime_r(&seconds, &local);
   char text[64];
@@ -77,15 +77,17 @@ std::optional<std::string> ThroughputTimer::stop(double now, bool global_step, b
     if (global_step) {
       if (report_speed && steps_per_output_ && *steps_per_output_ > 0 &&
           global_step_count_ % *steps_per_output_ == 0)
-        line = "epoch=" + std::to_string(epoch_count_) + "/micro_step=" +
-               std::to_string(micro_step_count_) + "/global_step=" +
-               std::to_string(global_step_count_) +
-               ", RunningAvgSamplesPerSec=" + python_float_repr(avg_samples_per_sec()) +
-               ", CurrSamplesPerSec=" +
-               python_float_repr(static_cast<double>(batch_size_) / (step_elapsed_time_ + kTimeEpsilon)) +
-               ", MemAllocated=" + python_float_repr(monitor::python_round(memory_allocated_gb, 2)) +
-               "GB, MaxMemAllocated=" + python_float_repr(monitor::python_round(max_memory_allocated_gb, 2)) +
-               "GB";
+        line =
+            "epoch=" + std::to_string(epoch_count_) +
+            "/micro_step=" + std::to_string(micro_step_count_) +
+            "/global_step=" + std::to_string(global_step_count_) +
+            ", RunningAvgSamplesPerSec=" + python_float_repr(avg_samples_per_sec()) +
+            ", CurrSamplesPerSec=" +
+            python_float_repr(static_cast<double>(batch_size_) /
+                              (step_elapsed_time_ + kTimeEpsilon)) +
+            ", MemAllocated=" + python_float_repr(monitor::python_round(memory_allocated_gb, 2)) +
+            "GB, MaxMemAllocated=" +
+            python_float_repr(monitor::python_round(max_memory_allocated_gb, 2)) + "GB";
       step_elapsed_time_ = 0;
     }
   }

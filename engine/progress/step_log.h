@@ -1,9 +1,12 @@
 // DeepSpeed's progress lines, in DeepSpeed's words, so that scripts that read DeepSpeed logs read
 // dsx's too:
 //   every steps_per_print optimizer steps (engine.py _report_progress):
-//     [2026-11-30 14:37:28,123] [INFO] [dsx] [Rank 0] step=10, skipped=0, lr=[0.0001], mom=[(0.9, 0.999)]
+//     [2026-11-30 14:37:28,123] [INFO] [dsx] [Rank 0] step=10, skipped=0, lr=[0.0001],
+//         mom=[(0.9, 0.999)]
 //   and the throughput timer's line (utils/timer.py ThroughputTimer):
-//     ... epoch=0/micro_step=40/global_step=10, RunningAvgSamplesPerSec=123.4, CurrSamplesPerSec=125.0, MemAllocated=0.55GB, MaxMemAllocated=0.6GB
+//     ... epoch=0/micro_step=40/global_step=10, RunningAvgSamplesPerSec=123.4,
+//         CurrSamplesPerSec=125.0, MemAllocated=0.55GB, MaxMemAllocated=0.6GB
+// (each is one line in the output).
 // Numbers print as Python prints them. DeepSpeed's "[file.py:line:function]" field becomes "[dsx]".
 #pragma once
 
@@ -37,13 +40,15 @@ class ThroughputTimer {
  public:
   // batch_size: train_batch_size (samples per optimizer step, all ranks); steps_per_output:
   // steps_per_print (no line when absent).
-  ThroughputTimer(int64_t batch_size, std::optional<int64_t> steps_per_output, int64_t start_step = 2);
+  ThroughputTimer(int64_t batch_size, std::optional<int64_t> steps_per_output,
+                  int64_t start_step = 2);
 
   void start(double now);
   // Ends a micro-step (global_step: it was also an optimizer step). Returns the report line when
   // this optimizer step is a multiple of steps_per_output and report_speed is set.
   std::optional<std::string> stop(double now, bool global_step, bool report_speed,
-                                  double memory_allocated_gb = 0, double max_memory_allocated_gb = 0);
+                                  double memory_allocated_gb = 0,
+                                  double max_memory_allocated_gb = 0);
   void update_epoch_count();
 
   double avg_samples_per_sec() const;  // -inf before the first optimizer step, as DeepSpeed

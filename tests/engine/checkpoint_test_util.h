@@ -40,8 +40,10 @@ inline float partition_value(int64_t step, int rank, size_t i) {
 
 // Saves a checkpoint of `world` ranks the way the engine will: each rank writes its partition
 // file (rank 0 also the model states), then rank 0 commits. Returns the manifests.
-inline std::vector<engine::checkpoint::RankManifest> save_test_checkpoint(
-    const std::string& dir, const std::string& tag, int world, int64_t step, size_t numel) {
+inline std::vector<engine::checkpoint::RankManifest> save_test_checkpoint(const std::string& dir,
+                                                                          const std::string& tag,
+                                                                          int world, int64_t step,
+                                                                          size_t numel) {
   using namespace engine::checkpoint;
   std::vector<RankManifest> manifests;
   for (int rank = 0; rank < world; ++rank) {
@@ -53,7 +55,8 @@ inline std::vector<engine::checkpoint::RankManifest> save_test_checkpoint(
         {"master.0", TensorDType::F32, {static_cast<int64_t>(numel)}, master.data()},
         {"counters", TensorDType::I64, {2}, counters.data()},
     };
-    std::string meta = "{\"step\":" + std::to_string(step) + ",\"rank\":" + std::to_string(rank) + "}";
+    std::string meta =
+        "{\"step\":" + std::to_string(step) + ",\"rank\":" + std::to_string(rank) + "}";
     writer.write_tensor_file(zero_optim_states_file_name(rank, false), tensors, meta);
     if (rank == 0) {
       std::vector<float> weights(numel / 2 + 1, static_cast<float>(step));
@@ -90,7 +93,8 @@ inline int64_t load_and_check(const std::string& dir, const std::string& tag = "
     int64_t counters[2];
     f.read("counters", TensorDType::I64, counters, 2);
     if (counters[0] != step || counters[1] != rank) return -1;
-    if (f.metadata_json() != "{\"step\":" + std::to_string(step) + ",\"rank\":" + std::to_string(rank) + "}")
+    if (f.metadata_json() !=
+        "{\"step\":" + std::to_string(step) + ",\"rank\":" + std::to_string(rank) + "}")
       return -1;
   }
   return step;

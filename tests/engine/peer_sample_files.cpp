@@ -22,7 +22,8 @@ int main(int argc, char** argv) {
   for (int step = 1; step <= 20; ++step) {
     const int64_t samples = step * 32;
     events.push_back({monitor::names::kTrainLoss, 6.0 / (1.0 + 0.1 * step), samples});
-    events.push_back({monitor::names::kLr, step < 5 ? 1e-4 * step : 5e-4 * (1.0 - step / 40.0), samples});
+    events.push_back(
+        {monitor::names::kLr, step < 5 ? 1e-4 * step : 5e-4 * (1.0 - step / 40.0), samples});
     events.push_back({monitor::names::kLossScale, step < 10 ? 65536.0 : 32768.0, samples});
     events.push_back({monitor::names::kStepMs, 10.0 + step * 0.125, samples});
   }

@@ -19,20 +19,24 @@ TEST(CheckpointCli, ListsTagsAndVerifiesTheLatest) {
   auto list = run_dsx("checkpoint list " + tmp.path());
   EXPECT_EQ(list.exit_code, 0) << list.output;
   EXPECT_NE(list.output.find("(latest: global_step2)"), std::string::npos) << list.output;
-  EXPECT_NE(list.output.find("    global_step1  2 ranks, 0.0 MB"), std::string::npos) << list.output;
+  EXPECT_NE(list.output.find("    global_step1  2 ranks, 0.0 MB"), std::string::npos)
+      << list.output;
   EXPECT_NE(list.output.find("  * global_step2  2 ranks"), std::string::npos) << list.output;
   EXPECT_NE(list.output.find(".global_step3.saving  incomplete"), std::string::npos) << list.output;
 
   auto verify = run_dsx("checkpoint verify " + tmp.path());
   EXPECT_EQ(verify.exit_code, 0) << verify.output;
-  EXPECT_NE(verify.output.find("global_step2: 2 ranks, 3 files"), std::string::npos) << verify.output;
-  EXPECT_NE(verify.output.find("every size and CRC32C matches"), std::string::npos) << verify.output;
+  EXPECT_NE(verify.output.find("global_step2: 2 ranks, 3 files"), std::string::npos)
+      << verify.output;
+  EXPECT_NE(verify.output.find("every size and CRC32C matches"), std::string::npos)
+      << verify.output;
 }
 
 TEST(CheckpointCli, DamagedFileFailsVerifyNamingIt) {
   TempDir tmp;
   dsx::test::save_test_checkpoint(tmp.path(), "global_step1", 2, 1, 1000);
-  const std::string victim = tmp.file("global_step1/zero_pp_rank_1_mp_rank_00_optim_states.safetensors");
+  const std::string victim =
+      tmp.file("global_step1/zero_pp_rank_1_mp_rank_00_optim_states.safetensors");
   {
     std::fstream f(victim, std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(-7, std::ios::end);
@@ -52,6 +56,7 @@ TEST(CheckpointCli, UsageErrors) {
   EXPECT_NE(bad.output.find("unknown verb 'explode'"), std::string::npos) << bad.output;
   auto missing = run_dsx("checkpoint verify /nonexistent/dsx/dir");
   EXPECT_EQ(missing.exit_code, 1);
-  EXPECT_NE(missing.output.find("/nonexistent/dsx/dir/latest does not exist"), std::string::npos) << missing.output;
+  EXPECT_NE(missing.output.find("/nonexistent/dsx/dir/latest does not exist"), std::string::npos)
+      << missing.output;
   EXPECT_EQ(run_dsx("checkpoint --help").exit_code, 0);
 }

@@ -3,7 +3,6 @@
 // (a tiny tmpfs), the file-size limit (RLIMIT_FSIZE) and a directory without write permission give
 // errors that name the file and say what to do, and leave the previous checkpoint intact.
 #include <gtest/gtest.h>
-
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
@@ -21,9 +20,9 @@
 #include "dsx/error.h"
 
 using namespace dsx::engine::checkpoint;
-using dsx::test::TempDir;
 using dsx::test::load_and_check;
 using dsx::test::save_test_checkpoint;
+using dsx::test::TempDir;
 
 namespace {
 
@@ -99,7 +98,8 @@ TEST(CheckpointCrash, SigkillAtRandomMomentsNeverBreaksLatest) {
     kill(pid, SIGKILL);
     int status = 0;
     waitpid(pid, &status, 0);
-    ASSERT_TRUE(WIFSIGNALED(status)) << "the saving child stopped by itself (status " << status << ")";
+    ASSERT_TRUE(WIFSIGNALED(status))
+        << "the saving child stopped by itself (status " << status << ")";
 
     std::error_code ec;
     for (auto& e : std::filesystem::directory_iterator(tmp.path(), ec))
@@ -113,7 +113,8 @@ TEST(CheckpointCrash, SigkillAtRandomMomentsNeverBreaksLatest) {
     } catch (const dsx::Error& e) {
       FAIL() << "after kill " << k << " latest is not loadable: " << e.what();
     }
-    ASSERT_GE(step, last_step) << "after kill " << k << ": latest went back in time or a value is wrong";
+    ASSERT_GE(step, last_step) << "after kill " << k
+                               << ": latest went back in time or a value is wrong";
     last_step = step;
   }
   EXPECT_GT(last_step, 0) << "no save ever completed between kills";
@@ -160,7 +161,8 @@ TEST(CheckpointDiskFull, FileSizeLimitNamesTheFileAndKeepsThePreviousCheckpoint)
   });
   EXPECT_EQ(code, 10) << msg;
   EXPECT_CONTAINS(msg, "dsx::Error(io)");
-  EXPECT_CONTAINS(msg, tmp.path() + "/.global_step2.saving/zero_pp_rank_0_mp_rank_00_optim_states.safetensors");
+  EXPECT_CONTAINS(
+      msg, tmp.path() + "/.global_step2.saving/zero_pp_rank_0_mp_rank_00_optim_states.safetensors");
   EXPECT_CONTAINS(msg, "File too large");
   EXPECT_CONTAINS(msg, "ulimit -f");
   EXPECT_EQ(read_all(tmp.file("latest")), "global_step1");

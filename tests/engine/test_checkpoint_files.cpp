@@ -77,9 +77,11 @@ TEST(CheckpointCrc32c, ThreeStreamPathAgreesOnLargeBuffers) {
   for (auto& b : data) b = static_cast<uint8_t>(rng());
   for (size_t n : {24'575u, 24'576u, 24'577u, 49'152u, 73'731u, 200'000u}) {
     for (size_t offset : {0u, 3u}) {
-      ASSERT_EQ(crc32c(data.data() + offset, n), crc32c_extend_portable(0, data.data() + offset, n)) << n;
+      ASSERT_EQ(crc32c(data.data() + offset, n), crc32c_extend_portable(0, data.data() + offset, n))
+          << n;
       ASSERT_EQ(crc32c_extend(0x12345678u, data.data() + offset, n),
-                crc32c_extend_portable(0x12345678u, data.data() + offset, n)) << n;
+                crc32c_extend_portable(0x12345678u, data.data() + offset, n))
+          << n;
     }
   }
 }
@@ -147,7 +149,8 @@ TEST(CheckpointManifest, RefusesMalformedInputNamingIt) {
       "{\"rank\": 0}",
       "{\"rank\": -1, \"files\": []}",
       "{\"rank\": 0, \"files\": [{\"name\": \"a\", \"size\": 1, \"crc32c\": \"xyz\"}]}",
-      "{\"rank\": 0, \"files\": [{\"name\": \"../etc/passwd\", \"size\": 1, \"crc32c\": \"00000000\"}]}",
+      "{\"rank\": 0, \"files\": [{\"name\": \"../etc/passwd\", \"size\": 1, \"crc32c\": "
+      "\"00000000\"}]}",
       "{\"rank\": 0, \"files\": [{\"name\": \"a\", \"size\": -5, \"crc32c\": \"00000000\"}]}",
   };
   for (const char* text : bad) {
@@ -155,20 +158,24 @@ TEST(CheckpointManifest, RefusesMalformedInputNamingIt) {
     EXPECT_NE(msg.find("rank 5's manifest"), std::string::npos) << text << " -> " << msg;
   }
   CheckpointManifest all{"t", 2, {{0, {{"x", 1, 2}}}, {1, {{"x", 3, 4}}}}};
-  EXPECT_NE(error_of([&] { CheckpointManifest::from_json(all.to_json(), "m"); }).find("listed twice"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] { CheckpointManifest::from_json(all.to_json(), "m"); }).find("listed twice"),
+      std::string::npos);
 }
 
 TEST(CheckpointLayout, DeepSpeedNamesAndTags) {
   EXPECT_EQ(default_tag(120), "global_step120");
   EXPECT_EQ(model_states_file_name(), "mp_rank_00_model_states.safetensors");
-  EXPECT_EQ(zero_optim_states_file_name(3, false), "zero_pp_rank_3_mp_rank_00_optim_states.safetensors");
-  EXPECT_EQ(zero_optim_states_file_name(0, true), "bf16_zero_pp_rank_0_mp_rank_00_optim_states.safetensors");
+  EXPECT_EQ(zero_optim_states_file_name(3, false),
+            "zero_pp_rank_3_mp_rank_00_optim_states.safetensors");
+  EXPECT_EQ(zero_optim_states_file_name(0, true),
+            "bf16_zero_pp_rank_0_mp_rank_00_optim_states.safetensors");
   EXPECT_EQ(zero_model_states_file_name(1), "zero_pp_rank_1_mp_rank_00_model_states.safetensors");
   EXPECT_NO_THROW(check_tag("global_step5"));
   EXPECT_NO_THROW(check_tag("my run: final"));
-  for (std::string tag : {std::string(""), std::string("a/b"), std::string(".."), std::string(".hidden"),
-                          std::string("latest"), std::string("bad\nline"), std::string(300, 'x')}) {
+  for (std::string tag :
+       {std::string(""), std::string("a/b"), std::string(".."), std::string(".hidden"),
+        std::string("latest"), std::string("bad\nline"), std::string(300, 'x')}) {
     std::string msg = error_of([&] { check_tag(tag); });
     EXPECT_NE(msg.find("checkpoint tag"), std::string::npos) << "tag accepted: " << tag;
   }
@@ -182,12 +189,9 @@ TEST(CheckpointTensorFile, WritesWhatTheModelsReaderReadsBack) {
   std::vector<double> f64 = {3.141592653589793};
   std::vector<uint8_t> u8 = {1, 2, 3};
   std::vector<TensorRef> tensors = {
-      {"u8", TensorDType::U8, {3}, u8.data()},
-      {"bf16", TensorDType::BF16, {3}, bf16.data()},
-      {"f32", TensorDType::F32, {2, 3}, f32.data()},
-      {"empty", TensorDType::F32, {0, 4}, nullptr},
-      {"i64", TensorDType::I64, {2}, i64.data()},
-      {"f64", TensorDType::F64, {}, f64.data()},
+      {"u8", TensorDType::U8, {3}, u8.data()},       {"bf16", TensorDType::BF16, {3}, bf16.data()},
+      {"f32", TensorDType::F32, {2, 3}, f32.data()}, {"empty", TensorDType::F32, {0, 4}, nullptr},
+      {"i64", TensorDType::I64, {2}, i64.data()},    {"f64", TensorDType::F64, {}, f64.data()},
   };
   DurableFile out(tmp.file("t.safetensors"));
   write_safetensors(out, tensors, "{\"step\": 12, \"rng\": [1, 2, 3]}");
@@ -246,8 +250,11 @@ TEST(CheckpointTagValidation, IgnoreWarnFailAsDeepSpeed) {
   EXPECT_FALSE(check_tag_agreement(TagValidation::Ignore, 1, differ));
   auto warning = check_tag_agreement(TagValidation::Warn, 1, differ);
   ASSERT_TRUE(warning);
-  EXPECT_NE(warning->find("[rank=1] The checkpoint tag name 'step5_rank1' is not consistent across all ranks"),
-            std::string::npos) << *warning;
+  EXPECT_NE(
+      warning->find(
+          "[rank=1] The checkpoint tag name 'step5_rank1' is not consistent across all ranks"),
+      std::string::npos)
+      << *warning;
   msg = error_of([&] { check_tag_agreement(TagValidation::Fail, 2, differ); });
   EXPECT_NE(msg.find("'step5_rank2' is not consistent"), std::string::npos) << msg;
   EXPECT_NE(msg.find("rank 0 saves 'step5_rank0'"), std::string::npos) << msg;

@@ -11,9 +11,9 @@
 #include "dsx/error.h"
 
 using namespace dsx::engine::checkpoint;
-using dsx::test::TempDir;
 using dsx::test::load_and_check;
 using dsx::test::save_test_checkpoint;
+using dsx::test::TempDir;
 
 namespace {
 
@@ -82,7 +82,8 @@ TEST(CheckpointSave, SavingTheSameTagAgainReplacesItWhole) {
   save_test_checkpoint(tmp.path(), "final", 3, 5, 100);
   save_test_checkpoint(tmp.path(), "final", 2, 6, 100);  // smaller world: rank 2's file must go
   EXPECT_EQ(load_and_check(tmp.path()), 6);
-  EXPECT_FALSE(std::filesystem::exists(tmp.file("final/zero_pp_rank_2_mp_rank_00_optim_states.safetensors")));
+  EXPECT_FALSE(std::filesystem::exists(
+      tmp.file("final/zero_pp_rank_2_mp_rank_00_optim_states.safetensors")));
   EXPECT_FALSE(std::filesystem::exists(tmp.file(".final.saving")));
 }
 
@@ -116,7 +117,8 @@ TEST(CheckpointSave, CommitRefusesATruncatedOrCorruptRankFileAndKeepsLatest) {
       w.write_tensor_file(zero_optim_states_file_name(rank, false), {&t, 1}, "{}");
       manifests.push_back(w.manifest());
     }
-    std::string victim = tmp.file(".global_step2.saving/zero_pp_rank_1_mp_rank_00_optim_states.safetensors");
+    std::string victim =
+        tmp.file(".global_step2.saving/zero_pp_rank_1_mp_rank_00_optim_states.safetensors");
     if (truncate)
       std::filesystem::resize_file(victim, 100);
     else
@@ -140,13 +142,15 @@ TEST(CheckpointSave, CommitRefusesManifestsThatAreNotOnePerRank) {
 TEST(CheckpointLoad, RefusesDamagedFilesNamingThem) {
   TempDir tmp;
   save_test_checkpoint(tmp.path(), default_tag(3), 2, 3, 512);
-  const std::string rank1 = tmp.file("global_step3/zero_pp_rank_1_mp_rank_00_optim_states.safetensors");
+  const std::string rank1 =
+      tmp.file("global_step3/zero_pp_rank_1_mp_rank_00_optim_states.safetensors");
   const std::string original = read_all(rank1);
 
   // A flipped bit in the data: open succeeds (sizes match), reading the file is refused.
   flip_byte(rank1, static_cast<long>(original.size()) - 10);
   auto reader = CheckpointReader::open(tmp.path());
-  std::string msg = error_of([&] { reader.read_tensor_file(zero_optim_states_file_name(1, false)); });
+  std::string msg =
+      error_of([&] { reader.read_tensor_file(zero_optim_states_file_name(1, false)); });
   EXPECT_CONTAINS(msg, rank1);
   EXPECT_CONTAINS(msg, "is corrupt: its CRC32C is");
   EXPECT_CONTAINS(error_of([&] { reader.verify_all(); }), rank1);
@@ -156,8 +160,8 @@ TEST(CheckpointLoad, RefusesDamagedFilesNamingThem) {
   std::filesystem::resize_file(rank1, original.size() / 2);
   msg = error_of([&] { CheckpointReader::open(tmp.path()); });
   EXPECT_CONTAINS(msg, rank1);
-  EXPECT_CONTAINS(msg, "is truncated: " + std::to_string(original.size() / 2) + " bytes, the manifest says " +
-                           std::to_string(original.size()));
+  EXPECT_CONTAINS(msg, "is truncated: " + std::to_string(original.size() / 2) +
+                           " bytes, the manifest says " + std::to_string(original.size()));
 
   // Missing.
   std::filesystem::remove(rank1);
@@ -197,7 +201,8 @@ TEST(CheckpointLoad, FileOfAnotherWorldSizeIsNamedAsSuch) {
   TempDir tmp;
   save_test_checkpoint(tmp.path(), "t", 2, 1, 16);
   auto reader = CheckpointReader::open(tmp.path(), "t");
-  std::string msg = error_of([&] { reader.read_tensor_file(zero_optim_states_file_name(5, false)); });
+  std::string msg =
+      error_of([&] { reader.read_tensor_file(zero_optim_states_file_name(5, false)); });
   EXPECT_CONTAINS(msg, "zero_pp_rank_5_mp_rank_00_optim_states.safetensors");
   EXPECT_CONTAINS(msg, "different world size");
 }

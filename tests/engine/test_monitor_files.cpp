@@ -75,9 +75,15 @@ DecodedEvent decode_event(std::string_view bytes) {
   while (!r.done()) {
     uint64_t key = r.varint();
     switch (key) {
-      case (1 << 3) | 1: e.wall_time = r.fixed<double>(); break;
-      case (2 << 3) | 0: e.step = static_cast<int64_t>(r.varint()); break;
-      case (3 << 3) | 2: e.file_version = std::string(r.bytes()); break;
+      case (1 << 3) | 1:
+        e.wall_time = r.fixed<double>();
+        break;
+      case (2 << 3) | 0:
+        e.step = static_cast<int64_t>(r.varint());
+        break;
+      case (3 << 3) | 2:
+        e.file_version = std::string(r.bytes());
+        break;
       case (5 << 3) | 2: {
         Reader summary{r.bytes()};
         while (!summary.done()) {
@@ -85,14 +91,19 @@ DecodedEvent decode_event(std::string_view bytes) {
           Reader value{summary.bytes()};
           while (!value.done()) {
             uint64_t vkey = value.varint();
-            if (vkey == ((1 << 3) | 2)) e.tag = std::string(value.bytes());
-            else if (vkey == ((2 << 3) | 5)) e.simple_value = value.fixed<float>();
-            else ADD_FAILURE() << "unexpected Summary.Value field key " << vkey;
+            if (vkey == ((1 << 3) | 2))
+              e.tag = std::string(value.bytes());
+            else if (vkey == ((2 << 3) | 5))
+              e.simple_value = value.fixed<float>();
+            else
+              ADD_FAILURE() << "unexpected Summary.Value field key " << vkey;
           }
         }
         break;
       }
-      default: ADD_FAILURE() << "unexpected Event field key " << key; return e;
+      default:
+        ADD_FAILURE() << "unexpected Event field key " << key;
+        return e;
     }
   }
   return e;
@@ -112,12 +123,26 @@ std::string only_event_file(const std::string& dir) {
 
 TEST(MonitorPythonFloat, PrintsAsPythonRepr) {
   const std::pair<double, const char*> cases[] = {
-      {0.0001, "0.0001"}, {1e-05, "1e-05"}, {0.00012, "0.00012"}, {65536.0, "65536.0"},
-      {1e16, "1e+16"}, {1.5e16, "1.5e+16"}, {1e15, "1000000000000000.0"},
-      {123456789012345.6, "123456789012345.6"}, {0.1, "0.1"}, {1.0 / 3, "0.3333333333333333"},
-      {-2.5, "-2.5"}, {100000.0, "100000.0"}, {9.5367431640625e-07, "9.5367431640625e-07"},
-      {5e-324, "5e-324"}, {1.7976931348623157e308, "1.7976931348623157e+308"}, {-0.0, "-0.0"},
-      {0.0, "0.0"}, {2.0, "2.0"}, {1e22, "1e+22"}, {123.456, "123.456"},
+      {0.0001, "0.0001"},
+      {1e-05, "1e-05"},
+      {0.00012, "0.00012"},
+      {65536.0, "65536.0"},
+      {1e16, "1e+16"},
+      {1.5e16, "1.5e+16"},
+      {1e15, "1000000000000000.0"},
+      {123456789012345.6, "123456789012345.6"},
+      {0.1, "0.1"},
+      {1.0 / 3, "0.3333333333333333"},
+      {-2.5, "-2.5"},
+      {100000.0, "100000.0"},
+      {9.5367431640625e-07, "9.5367431640625e-07"},
+      {5e-324, "5e-324"},
+      {1.7976931348623157e308, "1.7976931348623157e+308"},
+      {-0.0, "-0.0"},
+      {0.0, "0.0"},
+      {2.0, "2.0"},
+      {1e22, "1e+22"},
+      {123.456, "123.456"},
       {std::numeric_limits<double>::quiet_NaN(), "nan"},
       {std::numeric_limits<double>::infinity(), "inf"},
       {-std::numeric_limits<double>::infinity(), "-inf"},
@@ -138,10 +163,11 @@ TEST(MonitorCsv, WritesDeepSpeedsFilesByteForByte) {
   {
     CsvMonitor csv(tmp.path(), "my_job");
     EXPECT_EQ(csv.log_dir(), tmp.path() + "/my_job");
-    std::vector<Event> first = {{"Train/Samples/lr", 0.0001, 32}, {"Train/Samples/loss_scale", 65536.0, 32}};
+    std::vector<Event> first = {{"Train/Samples/lr", 0.0001, 32},
+                                {"Train/Samples/loss_scale", 65536.0, 32}};
     csv.write_events(first);
-    std::vector<Event> second = {{"Train/Samples/lr", 1e-05, 64}, {"my metric", 0.5, 64},
-                                 {"Eval/acc, top1", 0.25, 64}};
+    std::vector<Event> second = {
+        {"Train/Samples/lr", 1e-05, 64}, {"my metric", 0.5, 64}, {"Eval/acc, top1", 0.25, 64}};
     csv.write_events(second);
   }
   const std::string dir = tmp.path() + "/my_job/";
@@ -173,20 +199,24 @@ TEST(MonitorCsv, UncreatableDirectoryIsAClearError) {
     CsvMonitor csv(tmp.file("a_file"), "job");
     FAIL() << "no error";
   } catch (const dsx::Error& e) {
-    EXPECT_NE(std::string(e.what()).find(tmp.file("a_file") + "/job"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(tmp.file("a_file") + "/job"), std::string::npos)
+        << e.what();
   }
 }
 
 TEST(MonitorTensorBoard, EventFileParsesBackWithEveryCrcChecked) {
   TempDir tmp;
-  const double before = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const double before =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   std::string path;
   {
     TensorBoardMonitor tb(tmp.path(), "run1");
     path = tb.path();
-    std::vector<Event> events = {{"Train/Samples/train_loss", 5.25, 8}, {"Train/Samples/lr", 3e-4, 8}};
+    std::vector<Event> events = {{"Train/Samples/train_loss", 5.25, 8},
+                                 {"Train/Samples/lr", 3e-4, 8}};
     tb.write_events(events);
-    std::vector<Event> more = {{"Train/Samples/train_loss", 4.125, 16}, {"Train/Samples/elapsed_time_ms_step", 12.5, 1LL << 40}};
+    std::vector<Event> more = {{"Train/Samples/train_loss", 4.125, 16},
+                               {"Train/Samples/elapsed_time_ms_step", 12.5, 1LL << 40}};
     tb.write_events(more);
   }
   EXPECT_EQ(only_event_file(tmp.path() + "/run1"), path);
@@ -203,8 +233,10 @@ TEST(MonitorTensorBoard, EventFileParsesBackWithEveryCrcChecked) {
   EXPECT_GE(first.wall_time, std::floor(before));
   EXPECT_LT(first.wall_time, before + 60);
   const std::tuple<const char*, float, int64_t> expected[] = {
-      {"Train/Samples/train_loss", 5.25f, 8}, {"Train/Samples/lr", 3e-4f, 8},
-      {"Train/Samples/train_loss", 4.125f, 16}, {"Train/Samples/elapsed_time_ms_step", 12.5f, 1LL << 40}};
+      {"Train/Samples/train_loss", 5.25f, 8},
+      {"Train/Samples/lr", 3e-4f, 8},
+      {"Train/Samples/train_loss", 4.125f, 16},
+      {"Train/Samples/elapsed_time_ms_step", 12.5f, 1LL << 40}};
   for (int i = 0; i < 4; ++i) {
     DecodedEvent e = decode_event(records[i + 1]);
     EXPECT_EQ(e.tag, std::get<0>(expected[i]));
@@ -250,7 +282,8 @@ TEST(MonitorMaster, RankZeroWritesEveryEnabledMonitorAndNotesWandbAndComet) {
   {
     MonitorMaster master(s, 0, notes);
     EXPECT_TRUE(master.enabled());
-    EXPECT_EQ(master.log_dirs(), (std::vector<std::string>{tmp.path() + "/tb_job", tmp.path() + "/csv_job"}));
+    EXPECT_EQ(master.log_dirs(),
+              (std::vector<std::string>{tmp.path() + "/tb_job", tmp.path() + "/csv_job"}));
     std::vector<Event> events = {{"Train/Samples/lr", 0.001, 4}};
     master.write_events(events);
   }

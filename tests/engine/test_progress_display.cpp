@@ -2,8 +2,8 @@
 // checked against DeepSpeed's own ThroughputTimer run on the same scripted clock), the terminal
 // bar rendered at many widths, plain lines for logs, the summary, and the live display on a real
 // pseudo-terminal (openpty) and on a pipe.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <pty.h>
 #include <sys/ioctl.h>
 #include <termios.h>
@@ -33,7 +33,8 @@ std::string drain(int fd) {
 }
 
 void replace_all(std::string& s, const std::string& from, const std::string& to) {
-  for (size_t p = 0; (p = s.find(from, p)) != std::string::npos; p += to.size()) s.replace(p, from.size(), to);
+  for (size_t p = 0; (p = s.find(from, p)) != std::string::npos; p += to.size())
+    s.replace(p, from.size(), to);
 }
 
 }  // namespace
@@ -50,7 +51,9 @@ TEST(ProgressStepLog, DeepSpeedsStepLine) {
 
 TEST(ProgressStepLog, PrefixLooksLikeDeepSpeedsLogging) {
   std::string prefix = log_prefix(std::chrono::system_clock::now(), 0);
-  EXPECT_TRUE(std::regex_match(prefix, std::regex(R"(\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] \[INFO\] \[dsx\] \[Rank 0\] )")))
+  EXPECT_TRUE(std::regex_match(
+      prefix,
+      std::regex(R"(\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] \[INFO\] \[dsx\] \[Rank 0\] )")))
       << prefix;
 }
 
@@ -64,15 +67,18 @@ TEST(ProgressThroughputTimer, MatchesDeepSpeedOnAScriptedClock) {
     for (int m = 0; m < 2; ++m) {
       double t = 100 + g + 0.3 * m;
       timer.start(t);
-      if (auto line = timer.stop(t + 0.125 * g, m == 1, true, 0.5512, 0.5549)) lines.push_back(*line);
+      if (auto line = timer.stop(t + 0.125 * g, m == 1, true, 0.5512, 0.5549))
+        lines.push_back(*line);
     }
     if (g == 4) timer.update_epoch_count();
   }
   ASSERT_EQ(lines.size(), 2u);
-  EXPECT_EQ(lines[0], "epoch=0/micro_step=8/global_step=4, RunningAvgSamplesPerSec=9.142857142857142, "
-                      "CurrSamplesPerSec=7.9999920000080005, MemAllocated=0.55GB, MaxMemAllocated=0.55GB");
-  EXPECT_EQ(lines[1], "epoch=1/micro_step=4/global_step=6, RunningAvgSamplesPerSec=7.111111111111111, "
-                      "CurrSamplesPerSec=5.333329777780149, MemAllocated=0.55GB, MaxMemAllocated=0.55GB");
+  EXPECT_EQ(lines[0],
+            "epoch=0/micro_step=8/global_step=4, RunningAvgSamplesPerSec=9.142857142857142, "
+            "CurrSamplesPerSec=7.9999920000080005, MemAllocated=0.55GB, MaxMemAllocated=0.55GB");
+  EXPECT_EQ(lines[1],
+            "epoch=1/micro_step=4/global_step=6, RunningAvgSamplesPerSec=7.111111111111111, "
+            "CurrSamplesPerSec=5.333329777780149, MemAllocated=0.55GB, MaxMemAllocated=0.55GB");
   EXPECT_DOUBLE_EQ(timer.avg_samples_per_sec(), 7.111111111111111);
   ThroughputTimer never(8, std::nullopt);
   never.start(1);
@@ -88,7 +94,8 @@ TEST(ProgressRender, TerminalLineExactly) {
             " 37% |██████▎          | 370/1000 loss 2.3457 lr 3.00e-04 12.3k tok/s ETA 1m23s");
   EXPECT_EQ(display_width(render_terminal_line(s, 80, true)), 79);  // 0.37 of 17 cells: 6 and 2/8
   ProgressState unknown{5, 0, 1.0, 1e-3, 0, 1, std::nullopt};
-  EXPECT_EQ(render_terminal_line(unknown, 80, true), "5 steps loss 1.0000 lr 1.00e-03 0 tok/s ETA --");
+  EXPECT_EQ(render_terminal_line(unknown, 80, true),
+            "5 steps loss 1.0000 lr 1.00e-03 0 tok/s ETA --");
 }
 
 TEST(ProgressRender, TerminalLineFitsEveryWidth) {
@@ -106,15 +113,17 @@ TEST(ProgressRender, TerminalLineFitsEveryWidth) {
   EXPECT_EQ(render_terminal_line(done, 80, false),
             "100% |#######################| 1000/1000 loss 1.0000 lr 1.00e+00 1 tok/s ETA 0s");
   // Too narrow for a bar: whole parts are dropped from the end, never cut in the middle.
-  EXPECT_EQ(render_terminal_line(done, 50, false), "100%  1000/1000 loss 1.0000 lr 1.00e+00 1 tok/s");
+  EXPECT_EQ(render_terminal_line(done, 50, false),
+            "100%  1000/1000 loss 1.0000 lr 1.00e+00 1 tok/s");
   EXPECT_EQ(render_terminal_line(done, 30, false), "100%  1000/1000 loss 1.0000");
   EXPECT_EQ(render_terminal_line(done, 8, false), "100% 10");
 }
 
 TEST(ProgressRender, PlainLineAndUnits) {
   ProgressState s{370, 1000, 2.34567, 3e-4, 12345, 62, 83};
-  EXPECT_EQ(render_plain_line(s),
-            "step 370/1000 | loss 2.3457 | lr 3.000e-04 | 12.3k tokens/s | elapsed 1m02s | ETA 1m23s");
+  EXPECT_EQ(
+      render_plain_line(s),
+      "step 370/1000 | loss 2.3457 | lr 3.000e-04 | 12.3k tokens/s | elapsed 1m02s | ETA 1m23s");
   EXPECT_EQ(format_duration(59.4), "59s");
   EXPECT_EQ(format_duration(3599), "59m59s");
   EXPECT_EQ(format_duration(7380), "2h03m");
@@ -207,7 +216,8 @@ TEST(ProgressDisplay, OneUpdatingLineOnAPseudoTerminal) {
   size_t start = 0;
   while ((start = text.find('\r', start)) != std::string::npos) {
     size_t end = text.find_first_of("\r\n", start + 1);
-    std::string line = text.substr(start + 1, end == std::string::npos ? std::string::npos : end - start - 1);
+    std::string line =
+        text.substr(start + 1, end == std::string::npos ? std::string::npos : end - start - 1);
     start = start + 1;
     if (line.empty()) continue;
     ++draws;
@@ -218,7 +228,8 @@ TEST(ProgressDisplay, OneUpdatingLineOnAPseudoTerminal) {
   EXPECT_GE(draws, 15);
   EXPECT_LE(draws, 25);
   EXPECT_GT(wide, 0) << "the line did not grow with the window";
-  EXPECT_NE(out.find("\r\x1b[K[Rank 0] step=50, skipped=0\n"), std::string::npos) << "log line broke the bar";
+  EXPECT_NE(out.find("\r\x1b[K[Rank 0] step=50, skipped=0\n"), std::string::npos)
+      << "log line broke the bar";
   EXPECT_NE(out.find("100/100"), std::string::npos);
   // The first lines (60 columns) never exceed 59.
   std::string first = text.substr(1, text.find_first_of("\r\n", 1) - 1);
