@@ -157,6 +157,11 @@ int run_launch(const LaunchOptions& options) {
     throw Error(ErrorKind::Unsupported, "--autotuning is DeepSpeed's Python autotuner; dsx launch does not run it");
   }
   if (o.user_script.empty()) throw Error(ErrorKind::Usage, "no program to launch: dsx launch [flags] PROGRAM [ARGS...]");
+  static const char* levels[] = {"debug", "info", "warning", "error", "critical"};
+  if (std::find(std::begin(levels), std::end(levels), o.log_level) == std::end(levels)) {
+    throw Error(ErrorKind::Usage, "--log_level '" + o.log_level + "': choose debug, info, warning, error or critical");
+  }
+  parse_local_rank_rule(o.local_rank_rule);  // reject a bad value before anything starts
 
   auto hostfile = read_hostfile(o.hostfile);
   if (!hostfile) info(o, "Unable to find hostfile, will proceed with training with local resources only");

@@ -274,6 +274,12 @@ TEST_F(LocalLaunch, PythonScriptRunsUnderPythonWithLocalRank) {
   EXPECT_EQ(read_text(dir / "py1"), "--local_rank=1 --epochs 1|2");
 }
 
+TEST_F(LocalLaunch, BadLogLevelIsAUsageError) {
+  auto r = run_dsx("launch --log_level loud x.py");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--log_level 'loud'"), std::string::npos) << r.output;
+}
+
 TEST_F(LocalLaunch, ElasticAndAutotuningAreRejectedClearly) {
   auto r = run_dsx("launch --elastic_training --master_addr 127.0.0.1 x.py");
   EXPECT_EQ(r.exit_code, 1);

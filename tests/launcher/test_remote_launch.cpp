@@ -71,9 +71,11 @@ class RemoteLaunch : public SshdFixture {
 
 TEST_F(RemoteLaunch, SshFanOutStartsBothNodesWithEnvironmentAndEnvFile) {
   std::ofstream(dir / ".deepspeed_env") << "# exported to every node\nFROM_DEEPSPEED_ENV = yes it is\n";
-  Background run(launch("ssh"), env("ok"), dir / "launch.out", dir.path());
+  std::ofstream(dir / "venv script.sh") << "export FROM_VENV_SCRIPT=sourced\n";
+  Background run(launch("ssh", {"--venv_script", dir / "venv script.sh"}), env("ok"), dir / "launch.out", dir.path());
   ASSERT_EQ(run.wait(60), 0) << output();
   expect_two_node_world();
+  EXPECT_EQ(read_env(rank_file(3, "env"))["FROM_VENV_SCRIPT"], "sourced");
   EXPECT_NE(output().find("127.0.0.2: [rank3]: rank 3 says hello"), std::string::npos) << output();
 }
 
