@@ -73,6 +73,7 @@ void print_text(const rep::Environment& env, const std::vector<rep::Finding>& fi
   std::string simd;
   for (const auto& s : env.cpu.simd) simd += s + " ";
   line("SIMD", simd.empty() ? "none detected" : simd);
+  line("dsx kernels", env.cpu.kernel_simd + " path (DSX_SIMD lowers it)");
   std::printf("CUDA\n");
   line("runtime", library_text(env.cuda.runtime));
   line("driver", library_text(env.cuda.driver));
@@ -159,6 +160,7 @@ void print_json(const rep::Environment& env, const std::vector<rep::Finding>& fi
   w.Key("model"); w.String(env.cpu.model.c_str());
   w.Key("online_cores"); w.Int(env.cpu.online_cores);
   write_strings(w, "simd", env.cpu.simd);
+  w.Key("kernel_simd"); w.String(env.cpu.kernel_simd.c_str());
   w.EndObject();
   w.Key("cuda");
   w.StartObject();

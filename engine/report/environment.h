@@ -27,6 +27,7 @@ struct CpuInfo {
   std::string model;
   int online_cores = 0;
   std::vector<std::string> simd;  // instruction-set extensions this CPU has, of those that matter
+  std::string kernel_simd;        // the path dsx's CPU kernels take (DSX_SIMD may lower it)
 };
 
 // One shared library found (or not) with dlopen.

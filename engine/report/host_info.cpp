@@ -11,6 +11,8 @@
 #include <cstring>
 #include <fstream>
 
+#include "kernels/simd.h"
+
 extern char** environ;
 
 namespace dsx::report {
@@ -26,6 +28,7 @@ CpuInfo probe_cpu() {
     }
   }
   cpu.online_cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  cpu.kernel_simd = kernels::simd_level_name(kernels::simd_level());
 #if defined(__x86_64__)
   __builtin_cpu_init();
   if (__builtin_cpu_supports("sse4.2")) cpu.simd.push_back("sse4.2");
@@ -75,7 +78,7 @@ std::vector<std::pair<std::string, std::string>> communication_variables() {
   static const char* prefixes[] = {"NCCL_", "FI_", "OFI_NCCL_", "RDMAV_", "TORCH_NCCL_", "DSX_"};
   static const char* names[] = {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "MASTER_ADDR", "MASTER_PORT",
                                 "WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "CROSS_SIZE",
-                                "DEEPSPEED_TIMEOUT", "GLOO_SOCKET_IFNAME"};
+                                "DEEPSPEED_TIMEOUT", "GLOO_SOCKET_IFNAME", "OMP_NUM_THREADS"};
   std::vector<std::pair<std::string, std::string>> vars;
   for (char** e = environ; *e; ++e) {
     std::string entry = *e;

@@ -114,6 +114,8 @@ constexpr std::array kOthers = {
     Entry{"DSX_COMM_TIMEOUT", "dsx: seconds one collective may wait for a peer before failing and naming it"},
     Entry{"DSX_STORE_TIMEOUT", "dsx: seconds ranks wait for each other at the rendezvous (default 300)"},
     Entry{"DSX_COMM_BACKEND", "dsx: communication backend (nccl or ofi)"},
+    Entry{"DSX_SIMD", "dsx: lowers the SIMD path of the CPU kernels (avx512, avx2, scalar)"},
+    Entry{"OMP_NUM_THREADS", "threads of dsx's CPU kernels (OpenMP)"},
     Entry{"DSX_OFI_PROVIDER", "dsx: the libfabric provider the ofi backend uses (shm, tcp, efa, ...)"},
     Entry{"GLOO_SOCKET_IFNAME", "the interface Gloo uses"},
 };

@@ -42,6 +42,7 @@ TEST(ReportCli, ThisMachineWithoutGpuSaysSoCleanly) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(r.json["dsx"]["version"].IsString());
   EXPECT_GT(r.json["cpu"]["online_cores"].GetInt(), 0);
+  EXPECT_STREQ(report("DSX_SIMD=scalar").json["cpu"]["kernel_simd"].GetString(), "scalar");
   EXPECT_TRUE(r.json["libfabric"]["version"].IsString());
   // This machine has libfabric's tcp and shm providers (comm's tests run on them).
   bool tcp = false;
