@@ -172,12 +172,16 @@ TEST(CheckpointDiskFull, FileSizeLimitNamesTheFileAndKeepsThePreviousCheckpoint)
 TEST(CheckpointDiskFull, UnwritableDirectoryNamesItAndSaysWhatToDo) {
   TempDir tmp;
   save_test_checkpoint(tmp.path(), default_tag(1), 1, 1, 64);
-  ASSERT_EQ(chmod(tmp.path().c_str(), 0755), 0);  // others may enter but not write
+  // As root: others may enter but not write, and the child becomes "nobody". Otherwise the
+  // owner (us) loses write permission.
+  const bool root = geteuid() == 0;
+  ASSERT_EQ(chmod(tmp.path().c_str(), root ? 0755 : 0555), 0);
   auto [msg, code] = in_child([&](std::string&) {
-    if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) return 20;  // drop root
+    if (root && (setgid(65534) != 0 || setuid(65534) != 0)) return 20;  // drop root
     save_test_checkpoint(tmp.path(), default_tag(2), 1, 2, 64);
     return 0;
   });
+  chmod(tmp.path().c_str(), 0755);  // let TempDir clean up
   ASSERT_NE(code, 20) << "could not drop root privileges";
   EXPECT_EQ(code, 10) << msg;
   EXPECT_CONTAINS(msg, tmp.path() + "/.global_step2.saving");
