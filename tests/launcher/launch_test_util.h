@@ -76,7 +76,7 @@ class ScratchDir {
  public:
   ScratchDir() {
     std::string tmpl = testing::TempDir() + "/dsx_launch_XXXXXX";
-    path_ = ::mkdtemp(tmpl.data());
+    path_ = std::filesystem::canonical(::mkdtemp(tmpl.data())).string();  // as getcwd() spells it
   }
   ~ScratchDir() { std::filesystem::remove_all(path_); }
   const std::string& path() const { return path_; }

@@ -263,6 +263,28 @@ TEST_F(LocalLaunch, DryRunPrintsEveryRankAndStartsNothing) {
   EXPECT_NE(r.output.find(" -u train.py --local_rank=1 --x 'a b'\n"), std::string::npos) << r.output;
 }
 
+TEST_F(LocalLaunch, DryRunOfMultiNodeBackendsPrintsTheExactCommands) {
+  std::ofstream(dir / "hostfile") << "127.0.0.1 slots=2\n127.0.0.2 slots=2\n";
+  std::string common = " launch --dry_run -H " + (dir / "hostfile") + " --master_port 1234 ";
+  auto r = run_command(std::string("cd ") + dir.path() + " && env -i PATH=/usr/bin:/bin NCCL_X='a b' " + DSX_EXE + common +
+                       "--launcher pdsh train.py --lr 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("pdsh: PDSH_RCMD_TYPE=ssh pdsh -S -f 1024 -w 127.0.0.1,127.0.0.2 "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--node_rank=%n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("node 1 (127.0.0.2): export NCCL_X='a b'; export PYTHONPATH=" + dir.path() + "; cd " + dir.path() +
+                          " && exec "),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find(" --node_rank=1 --master_addr=127.0.0.1 --master_port=1234 "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" train.py --lr 1\n"), std::string::npos) << r.output;
+  r = run_command(std::string("cd ") + dir.path() + " && " + DSX_EXE + common + "--launcher slurm train.py");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("srun -n 4 --nodes=2 --ntasks-per-node=2 --nodelist=127.0.0.1,127.0.0.2 --kill-on-bad-exit=1 --export=ALL "),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find(" launch --dsx_rank_shim --kill_grace_s=30 train.py"), std::string::npos) << r.output;
+}
+
 TEST_F(LocalLaunch, PythonScriptRunsUnderPythonWithLocalRank) {
   if (!exists("/usr/bin/python3")) GTEST_SKIP() << "python3 is not installed";
   std::ofstream(dir / "probe.py") << "import os, sys\n"
