@@ -23,6 +23,10 @@ constexpr const char* kUsage =
     "       dsx checkpoint verify DIR [--tag T]  check every file of a checkpoint (default: "
     "latest)";
 
+std::string ranks_text(int ranks) {
+  return std::to_string(ranks) + (ranks == 1 ? " rank, " : " ranks, ");
+}
+
 std::string megabytes(uint64_t bytes) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1f MB", static_cast<double>(bytes) / 1e6);
@@ -58,8 +62,8 @@ int list(const std::string& dir) {
     }
     try {
       auto reader = ck::CheckpointReader::open(dir, name);
-      std::cout << (is_latest ? "  * " : "    ") << name << "  " << reader.world_size()
-                << " ranks, " << megabytes(total_bytes(reader.manifest())) << "\n";
+      std::cout << (is_latest ? "  * " : "    ") << name << "  " << ranks_text(reader.world_size())
+                << megabytes(total_bytes(reader.manifest())) << "\n";
     } catch (const Error& e) {
       std::cout << (is_latest ? "  * " : "    ") << name << "  not loadable: " << e.what() << "\n";
     }
@@ -72,7 +76,7 @@ int verify(const std::string& dir, const std::string& tag) {
   reader.verify_all();
   size_t files = 0;
   for (const auto& r : reader.manifest().ranks) files += r.files.size();
-  std::cout << "checkpoint " << reader.directory() << ": " << reader.world_size() << " ranks, "
+  std::cout << "checkpoint " << reader.directory() << ": " << ranks_text(reader.world_size())
             << files << " files, " << megabytes(total_bytes(reader.manifest()))
             << "; every size and CRC32C matches its manifest\n";
   return 0;

@@ -220,9 +220,11 @@ int ProgressDisplay::terminal_width() const {
 }
 
 std::string format_summary(const RunSummary& s) {
-  auto row = [](const std::string& key, const std::string& value) {
+  size_t key_width = 13;  // the values line up, also after a long extra key
+  for (const auto& [key, value] : s.extra) key_width = std::max(key_width, key.size() + 2);
+  auto row = [&](const std::string& key, const std::string& value) {
     std::string padded = key;
-    padded.resize(std::max<size_t>(key.size() + 1, 13), ' ');
+    padded.resize(std::max(key.size() + 1, key_width), ' ');
     return "  " + padded + value + "\n";
   };
   std::string out = "dsx: training summary\n";

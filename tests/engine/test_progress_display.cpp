@@ -144,14 +144,15 @@ TEST(ProgressSummary, Exactly) {
   s.final_loss = 1.23449;
   s.lowest_loss = 1.2001;
   s.lowest_loss_step = 950;
-  s.extra = {{"checkpoint", "out/global_step1000"}};
+  s.extra = {{"checkpoint", "out/global_step1000"}, {"monitor logs", "logs/run"}};
   EXPECT_EQ(format_summary(s),
             "dsx: training summary\n"
-            "  steps        1000 (2 skipped)\n"
-            "  time         5m12s\n"
-            "  loss         5.5432 first, 1.2345 final, 1.2001 lowest (step 950)\n"
-            "  throughput   10.0k tokens/s, 96.2 samples/s\n"
-            "  checkpoint   out/global_step1000\n");
+            "  steps         1000 (2 skipped)\n"
+            "  time          5m12s\n"
+            "  loss          5.5432 first, 1.2345 final, 1.2001 lowest (step 950)\n"
+            "  throughput    10.0k tokens/s, 96.2 samples/s\n"
+            "  checkpoint    out/global_step1000\n"
+            "  monitor logs  logs/run\n");
 }
 
 TEST(ProgressDisplay, PlainLinesOnAPipe) {
