@@ -61,6 +61,18 @@ void swap_into_place(const std::string& staging, const std::string& target) {
   std::filesystem::remove_all(staging, ec);
 }
 
+// Staging directories of saves that were killed before their commit hold partial copies of a
+// checkpoint (gigabytes, for a large model). Saves of one job run one at a time, so once this
+// commit is done any other staging directory in save_dir is such a leftover.
+void remove_abandoned_saves(const std::string& save_dir) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(save_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with(".") && name.ends_with(".saving"))
+      std::filesystem::remove_all(entry.path(), ec);
+  }
+}
+
 }  // namespace
 
 RankWriter::RankWriter(std::string save_dir, std::string tag, int rank)
@@ -126,6 +138,7 @@ void commit(const std::string& save_dir, const std::string& tag,
   swap_into_place(staging, tag_directory(save_dir, tag));
   fsync_directory(save_dir);
   write_file_durably(latest_file(save_dir), tag);  // DeepSpeed writes the bare tag
+  remove_abandoned_saves(save_dir);
 }
 
 }  // namespace dsx::engine::checkpoint

@@ -105,6 +105,20 @@ TEST(CheckpointSave, InterruptedSaveLeavesLatestOnThePreviousCheckpoint) {
   EXPECT_EQ(load_and_check(tmp.path()), 2);
 }
 
+TEST(CheckpointSave, ACommitRemovesWhatKilledSavesLeftBehind) {
+  TempDir tmp;
+  {
+    RankWriter w(tmp.path(), "global_step7", 0);  // killed before its commit
+    std::vector<float> x(64, 1.0f);
+    TensorRef t{"master.0", TensorDType::F32, {64}, x.data()};
+    w.write_tensor_file(zero_optim_states_file_name(0, false), {&t, 1}, "{}");
+  }
+  ASSERT_TRUE(std::filesystem::exists(tmp.file(".global_step7.saving")));
+  save_test_checkpoint(tmp.path(), default_tag(8), 1, 8, 64);
+  EXPECT_FALSE(std::filesystem::exists(tmp.file(".global_step7.saving")));
+  EXPECT_EQ(load_and_check(tmp.path()), 8);
+}
+
 TEST(CheckpointSave, CommitRefusesATruncatedOrCorruptRankFileAndKeepsLatest) {
   TempDir tmp;
   save_test_checkpoint(tmp.path(), default_tag(1), 2, 1, 256);
