@@ -30,7 +30,8 @@ bool is_directory(const std::string& path) {
 
 }  // namespace
 
-CheckpointReader CheckpointReader::open(const std::string& save_dir, const std::string& tag_arg) {
+CheckpointReader CheckpointReader::open(const std::string& save_dir, const std::string& tag_arg,
+                                        bool check_all_sizes) {
   std::string tag = tag_arg;
   if (tag.empty()) {
     tag = read_latest_tag(save_dir);
@@ -64,9 +65,10 @@ CheckpointReader CheckpointReader::open(const std::string& save_dir, const std::
                                        "\", not \"" + tag +
                                        "\": the directory was renamed or "
                                        "copied over; load it by its original tag");
-  for (const auto& rank : reader.manifest_.ranks)
-    for (const auto& file : rank.files)
-      verify_file(reader.directory_ + "/" + file.name, file, VerifyLevel::Size);
+  if (check_all_sizes)
+    for (const auto& rank : reader.manifest_.ranks)
+      for (const auto& file : rank.files)
+        verify_file(reader.directory_ + "/" + file.name, file, VerifyLevel::Size);
   return reader;
 }
 

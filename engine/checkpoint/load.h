@@ -13,8 +13,11 @@ namespace dsx::engine::checkpoint {
 
 class CheckpointReader {
  public:
-  // `tag` empty: the tag named by `<save_dir>/latest`.
-  static CheckpointReader open(const std::string& save_dir, const std::string& tag = "");
+  // `tag` empty: the tag named by `<save_dir>/latest`. check_all_sizes: stat every rank's file
+  // (a truncated one is refused here); with hundreds of ranks each opening the checkpoint on a
+  // shared file system, pass false: each rank's own files are still checked when it reads them.
+  static CheckpointReader open(const std::string& save_dir, const std::string& tag = "",
+                               bool check_all_sizes = true);
 
   const std::string& tag() const { return manifest_.tag; }
   const std::string& directory() const { return directory_; }

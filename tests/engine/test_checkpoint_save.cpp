@@ -177,6 +177,12 @@ TEST(CheckpointLoad, RefusesDamagedFilesNamingThem) {
   EXPECT_CONTAINS(msg, "is truncated: " + std::to_string(original.size() / 2) +
                            " bytes, the manifest says " + std::to_string(original.size()));
 
+  // Without the all-files check, open succeeds and the damaged file is refused when read.
+  auto lazy = CheckpointReader::open(tmp.path(), "", /*check_all_sizes=*/false);
+  EXPECT_NO_THROW(lazy.read_tensor_file(zero_optim_states_file_name(0, false)));
+  msg = error_of([&] { lazy.read_tensor_file(zero_optim_states_file_name(1, false)); });
+  EXPECT_CONTAINS(msg, rank1 + " is truncated");
+
   // Missing.
   std::filesystem::remove(rank1);
   msg = error_of([&] { CheckpointReader::open(tmp.path()); });
