@@ -27,28 +27,30 @@ bool is_ipv4_cidr(const std::string& text) {
 }  // namespace
 
 void validate_cluster_name(const std::string& name) {
-  bool ok = !name.empty() && name.size() <= 40 && name[0] >= 'a' && name[0] <= 'z' &&
-            name.back() != '-';
+  bool ok =
+      !name.empty() && name.size() <= 40 && name[0] >= 'a' && name[0] <= 'z' && name.back() != '-';
   for (char c : name) ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-');
   require(ok, "--cluster '" + name +
                   "' is not a usable name: use 1-40 lower-case letters, digits and '-', starting "
-                  "with a letter (it names every cloud resource, e.g. dsx-" + name + ")");
+                  "with a letter (it names every cloud resource, e.g. dsx-" +
+                  name + ")");
 }
 
 void validate(const AwsClusterOptions& o) {
   validate_cluster_name(o.cluster);
   aws_instance_type(o.instance_type);
   require(!o.region.empty(), "--region is required (e.g. us-east-1)");
-  require(o.count >= 1 && o.count <= 1000, "--count must be between 1 and 1000, got " +
-                                               std::to_string(o.count));
+  require(o.count >= 1 && o.count <= 1000,
+          "--count must be between 1 and 1000, got " + std::to_string(o.count));
   require(starts_with(o.subnet, "subnet-"),
           "--subnet must be a subnet id (subnet-...), got '" + o.subnet +
               "': all nodes go in one private subnet of one availability zone");
-  require(is_ipv4_cidr(o.ssh_cidr), "--ssh-cidr must be an IPv4 CIDR such as 10.0.0.0/16, got '" +
-                                        o.ssh_cidr + "'");
+  require(is_ipv4_cidr(o.ssh_cidr),
+          "--ssh-cidr must be an IPv4 CIDR such as 10.0.0.0/16, got '" + o.ssh_cidr + "'");
   require(starts_with(o.image, "ami-") || starts_with(o.image, "resolve:ssm:"),
           "--image must be an AMI id (ami-...) or resolve:ssm:<parameter>, got '" + o.image + "'");
-  require(starts_with(o.root_device, "/dev/"), "--root-device must be a device name like /dev/sda1");
+  require(starts_with(o.root_device, "/dev/"),
+          "--root-device must be a device name like /dev/sda1");
   require(o.root_volume_gb >= 50 && o.root_volume_gb <= 16384,
           "--root-gb must be between 50 and 16384");
   require(o.capacity_reservation.empty() || starts_with(o.capacity_reservation, "cr-"),

@@ -13,14 +13,14 @@ inline constexpr const char* kDefaultAwsImage =
     "base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id";
 
 struct AwsClusterOptions {
-  std::string cluster;               // name: lower-case letters, digits, '-'
+  std::string cluster;  // name: lower-case letters, digits, '-'
   std::string region;
   std::string instance_type = "p5.48xlarge";
   int count = 2;
-  std::string subnet;                // one private subnet in one AZ (EFA traffic stays in it)
-  std::string ssh_cidr;              // who may SSH in (bastion, VPN)
-  std::string key_name;              // EC2 key pair for the default user; optional
-  std::string image = kDefaultAwsImage;  // ami-... or resolve:ssm:...
+  std::string subnet;                     // one private subnet in one AZ (EFA traffic stays in it)
+  std::string ssh_cidr;                   // who may SSH in (bastion, VPN)
+  std::string key_name;                   // EC2 key pair for the default user; optional
+  std::string image = kDefaultAwsImage;   // ami-... or resolve:ssm:...
   std::string root_device = "/dev/sda1";  // Ubuntu; Amazon Linux uses /dev/xvda
   int root_volume_gb = 500;
   std::string capacity_reservation;  // cr-...; empty = on-demand
@@ -37,9 +37,9 @@ struct AwsClusterOptions {
 void validate(const AwsClusterOptions& options);
 
 // Names derived from the cluster name.
-std::string aws_resource_name(const AwsClusterOptions& options);     // dsx-<cluster>
-std::string aws_node_role_name(const AwsClusterOptions& options);    // dsx-<cluster>-node
-std::string aws_key_parameter(const AwsClusterOptions& options);     // /dsx/<cluster>/cluster-key
+std::string aws_resource_name(const AwsClusterOptions& options);   // dsx-<cluster>
+std::string aws_node_role_name(const AwsClusterOptions& options);  // dsx-<cluster>-node
+std::string aws_key_parameter(const AwsClusterOptions& options);   // /dsx/<cluster>/cluster-key
 bool aws_creates_security_group(const AwsClusterOptions& options);
 bool aws_creates_instance_profile(const AwsClusterOptions& options);
 // Targeted capacity reservations may lie outside a new placement group (ref 1.2.3): skip it.

@@ -15,7 +15,9 @@ namespace {
 using rapidjson::Value;
 using Allocator = rapidjson::Document::AllocatorType;
 
-Value str(const std::string& s, Allocator& a) { return Value(s.c_str(), rapidjson::SizeType(s.size()), a); }
+Value str(const std::string& s, Allocator& a) {
+  return Value(s.c_str(), rapidjson::SizeType(s.size()), a);
+}
 
 Value tags_for(const char* resource_type, const AwsClusterOptions& o, Allocator& a) {
   Value tags(rapidjson::kArrayType);
@@ -104,7 +106,8 @@ std::string render_launch_template(const AwsClusterOptions& o, const std::string
   doc.AddMember("InstanceType", str(o.instance_type, a), a);
   if (!o.key_name.empty()) doc.AddMember("KeyName", str(o.key_name, a), a);
   Value profile(rapidjson::kObjectType);
-  profile.AddMember("Name", str(o.instance_profile.empty() ? aws_node_role_name(o) : o.instance_profile, a), a);
+  profile.AddMember(
+      "Name", str(o.instance_profile.empty() ? aws_node_role_name(o) : o.instance_profile, a), a);
   doc.AddMember("IamInstanceProfile", profile, a);
   if (aws_uses_placement_group(o)) {
     Value placement(rapidjson::kObjectType);

@@ -12,8 +12,9 @@ std::vector<std::string> aws(const AwsClusterOptions& o, std::vector<std::string
 }
 
 std::string tag_spec(const char* resource_type, const AwsClusterOptions& o) {
-  return std::string("ResourceType=") + resource_type + ",Tags=[{Key=Name,Value=" +
-         aws_resource_name(o) + "},{Key=dsx-cluster,Value=" + o.cluster + "}]";
+  return std::string("ResourceType=") + resource_type +
+         ",Tags=[{Key=Name,Value=" + aws_resource_name(o) +
+         "},{Key=dsx-cluster,Value=" + o.cluster + "}]";
 }
 
 std::string cluster_filter(const AwsClusterOptions& o) {
@@ -23,8 +24,8 @@ std::string cluster_filter(const AwsClusterOptions& o) {
 // EFA needs all traffic to and from the group itself; SSH comes only from the user's CIDR.
 std::string ingress_rules(const AwsClusterOptions& o) {
   return R"([{"IpProtocol":"-1","UserIdGroupPairs":[{"GroupId":"${SG_ID}","Description":"dsx: all traffic between nodes for EFA"}]},)"
-         R"({"IpProtocol":"tcp","FromPort":22,"ToPort":22,"IpRanges":[{"CidrIp":")" + o.ssh_cidr +
-         R"(","Description":"dsx: ssh"}]}])";
+         R"({"IpProtocol":"tcp","FromPort":22,"ToPort":22,"IpRanges":[{"CidrIp":")" +
+         o.ssh_cidr + R"(","Description":"dsx: ssh"}]}])";
 }
 
 constexpr const char* kEgressSelf =
@@ -39,8 +40,8 @@ std::string node_policy(const AwsClusterOptions& o) {
       R"({"Version":"2012-10-17","Statement":[)"
       R"({"Effect":"Allow","Action":["ec2:DescribeInstances"],"Resource":"*"},)"
       R"({"Effect":"Allow","Action":["ec2:CreateTags"],"Resource":"arn:aws:ec2:*:*:instance/*"},)"
-      R"({"Effect":"Allow","Action":["ssm:GetParameter"],"Resource":"arn:aws:ssm:)" + o.region +
-      ":*:parameter" + aws_key_parameter(o) + R"("})";
+      R"({"Effect":"Allow","Action":["ssm:GetParameter"],"Resource":"arn:aws:ssm:)" +
+      o.region + ":*:parameter" + aws_key_parameter(o) + R"("})";
   if (o.dsx_package.rfind("s3://", 0) == 0) {
     policy += R"(,{"Effect":"Allow","Action":["s3:GetObject"],"Resource":"arn:aws:s3:::)" +
               o.dsx_package.substr(5) + R"("})";
@@ -54,12 +55,13 @@ void add_security_group(Plan& plan, const AwsClusterOptions& o) {
                         aws(o, {"ec2", "describe-subnets", "--subnet-ids", o.subnet, "--query",
                                 "Subnets[0].VpcId", "--output", "text"}),
                         "VPC_ID"});
-  plan.steps.push_back({"create security group " + name,
-                        aws(o, {"ec2", "create-security-group", "--group-name", name, "--description",
-                                "dsx cluster " + o.cluster + ": EFA traffic between nodes, SSH from " + o.ssh_cidr,
-                                "--vpc-id", "${VPC_ID}", "--tag-specifications",
-                                tag_spec("security-group", o), "--query", "GroupId", "--output", "text"}),
-                        "SG_ID"});
+  plan.steps.push_back(
+      {"create security group " + name,
+       aws(o, {"ec2", "create-security-group", "--group-name", name, "--description",
+               "dsx cluster " + o.cluster + ": EFA traffic between nodes, SSH from " + o.ssh_cidr,
+               "--vpc-id", "${VPC_ID}", "--tag-specifications", tag_spec("security-group", o),
+               "--query", "GroupId", "--output", "text"}),
+       "SG_ID"});
   plan.steps.push_back({"allow all traffic from the group itself and SSH from " + o.ssh_cidr,
                         aws(o, {"ec2", "authorize-security-group-ingress", "--group-id", "${SG_ID}",
                                 "--ip-permissions", ingress_rules(o)})});
@@ -70,22 +72,25 @@ void add_security_group(Plan& plan, const AwsClusterOptions& o) {
 
 void add_instance_profile(Plan& plan, const AwsClusterOptions& o) {
   const std::string role = aws_node_role_name(o);
-  plan.steps.push_back({"create the node role " + role,
-                        aws(o, {"iam", "create-role", "--role-name", role, "--assume-role-policy-document",
-                                kAssumeRole, "--tags", "Key=dsx-cluster,Value=" + o.cluster})});
+  plan.steps.push_back(
+      {"create the node role " + role,
+       aws(o, {"iam", "create-role", "--role-name", role, "--assume-role-policy-document",
+               kAssumeRole, "--tags", "Key=dsx-cluster,Value=" + o.cluster})});
   plan.steps.push_back({"let nodes use Session Manager (access without a bastion)",
                         aws(o, {"iam", "attach-role-policy", "--role-name", role, "--policy-arn",
                                 "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore"})});
   plan.steps.push_back({"let nodes list peers, tag themselves and read the cluster key",
                         aws(o, {"iam", "put-role-policy", "--role-name", role, "--policy-name",
                                 "dsx-node", "--policy-document", node_policy(o)})});
-  plan.steps.push_back({"create instance profile " + role,
-                        aws(o, {"iam", "create-instance-profile", "--instance-profile-name", role})});
+  plan.steps.push_back(
+      {"create instance profile " + role,
+       aws(o, {"iam", "create-instance-profile", "--instance-profile-name", role})});
   plan.steps.push_back({"put the role in the profile",
-                        aws(o, {"iam", "add-role-to-instance-profile", "--instance-profile-name", role,
-                                "--role-name", role})});
-  plan.steps.push_back({"wait until IAM shows the profile",
-                        aws(o, {"iam", "wait", "instance-profile-exists", "--instance-profile-name", role})});
+                        aws(o, {"iam", "add-role-to-instance-profile", "--instance-profile-name",
+                                role, "--role-name", role})});
+  plan.steps.push_back(
+      {"wait until IAM shows the profile",
+       aws(o, {"iam", "wait", "instance-profile-exists", "--instance-profile-name", role})});
 }
 
 }  // namespace
@@ -93,29 +98,33 @@ void add_instance_profile(Plan& plan, const AwsClusterOptions& o) {
 std::string aws_launch_template_path(const AwsClusterOptions& o) {
   return o.out_dir + "/aws/launch-template.json";
 }
-std::string aws_user_data_path(const AwsClusterOptions& o) { return o.out_dir + "/aws/user-data.sh"; }
+std::string aws_user_data_path(const AwsClusterOptions& o) {
+  return o.out_dir + "/aws/user-data.sh";
+}
 
 Plan aws_up_plan(const AwsClusterOptions& o) {
-  Plan plan{"dsx cloud aws up: " + std::to_string(o.count) + " x " + o.instance_type +
-                " in " + o.region + " as cluster " + o.cluster, {}};
+  Plan plan{"dsx cloud aws up: " + std::to_string(o.count) + " x " + o.instance_type + " in " +
+                o.region + " as cluster " + o.cluster,
+            {}};
   const std::string name = aws_resource_name(o);
   if (aws_creates_security_group(o)) add_security_group(plan, o);
   if (aws_uses_placement_group(o)) {
-    plan.steps.push_back({"create cluster placement group " + name,
-                          aws(o, {"ec2", "create-placement-group", "--group-name", name, "--strategy",
-                                  "cluster", "--tag-specifications", tag_spec("placement-group", o)})});
+    plan.steps.push_back(
+        {"create cluster placement group " + name,
+         aws(o, {"ec2", "create-placement-group", "--group-name", name, "--strategy", "cluster",
+                 "--tag-specifications", tag_spec("placement-group", o)})});
   }
   if (aws_creates_instance_profile(o)) add_instance_profile(plan, o);
-  plan.steps.push_back({"store the cluster SSH key for the nodes (SecureString)",
-                        aws(o, {"ssm", "put-parameter", "--name", aws_key_parameter(o), "--type",
-                                "SecureString", "--overwrite", "--value",
-                                "file://" + o.out_dir + "/cluster_key"})});
+  plan.steps.push_back(
+      {"store the cluster SSH key for the nodes (SecureString)",
+       aws(o, {"ssm", "put-parameter", "--name", aws_key_parameter(o), "--type", "SecureString",
+               "--overwrite", "--value", "file://" + o.out_dir + "/cluster_key"})});
   plan.steps.back().quiet = true;
-  Step template_step{"create launch template " + name,
-                     aws(o, {"ec2", "create-launch-template", "--launch-template-name", name,
-                             "--launch-template-data",
-                             "file://" + o.out_dir + "/aws/launch-template.filled.json",
-                             "--tag-specifications", tag_spec("launch-template", o)})};
+  Step template_step{
+      "create launch template " + name,
+      aws(o, {"ec2", "create-launch-template", "--launch-template-name", name,
+              "--launch-template-data", "file://" + o.out_dir + "/aws/launch-template.filled.json",
+              "--tag-specifications", tag_spec("launch-template", o)})};
   template_step.fill_from = aws_launch_template_path(o);
   template_step.fill_to = o.out_dir + "/aws/launch-template.filled.json";
   plan.steps.push_back(template_step);
@@ -136,11 +145,12 @@ Plan aws_up_plan(const AwsClusterOptions& o) {
 Plan aws_down_plan(const AwsClusterOptions& o) {
   Plan plan{"dsx cloud aws down: cluster " + o.cluster + " in " + o.region, {}};
   const std::string name = aws_resource_name(o);
-  plan.steps.push_back({"find the cluster's instances",
-                        aws(o, {"ec2", "describe-instances", "--filters", cluster_filter(o),
-                                "Name=instance-state-name,Values=pending,running,stopping,stopped",
-                                "--query", "Reservations[].Instances[].InstanceId", "--output", "text"}),
-                        "INSTANCE_IDS"});
+  plan.steps.push_back(
+      {"find the cluster's instances",
+       aws(o, {"ec2", "describe-instances", "--filters", cluster_filter(o),
+               "Name=instance-state-name,Values=pending,running,stopping,stopped", "--query",
+               "Reservations[].Instances[].InstanceId", "--output", "text"}),
+       "INSTANCE_IDS"});
   plan.steps.back().capture_is_list = true;
   Step terminate{"terminate them",
                  aws(o, {"ec2", "terminate-instances", "--instance-ids", "${INSTANCE_IDS}"})};
@@ -160,14 +170,15 @@ Plan aws_down_plan(const AwsClusterOptions& o) {
   may_fail("delete launch template " + name,
            {"ec2", "delete-launch-template", "--launch-template-name", name});
   if (aws_uses_placement_group(o)) {
-    may_fail("delete placement group " + name, {"ec2", "delete-placement-group", "--group-name", name});
+    may_fail("delete placement group " + name,
+             {"ec2", "delete-placement-group", "--group-name", name});
   }
   if (aws_creates_security_group(o)) {
-    plan.steps.push_back({"find security group " + name,
-                          aws(o, {"ec2", "describe-security-groups", "--filters",
-                                  "Name=group-name,Values=" + name, cluster_filter(o), "--query",
-                                  "SecurityGroups[0].GroupId", "--output", "text"}),
-                          "SG_ID"});
+    plan.steps.push_back(
+        {"find security group " + name,
+         aws(o, {"ec2", "describe-security-groups", "--filters", "Name=group-name,Values=" + name,
+                 cluster_filter(o), "--query", "SecurityGroups[0].GroupId", "--output", "text"}),
+         "SG_ID"});
     Step sg{"delete security group " + name,
             aws(o, {"ec2", "delete-security-group", "--group-id", "${SG_ID}"})};
     sg.skip_if_empty = "SG_ID";
@@ -178,9 +189,12 @@ Plan aws_down_plan(const AwsClusterOptions& o) {
   if (aws_creates_instance_profile(o)) {
     const std::string role = aws_node_role_name(o);
     may_fail("take the role out of the profile",
-             {"iam", "remove-role-from-instance-profile", "--instance-profile-name", role, "--role-name", role});
-    may_fail("delete instance profile " + role, {"iam", "delete-instance-profile", "--instance-profile-name", role});
-    may_fail("delete the node policy", {"iam", "delete-role-policy", "--role-name", role, "--policy-name", "dsx-node"});
+             {"iam", "remove-role-from-instance-profile", "--instance-profile-name", role,
+              "--role-name", role});
+    may_fail("delete instance profile " + role,
+             {"iam", "delete-instance-profile", "--instance-profile-name", role});
+    may_fail("delete the node policy",
+             {"iam", "delete-role-policy", "--role-name", role, "--policy-name", "dsx-node"});
     may_fail("detach the Session Manager policy",
              {"iam", "detach-role-policy", "--role-name", role, "--policy-arn",
               "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore"});

@@ -35,7 +35,8 @@ std::string string_at(const rapidjson::Value& object, const char* key) {
 }
 
 std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return char(std::tolower(c)); });
   return s;
 }
 
@@ -43,8 +44,8 @@ std::string lower(std::string s) {
 uint32_t ipv4_key(const std::string& ip) {
   unsigned a, b, c, d;
   char tail;
-  if (std::sscanf(ip.c_str(), "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) != 4 || a > 255 ||
-      b > 255 || c > 255 || d > 255) {
+  if (std::sscanf(ip.c_str(), "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) != 4 || a > 255 || b > 255 ||
+      c > 255 || d > 255) {
     throw Error(ErrorKind::Format, "'" + ip + "' is not an IPv4 address");
   }
   return a << 24 | b << 16 | c << 8 | d;
@@ -61,7 +62,8 @@ std::vector<CloudNode> parse_aws_describe_instances(std::string_view json) {
   for (const auto& reservation : doc["Reservations"].GetArray()) {
     if (!reservation.IsObject() || !reservation.HasMember("Instances") ||
         !reservation["Instances"].IsArray()) {
-      throw Error(ErrorKind::Format, "a reservation in describe-instances output has no Instances list");
+      throw Error(ErrorKind::Format,
+                  "a reservation in describe-instances output has no Instances list");
     }
     for (const auto& instance : reservation["Instances"].GetArray()) {
       CloudNode node;
@@ -122,13 +124,16 @@ std::string render_hostfile(const std::vector<CloudNode>& nodes, int slots) {
 std::string render_status(const std::vector<CloudNode>& nodes, int expected) {
   std::ostringstream out;
   char line[160];
-  std::snprintf(line, sizeof line, "%-22s %-16s %-12s %s\n", "instance", "private ip", "state", "dsx-ready");
+  std::snprintf(line, sizeof line, "%-22s %-16s %-12s %s\n", "instance", "private ip", "state",
+                "dsx-ready");
   out << line;
   int running = 0, ready = 0;
   for (const auto& n : nodes) {
     std::snprintf(line, sizeof line, "%-22s %-16s %-12s %s\n", n.id.c_str(),
                   n.private_ip.empty() ? "-" : n.private_ip.c_str(), n.state.c_str(),
-                  !n.ready.empty() ? n.ready.c_str() : n.state == "running" ? "(setting up)" : "-");
+                  !n.ready.empty()       ? n.ready.c_str()
+                  : n.state == "running" ? "(setting up)"
+                                         : "-");
     out << line;
     running += n.state == "running";
     ready += n.state == "running" && n.ready == "yes";

@@ -18,10 +18,14 @@ void require(bool ok, const std::string& message) {
 bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
 // The images GCP documents for GPUDirect-TCPX (A3 High) and TCPXO (A3 Mega); pin what you test.
-constexpr const char* kTcpxPlugin = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev:v3.1.9";
-constexpr const char* kTcpxRxdm = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/tcpgpudmarxd-dev:v2.0.12";
-constexpr const char* kTcpxoPlugin = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.8";
-constexpr const char* kTcpxoRxdm = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.14";
+constexpr const char* kTcpxPlugin =
+    "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev:v3.1.9";
+constexpr const char* kTcpxRxdm =
+    "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/tcpgpudmarxd-dev:v2.0.12";
+constexpr const char* kTcpxoPlugin =
+    "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.8";
+constexpr const char* kTcpxoRxdm =
+    "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.14";
 
 }  // namespace
 
@@ -34,11 +38,13 @@ void validate(const GcpClusterOptions& o) {
   require(o.count >= 1 && o.count <= 1000, "--count must be between 1 and 1000");
   unsigned a, b, c, d, bits;
   char tail;
-  require(std::sscanf(o.ssh_cidr.c_str(), "%u.%u.%u.%u/%u%c", &a, &b, &c, &d, &bits, &tail) == 5 &&
-              a < 256 && b < 256 && c < 256 && d < 256 && bits <= 32,
-          "--ssh-cidr must be an IPv4 CIDR such as 35.235.240.0/20 (IAP), got '" + o.ssh_cidr + "'");
+  require(
+      std::sscanf(o.ssh_cidr.c_str(), "%u.%u.%u.%u/%u%c", &a, &b, &c, &d, &bits, &tail) == 5 &&
+          a < 256 && b < 256 && c < 256 && d < 256 && bits <= 32,
+      "--ssh-cidr must be an IPv4 CIDR such as 35.235.240.0/20 (IAP), got '" + o.ssh_cidr + "'");
   require(!o.network.empty() && !o.subnet.empty(), "--network and --subnet must not be empty");
-  require(o.boot_disk_gb >= 50 && o.boot_disk_gb <= 65536, "--boot-disk-gb must be between 50 and 65536");
+  require(o.boot_disk_gb >= 50 && o.boot_disk_gb <= 65536,
+          "--boot-disk-gb must be between 50 and 65536");
   require(o.dsx_package.empty() || starts_with(o.dsx_package, "gs://") ||
               starts_with(o.dsx_package, "https://"),
           "--dsx-package must be a gs:// or https:// URL of a dsx tarball");
@@ -50,7 +56,9 @@ std::string gcp_resource_name(const GcpClusterOptions& o) { return "dsx-" + o.cl
 std::string gcp_gpu_network(const GcpClusterOptions& o, int nic) {
   return "dsx-" + o.cluster + "-gpu-" + std::to_string(nic);
 }
-std::string gcp_key_secret(const GcpClusterOptions& o) { return "dsx-" + o.cluster + "-cluster-key"; }
+std::string gcp_key_secret(const GcpClusterOptions& o) {
+  return "dsx-" + o.cluster + "-cluster-key";
+}
 
 std::string gcp_plugin_image(const GcpClusterOptions& o) {
   if (!o.gpudirect_plugin_image.empty()) return o.gpudirect_plugin_image;

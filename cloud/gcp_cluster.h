@@ -11,21 +11,21 @@ namespace dsx::cloud {
 struct GcpClusterOptions {
   std::string cluster;
   std::string project;
-  std::string zone;                   // all VMs in one zone (compact placement)
+  std::string zone;  // all VMs in one zone (compact placement)
   std::string machine_type = "a3-highgpu-8g";
   int count = 2;
-  std::string network = "default";    // the primary VPC (NIC 0)
+  std::string network = "default";  // the primary VPC (NIC 0)
   std::string subnet = "default";
   std::string ssh_cidr;
   std::string image_project = "deeplearning-platform-release";
   std::string image_family = "common-cu124-debian-11-py310";
-  std::string image;                  // a given image (overrides the family)
+  std::string image;  // a given image (overrides the family)
   int boot_disk_gb = 500;
-  std::string boot_disk_type;         // "" = the machine type's default
-  std::string service_account;        // "" = the project's default compute service account
-  std::string gpudirect_plugin_image; // "" = the default for TCPX / TCPXO
-  std::string rxdm_image;             // "" = the default for TCPX / TCPXO
-  std::string dsx_package;            // gs:// or https:// tarball of an installed dsx tree
+  std::string boot_disk_type;          // "" = the machine type's default
+  std::string service_account;         // "" = the project's default compute service account
+  std::string gpudirect_plugin_image;  // "" = the default for TCPX / TCPXO
+  std::string rxdm_image;              // "" = the default for TCPX / TCPXO
+  std::string dsx_package;             // gs:// or https:// tarball of an installed dsx tree
   std::string os_user = "dsx";
   std::string out_dir = "dsx-cloud";
 };
@@ -33,10 +33,10 @@ struct GcpClusterOptions {
 // Throws dsx::Error(Usage) naming the flag when a value is missing or malformed.
 void validate(const GcpClusterOptions& options);
 
-std::string gcp_region(const GcpClusterOptions& options);          // zone without its -letter
-std::string gcp_resource_name(const GcpClusterOptions& options);   // dsx-<cluster>
+std::string gcp_region(const GcpClusterOptions& options);                // zone without its -letter
+std::string gcp_resource_name(const GcpClusterOptions& options);         // dsx-<cluster>
 std::string gcp_gpu_network(const GcpClusterOptions& options, int nic);  // dsx-<cluster>-gpu-<nic>
-std::string gcp_key_secret(const GcpClusterOptions& options);      // dsx-<cluster>-cluster-key
+std::string gcp_key_secret(const GcpClusterOptions& options);  // dsx-<cluster>-cluster-key
 std::string gcp_plugin_image(const GcpClusterOptions& options);
 std::string gcp_rxdm_image(const GcpClusterOptions& options);
 

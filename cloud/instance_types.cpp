@@ -52,9 +52,12 @@ const GcpMachineType& gcp_machine_type(std::string_view name) {
 
 const char* to_string(GpuDirect path) {
   switch (path) {
-    case GpuDirect::None: return "none";
-    case GpuDirect::Tcpx: return "tcpx";
-    case GpuDirect::Tcpxo: return "tcpxo";
+    case GpuDirect::None:
+      return "none";
+    case GpuDirect::Tcpx:
+      return "tcpx";
+    case GpuDirect::Tcpxo:
+      return "tcpxo";
   }
   return "none";
 }

@@ -10,23 +10,23 @@
 namespace dsx::cloud {
 
 struct AwsInstanceType {
-  std::string_view name;      // "p5.48xlarge"
-  std::string_view gpu;       // "H100 80GB"
-  int gpus;                   // slots per host in the hostfile
-  int network_cards;          // one EFA interface per card
+  std::string_view name;  // "p5.48xlarge"
+  std::string_view gpu;   // "H100 80GB"
+  int gpus;               // slots per host in the hostfile
+  int network_cards;      // one EFA interface per card
   int efa_gbps_per_card;
-  bool supports_efa_only;     // secondary cards may take an `efa-only` interface (no IP)
-  int nvme_drives;            // local instance-store drives, assembled into RAID0 on /scratch
+  bool supports_efa_only;  // secondary cards may take an `efa-only` interface (no IP)
+  int nvme_drives;         // local instance-store drives, assembled into RAID0 on /scratch
 };
 
 // The NCCL network path a GCP machine offers between hosts.
 enum class GpuDirect { None, Tcpx, Tcpxo };
 
 struct GcpMachineType {
-  std::string_view name;            // "a3-highgpu-8g"
+  std::string_view name;  // "a3-highgpu-8g"
   std::string_view gpu;
   int gpus;
-  int gpu_nics;                     // extra gVNICs, each in its own VPC (0 on A2)
+  int gpu_nics;  // extra gVNICs, each in its own VPC (0 on A2)
   GpuDirect gpudirect;
   std::string_view boot_disk_type;  // a type the machine series accepts
 };

@@ -21,7 +21,8 @@ std::string without_comments(std::string_view text) {
     if (heredoc_end.empty() && (blank || line[first] == '#')) continue;
     if (!heredoc_end.empty() && line == heredoc_end) heredoc_end.clear();
     size_t marker = line.find("<<");
-    if (heredoc_end.empty() && marker != std::string::npos && line.find("<<<") == std::string::npos) {
+    if (heredoc_end.empty() && marker != std::string::npos &&
+        line.find("<<<") == std::string::npos) {
       size_t begin = line.find_first_not_of(" -'\"", marker + 2);
       size_t end = line.find_first_of(" '\"", begin);
       heredoc_end = line.substr(begin, end == std::string::npos ? end : end - begin);
@@ -35,10 +36,11 @@ std::string without_comments(std::string_view text) {
 
 std::string render_node_script(std::string_view title, const ScriptSettings& settings,
                                std::string_view cloud_part, bool strip_comments) {
-  std::string out = "#!/bin/bash\n# " + std::string(title) + "\n# Rendered by dsx cloud; the log is /var/log/dsx-node-setup.log.\n";
+  std::string out = "#!/bin/bash\n# " + std::string(title) +
+                    "\n# Rendered by dsx cloud; the log is /var/log/dsx-node-setup.log.\n";
   for (const auto& [name, value] : settings) out += name + "=" + shell_quote(value) + "\n";
-  std::string body = std::string(embedded_file("node/common.sh")) + "\n" +
-                     std::string(embedded_file(cloud_part));
+  std::string body =
+      std::string(embedded_file("node/common.sh")) + "\n" + std::string(embedded_file(cloud_part));
   return out + (strip_comments ? without_comments(body) : body);
 }
 

@@ -12,9 +12,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <string_view>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 
 #include "cloud/shell_quote.h"
 #include "dsx/error.h"
@@ -63,7 +63,8 @@ bool contains(const std::vector<std::string>& names, const std::string& name) {
 // A list variable stays unquoted so that the shell splits it into words, as execution does.
 std::string print_word(const std::string& word, const std::vector<std::string>& lists) {
   auto segments = split_vars(word);
-  if (is_whole_var(segments) && contains(lists, segments[0].text)) return "${" + segments[0].text + "}";
+  if (is_whole_var(segments) && contains(lists, segments[0].text))
+    return "${" + segments[0].text + "}";
   std::string out;
   for (const auto& s : segments) {
     if (s.is_var) {
@@ -212,7 +213,8 @@ std::vector<std::string> resolve_argv(const Step& step, const Vars& vars,
       }
     }
     if (is_whole_var(segments) && contains(lists, segments[0].text)) {
-      std::istringstream items(empty_value(vars, segments[0].text) ? "" : vars.at(segments[0].text));
+      std::istringstream items(empty_value(vars, segments[0].text) ? ""
+                                                                   : vars.at(segments[0].text));
       for (std::string item; items >> item;) words.push_back(item);
     } else {
       words.push_back(fill_vars(word, vars));
@@ -223,7 +225,8 @@ std::vector<std::string> resolve_argv(const Step& step, const Vars& vars,
 
 void print_plan(std::ostream& out, const Plan& plan) {
   const auto lists = list_captures(plan);
-  out << "#!/bin/bash\n# " << plan.title << "\n# Printed by dsx --dry-run; each step is one CLI call.\n"
+  out << "#!/bin/bash\n# " << plan.title
+      << "\n# Printed by dsx --dry-run; each step is one CLI call.\n"
       << "set -euo pipefail\n";
   for (const auto& step : plan.steps) {
     out << "\n# " << step.what << "\n";
@@ -251,7 +254,8 @@ void print_plan(std::ostream& out, const Plan& plan) {
     for (const auto& word : step.argv) splits = splits || print_word(word, lists).find("${") == 0;
     if (splits) out << indent << "# shellcheck disable=SC2086  # one word per item\n";
     out << indent << (step.capture.empty() ? "" : step.capture + "=$(");
-    for (size_t i = 0; i < step.argv.size(); ++i) out << (i ? " " : "") << print_word(step.argv[i], lists);
+    for (size_t i = 0; i < step.argv.size(); ++i)
+      out << (i ? " " : "") << print_word(step.argv[i], lists);
     out << (step.capture.empty() ? "" : ")") << (step.quiet ? " >/dev/null" : "")
         << (step.may_fail ? " || true" : "") << "\n";
     if (!indent.empty()) out << "fi\n";
@@ -271,15 +275,17 @@ Vars execute_plan(const Plan& plan, std::ostream& log, Vars vars) {
     auto result = run_argv(argv, !step.capture.empty() || step.quiet, step.timeout_s);
     if (result.exit_code == 127) {
       throw Error(ErrorKind::Unsupported, "'" + argv[0] + "' was not found on PATH: install " +
-                                              package_of(argv[0]) + " (or use --dry-run to print the commands)");
+                                              package_of(argv[0]) +
+                                              " (or use --dry-run to print the commands)");
     }
     if (result.exit_code != 0) {
       if (step.may_fail) {
         log << "   (failed with exit code " << result.exit_code << "; continuing)\n";
         continue;
       }
-      throw Error(ErrorKind::Launch, "step '" + step.what + "' failed: " + argv[0] + " exited with " +
-                                         std::to_string(result.exit_code) + " (its message is above)");
+      throw Error(ErrorKind::Launch, "step '" + step.what + "' failed: " + argv[0] +
+                                         " exited with " + std::to_string(result.exit_code) +
+                                         " (its message is above)");
     }
     if (!step.capture.empty()) {
       vars[step.capture] = trim(result.out);

@@ -16,7 +16,8 @@ namespace dsx::cloud {
 void write_file_atomically(const std::string& path, const std::string& text, unsigned mode) {
   auto fail = [&](const char* what) {
     throw Error(ErrorKind::Io, "cannot " + std::string(what) + " " + path + ": " +
-                                   std::strerror(errno) + " (check the --out directory and free space)");
+                                   std::strerror(errno) +
+                                   " (check the --out directory and free space)");
   };
   std::error_code ec;
   auto parent = std::filesystem::path(path).parent_path();
@@ -55,7 +56,8 @@ void write_file_atomically(const std::string& path, const std::string& text, uns
   }
 }
 
-std::string replace_placeholder(std::string text, const std::string& name, const std::string& value) {
+std::string replace_placeholder(std::string text, const std::string& name,
+                                const std::string& value) {
   const std::string marker = "{{" + name + "}}";
   for (size_t pos = text.find(marker); pos != std::string::npos;
        pos = text.find(marker, pos + value.size())) {

@@ -9,6 +9,7 @@ namespace dsx::cloud {
 void write_file_atomically(const std::string& path, const std::string& text, unsigned mode = 0644);
 
 // `text` with every {{name}} replaced by `value`.
-std::string replace_placeholder(std::string text, const std::string& name, const std::string& value);
+std::string replace_placeholder(std::string text, const std::string& name,
+                                const std::string& value);
 
 }  // namespace dsx::cloud

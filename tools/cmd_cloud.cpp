@@ -37,13 +37,18 @@ struct CommonFlags {
 };
 
 void add_common(po::options_description& d, CommonFlags& c, std::string& out) {
-  d.add_options()
-      ("out", po::value(&out)->default_value(out), "directory for rendered files and the hostfile")
-      ("dry-run", po::bool_switch(&c.dry_run), "print each cloud CLI command instead of running it")
-      ("hostfile", po::value(&c.hostfile_out), "hostfile: where to write it (default <out>/hostfile)")
-      ("from-json", po::value(&c.from_json), "status/hostfile: parse this saved CLI listing (JSON) instead of calling the CLI")
-      ("expect", po::value(&c.expect)->default_value(0), "hostfile: fail unless this many nodes are running (default: --count when given)")
-      ("wait", po::value(&c.wait_s)->default_value(0), "status/hostfile: poll up to this many seconds until --count (or --expect) nodes report ready");
+  d.add_options()("out", po::value(&out)->default_value(out),
+                  "directory for rendered files and the hostfile")(
+      "dry-run", po::bool_switch(&c.dry_run), "print each cloud CLI command instead of running it")(
+      "hostfile", po::value(&c.hostfile_out),
+      "hostfile: where to write it (default <out>/hostfile)")(
+      "from-json", po::value(&c.from_json),
+      "status/hostfile: parse this saved CLI listing (JSON) instead of calling the CLI")(
+      "expect", po::value(&c.expect)->default_value(0),
+      "hostfile: fail unless this many nodes are running (default: --count when given)")(
+      "wait", po::value(&c.wait_s)->default_value(0),
+      "status/hostfile: poll up to this many seconds until --count (or --expect) nodes report "
+      "ready");
 }
 
 std::string read_file(const std::string& path) {
@@ -56,8 +61,8 @@ std::string read_file(const std::string& path) {
 
 // `count` is the --count flag when the user gave it, else 0. Status expects `count` nodes (else
 // the ones it finds not terminated); hostfile requires --expect running nodes, else `count`.
-int report_nodes(const std::string& verb, const std::vector<CloudNode>& nodes, int slots,
-                 int count, const CommonFlags& c, const std::string& out_dir) {
+int report_nodes(const std::string& verb, const std::vector<CloudNode>& nodes, int slots, int count,
+                 const CommonFlags& c, const std::string& out_dir) {
   if (verb == "status") {
     int alive = int(std::count_if(nodes.begin(), nodes.end(), [](const CloudNode& n) {
       return n.state != "terminated" && n.state != "shutting-down";
@@ -69,14 +74,18 @@ int report_nodes(const std::string& verb, const std::vector<CloudNode>& nodes, i
   int running = int(std::count(text.begin(), text.end(), '\n'));
   int expect = c.expect > 0 ? c.expect : count;
   if (expect > 0 && running < expect) {
-    throw Error(ErrorKind::Launch, "only " + std::to_string(running) + " of " + std::to_string(expect) +
-                                       " nodes are running: wait (see `status`) and run hostfile again");
+    throw Error(ErrorKind::Launch,
+                "only " + std::to_string(running) + " of " + std::to_string(expect) +
+                    " nodes are running: wait (see `status`) and run hostfile again");
   }
-  if (running == 0) throw Error(ErrorKind::Launch, "no running nodes found for this cluster: check --cluster and the region/zone");
+  if (running == 0)
+    throw Error(ErrorKind::Launch,
+                "no running nodes found for this cluster: check --cluster and the region/zone");
   for (const auto& n : nodes) {
     if (n.state == "running" && n.ready != "yes") {
-      std::cerr << "dsx: warning: node " << n.id << " has not reported ready (dsx-ready="
-                << (n.ready.empty() ? "unset" : n.ready) << "); see /var/log/dsx-node-setup.log there\n";
+      std::cerr << "dsx: warning: node " << n.id
+                << " has not reported ready (dsx-ready=" << (n.ready.empty() ? "unset" : n.ready)
+                << "); see /var/log/dsx-node-setup.log there\n";
     }
   }
   std::string path = c.hostfile_out.empty() ? out_dir + "/hostfile" : c.hostfile_out;
@@ -98,7 +107,8 @@ int list_nodes(const std::string& verb, const cloud::Step& list_step, NodeParser
     return 0;
   }
   const int want = c.expect > 0 ? c.expect : count;
-  if (c.wait_s > 0 && want == 0) throw Error(ErrorKind::Usage, "--wait needs --count or --expect: how many nodes to wait for");
+  if (c.wait_s > 0 && want == 0)
+    throw Error(ErrorKind::Usage, "--wait needs --count or --expect: how many nodes to wait for");
   const char* poll_env = std::getenv("DSX_CLOUD_POLL_S");
   const int poll_s = poll_env ? std::max(0, std::atoi(poll_env)) : 15;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(c.wait_s);
@@ -109,12 +119,13 @@ int list_nodes(const std::string& verb, const cloud::Step& list_step, NodeParser
     int ready = int(std::count_if(nodes.begin(), nodes.end(), [](const CloudNode& n) {
       return n.state == "running" && n.ready == "yes";
     }));
-    auto left = std::chrono::duration_cast<std::chrono::seconds>(deadline - std::chrono::steady_clock::now());
+    auto left = std::chrono::duration_cast<std::chrono::seconds>(deadline -
+                                                                 std::chrono::steady_clock::now());
     if (c.wait_s <= 0 || ready >= want || left.count() <= 0) {
       return report_nodes(verb, nodes, slots, count, c, out_dir);
     }
-    std::cerr << "dsx: " << ready << " of " << want << " nodes ready; checking again (" << left.count()
-              << " s left)\n";
+    std::cerr << "dsx: " << ready << " of " << want << " nodes ready; checking again ("
+              << left.count() << " s left)\n";
     std::this_thread::sleep_for(std::chrono::seconds(std::min<long>(poll_s, left.count())));
   }
 }
@@ -143,24 +154,32 @@ int run_aws(const std::string& verb, int argc, char** argv) {
   CommonFlags c;
   bool no_efa_only = false;
   po::options_description d("dsx cloud aws " + verb);
-  d.add_options()
-      ("cluster", po::value(&o.cluster)->required(), "cluster name; names and tags every resource")
-      ("region", po::value(&o.region)->required(), "AWS region, e.g. us-east-1")
-      ("instance-type", po::value(&o.instance_type)->default_value(o.instance_type), "p4d.24xlarge, p4de.24xlarge, p5.48xlarge, p5e.48xlarge, p5en.48xlarge")
-      ("count", po::value(&o.count)->default_value(o.count), "number of nodes")
-      ("subnet", po::value(&o.subnet), "render/up: private subnet id (one AZ)")
-      ("ssh-cidr", po::value(&o.ssh_cidr), "render/up: CIDR allowed to SSH in (bastion, VPN)")
-      ("key-name", po::value(&o.key_name), "EC2 key pair for the default user")
-      ("image", po::value(&o.image)->default_value(o.image), "AMI id or resolve:ssm:<parameter> (default: DLAMI Base OSS Nvidia, Ubuntu 22.04)")
-      ("root-device", po::value(&o.root_device)->default_value(o.root_device), "root device name of the image")
-      ("root-gb", po::value(&o.root_volume_gb)->default_value(o.root_volume_gb), "root volume size (gp3)")
-      ("capacity-reservation", po::value(&o.capacity_reservation), "cr-... to launch into (no placement group then)")
-      ("capacity-block", po::bool_switch(&o.capacity_block), "the reservation is a Capacity Block for ML")
-      ("no-efa-only", po::bool_switch(&no_efa_only), "use `efa` (with IP) instead of `efa-only` on secondary cards")
-      ("security-group", po::value(&o.security_group), "use this sg-... instead of creating one")
-      ("instance-profile", po::value(&o.instance_profile), "use this instance profile instead of creating one")
-      ("dsx-package", po::value(&o.dsx_package), "s3:// or https:// tarball of an installed dsx tree")
-      ("os-user", po::value(&o.os_user)->default_value(o.os_user), "login user of the image");
+  d.add_options()("cluster", po::value(&o.cluster)->required(),
+                  "cluster name; names and tags every resource")(
+      "region", po::value(&o.region)->required(), "AWS region, e.g. us-east-1")(
+      "instance-type", po::value(&o.instance_type)->default_value(o.instance_type),
+      "p4d.24xlarge, p4de.24xlarge, p5.48xlarge, p5e.48xlarge, p5en.48xlarge")(
+      "count", po::value(&o.count)->default_value(o.count), "number of nodes")(
+      "subnet", po::value(&o.subnet), "render/up: private subnet id (one AZ)")(
+      "ssh-cidr", po::value(&o.ssh_cidr), "render/up: CIDR allowed to SSH in (bastion, VPN)")(
+      "key-name", po::value(&o.key_name), "EC2 key pair for the default user")(
+      "image", po::value(&o.image)->default_value(o.image),
+      "AMI id or resolve:ssm:<parameter> (default: DLAMI Base OSS Nvidia, Ubuntu 22.04)")(
+      "root-device", po::value(&o.root_device)->default_value(o.root_device),
+      "root device name of the image")(
+      "root-gb", po::value(&o.root_volume_gb)->default_value(o.root_volume_gb),
+      "root volume size (gp3)")("capacity-reservation", po::value(&o.capacity_reservation),
+                                "cr-... to launch into (no placement group then)")(
+      "capacity-block", po::bool_switch(&o.capacity_block),
+      "the reservation is a Capacity Block for ML")(
+      "no-efa-only", po::bool_switch(&no_efa_only),
+      "use `efa` (with IP) instead of `efa-only` on secondary cards")(
+      "security-group", po::value(&o.security_group), "use this sg-... instead of creating one")(
+      "instance-profile", po::value(&o.instance_profile),
+      "use this instance profile instead of creating one")(
+      "dsx-package", po::value(&o.dsx_package),
+      "s3:// or https:// tarball of an installed dsx tree")(
+      "os-user", po::value(&o.os_user)->default_value(o.os_user), "login user of the image");
   add_common(d, c, o.out_dir);
   auto args = parse_args(argc, argv, std::string("dsx cloud aws ") + verb + " [options]", d);
   if (args.help) return 0;
@@ -173,7 +192,8 @@ int run_aws(const std::string& verb, int argc, char** argv) {
     }
     if (verb == "up" && !c.dry_run) {
       std::cout << "launched; nodes set themselves up for a few minutes. Next: dsx cloud aws status"
-                   " --cluster " << o.cluster << " --region " << o.region << "\n";
+                   " --cluster "
+                << o.cluster << " --region " << o.region << "\n";
     }
     return 0;
   }
@@ -191,25 +211,34 @@ int run_gcp(const std::string& verb, int argc, char** argv) {
   cloud::GcpClusterOptions o;
   CommonFlags c;
   po::options_description d("dsx cloud gcp " + verb);
-  d.add_options()
-      ("cluster", po::value(&o.cluster)->required(), "cluster name; names and labels every resource")
-      ("project", po::value(&o.project)->required(), "GCP project id")
-      ("zone", po::value(&o.zone)->required(), "zone, e.g. us-central1-a (all VMs in one zone)")
-      ("machine-type", po::value(&o.machine_type)->default_value(o.machine_type), "a2-highgpu-8g, a2-ultragpu-8g, a3-highgpu-8g, a3-megagpu-8g")
-      ("count", po::value(&o.count)->default_value(o.count), "number of VMs")
-      ("network", po::value(&o.network)->default_value(o.network), "primary VPC")
-      ("subnet", po::value(&o.subnet)->default_value(o.subnet), "primary subnet")
-      ("ssh-cidr", po::value(&o.ssh_cidr), "render/up: CIDR allowed to SSH in (35.235.240.0/20 for IAP)")
-      ("image-project", po::value(&o.image_project)->default_value(o.image_project), "project of the image family")
-      ("image-family", po::value(&o.image_family)->default_value(o.image_family), "Deep Learning VM image family")
-      ("image", po::value(&o.image), "a given image instead of the family")
-      ("boot-disk-gb", po::value(&o.boot_disk_gb)->default_value(o.boot_disk_gb), "boot disk size")
-      ("boot-disk-type", po::value(&o.boot_disk_type), "boot disk type (default: what the machine series takes)")
-      ("service-account", po::value(&o.service_account), "VM service account (default: the project's compute default)")
-      ("gpudirect-plugin-image", po::value(&o.gpudirect_plugin_image), "A3: TCPX/TCPXO NCCL plugin installer image")
-      ("rxdm-image", po::value(&o.rxdm_image), "A3: receive-datapath manager image")
-      ("dsx-package", po::value(&o.dsx_package), "gs:// or https:// tarball of an installed dsx tree")
-      ("os-user", po::value(&o.os_user)->default_value(o.os_user), "user that gets the cluster SSH key");
+  d.add_options()("cluster", po::value(&o.cluster)->required(),
+                  "cluster name; names and labels every resource")(
+      "project", po::value(&o.project)->required(), "GCP project id")(
+      "zone", po::value(&o.zone)->required(), "zone, e.g. us-central1-a (all VMs in one zone)")(
+      "machine-type", po::value(&o.machine_type)->default_value(o.machine_type),
+      "a2-highgpu-8g, a2-ultragpu-8g, a3-highgpu-8g, a3-megagpu-8g")(
+      "count", po::value(&o.count)->default_value(o.count), "number of VMs")(
+      "network", po::value(&o.network)->default_value(o.network), "primary VPC")(
+      "subnet", po::value(&o.subnet)->default_value(o.subnet), "primary subnet")(
+      "ssh-cidr", po::value(&o.ssh_cidr),
+      "render/up: CIDR allowed to SSH in (35.235.240.0/20 for IAP)")(
+      "image-project", po::value(&o.image_project)->default_value(o.image_project),
+      "project of the image family")("image-family",
+                                     po::value(&o.image_family)->default_value(o.image_family),
+                                     "Deep Learning VM image family")(
+      "image", po::value(&o.image), "a given image instead of the family")(
+      "boot-disk-gb", po::value(&o.boot_disk_gb)->default_value(o.boot_disk_gb), "boot disk size")(
+      "boot-disk-type", po::value(&o.boot_disk_type),
+      "boot disk type (default: what the machine series takes)")(
+      "service-account", po::value(&o.service_account),
+      "VM service account (default: the project's compute default)")(
+      "gpudirect-plugin-image", po::value(&o.gpudirect_plugin_image),
+      "A3: TCPX/TCPXO NCCL plugin installer image")("rxdm-image", po::value(&o.rxdm_image),
+                                                    "A3: receive-datapath manager image")(
+      "dsx-package", po::value(&o.dsx_package),
+      "gs:// or https:// tarball of an installed dsx tree")(
+      "os-user", po::value(&o.os_user)->default_value(o.os_user),
+      "user that gets the cluster SSH key");
   add_common(d, c, o.out_dir);
   auto args = parse_args(argc, argv, std::string("dsx cloud gcp ") + verb + " [options]", d);
   if (args.help) return 0;
@@ -222,7 +251,8 @@ int run_gcp(const std::string& verb, int argc, char** argv) {
     }
     if (verb == "up" && !c.dry_run) {
       std::cout << "created; VMs set themselves up for a few minutes. Next: dsx cloud gcp status"
-                   " --cluster " << o.cluster << " --project " << o.project << " --zone " << o.zone << "\n";
+                   " --cluster "
+                << o.cluster << " --project " << o.project << " --zone " << o.zone << "\n";
     }
     return 0;
   }
@@ -239,7 +269,8 @@ int run_gcp(const std::string& verb, int argc, char** argv) {
 }  // namespace
 
 int run_cloud(int argc, char** argv) {
-  const std::string usage = std::string("usage: dsx cloud aws|gcp ") + kVerbs + " [options]   (--help after the verb lists them)";
+  const std::string usage = std::string("usage: dsx cloud aws|gcp ") + kVerbs +
+                            " [options]   (--help after the verb lists them)";
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
     std::cout << usage << "\n\n"
               << "  render    write the templates, node script, CLI scripts and Slurm job\n"

@@ -14,7 +14,8 @@ namespace dsx::test {
 class TempDir {
  public:
   TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "dsx-cloud-test-XXXXXX").string();
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "dsx-cloud-test-XXXXXX").string();
     if (!mkdtemp(pattern.data())) std::abort();
     path_ = pattern;
   }
@@ -43,7 +44,8 @@ inline void write_text(const std::string& path, const std::string& text, bool ex
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
   std::ofstream(path, std::ios::binary) << text;
   if (executable) {
-    std::filesystem::permissions(path, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+    std::filesystem::permissions(path, std::filesystem::perms::owner_all |
+                                           std::filesystem::perms::group_read |
                                            std::filesystem::perms::group_exec);
   }
 }

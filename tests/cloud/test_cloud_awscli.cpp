@@ -8,12 +8,11 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <filesystem>
 
@@ -29,7 +28,8 @@ using dsx::test::TempDir;
 
 namespace {
 
-constexpr const char* kAws = "/usr/bin/aws";  // Debian's awscli (tools/setup.sh): its Python package runs the checks
+constexpr const char* kAws =
+    "/usr/bin/aws";  // Debian's awscli (tools/setup.sh): its Python package runs the checks
 
 // A loopback port nobody listens on: bound, read, and closed again.
 int closed_port() {
@@ -47,12 +47,14 @@ int closed_port() {
 class CloudAwsCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!std::filesystem::exists(kAws)) GTEST_FAIL() << kAws << " is missing: run tools/setup.sh (Debian package awscli)";
+    if (!std::filesystem::exists(kAws))
+      GTEST_FAIL() << kAws << " is missing: run tools/setup.sh (Debian package awscli)";
     endpoint_ = "http://127.0.0.1:" + std::to_string(closed_port());
   }
 
   // Runs each `aws ...` (argv[0] == "aws") with dummy credentials, no config files, one attempt.
-  std::vector<dsx::test::CommandResult> run(const std::vector<std::vector<std::string>>& commands) const {
+  std::vector<dsx::test::CommandResult> run(
+      const std::vector<std::vector<std::string>>& commands) const {
     rapidjson::StringBuffer json;
     rapidjson::Writer<rapidjson::StringBuffer> writer(json);
     writer.StartArray();
@@ -67,13 +69,16 @@ class CloudAwsCli : public ::testing::Test {
     }
     writer.EndArray();
     dsx::test::write_text(home_ / "commands.json", json.GetString());
-    std::string command = "cd " + home_.path() + " && env -i PATH=/usr/bin:/bin HOME=" + home_.path() +
+    std::string command = "cd " + home_.path() +
+                          " && env -i PATH=/usr/bin:/bin HOME=" + home_.path() +
                           " AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE"
                           " AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY"
                           " AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null"
                           " AWS_EC2_METADATA_DISABLED=true AWS_MAX_ATTEMPTS=1 AWS_PAGER= "
-                          "/usr/bin/python3 " DSX_SOURCE_DIR "/tests/cloud/awscli_batch.py commands.json"
-                          " 2>" + home_.path() + "/stderr.txt";
+                          "/usr/bin/python3 " DSX_SOURCE_DIR
+                          "/tests/cloud/awscli_batch.py commands.json"
+                          " 2>" +
+                          home_.path() + "/stderr.txt";
     auto r = dsx::test::run_command(command);
     rapidjson::Document results;
     results.Parse(r.output.c_str());
@@ -109,8 +114,10 @@ class CloudAwsCli : public ::testing::Test {
       const auto& what = plan.steps[i].what;
       EXPECT_EQ(r.exit_code, 255) << what << "\n" << r.output;
       EXPECT_NE(r.output.find("Could not connect to the endpoint URL"), std::string::npos)
-          << what << "\n" << r.output;
-      EXPECT_EQ(r.output.find("Parameter validation failed"), std::string::npos) << what << "\n" << r.output;
+          << what << "\n"
+          << r.output;
+      EXPECT_EQ(r.output.find("Parameter validation failed"), std::string::npos) << what << "\n"
+                                                                                 << r.output;
     }
   }
 
@@ -179,18 +186,21 @@ TEST_F(CloudAwsCli, ABrokenLaunchTemplateIsCaughtBeforeTheNetwork) {
   wrong_type.replace(wrong_type.find("\"DeviceIndex\": 0"), 16, "\"DeviceIndex\": \"0\"");
   unknown_key.replace(unknown_key.find("\"NetworkCardIndex\""), 18, "\"NetworkCardIdx\"");
   std::vector<std::vector<std::string>> commands;
-  const std::vector<std::pair<std::string, std::string>> files = {{"wrong-type.json", wrong_type},
-                                                                  {"unknown-key.json", unknown_key}};
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {"wrong-type.json", wrong_type}, {"unknown-key.json", unknown_key}};
   for (const auto& [name, broken] : files) {
     dsx::test::write_text(out_ / name, broken);
-    commands.push_back({"aws", "--region", "us-east-1", "ec2", "create-launch-template", "--launch-template-name",
-                        "dsx-ci", "--launch-template-data", "file://" + (out_ / name)});
+    commands.push_back({"aws", "--region", "us-east-1", "ec2", "create-launch-template",
+                        "--launch-template-name", "dsx-ci", "--launch-template-data",
+                        "file://" + (out_ / name)});
   }
-  commands.push_back({"aws", "--region", "us-east-1", "ec2", "create-placement-group", "--group-name", "dsx-ci",
-                      "--strategy", "cluster", "--tag-specifications", "ResourceType=placement-group,Tags=[{Key=a}"});
+  commands.push_back({"aws", "--region", "us-east-1", "ec2", "create-placement-group",
+                      "--group-name", "dsx-ci", "--strategy", "cluster", "--tag-specifications",
+                      "ResourceType=placement-group,Tags=[{Key=a}"});
   for (const auto& r : run(commands)) {
     EXPECT_EQ(r.exit_code, 252) << r.output;
     EXPECT_TRUE(r.output.find("Parameter validation failed") != std::string::npos ||
-                r.output.find("Error parsing parameter") != std::string::npos) << r.output;
+                r.output.find("Error parsing parameter") != std::string::npos)
+        << r.output;
   }
 }

@@ -26,21 +26,29 @@ TEST(CloudCli, UnknownCloudVerbOrTypeIsAUsageError) {
   r = run_dsx("cloud aws launch");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("render|up|status|hostfile|down"), std::string::npos) << r.output;
-  r = run_dsx("cloud aws render --cluster a --region us-east-1 --subnet subnet-1 --ssh-cidr 10.0.0.0/8 "
-              "--instance-type p3dn.24xlarge");
+  r = run_dsx(
+      "cloud aws render --cluster a --region us-east-1 --subnet subnet-1 --ssh-cidr 10.0.0.0/8 "
+      "--instance-type p3dn.24xlarge");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("p5.48xlarge"), std::string::npos) << "names the supported types: " << r.output;
+  EXPECT_NE(r.output.find("p5.48xlarge"), std::string::npos)
+      << "names the supported types: " << r.output;
 }
 
 TEST(CloudCli, MissingOrMalformedFlagsAreNamed) {
   dsx::test::TempDir dir;
-  auto r = run_dsx("cloud aws render --cluster a --region us-east-1 --ssh-cidr 10.0.0.0/8 --out " + dir.path());
+  auto r = run_dsx("cloud aws render --cluster a --region us-east-1 --ssh-cidr 10.0.0.0/8 --out " +
+                   dir.path());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("--subnet"), std::string::npos) << r.output;
-  r = run_dsx("cloud aws render --cluster a --region us-east-1 --subnet subnet-1 --ssh-cidr 10.0.0.0 --out " + dir.path());
+  r = run_dsx(
+      "cloud aws render --cluster a --region us-east-1 --subnet subnet-1 --ssh-cidr 10.0.0.0 "
+      "--out " +
+      dir.path());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("--ssh-cidr"), std::string::npos) << r.output;
-  r = run_dsx("cloud gcp render --cluster a --project p --zone us-central1-a --ssh-cidr 10.0.0.0/8 --count x");
+  r = run_dsx(
+      "cloud gcp render --cluster a --project p --zone us-central1-a --ssh-cidr 10.0.0.0/8 --count "
+      "x");
   EXPECT_EQ(r.exit_code, 2);
   r = run_dsx("cloud aws status --region us-east-1");
   EXPECT_EQ(r.exit_code, 2);
@@ -51,45 +59,71 @@ TEST(CloudCli, MissingOrMalformedFlagsAreNamed) {
 TEST(CloudCli, DryRunUpPrintsEveryCallAndRunsNone) {
   dsx::test::TempDir dir;
   // An empty PATH: were any call executed instead of printed, it would fail to start.
-  auto r = dsx::test::run_command("env PATH= " + std::string(DSX_EXE) +
-                                  " cloud aws up --dry-run --cluster ci --region us-east-1 --count 4 "
-                                  "--instance-type p4d.24xlarge --subnet subnet-0aaa --ssh-cidr 10.0.0.0/16 "
-                                  "--security-group sg-0123 --out " + dir.path());
+  auto r = dsx::test::run_command(
+      "env PATH= " + std::string(DSX_EXE) +
+      " cloud aws up --dry-run --cluster ci --region us-east-1 --count 4 "
+      "--instance-type p4d.24xlarge --subnet subnet-0aaa --ssh-cidr 10.0.0.0/16 "
+      "--security-group sg-0123 --out " +
+      dir.path());
   // ssh-keygen is the one local tool render needs; without PATH it reports that clearly.
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("'ssh-keygen' was not found on PATH: install OpenSSH"), std::string::npos) << r.output;
-  r = run_dsx("cloud aws up --dry-run --cluster ci --region us-east-1 --count 4 --instance-type p4d.24xlarge "
-              "--subnet subnet-0aaa --ssh-cidr 10.0.0.0/16 --security-group sg-0123 --out " + dir.path());
+  EXPECT_NE(r.output.find("'ssh-keygen' was not found on PATH: install OpenSSH"), std::string::npos)
+      << r.output;
+  r = run_dsx(
+      "cloud aws up --dry-run --cluster ci --region us-east-1 --count 4 --instance-type "
+      "p4d.24xlarge "
+      "--subnet subnet-0aaa --ssh-cidr 10.0.0.0/16 --security-group sg-0123 --out " +
+      dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(r.output.find("create-security-group"), std::string::npos) << "an existing group is used";
-  EXPECT_NE(r.output.find("aws --region us-east-1 ec2 create-placement-group --group-name dsx-ci --strategy cluster"),
-            std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("ec2 run-instances --launch-template \"LaunchTemplateName=dsx-ci,Version=\\$Latest\" "
-                          "--count 4:4"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("create-security-group"), std::string::npos)
+      << "an existing group is used";
+  EXPECT_NE(r.output.find("aws --region us-east-1 ec2 create-placement-group --group-name dsx-ci "
+                          "--strategy cluster"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(
+      r.output.find(
+          "ec2 run-instances --launch-template \"LaunchTemplateName=dsx-ci,Version=\\$Latest\" "
+          "--count 4:4"),
+      std::string::npos)
+      << r.output;
   EXPECT_TRUE(std::filesystem::exists(dir / "aws/launch-template.json"));
-  EXPECT_FALSE(std::filesystem::exists(dir / "aws/launch-template.filled.json")) << "dry-run fills nothing";
+  EXPECT_FALSE(std::filesystem::exists(dir / "aws/launch-template.filled.json"))
+      << "dry-run fills nothing";
 
-  r = run_dsx("cloud gcp down --dry-run --cluster ci --project proj-1 --zone us-central1-a --machine-type a3-highgpu-8g");
+  r = run_dsx(
+      "cloud gcp down --dry-run --cluster ci --project proj-1 --zone us-central1-a --machine-type "
+      "a3-highgpu-8g");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("gcloud compute networks delete dsx-ci-gpu-4 --project=proj-1 --quiet || true"),
-            std::string::npos) << r.output;
+  EXPECT_NE(
+      r.output.find("gcloud compute networks delete dsx-ci-gpu-4 --project=proj-1 --quiet || true"),
+      std::string::npos)
+      << r.output;
   r = run_dsx("cloud aws status --dry-run --cluster ci --region us-east-1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("ec2 describe-instances --filters Name=tag:dsx-cluster,Values=ci --output json"),
-            std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(
+                "ec2 describe-instances --filters Name=tag:dsx-cluster,Values=ci --output json"),
+            std::string::npos)
+      << r.output;
 }
 
 // A real run reaches the CLI: with a stand-in `aws` that fails, up stops at the first call and
 // says how to clean up.
 TEST(CloudCli, AFailedCallStopsUpWithTheWayBack) {
   dsx::test::TempDir dir;
-  dsx::test::write_text(dir / "bin/aws", "#!/bin/sh\necho \"An error occurred (UnauthorizedOperation)\" >&2\nexit 254\n", true);
-  auto r = dsx::test::run_command("env PATH=" + dir / "bin" + ":/usr/bin:/bin " + std::string(DSX_EXE) +
-                                  " cloud aws up --cluster ci --region us-east-1 --subnet subnet-0aaa "
-                                  "--ssh-cidr 10.0.0.0/16 --out " + dir / "out");
+  dsx::test::write_text(
+      dir / "bin/aws",
+      "#!/bin/sh\necho \"An error occurred (UnauthorizedOperation)\" >&2\nexit 254\n", true);
+  auto r =
+      dsx::test::run_command("env PATH=" + dir / "bin" + ":/usr/bin:/bin " + std::string(DSX_EXE) +
+                             " cloud aws up --cluster ci --region us-east-1 --subnet subnet-0aaa "
+                             "--ssh-cidr 10.0.0.0/16 --out " +
+                             dir / "out");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("UnauthorizedOperation"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("step 'find the VPC of subnet subnet-0aaa' failed: aws exited with 254"), std::string::npos)
+  EXPECT_NE(r.output.find("step 'find the VPC of subnet subnet-0aaa' failed: aws exited with 254"),
+            std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("dsx cloud aws down --cluster ci --region us-east-1"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("dsx cloud aws down --cluster ci --region us-east-1"), std::string::npos)
+      << r.output;
 }

@@ -26,7 +26,8 @@ AwsClusterOptions options_for(const std::string& type) {
   return o;
 }
 
-constexpr const char* kPublicKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExampleExampleExampleExampleExampleExample dsx-run42";
+constexpr const char* kPublicKey =
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExampleExampleExampleExampleExampleExample dsx-run42";
 
 rapidjson::Document parse(const std::string& json) {
   rapidjson::Document doc;
@@ -94,7 +95,8 @@ TEST(CloudFacts, LaunchTemplateCarriesEveryPiece) {
   EXPECT_STREQ(root["DeviceName"].GetString(), "/dev/sda1");
   EXPECT_EQ(root["Ebs"]["VolumeSize"].GetInt(), 500);
   EXPECT_STREQ(doc["MetadataOptions"]["HttpTokens"].GetString(), "required");
-  EXPECT_STREQ(doc["CapacityReservationSpecification"]["CapacityReservationPreference"].GetString(), "open");
+  EXPECT_STREQ(doc["CapacityReservationSpecification"]["CapacityReservationPreference"].GetString(),
+               "open");
   EXPECT_FALSE(doc.HasMember("InstanceMarketOptions"));
   const auto& tags = doc["TagSpecifications"];
   ASSERT_GE(tags.Size(), 2u);
@@ -109,8 +111,10 @@ TEST(CloudFacts, CapacityReservationReplacesThePlacementGroup) {
   o.capacity_block = true;
   auto doc = parse(render_launch_template(o, "sg-0bbb", "#!/bin/bash\n"));
   EXPECT_FALSE(doc.HasMember("Placement"));
-  EXPECT_STREQ(doc["CapacityReservationSpecification"]["CapacityReservationTarget"]["CapacityReservationId"].GetString(),
-               "cr-0123456789abcdef0");
+  EXPECT_STREQ(
+      doc["CapacityReservationSpecification"]["CapacityReservationTarget"]["CapacityReservationId"]
+          .GetString(),
+      "cr-0123456789abcdef0");
   EXPECT_STREQ(doc["InstanceMarketOptions"]["MarketType"].GetString(), "capacity-block");
   EXPECT_EQ(doc["NetworkInterfaces"].Size(), 4u);
 }
@@ -126,7 +130,8 @@ TEST(CloudFacts, UserDataIsBase64OfTheScriptWithinSixteenKilobytes) {
     EXPECT_EQ(encoded.size(), (script.size() + 2) / 3 * 4);
     EXPECT_EQ(base64_decode(encoded), script);
     EXPECT_EQ(script.rfind("#!/bin/bash\n", 0), 0u);
-    EXPECT_NE(script.find("DSX_EFA_DEVICES=" + std::to_string(type.network_cards) + "\n"), std::string::npos);
+    EXPECT_NE(script.find("DSX_EFA_DEVICES=" + std::to_string(type.network_cards) + "\n"),
+              std::string::npos);
   }
 }
 
@@ -145,8 +150,13 @@ TEST(CloudFacts, OversizedUserDataIsRefusedWithTheLimit) {
 
 TEST(CloudFacts, Base64MatchesKnownVectors) {
   // RFC 4648 section 10.
-  const char* vectors[][2] = {{"", ""}, {"f", "Zg=="}, {"fo", "Zm8="}, {"foo", "Zm9v"},
-                              {"foob", "Zm9vYg=="}, {"fooba", "Zm9vYmE="}, {"foobar", "Zm9vYmFy"}};
+  const char* vectors[][2] = {{"", ""},
+                              {"f", "Zg=="},
+                              {"fo", "Zm8="},
+                              {"foo", "Zm9v"},
+                              {"foob", "Zm9vYg=="},
+                              {"fooba", "Zm9vYmE="},
+                              {"foobar", "Zm9vYmFy"}};
   for (const auto& v : vectors) {
     EXPECT_EQ(base64_encode(v[0]), v[1]);
     EXPECT_EQ(base64_decode(v[1]), v[0]);

@@ -28,10 +28,12 @@ bool has(const std::vector<std::string>& argv, const std::string& word) {
 }
 
 // The steps whose command starts with `words` after "gcloud".
-std::vector<std::vector<std::string>> commands(const Plan& plan, const std::vector<std::string>& words) {
+std::vector<std::vector<std::string>> commands(const Plan& plan,
+                                               const std::vector<std::string>& words) {
   std::vector<std::vector<std::string>> found;
   for (const auto& step : plan.steps) {
-    if (step.argv.size() > words.size() && std::equal(words.begin(), words.end(), step.argv.begin() + 1)) {
+    if (step.argv.size() > words.size() &&
+        std::equal(words.begin(), words.end(), step.argv.begin() + 1)) {
       found.push_back(step.argv);
     }
   }
@@ -39,7 +41,8 @@ std::vector<std::vector<std::string>> commands(const Plan& plan, const std::vect
 }
 
 int count_prefix(const std::vector<std::string>& argv, const std::string& prefix) {
-  return int(std::count_if(argv.begin(), argv.end(), [&](const auto& w) { return w.rfind(prefix, 0) == 0; }));
+  return int(std::count_if(argv.begin(), argv.end(),
+                           [&](const auto& w) { return w.rfind(prefix, 0) == 0; }));
 }
 
 }  // namespace
@@ -61,7 +64,9 @@ TEST_P(CloudGcpMachine, InstanceTemplateFlags) {
   EXPECT_TRUE(has(t, "--network-interface=nic-type=GVNIC,network=default,subnet=default"));
   for (int nic = 1; nic <= type.gpu_nics; ++nic) {
     const std::string net = "dsx-ci-gpu-" + std::to_string(nic);
-    EXPECT_TRUE(has(t, "--network-interface=nic-type=GVNIC,network=" + net + ",subnet=" + net + ",no-address")) << nic;
+    EXPECT_TRUE(has(
+        t, "--network-interface=nic-type=GVNIC,network=" + net + ",subnet=" + net + ",no-address"))
+        << nic;
   }
   EXPECT_TRUE(has(t, "--region=us-central1")) << "the GPU subnets are regional";
   EXPECT_TRUE(has(t, "--image-project=deeplearning-platform-release"));
@@ -163,11 +168,13 @@ TEST_P(CloudGcpMachine, DownDeletesInDependencyOrder) {
     EXPECT_LT(rule, network);
     EXPECT_LT(subnet, network);
   }
-  for (size_t i = 2; i < plan.steps.size(); ++i) EXPECT_TRUE(plan.steps[i].may_fail) << plan.steps[i].what;
+  for (size_t i = 2; i < plan.steps.size(); ++i)
+    EXPECT_TRUE(plan.steps[i].may_fail) << plan.steps[i].what;
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, CloudGcpMachine,
-                         ::testing::Values("a2-highgpu-8g", "a2-ultragpu-8g", "a3-highgpu-8g", "a3-megagpu-8g"));
+                         ::testing::Values("a2-highgpu-8g", "a2-ultragpu-8g", "a3-highgpu-8g",
+                                           "a3-megagpu-8g"));
 
 TEST(CloudGcpOptions, BadValuesNameTheFlag) {
   auto o = options("a3-highgpu-8g");

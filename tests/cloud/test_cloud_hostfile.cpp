@@ -51,9 +51,13 @@ TEST(CloudHostfile, StatusCountsReadyNodes) {
   auto nodes = parse_aws_describe_instances(read_text(kData + "aws-describe-instances.json"));
   std::string status = render_status(nodes, 4);
   EXPECT_NE(status.find("4 of 4 nodes running, 2 ready"), std::string::npos) << status;
-  EXPECT_NE(status.find("i-0bbb00000000000b1    10.0.2.200       running      failed-efa"), std::string::npos) << status;
-  EXPECT_NE(status.find("i-0bbb00000000000b4    10.0.1.10        running      (setting up)"), std::string::npos);
-  EXPECT_NE(status.find("i-0bbb00000000000b2    10.0.1.100       terminated   -"), std::string::npos);
+  EXPECT_NE(status.find("i-0bbb00000000000b1    10.0.2.200       running      failed-efa"),
+            std::string::npos)
+      << status;
+  EXPECT_NE(status.find("i-0bbb00000000000b4    10.0.1.10        running      (setting up)"),
+            std::string::npos);
+  EXPECT_NE(status.find("i-0bbb00000000000b2    10.0.1.100       terminated   -"),
+            std::string::npos);
 }
 
 TEST(CloudHostfile, MalformedListingsSayWhatIsWrong) {
@@ -73,23 +77,29 @@ TEST(CloudHostfile, MalformedListingsSayWhatIsWrong) {
 
 TEST(CloudHostfile, CommandWritesTheFileFromASavedListing) {
   dsx::test::TempDir dir;
-  auto r = run_dsx("cloud aws hostfile --cluster ci --region us-east-1 --instance-type p4d.24xlarge --from-json " +
-                   kData + "aws-describe-instances.json --hostfile " + dir / "hostfile");
+  auto r = run_dsx(
+      "cloud aws hostfile --cluster ci --region us-east-1 --instance-type p4d.24xlarge "
+      "--from-json " +
+      kData + "aws-describe-instances.json --hostfile " + dir / "hostfile");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(read_text(dir / "hostfile"), "10.0.1.9 slots=8\n10.0.1.10 slots=8\n10.0.1.12 slots=8\n10.0.2.200 slots=8\n");
-  EXPECT_NE(r.output.find("i-0bbb00000000000b1 has not reported ready (dsx-ready=failed-efa)"), std::string::npos)
+  EXPECT_EQ(read_text(dir / "hostfile"),
+            "10.0.1.9 slots=8\n10.0.1.10 slots=8\n10.0.1.12 slots=8\n10.0.2.200 slots=8\n");
+  EXPECT_NE(r.output.find("i-0bbb00000000000b1 has not reported ready (dsx-ready=failed-efa)"),
+            std::string::npos)
       << r.output;
 
-  r = run_dsx("cloud gcp hostfile --cluster ci --project proj-1 --zone us-central1-a --from-json " + kData +
-              "gcloud-instances-list.json --out " + dir.path());
+  r = run_dsx("cloud gcp hostfile --cluster ci --project proj-1 --zone us-central1-a --from-json " +
+              kData + "gcloud-instances-list.json --out " + dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(read_text(dir / "hostfile"), "10.128.0.3 slots=8\n10.128.0.21 slots=8\n");
 }
 
 TEST(CloudHostfile, TooFewNodesIsAnErrorNotAShortHostfile) {
   dsx::test::TempDir dir;
-  auto r = run_dsx("cloud gcp hostfile --cluster ci --project proj-1 --zone us-central1-a --expect 3 --from-json " +
-                   kData + "gcloud-instances-list.json --out " + dir.path());
+  auto r = run_dsx(
+      "cloud gcp hostfile --cluster ci --project proj-1 --zone us-central1-a --expect 3 "
+      "--from-json " +
+      kData + "gcloud-instances-list.json --out " + dir.path());
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("only 2 of 3 nodes are running"), std::string::npos) << r.output;
   EXPECT_FALSE(std::filesystem::exists(dir / "hostfile"));
@@ -97,13 +107,14 @@ TEST(CloudHostfile, TooFewNodesIsAnErrorNotAShortHostfile) {
 
 TEST(CloudHostfile, StatusThroughTheCommand) {
   // Without --count, status expects the nodes it finds alive (5 here: one is terminated).
-  auto r = run_dsx("cloud aws status --cluster ci --region us-east-1 --from-json " + kData + "aws-describe-instances.json");
+  auto r = run_dsx("cloud aws status --cluster ci --region us-east-1 --from-json " + kData +
+                   "aws-describe-instances.json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("4 of 5 nodes running, 2 ready"), std::string::npos) << r.output;
   // --count doubles as the expectation of hostfile.
   dsx::test::TempDir dir;
-  r = run_dsx("cloud aws hostfile --cluster ci --region us-east-1 --count 6 --out " + dir.path() + " --from-json " +
-              kData + "aws-describe-instances.json");
+  r = run_dsx("cloud aws hostfile --cluster ci --region us-east-1 --count 6 --out " + dir.path() +
+              " --from-json " + kData + "aws-describe-instances.json");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("only 4 of 6 nodes are running"), std::string::npos) << r.output;
 }
@@ -116,22 +127,26 @@ TEST(CloudHostfile, WaitPollsUntilTheNodesAreReady) {
       R"({"Reservations":[{"Instances":[{"InstanceId":"i-1","PrivateIpAddress":"10.0.0.20","State":{"Name":"running"},"Tags":[{"Key":"dsx-ready","Value":"yes"}]},)"
       R"({"InstanceId":"i-2","PrivateIpAddress":"10.0.0.3","State":{"Name":"running"}}]}]})";
   std::string both_ready = one_ready;
-  both_ready.replace(both_ready.rfind("}}]}]}"), 6, R"(},"Tags":[{"Key":"dsx-ready","Value":"yes"}]}]}]})");
+  both_ready.replace(both_ready.rfind("}}]}]}"), 6,
+                     R"(},"Tags":[{"Key":"dsx-ready","Value":"yes"}]}]}]})");
   dsx::test::write_text(dir / "1.json", one_ready);
   dsx::test::write_text(dir / "2.json", both_ready);
   dsx::test::write_text(dir / "bin/aws",
-                        "#!/bin/sh\nn=$(cat " + dir / "calls" + " 2>/dev/null || echo 0)\nn=$((n + 1))\necho $n > " +
-                            dir / "calls" + "\ncat " + dir.path() + "/$(( n < 2 ? n : 2 )).json\n",
+                        "#!/bin/sh\nn=$(cat " + dir / "calls" +
+                            " 2>/dev/null || echo 0)\nn=$((n + 1))\necho $n > " + dir / "calls" +
+                            "\ncat " + dir.path() + "/$(( n < 2 ? n : 2 )).json\n",
                         true);
-  auto r = dsx::test::run_command("env DSX_CLOUD_POLL_S=0 PATH=" + dir / "bin" + ":/usr/bin:/bin " + std::string(DSX_EXE) +
-                                  " cloud aws hostfile --cluster ci --region us-east-1 --count 2 --wait 30 --out " +
-                                  dir.path());
+  auto r = dsx::test::run_command(
+      "env DSX_CLOUD_POLL_S=0 PATH=" + dir / "bin" + ":/usr/bin:/bin " + std::string(DSX_EXE) +
+      " cloud aws hostfile --cluster ci --region us-east-1 --count 2 --wait 30 --out " +
+      dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("1 of 2 nodes ready; checking again"), std::string::npos) << r.output;
   EXPECT_EQ(read_text(dir / "calls"), "2\n");
   EXPECT_EQ(read_text(dir / "hostfile"), "10.0.0.3 slots=8\n10.0.0.20 slots=8\n");
   EXPECT_EQ(r.output.find("has not reported ready"), std::string::npos) << r.output;
 
-  r = run_dsx("cloud aws status --cluster ci --region us-east-1 --wait 5 --from-json " + dir / "1.json");
+  r = run_dsx("cloud aws status --cluster ci --region us-east-1 --wait 5 --from-json " +
+              dir / "1.json");
   EXPECT_EQ(r.exit_code, 2) << "--wait without a count: " << r.output;
 }

@@ -19,19 +19,22 @@ using dsx::test::write_text;
 
 namespace {
 
-constexpr const char* kPublicKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyTestKeyTestKey dsx-ci";
+constexpr const char* kPublicKey =
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyTestKeyTestKey dsx-ci";
 constexpr const char* kRecorded = DSX_SOURCE_DIR "/tests/cloud/recorder.sh";
 
 class CloudNodeScript : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const char* name : {"fi_info", "nvidia-smi", "curl", "aws", "gcloud", "ip", "systemctl", "mdadm",
-                             "mkfs.ext4", "mount", "useradd", "chown", "docker", "apt-get"}) {
+    for (const char* name :
+         {"fi_info", "nvidia-smi", "curl", "aws", "gcloud", "ip", "systemctl", "mdadm", "mkfs.ext4",
+          "mount", "useradd", "chown", "docker", "apt-get"}) {
       std::filesystem::create_symlink(kRecorded, bin_ / name);
     }
     // A dsx "install tree" whose binary answers `version`, packed as the real tarball would be.
     write_text(pkg_ / "tree/bin/dsx", "#!/bin/sh\necho \"dsx 0.1.0\"\n", true);
-    auto tar = dsx::test::run_command("tar -czf " + pkg_ / "dsx.tar.gz" + " -C " + pkg_ / "tree" + " .");
+    auto tar =
+        dsx::test::run_command("tar -czf " + pkg_ / "dsx.tar.gz" + " -C " + pkg_ / "tree" + " .");
     ASSERT_EQ(tar.exit_code, 0) << tar.output;
     std::filesystem::create_directories(root_ / "home");
   }
@@ -42,9 +45,10 @@ class CloudNodeScript : public ::testing::Test {
     write_text(pkg_ / "node.sh", script, true);
     std::string command = "env -i PATH=" + bin_.path() + ":/usr/bin:/bin DSX_ROOT=" + root_.path() +
                           " DSX_POLL_S=0 DSX_PEER_TIMEOUT_S=" + std::to_string(peer_timeout_s) +
-                          " DSX_TEST_LOG=" + (pkg_ / "calls.log") + " DSX_TEST_PACKAGE=" + (pkg_ / "dsx.tar.gz") +
-                          " DSX_TEST_EFA=" + std::to_string(efa) + " DSX_TEST_PEERS='" + peers + "'" +
-                          " timeout 60 bash " + (pkg_ / "node.sh");
+                          " DSX_TEST_LOG=" + (pkg_ / "calls.log") +
+                          " DSX_TEST_PACKAGE=" + (pkg_ / "dsx.tar.gz") +
+                          " DSX_TEST_EFA=" + std::to_string(efa) + " DSX_TEST_PEERS='" + peers +
+                          "'" + " timeout 60 bash " + (pkg_ / "node.sh");
     return dsx::test::run_command(command);
   }
 
@@ -75,7 +79,8 @@ class CloudNodeScript : public ::testing::Test {
   }
 
   void add_nvme(const std::string& prefix, int count) {
-    for (int i = 0; i < count; ++i) write_text(root_ / ("dev/disk/by-id/" + prefix + std::to_string(i)), "");
+    for (int i = 0; i < count; ++i)
+      write_text(root_ / ("dev/disk/by-id/" + prefix + std::to_string(i)), "");
   }
 
   TempDir root_, bin_, pkg_;
@@ -86,13 +91,15 @@ class CloudNodeScript : public ::testing::Test {
 TEST_F(CloudNodeScript, AwsUserDataSetsUpAP4dNode) {
   add_nvme("nvme-Amazon_EC2_NVMe_Instance_Storage_AWS", 8);
   // The same drive under a second name (a namespace link) must not become a ninth RAID member.
-  std::filesystem::create_symlink(root_ / "dev/disk/by-id/nvme-Amazon_EC2_NVMe_Instance_Storage_AWS0",
-                                  root_ / "dev/disk/by-id/nvme-Amazon_EC2_NVMe_Instance_Storage_AWS0_1");
+  std::filesystem::create_symlink(
+      root_ / "dev/disk/by-id/nvme-Amazon_EC2_NVMe_Instance_Storage_AWS0",
+      root_ / "dev/disk/by-id/nvme-Amazon_EC2_NVMe_Instance_Storage_AWS0_1");
   write_text(root_ / "opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so", "");
   write_text(root_ / "opt/amazon/ofi-nccl/lib/libnccl-ofi-tuner.so", "");
 
   // describe-instances --output text lists the peers tab-separated, in no particular order.
-  auto r = run(aws_user_data(aws_options(), kPublicKey), "10.0.1.12\\t10.0.1.7\\n10.0.1.9", /*efa=*/4);
+  auto r =
+      run(aws_user_data(aws_options(), kPublicKey), "10.0.1.12\\t10.0.1.7\\n10.0.1.9", /*efa=*/4);
   ASSERT_EQ(r.exit_code, 0) << r.output << calls();
 
   EXPECT_EQ(read_text(root_ / "etc/dsx/env"),
@@ -114,13 +121,17 @@ TEST_F(CloudNodeScript, AwsUserDataSetsUpAP4dNode) {
                                       " && printf %s \"$NCCL_SOCKET_IFNAME|$FI_PROVIDER\"'");
   EXPECT_EQ(shell.output, "^docker,lo,veth|efa");
 
-  EXPECT_NE(read_text(root_ / "home/ubuntu/.ssh/authorized_keys").find(kPublicKey), std::string::npos);
-  EXPECT_NE(read_text(root_ / "home/ubuntu/.ssh/dsx_cluster_key").find("cluster-private-key"), std::string::npos);
+  EXPECT_NE(read_text(root_ / "home/ubuntu/.ssh/authorized_keys").find(kPublicKey),
+            std::string::npos);
+  EXPECT_NE(read_text(root_ / "home/ubuntu/.ssh/dsx_cluster_key").find("cluster-private-key"),
+            std::string::npos);
   struct stat st {};
   ASSERT_EQ(stat((root_ / "home/ubuntu/.ssh/dsx_cluster_key").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
-  EXPECT_NE(read_text(root_ / "home/ubuntu/.ssh/config").find("StrictHostKeyChecking accept-new"), std::string::npos);
-  EXPECT_NE(read_text(root_ / "etc/security/limits.d/90-dsx.conf").find("* hard memlock unlimited"), std::string::npos);
+  EXPECT_NE(read_text(root_ / "home/ubuntu/.ssh/config").find("StrictHostKeyChecking accept-new"),
+            std::string::npos);
+  EXPECT_NE(read_text(root_ / "etc/security/limits.d/90-dsx.conf").find("* hard memlock unlimited"),
+            std::string::npos);
 
   EXPECT_TRUE(called("mdadm --create /dev/md0 --level=0 --raid-devices=8 --force --run " +
                      root_ / "dev/disk/by-id/nvme-Amazon_EC2_NVMe_Instance_Storage_AWS0"))
@@ -128,30 +139,38 @@ TEST_F(CloudNodeScript, AwsUserDataSetsUpAP4dNode) {
   EXPECT_TRUE(called("mkfs.ext4 -F -q -L dsx-scratch /dev/md0\n"));
   EXPECT_TRUE(called("mount -o noatime\\,nofail /dev/md0 " + root_ / "scratch\n")) << calls();
   EXPECT_TRUE(called("systemctl enable --now nvidia-fabricmanager\n"));
-  EXPECT_TRUE(called("aws --region us-west-2 --cli-connect-timeout 10 --cli-read-timeout 60 ssm get-parameter "
-                     "--name /dsx/ci/cluster-key --with-decryption"));
+  EXPECT_TRUE(called(
+      "aws --region us-west-2 --cli-connect-timeout 10 --cli-read-timeout 60 ssm get-parameter "
+      "--name /dsx/ci/cluster-key --with-decryption"));
   EXPECT_TRUE(called("aws s3 cp --only-show-errors s3://dsx-artifacts/dsx.tar.gz"));
-  EXPECT_TRUE(called("apt-get install -y -qq --no-install-recommends libboost-program-options1.74.0"));
+  EXPECT_TRUE(
+      called("apt-get install -y -qq --no-install-recommends libboost-program-options1.74.0"));
   EXPECT_TRUE(std::filesystem::exists(root_ / "opt/dsx/bin/dsx"));
   EXPECT_EQ(std::filesystem::read_symlink(root_ / "usr/local/bin/dsx"), "/opt/dsx/bin/dsx");
   // The readiness tag is the last AWS call.
   std::string log = calls();
   size_t last = log.rfind("\naws ") + 1;
-  EXPECT_EQ(log.substr(last, log.find('\n', last) + 1 - last), "aws --region us-west-2 --cli-connect-timeout 10 --cli-read-timeout 60 "
-                                           "ec2 create-tags --resources i-0abc1234 --tags Key=dsx-ready\\,Value=yes\n");
+  EXPECT_EQ(log.substr(last, log.find('\n', last) + 1 - last),
+            "aws --region us-west-2 --cli-connect-timeout 10 --cli-read-timeout 60 "
+            "ec2 create-tags --resources i-0abc1234 --tags Key=dsx-ready\\,Value=yes\n");
 }
 
 TEST_F(CloudNodeScript, AwsNodeWithoutEfaReportsTheFailedStep) {
   auto r = run(aws_user_data(aws_options(), kPublicKey), "10.0.1.7", /*efa=*/0);
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("FAILED in step efa: fi_info -p efa finds no EFA device"), std::string::npos) << r.output;
-  EXPECT_TRUE(called("create-tags --resources i-0abc1234 --tags Key=dsx-ready\\,Value=failed-efa\n")) << calls();
+  EXPECT_NE(r.output.find("FAILED in step efa: fi_info -p efa finds no EFA device"),
+            std::string::npos)
+      << r.output;
+  EXPECT_TRUE(
+      called("create-tags --resources i-0abc1234 --tags Key=dsx-ready\\,Value=failed-efa\n"))
+      << calls();
   EXPECT_FALSE(std::filesystem::exists(root_ / "etc/dsx/hostfile"));
 }
 
 TEST_F(CloudNodeScript, AwsNodeGivesUpWhenPeersNeverArrive) {
   write_text(root_ / "opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so", "");
-  auto r = run(aws_user_data(aws_options(), kPublicKey), "10.0.1.7\\t10.0.1.9", /*efa=*/4, /*peer_timeout_s=*/1);
+  auto r = run(aws_user_data(aws_options(), kPublicKey), "10.0.1.7\\t10.0.1.9", /*efa=*/4,
+               /*peer_timeout_s=*/1);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("only 2 of 3 nodes are running after 1s"), std::string::npos) << r.output;
   EXPECT_TRUE(called("Key=dsx-ready\\,Value=failed-peers\n")) << calls();
@@ -165,43 +184,57 @@ TEST_F(CloudNodeScript, GcpA3HighStartsTcpxAndNamesItsNics) {
   ASSERT_EQ(r.exit_code, 0) << r.output << calls();
   std::string env = read_text(root_ / "etc/dsx/env");
   // NIC 0 (MAC ...:00) is ens4; the four GPU NICs are ens5..ens8 on this image.
-  for (const char* line : {"NCCL_SOCKET_IFNAME=ens4\n", "NCCL_GPUDIRECTTCPX_SOCKET_IFNAME=ens5,ens6,ens7,ens8\n",
-                           "NCCL_GPUDIRECTTCPX_CTRL_DEV=ens4\n", "NCCL_ALGO=Ring\n", "NCCL_PROTO=Simple\n",
-                           "NCCL_CROSS_NIC=0\n", "NCCL_NSOCKS_PERTHREAD=4\n", "NCCL_SOCKET_NTHREADS=1\n",
-                           "NCCL_NET_GDR_LEVEL=PIX\n", "NCCL_P2P_PXN_LEVEL=0\n", "NCCL_BUFFSIZE=4194304\n",
-                           "NCCL_GPUDIRECTTCPX_UNIX_CLIENT_PREFIX=/run/tcpx\n",
-                           "NCCL_GPUDIRECTTCPX_TX_BINDINGS=ens5:8-21,112-125;ens6:8-21,112-125;ens7:60-73,164-177;ens8:60-73,164-177\n",
-                           "NCCL_GPUDIRECTTCPX_RX_BINDINGS=ens5:22-35,126-139;ens6:22-35,126-139;ens7:74-87,178-191;ens8:74-87,178-191\n",
-                           "LD_LIBRARY_PATH=/var/lib/tcpx/lib64:/usr/local/nvidia/lib64\n"}) {
+  for (const char* line :
+       {"NCCL_SOCKET_IFNAME=ens4\n", "NCCL_GPUDIRECTTCPX_SOCKET_IFNAME=ens5,ens6,ens7,ens8\n",
+        "NCCL_GPUDIRECTTCPX_CTRL_DEV=ens4\n", "NCCL_ALGO=Ring\n", "NCCL_PROTO=Simple\n",
+        "NCCL_CROSS_NIC=0\n", "NCCL_NSOCKS_PERTHREAD=4\n", "NCCL_SOCKET_NTHREADS=1\n",
+        "NCCL_NET_GDR_LEVEL=PIX\n", "NCCL_P2P_PXN_LEVEL=0\n", "NCCL_BUFFSIZE=4194304\n",
+        "NCCL_GPUDIRECTTCPX_UNIX_CLIENT_PREFIX=/run/tcpx\n",
+        "NCCL_GPUDIRECTTCPX_TX_BINDINGS=ens5:8-21,112-125;ens6:8-21,112-125;ens7:60-73,164-177;"
+        "ens8:60-73,164-177\n",
+        "NCCL_GPUDIRECTTCPX_RX_BINDINGS=ens5:22-35,126-139;ens6:22-35,126-139;ens7:74-87,178-191;"
+        "ens8:74-87,178-191\n",
+        "LD_LIBRARY_PATH=/var/lib/tcpx/lib64:/usr/local/nvidia/lib64\n"}) {
     EXPECT_NE(env.find(line), std::string::npos) << line << "\n" << env;
   }
   EXPECT_EQ(read_text(root_ / "etc/dsx/hostfile"), "10.128.0.5 slots=8\n10.128.0.7 slots=8\n");
   EXPECT_TRUE(called("--raid-devices=16")) << calls();
-  EXPECT_TRUE(called("docker run --rm -v /var/lib:/var/lib " + gcp_plugin_image(o) + " install --install-nccl\n"));
-  EXPECT_TRUE(called(gcp_rxdm_image(o) + " --gpu_nic_preset a3vm --gpu_shmem_type fd --uds_path /run/tcpx")) << calls();
-  EXPECT_TRUE(called("gcloud secrets versions access latest --quiet --project=proj-1 --secret=dsx-ci-cluster-key\n"));
-  EXPECT_TRUE(called("gcloud compute instances add-labels dsx-ci-0001 --quiet --project=proj-1 "
-                     "--zone=us-central1-a --labels=dsx-ready=yes\n")) << calls();
+  EXPECT_TRUE(called("docker run --rm -v /var/lib:/var/lib " + gcp_plugin_image(o) +
+                     " install --install-nccl\n"));
+  EXPECT_TRUE(
+      called(gcp_rxdm_image(o) + " --gpu_nic_preset a3vm --gpu_shmem_type fd --uds_path /run/tcpx"))
+      << calls();
+  EXPECT_TRUE(
+      called("gcloud secrets versions access latest --quiet --project=proj-1 "
+             "--secret=dsx-ci-cluster-key\n"));
+  EXPECT_TRUE(
+      called("gcloud compute instances add-labels dsx-ci-0001 --quiet --project=proj-1 "
+             "--zone=us-central1-a --labels=dsx-ready=yes\n"))
+      << calls();
   EXPECT_NE(read_text(root_ / "home/dsx/.ssh/authorized_keys").find(kPublicKey), std::string::npos);
 }
 
 TEST_F(CloudNodeScript, GcpA3MegaTakesThePluginProfileAndEightNics) {
   write_text(root_ / "var/lib/tcpxo/lib64/nccl-env-profile.sh",
-             "#!/bin/bash\nexport NCCL_FASTRAK_NUM_FLOWS=2\nexport NCCL_BUFFSIZE=\"8388608\"\nNOT_EXPORTED=1\n");
-  auto r = run(gcp_startup_script(gcp_options("a3-megagpu-8g"), kPublicKey), "10.128.0.5\\n10.128.0.7");
+             "#!/bin/bash\nexport NCCL_FASTRAK_NUM_FLOWS=2\nexport "
+             "NCCL_BUFFSIZE=\"8388608\"\nNOT_EXPORTED=1\n");
+  auto r =
+      run(gcp_startup_script(gcp_options("a3-megagpu-8g"), kPublicKey), "10.128.0.5\\n10.128.0.7");
   ASSERT_EQ(r.exit_code, 0) << r.output << calls();
   std::string env = read_text(root_ / "etc/dsx/env");
-  for (const char* line : {"NCCL_FASTRAK_NUM_FLOWS=2\n", "NCCL_BUFFSIZE=8388608\n", "NCCL_FASTRAK_CTRL_DEV=ens4\n",
-                           "NCCL_FASTRAK_IFNAME=ens5,ens6,ens7,ens8,ens9,ens10,ens11,ens12\n",
-                           "NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY=/dev/aperture_devices\n",
-                           "LD_LIBRARY_PATH=/var/lib/tcpxo/lib64:/usr/local/nvidia/lib64\n"}) {
+  for (const char* line :
+       {"NCCL_FASTRAK_NUM_FLOWS=2\n", "NCCL_BUFFSIZE=8388608\n", "NCCL_FASTRAK_CTRL_DEV=ens4\n",
+        "NCCL_FASTRAK_IFNAME=ens5,ens6,ens7,ens8,ens9,ens10,ens11,ens12\n",
+        "NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY=/dev/aperture_devices\n",
+        "LD_LIBRARY_PATH=/var/lib/tcpxo/lib64:/usr/local/nvidia/lib64\n"}) {
     EXPECT_NE(env.find(line), std::string::npos) << line << "\n" << env;
   }
   EXPECT_EQ(env.find("NOT_EXPORTED"), std::string::npos);
 }
 
 TEST_F(CloudNodeScript, GcpA2UsesSocketsOnThePrimaryNic) {
-  auto r = run(gcp_startup_script(gcp_options("a2-ultragpu-8g"), kPublicKey), "10.128.0.5\\n10.128.0.7");
+  auto r =
+      run(gcp_startup_script(gcp_options("a2-ultragpu-8g"), kPublicKey), "10.128.0.5\\n10.128.0.7");
   ASSERT_EQ(r.exit_code, 0) << r.output << calls();
   EXPECT_EQ(read_text(root_ / "etc/dsx/env"), "NCCL_SOCKET_IFNAME=ens4\n");
   EXPECT_FALSE(called("docker"));

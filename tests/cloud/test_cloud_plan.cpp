@@ -14,45 +14,59 @@
 using namespace dsx::cloud;
 
 TEST(CloudPlan, ResolvesCapturesAndSplitsLists) {
-  Step step{"terminate", {"aws", "ec2", "terminate-instances", "--instance-ids", "${IDS}", "--group=${SG}x"}};
+  Step step{"terminate",
+            {"aws", "ec2", "terminate-instances", "--instance-ids", "${IDS}", "--group=${SG}x"}};
   Vars vars = {{"IDS", "i-1 i-2\ti-3"}, {"SG", "sg-9"}};
   EXPECT_EQ(resolve_argv(step, vars, {"IDS"}),
-            (std::vector<std::string>{"aws", "ec2", "terminate-instances", "--instance-ids", "i-1", "i-2", "i-3",
-                                      "--group=sg-9x"}));
+            (std::vector<std::string>{"aws", "ec2", "terminate-instances", "--instance-ids", "i-1",
+                                      "i-2", "i-3", "--group=sg-9x"}));
   // Not a list: the value stays one word, spaces and all.
   EXPECT_EQ(resolve_argv(step, vars, {})[4], "i-1 i-2\ti-3");
   // An empty list (or the CLI's "None") is no words at all.
   EXPECT_EQ(resolve_argv(step, {{"IDS", "None"}, {"SG", ""}}, {"IDS"}).size(), 5u);
-  EXPECT_THROW(resolve_argv(step, {{"IDS", "i-1"}}, {"IDS"}), dsx::Error) << "SG was never captured";
+  EXPECT_THROW(resolve_argv(step, {{"IDS", "i-1"}}, {"IDS"}), dsx::Error)
+      << "SG was never captured";
   EXPECT_EQ(fill_vars("{\"Groups\": [\"${SG}\"], \"x\": \"${OTHER}\"}", vars),
             "{\"Groups\": [\"sg-9\"], \"x\": \"${OTHER}\"}");
 }
 
 TEST(CloudPlan, PrintedScriptIsBashThatQuotesEveryWord) {
   Plan plan{"test plan", {}};
-  plan.steps.push_back({"make a group", {"aws", "ec2", "create", "--description", "it's a \"test\""}, "SG"});
-  plan.steps.push_back({"list", {"aws", "ec2", "list", "--query", "Reservations[].Instances[].Id"}, "IDS"});
+  plan.steps.push_back(
+      {"make a group", {"aws", "ec2", "create", "--description", "it's a \"test\""}, "SG"});
+  plan.steps.push_back(
+      {"list", {"aws", "ec2", "list", "--query", "Reservations[].Instances[].Id"}, "IDS"});
   plan.steps.back().capture_is_list = true;
-  Step use{"use them", {"aws", "ec2", "use", "--ids", "${IDS}", "--group", "${SG}", "--v", "Version=$Latest"}};
+  Step use{"use them",
+           {"aws", "ec2", "use", "--ids", "${IDS}", "--group", "${SG}", "--v", "Version=$Latest"}};
   use.skip_if_empty = "IDS";
   use.may_fail = true;
   plan.steps.push_back(use);
   std::ostringstream out;
   print_plan(out, plan);
   const std::string script = out.str();
-  EXPECT_NE(script.find("SG=$(aws ec2 create --description 'it'\\''s a \"test\"')"), std::string::npos) << script;
-  EXPECT_NE(script.find("if [[ -n \"${IDS}\" && \"${IDS}\" != None ]]; then"), std::string::npos) << script;
-  EXPECT_NE(script.find("  aws ec2 use --ids ${IDS} --group \"${SG}\" --v \"Version=\\$Latest\" || true"),
-            std::string::npos) << script;
+  EXPECT_NE(script.find("SG=$(aws ec2 create --description 'it'\\''s a \"test\"')"),
+            std::string::npos)
+      << script;
+  EXPECT_NE(script.find("if [[ -n \"${IDS}\" && \"${IDS}\" != None ]]; then"), std::string::npos)
+      << script;
+  EXPECT_NE(
+      script.find("  aws ec2 use --ids ${IDS} --group \"${SG}\" --v \"Version=\\$Latest\" || true"),
+      std::string::npos)
+      << script;
   // The script runs: with `aws` a stand-in that prints its arguments one per line.
   dsx::test::TempDir dir;
-  dsx::test::write_text(dir / "bin/aws", "#!/bin/sh\nfor a in \"$@\"; do echo \"$a\"; done >> \"$LOG\"\necho a b\n", true);
+  dsx::test::write_text(dir / "bin/aws",
+                        "#!/bin/sh\nfor a in \"$@\"; do echo \"$a\"; done >> \"$LOG\"\necho a b\n",
+                        true);
   dsx::test::write_text(dir / "plan.sh", script);
-  auto r = dsx::test::run_command("env PATH=" + dir / "bin" + ":/usr/bin:/bin LOG=" + dir / "log bash " + dir / "plan.sh");
+  auto r = dsx::test::run_command("env PATH=" + dir / "bin" +
+                                  ":/usr/bin:/bin LOG=" + dir / "log bash " + dir / "plan.sh");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::string log = dsx::test::read_text(dir / "log");
   EXPECT_NE(log.find("it's a \"test\"\n"), std::string::npos) << log;
-  EXPECT_NE(log.find("--ids\na\nb\n--group\na b\n--v\nVersion=$Latest\n"), std::string::npos) << log;
+  EXPECT_NE(log.find("--ids\na\nb\n--group\na b\n--v\nVersion=$Latest\n"), std::string::npos)
+      << log;
 }
 
 TEST(CloudPlan, ExecutesCapturesSkipsAndToleratedFailures) {
@@ -65,21 +79,25 @@ TEST(CloudPlan, ExecutesCapturesSkipsAndToleratedFailures) {
   Step tolerated{"tolerated", {"sh", "-c", "exit 4"}};
   tolerated.may_fail = true;
   plan.steps.push_back(tolerated);
-  plan.steps.push_back({"uses it", {"sh", "-c", "test \"$0\" = hello && echo ok", "${GREETING}"}, "RESULT"});
+  plan.steps.push_back(
+      {"uses it", {"sh", "-c", "test \"$0\" = hello && echo ok", "${GREETING}"}, "RESULT"});
   std::ostringstream log;
   auto vars = execute_plan(plan, log);
   EXPECT_EQ(vars.at("GREETING"), "hello");
   EXPECT_EQ(vars.at("RESULT"), "ok");
   EXPECT_NE(log.str().find("-- skipped (nothing to do): skipped"), std::string::npos) << log.str();
-  EXPECT_NE(log.str().find("(failed with exit code 4; continuing)"), std::string::npos) << log.str();
+  EXPECT_NE(log.str().find("(failed with exit code 4; continuing)"), std::string::npos)
+      << log.str();
 
-  Plan failing{"fail", {Step{"the failing step", {"sh", "-c", "exit 7"}}, Step{"never", {"false"}}}};
+  Plan failing{"fail",
+               {Step{"the failing step", {"sh", "-c", "exit 7"}}, Step{"never", {"false"}}}};
   try {
     execute_plan(failing, log);
     FAIL();
   } catch (const dsx::Error& e) {
     EXPECT_EQ(e.kind(), dsx::ErrorKind::Launch);
-    EXPECT_NE(std::string(e.what()).find("step 'the failing step' failed: sh exited with 7"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("step 'the failing step' failed: sh exited with 7"),
+              std::string::npos);
   }
   Plan missing{"missing", {Step{"a tool that is not there", {"dsx-no-such-tool-here"}}}};
   EXPECT_THROW(execute_plan(missing, log), dsx::Error);
@@ -88,7 +106,8 @@ TEST(CloudPlan, ExecutesCapturesSkipsAndToleratedFailures) {
 TEST(CloudPlan, ACallPastItsTimeoutIsStoppedAndReaped) {
   dsx::test::TempDir dir;
   for (bool capture : {false, true}) {
-    Step hang{"hang", {"sh", "-c", "echo $$ > " + dir / "pid" + "; exec sleep 30"}, capture ? "OUT" : ""};
+    Step hang{
+        "hang", {"sh", "-c", "echo $$ > " + dir / "pid" + "; exec sleep 30"}, capture ? "OUT" : ""};
     hang.timeout_s = 1;
     auto start = std::chrono::steady_clock::now();
     std::ostringstream log;

@@ -28,7 +28,8 @@ TEST(CloudScripts, SourceScriptsPassShellcheck) {
   const std::string root = DSX_SOURCE_DIR;
   EXPECT_EQ(shellcheck({root + "/cloud/node/common.sh", root + "/cloud/aws/user-data.sh",
                         root + "/cloud/gcp/startup.sh", root + "/cloud/slurm/dsx-train.sbatch",
-                        root + "/tests/cloud/recorder.sh", root + "/tests/cloud/check_gcloud_commands.sh"}),
+                        root + "/tests/cloud/recorder.sh",
+                        root + "/tests/cloud/check_gcloud_commands.sh"}),
             "");
 }
 
@@ -62,7 +63,8 @@ TEST(CloudScripts, EveryRenderedScriptPassesShellcheck) {
   }
   ASSERT_EQ(scripts.size(), 5u * 4 + 4u * 4);  // user data/startup, up, down, sbatch per type
   EXPECT_EQ(shellcheck(scripts), "");
-  EXPECT_EQ(dsx::test::run_command("bash -n " + dir / "aws-p5.48xlarge/aws/user-data.sh").exit_code, 0);
+  EXPECT_EQ(dsx::test::run_command("bash -n " + dir / "aws-p5.48xlarge/aws/user-data.sh").exit_code,
+            0);
 }
 
 TEST(CloudScripts, SlurmJobAsksForTheWholeAllocation) {
@@ -72,8 +74,9 @@ TEST(CloudScripts, SlurmJobAsksForTheWholeAllocation) {
   EXPECT_NE(job.find("#SBATCH --gpus-per-node=8\n"), std::string::npos);
   EXPECT_EQ(job.find("{{"), std::string::npos) << "every placeholder filled";
   // Each task gets the torchrun variables from its own Slurm ids.
-  for (const char* var : {"RANK=$SLURM_PROCID", "LOCAL_RANK=$SLURM_LOCALID", "WORLD_SIZE=$SLURM_NTASKS",
-                          "LOCAL_WORLD_SIZE=$SLURM_NTASKS_PER_NODE", "MASTER_ADDR MASTER_PORT"}) {
+  for (const char* var :
+       {"RANK=$SLURM_PROCID", "LOCAL_RANK=$SLURM_LOCALID", "WORLD_SIZE=$SLURM_NTASKS",
+        "LOCAL_WORLD_SIZE=$SLURM_NTASKS_PER_NODE", "MASTER_ADDR MASTER_PORT"}) {
     EXPECT_NE(job.find(var), std::string::npos) << var;
   }
 }
