@@ -10,9 +10,10 @@ namespace dsx::engine::detail {
 
 namespace {
 
-const std::vector<std::string> kDeepSpeedOptimizers = {
-    "adagrad", "adam", "adamw", "lamb", "onebitadam", "zerooneadam", "onebitlamb",
-    "muadam", "muadamw", "musgd", "lion", "muon"};
+// DeepSpeed 0.19.8's own optimizers (1-bit Adam, 0/1 Adam and 1-bit LAMB were removed).
+const std::vector<std::string> kDeepSpeedOptimizers = {"adagrad", "adam",   "adamw", "lamb", "muadam",
+                                                       "muadamw", "musgd", "lion",  "muon"};
+const std::vector<std::string> kRemovedOptimizers = {"onebitadam", "zerooneadam", "onebitlamb"};
 const std::vector<std::string> kTorchOptimizers = {
     "ASGD", "Adadelta", "Adafactor", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS",
     "Muon", "NAdam", "RAdam", "RMSprop", "Rprop", "SGD", "SparseAdam"};
@@ -68,7 +69,8 @@ void read_optimizer(ReadContext& ctx, const json::Member* member) {
     ctx.error("optimizer.type", type_value.pos,
               *o.type + " is not a supported DeepSpeed Optimizer. DeepSpeed's own (any case): " +
                   join(kDeepSpeedOptimizers) + "; torch.optim classes by exact name: " + join(kTorchOptimizers) +
-                  "." + (near ? " Did you mean '" + *near + "'?" : ""));
+                  "." + (contains(kRemovedOptimizers, lower(*o.type)) ? " DeepSpeed removed 1-bit Adam, 0/1 Adam and 1-bit LAMB." : "") +
+                  (near ? " Did you mean '" + *near + "'?" : ""));
     return;
   }
   ctx.record("optimizer.name", Source::Derived, type_value.pos, "DeepSpeed's name for \"" + *o.type + "\"");

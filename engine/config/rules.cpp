@@ -67,11 +67,7 @@ void check_rules(ReadContext& ctx) {
 
   // Optimizer.
   if (o.type) {
-    if (z.stage > 0 && one_of_names(o.name, {"onebitadam", "zerooneadam", "onebitlamb"})) {
-      ctx.error("optimizer.type", at("optimizer.name"),
-                *o.type + " is not compatible with ZeRO (stage " + stage + "). Use Adam, or ZeRO stage 0.");
-    }
-    if (c.fp16.enabled && !c.fp16.dynamic() && one_of_names(o.name, {"lamb", "onebitlamb"})) {
+    if (c.fp16.enabled && !c.fp16.dynamic() && o.name == "lamb") {
       ctx.error("fp16.loss_scale", at("fp16.loss_scale"),
                 *o.type + " requires dynamic loss scaling. Set fp16.loss_scale to 0.");
     }

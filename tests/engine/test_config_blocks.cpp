@@ -193,27 +193,20 @@ TEST(ConfigBlocks, UnresolvableAutoNamesTheFlag) {
 }
 
 TEST(ConfigBlocks, CrossKeyRules) {
-  auto err = [](const char* text) { return text_error(text); };
-  EXPECT_CONTAINS(err(R"({"train_batch_size": 8, "optimizer": {"type": "OneBitAdam"}, "zero_optimization": {"stage": 1}})"),
-                  "not compatible with ZeRO");
-  EXPECT_CONTAINS(err(R"({"train_batch_size": 8, "optimizer": {"type": "Lamb"}, "fp16": {"enabled": true, "loss_scale": 8}})"),
-                  "requires dynamic loss scaling");
-  EXPECT_CONTAINS(err(R"({"train_batch_size": 8, "optimizer": {"type": "AdamW"}, "zero_optimization": {"stage": 2}, "gradient_predivide_factor": 2.0})"),
-                  "gradient_predivide_factor must be 1.0");
-  EXPECT_CONTAINS(err(R"({"train_batch_size": 8, "optimizer": {"type": "AdamW"}, "zero_optimization": {"stage": 3}, "gradient_allreduce_op": "SUM"})"),
-                  "\"sum\" is not supported with ZeRO stage 3");
-  EXPECT_CONTAINS(err(R"({"train_batch_size": 8, "zero_optimization": {"stage": 1, "legacy_stage1": true}})"),
-                  "legacy_stage1");
-  EXPECT_CONTAINS(err(R"({"train_batch_size": 8, "bf16": {"enabled": true}, "data_types": {"param_dtype": "fp16"}})"),
-                  "they must agree");
-  EXPECT_CONTAINS(err(R"({"train_batch_size": 8, "data_types": {"grad_accum_dtype": "float64"}})"), "unknown dtype");
-  EXPECT_CONTAINS(err(R"({"train_batch_size": 8, "zero_optimization": {"stage": 3, "offload_param": {"device": "nvme"}}})"),
-                  "needs nvme_path");
-  EXPECT_CONTAINS(err(R"({"train_batch_size": 8, "optimizer": {"type": "Adam", "params": {"amsgrad": true}}})"),
-                  "amsgrad");
-  EXPECT_CONTAINS(err(R"({"train_batch_size": 8, "scheduler": {"type": "OneCycle", "params": {"cycle_max_lr": 1}}})"),
-                  "needs \"cycle_min_lr\"");
-  EXPECT_CONTAINS(err(R"({"train_batch_size": 8, "scheduler": {"type": "WarmupLR"}})"), "has no \"params\"");
+  EXPECT_CONTAINS(case_error("rule_onebit_zero"), "OneBitAdam is not a supported DeepSpeed Optimizer");
+  EXPECT_CONTAINS(case_error("rule_onebit_zero"), "DeepSpeed removed 1-bit Adam");
+  EXPECT_CONTAINS(case_error("rule_lamb_static_scale"), "requires dynamic loss scaling");
+  EXPECT_CONTAINS(case_error("rule_predivide_stage2"), "gradient_predivide_factor must be 1.0");
+  EXPECT_CONTAINS(case_error("rule_sum_stage3"), "\"sum\" is not supported with ZeRO stage 3");
+  EXPECT_CONTAINS(case_error("rule_legacy_stage1"), "legacy_stage1");
+  EXPECT_CONTAINS(case_error("rule_param_dtype"), "they must agree");
+  EXPECT_CONTAINS(case_error("rule_unknown_dtype"), "unknown dtype");
+  EXPECT_CONTAINS(case_error("rule_nvme_without_path"), "needs nvme_path");
+  EXPECT_CONTAINS(case_error("rule_amsgrad_fused"), "amsgrad");
+  EXPECT_CONTAINS(case_error("rule_onecycle_missing"), "needs \"cycle_min_lr\"");
+  EXPECT_CONTAINS(case_error("rule_scheduler_no_params"), "has no \"params\"");
+  EXPECT_CONTAINS(case_error("rule_unknown_optimizer_param"), "optimizer.params.learning_rate");
+  EXPECT_CONTAINS(case_error("rule_scheduler_typo"), "Did you mean 'WarmupLR'?");
   auto warn = read_case("offload_param_stage2");
   EXPECT_TRUE(has_warning(warn, "offload_param is used by ZeRO stage 3 only"));
 }
@@ -233,8 +226,7 @@ TEST(ConfigBlocks, DerivedValuesCarryTheirReason) {
 }
 
 TEST(ConfigBlocks, RemovedFeaturesAreRefusedAsInDeepSpeed) {
-  auto e = text_error(R"({"train_batch_size": 8, "elasticity": {"enabled": false}, "sparse_gradients": false,
-                          "zero_optimization": {"stage": 3, "mics_shard_size": 2}})");
+  auto e = case_error("rule_removed_keys");
   EXPECT_CONTAINS(e, "3 problems");
   EXPECT_CONTAINS(e, "'elasticity' is no longer supported by DeepSpeed (elastic training was removed");
   EXPECT_CONTAINS(e, "'sparse_gradients' is no longer supported");

@@ -104,7 +104,7 @@ TEST(ConfigTriad, HugeValuesDoNotOverflow) {
 }
 
 TEST(ConfigTriad, SequenceParallelDividesTheWorld) {
-  auto c = read_text(R"({"train_micro_batch_size_per_gpu": 2, "sequence_parallel_size": 2, "optimizer": {"type": "AdamW"}})", 8);
+  auto c = read_case("rule_sequence_parallel");  // world size 8
   EXPECT_EQ(c.dp_world_size, 4);
   EXPECT_EQ(c.train_batch_size, 8);
   EXPECT_CONTAINS(text_error(R"({"train_micro_batch_size_per_gpu": 2, "sequence_parallel_size": 3})", 8),
