@@ -22,7 +22,7 @@ struct EfaInterface {
 std::vector<EfaInterface> efa_interfaces(const AwsInstanceType& type, bool efa_only);
 
 // EC2 accepts at most 16 KB of user data, counted as the base64 text in a launch template.
-inline constexpr size_t kAwsUserDataLimit = 16 * 1024;
+inline constexpr size_t kAwsUserDataLimit = size_t{16} * 1024;
 
 // The LaunchTemplateData JSON (pretty-printed). `security_group_id` may be "${SG_ID}", filled in
 // by `up` once the group exists. Throws dsx::Error(Config) when the user data is too large.

@@ -115,6 +115,7 @@ RunResult run_argv(const std::vector<std::string>& argv, bool capture, int timeo
   if (pid == 0) {
     if (capture) dup2(pipe_fd[1], STDOUT_FILENO);
     std::vector<char*> args;
+    args.reserve(argv.size() + 1);
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     execvp(args[0], args.data());
