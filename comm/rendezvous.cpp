@@ -57,6 +57,24 @@ std::chrono::milliseconds store_timeout_from_environment() {
   return std::chrono::seconds(env_integer("DSX_STORE_TIMEOUT", "300", 1, 86400));
 }
 
+std::string get_from_peers(Store& store, const std::string& key, std::chrono::milliseconds timeout) {
+  auto deadline = Clock::now() + timeout;
+  for (;;) {
+    auto slice = std::min<std::chrono::milliseconds>(
+        std::chrono::milliseconds(250), std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
+    try {
+      return store.get(key, std::max(slice, std::chrono::milliseconds(1)));
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::Timeout) throw;
+    }
+    if (auto dead = store.try_get(store_protocol::kDeadRanksKey)) {
+      throw Error(ErrorKind::Comm, "rank " + std::to_string(store.rank()) + ": rank(s) " + *dead +
+                                       " exited during set-up, before publishing '" + key + "' - see that rank's error");
+    }
+    if (Clock::now() >= deadline) return store.get(key, std::chrono::milliseconds(1));  // throws the Timeout
+  }
+}
+
 Rendezvous::Rendezvous(const RankEnv& env, std::chrono::milliseconds timeout, std::string secret) : env_(env) {
   if (env.rank == 0) server_ = std::make_unique<StoreServer>(env.master.host, env.master.port, env.world_size, secret);
   StoreIdentity me{env.rank, env.world_size, std::move(secret)};

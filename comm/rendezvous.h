@@ -26,6 +26,10 @@ RankEnv rank_env_from_environment();
 // Default time to wait for every rank to join; DSX_STORE_TIMEOUT (seconds) overrides it.
 std::chrono::milliseconds store_timeout_from_environment();
 
+// store.get(key) for a key another rank publishes during set-up, failing at once (naming the
+// rank) if a rank vanishes meanwhile instead of waiting out the whole timeout.
+std::string get_from_peers(Store& store, const std::string& key, std::chrono::milliseconds timeout);
+
 class Rendezvous {
  public:
   // Rank 0 starts the store server; every rank connects and waits for all `world_size` ranks.

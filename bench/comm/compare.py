@@ -1,7 +1,9 @@
 """Prints the comm benchmark's comparison table: for each size, allreduce algorithm bandwidth
 (bytes / time; equal to nccl-tests' busbw with 2 ranks) of dsx over shm and tcp, OpenMPI, torch
-gloo, and one core's memcpy bandwidth, with dsx's ratios to the best peer and to memcpy.
-Usage: python3 compare.py DSX_SHM DSX_TCP MPI GLOO MEMCPY  (files written by run.sh)"""
+gloo, and one core's memcpy bandwidth - each the median over the rounds - with dsx's ratios to
+the best peer and to memcpy.
+Usage: python3 compare.py DIR ROUNDS   (DIR holds run.sh's dsx_shm.N dsx_tcp.N mpi.N gloo.N memcpy.N)"""
+import statistics
 import sys
 
 
@@ -33,10 +35,27 @@ def fmt(v):
     return f"{v:8.3f}" if v is not None else "     n/a"
 
 
+def median_rounds(rows_per_round):
+    """{size: median over rounds} of {size: value} dicts; dsx rows keep 'ok' only if all were."""
+    sizes = set().union(*rows_per_round) if rows_per_round else set()
+    out = {}
+    for size in sizes:
+        values = [r[size] for r in rows_per_round if size in r]
+        if isinstance(values[0], tuple):
+            out[size] = (statistics.median(v[0] for v in values), "0" if all(v[1] == "0" for v in values) else "x")
+        else:
+            out[size] = statistics.median(values)
+    return out
+
+
 def main():
-    shm, tcp = read_dsx(sys.argv[1]), read_dsx(sys.argv[2])
-    mpi, gloo = read_pairs(sys.argv[3], True), read_pairs(sys.argv[4], True)
-    copy = read_pairs(sys.argv[5], False)
+    d, rounds = sys.argv[1], int(sys.argv[2])
+    each = range(1, rounds + 1)
+    shm = median_rounds([read_dsx(f"{d}/dsx_shm.{i}") for i in each])
+    tcp = median_rounds([read_dsx(f"{d}/dsx_tcp.{i}") for i in each])
+    mpi = median_rounds([read_pairs(f"{d}/mpi.{i}", True) for i in each])
+    gloo = median_rounds([read_pairs(f"{d}/gloo.{i}", True) for i in each])
+    copy = median_rounds([read_pairs(f"{d}/memcpy.{i}", False) for i in each])
     print("| size | dsx shm | dsx tcp | OpenMPI | torch gloo | memcpy | shm / best peer | tcp / best peer | shm / memcpy | check |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|")
     for size in sorted(shm):

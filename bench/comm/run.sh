@@ -3,7 +3,9 @@
 # would pick instead - OpenMPI's MPI_Allreduce and torch.distributed's gloo - and one core's
 # memcpy bandwidth, measured in the same run; prints a markdown table with the ratios.
 # Benchmark-only dependencies (OpenMPI, the peers venv with torch) are installed here, never by CI.
-# Usage: bash bench/comm/run.sh [build-dir]     (env MIN_BYTES MAX_BYTES ITERS WARMUP)
+# The peers run round-robin ROUNDS times and each figure is the median over the rounds, so a
+# burst of load on a shared machine hits everyone alike and no single round decides.
+# Usage: bash bench/comm/run.sh [build-dir]     (env MIN_BYTES MAX_BYTES ITERS WARMUP ROUNDS)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-${DSX_BUILD_DIR:-build}}
@@ -13,6 +15,7 @@ MIN=${MIN_BYTES:-4096}
 MAX=${MAX_BYTES:-67108864}
 ITERS=${ITERS:-20}
 WARMUP=${WARMUP:-5}
+ROUNDS=${ROUNDS:-3}
 
 out=$(mktemp -d)
 pids=()
@@ -36,34 +39,35 @@ free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1
 
 # Two ranks of `dsx bench comm`, started by hand with the torchrun environment, on lo only.
 run_dsx() {
-  local provider=$1 port
+  local provider=$1 round=$2 port
   port=$(free_port)
   pids=()
   for rank in 0 1; do
     RANK=$rank LOCAL_RANK=$rank WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
       FI_TCP_IFACE=lo FI_SOCKETS_IFACE=lo OMP_NUM_THREADS=1 \
       "$dsx" bench comm --op allreduce -b "$MIN" -e "$MAX" -n "$ITERS" -w "$WARMUP" \
-      --backend ofi --provider "$provider" >"$out/dsx_$provider.$rank" &
+      --backend ofi --provider "$provider" >"$out/dsx_$provider.$round.$rank" &
     pids+=($!)
   done
   for pid in "${pids[@]}"; do wait "$pid"; done
   pids=()
-  cat "$out/dsx_$provider.0" >&2
+  mv "$out/dsx_$provider.$round.0" "$out/dsx_$provider.$round"
 }
 
-echo "== dsx shm" >&2; run_dsx shm
-echo "== dsx tcp" >&2; run_dsx tcp
-echo "== OpenMPI" >&2
-OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-  mpirun -np 2 --oversubscribe --bind-to none --mca btl self,vader --mca oob_tcp_if_include lo \
-  "$out/mpi_allreduce" "$MIN" "$MAX" "$ITERS" "$WARMUP" >"$out/mpi" || echo "run.sh: OpenMPI run failed" >&2
-echo "== torch gloo" >&2
-"$python" bench/comm/gloo_allreduce.py "$MIN" "$MAX" "$ITERS" "$WARMUP" "$(free_port)" >"$out/gloo" ||
-  echo "run.sh: gloo run failed" >&2
-echo "== memcpy" >&2
-"$out/memcpy_bw" "$MIN" "$MAX" >"$out/memcpy"
+for round in $(seq 1 "$ROUNDS"); do
+  echo "== round $round/$ROUNDS: dsx shm, dsx tcp, OpenMPI, torch gloo, memcpy" >&2
+  run_dsx shm "$round"
+  run_dsx tcp "$round"
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+    mpirun -np 2 --oversubscribe --bind-to none --mca btl self,vader --mca oob_tcp_if_include lo \
+    "$out/mpi_allreduce" "$MIN" "$MAX" "$ITERS" "$WARMUP" >"$out/mpi.$round" || echo "run.sh: OpenMPI run failed" >&2
+  "$python" bench/comm/gloo_allreduce.py "$MIN" "$MAX" "$ITERS" "$WARMUP" "$(free_port)" >"$out/gloo.$round" ||
+    echo "run.sh: gloo run failed" >&2
+  "$out/memcpy_bw" "$MIN" "$MAX" >"$out/memcpy.$round"
+done
 
 echo
-echo "Allreduce, 2 ranks on one host ($(nproc) cores), $ITERS iterations after $WARMUP warm-up; $(date -u +%Y-%m-%d)"
+echo "Allreduce, 2 ranks on one host ($(nproc) cores, load average $(cut -d' ' -f1 /proc/loadavg) at the end)," \
+  "$ITERS iterations after $WARMUP warm-up, median of $ROUNDS rounds; $(date -u +%Y-%m-%d)"
 echo
-python3 bench/comm/compare.py "$out/dsx_shm.0" "$out/dsx_tcp.0" "$out/mpi" "$out/gloo" "$out/memcpy"
+python3 bench/comm/compare.py "$out" "$ROUNDS"

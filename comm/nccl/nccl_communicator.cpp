@@ -70,7 +70,7 @@ NcclCommunicator::NcclCommunicator(Store& store, std::vector<int> members, int w
     }
     store_.set(key_, std::string(id.internal, sizeof(id.internal)));
   } else {
-    std::string bytes = store_.get(key_, store_timeout_from_environment());
+    std::string bytes = get_from_peers(store_, key_, store_timeout_from_environment());
     std::memcpy(id.internal, bytes.data(), std::min(bytes.size(), sizeof(id.internal)));
   }
 

@@ -72,13 +72,13 @@ std::unique_ptr<Communicator> create_ofi_world(Rendezvous& rv, const CommOptions
   auto timeout = store_timeout_from_environment();
   std::vector<std::string> addresses;
   for (int r = 0; r < world; ++r) {
-    std::string theirs = store.get(prefix + "provider/" + std::to_string(r), timeout);
+    std::string theirs = get_from_peers(store, prefix + "provider/" + std::to_string(r), timeout);
     if (theirs != provider) {
       throw Error(ErrorKind::Comm, "rank " + std::to_string(rank) + " opened libfabric provider '" + provider +
                                        "' but rank " + std::to_string(r) + " opened '" + theirs +
                                        "' - set FI_PROVIDER (or the provider option) the same for every rank");
     }
-    addresses.push_back(store.get(prefix + "addr/" + std::to_string(r), timeout));
+    addresses.push_back(get_from_peers(store, prefix + "addr/" + std::to_string(r), timeout));
   }
   endpoint->insert_peers(addresses);
 

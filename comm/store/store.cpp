@@ -1,6 +1,7 @@
 // The rendezvous store's client (see store.h).
 #include "comm/store/store.h"
 
+#include <exception>
 #include <memory>
 
 #include "comm/store/secret.h"
@@ -68,7 +69,9 @@ Store::Store(StoreAddress address, StoreIdentity identity, std::chrono::millisec
 }
 
 Store::~Store() {
-  if (!fd_) return;
+  // No goodbye while an error unwinds: this rank is failing, and the others should hear so
+  // (the server publishes ranks that leave without one).
+  if (!fd_ || std::uncaught_exceptions() > 0) return;
   try {
     request(sp::Writer().u8(static_cast<uint8_t>(sp::Op::Bye)).bytes("").frame(), Clock::now() + std::chrono::seconds(5));
   } catch (const Error&) {

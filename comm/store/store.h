@@ -34,7 +34,8 @@ class Store {
   // Throws Comm with the server's reason when it refuses us (secret, world size, duplicate rank).
   Store(StoreAddress address, StoreIdentity identity, std::chrono::milliseconds connect_timeout,
         store_protocol::Role role = store_protocol::Role::Rank);
-  ~Store();  // says goodbye, so the server does not report this rank as vanished
+  ~Store();  // says goodbye (unless an exception is unwinding), so the server does not report
+             // this rank as vanished
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 

@@ -53,7 +53,7 @@ inline std::string read_and_remove(const std::string& path) {
 inline JobResult run_job(int world, comm::CommOptions options,
                          const std::function<void(comm::Communicator&, int rank)>& body,
                          std::chrono::milliseconds limit = std::chrono::seconds(60),
-                         const std::function<void()>& child_setup = {},
+                         const std::function<void(int rank)>& child_setup = {},
                          const std::vector<int>& frozen_ranks = {}) {
   std::string dir = std::string(DSX_BINARY_DIR) + "/tests/comm";
   for (int attempt = 0;; ++attempt) {
@@ -62,7 +62,7 @@ inline JobResult run_job(int world, comm::CommOptions options,
     RankProcesses ranks(world, [&](int rank) {
       use_loopback_only();
       setenv("DSX_STORE_TIMEOUT", "30", 1);
-      if (child_setup) child_setup();
+      if (child_setup) child_setup(rank);
       try {
         comm::Session session(comm::RankEnv{rank, world, rank, {"127.0.0.1", port}}, options);
         body(session.world(), rank);

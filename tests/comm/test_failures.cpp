@@ -83,9 +83,19 @@ TEST(Failures, UnknownProviderIsAClearError) {
 
 TEST(Failures, UnknownInterfaceIsAClearError) {
   auto result = run_job(1, test_options("tcp"), [](Communicator&, int) {}, 30s,
-                        [] { setenv("FI_TCP_IFACE", "nosuchif0", 1); });
+                        [](int) { setenv("FI_TCP_IFACE", "nosuchif0", 1); });
   EXPECT_EQ(result.exit_codes[0], 1);
   EXPECT_TRUE(contains(result.errors[0], "FI_TCP_IFACE='nosuchif0' is not a network interface")) << result.errors[0];
+}
+
+TEST(Failures, RankThatFailsDuringSetUpIsNamedAtOnce) {
+  auto start = Clock::now();
+  auto result = run_job(2, test_options("tcp"), [](Communicator&, int) {}, 60s, [](int rank) {
+    if (rank == 1) setenv("FI_TCP_IFACE", "nosuchif0", 1);
+  });
+  EXPECT_EQ(result.exit_codes, (std::vector<int>{1, 1})) << result.summary();
+  EXPECT_TRUE(contains(result.errors[0], "rank(s) 1 exited during set-up")) << result.errors[0];
+  EXPECT_LT(Clock::now() - start, 20s) << "rank 0 should not wait out the 30 s store timeout";
 }
 
 }  // namespace
