@@ -216,6 +216,7 @@ int run_rank_shim(const ProgramSpec& program, int kill_grace_s) {
   m.prefix = "[rank" + rank + "]: ";
   m.spawn.argv = rank_argv(program, std::stoi(env_value(env, "LOCAL_RANK")), find_python());
   m.spawn.env = env;
+  m.spawn.own_process_group = false;  // stay in the task's group, which the scheduler tracks
   SupervisorOptions s;
   s.kill_grace_s = kill_grace_s;
   s.quiet = true;  // the runner reports the failure, from the marker below

@@ -22,7 +22,7 @@ namespace {
 // Only async-signal-safe calls between fork and exec.
 [[noreturn]] void exec_in_child(const SpawnSpec& spec, char* const* argv, char* const* envp, int out_fd,
                                 int in_fd, int err_pipe, pid_t parent) {
-  ::setpgid(0, 0);
+  if (spec.own_process_group) ::setpgid(0, 0);
   // If the supervisor itself is killed (even by SIGKILL), its children get SIGTERM instead of
   // running on unsupervised.
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -80,7 +80,7 @@ std::vector<pid_t> descendants(pid_t root) {
 
 void signal_tree(pid_t leader, int sig) {
   auto below = descendants(leader);  // before the signal: orphans lose their parent link
-  ::killpg(leader, sig);
+  if (::getpgid(leader) != leader || ::killpg(leader, sig) != 0) ::kill(leader, sig);
   for (pid_t pid : below) ::kill(pid, sig);
 }
 
@@ -116,7 +116,7 @@ Child spawn_child(const SpawnSpec& spec) {
   if (pid < 0) throw Error(ErrorKind::Launch, std::string("fork: ") + std::strerror(errno));
   if (pid == 0) exec_in_child(spec, argv.data(), envp.data(), out[1], in[0], err_pipe[1], parent);
 
-  ::setpgid(pid, pid);  // also here, so that killpg works even before the child ran
+  if (spec.own_process_group) ::setpgid(pid, pid);  // also here: killpg works before the child ran
   ::close(err_pipe[1]);
   ::close(out[1]);
   ::close(in[0]);

@@ -19,6 +19,9 @@ struct SpawnSpec {
   std::string log_path;        // non-empty: stdout and stderr appended to this file
   bool stdin_pipe = false;     // stdin is a pipe the parent writes (else /dev/null)
   std::vector<int> cpus;       // non-empty: sched_setaffinity to these CPUs before exec
+  // A process group of its own (stopping the child stops what it started). Off under a
+  // scheduler that tracks the job by the process group it created (Slurm's proctrack/pgid).
+  bool own_process_group = true;
 };
 
 struct Child {
@@ -32,7 +35,8 @@ struct Child {
 // as pdsh put their ssh clients in other process groups; stopping by tree reaches them too.
 std::vector<pid_t> descendants(pid_t root);
 
-// Sends `sig` to the process group of `leader` and to every descendant of `leader`.
+// Sends `sig` to the process group of `leader` (or to `leader` alone when it leads none) and to
+// every descendant of `leader`.
 void signal_tree(pid_t leader, int sig);
 
 // Never throws for a missing program: see Child::exec_errno. Throws dsx::Error(Io/Launch) when

@@ -156,6 +156,31 @@ inline bool process_alive(pid_t pid) {
   return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
 }
 
+// Live processes whose environment holds `marker` (e.g. DSX_TEST_OUT=<this test's dir>): what a
+// launch left behind, grandchildren included.
+inline std::vector<pid_t> processes_with_env(const std::string& marker) {
+  std::vector<pid_t> found;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string env = read_text(entry.path().string() + "/environ");
+    for (auto& c : env)
+      if (c == '\0') c = '\n';
+    if (("\n" + env).find("\n" + marker + "\n") != std::string::npos && process_alive(std::stoi(name))) found.push_back(std::stoi(name));
+  }
+  return found;
+}
+
+// Waits up to `seconds` for every process carrying `marker` to be gone; kills (by pid) and names
+// the ones that stay.
+inline void expect_nothing_left(const std::string& marker, double seconds = 10) {
+  bool clean = wait_for([&] { return processes_with_env(marker).empty(); }, seconds);
+  auto left = processes_with_env(marker);
+  for (pid_t pid : left) ::kill(pid, SIGKILL);
+  EXPECT_TRUE(clean) << left.size() << " process(es) of the launch left running, e.g. pid " << (left.empty() ? 0 : left[0]);
+}
+
 inline pid_t read_pid(const std::string& path) { return static_cast<pid_t>(std::atoi(read_text(path).c_str())); }
 
 }  // namespace dsx::test

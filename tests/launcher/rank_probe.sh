@@ -9,9 +9,12 @@ grep Cpus_allowed_list /proc/self/status > "$out/rank$RANK.cpus"
 echo "rank $RANK says hello"
 echo "rank $RANK to stderr" >&2
 
-nap() { sleep "$1" & wait $!; }
-trap 'touch "$out/rank$RANK.term"; exit 143' TERM
-trap 'touch "$out/rank$RANK.int"; exit 130' INT
+# Sleeps in the background so that traps run at once; a trap stops the sleep too, so that a rank
+# signalled alone (not through its process group) leaves nothing behind.
+nap() { sleep "$1" & napping=$!; wait $napping; }
+stop_nap() { [ -n "$napping" ] && kill "$napping" 2>/dev/null; }
+trap 'stop_nap; touch "$out/rank$RANK.term"; exit 143' TERM
+trap 'stop_nap; touch "$out/rank$RANK.int"; exit 130' INT
 
 case "${DSX_TEST_MODE:-ok}" in
   ok) exit 0 ;;

@@ -79,6 +79,7 @@ TEST_F(LocalLaunch, FailingRankStopsTheOthersAndItsExitCodeIsReturned) {
   }
   EXPECT_NE(output().find("rank 2 (pid"), std::string::npos);
   EXPECT_NE(output().find("exited with code 7; stopping all processes of the job"), std::string::npos) << output();
+  expect_nothing_left("DSX_TEST_OUT=" + dir.path());
 }
 
 TEST_F(LocalLaunch, RankKilledBySignalIsAFailure) {
@@ -126,6 +127,7 @@ TEST_F(LocalLaunch, KilledLauncherTakesItsRanksWithIt) {
     pid_t pid = read_pid(dir / ("rank" + std::to_string(r) + ".pid"));
     EXPECT_TRUE(wait_for([&] { return !process_alive(pid); }, 10)) << "rank " << r << " outlived its launcher";
   }
+  expect_nothing_left("DSX_TEST_OUT=" + dir.path());
 }
 
 TEST_F(LocalLaunch, NoSshRunsOnlyTheGivenNodeOfTheHostfile) {

@@ -62,6 +62,7 @@ TEST_F(SchedulerLaunch, OpenMpiFailingRankStopsTheJobWithItsExitCode) {
   ASSERT_EQ(run.wait(60), 7) << output();
   EXPECT_TRUE(exists(rank_file(0, "term"))) << output();
   EXPECT_FALSE(process_alive(read_pid(rank_file(0, "pid"))));
+  expect_nothing_left("DSX_TEST_OUT=" + out);
 }
 
 // slurmctld and slurmd for one node named dsxnode at 127.0.0.1, no munge (auth/none, cred/none).
@@ -137,6 +138,7 @@ TEST_F(SlurmLaunch, FailingRankStopsTheStepWithItsExitCode) {
                  slurm_env("fail", 1, 7), dir / "launch.out");
   ASSERT_EQ(run.wait(60), 7) << output();
   EXPECT_TRUE(wait_for([&] { return !process_alive(read_pid(rank_file(0, "pid"))); }, 10)) << output();
+  expect_nothing_left("DSX_TEST_OUT=" + out);
 }
 
 }  // namespace

@@ -59,6 +59,7 @@ class RemoteLaunch : public SshdFixture {
   }
 
   void expect_all_ranks_gone() {
+    expect_nothing_left("DSX_TEST_OUT=" + out);
     for (int r = 0; r < 4; ++r) {
       if (!exists(rank_file(r, "pid"))) continue;
       pid_t pid = read_pid(rank_file(r, "pid"));
