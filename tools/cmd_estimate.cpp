@@ -25,6 +25,8 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
+// One option per line reads as a table.
+// clang-format off
 po::options_description estimate_options() {
   po::options_description model("model: a preset, a config.json, or a shape");
   model.add_options()
@@ -75,8 +77,11 @@ po::options_description estimate_options() {
   all.add(model).add(run).add(hardware).add(tuning).add(output);
   return all;
 }
+// clang-format on
 
-Error usage(const std::string& message) { return Error(ErrorKind::Usage, "dsx estimate: " + message); }
+Error usage(const std::string& message) {
+  return Error(ErrorKind::Usage, "dsx estimate: " + message);
+}
 
 // "7e9", "124439808": a positive whole number.
 int64_t parse_count(const std::string& option, const std::string& text) {
@@ -88,7 +93,8 @@ int64_t parse_count(const std::string& option, const std::string& text) {
     used = 0;
   }
   if (used != text.size() || !(value >= 1) || value > 9e15 || value != std::floor(value)) {
-    throw usage("--" + option + " '" + text + "' is not a positive whole number (e.g. 7e9 or 500000000)");
+    throw usage("--" + option + " '" + text +
+                "' is not a positive whole number (e.g. 7e9 or 500000000)");
   }
   return static_cast<int64_t>(value);
 }
@@ -112,10 +118,12 @@ std::vector<std::string> split_list(const po::variables_map& vars, const std::st
 }
 
 est::ModelShape model_from_args(const po::variables_map& vars) {
-  const bool preset = vars.count("model"), config = vars.count("hf-config"), shape = vars.count("layers");
+  const bool preset = vars.count("model"), config = vars.count("hf-config"),
+             shape = vars.count("layers");
   if (preset + config + shape != 1) {
-    throw usage("give exactly one model: --model <preset>, --hf-config <config.json>, or a shape "
-                "(--layers --hidden --heads --vocab [--intermediate --kv-heads --seq-len --params])");
+    throw usage(
+        "give exactly one model: --model <preset>, --hf-config <config.json>, or a shape "
+        "(--layers --hidden --heads --vocab [--intermediate --kv-heads --seq-len --params])");
   }
   est::ModelShape m;
   if (preset) {
@@ -127,7 +135,8 @@ est::ModelShape model_from_args(const po::variables_map& vars) {
       if (!vars.count(need)) throw usage(std::string("a shape needs --") + need + " too");
     }
     const auto arch = vars["arch"].as<std::string>();
-    if (arch != "gpt2" && arch != "llama") throw usage("--arch must be gpt2 or llama, got '" + arch + "'");
+    if (arch != "gpt2" && arch != "llama")
+      throw usage("--arch must be gpt2 or llama, got '" + arch + "'");
     m.name = "custom";
     m.arch = arch == "gpt2" ? est::Architecture::Gpt2 : est::Architecture::Llama;
     m.layers = vars["layers"].as<int64_t>();
@@ -139,7 +148,8 @@ est::ModelShape model_from_args(const po::variables_map& vars) {
     m.tied_embeddings = vars["tied-embeddings"].as<bool>();
     m.max_seq_len = vars.count("seq-len") ? vars["seq-len"].as<int64_t>() : 0;
   }
-  if (vars.count("params")) m.params_override = parse_count("params", vars["params"].as<std::string>());
+  if (vars.count("params"))
+    m.params_override = parse_count("params", vars["params"].as<std::string>());
   est::validate(m);
   return m;
 }
@@ -148,18 +158,24 @@ est::EstimateRequest request_from_args(const po::variables_map& vars) {
   est::EstimateRequest r;
   r.model = model_from_args(vars);
   r.activations.seq_len = vars.count("seq-len") ? positive(vars, "seq-len") : r.model.max_seq_len;
-  if (r.activations.seq_len < 1) throw usage("the model names no maximum sequence length; give --seq-len");
+  if (r.activations.seq_len < 1)
+    throw usage("the model names no maximum sequence length; give --seq-len");
   r.activations.micro_batch = positive(vars, "micro-batch");
   r.activations.checkpointing = vars["activation-checkpointing"].as<bool>();
   const auto attention = vars["attention"].as<std::string>();
-  if (attention != "flash" && attention != "eager") throw usage("--attention must be flash or eager");
+  if (attention != "flash" && attention != "eager")
+    throw usage("--attention must be flash or eager");
   r.activations.flash_attention = attention == "flash";
 
   const auto precision = vars["precision"].as<std::string>();
-  if (precision == "bf16") r.precision = est::Precision::Bf16;
-  else if (precision == "fp16") r.precision = est::Precision::Fp16;
-  else if (precision == "fp32") r.precision = est::Precision::Fp32;
-  else throw usage("--precision must be bf16, fp16 or fp32, got '" + precision + "'");
+  if (precision == "bf16")
+    r.precision = est::Precision::Bf16;
+  else if (precision == "fp16")
+    r.precision = est::Precision::Fp16;
+  else if (precision == "fp32")
+    r.precision = est::Precision::Fp32;
+  else
+    throw usage("--precision must be bf16, fp16 or fp32, got '" + precision + "'");
 
   r.cluster = {positive(vars, "gpus-per-node"), positive(vars, "nodes")};
   if (vars.count("gpu-mem-gib")) {
@@ -180,37 +196,47 @@ est::EstimateRequest request_from_args(const po::variables_map& vars) {
   r.zero_init = vars["zero-init"].as<bool>();
   r.buffer_factor = vars["buffer-factor"].as<double>();
   if (!(r.buffer_factor > 0)) throw usage("--buffer-factor must be positive");
-  r.reduce_bucket_size = parse_count("reduce-bucket-size", vars["reduce-bucket-size"].as<std::string>());
-  r.prefetch_bucket_size = parse_count("prefetch-bucket-size", vars["prefetch-bucket-size"].as<std::string>());
+  r.reduce_bucket_size =
+      parse_count("reduce-bucket-size", vars["reduce-bucket-size"].as<std::string>());
+  r.prefetch_bucket_size =
+      parse_count("prefetch-bucket-size", vars["prefetch-bucket-size"].as<std::string>());
   return r;
 }
 
 std::vector<est::ZeroOption> options_from_args(const po::variables_map& vars) {
   std::vector<int> stages;
   for (const auto& s : split_list(vars, "stage")) {
-    if (s.size() != 1 || s[0] < '0' || s[0] > '3') throw usage("--stage takes 0, 1, 2 or 3, got '" + s + "'");
+    if (s.size() != 1 || s[0] < '0' || s[0] > '3')
+      throw usage("--stage takes 0, 1, 2 or 3, got '" + s + "'");
     stages.push_back(s[0] - '0');
   }
   if (stages.empty()) stages = {0, 1, 2, 3};
   std::vector<est::Offload> offloads;
   for (const auto& o : split_list(vars, "offload")) {
-    if (o == "none") offloads.push_back(est::Offload::None);
-    else if (o == "optimizer") offloads.push_back(est::Offload::Optimizer);
-    else if (o == "param") offloads.push_back(est::Offload::OptimizerAndParams);
-    else throw usage("--offload takes none, optimizer or param, got '" + o + "'");
+    if (o == "none")
+      offloads.push_back(est::Offload::None);
+    else if (o == "optimizer")
+      offloads.push_back(est::Offload::Optimizer);
+    else if (o == "param")
+      offloads.push_back(est::Offload::OptimizerAndParams);
+    else
+      throw usage("--offload takes none, optimizer or param, got '" + o + "'");
   }
-  if (offloads.empty()) offloads = {est::Offload::None, est::Offload::Optimizer, est::Offload::OptimizerAndParams};
+  if (offloads.empty())
+    offloads = {est::Offload::None, est::Offload::Optimizer, est::Offload::OptimizerAndParams};
   auto options = est::zero_options(stages, offloads);
-  if (options.empty()) throw usage("no valid stage/offload pair: offload needs stage 1-3, param offload stage 3");
+  if (options.empty())
+    throw usage("no valid stage/offload pair: offload needs stage 1-3, param offload stage 3");
   return options;
 }
 
 // The ds_config's choices, except where the command line says otherwise.
-void apply_ds_config(const po::variables_map& vars, est::EstimateRequest& r, std::vector<est::ZeroOption>& options) {
+void apply_ds_config(const po::variables_map& vars, est::EstimateRequest& r,
+                     std::vector<est::ZeroOption>& options) {
   std::optional<int64_t> micro_batch;
   if (!vars["micro-batch"].defaulted()) micro_batch = r.activations.micro_batch;
-  const auto c = est::read_ds_config_choices(vars["ds-config"].as<std::string>(), r.cluster.total_gpus(),
-                                             r.model.hidden, micro_batch);
+  const auto c = est::read_ds_config_choices(vars["ds-config"].as<std::string>(),
+                                             r.cluster.total_gpus(), r.model.hidden, micro_batch);
   if (!vars.count("stage") && !vars.count("offload")) options = {c.option};
   if (vars["micro-batch"].defaulted()) r.activations.micro_batch = c.micro_batch;
   if (vars["precision"].defaulted()) r.precision = c.precision;
@@ -236,39 +262,46 @@ std::string cluster_text(const std::optional<est::Cluster>& c) {
          std::to_string(c->nodes) + ")";
 }
 
-void print_table(const est::EstimateRequest& r, const std::vector<Row>& rows, const std::string& ds_config) {
+void print_table(const est::EstimateRequest& r, const std::vector<Row>& rows,
+                 const std::string& ds_config) {
   const auto& m = r.model;
   if (!ds_config.empty()) std::printf("config: %s\n", ds_config.c_str());
-  std::printf("model: %s (%s), %lld params, largest layer %lld params\n", m.name.c_str(), to_string(m.arch),
-              static_cast<long long>(est::parameter_count(m)), static_cast<long long>(est::largest_layer_params(m)));
+  std::printf("model: %s (%s), %lld params, largest layer %lld params\n", m.name.c_str(),
+              to_string(m.arch), static_cast<long long>(est::parameter_count(m)),
+              static_cast<long long>(est::largest_layer_params(m)));
   std::printf("run:   seq %lld x micro-batch %lld, %s, %s attention, activation checkpointing %s\n",
-              static_cast<long long>(r.activations.seq_len), static_cast<long long>(r.activations.micro_batch),
-              to_string(r.precision), r.activations.flash_attention ? "flash" : "eager",
+              static_cast<long long>(r.activations.seq_len),
+              static_cast<long long>(r.activations.micro_batch), to_string(r.precision),
+              r.activations.flash_attention ? "flash" : "eager",
               r.activations.checkpointing ? "on" : "off");
   std::printf("setup: %lld GPU(s) per node x %lld node(s), %s GiB per GPU, CPU per node %s\n\n",
-              static_cast<long long>(r.cluster.gpus_per_node), static_cast<long long>(r.cluster.nodes),
-              gib(r.gpu_memory_bytes).c_str(),
+              static_cast<long long>(r.cluster.gpus_per_node),
+              static_cast<long long>(r.cluster.nodes), gib(r.gpu_memory_bytes).c_str(),
               r.cpu_memory_per_node_bytes ? (gib(r.cpu_memory_per_node_bytes) + " GiB").c_str()
                                           : "not checked (--cpu-mem-gib)");
-  std::printf("%-5s %-15s %12s %12s %12s %12s %12s  %-4s %9s  %s\n", "stage", "offload", "states/GPU",
-              "activations", "buf+reserve", "total/GPU", "CPU/node", "fits", "max mbs", "fewest GPUs that fit");
+  std::printf("%-5s %-15s %12s %12s %12s %12s %12s  %-4s %9s  %s\n", "stage", "offload",
+              "states/GPU", "activations", "buf+reserve", "total/GPU", "CPU/node", "fits",
+              "max mbs", "fewest GPUs that fit");
   for (const auto& row : rows) {
     const auto& e = row.estimate;
-    std::printf("%-5d %-15s %12s %12s %12s %12s %12s  %-4s %9lld  %s\n", e.option.stage, to_string(e.option.offload),
-                gib(e.gpu_model_states).c_str(), gib(e.gpu_activations).c_str(),
-                gib(e.gpu_buffers + e.gpu_reserve).c_str(), gib(e.gpu_total()).c_str(),
-                gib(e.cpu_model_states).c_str(), e.fits() ? "yes" : "no",
-                static_cast<long long>(e.max_micro_batch), cluster_text(row.fewest).c_str());
+    std::printf("%-5d %-15s %12s %12s %12s %12s %12s  %-4s %9lld  %s\n", e.option.stage,
+                to_string(e.option.offload), gib(e.gpu_model_states).c_str(),
+                gib(e.gpu_activations).c_str(), gib(e.gpu_buffers + e.gpu_reserve).c_str(),
+                gib(e.gpu_total()).c_str(), gib(e.cpu_model_states).c_str(),
+                e.fits() ? "yes" : "no", static_cast<long long>(e.max_micro_batch),
+                cluster_text(row.fewest).c_str());
   }
   for (const auto& row : rows) {
     if (row.estimate.gpu_activations + row.estimate.gpu_reserve > r.gpu_memory_bytes) {
-      std::printf("\nActivations alone exceed the GPU: try --activation-checkpointing, a smaller "
-                  "--micro-batch or --seq-len.\n");
+      std::printf(
+          "\nActivations alone exceed the GPU: try --activation-checkpointing, a smaller "
+          "--micro-batch or --seq-len.\n");
       break;
     }
   }
-  std::printf("\nGiB = 2^30 bytes. Model states of stages 2 and 3 (fp16/bf16) are DeepSpeed's estimator "
-              "figures; docs/estimate.md explains every column.\n");
+  std::printf(
+      "\nGiB = 2^30 bytes. Model states of stages 2 and 3 (fp16/bf16) are DeepSpeed's estimator "
+      "figures; docs/estimate.md explains every column.\n");
 }
 
 void print_json(const est::EstimateRequest& r, const std::vector<Row>& rows) {
@@ -278,31 +311,51 @@ void print_json(const est::EstimateRequest& r, const std::vector<Row>& rows) {
   w.StartObject();
   w.Key("model");
   w.StartObject();
-  w.Key("name"); w.String(m.name.c_str());
-  w.Key("arch"); w.String(to_string(m.arch));
-  w.Key("params"); w.Int64(est::parameter_count(m));
-  w.Key("largest_layer_params"); w.Int64(est::largest_layer_params(m));
-  w.Key("layers"); w.Int64(m.layers);
-  w.Key("hidden"); w.Int64(m.hidden);
-  w.Key("heads"); w.Int64(m.heads);
-  w.Key("kv_heads"); w.Int64(m.kv_heads);
-  w.Key("vocab"); w.Int64(m.vocab);
-  w.Key("intermediate"); w.Int64(m.intermediate);
-  w.Key("tied_embeddings"); w.Bool(m.tied_embeddings);
+  w.Key("name");
+  w.String(m.name.c_str());
+  w.Key("arch");
+  w.String(to_string(m.arch));
+  w.Key("params");
+  w.Int64(est::parameter_count(m));
+  w.Key("largest_layer_params");
+  w.Int64(est::largest_layer_params(m));
+  w.Key("layers");
+  w.Int64(m.layers);
+  w.Key("hidden");
+  w.Int64(m.hidden);
+  w.Key("heads");
+  w.Int64(m.heads);
+  w.Key("kv_heads");
+  w.Int64(m.kv_heads);
+  w.Key("vocab");
+  w.Int64(m.vocab);
+  w.Key("intermediate");
+  w.Int64(m.intermediate);
+  w.Key("tied_embeddings");
+  w.Bool(m.tied_embeddings);
   w.EndObject();
   w.Key("setup");
   w.StartObject();
-  w.Key("seq_len"); w.Int64(r.activations.seq_len);
-  w.Key("micro_batch"); w.Int64(r.activations.micro_batch);
-  w.Key("precision"); w.String(to_string(r.precision));
-  w.Key("flash_attention"); w.Bool(r.activations.flash_attention);
-  w.Key("activation_checkpointing"); w.Bool(r.activations.checkpointing);
-  w.Key("gpus_per_node"); w.Int64(r.cluster.gpus_per_node);
-  w.Key("nodes"); w.Int64(r.cluster.nodes);
-  w.Key("gpu_memory_bytes"); w.Int64(r.gpu_memory_bytes);
+  w.Key("seq_len");
+  w.Int64(r.activations.seq_len);
+  w.Key("micro_batch");
+  w.Int64(r.activations.micro_batch);
+  w.Key("precision");
+  w.String(to_string(r.precision));
+  w.Key("flash_attention");
+  w.Bool(r.activations.flash_attention);
+  w.Key("activation_checkpointing");
+  w.Bool(r.activations.checkpointing);
+  w.Key("gpus_per_node");
+  w.Int64(r.cluster.gpus_per_node);
+  w.Key("nodes");
+  w.Int64(r.cluster.nodes);
+  w.Key("gpu_memory_bytes");
+  w.Int64(r.gpu_memory_bytes);
   w.Key("cpu_memory_per_node_bytes");
   r.cpu_memory_per_node_bytes ? w.Int64(r.cpu_memory_per_node_bytes) : w.Null();
-  w.Key("zero_init"); w.Bool(r.zero_init);
+  w.Key("zero_init");
+  w.Bool(r.zero_init);
   w.EndObject();
   // The same for every row: where the activation bytes go.
   est::ActivationOptions act = r.activations;
@@ -310,40 +363,59 @@ void print_json(const est::EstimateRequest& r, const std::vector<Row>& rows) {
   const auto parts = est::activation_bytes(m, act);
   w.Key("activations");
   w.StartObject();
-  w.Key("layers"); w.Int64(parts.layers);
-  w.Key("embedding"); w.Int64(parts.embedding);
-  w.Key("logits"); w.Int64(parts.logits);
-  w.Key("block_bytes_per_token"); w.Int64(est::block_bytes_per_token(m, act));
+  w.Key("layers");
+  w.Int64(parts.layers);
+  w.Key("embedding");
+  w.Int64(parts.embedding);
+  w.Key("logits");
+  w.Int64(parts.logits);
+  w.Key("block_bytes_per_token");
+  w.Int64(est::block_bytes_per_token(m, act));
   w.EndObject();
   w.Key("rows");
   w.StartArray();
   for (const auto& row : rows) {
     const auto& e = row.estimate;
     w.StartObject();
-    w.Key("stage"); w.Int(e.option.stage);
-    w.Key("offload_optimizer"); w.String(e.option.offload == est::Offload::None ? "none" : "cpu");
-    w.Key("offload_param"); w.String(e.option.offload == est::Offload::OptimizerAndParams ? "cpu" : "none");
-    w.Key("model_states_formula"); w.String(e.model_states_formula);
+    w.Key("stage");
+    w.Int(e.option.stage);
+    w.Key("offload_optimizer");
+    w.String(e.option.offload == est::Offload::None ? "none" : "cpu");
+    w.Key("offload_param");
+    w.String(e.option.offload == est::Offload::OptimizerAndParams ? "cpu" : "none");
+    w.Key("model_states_formula");
+    w.String(e.model_states_formula);
     w.Key("gpu");
     w.StartObject();
-    w.Key("model_states"); w.Int64(e.gpu_model_states);
-    w.Key("activations"); w.Int64(e.gpu_activations);
-    w.Key("buffers"); w.Int64(e.gpu_buffers);
-    w.Key("reserve"); w.Int64(e.gpu_reserve);
-    w.Key("total"); w.Int64(e.gpu_total());
+    w.Key("model_states");
+    w.Int64(e.gpu_model_states);
+    w.Key("activations");
+    w.Int64(e.gpu_activations);
+    w.Key("buffers");
+    w.Int64(e.gpu_buffers);
+    w.Key("reserve");
+    w.Int64(e.gpu_reserve);
+    w.Key("total");
+    w.Int64(e.gpu_total());
     w.EndObject();
     w.Key("cpu_per_node");
     w.StartObject();
-    w.Key("model_states"); w.Int64(e.cpu_model_states);
+    w.Key("model_states");
+    w.Int64(e.cpu_model_states);
     w.EndObject();
-    w.Key("fits"); w.Bool(e.fits());
-    w.Key("max_micro_batch"); w.Int64(e.max_micro_batch);
+    w.Key("fits");
+    w.Bool(e.fits());
+    w.Key("max_micro_batch");
+    w.Int64(e.max_micro_batch);
     w.Key("fewest_gpus");
     if (row.fewest) {
       w.StartObject();
-      w.Key("gpus"); w.Int64(row.fewest->total_gpus());
-      w.Key("gpus_per_node"); w.Int64(row.fewest->gpus_per_node);
-      w.Key("nodes"); w.Int64(row.fewest->nodes);
+      w.Key("gpus");
+      w.Int64(row.fewest->total_gpus());
+      w.Key("gpus_per_node");
+      w.Int64(row.fewest->gpus_per_node);
+      w.Key("nodes");
+      w.Int64(row.fewest->nodes);
       w.EndObject();
     } else {
       w.Null();
@@ -363,17 +435,19 @@ void print_lists() {
   }
   std::cout << "GPU types:\n";
   for (const auto& t : est::gpu_types()) {
-    std::printf("  %-12s %-40s %8.2f GiB\n", t.name, t.description, static_cast<double>(t.memory_bytes) / kGiB);
+    std::printf("  %-12s %-40s %8.2f GiB\n", t.name, t.description,
+                static_cast<double>(t.memory_bytes) / kGiB);
   }
 }
 
 }  // namespace
 
 int run_estimate(int argc, char** argv) {
-  auto args = parse_args(argc, argv,
-                         "dsx estimate (--model NAME | --hf-config FILE | --layers N --hidden N --heads N "
-                         "--vocab N) [options]",
-                         estimate_options());
+  auto args =
+      parse_args(argc, argv,
+                 "dsx estimate (--model NAME | --hf-config FILE | --layers N --hidden N --heads N "
+                 "--vocab N) [options]",
+                 estimate_options());
   if (args.help) return 0;
   const auto& vars = args.vars;
   if (vars["list"].as<bool>()) {

@@ -26,14 +26,16 @@ void line(const std::string& key, const std::string& value) {
 
 std::string library_text(const rep::LibraryInfo& lib) {
   if (!lib.found) return "not found" + (lib.note.empty() ? "" : ": " + lib.note);
-  std::string text = (lib.version.empty() ? "unknown version" : lib.version) + "  (" + lib.path + ")";
+  std::string text =
+      (lib.version.empty() ? "unknown version" : lib.version) + "  (" + lib.path + ")";
   if (!lib.note.empty()) text += ", " + lib.note;
   return text;
 }
 
 std::string gib(int64_t bytes) {
   char text[32];
-  std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+  std::snprintf(text, sizeof text, "%.1f GiB",
+                static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
   return text;
 }
 
@@ -46,13 +48,16 @@ void print_topology(const rep::GpuTopology& topo) {
     std::printf("  %-6s", ("GPU" + std::to_string(i)).c_str());
     for (size_t j = 0; j < n; ++j) {
       std::string cell = to_string(topo.links[i][j]);
-      if (topo.links[i][j] == rep::GpuLink::NvLink) cell += std::to_string(topo.nvlink_counts[i][j]);
+      if (topo.links[i][j] == rep::GpuLink::NvLink)
+        cell += std::to_string(topo.nvlink_counts[i][j]);
       std::printf(" %-6s", cell.c_str());
     }
-    std::printf(" %s\n", topo.gpus[i].numa_node >= 0 ? std::to_string(topo.gpus[i].numa_node).c_str() : "-");
+    std::printf(" %s\n",
+                topo.gpus[i].numa_node >= 0 ? std::to_string(topo.gpus[i].numa_node).c_str() : "-");
   }
-  std::printf("\n  X self, NV# # NVLinks, PIX one PCIe switch, PXB several switches, PHB host bridge,\n"
-              "  NODE across host bridges in one NUMA node, SYS across NUMA nodes (SMP interconnect)\n");
+  std::printf(
+      "\n  X self, NV# # NVLinks, PIX one PCIe switch, PXB several switches, PHB host bridge,\n"
+      "  NODE across host bridges in one NUMA node, SYS across NUMA nodes (SMP interconnect)\n");
 }
 
 void print_text(const rep::Environment& env, const std::vector<rep::Finding>& findings) {
@@ -108,14 +113,16 @@ void print_text(const rep::Environment& env, const std::vector<rep::Finding>& fi
   if (env.variables.empty()) line("", "no NCCL_*, FI_* or job variables set");
   for (const auto& [name, value] : env.variables) {
     auto what = rep::describe_variable(name);
-    std::printf("  %s=%s\n      %s\n", name.c_str(), value.c_str(), what.empty() ? "(not a variable dsx knows)" : what.c_str());
+    std::printf("  %s=%s\n      %s\n", name.c_str(), value.c_str(),
+                what.empty() ? "(not a variable dsx knows)" : what.c_str());
   }
   std::printf("checks\n");
   int errors = 0, warnings = 0;
   for (const auto& f : findings) {
     errors += f.severity == rep::Severity::Error;
     warnings += f.severity == rep::Severity::Warning;
-    std::printf("  [%s] %s: %s\n      -> %s\n", to_string(f.severity), f.id.c_str(), f.message.c_str(), f.advice.c_str());
+    std::printf("  [%s] %s: %s\n      -> %s\n", to_string(f.severity), f.id.c_str(),
+                f.message.c_str(), f.advice.c_str());
   }
   std::printf("  %d error(s), %d warning(s)\n", errors, warnings);
 }
@@ -125,11 +132,16 @@ using Writer = rapidjson::PrettyWriter<rapidjson::StringBuffer>;
 void write_library(Writer& w, const char* key, const rep::LibraryInfo& lib) {
   w.Key(key);
   w.StartObject();
-  w.Key("found"); w.Bool(lib.found);
-  w.Key("version"); lib.version.empty() ? w.Null() : w.String(lib.version.c_str());
-  w.Key("version_code"); w.Int(lib.version_code);
-  w.Key("path"); w.String(lib.path.c_str());
-  w.Key("note"); w.String(lib.note.c_str());
+  w.Key("found");
+  w.Bool(lib.found);
+  w.Key("version");
+  lib.version.empty() ? w.Null() : w.String(lib.version.c_str());
+  w.Key("version_code");
+  w.Int(lib.version_code);
+  w.Key("path");
+  w.String(lib.path.c_str());
+  w.Key("note");
+  w.String(lib.note.c_str());
   w.EndObject();
 }
 
@@ -146,21 +158,32 @@ void print_json(const rep::Environment& env, const std::vector<rep::Finding>& fi
   w.StartObject();
   w.Key("dsx");
   w.StartObject();
-  w.Key("version"); w.String(env.build.version.c_str());
-  w.Key("cuda_built"); w.Bool(env.build.cuda);
-  w.Key("compiler"); w.String(env.build.compiler.c_str());
-  w.Key("cxx_standard"); w.Int64(env.build.cxx_standard);
-  w.Key("libfabric_header"); w.String(env.build.libfabric_header.c_str());
-  w.Key("built_cudart_code"); w.Int(env.build.cudart_code);
-  w.Key("built_nccl_code"); w.Int(env.build.nccl_code);
-  w.Key("built_cudnn_code"); w.Int(env.build.cudnn_code);
+  w.Key("version");
+  w.String(env.build.version.c_str());
+  w.Key("cuda_built");
+  w.Bool(env.build.cuda);
+  w.Key("compiler");
+  w.String(env.build.compiler.c_str());
+  w.Key("cxx_standard");
+  w.Int64(env.build.cxx_standard);
+  w.Key("libfabric_header");
+  w.String(env.build.libfabric_header.c_str());
+  w.Key("built_cudart_code");
+  w.Int(env.build.cudart_code);
+  w.Key("built_nccl_code");
+  w.Int(env.build.nccl_code);
+  w.Key("built_cudnn_code");
+  w.Int(env.build.cudnn_code);
   w.EndObject();
   w.Key("cpu");
   w.StartObject();
-  w.Key("model"); w.String(env.cpu.model.c_str());
-  w.Key("online_cores"); w.Int(env.cpu.online_cores);
+  w.Key("model");
+  w.String(env.cpu.model.c_str());
+  w.Key("online_cores");
+  w.Int(env.cpu.online_cores);
   write_strings(w, "simd", env.cpu.simd);
-  w.Key("kernel_simd"); w.String(env.cpu.kernel_simd.c_str());
+  w.Key("kernel_simd");
+  w.String(env.cpu.kernel_simd.c_str());
   w.EndObject();
   w.Key("cuda");
   w.StartObject();
@@ -172,39 +195,53 @@ void print_json(const rep::Environment& env, const std::vector<rep::Finding>& fi
   w.EndObject();
   w.Key("libfabric");
   w.StartObject();
-  w.Key("version"); w.String(env.fabric.version.c_str());
+  w.Key("version");
+  w.String(env.fabric.version.c_str());
   w.Key("providers");
   w.StartArray();
   for (const auto& p : env.fabric.providers) {
     w.StartObject();
-    w.Key("name"); w.String(p.name.c_str());
-    w.Key("usable"); w.Bool(p.usable);
-    w.Key("provider"); w.String(p.provider.c_str());
-    w.Key("detail"); w.String(p.detail.c_str());
+    w.Key("name");
+    w.String(p.name.c_str());
+    w.Key("usable");
+    w.Bool(p.usable);
+    w.Key("provider");
+    w.String(p.provider.c_str());
+    w.Key("detail");
+    w.String(p.detail.c_str());
     w.EndObject();
   }
   w.EndArray();
   w.EndObject();
   w.Key("gpus");
   w.StartObject();
-  w.Key("nvml_loaded"); w.Bool(env.gpus.nvml_loaded);
-  w.Key("driver_version"); w.String(env.gpus.driver_version.c_str());
-  w.Key("unavailable_reason"); w.String(env.gpus.unavailable_reason.c_str());
+  w.Key("nvml_loaded");
+  w.Bool(env.gpus.nvml_loaded);
+  w.Key("driver_version");
+  w.String(env.gpus.driver_version.c_str());
+  w.Key("unavailable_reason");
+  w.String(env.gpus.unavailable_reason.c_str());
   w.Key("devices");
   w.StartArray();
   for (size_t i = 0; i < env.gpus.gpus.size(); ++i) {
     const auto& g = env.gpus.gpus[i];
     w.StartObject();
-    w.Key("index"); w.Int(g.index);
-    w.Key("name"); w.String(g.name.c_str());
-    w.Key("memory_bytes"); w.Int64(g.memory_bytes);
-    w.Key("bus_id"); w.String(g.bus_id.c_str());
-    w.Key("numa_node"); w.Int(g.numa_node);
+    w.Key("index");
+    w.Int(g.index);
+    w.Key("name");
+    w.String(g.name.c_str());
+    w.Key("memory_bytes");
+    w.Int64(g.memory_bytes);
+    w.Key("bus_id");
+    w.String(g.bus_id.c_str());
+    w.Key("numa_node");
+    w.Int(g.numa_node);
     w.Key("links");
     w.StartArray();
     for (size_t j = 0; j < env.gpus.links[i].size(); ++j) {
       std::string cell = to_string(env.gpus.links[i][j]);
-      if (env.gpus.links[i][j] == rep::GpuLink::NvLink) cell += std::to_string(env.gpus.nvlink_counts[i][j]);
+      if (env.gpus.links[i][j] == rep::GpuLink::NvLink)
+        cell += std::to_string(env.gpus.nvlink_counts[i][j]);
       w.String(cell.c_str());
     }
     w.EndArray();
@@ -214,14 +251,18 @@ void print_json(const rep::Environment& env, const std::vector<rep::Finding>& fi
   w.EndObject();
   write_strings(w, "interfaces", env.interfaces);
   write_strings(w, "rdma_devices", env.rdma_devices);
-  w.Key("nodes"); w.Int(env.job.nodes);
+  w.Key("nodes");
+  w.Int(env.job.nodes);
   w.Key("variables");
   w.StartArray();
   for (const auto& [name, value] : env.variables) {
     w.StartObject();
-    w.Key("name"); w.String(name.c_str());
-    w.Key("value"); w.String(value.c_str());
-    w.Key("meaning"); w.String(rep::describe_variable(name).c_str());
+    w.Key("name");
+    w.String(name.c_str());
+    w.Key("value");
+    w.String(value.c_str());
+    w.Key("meaning");
+    w.String(rep::describe_variable(name).c_str());
     w.EndObject();
   }
   w.EndArray();
@@ -229,10 +270,14 @@ void print_json(const rep::Environment& env, const std::vector<rep::Finding>& fi
   w.StartArray();
   for (const auto& f : findings) {
     w.StartObject();
-    w.Key("severity"); w.String(to_string(f.severity));
-    w.Key("id"); w.String(f.id.c_str());
-    w.Key("message"); w.String(f.message.c_str());
-    w.Key("advice"); w.String(f.advice.c_str());
+    w.Key("severity");
+    w.String(to_string(f.severity));
+    w.Key("id");
+    w.String(f.id.c_str());
+    w.Key("message");
+    w.String(f.message.c_str());
+    w.Key("advice");
+    w.String(f.advice.c_str());
     w.EndObject();
   }
   w.EndArray();
@@ -244,9 +289,11 @@ void print_json(const rep::Environment& env, const std::vector<rep::Finding>& fi
 
 int run_report(int argc, char** argv) {
   po::options_description options("dsx report");
+  // clang-format off
   options.add_options()
       ("nodes", po::value<int>()->default_value(0), "nodes the job will span (default: from WORLD_SIZE etc.)")
       ("json", po::bool_switch(), "print JSON");
+  // clang-format on
   auto args = parse_args(argc, argv, "dsx report [--nodes N] [--json]", options);
   if (args.help) return 0;
   const int nodes = args.vars["nodes"].as<int>();

@@ -17,8 +17,8 @@ struct ModelStateBytes {
 constexpr double kDeepSpeedBufferFactor = 1.5;  // DeepSpeed's additional_buffer_factor default
 
 // ZeRO-2 with Adam in mixed precision. cpu_offload = offload_optimizer to the CPU.
-ModelStateBytes deepspeed_zero2_model_states(int64_t total_params, int64_t gpus_per_node, int64_t nodes,
-                                             bool cpu_offload,
+ModelStateBytes deepspeed_zero2_model_states(int64_t total_params, int64_t gpus_per_node,
+                                             int64_t nodes, bool cpu_offload,
                                              double buffer_factor = kDeepSpeedBufferFactor);
 
 // ZeRO-3. largest_layer_params: the largest module's own parameters (model_to_params).

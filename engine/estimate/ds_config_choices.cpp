@@ -8,8 +8,8 @@
 
 namespace dsx::estimate {
 
-DsConfigChoices read_ds_config_choices(const std::string& path, int64_t world_size, int64_t hidden_size,
-                                       std::optional<int64_t> micro_batch) {
+DsConfigChoices read_ds_config_choices(const std::string& path, int64_t world_size,
+                                       int64_t hidden_size, std::optional<int64_t> micro_batch) {
   engine::ConfigInputs inputs;
   inputs.world_size = world_size;
   inputs.hidden_size = hidden_size;
@@ -17,17 +17,21 @@ DsConfigChoices read_ds_config_choices(const std::string& path, int64_t world_si
   const auto config = engine::read_ds_config_file(path, inputs);
   const auto& zero = config.zero_optimization;
 
-  for (const auto& [what, device] : {std::pair<std::string, std::string>{"offload_optimizer",
-                                                                        zero.offload_optimizer ? zero.offload_optimizer->device : "none"},
-                                     {"offload_param", zero.offload_param ? zero.offload_param->device : "none"}}) {
+  for (const auto& [what, device] :
+       {std::pair<std::string, std::string>{
+            "offload_optimizer", zero.offload_optimizer ? zero.offload_optimizer->device : "none"},
+        {"offload_param", zero.offload_param ? zero.offload_param->device : "none"}}) {
     if (device == "nvme") {
-      throw Error(ErrorKind::Unsupported, path + ": zero_optimization." + what +
-                                              ".device is nvme; dsx estimate models CPU offload only (try --offload)");
+      throw Error(ErrorKind::Unsupported,
+                  path + ": zero_optimization." + what +
+                      ".device is nvme; dsx estimate models CPU offload only (try --offload)");
     }
   }
   if (zero.params_offloaded() && !zero.optimizer_offloaded()) {
-    throw Error(ErrorKind::Unsupported, path + ": offload_param without offload_optimizer is not modelled; "
-                                               "estimate with both (--offload param) or neither");
+    throw Error(ErrorKind::Unsupported,
+                path +
+                    ": offload_param without offload_optimizer is not modelled; "
+                    "estimate with both (--offload param) or neither");
   }
 
   DsConfigChoices c;
@@ -37,7 +41,9 @@ DsConfigChoices read_ds_config_choices(const std::string& path, int64_t world_si
                                                   : Offload::None;
   c.micro_batch = config.train_micro_batch_size_per_gpu;
   const auto dtype = config.model_dtype();
-  c.precision = dtype == "bf16" ? Precision::Bf16 : dtype == "fp16" ? Precision::Fp16 : Precision::Fp32;
+  c.precision = dtype == "bf16"   ? Precision::Bf16
+                : dtype == "fp16" ? Precision::Fp16
+                                  : Precision::Fp32;
   c.reduce_bucket_size = zero.reduce_bucket_size;
   c.prefetch_bucket_size = zero.prefetch_bucket_size;
   c.overlap_comm = zero.overlap_comm;

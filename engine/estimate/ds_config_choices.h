@@ -24,7 +24,7 @@ struct DsConfigChoices {
 // micro_batch (the command line's) fills an "auto" micro-batch. Throws dsx::Error: Config or
 // Io from the reader, Unsupported for NVMe offload or parameter offload without optimizer
 // offload (not modelled).
-DsConfigChoices read_ds_config_choices(const std::string& path, int64_t world_size, int64_t hidden_size,
-                                       std::optional<int64_t> micro_batch);
+DsConfigChoices read_ds_config_choices(const std::string& path, int64_t world_size,
+                                       int64_t hidden_size, std::optional<int64_t> micro_batch);
 
 }  // namespace dsx::estimate

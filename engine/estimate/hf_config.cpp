@@ -23,7 +23,8 @@ int line_of(const std::string& text, size_t offset) {
 }
 
 // The first of `keys` that is present; null values count as absent (GPT-2's n_inner: null).
-std::optional<int64_t> find_int(const rapidjson::Value& root, std::initializer_list<const char*> keys,
+std::optional<int64_t> find_int(const rapidjson::Value& root,
+                                std::initializer_list<const char*> keys,
                                 const std::string& origin) {
   for (const char* key : keys) {
     auto it = root.FindMember(key);
@@ -41,8 +42,9 @@ int64_t require_int(const rapidjson::Value& root, std::initializer_list<const ch
   if (auto v = find_int(root, keys, origin)) return *v;
   std::string names;
   for (const char* key : keys) names += std::string(names.empty() ? "\"" : " or \"") + key + "\"";
-  throw Error(ErrorKind::Config, origin + ": missing " + names +
-                                     "; is this a Hugging Face config.json of a decoder-only model?");
+  throw Error(ErrorKind::Config,
+              origin + ": missing " + names +
+                  "; is this a Hugging Face config.json of a decoder-only model?");
 }
 
 }  // namespace
@@ -51,10 +53,12 @@ ModelShape parse_hf_config(const std::string& json, const std::string& origin) {
   rapidjson::Document doc;
   doc.Parse(json.c_str(), json.size());
   if (doc.HasParseError()) {
-    throw Error(ErrorKind::Config, origin + ":" + std::to_string(line_of(json, doc.GetErrorOffset())) +
-                                       ": invalid JSON: " + rapidjson::GetParseError_En(doc.GetParseError()));
+    throw Error(ErrorKind::Config,
+                origin + ":" + std::to_string(line_of(json, doc.GetErrorOffset())) +
+                    ": invalid JSON: " + rapidjson::GetParseError_En(doc.GetParseError()));
   }
-  if (!doc.IsObject()) throw Error(ErrorKind::Config, origin + ": expected a JSON object at the top level");
+  if (!doc.IsObject())
+    throw Error(ErrorKind::Config, origin + ": expected a JSON object at the top level");
 
   ModelShape s;
   std::string model_type = "unknown";
@@ -73,14 +77,17 @@ ModelShape parse_hf_config(const std::string& json, const std::string& origin) {
   } else {
     s.intermediate = require_int(doc, {"intermediate_size"}, origin);
   }
-  s.max_seq_len = find_int(doc, {"max_position_embeddings", "n_positions", "n_ctx"}, origin).value_or(0);
+  s.max_seq_len =
+      find_int(doc, {"max_position_embeddings", "n_positions", "n_ctx"}, origin).value_or(0);
   if (s.arch == Architecture::Gpt2 && s.max_seq_len == 0) {
-    throw Error(ErrorKind::Config, origin + ": missing \"n_positions\" (GPT-2 learns one embedding per position)");
+    throw Error(ErrorKind::Config,
+                origin + ": missing \"n_positions\" (GPT-2 learns one embedding per position)");
   }
   // Transformers' GPT-2 ties by default; Llama, Mistral and Qwen2 configs default to untied.
   s.tied_embeddings = s.arch == Architecture::Gpt2;
   if (auto it = doc.FindMember("tie_word_embeddings"); it != doc.MemberEnd()) {
-    if (!it->value.IsBool()) throw Error(ErrorKind::Config, origin + ": \"tie_word_embeddings\" must be true or false");
+    if (!it->value.IsBool())
+      throw Error(ErrorKind::Config, origin + ": \"tie_word_embeddings\" must be true or false");
     s.tied_embeddings = it->value.GetBool();
   }
   validate(s);
@@ -93,7 +100,9 @@ ModelShape read_hf_config(const std::string& path) {
     throw Error(ErrorKind::Io, "'" + path + "' is a directory; give the config.json inside it");
   }
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorKind::Io, "cannot open '" + path + "'; give the path of a Hugging Face config.json");
+  if (!in)
+    throw Error(ErrorKind::Io,
+                "cannot open '" + path + "'; give the path of a Hugging Face config.json");
   std::stringstream text;
   text << in.rdbuf();
   if (in.bad()) throw Error(ErrorKind::Io, "cannot read '" + path + "'");

@@ -12,23 +12,30 @@ namespace dsx::estimate {
 
 const char* to_string(Precision p) {
   switch (p) {
-    case Precision::Bf16: return "bf16";
-    case Precision::Fp16: return "fp16";
-    case Precision::Fp32: return "fp32";
+    case Precision::Bf16:
+      return "bf16";
+    case Precision::Fp16:
+      return "fp16";
+    case Precision::Fp32:
+      return "fp32";
   }
   return "?";
 }
 
 const char* to_string(Offload o) {
   switch (o) {
-    case Offload::None: return "none";
-    case Offload::Optimizer: return "optimizer";
-    case Offload::OptimizerAndParams: return "optimizer+param";
+    case Offload::None:
+      return "none";
+    case Offload::Optimizer:
+      return "optimizer";
+    case Offload::OptimizerAndParams:
+      return "optimizer+param";
   }
   return "?";
 }
 
-std::vector<ZeroOption> zero_options(const std::vector<int>& stages, const std::vector<Offload>& offloads) {
+std::vector<ZeroOption> zero_options(const std::vector<int>& stages,
+                                     const std::vector<Offload>& offloads) {
   std::vector<ZeroOption> options;
   for (int stage : stages) {
     for (Offload offload : offloads) {
@@ -54,13 +61,14 @@ int64_t weight_bytes(Precision p) { return p == Precision::Fp32 ? 4 : 2; }
 int64_t optimizer_bytes(Precision p) { return p == Precision::Fp32 ? 8 : 16; }
 
 int64_t per_gpu(int64_t bytes_per_param, int64_t params, int64_t gpus) {
-  return static_cast<int64_t>(static_cast<double>(bytes_per_param * params) / static_cast<double>(gpus));
+  return static_cast<int64_t>(static_cast<double>(bytes_per_param * params) /
+                              static_cast<double>(gpus));
 }
 
 }  // namespace
 
-ModelStateBytes model_state_bytes(int64_t P, int64_t L, Precision precision, const Cluster& c, ZeroOption opt,
-                                  bool zero_init, double f, const char** formula) {
+ModelStateBytes model_state_bytes(int64_t P, int64_t L, Precision precision, const Cluster& c,
+                                  ZeroOption opt, bool zero_init, double f, const char** formula) {
   const bool mixed = precision != Precision::Fp32;
   const bool offload = opt.offload != Offload::None;
   const int64_t wb = weight_bytes(precision), G = c.total_gpus();
@@ -86,8 +94,8 @@ ModelStateBytes model_state_bytes(int64_t P, int64_t L, Precision precision, con
       // fp32 has no separate 16-bit copy to offload with the parameters: its CPU side is the
       // optimizer-offload figure.
       const bool offload_params = opt.offload == Offload::OptimizerAndParams;
-      m = deepspeed_zero3_model_states(P, L, c.gpus_per_node, c.nodes, offload, offload_params && mixed,
-                                       zero_init, f);
+      m = deepspeed_zero3_model_states(P, L, c.gpus_per_node, c.nodes, offload,
+                                       offload_params && mixed, zero_init, f);
       if (mixed) {
         source = kDeepSpeedZero3;
       } else {
@@ -97,7 +105,8 @@ ModelStateBytes model_state_bytes(int64_t P, int64_t L, Precision precision, con
       break;
     }
     default:
-      throw Error(ErrorKind::Usage, "ZeRO stage " + std::to_string(opt.stage) + " does not exist; use 0, 1, 2 or 3");
+      throw Error(ErrorKind::Usage,
+                  "ZeRO stage " + std::to_string(opt.stage) + " does not exist; use 0, 1, 2 or 3");
   }
   if (formula) *formula = source;
   return m;
@@ -120,19 +129,22 @@ void validate(const EstimateRequest& r) {
   validate(r.model);
   const auto& a = r.activations;
   if (a.seq_len < 1 || a.micro_batch < 1 || r.cluster.gpus_per_node < 1 || r.cluster.nodes < 1) {
-    throw Error(ErrorKind::Config, "sequence length, micro-batch, GPUs per node and nodes must be at least 1");
+    throw Error(ErrorKind::Config,
+                "sequence length, micro-batch, GPUs per node and nodes must be at least 1");
   }
   // The same sums in floating point, only to see that the exact ones cannot overflow.
   const double tokens = static_cast<double>(a.seq_len) * static_cast<double>(a.micro_batch);
-  const double per_token = static_cast<double>(r.model.layers) * 16.0 *
-                               static_cast<double>(r.model.hidden + r.model.intermediate + r.model.heads * a.seq_len) +
-                           8.0 * static_cast<double>(r.model.vocab);
+  const double per_token =
+      static_cast<double>(r.model.layers) * 16.0 *
+          static_cast<double>(r.model.hidden + r.model.intermediate + r.model.heads * a.seq_len) +
+      8.0 * static_cast<double>(r.model.vocab);
   const double params = static_cast<double>(parameter_count(r.model));
   constexpr double kExabyte = 1e18;
   if (tokens * per_token > kExabyte || 24.0 * params > kExabyte ||
       static_cast<double>(r.cluster.gpus_per_node) * static_cast<double>(r.cluster.nodes) > 1e6) {
-    throw Error(ErrorKind::Config, "this model, batch and cluster need more than an exabyte per GPU or a million "
-                                   "GPUs; check --seq-len, --micro-batch, the model's sizes and the GPU counts");
+    throw Error(ErrorKind::Config,
+                "this model, batch and cluster need more than an exabyte per GPU or a million "
+                "GPUs; check --seq-len, --micro-batch, the model's sizes and the GPU counts");
   }
 }
 
@@ -140,8 +152,8 @@ MemoryEstimate estimate_memory(const EstimateRequest& r, ZeroOption option) {
   const int64_t params = parameter_count(r.model);
   MemoryEstimate e;
   e.option = option;
-  auto states = model_state_bytes(params, largest_layer_params(r.model), r.precision, r.cluster, option,
-                                  r.zero_init, r.buffer_factor, &e.model_states_formula);
+  auto states = model_state_bytes(params, largest_layer_params(r.model), r.precision, r.cluster,
+                                  option, r.zero_init, r.buffer_factor, &e.model_states_formula);
   e.gpu_model_states = states.gpu;
   e.cpu_model_states = states.cpu_per_node;
   ActivationOptions act = r.activations;
@@ -150,7 +162,8 @@ MemoryEstimate estimate_memory(const EstimateRequest& r, ZeroOption option) {
   e.gpu_buffers = buffer_bytes(r, option.stage, params);
   e.gpu_reserve = r.reserve_bytes;
   e.fits_gpu = e.gpu_total() <= r.gpu_memory_bytes;
-  e.fits_cpu = r.cpu_memory_per_node_bytes == 0 || e.cpu_model_states <= r.cpu_memory_per_node_bytes;
+  e.fits_cpu =
+      r.cpu_memory_per_node_bytes == 0 || e.cpu_model_states <= r.cpu_memory_per_node_bytes;
 
   act.micro_batch = 1;
   const int64_t per_sample = activation_bytes(r.model, act).total();
@@ -159,7 +172,8 @@ MemoryEstimate estimate_memory(const EstimateRequest& r, ZeroOption option) {
   return e;
 }
 
-std::optional<Cluster> fewest_gpus(const EstimateRequest& request, ZeroOption option, int64_t max_gpus) {
+std::optional<Cluster> fewest_gpus(const EstimateRequest& request, ZeroOption option,
+                                   int64_t max_gpus) {
   const int64_t per_node = request.cluster.gpus_per_node;
   EstimateRequest trial = request;
   for (int64_t gpus = 1; gpus <= max_gpus; gpus = gpus < per_node ? gpus + 1 : gpus + per_node) {

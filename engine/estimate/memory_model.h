@@ -27,7 +27,8 @@ struct ZeroOption {
 
 // Every valid (stage, offload) pair among the requested ones: offload needs ZeRO 1 or more,
 // parameter offload needs ZeRO 3.
-std::vector<ZeroOption> zero_options(const std::vector<int>& stages, const std::vector<Offload>& offloads);
+std::vector<ZeroOption> zero_options(const std::vector<int>& stages,
+                                     const std::vector<Offload>& offloads);
 
 struct Cluster {
   int64_t gpus_per_node = 1;
@@ -59,9 +60,11 @@ struct MemoryEstimate {
   int64_t gpu_reserve = 0;
   int64_t cpu_model_states = 0;  // per node
   bool fits_gpu = false;
-  bool fits_cpu = true;  // true when the CPU memory is not checked
+  bool fits_cpu = true;         // true when the CPU memory is not checked
   int64_t max_micro_batch = 0;  // the largest micro-batch that fits this GPU, 0 if none
-  int64_t gpu_total() const { return gpu_model_states + gpu_activations + gpu_buffers + gpu_reserve; }
+  int64_t gpu_total() const {
+    return gpu_model_states + gpu_activations + gpu_buffers + gpu_reserve;
+  }
   bool fits() const { return fits_gpu && fits_cpu; }
 };
 

@@ -16,7 +16,8 @@ ModelShape gpt2(const char* name, int64_t layers, int64_t hidden, int64_t heads)
 
 ModelShape llama(const char* name, int64_t layers, int64_t hidden, int64_t heads, int64_t kv_heads,
                  int64_t vocab, int64_t intermediate, int64_t seq) {
-  return {name, Architecture::Llama, layers, hidden, heads, kv_heads, vocab, intermediate, seq, false, 0};
+  return {name,  Architecture::Llama, layers, hidden, heads, kv_heads,
+          vocab, intermediate,        seq,    false,  0};
 }
 
 }  // namespace

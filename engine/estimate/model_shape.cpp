@@ -7,29 +7,32 @@
 
 namespace dsx::estimate {
 
-const char* to_string(Architecture arch) {
-  return arch == Architecture::Gpt2 ? "gpt2" : "llama";
-}
+const char* to_string(Architecture arch) { return arch == Architecture::Gpt2 ? "gpt2" : "llama"; }
 
 void validate(const ModelShape& s) {
   auto require = [&](bool ok, const std::string& what) {
     if (!ok) throw Error(ErrorKind::Config, "model '" + s.name + "': " + what);
   };
-  require(s.layers > 0, "the number of layers must be positive (num_hidden_layers / n_layer / --layers)");
+  require(s.layers > 0,
+          "the number of layers must be positive (num_hidden_layers / n_layer / --layers)");
   require(s.hidden > 0, "the hidden size must be positive (hidden_size / n_embd / --hidden)");
-  require(s.heads > 0, "the number of attention heads must be positive (num_attention_heads / --heads)");
+  require(s.heads > 0,
+          "the number of attention heads must be positive (num_attention_heads / --heads)");
   require(s.vocab > 0, "the vocabulary size must be positive (vocab_size / --vocab)");
-  require(s.intermediate > 0, "the MLP width must be positive (intermediate_size / --intermediate)");
+  require(s.intermediate > 0,
+          "the MLP width must be positive (intermediate_size / --intermediate)");
   require(s.hidden % s.heads == 0, "hidden size " + std::to_string(s.hidden) +
-                                       " is not divisible by " + std::to_string(s.heads) + " heads");
+                                       " is not divisible by " + std::to_string(s.heads) +
+                                       " heads");
   require(s.kv_heads > 0 && s.heads % s.kv_heads == 0,
           std::to_string(s.kv_heads) + " key/value heads do not divide " + std::to_string(s.heads) +
               " attention heads (num_key_value_heads / --kv-heads)");
   require(s.params_override >= 0, "--params must not be negative");
   // Far beyond any model, and small enough that every byte count below fits in 64 bits.
-  require(s.layers <= (1 << 14) && s.hidden <= (1 << 20) && s.intermediate <= (1 << 22) && s.vocab <= (1 << 24) &&
-              s.max_seq_len <= (1 << 24),
-          "sizes beyond any real model (at most 16384 layers, hidden 2^20, MLP width 2^22, vocabulary 2^24, "
+  require(s.layers <= (1 << 14) && s.hidden <= (1 << 20) && s.intermediate <= (1 << 22) &&
+              s.vocab <= (1 << 24) && s.max_seq_len <= (1 << 24),
+          "sizes beyond any real model (at most 16384 layers, hidden 2^20, MLP width 2^22, "
+          "vocabulary 2^24, "
           "sequence 2^24); check the numbers");
 }
 

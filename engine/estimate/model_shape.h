@@ -19,7 +19,7 @@ struct ModelShape {
   int64_t layers = 0;
   int64_t hidden = 0;
   int64_t heads = 0;
-  int64_t kv_heads = 0;      // grouped-query attention; equal to heads for plain multi-head
+  int64_t kv_heads = 0;  // grouped-query attention; equal to heads for plain multi-head
   int64_t vocab = 0;
   int64_t intermediate = 0;  // MLP width (GPT-2: 4 * hidden)
   int64_t max_seq_len = 0;   // max_position_embeddings / n_positions

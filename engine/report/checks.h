@@ -24,6 +24,7 @@ std::vector<Finding> run_checks(const Environment& env);
 
 // The interfaces an NCCL-style list selects: comma-separated prefixes, "=" for exact names,
 // a leading "^" to exclude instead of include.
-std::vector<std::string> select_interfaces(const std::string& spec, const std::vector<std::string>& interfaces);
+std::vector<std::string> select_interfaces(const std::string& spec,
+                                           const std::vector<std::string>& interfaces);
 
 }  // namespace dsx::report

@@ -49,7 +49,8 @@ Fn symbol(void* handle, const char* name) {
 // Where the loader actually found it (a bare soname tells the user little).
 std::string resolved_path(void* handle, const char* any_symbol, const std::string& fallback) {
   Dl_info info{};
-  if (void* s = dlsym(handle, any_symbol); s && dladdr(s, &info) && info.dli_fname) return info.dli_fname;
+  if (void* s = dlsym(handle, any_symbol); s && dladdr(s, &info) && info.dli_fname)
+    return info.dli_fname;
   return fallback;
 }
 
@@ -70,14 +71,17 @@ std::string cuda_version_text(int code) {
 
 std::string nccl_version_text(int code) {
   if (code >= 20900) {
-    return std::to_string(code / 10000) + "." + std::to_string(code % 10000 / 100) + "." + std::to_string(code % 100);
+    return std::to_string(code / 10000) + "." + std::to_string(code % 10000 / 100) + "." +
+           std::to_string(code % 100);
   }
-  return std::to_string(code / 1000) + "." + std::to_string(code % 1000 / 100) + "." + std::to_string(code % 100);
+  return std::to_string(code / 1000) + "." + std::to_string(code % 1000 / 100) + "." +
+         std::to_string(code % 100);
 }
 
 std::string cudnn_version_text(int code) {
   if (code >= 90000) return nccl_version_text(code);
-  return std::to_string(code / 1000) + "." + std::to_string(code % 1000 / 100) + "." + std::to_string(code % 100);
+  return std::to_string(code / 1000) + "." + std::to_string(code % 1000 / 100) + "." +
+         std::to_string(code % 100);
 }
 
 CudaStack probe_cuda_libraries() {
@@ -121,7 +125,8 @@ CudaStack probe_cuda_libraries() {
     if (auto f = symbol<GetProperty>(cublas.handle, "cublasGetProperty");
         f && f(0, &major) == 0 && f(1, &minor) == 0 && f(2, &patch) == 0) {
       s.cublas.version_code = major * 10000 + minor * 100 + patch;
-      s.cublas.version = std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+      s.cublas.version =
+          std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
     }
   }
 

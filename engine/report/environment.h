@@ -32,12 +32,12 @@ struct CpuInfo {
 
 // One shared library found (or not) with dlopen.
 struct LibraryInfo {
-  std::string name;     // "CUDA runtime", "NCCL", ...
+  std::string name;  // "CUDA runtime", "NCCL", ...
   bool found = false;
-  std::string path;     // where it was loaded from
-  std::string version;  // "13.0", "2.28.9"
-  int version_code = 0; // the library's own integer code (cudart 13000, NCCL 22809, cuDNN 91900)
-  std::string note;     // why it is missing, or an extra fact (cuDNN's CUDA version)
+  std::string path;      // where it was loaded from
+  std::string version;   // "13.0", "2.28.9"
+  int version_code = 0;  // the library's own integer code (cudart 13000, NCCL 22809, cuDNN 91900)
+  std::string note;      // why it is missing, or an extra fact (cuDNN's CUDA version)
 };
 
 struct CudaStack {
@@ -50,7 +50,7 @@ struct CudaStack {
 };
 
 struct FabricProvider {
-  std::string name;      // what was asked: "tcp", "efa"
+  std::string name;  // what was asked: "tcp", "efa"
   bool usable = false;
   std::string provider;  // what answered: "tcp;ofi_rxm"
   std::string detail;    // fabric/domain name or the error
@@ -58,7 +58,7 @@ struct FabricProvider {
 
 struct FabricInfo {
   bool loaded = false;
-  std::string version;   // fi_version() of the library actually loaded
+  std::string version;  // fi_version() of the library actually loaded
   int major = 0, minor = 0;
   std::vector<FabricProvider> providers;
 };

@@ -26,12 +26,15 @@ FabricProvider probe(const char* name) {
   hints->ep_attr->type = FI_EP_RDM;
   hints->caps = FI_MSG | FI_TAGGED;
   hints->mode = FI_CONTEXT;
-  hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
+  hints->domain_attr->mr_mode =
+      FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
   hints->fabric_attr->prov_name = strdup(name);
   fi_info* info = nullptr;
   // API 1.18 first (providers may then use device memory themselves); older libraries refuse it.
   int rc = fi_getinfo(FI_VERSION(1, 18), nullptr, nullptr, 0, hints, &info);
-  if (rc == -FI_ENOSYS) rc = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), nullptr, nullptr, 0, hints, &info);
+  if (rc == -FI_ENOSYS)
+    rc = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), nullptr, nullptr, 0, hints,
+                    &info);
   if (rc == 0 && info) {
     p.usable = true;
     p.provider = info->fabric_attr->prov_name ? info->fabric_attr->prov_name : name;
@@ -53,7 +56,8 @@ FabricInfo probe_fabric_providers() {
   f.major = static_cast<int>(FI_MAJOR(v));
   f.minor = static_cast<int>(FI_MINOR(v));
   f.version = std::to_string(f.major) + "." + std::to_string(f.minor);
-  for (const char* name : {"efa", "verbs", "tcp", "shm", "sockets", "udp"}) f.providers.push_back(probe(name));
+  for (const char* name : {"efa", "verbs", "tcp", "shm", "sockets", "udp"})
+    f.providers.push_back(probe(name));
   return f;
 }
 

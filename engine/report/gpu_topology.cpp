@@ -12,14 +12,22 @@ namespace dsx::report {
 
 const char* to_string(GpuLink link) {
   switch (link) {
-    case GpuLink::Self: return "X";
-    case GpuLink::NvLink: return "NV";
-    case GpuLink::Pix: return "PIX";
-    case GpuLink::Pxb: return "PXB";
-    case GpuLink::Phb: return "PHB";
-    case GpuLink::Node: return "NODE";
-    case GpuLink::Sys: return "SYS";
-    case GpuLink::Unknown: return "?";
+    case GpuLink::Self:
+      return "X";
+    case GpuLink::NvLink:
+      return "NV";
+    case GpuLink::Pix:
+      return "PIX";
+    case GpuLink::Pxb:
+      return "PXB";
+    case GpuLink::Phb:
+      return "PHB";
+    case GpuLink::Node:
+      return "NODE";
+    case GpuLink::Sys:
+      return "SYS";
+    case GpuLink::Unknown:
+      return "?";
   }
   return "?";
 }
@@ -36,8 +44,8 @@ struct NvmlPciInfo {
   char bus_id[32];
 };
 constexpr int kNvmlSuccess = 0;
-constexpr unsigned kMaxNvLinks = 18;   // NVML_NVLINK_MAX_LINKS
-constexpr int kNvLinkToSwitch = 2;     // NVML_NVLINK_DEVICE_TYPE_SWITCH
+constexpr unsigned kMaxNvLinks = 18;  // NVML_NVLINK_MAX_LINKS
+constexpr int kNvLinkToSwitch = 2;    // NVML_NVLINK_DEVICE_TYPE_SWITCH
 
 struct Nvml {
   int (*init)();
@@ -78,11 +86,16 @@ int numa_node_of(const std::string& bus_id) {
 GpuLink link_from_ancestor(int level) {
   switch (level) {
     case 0:  // same board
-    case 10: return GpuLink::Pix;
-    case 20: return GpuLink::Pxb;
-    case 30: return GpuLink::Phb;
-    case 40: return GpuLink::Node;
-    case 50: return GpuLink::Sys;
+    case 10:
+      return GpuLink::Pix;
+    case 20:
+      return GpuLink::Pxb;
+    case 30:
+      return GpuLink::Phb;
+    case 40:
+      return GpuLink::Node;
+    case 50:
+      return GpuLink::Sys;
   }
   return GpuLink::Unknown;
 }
@@ -118,9 +131,10 @@ GpuTopology probe_gpu_topology() {
   GpuTopology topo;
   void* lib = dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL);
   if (!lib) {
-    topo.unavailable_reason = std::string("NVML not found (") + dlerror() +
-                              "): no NVIDIA driver on this host, so no GPU can be used; dsx runs on "
-                              "CPUs with the libfabric backend";
+    topo.unavailable_reason =
+        std::string("NVML not found (") + dlerror() +
+        "): no NVIDIA driver on this host, so no GPU can be used; dsx runs on "
+        "CPUs with the libfabric backend";
     return topo;
   }
   Nvml nvml{};
@@ -138,7 +152,8 @@ GpuTopology probe_gpu_topology() {
   bind(lib, nvml.nvlink_remote_pci, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
   bind(lib, nvml.nvlink_remote_type, "nvmlDeviceGetNvLinkRemoteDeviceType");
   if (!nvml.init || !nvml.count || !nvml.handle || !nvml.error_string) {
-    topo.unavailable_reason = "libnvidia-ml.so.1 lacks nvmlInit_v2/nvmlDeviceGetCount_v2: the driver is too old";
+    topo.unavailable_reason =
+        "libnvidia-ml.so.1 lacks nvmlInit_v2/nvmlDeviceGetCount_v2: the driver is too old";
     return topo;
   }
   topo.nvml_loaded = true;
@@ -148,7 +163,8 @@ GpuTopology probe_gpu_topology() {
     return topo;
   }
   char text[96] = {};
-  if (nvml.driver_version && nvml.driver_version(text, sizeof text) == kNvmlSuccess) topo.driver_version = text;
+  if (nvml.driver_version && nvml.driver_version(text, sizeof text) == kNvmlSuccess)
+    topo.driver_version = text;
   unsigned count = 0;
   if (int rc = nvml.count(&count); rc != kNvmlSuccess) {
     topo.unavailable_reason = std::string("NVML could not count GPUs: ") + nvml.error_string(rc);
@@ -166,7 +182,8 @@ GpuTopology probe_gpu_topology() {
     char name[96] = {};
     if (nvml.name && nvml.name(dev, name, sizeof name) == kNvmlSuccess) gpu.name = name;
     NvmlMemory mem{};
-    if (nvml.memory && nvml.memory(dev, &mem) == kNvmlSuccess) gpu.memory_bytes = static_cast<int64_t>(mem.total);
+    if (nvml.memory && nvml.memory(dev, &mem) == kNvmlSuccess)
+      gpu.memory_bytes = static_cast<int64_t>(mem.total);
     NvmlPciInfo pci{};
     if (nvml.pci && nvml.pci(dev, &pci) == kNvmlSuccess) gpu.bus_id = normal_bus_id(pci.bus_id);
     gpu.numa_node = numa_node_of(gpu.bus_id);
@@ -184,14 +201,16 @@ GpuTopology probe_gpu_topology() {
         topo.links[i][j] = GpuLink::Self;
         continue;
       }
-      int direct = static_cast<int>(std::count(nvlinks[i].peers.begin(), nvlinks[i].peers.end(), topo.gpus[j].bus_id));
+      int direct = static_cast<int>(
+          std::count(nvlinks[i].peers.begin(), nvlinks[i].peers.end(), topo.gpus[j].bus_id));
       // Behind NVSwitch every GPU reaches every other with all its switch links.
       int switched = std::min(nvlinks[i].to_switch, nvlinks[j].to_switch);
       topo.nvlink_counts[i][j] = direct + switched;
       int level = -1;
       if (topo.nvlink_counts[i][j] > 0) {
         topo.links[i][j] = GpuLink::NvLink;
-      } else if (nvml.common_ancestor && nvml.common_ancestor(devices[i], devices[j], &level) == kNvmlSuccess) {
+      } else if (nvml.common_ancestor &&
+                 nvml.common_ancestor(devices[i], devices[j], &level) == kNvmlSuccess) {
         topo.links[i][j] = link_from_ancestor(level);
       }
     }

@@ -76,18 +76,20 @@ std::vector<std::string> rdma_devices() {
 
 std::vector<std::pair<std::string, std::string>> communication_variables() {
   static const char* prefixes[] = {"NCCL_", "FI_", "OFI_NCCL_", "RDMAV_", "TORCH_NCCL_", "DSX_"};
-  static const char* names[] = {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "MASTER_ADDR", "MASTER_PORT",
-                                "WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "CROSS_SIZE",
-                                "DEEPSPEED_TIMEOUT", "GLOO_SOCKET_IFNAME", "OMP_NUM_THREADS"};
+  static const char* names[] = {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",  "MASTER_ADDR",
+                                "MASTER_PORT",          "WORLD_SIZE",         "RANK",
+                                "LOCAL_RANK",           "LOCAL_WORLD_SIZE",   "CROSS_SIZE",
+                                "DEEPSPEED_TIMEOUT",    "GLOO_SOCKET_IFNAME", "OMP_NUM_THREADS"};
   std::vector<std::pair<std::string, std::string>> vars;
   for (char** e = environ; *e; ++e) {
     std::string entry = *e;
     auto eq = entry.find('=');
     if (eq == std::string::npos) continue;
     std::string name = entry.substr(0, eq);
-    bool wanted = std::any_of(std::begin(prefixes), std::end(prefixes),
-                              [&](const char* p) { return name.rfind(p, 0) == 0; }) ||
-                  std::any_of(std::begin(names), std::end(names), [&](const char* n) { return name == n; });
+    bool wanted =
+        std::any_of(std::begin(prefixes), std::end(prefixes),
+                    [&](const char* p) { return name.rfind(p, 0) == 0; }) ||
+        std::any_of(std::begin(names), std::end(names), [&](const char* n) { return name == n; });
     if (wanted) vars.emplace_back(name, entry.substr(eq + 1));
   }
   std::sort(vars.begin(), vars.end());
@@ -113,7 +115,8 @@ JobInfo probe_job(int nodes_flag) {
   if (world && local) return {(world + local - 1) / local, "WORLD_SIZE / LOCAL_WORLD_SIZE"};
   world = env_int("OMPI_COMM_WORLD_SIZE");
   local = env_int("OMPI_COMM_WORLD_LOCAL_SIZE");
-  if (world && local) return {(world + local - 1) / local, "OMPI_COMM_WORLD_SIZE / OMPI_COMM_WORLD_LOCAL_SIZE"};
+  if (world && local)
+    return {(world + local - 1) / local, "OMPI_COMM_WORLD_SIZE / OMPI_COMM_WORLD_LOCAL_SIZE"};
   if (int n = env_int("SLURM_JOB_NUM_NODES")) return {n, "SLURM_JOB_NUM_NODES"};
   if (int n = env_int("SLURM_NNODES")) return {n, "SLURM_NNODES"};
   return {1, "default (no job variables set; pass --nodes)"};

@@ -13,14 +13,18 @@ namespace {
 using Entry = std::pair<const char*, const char*>;
 
 constexpr std::array kNccl = {
-    Entry{"NCCL_DEBUG", "NCCL log level (VERSION, WARN, INFO, TRACE); INFO shows the transports chosen"},
+    Entry{"NCCL_DEBUG",
+          "NCCL log level (VERSION, WARN, INFO, TRACE); INFO shows the transports chosen"},
     Entry{"NCCL_DEBUG_SUBSYS", "which NCCL subsystems log (INIT, NET, GRAPH, ...)"},
     Entry{"NCCL_DEBUG_FILE", "NCCL log file pattern (%h host, %p pid)"},
-    Entry{"NCCL_SOCKET_IFNAME", "interfaces for NCCL's bootstrap and socket transport: prefixes, =exact, ^exclude"},
+    Entry{"NCCL_SOCKET_IFNAME",
+          "interfaces for NCCL's bootstrap and socket transport: prefixes, =exact, ^exclude"},
     Entry{"NCCL_SOCKET_FAMILY", "AF_INET or AF_INET6 for NCCL's sockets"},
     Entry{"NCCL_SOCKET_NTHREADS", "CPU threads per socket connection"},
     Entry{"NCCL_NSOCKS_PERTHREAD", "sockets per helper thread"},
-    Entry{"NCCL_IB_DISABLE", "1 = do not use InfiniBand/RoCE verbs; inter-node traffic falls back to sockets or a net plugin"},
+    Entry{"NCCL_IB_DISABLE",
+          "1 = do not use InfiniBand/RoCE verbs; inter-node traffic falls back to sockets or a net "
+          "plugin"},
     Entry{"NCCL_IB_HCA", "which RDMA devices (and ports) NCCL uses: prefixes, =exact, ^exclude"},
     Entry{"NCCL_IB_TIMEOUT", "verbs transport timeout, 4.096 us x 2^value (default 20)"},
     Entry{"NCCL_IB_RETRY_CNT", "verbs retries before an error"},
@@ -30,13 +34,20 @@ constexpr std::array kNccl = {
     Entry{"NCCL_IB_QPS_PER_CONNECTION", "queue pairs per connection"},
     Entry{"NCCL_IB_PCI_RELAXED_ORDERING", "PCI relaxed ordering for IB (virtualised hosts)"},
     Entry{"NCCL_IB_ADAPTIVE_ROUTING", "InfiniBand adaptive routing"},
-    Entry{"NCCL_NET_GDR_LEVEL", "largest GPU-NIC distance at which GPUDirect RDMA is used (LOC, PIX, PXB, PHB, SYS)"},
+    Entry{"NCCL_NET_GDR_LEVEL",
+          "largest GPU-NIC distance at which GPUDirect RDMA is used (LOC, PIX, PXB, PHB, SYS)"},
     Entry{"NCCL_NET_GDR_READ", "use GPUDirect RDMA for sends too"},
-    Entry{"NCCL_P2P_LEVEL", "largest GPU-GPU distance at which P2P is used (LOC, NVL, PIX, PXB, PHB, SYS)"},
-    Entry{"NCCL_P2P_DISABLE", "1 = no direct GPU-GPU transfers (NVLink, PCIe P2P); intra-node traffic goes through host memory"},
+    Entry{"NCCL_P2P_LEVEL",
+          "largest GPU-GPU distance at which P2P is used (LOC, NVL, PIX, PXB, PHB, SYS)"},
+    Entry{"NCCL_P2P_DISABLE",
+          "1 = no direct GPU-GPU transfers (NVLink, PCIe P2P); intra-node traffic goes through "
+          "host memory"},
     Entry{"NCCL_SHM_DISABLE", "1 = no shared-memory transport between processes on one host"},
-    Entry{"NCCL_ALGO", "force collective algorithms (Ring, Tree, CollnetChain, CollnetDirect, NVLS, NVLSTree, PAT)"},
-    Entry{"NCCL_PROTO", "force protocols (LL, LL128, Simple); NVIDIA advises setting it only to rule out a bug"},
+    Entry{"NCCL_ALGO",
+          "force collective algorithms (Ring, Tree, CollnetChain, CollnetDirect, NVLS, NVLSTree, "
+          "PAT)"},
+    Entry{"NCCL_PROTO",
+          "force protocols (LL, LL128, Simple); NVIDIA advises setting it only to rule out a bug"},
     Entry{"NCCL_BUFFSIZE", "buffer per channel between two ranks (default 4 MiB)"},
     Entry{"NCCL_MIN_NCHANNELS", "lower bound on channels (parallel rings/trees)"},
     Entry{"NCCL_MAX_NCHANNELS", "upper bound on channels"},
@@ -68,19 +79,24 @@ constexpr std::array kNccl = {
 };
 
 constexpr std::array kOthers = {
-    Entry{"FI_PROVIDER", "libfabric providers allowed (comma list, ^ excludes): efa, tcp, shm, ..."},
+    Entry{"FI_PROVIDER",
+          "libfabric providers allowed (comma list, ^ excludes): efa, tcp, shm, ..."},
     Entry{"FI_LOG_LEVEL", "libfabric logging: warn, trace, info, debug"},
     Entry{"FI_LOG_PROV", "only log this provider"},
     Entry{"FI_LOG_SUBSYS", "only log this subsystem"},
     Entry{"FI_PROVIDER_PATH", "where libfabric looks for provider plugins"},
-    Entry{"FI_EFA_USE_DEVICE_RDMA", "force (1) or forbid (0) EFA device RDMA; not needed with libfabric >= 1.18; 1 aborts without RDMA hardware"},
+    Entry{"FI_EFA_USE_DEVICE_RDMA",
+          "force (1) or forbid (0) EFA device RDMA; not needed with libfabric >= 1.18; 1 aborts "
+          "without RDMA hardware"},
     Entry{"FI_EFA_FORK_SAFE", "EFA fork() support; only for kernels older than 5.15"},
-    Entry{"FI_EFA_USE_HUGE_PAGE", "0 = no huge pages for EFA buffers (fixes fork ENOMEM with data-loader workers)"},
+    Entry{"FI_EFA_USE_HUGE_PAGE",
+          "0 = no huge pages for EFA buffers (fixes fork ENOMEM with data-loader workers)"},
     Entry{"FI_EFA_ENABLE_SHM_TRANSFER", "EFA hands same-host peers to shm (default on)"},
     Entry{"FI_EFA_IFACE", "which EFA devices to use"},
     Entry{"FI_EFA_TX_SIZE", "EFA send queue depth"},
     Entry{"FI_EFA_RX_SIZE", "EFA receive queue depth"},
-    Entry{"FI_EFA_SET_CUDA_SYNC_MEMOPS", "0 works around 'Unable to register memory (type = 2)' with old EFA installers"},
+    Entry{"FI_EFA_SET_CUDA_SYNC_MEMOPS",
+          "0 works around 'Unable to register memory (type = 2)' with old EFA installers"},
     Entry{"FI_HMEM_DISABLE_P2P", "copy GPU memory through the host instead of peer-to-peer"},
     Entry{"FI_HMEM_CUDA_USE_GDRCOPY", "use GDRCopy for small GPU copies"},
     Entry{"FI_OFI_RXM_BUFFER_SIZE", "tcp/verbs eager message limit (bigger ones use rendezvous)"},
@@ -95,8 +111,10 @@ constexpr std::array kOthers = {
     Entry{"FI_MR_CACHE_MONITOR", "how the registration cache notices freed memory"},
     Entry{"OFI_NCCL_PROTOCOL", "aws-ofi-nccl protocol: SENDRECV or RDMA"},
     Entry{"OFI_NCCL_EXCLUDE_TCP_IF", "interfaces aws-ofi-nccl's tcp fallback ignores"},
-    Entry{"OFI_NCCL_DISABLE_GDR_REQUIRED_CHECK", "let aws-ofi-nccl run without GPUDirect RDMA on p4d/p5"},
-    Entry{"TORCH_NCCL_ASYNC_ERROR_HANDLING", "PyTorch: what to do when a collective fails or times out"},
+    Entry{"OFI_NCCL_DISABLE_GDR_REQUIRED_CHECK",
+          "let aws-ofi-nccl run without GPUDirect RDMA on p4d/p5"},
+    Entry{"TORCH_NCCL_ASYNC_ERROR_HANDLING",
+          "PyTorch: what to do when a collective fails or times out"},
     Entry{"TORCH_NCCL_BLOCKING_WAIT", "PyTorch: wait() blocks and raises on timeout"},
     Entry{"TORCH_NCCL_ENABLE_MONITORING", "PyTorch: kill the process when the watchdog is stuck"},
     Entry{"TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC", "PyTorch: how long the watchdog may be stuck"},
@@ -111,12 +129,15 @@ constexpr std::array kOthers = {
     Entry{"LOCAL_WORLD_SIZE", "processes on this node"},
     Entry{"CROSS_SIZE", "nodes in the job"},
     Entry{"DEEPSPEED_TIMEOUT", "collective timeout in minutes (DeepSpeed's; dsx reads it too)"},
-    Entry{"DSX_COMM_TIMEOUT", "dsx: seconds one collective may wait for a peer before failing and naming it"},
-    Entry{"DSX_STORE_TIMEOUT", "dsx: seconds ranks wait for each other at the rendezvous (default 300)"},
+    Entry{"DSX_COMM_TIMEOUT",
+          "dsx: seconds one collective may wait for a peer before failing and naming it"},
+    Entry{"DSX_STORE_TIMEOUT",
+          "dsx: seconds ranks wait for each other at the rendezvous (default 300)"},
     Entry{"DSX_COMM_BACKEND", "dsx: communication backend (nccl or ofi)"},
     Entry{"DSX_SIMD", "dsx: lowers the SIMD path of the CPU kernels (avx512, avx2, scalar)"},
     Entry{"OMP_NUM_THREADS", "threads of dsx's CPU kernels (OpenMP)"},
-    Entry{"DSX_OFI_PROVIDER", "dsx: the libfabric provider the ofi backend uses (shm, tcp, efa, ...)"},
+    Entry{"DSX_OFI_PROVIDER",
+          "dsx: the libfabric provider the ofi backend uses (shm, tcp, efa, ...)"},
     Entry{"GLOO_SOCKET_IFNAME", "the interface Gloo uses"},
 };
 
@@ -138,7 +159,8 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 }  // namespace
 
 std::string describe_variable(const std::string& name) {
-  for (const auto& table : {std::vector<Entry>(kNccl.begin(), kNccl.end()), std::vector<Entry>(kOthers.begin(), kOthers.end())}) {
+  for (const auto& table : {std::vector<Entry>(kNccl.begin(), kNccl.end()),
+                            std::vector<Entry>(kOthers.begin(), kOthers.end())}) {
     for (const auto& [n, text] : table) {
       if (name == n) return text;
     }

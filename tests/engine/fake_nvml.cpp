@@ -28,7 +28,9 @@ bool nvswitch() {
 }
 unsigned gpu_count() { return nvswitch() ? 8 : 4; }
 unsigned index_of(Device d) { return static_cast<unsigned>(reinterpret_cast<uintptr_t>(d)) - 1; }
-void bus_id_of(unsigned index, char* out) { std::snprintf(out, 32, "00000000:%02X:00.0", 0x10 + index); }
+void bus_id_of(unsigned index, char* out) {
+  std::snprintf(out, 32, "00000000:%02X:00.0", 0x10 + index);
+}
 
 }  // namespace
 

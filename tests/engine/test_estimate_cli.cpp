@@ -20,7 +20,8 @@ rapidjson::Document parse(const std::string& text) {
 
 }  // namespace
 
-// Llama-2-7B, 8 GPUs, one node: DeepSpeed 0.19.8's figures (tests/engine/test_estimate_deepspeed.cpp).
+// Llama-2-7B, 8 GPUs, one node: DeepSpeed 0.19.8's figures
+// (tests/engine/test_estimate_deepspeed.cpp).
 TEST(EstimateCli, JsonCarriesDeepSpeedFiguresForA7bModel) {
   auto r = run_dsx("estimate --model llama2-7b --gpus-per-node 8 --stage 2,3 --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -35,9 +36,11 @@ TEST(EstimateCli, JsonCarriesDeepSpeedFiguresForA7bModel) {
   EXPECT_EQ(rows[2]["gpu"]["model_states"].GetInt64(), 15685723136);  // stage 3, no offload
   for (const auto& row : rows.GetArray()) {
     const auto& gpu = row["gpu"];
-    EXPECT_EQ(gpu["total"].GetInt64(), gpu["model_states"].GetInt64() + gpu["activations"].GetInt64() +
+    EXPECT_EQ(gpu["total"].GetInt64(), gpu["model_states"].GetInt64() +
+                                           gpu["activations"].GetInt64() +
                                            gpu["buffers"].GetInt64() + gpu["reserve"].GetInt64());
-    EXPECT_EQ(row["fits"].GetBool(), gpu["total"].GetInt64() <= doc["setup"]["gpu_memory_bytes"].GetInt64());
+    EXPECT_EQ(row["fits"].GetBool(),
+              gpu["total"].GetInt64() <= doc["setup"]["gpu_memory_bytes"].GetInt64());
   }
 }
 
@@ -57,8 +60,9 @@ TEST(EstimateCli, HfConfigAndRawShapeGiveTheSameCount) {
     "max_position_embeddings": 4096, "tie_word_embeddings": false})";
   auto from_file = run_dsx("estimate --hf-config " + path + " --json");
   std::remove(path.c_str());
-  auto raw = run_dsx("estimate --layers 32 --hidden 4096 --heads 32 --vocab 32000 --intermediate 11008 "
-                     "--seq-len 4096 --json");
+  auto raw = run_dsx(
+      "estimate --layers 32 --hidden 4096 --heads 32 --vocab 32000 --intermediate 11008 "
+      "--seq-len 4096 --json");
   ASSERT_EQ(from_file.exit_code, 0) << from_file.output;
   ASSERT_EQ(raw.exit_code, 0) << raw.output;
   EXPECT_EQ(parse(from_file.output)["model"]["params"].GetInt64(), 6738415616);
@@ -66,8 +70,9 @@ TEST(EstimateCli, HfConfigAndRawShapeGiveTheSameCount) {
 }
 
 TEST(EstimateCli, ParamsOverrideTheCount) {
-  auto r = run_dsx("estimate --layers 32 --hidden 4096 --heads 32 --vocab 32000 --seq-len 2048 --params 7e9 "
-                   "--stage 2 --offload none --gpus-per-node 8 --json");
+  auto r = run_dsx(
+      "estimate --layers 32 --hidden 4096 --heads 32 --vocab 32000 --seq-len 2048 --params 7e9 "
+      "--stage 2 --offload none --gpus-per-node 8 --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   auto doc = parse(r.output);
   EXPECT_EQ(doc["model"]["params"].GetInt64(), 7000000000);
@@ -102,7 +107,9 @@ TEST(EstimateCli, AbsurdSizesAreRefusedNotOverflowed) {
   auto r = run_dsx("estimate --layers 2 --hidden 99999999999 --heads 1 --vocab 10 --seq-len 8");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("sizes beyond any real model"), std::string::npos) << r.output;
-  r = run_dsx("estimate --layers 16384 --hidden 1048576 --heads 16 --vocab 1000 --seq-len 1000000 --micro-batch 100000");
+  r = run_dsx(
+      "estimate --layers 16384 --hidden 1048576 --heads 16 --vocab 1000 --seq-len 1000000 "
+      "--micro-batch 100000");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("more than an exabyte"), std::string::npos) << r.output;
 }
@@ -110,13 +117,15 @@ TEST(EstimateCli, AbsurdSizesAreRefusedNotOverflowed) {
 TEST(EstimateCli, UnreadableOrBrokenConfigNamesTheFile) {
   auto r = run_dsx("estimate --hf-config /nonexistent/config.json");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("io error: cannot open '/nonexistent/config.json'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("io error: cannot open '/nonexistent/config.json'"), std::string::npos)
+      << r.output;
   const std::string path = std::string(DSX_BINARY_DIR) + "/test_estimate_cli_broken.json";
   std::ofstream(path) << "{\n  \"hidden_size\": 64,\n  \"n_layer\": }\n";
   r = run_dsx("estimate --hf-config " + path);
   std::remove(path.c_str());
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("test_estimate_cli_broken.json:3: invalid JSON"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("test_estimate_cli_broken.json:3: invalid JSON"), std::string::npos)
+      << r.output;
 }
 
 // --ds-config: the shipped configs/zero3_offload.json (bf16, stage 3, optimizer and parameters on
@@ -139,14 +148,17 @@ TEST(EstimateCli, DsConfigDecidesStageOffloadBatchAndPrecision) {
   // A micro-batch that contradicts the file is the reader's error, as in `dsx config check`.
   auto conflict = run_dsx("estimate --model llama2-7b --micro-batch 2 --ds-config " + config);
   EXPECT_EQ(conflict.exit_code, 1);
-  EXPECT_NE(conflict.output.find("the file says 4 but --micro-batch says 2"), std::string::npos) << conflict.output;
-  auto stage_flag = parse(run_dsx("estimate --model llama2-7b --json --stage 2 --ds-config " + config).output);
+  EXPECT_NE(conflict.output.find("the file says 4 but --micro-batch says 2"), std::string::npos)
+      << conflict.output;
+  auto stage_flag =
+      parse(run_dsx("estimate --model llama2-7b --json --stage 2 --ds-config " + config).output);
   EXPECT_EQ(stage_flag["rows"][0]["stage"].GetInt(), 2);  // an explicit --stage wins
 }
 
 TEST(EstimateCli, DsConfigOverlapCommDoublesTheBucket) {
   // configs/zero2.json: fp32, stage 2, overlap_comm on, reduce_bucket_size 5e7.
-  auto r = run_dsx("estimate --model gpt2 --json --ds-config " + std::string(DSX_SOURCE_DIR) + "/configs/zero2.json");
+  auto r = run_dsx("estimate --model gpt2 --json --ds-config " + std::string(DSX_SOURCE_DIR) +
+                   "/configs/zero2.json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   auto doc = parse(r.output);
   EXPECT_STREQ(doc["setup"]["precision"].GetString(), "fp32");

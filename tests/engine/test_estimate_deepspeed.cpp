@@ -65,15 +65,19 @@ const DeepSpeedCase kCases[] = {
     {"llama2-13b", 13015864320, 163840000, 2, 1, 2, false, false, true, 143174507520, 156190371840},
     {"llama2-13b", 13015864320, 163840000, 2, 1, 2, true, false, true, 26031728640, 312380743680},
     {"llama2-13b", 13015864320, 163840000, 2, 1, 3, false, false, true, 117798138880, 1966080000},
-    {"llama2-13b", 13015864320, 163840000, 2, 1, 3, false, false, false, 117798138880, 156190371840},
+    {"llama2-13b", 13015864320, 163840000, 2, 1, 3, false, false, false, 117798138880,
+     156190371840},
     {"llama2-13b", 13015864320, 163840000, 2, 1, 3, true, false, true, 13671224320, 312380743680},
     {"llama2-13b", 13015864320, 163840000, 2, 1, 3, true, false, false, 13671224320, 312380743680},
     {"llama2-13b", 13015864320, 163840000, 2, 1, 3, true, true, true, 655360000, 351428336640},
     {"llama2-13b", 13015864320, 163840000, 2, 1, 3, true, true, false, 655360000, 351428336640},
-    {"llama2-70b", 68976648192, 262144000, 4, 16, 2, false, false, true, 157352978688, 1655439556608},
-    {"llama2-70b", 68976648192, 262144000, 4, 16, 2, true, false, true, 137953296384, 26487032905728},
+    {"llama2-70b", 68976648192, 262144000, 4, 16, 2, false, false, true, 157352978688,
+     1655439556608},
+    {"llama2-70b", 68976648192, 262144000, 4, 16, 2, true, false, true, 137953296384,
+     26487032905728},
     {"llama2-70b", 68976648192, 262144000, 4, 16, 3, false, false, true, 20448258304, 6291456000},
-    {"llama2-70b", 68976648192, 262144000, 4, 16, 3, false, false, false, 20448258304, 1655439556608},
+    {"llama2-70b", 68976648192, 262144000, 4, 16, 3, false, false, false, 20448258304,
+     1655439556608},
     {"llama2-70b", 68976648192, 262144000, 4, 16, 3, true, false, true, 3204096256, 103464972288},
     {"llama2-70b", 68976648192, 262144000, 4, 16, 3, true, false, false, 3204096256, 1655439556608},
     {"llama2-70b", 68976648192, 262144000, 4, 16, 3, true, true, true, 1048576000, 116398093824},
@@ -107,7 +111,8 @@ TEST(EstimateDeepSpeed, EstimatorFunctionsEqualDeepSpeedToTheByte) {
   for (const auto& c : kCases) {
     est::ModelStateBytes got;
     if (c.stage == 2) {
-      got = est::deepspeed_zero2_model_states(c.params, c.gpus_per_node, c.nodes, c.offload_optimizer);
+      got = est::deepspeed_zero2_model_states(c.params, c.gpus_per_node, c.nodes,
+                                              c.offload_optimizer);
     } else {
       got = est::deepspeed_zero3_model_states(c.params, c.largest_layer, c.gpus_per_node, c.nodes,
                                               c.offload_optimizer, c.offload_param, c.zero_init);
@@ -123,9 +128,9 @@ TEST(EstimateDeepSpeed, MemoryModelUsesDeepSpeedFiguresForMixedPrecision) {
   for (auto precision : {est::Precision::Bf16, est::Precision::Fp16}) {
     for (const auto& c : kCases) {
       const char* formula = nullptr;
-      auto got = est::model_state_bytes(c.params, c.largest_layer, precision, {c.gpus_per_node, c.nodes},
-                                        {c.stage, offload_of(c)}, c.zero_init, est::kDeepSpeedBufferFactor,
-                                        &formula);
+      auto got = est::model_state_bytes(c.params, c.largest_layer, precision,
+                                        {c.gpus_per_node, c.nodes}, {c.stage, offload_of(c)},
+                                        c.zero_init, est::kDeepSpeedBufferFactor, &formula);
       EXPECT_EQ(got.gpu, c.gpu_bytes) << c.model;
       EXPECT_EQ(got.cpu_per_node, c.cpu_bytes) << c.model;
       EXPECT_NE(std::string(formula).find(c.stage == 2 ? "zero2" : "zero3"), std::string::npos);

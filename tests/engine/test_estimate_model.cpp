@@ -76,14 +76,18 @@ TEST(EstimateHfConfig, TiedEmbeddingsAreCountedOnce) {
 }
 
 TEST(EstimateHfConfig, MissingKeyIsNamedWithBothSpellings) {
-  auto msg = error_of([] { est::parse_hf_config(R"({"model_type": "llama", "hidden_size": 64})", "m/config.json"); },
-                      dsx::ErrorKind::Config);
+  auto msg = error_of(
+      [] {
+        est::parse_hf_config(R"({"model_type": "llama", "hidden_size": 64})", "m/config.json");
+      },
+      dsx::ErrorKind::Config);
   EXPECT_NE(msg.find("m/config.json"), std::string::npos) << msg;
   EXPECT_NE(msg.find("\"num_hidden_layers\" or \"n_layer\""), std::string::npos) << msg;
 }
 
 TEST(EstimateHfConfig, WrongTypeAndBadJsonSayWhere) {
-  auto msg = error_of([] { est::parse_hf_config(R"({"hidden_size": "4096"})", "c.json"); }, dsx::ErrorKind::Config);
+  auto msg = error_of([] { est::parse_hf_config(R"({"hidden_size": "4096"})", "c.json"); },
+                      dsx::ErrorKind::Config);
   EXPECT_NE(msg.find("\"hidden_size\" must be a non-negative integer"), std::string::npos) << msg;
   msg = error_of([] { est::parse_hf_config("{\n\"hidden_size\": 64,\n\"n_layer\" 2}", "c.json"); },
                  dsx::ErrorKind::Config);
@@ -97,9 +101,10 @@ TEST(EstimateHfConfig, WrongTypeAndBadJsonSayWhere) {
 TEST(EstimateHfConfig, ImpossibleShapesAreRejected) {
   auto msg = error_of(
       [] {
-        est::parse_hf_config(R"({"hidden_size": 100, "num_hidden_layers": 2, "num_attention_heads": 3,
+        est::parse_hf_config(
+            R"({"hidden_size": 100, "num_hidden_layers": 2, "num_attention_heads": 3,
                                  "vocab_size": 10, "intermediate_size": 400})",
-                             "c.json");
+            "c.json");
       },
       dsx::ErrorKind::Config);
   EXPECT_NE(msg.find("not divisible by 3 heads"), std::string::npos) << msg;
@@ -130,7 +135,8 @@ TEST(EstimateActivations, FlashDropsTheScoresAndCheckpointingKeepsBlockInputs) {
   EXPECT_EQ(est::activation_bytes(shape, ckpt).layers, 4096 * (32 * 2 * 4096 + per_token));
   est::ActivationOptions fp32 = flash;
   fp32.bytes_per_value = 4;
-  EXPECT_GT(est::activation_bytes(shape, fp32).layers, 19 * est::activation_bytes(shape, flash).layers / 10);
+  EXPECT_GT(est::activation_bytes(shape, fp32).layers,
+            19 * est::activation_bytes(shape, flash).layers / 10);
 }
 
 TEST(EstimateMemory, HigherStagesNeedLessPerGpu) {
@@ -147,9 +153,11 @@ TEST(EstimateMemory, HigherStagesNeedLessPerGpu) {
 
 TEST(EstimateMemory, Fp32StatesHaveNoMasterCopy) {
   const int64_t P = 1'000'000'000, L = 100'000'000;
-  auto z3 = est::model_state_bytes(P, L, est::Precision::Fp32, {4, 1}, {3, est::Offload::None}, true, 1.5);
+  auto z3 = est::model_state_bytes(P, L, est::Precision::Fp32, {4, 1}, {3, est::Offload::None},
+                                   true, 1.5);
   EXPECT_EQ(z3.gpu, 8 * L + 12 * P / 4);  // fp32 params + grads of a layer; 4 + 8 Adam per element
-  auto z1 = est::model_state_bytes(P, L, est::Precision::Fp32, {4, 1}, {1, est::Offload::None}, true, 1.5);
+  auto z1 = est::model_state_bytes(P, L, est::Precision::Fp32, {4, 1}, {1, est::Offload::None},
+                                   true, 1.5);
   EXPECT_EQ(z1.gpu, 8 * P + 8 * P / 4);
 }
 

@@ -16,15 +16,18 @@ namespace {
 rep::Environment healthy_node() {
   rep::Environment env;
   env.build.libfabric_header = "1.17";
-  env.fabric = {true, "1.22", 1, 22, {{"efa", true, "efa", "rdmap16s27-rdm"}, {"tcp", true, "tcp", "eth0"}}};
-  env.cuda.runtime = {"CUDA runtime", true, "/usr/local/cuda/lib64/libcudart.so.12", "12.4", 12040, ""};
+  env.fabric = {
+      true, "1.22", 1, 22, {{"efa", true, "efa", "rdmap16s27-rdm"}, {"tcp", true, "tcp", "eth0"}}};
+  env.cuda.runtime = {"CUDA runtime", true,  "/usr/local/cuda/lib64/libcudart.so.12",
+                      "12.4",         12040, ""};
   env.cuda.driver = {"CUDA driver", true, "/usr/lib/libcuda.so.1", "12.4", 12040, ""};
   env.cuda.cublas = {"cuBLAS", true, "libcublas.so.12", "12.4.5", 120405, ""};
   env.cuda.cudnn = {"cuDNN", true, "libcudnn.so.9", "9.1.0", 90100, ""};
   env.cuda.cudnn_cudart_code = 12020;
   env.interfaces = {"lo", "enp71s0", "docker0"};
   env.rdma_devices = {"rdmap16s27", "rdmap32s27"};
-  for (int i = 0; i < 8; ++i) env.gpus.gpus.push_back({i, "NVIDIA H100 80GB HBM3", int64_t{85} << 30, "", i / 4});
+  for (int i = 0; i < 8; ++i)
+    env.gpus.gpus.push_back({i, "NVIDIA H100 80GB HBM3", int64_t{85} << 30, "", i / 4});
   env.gpus.links.assign(8, std::vector<rep::GpuLink>(8, rep::GpuLink::NvLink));
   env.gpus.nvlink_counts.assign(8, std::vector<int>(8, 18));
   for (int i = 0; i < 8; ++i) env.gpus.links[i][i] = rep::GpuLink::Self;
@@ -109,7 +112,8 @@ TEST(ReportChecks, CudaBuildAgainstWhatLoads) {
 TEST(ReportChecks, MultiNodeWithoutRdma) {
   auto env = healthy_node();
   env.rdma_devices.clear();
-  env.fabric.providers = {{"efa", false, "", "No data available (-61)"}, {"tcp", true, "tcp;ofi_rxm", "eth0"}};
+  env.fabric.providers = {{"efa", false, "", "No data available (-61)"},
+                          {"tcp", true, "tcp;ofi_rxm", "eth0"}};
   EXPECT_TRUE(fires(env, "multi-node-no-rdma"));
   env.job.nodes = 1;
   EXPECT_FALSE(fires(env, "multi-node-no-rdma"));
@@ -120,8 +124,10 @@ TEST(ReportChecks, SocketIfnameFollowsNcclListRules) {
   EXPECT_EQ(rep::select_interfaces("eth", ifaces), (std::vector<std::string>{"eth0", "eth1"}));
   EXPECT_EQ(rep::select_interfaces("=eth", ifaces), std::vector<std::string>{});
   EXPECT_EQ(rep::select_interfaces("=eth1", ifaces), std::vector<std::string>{"eth1"});
-  EXPECT_EQ(rep::select_interfaces("^docker,lo", ifaces), (std::vector<std::string>{"eth0", "eth1"}));
-  EXPECT_EQ(rep::select_interfaces("^=eth0", ifaces), (std::vector<std::string>{"lo", "eth1", "docker0"}));
+  EXPECT_EQ(rep::select_interfaces("^docker,lo", ifaces),
+            (std::vector<std::string>{"eth0", "eth1"}));
+  EXPECT_EQ(rep::select_interfaces("^=eth0", ifaces),
+            (std::vector<std::string>{"lo", "eth1", "docker0"}));
 
   auto env = healthy_node();
   env.variables = {{"NCCL_SOCKET_IFNAME", "enp"}};

@@ -65,8 +65,8 @@ TEST(ReportCli, ThisMachineWithoutGpuSaysSoCleanly) {
 TEST(ReportCli, TextReportHasEverySection) {
   auto r = report("", "");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  for (const char* section : {"dsx\n", "CPU\n", "CUDA\n", "libfabric\n", "GPUs\n", "network\n", "environment\n",
-                              "checks\n"}) {
+  for (const char* section : {"dsx\n", "CPU\n", "CUDA\n", "libfabric\n", "GPUs\n", "network\n",
+                              "environment\n", "checks\n"}) {
     EXPECT_NE(r.output.find(section), std::string::npos) << section;
   }
   EXPECT_NE(r.output.find("error(s)"), std::string::npos);
@@ -75,7 +75,8 @@ TEST(ReportCli, TextReportHasEverySection) {
 TEST(ReportCli, SocketIfnameNamingNoInterface) {
   EXPECT_TRUE(report("NCCL_SOCKET_IFNAME=nosuch0").has("socket-ifname"));
   EXPECT_FALSE(report("NCCL_SOCKET_IFNAME=lo").has("socket-ifname"));
-  EXPECT_TRUE(report("NCCL_SOCKET_IFNAME=lo WORLD_SIZE=4 LOCAL_WORLD_SIZE=2").has("socket-ifname-loopback"));
+  EXPECT_TRUE(report("NCCL_SOCKET_IFNAME=lo WORLD_SIZE=4 LOCAL_WORLD_SIZE=2")
+                  .has("socket-ifname-loopback"));
   EXPECT_TRUE(report("FI_TCP_IFACE=nosuch0").has("socket-ifname"));
   EXPECT_TRUE(report("NCCL_IB_HCA=nosuch_0:1").has("ib-hca"));
 }
@@ -91,7 +92,9 @@ TEST(ReportCli, MultiNodeChecksUseJobVariablesOrFlag) {
 }
 
 TEST(ReportCli, VariablesAreExplainedAndMistakesFlagged) {
-  auto r = report("NCCL_DEBUG=INFO NCCL_TIMEOUT=1800 NCCL_SOCKET_IFACE=eth0 NCCL_PROTO=LL128 NCCL_P2P_DISABLE=1");
+  auto r = report(
+      "NCCL_DEBUG=INFO NCCL_TIMEOUT=1800 NCCL_SOCKET_IFACE=eth0 NCCL_PROTO=LL128 "
+      "NCCL_P2P_DISABLE=1");
   bool explained = false;
   for (const auto& v : r.json["variables"].GetArray()) {
     if (std::string("NCCL_DEBUG") == v["name"].GetString()) {
@@ -116,7 +119,8 @@ TEST(ReportCli, FabricVariablesChecked) {
     tcp_usable |= std::string("tcp") == p["name"].GetString() && p["usable"].GetBool();
   }
   EXPECT_EQ(report("FI_PROVIDER=tcp").has("fi-provider-unusable"), !tcp_usable);
-  EXPECT_TRUE(report("DSX_OFI_PROVIDER=verbs").has("fi-provider-unusable") || report("").json["rdma_devices"].Size() > 0);
+  EXPECT_TRUE(report("DSX_OFI_PROVIDER=verbs").has("fi-provider-unusable") ||
+              report("").json["rdma_devices"].Size() > 0);
 }
 
 TEST(ReportCli, BadFlagIsAUsageError) {
@@ -128,7 +132,8 @@ TEST(ReportCli, BadFlagIsAUsageError) {
 // The GPU section through a stand-in NVML (tests/engine/fake_nvml.cpp): this machine has no
 // driver, so the topology logic is exercised on made-up machines.
 TEST(ReportCli, NvSwitchNodeShowsNvLinksEverywhere) {
-  auto r = report(std::string("LD_LIBRARY_PATH=") + FAKE_NVML_DIR + " FAKE_NVML_TOPOLOGY=nvswitch8");
+  auto r =
+      report(std::string("LD_LIBRARY_PATH=") + FAKE_NVML_DIR + " FAKE_NVML_TOPOLOGY=nvswitch8");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto& gpus = r.json["gpus"]["devices"];
   ASSERT_EQ(gpus.Size(), 8u);
@@ -151,7 +156,8 @@ TEST(ReportCli, PcieMachineShowsBridgeSwitchAndSocketAndWarns) {
   EXPECT_STREQ(gpus[2]["links"][3].GetString(), "PIX");
   EXPECT_STREQ(gpus[0]["links"][2].GetString(), "SYS");
   EXPECT_TRUE(r.has("no-nvlink"));
-  auto text = report(std::string("LD_LIBRARY_PATH=") + FAKE_NVML_DIR + " FAKE_NVML_TOPOLOGY=pcie4", "");
+  auto text =
+      report(std::string("LD_LIBRARY_PATH=") + FAKE_NVML_DIR + " FAKE_NVML_TOPOLOGY=pcie4", "");
   EXPECT_NE(text.output.find("GPU0-GPU2 SYS"), std::string::npos) << text.output;
   EXPECT_NE(text.output.find("NVIDIA A100-PCIE-40GB, 40.0 GiB"), std::string::npos) << text.output;
 }
