@@ -253,6 +253,22 @@ int run_training(const TrainRunOptions& o) {
   if (lead) display.finish(now_seconds());
   evaluate(trainer.global_steps());
   if (config.memory_breakdown) say("memory (rank 0): " + trainer.zero().memory().report());
+  {
+    const zero::MemoryLedger& m = trainer.zero().memory();
+    const zero::CommTiming& c = trainer.zero().comm_timing();
+    std::ostringstream mem, com;
+    mem.precision(6);
+    mem << "params " << m.bytes(zero::MemoryKind::Params) / 1e6 << " MB, grads " << m.bytes(zero::MemoryKind::Grads) / 1e6
+        << " MB, optimizer " << m.bytes(zero::MemoryKind::OptimizerState) / 1e6 << " MB (peak buffers "
+        << m.peak(zero::MemoryKind::Buffers) / 1e6 << " MB)";
+    summary.extra.push_back({"rank 0 holds", mem.str()});
+    if (comm.size() > 1) {
+      com.precision(3);
+      com << c.bytes / 1e6 << " MB in " << c.operations << " reductions, "
+          << static_cast<int>(c.hidden_fraction() * 100 + 0.5) << "% hidden behind backward";
+      summary.extra.push_back({"gradient comm", com.str()});
+    }
+  }
   monitors.flush();
 
   // The trained weights, full, for `dsx sample` and Hugging Face (a collective at stage 3).
