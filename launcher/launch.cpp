@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -23,6 +24,22 @@
 
 namespace dsx::launcher {
 namespace {
+
+// `bytes` random bytes from the kernel, as hex.
+std::string random_hex(size_t bytes) {
+  std::ifstream urandom("/dev/urandom", std::ios::binary);
+  std::string raw(bytes, '\0');
+  if (!urandom.read(raw.data(), static_cast<std::streamsize>(bytes))) {
+    throw Error(ErrorKind::Io, "cannot read /dev/urandom for the job's store secret");
+  }
+  static const char* digits = "0123456789abcdef";
+  std::string hex;
+  for (unsigned char c : raw) {
+    hex += digits[c >> 4];
+    hex += digits[c & 15];
+  }
+  return hex;
+}
 
 bool verbose(const LaunchOptions& o) { return !o.quiet && (o.log_level == "info" || o.log_level == "debug"); }
 
@@ -188,6 +205,9 @@ int run_launch(const LaunchOptions& options) {
     info(o, "--master_port 0: using free port " + std::to_string(o.master_port));
   }
   if (!o.dry_run) check_master_port_free(plan.master_addr, o.master_port);
+  // One secret per job, so that only this job's ranks can join its rendezvous store (DSX_
+  // variables reach every node). A secret the user set is kept.
+  if (!o.dry_run && !std::getenv("DSX_STORE_SECRET")) ::setenv("DSX_STORE_SECRET", random_hex(16).c_str(), 1);
   return plan.multi_node ? run_multi_node(o, plan, backend) : run_local(o, plan);
 }
 

@@ -53,6 +53,9 @@ TEST_F(LocalLaunch, FourRanksGetTheirEnvironmentArgumentsAndPrefixedOutput) {
     EXPECT_EQ(e["CUDA_VISIBLE_DEVICES"], "0,1,2,3");
     EXPECT_EQ(e["TORCHELASTIC_USE_AGENT_STORE"], "False");
     EXPECT_EQ(e["DSX_TEST_MODE"], "ok");  // the launcher's environment is inherited
+    // one store secret per job, the same for every rank
+    EXPECT_EQ(e["DSX_STORE_SECRET"].size(), 32u);
+    EXPECT_EQ(e["DSX_STORE_SECRET"], read_env(dir / "rank0.env")["DSX_STORE_SECRET"]);
     EXPECT_EQ(read_text(dir / ("rank" + rs + ".args")), "--local_rank=" + rs + "\na\nb c\n");
     EXPECT_NE(output().find("[rank" + rs + "]: rank " + rs + " says hello\n"), std::string::npos) << output();
     EXPECT_NE(output().find("[rank" + rs + "]: rank " + rs + " to stderr\n"), std::string::npos);
