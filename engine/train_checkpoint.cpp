@@ -147,53 +147,94 @@ std::string save_training_checkpoint(const std::string& save_dir, const std::str
   return tag;
 }
 
+namespace {
+
+// The scaler, the optimizer's step count and the data position saved with a partition.
+void restore_rank_meta(const rapidjson::Value& part, const std::string& origin, zero::ZeroEngine& z,
+                       models::DataLoader& loader) {
+  z.optimizer().set_steps(get_int(part, "optimizer_steps", origin));
+  zero::LossScalerState s;
+  s.scale = get_double(part, "loss_scale", origin);
+  s.iteration = get_int(part, "loss_scale_iteration", origin);
+  s.last_overflow = get_int(part, "loss_scale_last_overflow", origin);
+  s.hysteresis_left = static_cast<int>(get_int(part, "loss_scale_hysteresis_left", origin));
+  z.loss_scaler().restore(s);
+  models::LoaderPosition pos;
+  pos.epoch = static_cast<uint64_t>(get_int(part, "data_epoch", origin));
+  pos.shard = static_cast<uint64_t>(get_int(part, "data_shard", origin));
+  pos.sample = static_cast<uint64_t>(get_int(part, "data_sample", origin));
+  loader.seek(pos);
+}
+
+// A checkpoint of another world size or stage (DeepSpeed's universal checkpoint): every saved
+// partition is laid back into full vectors, and this rank cuts its own partition from them.
+void load_recut(const ck::CheckpointReader& reader, int saved_world, int saved_stage, zero::ZeroEngine& z,
+                models::DataLoader& loader, std::vector<float>& master) {
+  const zero::ZeroLayout& layout = z.layout();
+  const size_t numel = layout.numel();
+  std::vector<float> full_master(numel);
+  auto state = z.optimizer().state();
+  std::vector<std::vector<float>> full_state(state.size(), std::vector<float>(numel));
+  const int files = saved_stage == 0 ? 1 : saved_world;
+  for (int r = 0; r < files; ++r) {
+    const ck::TensorFile f = reader.read_tensor_file(ck::zero_optim_states_file_name(r, false));
+    const uint64_t n = zero::ZeroEngine::partition_numel_of(layout, saved_stage, saved_world, r);
+    std::vector<float> part(n);
+    f.read("fp32_flat_partition", ck::TensorDType::F32, part.data(), n);
+    zero::ZeroEngine::scatter_partition(layout, saved_stage, saved_world, r, part.data(), full_master.data());
+    for (size_t k = 0; k < state.size(); ++k) {
+      f.read("optimizer_state." + state[k].first, ck::TensorDType::F32, part.data(), n);
+      zero::ZeroEngine::scatter_partition(layout, saved_stage, saved_world, r, part.data(), full_state[k].data());
+    }
+    if (r == 0) restore_rank_meta(parse(f.metadata_json(), f.origin()), f.origin(), z, loader);
+  }
+  master.assign(z.master_numel(), 0.0f);
+  z.take_partition(full_master.data(), master.data());
+  for (size_t k = 0; k < state.size(); ++k) z.take_partition(full_state[k].data(), state[k].second->data());
+}
+
+}  // namespace
+
 std::string load_training_checkpoint(const std::string& load_dir, const std::string& tag, Trainer& trainer,
                                      const models::Model& model, models::DataLoader& loader,
                                      comm::Communicator& comm) {
   const ck::CheckpointReader reader = ck::CheckpointReader::open(load_dir, tag);
   const std::string where = "checkpoint " + reader.directory();
   zero::ZeroEngine& z = trainer.zero();
-  if (reader.world_size() != comm.size()) {
-    throw Error(ErrorKind::Usage, where + " was saved by " + std::to_string(reader.world_size()) +
-                                      " ranks; this job has " + std::to_string(comm.size()) +
-                                      ". Resume with the same number of ranks.");
-  }
   const ck::TensorFile states = reader.read_tensor_file(ck::model_states_file_name());
   const Json meta = parse(states.metadata_json(), states.origin());
-  if (get_int(meta, "zero_stage", states.origin()) != z.stage() ||
-      get_int(meta, "num_params", states.origin()) != static_cast<int64_t>(model.num_params())) {
-    throw Error(ErrorKind::Usage, where + " was saved with ZeRO stage " +
-                                      std::to_string(get_int(meta, "zero_stage", states.origin())) + " and " +
-                                      std::to_string(get_int(meta, "num_params", states.origin())) +
-                                      " parameters; this run has stage " + std::to_string(z.stage()) + " and " +
-                                      std::to_string(model.num_params()) + ". Use the same model and config.");
+  const int64_t saved_params = get_int(meta, "num_params", states.origin());
+  if (saved_params != static_cast<int64_t>(model.num_params())) {
+    throw Error(ErrorKind::Usage, where + " holds a model of " + std::to_string(saved_params) +
+                                      " parameters; this run's has " + std::to_string(model.num_params()) +
+                                      ". Use the same --model.");
+  }
+  const int saved_world = static_cast<int>(get_int(meta, "dp_world_size", states.origin()));
+  const int saved_stage = static_cast<int>(get_int(meta, "zero_stage", states.origin()));
+  if (reader.world_size() != saved_world) {
+    throw Error(ErrorKind::Format, where + ": its manifest lists " + std::to_string(reader.world_size()) +
+                                       " ranks but the model states say " + std::to_string(saved_world));
   }
 
-  const ck::TensorFile mine = reader.read_tensor_file(ck::zero_optim_states_file_name(comm.rank(), false));
-  const Json part = parse(mine.metadata_json(), mine.origin());
-  const uint64_t n = z.master_numel();
-  if (get_int(part, "partition_numel", mine.origin()) != static_cast<int64_t>(n)) {
-    throw Error(ErrorKind::Format, mine.origin() + ": its partition has " +
-                                       std::to_string(get_int(part, "partition_numel", mine.origin())) +
-                                       " elements, this rank's has " + std::to_string(n));
+  std::vector<float> master;
+  if (saved_world == comm.size() && saved_stage == z.stage()) {
+    const ck::TensorFile mine = reader.read_tensor_file(ck::zero_optim_states_file_name(comm.rank(), false));
+    const Json part = parse(mine.metadata_json(), mine.origin());
+    const uint64_t n = z.master_numel();
+    if (get_int(part, "partition_numel", mine.origin()) != static_cast<int64_t>(n)) {
+      throw Error(ErrorKind::Format, mine.origin() + ": its partition has " +
+                                         std::to_string(get_int(part, "partition_numel", mine.origin())) +
+                                         " elements, this rank's has " + std::to_string(n));
+    }
+    master.resize(n);
+    mine.read("fp32_flat_partition", ck::TensorDType::F32, master.data(), n);
+    for (auto& [name, buffer] : z.optimizer().state()) {
+      mine.read("optimizer_state." + name, ck::TensorDType::F32, buffer->data(), n);
+    }
+    restore_rank_meta(part, mine.origin(), z, loader);
+  } else {
+    load_recut(reader, saved_world, saved_stage, z, loader, master);
   }
-  std::vector<float> master(n);
-  mine.read("fp32_flat_partition", ck::TensorDType::F32, master.data(), n);
-  for (auto& [name, buffer] : z.optimizer().state()) {
-    mine.read("optimizer_state." + name, ck::TensorDType::F32, buffer->data(), n);
-  }
-  z.optimizer().set_steps(get_int(part, "optimizer_steps", mine.origin()));
-  zero::LossScalerState s;
-  s.scale = get_double(part, "loss_scale", mine.origin());
-  s.iteration = get_int(part, "loss_scale_iteration", mine.origin());
-  s.last_overflow = get_int(part, "loss_scale_last_overflow", mine.origin());
-  s.hysteresis_left = static_cast<int>(get_int(part, "loss_scale_hysteresis_left", mine.origin()));
-  z.loss_scaler().restore(s);
-  models::LoaderPosition pos;
-  pos.epoch = static_cast<uint64_t>(get_int(part, "data_epoch", mine.origin()));
-  pos.shard = static_cast<uint64_t>(get_int(part, "data_shard", mine.origin()));
-  pos.sample = static_cast<uint64_t>(get_int(part, "data_sample", mine.origin()));
-  loader.seek(pos);
   z.load_master_partition(master.data());  // stages 1/2: an allgather, so every rank is here
   trainer.restore_counters(get_int(meta, "global_steps", states.origin()), get_int(meta, "skipped_steps", states.origin()),
                            get_int(meta, "micro_steps", states.origin()),

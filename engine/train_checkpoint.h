@@ -21,9 +21,9 @@ std::string save_training_checkpoint(const std::string& save_dir, const std::str
                                      const models::Model& model, const models::DataLoader& loader,
                                      comm::Communicator& comm, comm::Store& store);
 
-// Restores every rank's state from `tag` ("" = latest). Throws dsx::Error naming the file when the
-// checkpoint is incomplete, damaged, or was saved by a job of another shape (world size, ZeRO
-// stage, model).
+// Restores every rank's state from `tag` ("" = latest). A checkpoint saved by another world size
+// or ZeRO stage is re-cut into this job's partitions. Throws dsx::Error naming the file when the
+// checkpoint is incomplete, damaged, or holds another model.
 std::string load_training_checkpoint(const std::string& load_dir, const std::string& tag, Trainer& trainer,
                                      const models::Model& model, models::DataLoader& loader,
                                      comm::Communicator& comm);

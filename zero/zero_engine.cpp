@@ -1,6 +1,7 @@
 // ZeRO stages 0-3 (see zero_engine.h).
 #include "zero/zero_engine.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -257,6 +258,52 @@ void ZeroEngine::gather_params(float* model_flat) {
   for (size_t i = 0; i < params_.size(); ++i) {
     std::memcpy(model_flat + params_[i].model_offset, full + layout_.flat_offset(i),
                 params_[i].info.numel * sizeof(float));
+  }
+}
+
+// ---- re-cutting partitions ----
+
+size_t ZeroEngine::partition_numel_of(const ZeroLayout& layout, int stage, int world, int rank) {
+  const std::vector<size_t> numels = layout.numels_in_order();
+  if (stage == 0) return layout.numel();
+  if (stage == 3) return ShardedParams(numels, world).partition_numel();
+  (void)rank;
+  return FlatPartition(numels, world).partition_numel();
+}
+
+void ZeroEngine::scatter_partition(const ZeroLayout& layout, int stage, int world, int rank, const float* partition,
+                                   float* full) {
+  const std::vector<size_t> numels = layout.numels_in_order();
+  if (stage == 0) {
+    std::memcpy(full, partition, layout.numel() * sizeof(float));
+  } else if (stage == 3) {
+    ShardedParams shards(numels, world);
+    for (size_t p = 0; p < layout.num_params(); ++p) {
+      std::memcpy(full + layout.offset_at(p) + shards.shard_numel(p) * static_cast<size_t>(rank),
+                  partition + shards.shard_offset(p), shards.real_in_shard(p, rank) * sizeof(float));
+    }
+  } else {
+    FlatPartition flat(numels, world);
+    const size_t begin = flat.partition_begin(rank);
+    const size_t end = std::min(begin + flat.partition_numel(), layout.numel());
+    if (end > begin) std::memcpy(full + begin, partition, (end - begin) * sizeof(float));
+  }
+}
+
+void ZeroEngine::take_partition(const float* full, float* partition) const {
+  const int rank = comm_.rank();
+  std::memset(partition, 0, master_numel() * sizeof(float));
+  if (options_.stage == 0) {
+    std::memcpy(partition, full, layout_.numel() * sizeof(float));
+  } else if (shards_) {
+    for (size_t p = 0; p < layout_.num_params(); ++p) {
+      std::memcpy(partition + shards_->shard_offset(p), full + layout_.offset_at(p) + shards_->shard_numel(p) * rank,
+                  shards_->real_in_shard(p, rank) * sizeof(float));
+    }
+  } else {
+    const size_t begin = flat_->partition_begin(rank);
+    const size_t end = std::min(begin + flat_->partition_numel(), layout_.numel());
+    if (end > begin) std::memcpy(partition, full + begin, (end - begin) * sizeof(float));
   }
 }
 

@@ -79,6 +79,16 @@ class ZeroEngine {
   // Overwrites this rank's partition (and, stages 0-2, the full copy) from a saved partition.
   void load_master_partition(const float* values);
 
+  // ---- re-cutting partitions (a checkpoint saved by another world size or stage) ----
+  const ZeroLayout& layout() const { return layout_; }
+  // Elements in one rank's partition of a job of `world` ranks at `stage`.
+  static size_t partition_numel_of(const ZeroLayout& layout, int stage, int world, int rank);
+  // Writes that rank's partition into `full` (numel elements, ZeRO order); padding is dropped.
+  static void scatter_partition(const ZeroLayout& layout, int stage, int world, int rank, const float* partition,
+                                float* full);
+  // This rank's partition of a full vector in ZeRO order (padding zero).
+  void take_partition(const float* full, float* partition) const;
+
  private:
   float* grad_partition();
   size_t grad_partition_numel() const;

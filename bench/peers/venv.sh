@@ -15,7 +15,7 @@ if [[ ! -f "$venv/.complete" ]]; then
   "$venv/bin/pip" install -q torch numpy
   # DeepSpeed's setup imports torch, so it builds against the one just installed.
   DS_BUILD_OPS=0 "$venv/bin/pip" install -q --no-build-isolation deepspeed
-  "$venv/bin/pip" install -q transformers safetensors tensorboard hjson pydantic
+  "$venv/bin/pip" install -q transformers accelerate safetensors tensorboard hjson pydantic
   touch "$venv/.complete"
 fi
 echo "$venv/bin/python"
