@@ -53,7 +53,7 @@ double get_double(const rapidjson::Value& obj, const char* key, const std::strin
 
 // rank 0's file: the full model (tensor per parameter, the model's names) + the engine counters.
 void write_model_states(ck::RankWriter& writer, Trainer& trainer, const models::Model& model,
-                        const std::vector<float>& weights, int world) {
+                        const std::vector<float>& weights, int world, const std::string& model_json) {
   std::vector<ck::TensorRef> tensors;
   for (const models::ParamSpec& spec : model.params()) {
     tensors.push_back({"module." + spec.name, ck::TensorDType::F32, spec.shape, weights.data() + spec.offset});
@@ -67,6 +67,8 @@ void write_model_states(ck::RankWriter& writer, Trainer& trainer, const models::
   meta.AddMember("dp_world_size", world, a);
   meta.AddMember("zero_stage", trainer.zero().stage(), a);
   meta.AddMember("num_params", static_cast<int64_t>(model.num_params()), a);
+  Json shape = parse(model_json.empty() ? "{}" : model_json, "the model description");
+  meta.AddMember("model", rapidjson::Value(shape, a), a);
   writer.write_tensor_file(ck::model_states_file_name(), tensors, to_text(meta));
 }
 
@@ -100,7 +102,7 @@ void write_partition(ck::RankWriter& writer, Trainer& trainer, const models::Dat
 
 std::string save_training_checkpoint(const std::string& save_dir, const std::string& tag_in, Trainer& trainer,
                                      const models::Model& model, const models::DataLoader& loader,
-                                     comm::Communicator& comm, comm::Store& store) {
+                                     comm::Communicator& comm, comm::Store& store, const std::string& model_json) {
   const std::string tag = tag_in.empty() ? ck::default_tag(trainer.global_steps()) : tag_in;
   const int rank = comm.rank();
   const int world = comm.size();
@@ -111,7 +113,7 @@ std::string save_training_checkpoint(const std::string& save_dir, const std::str
   const std::string key = "dsx/checkpoint/" + tag + "/" + std::to_string(trainer.micro_steps()) + "/";
   try {
     ck::RankWriter writer(save_dir, tag, rank);
-    if (rank == 0) write_model_states(writer, trainer, model, weights, world);
+    if (rank == 0) write_model_states(writer, trainer, model, weights, world, model_json);
     write_partition(writer, trainer, loader, rank);
     store.set(key + "rank/" + std::to_string(rank), writer.manifest().to_json());
   } catch (const Error& e) {

@@ -17,9 +17,10 @@
 namespace dsx::engine {
 
 // Saves under `tag` ("" = global_step<N>); returns the tag. A collective: every rank calls it.
+// `model_json` (a JSON object, e.g. the GPT-2 shape) is kept with the weights for `dsx export`.
 std::string save_training_checkpoint(const std::string& save_dir, const std::string& tag, Trainer& trainer,
                                      const models::Model& model, const models::DataLoader& loader,
-                                     comm::Communicator& comm, comm::Store& store);
+                                     comm::Communicator& comm, comm::Store& store, const std::string& model_json);
 
 // Restores every rank's state from `tag` ("" = latest). A checkpoint saved by another world size
 // or ZeRO stage is re-cut into this job's partitions. Throws dsx::Error naming the file when the

@@ -104,6 +104,14 @@ std::string answer_line(models::Model& model, models::ParamAccess& access, const
   return line.str();
 }
 
+std::string gpt2_json(const models::GPT2Config& c) {
+  std::ostringstream out;
+  out << "{\"type\": \"gpt2\", \"max_seq_len\": " << c.max_seq_len << ", \"vocab_size\": " << c.vocab_size
+      << ", \"padded_vocab_size\": " << c.padded_vocab_size << ", \"num_layers\": " << c.num_layers
+      << ", \"num_heads\": " << c.num_heads << ", \"channels\": " << c.channels << "}";
+  return out.str();
+}
+
 }  // namespace
 
 int run_training(const TrainRunOptions& o) {
@@ -165,7 +173,8 @@ int run_training(const TrainRunOptions& o) {
   };
   comm::Store& store = session.rendezvous().store();
   auto save = [&](const std::string& why) {
-    const std::string tag = save_training_checkpoint(o.save_dir, "", trainer, model, *loader, comm, store);
+    const std::string tag =
+        save_training_checkpoint(o.save_dir, "", trainer, model, *loader, comm, store, gpt2_json(choice.config));
     if (lead) display.print_line(std::string("saved checkpoint ") + o.save_dir + "/" + tag + " (" + why + ")");
     return tag;
   };

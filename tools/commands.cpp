@@ -8,6 +8,7 @@ namespace dsx::tools {
 int run_version(int argc, char** argv);
 int run_checkpoint(int argc, char** argv);
 int run_train(int argc, char** argv);
+int run_export(int argc, char** argv);
 int run_sample(int argc, char** argv);
 int run_cloud(int argc, char** argv);
 int run_config(int argc, char** argv);
@@ -19,6 +20,7 @@ int run_bench(int argc, char** argv);
 std::span<const Command> commands() {
   static const std::array table = {
       Command{"train", "train a model with a ds_config (ZeRO 0-3) on every rank of a job", run_train},
+      Command{"export", "one consolidated safetensors file (fp32/bf16) from a training checkpoint", run_export},
       Command{"version", "print the dsx version and build options", run_version},
       Command{"sample", "generate text or answers from GPT-2 weights (llm.c .bin or safetensors)", run_sample},
       Command{"config", "check a DeepSpeed ds_config: every effective value and its source", run_config},

@@ -3,6 +3,7 @@
 // refused with a message naming the file.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -58,6 +59,35 @@ TEST(TrainCli, TwoRanksTrainLogAndSave) {
   // The weights file loads in `dsx sample`.
   auto s = run_command(std::string(DSX_EXE) + " sample --weights " + dir.file("ck/model.safetensors") + " --add 12+34");
   EXPECT_EQ(s.exit_code, 0) << s.output;
+  // dsx export (zero_to_fp32): the consolidated fp32 file is the trained model exactly; bf16 loads too.
+  auto e = run_command(std::string(DSX_EXE) + " export " + dir.file("ck") + " --out " + dir.file("export/fp32.safetensors"));
+  ASSERT_EQ(e.exit_code, 0) << e.output;
+  EXPECT_TRUE(read_all(dir.file("export/fp32.safetensors")) == read_all(dir.file("ck/model.safetensors")));
+  auto b = run_command(std::string(DSX_EXE) + " export " + dir.file("ck") + " --dtype bf16 --out " +
+                       dir.file("export16/bf16.safetensors"));
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  auto sb = run_command(std::string(DSX_EXE) + " sample --weights " + dir.file("export16/bf16.safetensors") + " --add 12+34");
+  EXPECT_EQ(sb.exit_code, 0) << sb.output;
+}
+
+TEST(TrainCli, MonitorsWriteDeepSpeedsFiles) {
+  dsx::test::TempDir dir;
+  const std::string config = dir.file("monitored.json");
+  std::ofstream(config) << R"({"train_batch_size": 16, "optimizer": {"type": "Adam"}, "fp16": {"enabled": true},
+    "csv_monitor": {"enabled": true, "output_path": ")" << dir.file("logs") << R"(", "job_name": "job"},
+    "tensorboard": {"enabled": true, "output_path": ")" << dir.file("logs") << R"(", "job_name": "job"}})";
+  auto r = train(2, "--deepspeed_config " + config + " --steps 5 --eval_interval 0");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string loss = read_all(dir.file("logs/job/Train_Samples_train_loss.csv"));
+  // a header and one row per step, the step counted in samples (16 per step)
+  EXPECT_EQ(std::count(loss.begin(), loss.end(), '\n'), 6) << loss;
+  EXPECT_NE(loss.find("80,"), std::string::npos) << loss;
+  EXPECT_FALSE(read_all(dir.file("logs/job/Train_Samples_loss_scale.csv")).empty()) << "fp16 logs its loss scale";
+  bool events = false;
+  for (const auto& f : std::filesystem::directory_iterator(dir.file("logs/job"))) {
+    events |= f.path().filename().string().rfind("events.out.tfevents.", 0) == 0;
+  }
+  EXPECT_TRUE(events) << "no TensorBoard event file";
 }
 
 class TrainResume : public ::testing::TestWithParam<int> {};
