@@ -1,6 +1,7 @@
 // The node agent: plan the local ranks, then supervise them.
 #include "launcher/node_agent.h"
 
+#include <algorithm>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -85,6 +86,12 @@ std::vector<Member> rank_members(const AgentOptions& o, const std::string& pytho
     if (o.bind_cores_to_rank) {
       m.spawn.cpus = cores_for_rank(cores, static_cast<int>(placements.size()), p.index);
       std::string threads = std::to_string(m.spawn.cpus.size());
+      env_set(m.spawn.env, "OMP_NUM_THREADS", &threads);
+    } else if (placements.size() > 1 && env_value(o.base_env, "OMP_NUM_THREADS").empty()) {
+      // As torchrun does: ranks sharing a node must not each start a thread per core. dsx gives
+      // each rank its share of the cores (OpenBLAS follows OMP_NUM_THREADS too).
+      const size_t share = std::max<size_t>(1, available_cores().size() / placements.size());
+      std::string threads = std::to_string(share);
       env_set(m.spawn.env, "OMP_NUM_THREADS", &threads);
     }
     if (o.each_rank_log != "None") {

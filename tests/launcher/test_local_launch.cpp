@@ -53,6 +53,11 @@ TEST_F(LocalLaunch, FourRanksGetTheirEnvironmentArgumentsAndPrefixedOutput) {
     EXPECT_EQ(e["CUDA_VISIBLE_DEVICES"], "0,1,2,3");
     EXPECT_EQ(e["TORCHELASTIC_USE_AGENT_STORE"], "False");
     EXPECT_EQ(e["DSX_TEST_MODE"], "ok");  // the launcher's environment is inherited
+    // ranks sharing the node share its cores (as torchrun sets OMP_NUM_THREADS), unless the user set it
+    if (!std::getenv("OMP_NUM_THREADS")) {
+      const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+      EXPECT_EQ(e["OMP_NUM_THREADS"], std::to_string(std::max(1L, cores / 4)));
+    }
     // one store secret per job, the same for every rank
     EXPECT_EQ(e["DSX_STORE_SECRET"].size(), 32u);
     EXPECT_EQ(e["DSX_STORE_SECRET"], read_env(dir / "rank0.env")["DSX_STORE_SECRET"]);
