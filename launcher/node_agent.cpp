@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,6 +20,15 @@
 
 namespace dsx::launcher {
 namespace {
+
+bool launcher_on_terminal() { return ::isatty(STDOUT_FILENO) == 1; }
+
+int terminal_columns() {
+  struct winsize size {};
+  if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) return size.ws_col;
+  return 80;
+}
+
 
 std::string local_timestamp() {
   std::time_t now = std::time(nullptr);
@@ -93,6 +103,12 @@ std::vector<Member> rank_members(const AgentOptions& o, const std::string& pytho
       const size_t share = std::max<size_t>(1, available_cores().size() / placements.size());
       std::string threads = std::to_string(share);
       env_set(m.spawn.env, "OMP_NUM_THREADS", &threads);
+    }
+    if (launcher_on_terminal()) {
+      // The ranks write into a pipe, but a person watches: let a progress bar draw (dsx train).
+      std::string one = "1", columns = std::to_string(terminal_columns());
+      env_set(m.spawn.env, "DSX_LAUNCHER_TTY", &one);
+      if (env_value(o.base_env, "COLUMNS").empty()) env_set(m.spawn.env, "COLUMNS", &columns);
     }
     if (o.each_rank_log != "None") {
       m.spawn.log_path = (std::filesystem::path(o.each_rank_log) / (log_stamp + "_rank" + std::to_string(p.rank) + ".log")).string();

@@ -24,7 +24,8 @@ constexpr size_t kMaxLine = 1 << 16;  // output held back waiting for a newline,
 struct Running {
   Member member;
   Child child;
-  std::string partial;  // output after the last newline
+  std::string partial;   // output after the last newline
+  bool mid_line = false;  // part of the current line was already passed on (a progress bar)
   bool done = false;
   int status = 0;
 };
@@ -267,22 +268,28 @@ class Job {
     while ((nl = r.partial.find('\n', start)) != std::string::npos) {
       std::string line = r.partial.substr(start, nl - start);
       if (r.member.watch_failure_marker) check_marker(r, line);
-      out += r.member.prefix + line + "\n";
+      out += (r.mid_line ? "" : r.member.prefix) + line + "\n";
+      r.mid_line = false;
       start = nl + 1;
     }
     r.partial.erase(0, start);
-    if (r.partial.size() > kMaxLine) {  // no newline in sight (binary output?): pass it on anyway
-      out += r.member.prefix + r.partial + "\n";
+    // A progress bar redraws its line after a carriage return and ends it only at the end: pass it
+    // on now rather than at the next newline. So does output with no newline in sight.
+    if (r.partial.find('\r') != std::string::npos || r.partial.size() > kMaxLine) {
+      if (r.member.watch_failure_marker) check_marker(r, r.partial);
+      out += (r.mid_line ? "" : r.member.prefix) + r.partial;
+      r.mid_line = true;
       r.partial.clear();
     }
     if (!write_all(1, out) && options_.tether_parent) lose_tether("the connection to the runner closed (stdout)");
   }
 
   void flush_partial(Running& r) {
-    if (r.partial.empty()) return;
+    if (r.partial.empty() && !r.mid_line) return;
     if (r.member.watch_failure_marker) check_marker(r, r.partial);
-    write_all(1, r.member.prefix + r.partial + "\n");
+    write_all(1, (r.mid_line ? "" : r.member.prefix) + r.partial + "\n");
     r.partial.clear();
+    r.mid_line = false;
   }
 
   void check_marker(Running& r, const std::string& line) {

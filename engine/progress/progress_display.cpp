@@ -128,7 +128,10 @@ std::string render_plain_line(const ProgressState& s) {
 
 ProgressDisplay::ProgressDisplay(int fd, int64_t total_steps, Options options)
     : fd_(fd), options_(options) {
-  terminal_ = options.mode == Mode::Terminal || (options.mode == Mode::Auto && ::isatty(fd) == 1);
+  // DSX_LAUNCHER_TTY: dsx launch passes our output on to a terminal (and sets COLUMNS).
+  const char* launcher_tty = std::getenv("DSX_LAUNCHER_TTY");
+  const bool watched = ::isatty(fd) == 1 || (fd >= 0 && launcher_tty && std::string(launcher_tty) == "1");
+  terminal_ = options.mode == Mode::Terminal || (options.mode == Mode::Auto && watched);
   unicode_ = terminal_ && locale_is_utf8();
   state_.total_steps = total_steps;
 }
@@ -183,7 +186,9 @@ void ProgressDisplay::draw(double now, bool force) {
 
 void ProgressDisplay::print_line(const std::string& line) {
   if (terminal_ && bar_on_screen_)
-    write_all(std::string("\r") + kEraseToEnd + line + "\n" + last_line_ + kEraseToEnd);
+    // The bar comes back after a carriage return like every redraw, so that whoever passes our
+    // output on (dsx launch's rank prefixes) sees a redraw, not a line of its own.
+    write_all(std::string("\r") + kEraseToEnd + line + "\n\r" + last_line_ + kEraseToEnd);
   else
     write_all(line + "\n");
 }

@@ -67,6 +67,20 @@ TEST_F(LocalLaunch, FourRanksGetTheirEnvironmentArgumentsAndPrefixedOutput) {
   }
 }
 
+// A rank's progress bar (a carriage-return redraw with no newline) reaches the launcher's output at
+// once, not when the line ends.
+TEST_F(LocalLaunch, ProgressBarRedrawsPassThroughAtOnce) {
+  Background run(launch({"--num_gpus", "1"}), env("bar"), dir / "launch.out");
+  bool seen = false;
+  for (int i = 0; i < 40 && !seen; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    seen = output().find("[rank0]: \rstep 1 of 2") != std::string::npos;
+  }
+  EXPECT_TRUE(seen) << "the redraw was held back: " << output();
+  ASSERT_EQ(run.wait(30), 0) << output();
+  EXPECT_NE(output().find("\rstep 1 of 2\rstep 2 of 2\n"), std::string::npos) << output();
+}
+
 TEST_F(LocalLaunch, VisibleDevicesAndIncludePickSlots) {
   Background run(launch({"--include", "localhost:1,3", "--no_local_rank"}), {"DSX_TEST_OUT=" + dir.path(), "CUDA_VISIBLE_DEVICES=0,1,2,3"},
                  dir / "launch.out");
