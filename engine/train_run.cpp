@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -18,6 +19,7 @@
 #include "engine/monitor/monitor_master.h"
 #include "engine/progress/progress_display.h"
 #include "engine/progress/step_log.h"
+#include "engine/flops_profiler.h"
 #include "engine/train_checkpoint.h"
 #include "engine/trainer.h"
 #include "models/data/addition.h"
@@ -242,6 +244,28 @@ int run_training(const TrainRunOptions& o) {
             << " | comm hidden behind backward: " << trainer.zero().comm_timing().hidden_fraction() * 100 << "%";
           say(progress::log_prefix(std::chrono::system_clock::now(), rank) + w.str());
         }
+      }
+    }
+    if (lead && config.flops_profiler.enabled && step.global_step == config.flops_profiler.profile_step) {
+      FlopsProfile p;
+      p.step = step.global_step;
+      p.params = model.num_params();
+      p.forward_flops = gpt2_forward_flops(choice.config, micro, seq);
+      p.micro_batches = config.gradient_accumulation_steps;
+      p.forward_seconds = step.forward_seconds;
+      p.backward_seconds = step.backward_seconds;
+      p.step_seconds = step.step_seconds;
+      p.iteration_seconds = step.total_seconds;
+      p.samples = step.samples;
+      p.ranks = comm.size();
+      p.peak_flops_per_second = measured_sgemm_flops_per_second();
+      const std::string report = format_flops_profile(p);
+      if (config.flops_profiler.output_file) {
+        std::ofstream(*config.flops_profiler.output_file) << report;
+        say("flops profile written to " + *config.flops_profiler.output_file);
+      } else {
+        std::istringstream lines(report);
+        for (std::string line; std::getline(lines, line);) say(line);
       }
     }
     for (int j = 0; j + 1 < config.gradient_accumulation_steps; ++j) throughput.stop(t, false, false);
