@@ -13,6 +13,7 @@
 #include <memory>
 #include <sstream>
 
+#include "comm/logging_communicator.h"
 #include "comm/session.h"
 #include "dsx/error.h"
 #include "engine/config/ds_config.h"
@@ -130,7 +131,14 @@ int run_training(const TrainRunOptions& o) {
   const EngineConfig config = read_ds_config_file(o.config_path, inputs);
 
   comm::Session session(env, comm::comm_options_from_environment());
-  comm::Communicator& comm = session.world();
+  // comms_logger: every collective of the run goes through a recording communicator.
+  std::unique_ptr<comm::LoggingCommunicator> logged;
+  if (config.comms_logger && config.comms_logger->enabled) {
+    const auto& c = *config.comms_logger;
+    logged = std::make_unique<comm::LoggingCommunicator>(
+        session.world(), c.prof_all ? std::vector<std::string>{} : c.prof_ops, c.verbose);
+  }
+  comm::Communicator& comm = logged ? static_cast<comm::Communicator&>(*logged) : session.world();
   const int rank = comm.rank();
   const bool lead = rank == 0;
 
@@ -286,6 +294,10 @@ int run_training(const TrainRunOptions& o) {
   if (lead) display.finish(now_seconds());
   evaluate(trainer.global_steps());
   if (config.memory_breakdown) say("memory (rank 0): " + trainer.zero().memory().report());
+  if (logged && lead) {
+    std::istringstream lines("comms_logger (rank 0):\n" + logged->summary());
+    for (std::string line; std::getline(lines, line);) say(line);
+  }
   {
     const zero::MemoryLedger& m = trainer.zero().memory();
     const zero::CommTiming& c = trainer.zero().comm_timing();

@@ -78,13 +78,14 @@ TEST(TrainCli, TwoRanksTrainLogAndSave) {
   EXPECT_EQ(sb.exit_code, 0) << sb.output;
 }
 
-TEST(TrainCli, MonitorsAndFlopsProfilerWriteTheirFiles) {
+TEST(TrainCli, MonitorsProfilerAndCommsLoggerReport) {
   dsx::test::TempDir dir;
   const std::string config = dir.file("monitored.json");
   std::ofstream(config) << R"({"train_batch_size": 16, "optimizer": {"type": "Adam"}, "fp16": {"enabled": true},
     "csv_monitor": {"enabled": true, "output_path": ")" << dir.file("logs") << R"(", "job_name": "job"},
     "tensorboard": {"enabled": true, "output_path": ")" << dir.file("logs") << R"(", "job_name": "job"},
-    "flops_profiler": {"enabled": true, "profile_step": 2, "output_file": ")" << dir.file("flops.txt") << R"("}})";
+    "flops_profiler": {"enabled": true, "profile_step": 2, "output_file": ")" << dir.file("flops.txt") << R"("},
+    "comms_logger": {"enabled": true}})";
   auto r = train(2, "--deepspeed_config " + config + " --steps 5 --eval_interval 0");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::string loss = read_all(dir.file("logs/job/Train_Samples_train_loss.csv"));
@@ -100,6 +101,10 @@ TEST(TrainCli, MonitorsAndFlopsProfilerWriteTheirFiles) {
   const std::string flops = read_all(dir.file("flops.txt"));
   EXPECT_NE(flops.find("Profile Summary at step 2"), std::string::npos) << flops;
   EXPECT_NE(flops.find("MFU"), std::string::npos) << flops;
+  // comms_logger: DeepSpeed's table with the gradient allreduces (fp16 grads travel in fp16)
+  EXPECT_NE(r.output.find("Comm. Op"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("all_reduce"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("busbw_avg (Gbps)"), std::string::npos) << r.output;
 }
 
 class TrainResume : public ::testing::TestWithParam<int> {};

@@ -1,0 +1,54 @@
+// ds_config's comms_logger: a Communicator that passes every operation to another one and records
+// its kind, message size and latency (issue to completion), then prints DeepSpeed's summary table
+// with algorithm and bus bandwidth (nccl-tests' factors). `prof_ops` limits what is recorded.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+
+namespace dsx::comm {
+
+class LoggingCommunicator final : public Communicator {
+ public:
+  // `prof_ops` empty (or prof_all): every operation; else only these names ("all_reduce", ...).
+  LoggingCommunicator(Communicator& inner, std::vector<std::string> prof_ops, bool verbose);
+
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  std::string backend() const override { return inner_.backend(); }
+  WorkHandle allreduce(void* data, size_t count, DType dtype, ReduceOp op) override;
+  WorkHandle reduce_scatter(const void* input, void* output, size_t count, DType dtype, ReduceOp op) override;
+  WorkHandle allgather(const void* input, void* output, size_t count, DType dtype) override;
+  WorkHandle broadcast(void* data, size_t count, DType dtype, int root) override;
+  WorkHandle barrier() override;
+  WorkHandle send(const void* data, size_t count, DType dtype, int peer) override;
+  WorkHandle recv(void* data, size_t count, DType dtype, int peer) override;
+  std::unique_ptr<Communicator> new_group(const std::vector<int>& ranks) override;
+
+  // DeepSpeed's table: per operation and message size, count, total and average latency,
+  // average algorithm and bus bandwidth. Operations still running are left out.
+  std::string summary() const;
+
+ private:
+  struct Record {
+    std::string op;
+    size_t bytes;
+    std::chrono::steady_clock::time_point issued;
+    WorkHandle work;
+  };
+  WorkHandle record(const std::string& op, size_t bytes, WorkHandle work,
+                    std::chrono::steady_clock::time_point issued);
+
+  Communicator& inner_;
+  std::vector<std::string> prof_ops_;
+  bool verbose_;
+  mutable std::mutex mutex_;
+  std::vector<Record> records_;
+};
+
+}  // namespace dsx::comm
