@@ -50,7 +50,8 @@ TEST(Failures, KilledRankIsNamedByEverySurvivor) {
     EXPECT_EQ(result.exit_codes[static_cast<size_t>(r)], 1) << result.summary();
     const std::string& e = result.errors[static_cast<size_t>(r)];
     EXPECT_TRUE(contains(e, "rank " + std::to_string(r) + ": allreduce sum #2")) << e;
-    EXPECT_TRUE(contains(e, "rank(s) 1 died")) << e;
+    // rank 1 is named; a survivor that already failed (and so left the job) may be named too
+    EXPECT_TRUE(contains(e, "rank(s) 1 died") || contains(e, "rank(s) 1, ")) << e;
   }
   EXPECT_LT(took, 30s) << "survivors should notice through the store long before the 60 s timeout";
 }
