@@ -4,6 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh
-DSX_BUILD_DIR=${DSX_BUILD_DIR:-build} bash tools/build.sh -DDSX_CUDA=OFF
+DSX_BUILD_DIR=${DSX_BUILD_DIR:-build} bash tools/build.sh -DDSX_CUDA=OFF -DDSX_BUILD_TESTS=ON -DDSX_BUILD_BENCH=ON
 cd "${DSX_BUILD_DIR:-build}"
 ctest --output-on-failure -j "$(nproc)" --timeout 600
