@@ -161,6 +161,12 @@ int run_training(const TrainRunOptions& o) {
                                       o.model + " only " + std::to_string(model.vocab_size()));
   }
 
+  TrainRunOptions run = o;  // --epochs becomes a number of steps once the data is known
+  if (o.epochs > 0) {
+    const uint64_t batches = loader->batches_per_epoch();
+    if (batches == 0) throw Error(ErrorKind::Usage, "--epochs needs data of finite size (text: or shards:); use --steps");
+    run.steps = std::max<int64_t>(1, static_cast<int64_t>(batches) * o.epochs / config.gradient_accumulation_steps);
+  }
   Trainer trainer(config, model, comm, choice.initial.data());
   if (!o.load_dir.empty()) {
     const std::string tag = load_training_checkpoint(o.load_dir, o.load_tag, trainer, model, *loader, comm);
@@ -175,8 +181,8 @@ int run_training(const TrainRunOptions& o) {
   progress::ProgressDisplay::Options display_options;
   if (o.progress == "bar") display_options.mode = progress::ProgressDisplay::Mode::Terminal;
   if (o.progress == "plain") display_options.mode = progress::ProgressDisplay::Mode::Plain;
-  display_options.plain_every = std::max<int64_t>(1, o.steps / 20);
-  progress::ProgressDisplay display(lead ? STDOUT_FILENO : -1, o.steps, display_options);
+  display_options.plain_every = std::max<int64_t>(1, run.steps / 20);
+  progress::ProgressDisplay display(lead ? STDOUT_FILENO : -1, run.steps, display_options);
   progress::ThroughputTimer throughput(config.train_batch_size, config.steps_per_print);
   auto say = [&](const std::string& line) {
     if (lead) display.print_line(line);
@@ -195,7 +201,7 @@ int run_training(const TrainRunOptions& o) {
          << " rank(s) over " << comm.backend() << ", ZeRO stage " << config.zero_optimization.stage
          << (config.zero_optimization.overlap_comm ? " with overlap_comm" : "") << ", " << config.model_dtype()
          << ", batch " << config.train_batch_size << " = " << micro << " x " << config.gradient_accumulation_steps
-         << " x " << comm.size() << ", " << o.steps << " steps";
+         << " x " << comm.size() << ", " << run.steps << " steps";
     say(head.str());
     for (const auto& note : trainer.notes()) say("note: " + note);
     std::string line;
@@ -219,7 +225,7 @@ int run_training(const TrainRunOptions& o) {
     say(line.str());
   };
 
-  while (trainer.global_steps() < o.steps) {
+  while (trainer.global_steps() < run.steps) {
     TrainStep step = trainer.train_batch(*loader);
     const double t = now_seconds();
     samples_seen += step.samples;
@@ -279,11 +285,11 @@ int run_training(const TrainRunOptions& o) {
     for (int j = 0; j + 1 < config.gradient_accumulation_steps; ++j) throughput.stop(t, false, false);
     if (auto line = throughput.stop(t, true, lead); line && lead) say(progress::log_prefix(std::chrono::system_clock::now(), rank) + *line);
     if (lead) display.update(step.global_step, step.loss, step.lr, step.tokens, t);
-    if (o.eval_interval > 0 && step.global_step % o.eval_interval == 0 && step.global_step != o.steps) {
+    if (o.eval_interval > 0 && step.global_step % o.eval_interval == 0 && step.global_step != run.steps) {
       evaluate(step.global_step);
     }
     if (!o.save_dir.empty() && o.save_interval > 0 && step.global_step % o.save_interval == 0 &&
-        step.global_step != o.steps) {
+        step.global_step != run.steps) {
       save("every " + std::to_string(o.save_interval) + " steps");
     }
   }

@@ -17,6 +17,7 @@ struct TrainRunOptions {
   std::string data = "addition";        // "addition", "text:FILE", "shards:GLOB"
   int digits = 2;                       // the addition task's operand digits
   int64_t steps = 300;                  // optimizer steps
+  int64_t epochs = 0;                   // > 0: passes over the data instead of --steps
   int64_t eval_interval = 100;          // held-out evaluation every N steps (0: only at the end)
   int eval_samples = 200;
   uint64_t seed = 1234;

@@ -16,6 +16,7 @@ int run_train(int argc, char** argv) {
       ("data", po::value(&o.data)->default_value(o.data), "addition | text:FILE | shards:GLOB (llm.c token shards)")
       ("digits", po::value(&o.digits)->default_value(o.digits), "digits of the addition task's operands")
       ("steps", po::value(&o.steps)->default_value(o.steps), "optimizer steps to train")
+      ("epochs", po::value(&o.epochs)->default_value(0), "passes over text/shard data (instead of --steps)")
       ("eval_interval", po::value(&o.eval_interval)->default_value(o.eval_interval),
        "held-out evaluation every N steps (0: only at the end)")
       ("eval_samples", po::value(&o.eval_samples)->default_value(o.eval_samples), "held-out examples per evaluation")

@@ -30,6 +30,8 @@ class DataLoader {
   virtual void seek(const LoaderPosition& position) = 0;
   // Tokens are in [0, vocab_size()): a model with a smaller vocabulary cannot train on this data.
   virtual int vocab_size() const = 0;
+  // Micro-batches this rank reads in one pass over the data; 0 for endless (generated) data.
+  virtual uint64_t batches_per_epoch() const { return 0; }
 };
 
 }  // namespace dsx::models

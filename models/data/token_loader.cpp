@@ -48,6 +48,12 @@ TokenLoader::TokenLoader(std::vector<TokenFile> files, const TokenLoaderOptions&
   load_order();
 }
 
+uint64_t TokenLoader::batches_per_epoch() const {
+  uint64_t total = 0;
+  for (size_t f = 0; f < files_.size(); ++f) total += samples_in(f);
+  return total;
+}
+
 size_t TokenLoader::samples_in(size_t file) const {
   size_t window = static_cast<size_t>(opt_.world) * opt_.batch * opt_.seq_len;
   return files_[file].size() < 1 ? 0 : (files_[file].size() - 1) / window;

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <random>
+#include <regex>
 #include <thread>
 #include <filesystem>
 #include <fstream>
@@ -59,6 +60,11 @@ TEST(TrainCli, TwoRanksTrainLogAndSave) {
   EXPECT_NE(r.output.find("step=10, skipped=0"), std::string::npos) << "DeepSpeed's progress line";
   EXPECT_NE(r.output.find("held-out accuracy"), std::string::npos);
   EXPECT_NE(r.output.find("training summary"), std::string::npos);
+  // the loss falls: from about ln(256) = 5.5 to below 4 in 20 steps
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.output, m, std::regex(R"(loss\s+([0-9.]+) first, ([0-9.]+) final)"))) << r.output;
+  EXPECT_GT(std::stod(m[1]), 5.0);
+  EXPECT_LT(std::stod(m[2]), 4.0);
   EXPECT_EQ(read_all(dir.file("ck/latest")), "global_step20");
   for (const char* f : {"mp_rank_00_model_states.safetensors", "zero_pp_rank_0_mp_rank_00_optim_states.safetensors",
                         "zero_pp_rank_1_mp_rank_00_optim_states.safetensors", "manifest.json"}) {
@@ -137,22 +143,20 @@ TEST(TrainCli, TruncatedCheckpointIsRefusedNamingTheFile) {
   EXPECT_NE(r.output.find("zero_pp_rank_1_mp_rank_00_optim_states.safetensors"), std::string::npos) << r.output;
 }
 
-// DeepSpeed's universal checkpoint: a checkpoint saved by 2 ranks at stage 2 loads on 3 ranks at
-// stage 3 with the same weights, and the optimizer state survives the re-cut: going 2 -> 3 -> 2
+// DeepSpeed's universal checkpoint: a checkpoint saved by 2 ranks at stage 3 loads on 3 ranks at
+// stage 1 with the same weights, and the optimizer state survives the re-cut: going 2 -> 3 -> 2
 // and training on gives bit for bit what training on from the first checkpoint gives.
 TEST(TrainCli, ReloadOnAnotherWorldSizeAndStageKeepsEveryState) {
   dsx::test::TempDir dir;
-  std::filesystem::create_directories(dir.file("s3"));
-  const std::string stage2 = "--deepspeed_config " + config_file(dir, 2) + " --eval_interval 0 ";
-  std::filesystem::rename(dir.file("ds_config.json"), dir.file("s2.json"));
-  const std::string stage3 = "--deepspeed_config " + config_file(dir, 3) + " --eval_interval 0 ";
-  const std::string two = "--deepspeed_config " + dir.file("s2.json") + " --eval_interval 0 ";
-  (void)stage2;
+  config_file(dir, 3);
+  std::filesystem::rename(dir.file("ds_config.json"), dir.file("s3.json"));
+  const std::string stage1 = "--deepspeed_config " + config_file(dir, 1) + " --eval_interval 0 ";
+  const std::string two = "--deepspeed_config " + dir.file("s3.json") + " --eval_interval 0 ";
   ASSERT_EQ(train(2, two + "--steps 6 --save " + dir.file("a")).exit_code, 0);
-  auto recut = train(3, stage3 + "--steps 6 --load " + dir.file("a") + " --save " + dir.file("b"));
+  auto recut = train(3, stage1 + "--steps 6 --load " + dir.file("a") + " --save " + dir.file("b"));
   ASSERT_EQ(recut.exit_code, 0) << recut.output;
   EXPECT_TRUE(read_all(dir.file("a/model.safetensors")) == read_all(dir.file("b/model.safetensors")))
-      << "weights changed when 3 ranks at stage 3 loaded a 2-rank stage-2 checkpoint";
+      << "weights changed when 3 ranks at stage 1 loaded a 2-rank stage-3 checkpoint";
   auto back = train(2, two + "--steps 10 --load " + dir.file("b") + " --save " + dir.file("c"));
   ASSERT_EQ(back.exit_code, 0) << back.output;
   auto direct = train(2, two + "--steps 10 --load " + dir.file("a") + " --save " + dir.file("d"));
@@ -205,6 +209,24 @@ TEST(TrainCli, KilledWhileSavingNeverBreaksLatest) {
   // --steps 1 is already reached: the run loads, trains nothing and exits cleanly
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("resumed from"), std::string::npos) << r.output;
+}
+
+TEST(TrainCli, EpochsOverTextData) {
+  dsx::test::TempDir dir;
+  const std::string text = dir.file("text.txt");
+  {
+    std::ofstream out(text);
+    for (int i = 0; i < 400; ++i) out << "the quick brown fox jumps over the lazy dog " << i << "\n";
+  }
+  // byte-tiny reads 64-token rows; 2 ranks x 8 rows x 64 tokens = 1024 tokens per micro-step
+  auto r = train(2, "--deepspeed_config " + config_file(dir, 2) + " --data text:" + text + " --epochs 2 --eval_interval 0");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const size_t bytes = std::filesystem::file_size(text);
+  const size_t steps = 2 * ((bytes - 1) / (2 * 8 * 64)) / 2;  // 2 epochs, 2 micro-steps per step
+  EXPECT_NE(r.output.find(", " + std::to_string(steps) + " steps"), std::string::npos) << r.output;
+  auto e = train(2, "--deepspeed_config " + config_file(dir, 2) + " --epochs 1");
+  EXPECT_NE(e.exit_code, 0);
+  EXPECT_NE(e.output.find("--epochs needs data of finite size"), std::string::npos) << e.output;
 }
 
 TEST(TrainCli, MissingConfigSaysWhatToPass) {
