@@ -174,8 +174,9 @@ TEST(TrainCli, CheckpointOfAnotherModelIsRefused) {
   EXPECT_NE(r.output.find("Use the same --model"), std::string::npos) << r.output;
 }
 
-// A training process killed at random moments while it saves every step: after each kill the
-// checkpoint directory verifies and training resumes from it.
+// A 2-rank job (dsx launch) killed at random moments while it saves every step: the launcher
+// gets SIGKILL, its ranks die with it (the kernel's parent-death signal), and after every kill the
+// checkpoint directory verifies and the next job resumes from it.
 TEST(TrainCli, KilledWhileSavingNeverBreaksLatest) {
   dsx::test::TempDir dir;
   const std::string config = config_file(dir, 2);
@@ -183,30 +184,32 @@ TEST(TrainCli, KilledWhileSavingNeverBreaksLatest) {
   std::mt19937 rng(7);
   int verified = 0;
   for (int round = 0; round < 6; ++round) {
+    const std::string port = std::to_string(dsx::test::free_port());
     pid_t pid = ::fork();
     if (pid == 0) {
-      ::setenv("OMP_NUM_THREADS", "1", 1);
+      ::setpgid(0, 0);
       const int null = ::open("/dev/null", O_WRONLY);
       ::dup2(null, 1);
-      ::execl(DSX_EXE, DSX_EXE, "train", "--deepspeed_config", config.c_str(), "--steps", "100000", "--save",
-              save.c_str(), "--save_interval", "1", "--eval_interval", "0", "--progress", "plain",
-              round == 0 ? nullptr : "--load", save.c_str(), nullptr);
+      ::execl(DSX_EXE, DSX_EXE, "launch", "--num_gpus", "2", "--master_port", port.c_str(), DSX_EXE, "train",
+              "--deepspeed_config", config.c_str(), "--steps", "100000", "--save", save.c_str(), "--save_interval", "1",
+              "--eval_interval", "0", "--progress", "plain", round == 0 ? nullptr : "--load", save.c_str(), nullptr);
       ::_exit(127);
     }
     ASSERT_GT(pid, 0);
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(400, 1500)(rng)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(800, 2500)(rng)));
     ::kill(pid, SIGKILL);
     int status = 0;
     ::waitpid(pid, &status, 0);
-    ASSERT_TRUE(WIFSIGNALED(status)) << "round " << round << ": dsx train ended by itself, status " << status;
-    if (!std::filesystem::exists(save + "/latest")) continue;  // killed before the first save
+    ASSERT_TRUE(WIFSIGNALED(status)) << "round " << round << ": the job ended by itself, status " << status;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the ranks follow their launcher
+    if (!std::filesystem::exists(save + "/latest")) continue;     // killed before the first save
     auto v = run_command(std::string(DSX_EXE) + " checkpoint verify " + save);
     ASSERT_EQ(v.exit_code, 0) << "round " << round << ": " << v.output;
     ++verified;
   }
   EXPECT_GE(verified, 3);
-  auto r = run_command(std::string(DSX_EXE) + " train --deepspeed_config " + config + " --steps 1 --eval_interval 0 --samples 0 --load " + save);
-  // --steps 1 is already reached: the run loads, trains nothing and exits cleanly
+  auto r = train(2, "--deepspeed_config " + config + " --steps 1 --eval_interval 0 --load " + save);
+  // --steps 1 is already reached: the job loads, trains nothing and exits cleanly
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("resumed from"), std::string::npos) << r.output;
 }
