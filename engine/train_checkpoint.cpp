@@ -67,8 +67,9 @@ void write_model_states(ck::RankWriter& writer, Trainer& trainer, const models::
   meta.AddMember("dp_world_size", world, a);
   meta.AddMember("zero_stage", trainer.zero().stage(), a);
   meta.AddMember("num_params", static_cast<int64_t>(model.num_params()), a);
-  Json shape = parse(model_json.empty() ? "{}" : model_json, "the model description");
-  meta.AddMember("model", rapidjson::Value(shape, a), a);
+  // The caller's description of the run: {"model": {...}, "seed": ..., "ds_config": "..."}.
+  Json run = parse(model_json.empty() ? "{}" : model_json, "the run description");
+  for (auto& m : run.GetObject()) meta.AddMember(rapidjson::Value(m.name, a), rapidjson::Value(m.value, a), a);
   writer.write_tensor_file(ck::model_states_file_name(), tensors, to_text(meta));
 }
 

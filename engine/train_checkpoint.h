@@ -17,7 +17,8 @@
 namespace dsx::engine {
 
 // Saves under `tag` ("" = global_step<N>); returns the tag. A collective: every rank calls it.
-// `model_json` (a JSON object, e.g. the GPT-2 shape) is kept with the weights for `dsx export`.
+// `model_json` (a JSON object: the model's shape under "model", the seed, the ds_config text) is
+// kept with the weights, for `dsx export` and for the record.
 std::string save_training_checkpoint(const std::string& save_dir, const std::string& tag, Trainer& trainer,
                                      const models::Model& model, const models::DataLoader& loader,
                                      comm::Communicator& comm, comm::Store& store, const std::string& model_json);

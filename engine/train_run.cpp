@@ -3,6 +3,9 @@
 
 #include <unistd.h>
 
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -10,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <memory>
 #include <sstream>
 
@@ -107,12 +111,29 @@ std::string answer_line(models::Model& model, models::ParamAccess& access, const
   return line.str();
 }
 
-std::string gpt2_json(const models::GPT2Config& c) {
-  std::ostringstream out;
-  out << "{\"type\": \"gpt2\", \"max_seq_len\": " << c.max_seq_len << ", \"vocab_size\": " << c.vocab_size
-      << ", \"padded_vocab_size\": " << c.padded_vocab_size << ", \"num_layers\": " << c.num_layers
-      << ", \"num_heads\": " << c.num_heads << ", \"channels\": " << c.channels << "}";
-  return out.str();
+// What a checkpoint keeps about the run besides the tensors: the model's shape (for dsx export),
+// the seed (data order and initial weights; training itself draws no random numbers) and the
+// ds_config as written.
+std::string run_description(const models::GPT2Config& c, uint64_t seed, const std::string& config_path) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+  w.StartObject();
+  w.Key("model");
+  w.StartObject();
+  w.Key("type"), w.String("gpt2");
+  w.Key("max_seq_len"), w.Int(c.max_seq_len);
+  w.Key("vocab_size"), w.Int(c.vocab_size);
+  w.Key("padded_vocab_size"), w.Int(c.padded_vocab_size);
+  w.Key("num_layers"), w.Int(c.num_layers);
+  w.Key("num_heads"), w.Int(c.num_heads);
+  w.Key("channels"), w.Int(c.channels);
+  w.EndObject();
+  w.Key("seed"), w.Uint64(seed);
+  std::ifstream in(config_path, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  w.Key("ds_config"), w.String(text.c_str(), static_cast<rapidjson::SizeType>(text.size()));
+  w.EndObject();
+  return buffer.GetString();
 }
 
 }  // namespace
@@ -190,7 +211,8 @@ int run_training(const TrainRunOptions& o) {
   comm::Store& store = session.rendezvous().store();
   auto save = [&](const std::string& why) {
     const std::string tag =
-        save_training_checkpoint(o.save_dir, "", trainer, model, *loader, comm, store, gpt2_json(choice.config));
+        save_training_checkpoint(o.save_dir, "", trainer, model, *loader, comm, store,
+                                 run_description(choice.config, o.seed, o.config_path));
     if (lead) display.print_line(std::string("saved checkpoint ") + o.save_dir + "/" + tag + " (" + why + ")");
     return tag;
   };
