@@ -6,12 +6,14 @@
 #include <rapidjson/writer.h>
 
 #include <chrono>
+#include <iostream>
 #include <vector>
 
 #include "dsx/error.h"
 #include "engine/checkpoint/layout.h"
 #include "engine/checkpoint/load.h"
 #include "engine/checkpoint/save.h"
+#include "engine/checkpoint/tag_validation.h"
 
 namespace dsx::engine {
 namespace {
@@ -103,7 +105,8 @@ void write_partition(ck::RankWriter& writer, Trainer& trainer, const models::Dat
 
 std::string save_training_checkpoint(const std::string& save_dir, const std::string& tag_in, Trainer& trainer,
                                      const models::Model& model, const models::DataLoader& loader,
-                                     comm::Communicator& comm, comm::Store& store, const std::string& model_json) {
+                                     comm::Communicator& comm, comm::Store& store, const std::string& model_json,
+                                     const std::string& tag_validation) {
   const std::string tag = tag_in.empty() ? ck::default_tag(trainer.global_steps()) : tag_in;
   const int rank = comm.rank();
   const int world = comm.size();
@@ -121,8 +124,19 @@ std::string save_training_checkpoint(const std::string& save_dir, const std::str
     store.set(key + "rank/" + std::to_string(rank), std::string("error:") + e.what());
   }
 
+  const ck::TagValidation validation = ck::parse_tag_validation(tag_validation);
+  if (validation != ck::TagValidation::Ignore) store.set(key + "tag/" + std::to_string(rank), tag);
   if (rank == 0) {
     std::string outcome = "ok";
+    if (validation != ck::TagValidation::Ignore) {
+      std::vector<std::string> tags;
+      for (int r = 0; r < world; ++r) tags.push_back(store.get(key + "tag/" + std::to_string(r), kSaveTimeout));
+      try {
+        if (auto warning = ck::check_tag_agreement(validation, 0, tags)) std::cerr << "dsx: warning: " << *warning << "\n";
+      } catch (const Error& e) {
+        outcome = e.what();
+      }
+    }
     std::vector<ck::RankManifest> manifests;
     for (int r = 0; r < world; ++r) {
       const std::string name = key + "rank/" + std::to_string(r);

@@ -17,11 +17,13 @@
 namespace dsx::engine {
 
 // Saves under `tag` ("" = global_step<N>); returns the tag. A collective: every rank calls it.
+// `tag_validation` (ds_config checkpoint.tag_validation): what to do when ranks' tags differ.
 // `model_json` (a JSON object: the model's shape under "model", the seed, the ds_config text) is
 // kept with the weights, for `dsx export` and for the record.
 std::string save_training_checkpoint(const std::string& save_dir, const std::string& tag, Trainer& trainer,
                                      const models::Model& model, const models::DataLoader& loader,
-                                     comm::Communicator& comm, comm::Store& store, const std::string& model_json);
+                                     comm::Communicator& comm, comm::Store& store, const std::string& model_json,
+                                     const std::string& tag_validation = "Warn");
 
 // Restores every rank's state from `tag` ("" = latest). A checkpoint saved by another world size
 // or ZeRO stage is re-cut into this job's partitions. Throws dsx::Error naming the file when the

@@ -212,7 +212,8 @@ int run_training(const TrainRunOptions& o) {
   auto save = [&](const std::string& why) {
     const std::string tag =
         save_training_checkpoint(o.save_dir, "", trainer, model, *loader, comm, store,
-                                 run_description(choice.config, o.seed, o.config_path));
+                                 run_description(choice.config, o.seed, o.config_path),
+                                 config.checkpoint.tag_validation);
     if (lead) display.print_line(std::string("saved checkpoint ") + o.save_dir + "/" + tag + " (" + why + ")");
     return tag;
   };
