@@ -60,7 +60,8 @@ TEST_F(SchedulerLaunch, OpenMpiFailingRankStopsTheJobWithItsExitCode) {
                   "--master_port", std::to_string(free_port()), probe_script(), "q"},
                  env("fail", 1, 7), dir / "launch.out");
   ASSERT_EQ(run.wait(60), 7) << output();
-  EXPECT_TRUE(exists(rank_file(0, "term"))) << output();
+  // Rank 0 is stopped; whether by SIGTERM or SIGKILL is mpirun's choice (Debian's OpenMPI 4.1
+  // sometimes crashes in PMIx_Finalize while aborting and its daemon kills the rest).
   EXPECT_FALSE(process_alive(read_pid(rank_file(0, "pid"))));
   expect_nothing_left("DSX_TEST_OUT=" + out);
 }
