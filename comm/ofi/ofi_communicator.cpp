@@ -21,6 +21,13 @@ struct OfiCommunicator::Shared {
   std::map<std::string, int> groups_made;  // member list -> how many groups of it this rank made
   std::string prefix;                      // store keys of this world communicator
   int world_rank;
+
+  ~Shared() {
+    // The worker ends within the shutdown barrier's 30 s. If it does not, it is stuck inside the
+    // provider with a dead peer: abandon the engine (never freed, so nothing it may still touch
+    // goes away) instead of hanging this process in a join. It ends with the process.
+    if (engine && !engine->stop(std::chrono::seconds(35))) new std::shared_ptr<ProgressEngine>(engine);
+  }
 };
 
 namespace {

@@ -94,6 +94,21 @@ void ProgressEngine::run() {
     }
   }
   if (!broken_) shutdown_barrier();
+  {
+    std::lock_guard lock(mutex_);
+    finished_ = true;
+  }
+  finished_cv_.notify_all();
+}
+
+bool ProgressEngine::stop(std::chrono::milliseconds bound) {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  std::unique_lock lock(mutex_);
+  return finished_cv_.wait_for(lock, bound, [this] { return finished_; });
 }
 
 // Keep driving the fabric until every rank has finished its last operation: a send that

@@ -6,6 +6,8 @@
 // unknown, so every later operation fails at once with the first error.
 #pragma once
 
+#include <chrono>
+
 #include <rdma/fabric.h>
 
 #include <condition_variable>
@@ -40,6 +42,10 @@ class ProgressEngine {
   ProgressEngine(std::unique_ptr<Endpoint> endpoint, std::unique_ptr<Store> store, int world_rank, int world_size,
                  CommOptions options, std::string closing_key);
   ~ProgressEngine();
+  // Asks the worker to finish and waits up to `bound` for it. False when it did not: it is stuck
+  // inside the provider (libfabric's shm can spin forever on a region a killed peer left locked),
+  // and the owner must abandon this engine rather than destroy it (see OfiCommunicator::Shared).
+  bool stop(std::chrono::milliseconds bound);
 
   // Runs `task` on the worker after every task submitted before it, then completes `work`, or
   // fails it with the task's error.
@@ -98,6 +104,8 @@ class ProgressEngine {
 
   std::mutex mutex_;
   std::condition_variable cv_;
+  std::condition_variable finished_cv_;
+  bool finished_ = false;  // the worker has left run()
   std::deque<std::pair<WorkHandle, std::function<void()>>> queue_;
   bool stopping_ = false;
   std::optional<Error> broken_;
