@@ -18,6 +18,9 @@
 
 #include "checkpoint_test_util.h"
 #include "dsx/error.h"
+#include "tests/engine/test_files.h"
+
+using dsx::test::read_all;
 
 using namespace dsx::engine::checkpoint;
 using dsx::test::load_and_check;
@@ -25,13 +28,6 @@ using dsx::test::save_test_checkpoint;
 using dsx::test::TempDir;
 
 namespace {
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // Runs `body` in a forked child and returns what it wrote to the pipe and its exit status. The
 // child never returns into GoogleTest.

@@ -16,28 +16,15 @@
 #include "engine/checkpoint/tag_validation.h"
 #include "engine/checkpoint/tensor_file.h"
 #include "engine/checkpoint/verify.h"
+#include "tests/engine/test_files.h"
+
+using dsx::test::read_all;
+using dsx::test::error_of;
 
 using namespace dsx::engine::checkpoint;
 using dsx::test::TempDir;
 
 namespace {
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const dsx::Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 }  // namespace
 

@@ -9,6 +9,10 @@
 
 #include "checkpoint_test_util.h"
 #include "dsx/error.h"
+#include "tests/engine/test_files.h"
+
+using dsx::test::read_all;
+using dsx::test::error_of;
 
 using namespace dsx::engine::checkpoint;
 using dsx::test::load_and_check;
@@ -16,23 +20,6 @@ using dsx::test::save_test_checkpoint;
 using dsx::test::TempDir;
 
 namespace {
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const dsx::Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 void flip_byte(const std::string& path, long offset) {
   std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);

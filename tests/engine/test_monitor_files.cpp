@@ -19,18 +19,14 @@
 #include "engine/monitor/python_float.h"
 #include "engine/monitor/tensorboard_monitor.h"
 #include "engine/monitor/tfrecord.h"
+#include "tests/engine/test_files.h"
+
+using dsx::test::read_all;
 
 using namespace dsx::engine::monitor;
 using dsx::test::TempDir;
 
 namespace {
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // --- A minimal protobuf reader for tensorboard.Event, independent of the writer's code. ---
 struct Reader {

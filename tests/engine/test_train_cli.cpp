@@ -21,6 +21,9 @@
 #include "tests/comm/free_port.h"
 #include "tests/models/temp_dir.h"
 #include "tests/tools/run_command.h"
+#include "tests/engine/test_files.h"
+
+using dsx::test::read_all;
 
 namespace {
 
@@ -44,11 +47,6 @@ dsx::test::CommandResult train(int ranks, const std::string& args) {
   const std::string launch = std::string(DSX_EXE) + " launch --num_gpus " + std::to_string(ranks) +
                              " --master_port " + std::to_string(dsx::test::free_port()) + " ";
   return run_command("OMP_NUM_THREADS=1 timeout 300 " + launch + DSX_EXE + " train --progress plain --samples 0 " + args);
-}
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 TEST(TrainCli, TwoRanksTrainLogAndSave) {
