@@ -1,7 +1,7 @@
-// GPT-2 layers on the CPU (see gpt2_layers.h): BLAS for matmuls, OpenMP loops for the rest.
+// GPT-2 layers on the CPU (see gpt2_layers.h): BLAS for matmuls and attention, OpenMP loops for
+// the rest.
 #include "kernels/cpu/gpt2_layers.h"
 
-#include <cblas.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -9,26 +9,12 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/cpu/gemm.h"
 #include "kernels/gpt2_math.h"
 
 namespace dsx::kernels::cpu {
 
 namespace {
-
-// Row-major C (m, n) = alpha * op(A) @ op(B) + beta * C.
-void gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, float alpha, const float* a,
-          size_t lda, const float* b, size_t ldb, float beta, float* c, size_t ldc) {
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-              static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a,
-              static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
-}
-
-void gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, double alpha, const double* a,
-          size_t lda, const double* b, size_t ldb, double beta, double* c, size_t ldc) {
-  cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-              static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a,
-              static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
-}
 
 // Loops over less work than this run on the calling thread: a parallel region costs more than
 // it saves on small tensors, and far more on a loaded machine, where every barrier waits for
@@ -160,39 +146,45 @@ void gpt2_matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T*
   }
 }
 
+// Attention runs one (batch row, head) per task, each thread with its own single-threaded GEMMs
+// on the head's slices of qkv (row stride 3C). The causal mask is exploited in blocks of
+// kAttBlock query rows: block [r0, r1) only meets keys [0, r1), so about 5/8 of the full T x T
+// products are computed for T = 256 instead of all of them.
+constexpr int kAttBlock = 64;
+
 template <class T>
 void gpt2_attention_forward(T* out, T* att, const T* qkv, int B, int Tn, int C, int NH) {
   const int hs = C / NH;
   const T scale = T(1) / sqrt(T(hs));
   const size_t C3 = 3 * static_cast<size_t>(C);
-#pragma omp parallel for collapse(3) if (size_t(B) * NH * Tn * Tn * hs / 2 >= kParallelMin)
-  for (int b = 0; b < B; ++b) {
-    for (int h = 0; h < NH; ++h) {
-      for (int t = 0; t < Tn; ++t) {
-        const T* q = qkv + (static_cast<size_t>(b) * Tn + t) * C3 + h * hs;
-        T* a = att + ((static_cast<size_t>(b) * NH + h) * Tn + t) * Tn;
+  SingleThreadedBlas single;
+#pragma omp parallel for schedule(static) if (size_t(B) * NH * Tn * Tn * hs / 2 >= kParallelMin)
+  for (int bh = 0; bh < B * NH; ++bh) {
+    const int b = bh / NH, h = bh % NH;
+    const T* q = qkv + static_cast<size_t>(b) * Tn * C3 + h * hs;
+    const T* k = q + C;
+    const T* v = q + 2 * C;
+    T* a = att + static_cast<size_t>(bh) * Tn * Tn;
+    T* o = out + static_cast<size_t>(b) * Tn * C + h * hs;
+    for (int r0 = 0; r0 < Tn; r0 += kAttBlock) {
+      const int r1 = std::min(Tn, r0 + kAttBlock);
+      // scores of queries [r0, r1) against keys [0, r1)
+      gemm_serial(false, true, r1 - r0, r1, hs, scale, q + r0 * C3, C3, k, C3, T(0), a + size_t(r0) * Tn, Tn);
+      for (int t = r0; t < r1; ++t) {
+        T* row = a + static_cast<size_t>(t) * Tn;
         T maxv = -std::numeric_limits<T>::infinity();
-        for (int t2 = 0; t2 <= t; ++t2) {
-          const T* k = qkv + (static_cast<size_t>(b) * Tn + t2) * C3 + C + h * hs;
-          T dot = 0;
-          for (int i = 0; i < hs; ++i) dot += q[i] * k[i];
-          a[t2] = dot * scale;
-          maxv = std::max(maxv, a[t2]);
-        }
+        for (int t2 = 0; t2 <= t; ++t2) maxv = std::max(maxv, row[t2]);
         T sum = 0;
         for (int t2 = 0; t2 <= t; ++t2) {
-          a[t2] = exp(a[t2] - maxv);
-          sum += a[t2];
+          row[t2] = exp(row[t2] - maxv);
+          sum += row[t2];
         }
         T inv = T(1) / sum;
-        for (int t2 = 0; t2 <= t; ++t2) a[t2] *= inv;
-        T* o = out + (static_cast<size_t>(b) * Tn + t) * C + h * hs;
-        for (int i = 0; i < hs; ++i) o[i] = 0;
-        for (int t2 = 0; t2 <= t; ++t2) {
-          const T* v = qkv + (static_cast<size_t>(b) * Tn + t2) * C3 + 2 * C + h * hs;
-          for (int i = 0; i < hs; ++i) o[i] += a[t2] * v[i];
-        }
+        for (int t2 = 0; t2 <= t; ++t2) row[t2] *= inv;
+        std::fill(row + t + 1, row + Tn, T(0));  // the masked keys: zero weight, read by backward
       }
+      gemm_serial(false, false, r1 - r0, hs, r1, T(1), a + size_t(r0) * Tn, Tn, v, C3, T(0), o + r0 * size_t(C),
+                  size_t(C));
     }
   }
 }
@@ -203,48 +195,43 @@ void gpt2_attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att,
   const int hs = C / NH;
   const T scale = T(1) / sqrt(T(hs));
   const size_t C3 = 3 * static_cast<size_t>(C);
-  // One (b, h) per task: dk and dv of a key row collect contributions from every later query row.
+  SingleThreadedBlas single;
 #pragma omp parallel if (size_t(B) * NH * Tn * Tn * hs / 2 >= kParallelMin)
   {
-    std::vector<T> datt(Tn);
-#pragma omp for collapse(2)
-    for (int b = 0; b < B; ++b) {
-      for (int h = 0; h < NH; ++h) {
-        for (int t = 0; t < Tn; ++t) {
-          T* dq = dqkv + (static_cast<size_t>(b) * Tn + t) * C3 + h * hs;
-          for (int i = 0; i < hs; ++i) dq[i] = 0;
-          for (int i = 0; i < hs; ++i) dq[C + i] = 0;
-          for (int i = 0; i < hs; ++i) dq[2 * C + i] = 0;
+    std::vector<T> dpre(static_cast<size_t>(Tn) * Tn);  // d loss / d scores, this thread's head
+#pragma omp for schedule(static)
+    for (int bh = 0; bh < B * NH; ++bh) {
+      const int b = bh / NH, h = bh % NH;
+      const size_t base = static_cast<size_t>(b) * Tn * C3 + h * hs;
+      const T *q = qkv + base, *k = q + C, *v = q + 2 * C;
+      T *dq = dqkv + base, *dk = dq + C, *dv = dq + 2 * C;
+      const T* a = att + static_cast<size_t>(bh) * Tn * Tn;
+      const T* g = dout + static_cast<size_t>(b) * Tn * C + h * hs;
+      T* d = dpre.data();
+      for (int r0 = 0; r0 < Tn; r0 += kAttBlock) {
+        const int r1 = std::min(Tn, r0 + kAttBlock);
+        // out = a @ v: d a = g @ v^T over keys [0, r1)
+        gemm_serial(false, true, r1 - r0, r1, hs, T(1), g + r0 * size_t(C), size_t(C), v, C3, T(0),
+                    d + size_t(r0) * Tn, Tn);
+        // softmax backward: dpre = a * (da - sum(a * da)) * scale; zero on masked keys
+        for (int t = r0; t < r1; ++t) {
+          const T* arow = a + static_cast<size_t>(t) * Tn;
+          T* drow = d + static_cast<size_t>(t) * Tn;
+          T dot = 0;
+          for (int t2 = 0; t2 <= t; ++t2) dot += arow[t2] * drow[t2];
+          for (int t2 = 0; t2 <= t; ++t2) drow[t2] = arow[t2] * (drow[t2] - dot) * scale;
+          std::fill(drow + t + 1, drow + r1, T(0));
         }
-        for (int t = 0; t < Tn; ++t) {
-          const T* a = att + ((static_cast<size_t>(b) * NH + h) * Tn + t) * Tn;
-          const T* g = dout + (static_cast<size_t>(b) * Tn + t) * C + h * hs;
-          // out = sum a[t2] v[t2]: datt[t2] = g . v[t2]; dv[t2] += a[t2] g.
-          T dot_a = 0;
-          for (int t2 = 0; t2 <= t; ++t2) {
-            const T* v = qkv + (static_cast<size_t>(b) * Tn + t2) * C3 + 2 * C + h * hs;
-            T* dv = dqkv + (static_cast<size_t>(b) * Tn + t2) * C3 + 2 * C + h * hs;
-            T d = 0;
-            for (int i = 0; i < hs; ++i) {
-              d += g[i] * v[i];
-              dv[i] += a[t2] * g[i];
-            }
-            datt[t2] = d;
-            dot_a += d * a[t2];
-          }
-          // softmax backward: dpre = a * (datt - sum(a * datt)); pre = scale * q . k.
-          const T* q = qkv + (static_cast<size_t>(b) * Tn + t) * C3 + h * hs;
-          T* dq = dqkv + (static_cast<size_t>(b) * Tn + t) * C3 + h * hs;
-          for (int t2 = 0; t2 <= t; ++t2) {
-            T dpre = a[t2] * (datt[t2] - dot_a) * scale;
-            const T* k = qkv + (static_cast<size_t>(b) * Tn + t2) * C3 + C + h * hs;
-            T* dk = dqkv + (static_cast<size_t>(b) * Tn + t2) * C3 + C + h * hs;
-            for (int i = 0; i < hs; ++i) {
-              dq[i] += dpre * k[i];
-              dk[i] += dpre * q[i];
-            }
-          }
-        }
+        // scores = q @ k^T: dq = dpre @ k
+        gemm_serial(false, false, r1 - r0, hs, r1, T(1), d + size_t(r0) * Tn, Tn, k, C3, T(0), dq + r0 * C3, C3);
+      }
+      // Key rows [c0, c1) are met by queries [c0, T) only: dv = a^T @ g, dk = dpre^T @ q.
+      for (int c0 = 0; c0 < Tn; c0 += kAttBlock) {
+        const int c1 = std::min(Tn, c0 + kAttBlock);
+        const size_t off = size_t(c0) * Tn + c0;
+        gemm_serial(true, false, c1 - c0, hs, Tn - c0, T(1), a + off, Tn, g + c0 * size_t(C), size_t(C), T(0),
+                    dv + c0 * C3, C3);
+        gemm_serial(true, false, c1 - c0, hs, Tn - c0, T(1), d + off, Tn, q + c0 * C3, C3, T(0), dk + c0 * C3, C3);
       }
     }
   }

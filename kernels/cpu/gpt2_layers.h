@@ -41,7 +41,7 @@ void gpt2_matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T*
                           const T* weight, size_t N, int C, int OC);
 
 // Causal multi-head self-attention on packed qkv (B, T, 3C) -> out (B, T, C). `att` (B, NH, T, T)
-// keeps the softmax probabilities for backward (only the causal lower triangle is written).
+// keeps the softmax probabilities for backward (zero above the diagonal).
 template <class T>
 void gpt2_attention_forward(T* out, T* att, const T* qkv, int B, int Tn, int C, int NH);
 // dqkv = gradient w.r.t. qkv.

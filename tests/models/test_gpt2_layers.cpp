@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -120,6 +121,44 @@ TEST(Gpt2Layers, AttentionGradientsAndCausality) {
   f();
   for (int t = 0; t < T - 1; ++t)
     for (int i = 0; i < C; ++i) EXPECT_EQ(out[t * C + i], before[t * C + i]);
+}
+
+// Long sequences take the blocked path (query blocks of 64 meet only the keys up to their end):
+// 150 positions cover two full blocks and a partial one. Forward against the textbook formula,
+// backward against finite differences.
+TEST(Gpt2Layers, AttentionAcrossCausalBlocksMatchesTheFormula) {
+  const int B = 2, T = 150, C = 8, NH = 2, hs = C / NH;
+  auto qkv = random_vector(B * T * 3 * C, 26), R = random_vector(B * T * C, 27);
+  std::vector<double> out(B * T * C), att(B * NH * T * T);
+  kc::gpt2_attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH);
+  double worst = 0;
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < NH; ++h)
+      for (int t = 0; t < T; ++t) {
+        auto at = [&](int t2, int part, int i) { return qkv[(b * T + t2) * 3 * C + part * C + h * hs + i]; };
+        std::vector<double> w(t + 1);
+        double maxv = -1e300, sum = 0;
+        for (int t2 = 0; t2 <= t; ++t2) {
+          for (int i = 0; i < hs; ++i) w[t2] += at(t, 0, i) * at(t2, 1, i) / std::sqrt(double(hs));
+          maxv = std::max(maxv, w[t2]);
+        }
+        for (auto& x : w) sum += x = std::exp(x - maxv);
+        for (int i = 0; i < hs; ++i) {
+          double o = 0;
+          for (int t2 = 0; t2 <= t; ++t2) o += w[t2] / sum * at(t2, 2, i);
+          worst = std::max(worst, std::abs(o - out[(b * T + t) * C + h * hs + i]));
+        }
+        for (int t2 = t + 1; t2 < T; ++t2) EXPECT_EQ(att[((b * NH + h) * T + t) * T + t2], 0.0);
+      }
+  EXPECT_LT(worst, 1e-12);
+  auto f = [&] {
+    kc::gpt2_attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH);
+    return dot(out, R);
+  };
+  f();
+  std::vector<double> dqkv(B * T * 3 * C);
+  kc::gpt2_attention_backward(dqkv.data(), R.data(), qkv.data(), att.data(), B, T, C, NH);
+  EXPECT_LT(gradient_error(f, qkv.data(), qkv.size(), dqkv.data(), 600), kTol);
 }
 
 TEST(Gpt2Layers, GeluGradientAndKnownValues) {

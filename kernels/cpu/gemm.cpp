@@ -1,0 +1,144 @@
+// Row-major GEMM over the OpenMP threads with a single-threaded BLAS per slice (see gemm.h), and
+// the choice of OpenBLAS's kernel set on CPUs that its version does not know.
+#include "kernels/cpu/gemm.h"
+
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "kernels/simd.h"
+
+// OpenBLAS built with DYNAMIC_ARCH picks its kernels once, at load time, from the CPU model, and
+// releases before 0.3.28 do not know AMD Zen 4/5: they run the AVX2 "Haswell" kernels on CPUs
+// with AVX-512, at about 0.65x the speed of the "SkylakeX" kernels they also contain (measured:
+// 1024x50304x384 SGEMM on 2 threads, 140 against 215 GFLOP/s). These symbols exist only in
+// DYNAMIC_ARCH builds, hence weak: where they are missing, the choice is left alone.
+extern "C" {
+void gotoblas_dynamic_init(void) __attribute__((weak));
+void gotoblas_dynamic_quit(void) __attribute__((weak));
+extern char gotoblas_SKYLAKEX __attribute__((weak));
+}
+
+namespace dsx::kernels::cpu {
+namespace {
+
+// Below this many multiply-adds one thread does the whole product: the split does not pay.
+constexpr size_t kParallelMacs = size_t{1} << 22;
+// Slices start at multiples of this many rows or columns (16 floats: one cache line).
+constexpr size_t kSliceAlign = 16;
+
+std::string& description() {
+  static std::string text;
+  return text;
+}
+
+// Once per process, before the first product: the AVX-512 kernels where OpenBLAS chose AVX2 ones
+// on a CPU that has AVX-512 (unless the user set OPENBLAS_CORETYPE, or DSX_SIMD lowered dsx's own
+// level below AVX-512).
+void choose_blas_kernels() {
+  const char* core = openblas_get_corename();
+  bool avx2_kernels = core && (std::strcmp(core, "Haswell") == 0 || std::strcmp(core, "Zen") == 0);
+  if (avx2_kernels && simd_level() == SimdLevel::Avx512 && !std::getenv("OPENBLAS_CORETYPE") &&
+      gotoblas_dynamic_init && gotoblas_dynamic_quit && &gotoblas_SKYLAKEX) {
+    // gotoblas_dynamic_init reads the choice from the environment; take it back out afterwards
+    // so child processes decide for themselves.
+    setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
+    gotoblas_dynamic_quit();
+    gotoblas_dynamic_init();
+    unsetenv("OPENBLAS_CORETYPE");
+  }
+  const char* config = openblas_get_config();
+  description() = std::string(config ? config : "OpenBLAS") + ", kernels " + openblas_get_corename();
+}
+
+void ensure_blas_ready() {
+  static std::once_flag once;
+  std::call_once(once, choose_blas_kernels);
+}
+
+void blas_gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, float alpha, const float* a,
+               size_t lda, const float* b, size_t ldb, float beta, float* c, size_t ldc) {
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+              static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a,
+              static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+}
+
+void blas_gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, double alpha, const double* a,
+               size_t lda, const double* b, size_t ldb, double beta, double* c, size_t ldc) {
+  cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+              static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a,
+              static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+}
+
+}  // namespace
+
+SingleThreadedBlas::SingleThreadedBlas() : saved_threads_(1) {
+  ensure_blas_ready();
+  if (openblas_get_parallel() == 1) saved_threads_ = openblas_get_num_threads();
+  if (saved_threads_ != 1) openblas_set_num_threads(1);
+}
+
+SingleThreadedBlas::~SingleThreadedBlas() {
+  if (saved_threads_ != 1) openblas_set_num_threads(saved_threads_);
+}
+
+template <class T>
+void gemm_serial(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, T alpha, const T* a,
+                 size_t lda, const T* b, size_t ldb, T beta, T* c, size_t ldc) {
+  ensure_blas_ready();
+  if (m == 0 || n == 0) return;
+  blas_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+template <class T>
+void gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, T alpha, const T* a, size_t lda,
+          const T* b, size_t ldb, T beta, T* c, size_t ldc) {
+  ensure_blas_ready();
+  if (m == 0 || n == 0) return;
+  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  if (threads == 1 || m * n * k < kParallelMacs) {
+    blas_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  // Slice the longer side of C. Rows of C are rows of op(A); columns of C are columns of op(B).
+  const bool by_rows = m >= n;
+  const size_t extent = by_rows ? m : n;
+  size_t per = (extent + threads - 1) / threads;
+  per = (per + kSliceAlign - 1) / kSliceAlign * kSliceAlign;
+  SingleThreadedBlas single;
+#pragma omp parallel num_threads(threads)
+  {
+    size_t begin = std::min(extent, static_cast<size_t>(omp_get_thread_num()) * per);
+    size_t end = std::min(extent, begin + per);
+    if (begin < end) {
+      if (by_rows) {
+        const T* a_part = trans_a ? a + begin : a + begin * lda;
+        blas_gemm(trans_a, trans_b, end - begin, n, k, alpha, a_part, lda, b, ldb, beta, c + begin * ldc, ldc);
+      } else {
+        const T* b_part = trans_b ? b + begin * ldb : b + begin;
+        blas_gemm(trans_a, trans_b, m, end - begin, k, alpha, a, lda, b_part, ldb, beta, c + begin, ldc);
+      }
+    }
+  }
+}
+
+const char* blas_description() {
+  ensure_blas_ready();
+  return description().c_str();
+}
+
+#define DSX_GEMM_INSTANTIATE(T)                                                                   \
+  template void gemm<T>(bool, bool, size_t, size_t, size_t, T, const T*, size_t, const T*, size_t, \
+                        T, T*, size_t);                                                           \
+  template void gemm_serial<T>(bool, bool, size_t, size_t, size_t, T, const T*, size_t, const T*,  \
+                               size_t, T, T*, size_t);
+
+DSX_GEMM_INSTANTIATE(float)
+DSX_GEMM_INSTANTIATE(double)
+
+}  // namespace dsx::kernels::cpu

@@ -1,0 +1,46 @@
+// Row-major GEMM for the CPU kernels, threaded by OpenMP rather than by the BLAS library.
+//
+// Why: OpenBLAS's pthread build keeps its own worker threads. Beside the OpenMP threads of the
+// other layer loops, two pools then spin for the same cores between calls (measured: a quarter of
+// a GPT-2 step's CPU time went to libgomp spinning while OpenBLAS computed). Here the BLAS runs
+// single-threaded on each OpenMP thread's slice of the output, so one pool does all the work.
+// Callers already inside a parallel region (one attention head per thread) use gemm_serial.
+#pragma once
+
+#include <cstddef>
+
+namespace dsx::kernels::cpu {
+
+// C (m, n) = alpha * op(A) @ op(B) + beta * C, all row-major; op transposes when trans_* is set.
+// Large products are split across the OpenMP threads (rows or columns of C, whichever is longer).
+template <class T>
+void gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, T alpha, const T* a, size_t lda,
+          const T* b, size_t ldb, T beta, T* c, size_t ldc);
+
+// The same on the calling thread only, for one thread's share of a parallel region. The region
+// must run while a SingleThreadedBlas is alive, or OpenBLAS's pthread build would share its own
+// threads between the callers.
+template <class T>
+void gemm_serial(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, T alpha, const T* a,
+                 size_t lda, const T* b, size_t ldb, T beta, T* c, size_t ldc);
+
+// While alive, the BLAS library's own threads stay idle: each call runs on its calling thread.
+// An OpenMP build of OpenBLAS does this by itself inside a parallel region; the pthread build
+// needs its thread count lowered (and restored afterwards, for other callers in the process).
+// Create it outside parallel regions.
+class SingleThreadedBlas {
+ public:
+  SingleThreadedBlas();
+  ~SingleThreadedBlas();
+  SingleThreadedBlas(const SingleThreadedBlas&) = delete;
+  SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
+
+ private:
+  int saved_threads_;
+};
+
+// The BLAS library's name and kernel set as dsx uses them (e.g. "OpenBLAS 0.3.21 ... SkylakeX"),
+// for benchmark headers.
+const char* blas_description();
+
+}  // namespace dsx::kernels::cpu
