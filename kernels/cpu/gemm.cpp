@@ -1,28 +1,11 @@
-// Row-major GEMM over the OpenMP threads with a single-threaded BLAS per slice (see gemm.h), and
-// the choice of OpenBLAS's kernel set on CPUs that its version does not know.
+// Row-major GEMM over the OpenMP threads with a single-threaded BLAS per slice (see gemm.h).
 #include "kernels/cpu/gemm.h"
 
 #include <cblas.h>
 #include <omp.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
-#include <mutex>
 #include <string>
-
-#include "kernels/simd.h"
-
-// OpenBLAS built with DYNAMIC_ARCH picks its kernels once, at load time, from the CPU model, and
-// releases before 0.3.28 do not know AMD Zen 4/5: they run the AVX2 "Haswell" kernels on CPUs
-// with AVX-512, at about 0.65x the speed of the "SkylakeX" kernels they also contain (measured:
-// 1024x50304x384 SGEMM on 2 threads, 140 against 215 GFLOP/s). These symbols exist only in
-// DYNAMIC_ARCH builds, hence weak: where they are missing, the choice is left alone.
-extern "C" {
-void gotoblas_dynamic_init(void) __attribute__((weak));
-void gotoblas_dynamic_quit(void) __attribute__((weak));
-extern char gotoblas_SKYLAKEX __attribute__((weak));
-}
 
 namespace dsx::kernels::cpu {
 namespace {
@@ -31,35 +14,6 @@ namespace {
 constexpr size_t kParallelMacs = size_t{1} << 22;
 // Slices start at multiples of this many rows or columns (16 floats: one cache line).
 constexpr size_t kSliceAlign = 16;
-
-std::string& description() {
-  static std::string text;
-  return text;
-}
-
-// Once per process, before the first product: the AVX-512 kernels where OpenBLAS chose AVX2 ones
-// on a CPU that has AVX-512 (unless the user set OPENBLAS_CORETYPE, or DSX_SIMD lowered dsx's own
-// level below AVX-512).
-void choose_blas_kernels() {
-  const char* core = openblas_get_corename();
-  bool avx2_kernels = core && (std::strcmp(core, "Haswell") == 0 || std::strcmp(core, "Zen") == 0);
-  if (avx2_kernels && simd_level() == SimdLevel::Avx512 && !std::getenv("OPENBLAS_CORETYPE") &&
-      gotoblas_dynamic_init && gotoblas_dynamic_quit && &gotoblas_SKYLAKEX) {
-    // gotoblas_dynamic_init reads the choice from the environment; take it back out afterwards
-    // so child processes decide for themselves.
-    setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
-    gotoblas_dynamic_quit();
-    gotoblas_dynamic_init();
-    unsetenv("OPENBLAS_CORETYPE");
-  }
-  const char* config = openblas_get_config();
-  description() = std::string(config ? config : "OpenBLAS") + ", kernels " + openblas_get_corename();
-}
-
-void ensure_blas_ready() {
-  static std::once_flag once;
-  std::call_once(once, choose_blas_kernels);
-}
 
 void blas_gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, float alpha, const float* a,
                size_t lda, const float* b, size_t ldb, float beta, float* c, size_t ldc) {
@@ -78,7 +32,6 @@ void blas_gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, double 
 }  // namespace
 
 SingleThreadedBlas::SingleThreadedBlas() : saved_threads_(1) {
-  ensure_blas_ready();
   if (openblas_get_parallel() == 1) saved_threads_ = openblas_get_num_threads();
   if (saved_threads_ != 1) openblas_set_num_threads(1);
 }
@@ -90,7 +43,6 @@ SingleThreadedBlas::~SingleThreadedBlas() {
 template <class T>
 void gemm_serial(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, T alpha, const T* a,
                  size_t lda, const T* b, size_t ldb, T beta, T* c, size_t ldc) {
-  ensure_blas_ready();
   if (m == 0 || n == 0) return;
   blas_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
@@ -98,7 +50,6 @@ void gemm_serial(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, T alp
 template <class T>
 void gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, T alpha, const T* a, size_t lda,
           const T* b, size_t ldb, T beta, T* c, size_t ldc) {
-  ensure_blas_ready();
   if (m == 0 || n == 0) return;
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   if (threads == 1 || m * n * k < kParallelMacs) {
@@ -127,9 +78,14 @@ void gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, T alpha, con
   }
 }
 
+// OpenBLAS picks its kernels at load time (OPENBLAS_CORETYPE overrides the choice).
 const char* blas_description() {
-  ensure_blas_ready();
-  return description().c_str();
+  static const std::string text = [] {
+    const char* config = openblas_get_config();
+    const char* core = openblas_get_corename();
+    return std::string(config ? config : "OpenBLAS") + ", kernels " + (core ? core : "unknown");
+  }();
+  return text.c_str();
 }
 
 #define DSX_GEMM_INSTANTIATE(T)                                                                   \

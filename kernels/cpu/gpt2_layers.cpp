@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/vector_math.h"
 #include "kernels/gpt2_math.h"
 
 namespace dsx::kernels::cpu {
@@ -19,9 +20,8 @@ namespace {
 // Loops over less work than this run on the calling thread: a parallel region costs more than
 // it saves on small tensors, and far more on a loaded machine, where every barrier waits for
 // a descheduled thread.
-constexpr size_t kParallelMin = size_t(1) << 18;
+constexpr size_t kLayerParallelMin = size_t(1) << 18;
 
-using std::exp;
 using std::log;
 using std::sqrt;
 
@@ -30,7 +30,7 @@ using std::sqrt;
 template <class T>
 void gpt2_encoder_forward(T* out, const int32_t* tokens, const T* wte, const T* wpe, int B, int Tn,
                           int C) {
-#pragma omp parallel for collapse(2) if (size_t(B) * Tn * C >= kParallelMin)
+#pragma omp parallel for collapse(2) if (size_t(B) * Tn * C >= kLayerParallelMin)
   for (int b = 0; b < B; ++b) {
     for (int t = 0; t < Tn; ++t) {
       T* o = out + (static_cast<size_t>(b) * Tn + t) * C;
@@ -45,7 +45,7 @@ template <class T>
 void gpt2_encoder_backward(T* dwte, T* dwpe, const T* dout, const int32_t* tokens, int B, int Tn,
                            int C) {
   // Serial over rows: two rows may hold the same token. Parallel over channels instead.
-#pragma omp parallel for if (size_t(B) * Tn * C >= kParallelMin)
+#pragma omp parallel for if (size_t(B) * Tn * C >= kLayerParallelMin)
   for (int i = 0; i < C; ++i) {
     for (int b = 0; b < B; ++b) {
       for (int t = 0; t < Tn; ++t) {
@@ -60,7 +60,7 @@ void gpt2_encoder_backward(T* dwte, T* dwpe, const T* dout, const int32_t* token
 template <class T>
 void gpt2_layernorm_forward(T* out, T* mean, T* rstd, const T* inp, const T* weight, const T* bias,
                             size_t N, int C) {
-#pragma omp parallel for if (N * C >= kParallelMin)
+#pragma omp parallel for if (N * C >= kLayerParallelMin)
   for (size_t r = 0; r < N; ++r) {
     const T* x = inp + r * C;
     T m = 0;
@@ -82,7 +82,7 @@ void gpt2_layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const
                              const T* weight, const T* mean, const T* rstd, size_t N, int C) {
   // dweight/dbias are sums over rows: each thread sums a fixed block of rows into its own
   // partial, and the partials are added in thread order, so results are bitwise reproducible.
-  const int threads = N * C >= kParallelMin ? omp_get_max_threads() : 1;
+  const int threads = N * C >= kLayerParallelMin ? omp_get_max_threads() : 1;
   std::vector<T> partial(static_cast<size_t>(threads) * 2 * C, T(0));
 #pragma omp parallel num_threads(threads)
   {
@@ -125,7 +125,7 @@ void gpt2_matmul_forward(T* out, const T* inp, const T* weight, const T* bias, s
                          int OC) {
   T beta = 0;
   if (bias) {
-#pragma omp parallel for if (N * OC >= kParallelMin)
+#pragma omp parallel for if (N * OC >= kLayerParallelMin)
     for (size_t r = 0; r < N; ++r) std::copy(bias, bias + OC, out + r * OC);
     beta = 1;
   }
@@ -138,7 +138,7 @@ void gpt2_matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T*
   gemm(false, false, N, C, OC, T(1), dout, OC, weight, C, T(0), dinp, C);
   gemm(true, false, OC, C, N, T(1), dout, OC, inp, C, T(1), dweight, C);
   if (!dbias) return;
-#pragma omp parallel for if (N * OC >= kParallelMin)
+#pragma omp parallel for if (N * OC >= kLayerParallelMin)
   for (int o = 0; o < OC; ++o) {
     T s = 0;
     for (size_t r = 0; r < N; ++r) s += dout[r * OC + o];
@@ -158,7 +158,7 @@ void gpt2_attention_forward(T* out, T* att, const T* qkv, int B, int Tn, int C, 
   const T scale = T(1) / sqrt(T(hs));
   const size_t C3 = 3 * static_cast<size_t>(C);
   SingleThreadedBlas single;
-#pragma omp parallel for schedule(static) if (size_t(B) * NH * Tn * Tn * hs / 2 >= kParallelMin)
+#pragma omp parallel for schedule(static) if (size_t(B) * NH * Tn * Tn * hs / 2 >= kLayerParallelMin)
   for (int bh = 0; bh < B * NH; ++bh) {
     const int b = bh / NH, h = bh % NH;
     const T* q = qkv + static_cast<size_t>(b) * Tn * C3 + h * hs;
@@ -172,14 +172,7 @@ void gpt2_attention_forward(T* out, T* att, const T* qkv, int B, int Tn, int C, 
       gemm_serial(false, true, r1 - r0, r1, hs, scale, q + r0 * C3, C3, k, C3, T(0), a + size_t(r0) * Tn, Tn);
       for (int t = r0; t < r1; ++t) {
         T* row = a + static_cast<size_t>(t) * Tn;
-        T maxv = -std::numeric_limits<T>::infinity();
-        for (int t2 = 0; t2 <= t; ++t2) maxv = std::max(maxv, row[t2]);
-        T sum = 0;
-        for (int t2 = 0; t2 <= t; ++t2) {
-          row[t2] = exp(row[t2] - maxv);
-          sum += row[t2];
-        }
-        T inv = T(1) / sum;
+        T inv = T(1) / row_exp_in_place(row, t + 1, row_max(row, t + 1));
         for (int t2 = 0; t2 <= t; ++t2) row[t2] *= inv;
         std::fill(row + t + 1, row + Tn, T(0));  // the masked keys: zero weight, read by backward
       }
@@ -196,7 +189,7 @@ void gpt2_attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att,
   const T scale = T(1) / sqrt(T(hs));
   const size_t C3 = 3 * static_cast<size_t>(C);
   SingleThreadedBlas single;
-#pragma omp parallel if (size_t(B) * NH * Tn * Tn * hs / 2 >= kParallelMin)
+#pragma omp parallel if (size_t(B) * NH * Tn * Tn * hs / 2 >= kLayerParallelMin)
   {
     std::vector<T> dpre(static_cast<size_t>(Tn) * Tn);  // d loss / d scores, this thread's head
 #pragma omp for schedule(static)
@@ -239,19 +232,23 @@ void gpt2_attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att,
 
 template <class T>
 void gpt2_gelu_forward(T* out, const T* inp, size_t n) {
-#pragma omp parallel for if (n >= kParallelMin)
-  for (size_t i = 0; i < n; ++i) out[i] = gpt2::gelu_tanh(inp[i]);
+  for_each_element(n, [=](size_t i) DSX_ALWAYS_INLINE {
+    T x = inp[i];
+    out[i] = gpt2::gelu_tanh_given(x, vtanh(gpt2::gelu_tanh_arg(x)));
+  });
 }
 
 template <class T>
 void gpt2_gelu_backward(T* dinp, const T* inp, const T* dout, size_t n) {
-#pragma omp parallel for if (n >= kParallelMin)
-  for (size_t i = 0; i < n; ++i) dinp[i] = gpt2::gelu_tanh_grad(inp[i]) * dout[i];
+  for_each_element(n, [=](size_t i) DSX_ALWAYS_INLINE {
+    T x = inp[i];
+    dinp[i] = gpt2::gelu_tanh_grad_given(x, vtanh(gpt2::gelu_tanh_arg(x))) * dout[i];
+  });
 }
 
 template <class T>
 void gpt2_residual_forward(T* out, const T* a, const T* b, size_t n) {
-#pragma omp parallel for if (n >= kParallelMin)
+#pragma omp parallel for if (n >= kLayerParallelMin)
   for (size_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
 }
 
@@ -259,14 +256,11 @@ template <class T>
 size_t gpt2_crossentropy_forward(T* losses, T* lse, const T* logits, const int32_t* targets,
                                  size_t N, int V, int Vp) {
   size_t counted = 0;
-#pragma omp parallel for reduction(+ : counted) if (N * V >= kParallelMin)
+#pragma omp parallel for reduction(+ : counted) if (N * V >= kLayerParallelMin)
   for (size_t r = 0; r < N; ++r) {
     const T* z = logits + r * Vp;
-    T maxv = z[0];
-    for (int i = 1; i < V; ++i) maxv = std::max(maxv, z[i]);
-    T sum = 0;
-    for (int i = 0; i < V; ++i) sum += exp(z[i] - maxv);
-    lse[r] = maxv + log(sum);
+    T maxv = row_max(z, V);
+    lse[r] = maxv + log(row_sum_exp(z, V, maxv));
     int32_t y = targets[r];
     losses[r] = y >= 0 ? lse[r] - z[y] : T(0);
     counted += y >= 0;
@@ -277,7 +271,7 @@ size_t gpt2_crossentropy_forward(T* losses, T* lse, const T* logits, const int32
 template <class T>
 void gpt2_crossentropy_backward(T* logits_to_dlogits, const T* lse, const int32_t* targets, T dloss,
                                 size_t N, int V, int Vp) {
-#pragma omp parallel for if (N * V >= kParallelMin)
+#pragma omp parallel for if (N * V >= kLayerParallelMin)
   for (size_t r = 0; r < N; ++r) {
     T* z = logits_to_dlogits + r * Vp;
     int32_t y = targets[r];
@@ -285,7 +279,7 @@ void gpt2_crossentropy_backward(T* logits_to_dlogits, const T* lse, const int32_
       std::fill(z, z + Vp, T(0));
       continue;
     }
-    for (int i = 0; i < V; ++i) z[i] = exp(z[i] - lse[r]) * dloss;
+    row_exp_scale(z, V, lse[r], dloss);
     z[y] -= dloss;
     std::fill(z + V, z + Vp, T(0));
   }
