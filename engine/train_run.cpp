@@ -20,6 +20,7 @@
 #include "comm/logging_communicator.h"
 #include "comm/session.h"
 #include "dsx/error.h"
+#include "engine/autotune/profile_metrics.h"
 #include "engine/config/ds_config.h"
 #include "engine/monitor/monitor_master.h"
 #include "engine/progress/progress_display.h"
@@ -136,6 +137,29 @@ std::string run_description(const models::GPT2Config& c, uint64_t seed, const st
   return buffer.GetString();
 }
 
+// Under DeepSpeed's autotuner the engine times steps (start_profile_step, end_profile_step],
+// writes the metrics file and ends the run; dsx adds the most memory any rank held.
+void write_trial_metrics(const EngineConfig& config, Trainer& trainer, const models::Model& model,
+                         const models::GPT2Config& shape, int seq, int64_t profiled_steps, double seconds,
+                         comm::Store& store, int rank, int world, size_t memory_limit) {
+  store.set("autotune/peak/" + std::to_string(rank), std::to_string(trainer.zero().memory().peak_total()));
+  if (rank != 0) return;
+  autotune::ProfileMetrics m;
+  for (int r = 0; r < world; ++r) {
+    const std::string peak = store.get("autotune/peak/" + std::to_string(r), std::chrono::minutes(2));
+    m.peak_memory_bytes = std::max<int64_t>(m.peak_memory_bytes, std::stoll(peak));
+  }
+  const double micro = static_cast<double>(config.train_micro_batch_size_per_gpu);
+  m.profiled_steps = profiled_steps;
+  m.latency = seconds / static_cast<double>(profiled_steps);
+  m.throughput = static_cast<double>(config.train_batch_size) / m.latency;
+  m.flops_per_gpu = 3 * gpt2_forward_flops(shape, static_cast<int64_t>(micro), seq) *
+                    static_cast<double>(config.gradient_accumulation_steps) / m.latency;
+  m.activation_bytes = static_cast<int64_t>(model.activation_bytes());
+  m.memory_limit_bytes = static_cast<int64_t>(memory_limit);
+  autotune::write_profile_metrics(*config.autotuning.metric_path, m);
+}
+
 }  // namespace
 
 int run_training(const TrainRunOptions& o) {
@@ -188,7 +212,11 @@ int run_training(const TrainRunOptions& o) {
     if (batches == 0) throw Error(ErrorKind::Usage, "--epochs needs data of finite size (text: or shards:); use --steps");
     run.steps = std::max<int64_t>(1, static_cast<int64_t>(batches) * o.epochs / config.gradient_accumulation_steps);
   }
-  Trainer trainer(config, model, comm, choice.initial.data());
+  // A profiled trial (DeepSpeed's autotuner contract): train to end_profile_step, time the
+  // steps after start_profile_step.
+  const bool profiling = config.autotuning.enabled && config.autotuning.metric_path.has_value();
+  if (profiling) run.steps = config.autotuning.end_profile_step;
+  Trainer trainer(config, model, comm, choice.initial.data(), o.device_memory);
   if (!o.load_dir.empty()) {
     const std::string tag = load_training_checkpoint(o.load_dir, o.load_tag, trainer, model, *loader, comm);
     if (lead) {
@@ -225,6 +253,8 @@ int run_training(const TrainRunOptions& o) {
          << (config.zero_optimization.overlap_comm ? " with overlap_comm" : "") << ", " << config.model_dtype()
          << ", batch " << config.train_batch_size << " = " << micro << " x " << config.gradient_accumulation_steps
          << " x " << comm.size() << ", " << run.steps << " steps";
+    if (o.device_memory) head << ", at most " << o.device_memory / 1e6 << " MB per rank";
+    if (profiling) head << " (profiled trial: metrics to " << *config.autotuning.metric_path << ")";
     say(head.str());
     for (const auto& note : trainer.notes()) say("note: " + note);
     std::string line;
@@ -238,6 +268,7 @@ int run_training(const TrainRunOptions& o) {
   display.start(start);
   throughput.start(start);
   int64_t samples_seen = 0;
+  double profile_start = start, last_step_end = start;
   auto evaluate = [&](int64_t step) {
     if (o.data != "addition") return;
     trainer.zero().begin_micro_step(false);
@@ -252,6 +283,8 @@ int run_training(const TrainRunOptions& o) {
     TrainStep step = trainer.train_batch(*loader);
     const double t = now_seconds();
     samples_seen += step.samples;
+    last_step_end = t;
+    if (profiling && step.global_step == config.autotuning.start_profile_step) profile_start = t;
     summary.tokens += step.tokens;
     if (!summary.first_loss) summary.first_loss = step.loss;
     summary.final_loss = step.loss;
@@ -321,6 +354,15 @@ int run_training(const TrainRunOptions& o) {
   summary.samples = samples_seen;
   summary.seconds = now_seconds() - start;
   if (lead) display.finish(now_seconds());
+  if (profiling) {
+    write_trial_metrics(config, trainer, model, choice.config, seq,
+                        run.steps - config.autotuning.start_profile_step, last_step_end - profile_start, store,
+                        rank, comm.size(), o.device_memory);
+    if (lead) std::cout << "dsx train: metrics of steps " << config.autotuning.start_profile_step + 1 << "-"
+                        << run.steps << " written to " << *config.autotuning.metric_path << "\n";
+    comm.barrier()->wait();
+    return 0;
+  }
   evaluate(trainer.global_steps());
   if (config.memory_breakdown) say("memory (rank 0): " + trainer.zero().memory().report());
   if (logged && lead) {

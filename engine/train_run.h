@@ -2,7 +2,9 @@
 // other ranks (RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT, as set by `dsx launch`, torchrun or
 // the deepspeed launcher; a lone process when they are absent), reads the ds_config, builds the
 // model and this rank's data, trains with ZeRO, and on rank 0 shows progress, DeepSpeed's log
-// lines, the monitors' files, held-out accuracy, the saved checkpoint and samples.
+// lines, the monitors' files, held-out accuracy, the saved checkpoint and samples. With
+// `autotuning.enabled` and `autotuning.metric_path` in the config it is a profiled trial, as
+// under DeepSpeed's autotuner: it stops after end_profile_step and writes the metrics file.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +29,7 @@ struct TrainRunOptions {
   std::string load_tag;                 // --tag (default: the `latest` file)
   int samples_to_show = 5;              // answers printed at the end (addition task)
   bool strict_config = false;
+  size_t device_memory = 0;             // --device_memory: bytes a rank may hold (0: no limit)
   std::optional<std::string> progress;  // "auto" (default), "bar", "plain"
 };
 

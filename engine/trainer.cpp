@@ -10,19 +10,23 @@ namespace dsx::engine {
 namespace {
 
 std::unique_ptr<zero::ZeroEngine> make_zero(const EngineConfig& config, models::Model& model,
-                                            comm::Communicator& comm, const float* initial,
+                                            comm::Communicator& comm, const float* initial, size_t memory_limit,
                                             std::vector<std::string>& notes) {
   if (model.on_device()) {
     throw Error(ErrorKind::Unsupported, "the training driver runs CPU models only in this build");
   }
-  return std::make_unique<zero::ZeroEngine>(zero_params_of(model), model.num_layers(), initial,
-                                            zero_options_from(config, notes), comm);
+  zero::ZeroOptions options = zero_options_from(config, notes);
+  options.memory_limit = memory_limit;
+  options.model_activation_bytes = model.activation_bytes();
+  return std::make_unique<zero::ZeroEngine>(zero_params_of(model), model.num_layers(), initial, options, comm);
 }
 
 }  // namespace
 
-Trainer::Trainer(const EngineConfig& config, models::Model& model, comm::Communicator& comm, const float* initial)
-    : config_(config), model_(model), comm_(comm), zero_(make_zero(config, model, comm, initial, notes_)),
+Trainer::Trainer(const EngineConfig& config, models::Model& model, comm::Communicator& comm, const float* initial,
+                 size_t memory_limit)
+    : config_(config), model_(model), comm_(comm),
+      zero_(make_zero(config, model, comm, initial, memory_limit, notes_)),
       access_(*zero_), schedule_(lr_schedule_from(config)) {
   if (config.dp_world_size != comm.size()) {
     throw Error(ErrorKind::Config, "the config was resolved for " + std::to_string(config.dp_world_size) +

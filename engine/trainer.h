@@ -33,8 +33,11 @@ struct TrainStep {
 
 class Trainer {
  public:
-  // `initial` parameters in the model's flat layout (every rank the same).
-  Trainer(const EngineConfig& config, models::Model& model, comm::Communicator& comm, const float* initial);
+  // `initial` parameters in the model's flat layout (every rank the same). `memory_limit`: the
+  // bytes this rank may hold, model activations included (0: no limit); past it the constructor
+  // or a step throws Error(OutOfMemory).
+  Trainer(const EngineConfig& config, models::Model& model, comm::Communicator& comm, const float* initial,
+          size_t memory_limit = 0);
 
   TrainStep train_batch(models::DataLoader& loader);
 

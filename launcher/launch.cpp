@@ -171,7 +171,7 @@ int run_launch(const LaunchOptions& options) {
                                         "by dsx launch; launch a fixed world instead");
   }
   if (!o.autotuning.empty()) {
-    throw Error(ErrorKind::Unsupported, "--autotuning is DeepSpeed's Python autotuner; dsx launch does not run it");
+    throw Error(ErrorKind::Internal, "--autotuning reached the launcher; `dsx launch` hands it to dsx autotune");
   }
   if (o.user_script.empty()) throw Error(ErrorKind::Usage, "no program to launch: dsx launch [flags] PROGRAM [ARGS...]");
   static const char* levels[] = {"debug", "info", "warning", "error", "critical"};
@@ -209,6 +209,12 @@ int run_launch(const LaunchOptions& options) {
   // variables reach every node). A secret the user set is kept.
   if (!o.dry_run && !std::getenv("DSX_STORE_SECRET")) ::setenv("DSX_STORE_SECRET", random_hex(16).c_str(), 1);
   return plan.multi_node ? run_multi_node(o, plan, backend) : run_local(o, plan);
+}
+
+int planned_world_size(const LaunchOptions& o) {
+  auto devices = detect_local_devices();
+  LocalMachine machine{devices.count, devices.gpus, env_value(current_environment(), "CUDA_VISIBLE_DEVICES")};
+  return world_size(plan_launch(o, read_hostfile(o.hostfile), machine).world);
 }
 
 int run_agent(const AgentOptions& a, bool dry_run) {

@@ -9,6 +9,10 @@
 namespace dsx::launcher {
 
 int run_launch(const LaunchOptions& options);
+// The number of ranks run_launch would start (hostfile, devices, --include/--exclude,
+// --num_nodes, --num_gpus), without starting anything. `dsx autotune` needs it to write the
+// batch triad of its trial configs.
+int planned_world_size(const LaunchOptions& options);
 int run_agent(const AgentOptions& options, bool dry_run);
 // Runs one rank under mpirun/srun; a failure prints the marker the runner watches for.
 int run_rank_shim(const ProgramSpec& program, int kill_grace_s);

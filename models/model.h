@@ -101,6 +101,9 @@ class Model {
   virtual std::vector<float> logits() const = 0;
   virtual int vocab_size() const = 0;
   virtual int max_seq_len() const = 0;
+  // Bytes of activations and scratch the model holds (allocated for its largest batch), so that
+  // the engine's memory ledger and `dsx autotune` see them.
+  virtual size_t activation_bytes() const = 0;
 };
 
 }  // namespace dsx::models

@@ -1,7 +1,9 @@
 // Parsing shared by all subcommands.
 #include "tools/cli.h"
 
+#include <cstdlib>
 #include <iostream>
+#include <utility>
 
 #include "dsx/error.h"
 
@@ -27,6 +29,21 @@ ParsedArgs parse_args(int argc, char** argv, const std::string& usage,
     throw Error(ErrorKind::Usage, std::string(argv[0]) + ": " + e.what() + " (see --help)");
   }
   return parsed;
+}
+
+size_t parse_byte_size(const std::string& text, const std::string& what) {
+  static const std::pair<const char*, double> kUnits[] = {
+      {"", 1},      {"B", 1},     {"K", 0x1p10},   {"M", 0x1p20},   {"G", 0x1p30},   {"T", 0x1p40},
+      {"KiB", 0x1p10}, {"MiB", 0x1p20}, {"GiB", 0x1p30}, {"TiB", 0x1p40}, {"KB", 1e3},
+      {"MB", 1e6},  {"GB", 1e9},  {"TB", 1e12}};
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  const std::string unit = end ? std::string(end) : std::string();
+  for (const auto& [name, scale] : kUnits) {
+    if (unit != name || end == text.c_str() || !(value > 0) || value * scale > 0x1p62) continue;
+    return static_cast<size_t>(value * scale);
+  }
+  throw Error(ErrorKind::Usage, what + " '" + text + "' is not a size like 4096, 512M, 2GiB or 1.5GB");
 }
 
 }  // namespace dsx::tools

@@ -11,9 +11,9 @@
 #include "launcher/launch.h"
 #include "launcher/world_info.h"
 #include "tools/cli.h"
+#include "tools/launch_args.h"
 
 namespace dsx::tools {
-namespace {
 
 using launcher::LaunchOptions;
 
@@ -41,7 +41,9 @@ po::options_description launch_options(LaunchOptions& o) {
       ("force_multi", po::bool_switch(&o.force_multi), "use the multi-node backend even for one host")
       ("save_pid", po::bool_switch(&o.save_pid), "write the agent's pid to /tmp/<runner pid>.deepspeed")
       ("enable_each_rank_log", po::value(&o.enable_each_rank_log)->default_value("None"), "directory for one log file per rank")
-      ("autotuning", po::value(&o.autotuning)->default_value(""), "DeepSpeed autotuning (not supported)")
+      ("autotuning", po::value(&o.autotuning)->default_value(""),
+       "tune: find the fastest ZeRO stage and micro-batch for a dsx train job and write its ds_config; run: "
+       "tune, then train with it (see dsx autotune)")
       ("elastic_training", po::bool_switch(&o.elastic_training), "elastic training (not supported)")
       ("bind_cores_to_rank", po::bool_switch(&o.bind_cores_to_rank), "pin each rank to its share of the cores")
       ("bind_core_list", po::value(&o.bind_core_list)->default_value(""), "cores to share out, e.g. 0-3,8-11")
@@ -56,6 +58,8 @@ po::options_description launch_options(LaunchOptions& o) {
   return d;
 }
 
+namespace {
+
 // Flags of the per-node agent and the rank shim that users do not type.
 po::options_description agent_options(std::string& world_info, std::string& tether, bool& shim) {
   po::options_description d("internal");
@@ -67,7 +71,8 @@ po::options_description agent_options(std::string& world_info, std::string& teth
   return d;
 }
 
-// Index of the program word: the first word that is neither a flag nor a flag's value.
+}  // namespace
+
 int find_program(int argc, char** argv, const po::options_description& options) {
   for (int i = 1; i < argc; ++i) {
     std::string word = argv[i];
@@ -86,8 +91,6 @@ int find_program(int argc, char** argv, const po::options_description& options) 
   }
   return argc;
 }
-
-}  // namespace
 
 int run_launch(int argc, char** argv) {
   LaunchOptions o;
@@ -134,6 +137,19 @@ int run_launch(int argc, char** argv) {
   }
   launcher::ProgramSpec program{o.user_script, o.user_args, o.module, o.no_python, o.no_local_rank};
   if (shim) return launcher::run_rank_shim(program, o.kill_grace_s);
+  if (world_info.empty() && !o.autotuning.empty()) {
+    // DeepSpeed's `--autotuning tune|run`: the same command, tuned first (dsx autotune).
+    std::vector<std::string> rest;
+    for (size_t i = 1; i < words.size(); ++i) {
+      const bool flag = static_cast<int>(i) < program_at;
+      if (flag && words[i] == "--autotuning") {
+        ++i;
+      } else if (!flag || words[i].rfind("--autotuning=", 0) != 0) {
+        rest.push_back(words[i]);
+      }
+    }
+    return run_autotune_from_launch(o.autotuning, rest);
+  }
   if (world_info.empty()) return launcher::run_launch(o);
 
   // Node agent mode.

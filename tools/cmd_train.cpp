@@ -1,4 +1,6 @@
 // `dsx train`: DeepSpeed-style flags in, a training run out (engine/train_run.h does the work).
+#include <cstdlib>
+
 #include "engine/train_run.h"
 #include "tools/cli.h"
 
@@ -27,10 +29,18 @@ int run_train(int argc, char** argv) {
       ("tag", po::value(&o.load_tag), "the checkpoint tag to load (default: what `latest` names)")
       ("samples", po::value(&o.samples_to_show)->default_value(o.samples_to_show), "answers to show at the end")
       ("strict", po::bool_switch(&o.strict_config), "treat every config warning as an error")
+      ("device_memory", po::value<std::string>(),
+       "bytes one rank may hold (model states, buffers, activations), e.g. 2GiB; past it the run stops with "
+       "an out-of-memory error, as on a GPU of that size (default: DSX_DEVICE_MEMORY, else no limit)")
       ("progress", po::value<std::string>(), "auto | bar | plain (auto: a bar on a terminal)");
   auto args = parse_args(argc, argv, "dsx train --deepspeed_config FILE [options]", options);
   if (args.help) return 0;
   if (args.vars.count("progress")) o.progress = args.vars["progress"].as<std::string>();
+  if (args.vars.count("device_memory")) {
+    o.device_memory = parse_byte_size(args.vars["device_memory"].as<std::string>(), "dsx train: --device_memory");
+  } else if (const char* env = std::getenv("DSX_DEVICE_MEMORY"); env && *env) {
+    o.device_memory = parse_byte_size(env, "dsx train: DSX_DEVICE_MEMORY");
+  }
   return engine::run_training(o);
 }
 

@@ -16,6 +16,7 @@ int run_launch(int argc, char** argv);
 int run_estimate(int argc, char** argv);
 int run_report(int argc, char** argv);
 int run_bench(int argc, char** argv);
+int run_autotune(int argc, char** argv);
 
 std::span<const Command> commands() {
   static const std::array table = {
@@ -26,6 +27,7 @@ std::span<const Command> commands() {
       Command{"config", "check a DeepSpeed ds_config: every effective value and its source", run_config},
       Command{"launch", "start a program on every slot of every host (deepspeed launcher drop-in)", run_launch},
       Command{"estimate", "memory per GPU and CPU for each ZeRO stage; fewest GPUs that fit", run_estimate},
+      Command{"autotune", "fastest ZeRO stage and micro-batch split that fits, by trial runs; writes the ds_config", run_autotune},
       Command{"report", "versions, GPUs and topology, fabric providers; checks with advice", run_report},
       Command{"bench", "benchmarks: `dsx bench comm` times collectives like nccl-tests", run_bench},
       Command{"checkpoint", "list a save directory's checkpoints; verify one's files (sizes, CRC32C)", run_checkpoint},

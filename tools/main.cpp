@@ -1,7 +1,9 @@
 // Entry point of `dsx`: finds the subcommand and runs it; turns every dsx::Error into one clear
-// line on stderr and a non-zero exit code (2 for usage errors, 1 for the rest).
+// line on stderr and a non-zero exit code: 2 for usage errors, 3 when out of memory (so that
+// `dsx autotune` tells a trial that did not fit from one that broke), 1 for the rest.
 #include <cstring>
 #include <exception>
+#include <new>
 #include <iostream>
 #include <string>
 
@@ -37,7 +39,12 @@ int main(int argc, char** argv) {
       return cmd.run(argc - 1, argv + 1);
     } catch (const dsx::Error& e) {
       std::cerr << "dsx: " << to_string(e.kind()) << " error: " << e.what() << "\n";
-      return e.kind() == dsx::ErrorKind::Usage ? 2 : 1;
+      if (e.kind() == dsx::ErrorKind::Usage) return 2;
+      return e.kind() == dsx::ErrorKind::OutOfMemory ? 3 : 1;
+    } catch (const std::bad_alloc&) {
+      std::cerr << "dsx: out_of_memory error: the host ran out of memory; use a higher ZeRO stage, more ranks, "
+                   "a smaller micro-batch or activation checkpointing\n";
+      return 3;
     } catch (const std::exception& e) {
       std::cerr << "dsx: internal error: " << e.what() << "\n"
                 << "This is a bug in dsx; please report it with the command you ran.\n";

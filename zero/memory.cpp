@@ -15,14 +15,26 @@ const char* memory_kind_name(MemoryKind kind) {
     case MemoryKind::Grads: return "grads";
     case MemoryKind::OptimizerState: return "optimizer_state";
     case MemoryKind::Buffers: return "buffers";
+    case MemoryKind::Activations: return "activations";
   }
   return "?";
 }
 
 void MemoryLedger::add(MemoryKind kind, size_t bytes) {
+  const size_t held = total();
+  if (limit_ != 0 && held + bytes > limit_) {
+    char text[320];
+    std::snprintf(text, sizeof text,
+                  "%.2f MB of %s would bring this rank to %.2f MB, over its %.2f MB "
+                  "(holding %.2f MB); use a smaller micro-batch, a higher ZeRO stage, more ranks or "
+                  "activation checkpointing",
+                  bytes / 1e6, memory_kind_name(kind), (held + bytes) / 1e6, limit_ / 1e6, held / 1e6);
+    throw Error(ErrorKind::OutOfMemory, text);
+  }
   auto i = static_cast<int>(kind);
   current_[i] += bytes;
   if (current_[i] > peak_[i]) peak_[i] = current_[i];
+  if (held + bytes > peak_total_) peak_total_ = held + bytes;
 }
 
 void MemoryLedger::remove(MemoryKind kind, size_t bytes) { current_[static_cast<int>(kind)] -= bytes; }
@@ -50,7 +62,7 @@ void* aligned_zeroed_alloc(size_t bytes) {
   const size_t rounded = (bytes + 63) / 64 * 64;
   void* p = std::aligned_alloc(64, rounded);
   if (!p) {
-    throw Error(ErrorKind::Io, "out of host memory allocating " + std::to_string(bytes) +
+    throw Error(ErrorKind::OutOfMemory, "out of host memory allocating " + std::to_string(bytes) +
                                    " bytes; use a higher ZeRO stage, more ranks, or a smaller model/batch");
   }
   std::memset(p, 0, rounded);

@@ -1,6 +1,8 @@
 // Host buffers that ZeRO owns, counted by kind, so that memory_breakdown reports (and tests check)
 // exactly how many bytes of parameters, gradients, optimizer state and transient buffers a rank
-// holds. Every byte ZeRO allocates goes through a MemoryLedger.
+// holds. Every byte ZeRO allocates goes through a MemoryLedger; the model's activations are
+// charged to it too, so that a limit (a GPU's memory, or `dsx train --device_memory`) sees the
+// whole rank and an allocation beyond it fails as cudaMalloc would: Error(OutOfMemory).
 #pragma once
 
 #include <array>
@@ -11,24 +13,31 @@
 
 namespace dsx::zero {
 
-enum class MemoryKind { Params, Grads, OptimizerState, Buffers };
-inline constexpr std::array<MemoryKind, 4> kMemoryKinds = {MemoryKind::Params, MemoryKind::Grads,
-                                                           MemoryKind::OptimizerState, MemoryKind::Buffers};
+enum class MemoryKind { Params, Grads, OptimizerState, Buffers, Activations };
+inline constexpr std::array<MemoryKind, 5> kMemoryKinds = {MemoryKind::Params, MemoryKind::Grads,
+                                                           MemoryKind::OptimizerState, MemoryKind::Buffers,
+                                                           MemoryKind::Activations};
 const char* memory_kind_name(MemoryKind kind);
 
 class MemoryLedger {
  public:
+  // Throws Error(OutOfMemory) and counts nothing when the total would pass the limit.
   void add(MemoryKind kind, size_t bytes);
   void remove(MemoryKind kind, size_t bytes);
   size_t bytes(MemoryKind kind) const { return current_[static_cast<int>(kind)]; }
   size_t peak(MemoryKind kind) const { return peak_[static_cast<int>(kind)]; }
   size_t total() const;
+  size_t peak_total() const { return peak_total_; }  // the most held at once, all kinds
+  void set_limit(size_t bytes) { limit_ = bytes; }   // 0: no limit
+  size_t limit() const { return limit_; }
   // One line per kind, e.g. "params 1.20 MB (peak 1.20 MB)".
   std::string report() const;
 
  private:
-  std::array<size_t, 4> current_{};
-  std::array<size_t, 4> peak_{};
+  std::array<size_t, kMemoryKinds.size()> current_{};
+  std::array<size_t, kMemoryKinds.size()> peak_{};
+  size_t peak_total_ = 0;
+  size_t limit_ = 0;
 };
 
 // A zero-initialised, 64-byte aligned host array of T, counted in a ledger while it lives.
@@ -63,9 +72,15 @@ void* aligned_zeroed_alloc(size_t bytes);  // throws dsx::Error on failure, nami
 void aligned_free(void* p);
 
 template <typename T>
-Buffer<T>::Buffer(MemoryLedger& ledger, MemoryKind kind, size_t count)
-    : data_(static_cast<T*>(aligned_zeroed_alloc(count * sizeof(T)))), count_(count), ledger_(&ledger), kind_(kind) {
-  ledger_->add(kind_, count_ * sizeof(T));
+Buffer<T>::Buffer(MemoryLedger& ledger, MemoryKind kind, size_t count) : ledger_(&ledger), kind_(kind) {
+  ledger.add(kind, count * sizeof(T));  // first: over the limit, nothing is allocated
+  try {
+    data_.reset(static_cast<T*>(aligned_zeroed_alloc(count * sizeof(T))));
+  } catch (...) {
+    ledger.remove(kind, count * sizeof(T));
+    throw;
+  }
+  count_ = count;
 }
 
 template <typename T>

@@ -29,6 +29,8 @@ ZeroEngine::ZeroEngine(const std::vector<ModelParam>& params, int num_layers, co
     throw Error(ErrorKind::Config, "zero_optimization.stage must be 0, 1, 2 or 3, not " +
                                        std::to_string(options.stage));
   }
+  ledger_.set_limit(options.memory_limit);
+  if (options.model_activation_bytes) ledger_.add(MemoryKind::Activations, options.model_activation_bytes);
   const std::vector<size_t> numels = layout_.numels_in_order();
   const int world = comm.size();
   const int stage = options.stage;

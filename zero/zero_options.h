@@ -35,6 +35,11 @@ struct ZeroOptions {
   bool check_overflow = false;   // skip the step when a gradient is Inf/NaN (fp16; bf16 optional)
   OptimizerSpec optimizer;
   std::chrono::milliseconds comm_timeout = std::chrono::minutes(5);
+  // The bytes this rank may hold (0: no limit; a GPU's memory, or `dsx train --device_memory`)
+  // and the model's activations, charged to the ledger first so that the limit sees the whole
+  // rank and an allocation past it fails with Error(OutOfMemory), as cudaMalloc would.
+  size_t memory_limit = 0;
+  size_t model_activation_bytes = 0;
 };
 
 // What one optimizer step did.

@@ -131,9 +131,18 @@ void check_rules(ReadContext& ctx) {
   if (z.offload_param) needs_nvme_path("offload_param", z.offload_param->device, z.offload_param->nvme_path);
 
   // Monitors and others.
-  if (c.autotuning.enabled) {
+  // autotuning: with metric_path the run is a profiled trial (what DeepSpeed's autotuner
+  // writes into its experiments); without it the tuner is `dsx autotune`, not the config.
+  const AutotuningConfig& tune = c.autotuning;
+  if (tune.enabled && tune.start_profile_step >= tune.end_profile_step) {
+    ctx.error("autotuning.end_profile_step", at("autotuning.end_profile_step"),
+              "end_profile_step (" + std::to_string(tune.end_profile_step) + ") must be above start_profile_step (" +
+                  std::to_string(tune.start_profile_step) + "): the steps between them are timed.");
+  }
+  if (tune.enabled && !tune.metric_path) {
     ctx.warn("autotuning.enabled", at("autotuning.enabled"),
-             "dsx does not autotune; the autotuning block is read and ignored.");
+             "without metric_path this trains as usual; to tune, run `dsx autotune` (or `dsx launch "
+             "--autotuning tune`), which reads this block.");
   }
 }
 

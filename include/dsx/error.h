@@ -19,6 +19,7 @@ enum class ErrorKind {
   Launch,      // hostfile, runner, remote process
   Unsupported, // asked for something this build or machine cannot do
   Numeric,     // training can not go on: loss scale at its minimum, NaN where none may be
+  OutOfMemory, // an allocation beyond the memory a rank may hold (a GPU's, or --device_memory)
   Internal,    // a bug in dsx
 };
 
@@ -33,6 +34,7 @@ inline const char* to_string(ErrorKind kind) {
     case ErrorKind::Launch: return "launch";
     case ErrorKind::Unsupported: return "unsupported";
     case ErrorKind::Numeric: return "numeric";
+    case ErrorKind::OutOfMemory: return "out_of_memory";
     case ErrorKind::Internal: return "internal";
   }
   return "unknown";

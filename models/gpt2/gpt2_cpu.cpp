@@ -39,6 +39,24 @@ GPT2Cpu<T>::GPT2Cpu(const GPT2Config& config, int max_batch, int max_seq, bool a
 }
 
 template <class T>
+size_t GPT2Cpu<T>::activation_bytes() const {
+  size_t elements = 0;
+  auto add = [&](const std::vector<T>& v) { elements += v.capacity(); };
+  for (const auto& r : residual_) add(r);
+  for (const auto& a : blocks_) {
+    for (const auto* v : {&a.ln1, &a.ln1_mean, &a.ln1_rstd, &a.qkv, &a.att, &a.atty, &a.res2, &a.ln2, &a.ln2_mean,
+                          &a.ln2_rstd, &a.fch, &a.fch_gelu})
+      add(*v);
+  }
+  for (const auto* v : {&lnf_, &lnf_mean_, &lnf_rstd_, &logits_, &lse_, &losses_, &tmp_, &dres_, &dln_, &dqkv_,
+                        &datty_, &dfch_})
+    add(*v);
+  // The token ids of a batch (inputs and targets) are copied in at each forward.
+  const size_t ids = 2 * static_cast<size_t>(max_batch_) * max_seq_ * sizeof(int32_t);
+  return elements * sizeof(T) + ids;
+}
+
+template <class T>
 kernels::DType GPT2Cpu<T>::param_dtype() const {
   if constexpr (sizeof(T) != 4)
     throw Error(ErrorKind::Unsupported, "the float64 GPT-2 is a test reference with no engine dtype");

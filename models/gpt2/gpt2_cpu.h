@@ -31,6 +31,7 @@ class GPT2Cpu final : public Model {
   std::vector<float> logits() const override;
   int vocab_size() const override { return config_.vocab_size; }
   int max_seq_len() const override { return max_seq_; }
+  size_t activation_bytes() const override;
 
   const GPT2Config& config() const { return config_; }
   // Mean loss of the last forward in the model's own precision (the double reference needs it).

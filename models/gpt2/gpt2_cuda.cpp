@@ -99,6 +99,20 @@ GPT2Cuda<T>::~GPT2Cuda() {
 }
 
 template <class T>
+size_t GPT2Cuda<T>::activation_bytes() const {
+  size_t bytes = 0;
+  auto add = [&](const auto& array) { bytes += array.size() * sizeof(*array.data()); };
+  for (const auto& r : residual_) add(r);
+  for (const auto& a : blocks_) {
+    add(a.ln1), add(a.qkv), add(a.atty), add(a.res2), add(a.ln2), add(a.fch), add(a.fch_gelu);
+    add(a.ln1_mean), add(a.ln1_rstd), add(a.ln2_mean), add(a.ln2_rstd), add(a.att);
+  }
+  add(inputs_), add(targets_), add(lnf_), add(logits_), add(tmp_), add(dres_), add(dln_), add(dqkv_), add(datty_);
+  add(dfch_), add(lnf_mean_), add(lnf_rstd_), add(lse_), add(losses_), add(dpre_), add(ln_scratch_);
+  return bytes;
+}
+
+template <class T>
 kernels::DType GPT2Cuda<T>::param_dtype() const {
   return sizeof(T) == 4 ? kernels::DType::F32 : kernels::DType::BF16;
 }

@@ -58,6 +58,7 @@ class GPT2Cuda final : public Model {
   std::vector<float> logits() const override;
   int vocab_size() const override { return config_.vocab_size; }
   int max_seq_len() const override { return max_seq_; }
+  size_t activation_bytes() const override;  // device bytes
   cudaStream_t stream() const { return stream_; }
 
  private:

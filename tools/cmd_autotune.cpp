@@ -1,0 +1,307 @@
+// `dsx autotune` (and `dsx launch --autotuning tune|run`): finds the ZeRO stage and micro-batch /
+// accumulation split of a `dsx train` job's global batch that trains fastest within a memory
+// limit, by real trial jobs (engine/autotune/search.h decides, tools/autotune_trials.cpp runs),
+// and writes the winning ds_config with the table it measured.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <iostream>
+#include <sstream>
+
+#include "dsx/error.h"
+#include "engine/autotune/config_variant.h"
+#include "engine/autotune/search.h"
+#include "engine/checkpoint/durable_file.h"
+#include "engine/config/ds_config.h"
+#include "engine/config/json.h"
+#include "launcher/launch.h"
+#include "launcher/shell_quote.h"
+#include "tools/autotune_trials.h"
+#include "tools/cli.h"
+#include "tools/launch_args.h"
+
+namespace dsx::tools {
+namespace {
+
+namespace at = engine::autotune;
+
+constexpr const char* kUsage =
+    "dsx autotune [autotune flags] [dsx launch flags] dsx train --deepspeed_config FILE [dsx train flags]\n\n"
+    "Finds the largest micro-batch that fits per ZeRO stage (memory model from a one-step probe,\n"
+    "confirmed by probes), times the largest splits of the config's global batch at each stage, and\n"
+    "writes the fastest as <results_dir>/ds_config_optimal.json with the table (summary.md) and the\n"
+    "command (cmd_optimal.txt). The config's autotuning block sets results_dir, exps_dir, metric,\n"
+    "start/end_profile_step, min/max_train_micro_batch_size_per_gpu and num_tuning_micro_batch_sizes.\n\n"
+    "autotune flags:\n"
+    "  --device_memory SIZE   memory one rank may hold, e.g. 16GiB (default: DSX_DEVICE_MEMORY, else 90%\n"
+    "                         of this host's available memory shared by its ranks)\n"
+    "  --stages LIST          ZeRO stages to compare, e.g. 1,2,3 (default: the config's stage if it names\n"
+    "                         one, else 0,1,2,3)\n"
+    "  --trial_timeout SECS   stop a trial that runs longer (default 600)\n"
+    "  --results_dir DIR      default: autotuning.results_dir\n"
+    "  --exps_dir DIR         one folder per trial with its config, log and metrics (default:\n"
+    "                         autotuning.exps_dir)\n";
+
+struct AutotuneFlags {
+  std::optional<std::string> device_memory, stages, results_dir, exps_dir;
+  int trial_timeout_s = 600;
+};
+
+// dsx train's flags that every trial sets itself (value-taking, all of them).
+bool trial_owned(const std::string& flag) {
+  static const char* owned[] = {"--steps", "--epochs", "--save", "--save_interval", "--progress", "--samples",
+                                "--eval_interval", "--device_memory", "--deepspeed_config"};
+  for (const char* o : owned)
+    if (flag == o) return true;
+  return false;
+}
+
+// Removes `--name value` / `--name=value` of every flag `owned` says yes to; returns what was
+// removed, by name (the last value wins).
+std::map<std::string, std::string> take_flags(std::vector<std::string>& words,
+                                              const std::function<bool(const std::string&)>& owned) {
+  std::map<std::string, std::string> taken;
+  std::vector<std::string> kept;
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    const size_t eq = w.find('=');
+    const std::string name = w.substr(0, eq);
+    if (w.rfind("--", 0) != 0 || !owned(name)) {
+      kept.push_back(w);
+    } else if (eq != std::string::npos) {
+      taken[name] = w.substr(eq + 1);
+    } else if (i + 1 < words.size()) {
+      taken[name] = words[++i];
+    } else {
+      throw Error(ErrorKind::Usage, name + " needs a value");
+    }
+  }
+  words = kept;
+  return taken;
+}
+
+std::vector<int> parse_stages(const std::string& text) {
+  std::vector<int> stages;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (item.size() != 1 || item[0] < '0' || item[0] > '3') {
+      throw Error(ErrorKind::Usage, "dsx autotune: --stages '" + text + "': give ZeRO stages 0-3 separated by commas");
+    }
+    stages.push_back(item[0] - '0');
+  }
+  if (stages.empty()) throw Error(ErrorKind::Usage, "dsx autotune: --stages is empty");
+  return stages;
+}
+
+// 90% of MemAvailable shared by the ranks of this host: the budget of a CPU run.
+size_t default_memory_limit(int ranks_here) {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  size_t kib = 0;
+  while (in >> key) {
+    if (key == "MemAvailable:") {
+      in >> kib;
+      break;
+    }
+    in.ignore(1 << 10, '\n');
+  }
+  if (kib == 0) throw Error(ErrorKind::Usage, "dsx autotune: cannot read MemAvailable from /proc/meminfo; give --device_memory");
+  return static_cast<size_t>(static_cast<double>(kib) * 1024 * 0.9 / std::max(1, ranks_here));
+}
+
+std::string self_path() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) throw Error(ErrorKind::Io, "dsx autotune: cannot find its own binary (/proc/self/exe)");
+  return p.string();
+}
+
+bool names_a_stage(const std::string& text, const std::string& path) {
+  const engine::json::Value root = engine::json::parse(text, path);
+  const engine::json::Value* z = root.type == engine::json::Type::Object ? root.find("zero_optimization") : nullptr;
+  return z && z->type == engine::json::Type::Object && z->find("stage");
+}
+
+std::string command_line(const std::vector<std::string>& words) {
+  std::string out;
+  for (const auto& w : words) out += (out.empty() ? "" : " ") + launcher::shell_quote(w);
+  return out;
+}
+
+int autotune(const AutotuneFlags& flags, const std::vector<std::string>& words, bool then_train) {
+  // The launch command: runner flags, then `dsx train ...`.
+  launcher::LaunchOptions launch;
+  po::options_description launch_flags = launch_options(launch);
+  std::vector<std::string> argv_words = {"dsx autotune"};
+  argv_words.insert(argv_words.end(), words.begin(), words.end());
+  std::vector<char*> argv;
+  for (auto& w : argv_words) argv.push_back(w.data());
+  const int program_at = find_program(static_cast<int>(argv.size()), argv.data(), launch_flags);
+  parse_args(program_at, argv.data(), kUsage, launch_flags);
+  const std::vector<std::string> program(argv_words.begin() + program_at, argv_words.end());
+  if (program.size() < 2 || std::filesystem::path(program[0]).filename() != "dsx" || program[1] != "train") {
+    throw Error(ErrorKind::Usage, "dsx autotune tunes a `dsx train` job: dsx autotune [flags] [dsx launch flags] dsx "
+                                  "train --deepspeed_config FILE [...]");
+  }
+  std::vector<std::string> launch_words(argv_words.begin() + 1, argv_words.begin() + program_at);
+  const auto port = take_flags(launch_words, [](const std::string& f) { return f == "--master_port"; });
+  std::vector<std::string> train_words(program.begin() + 2, program.end());
+  const std::vector<std::string> user_train_words = train_words;
+  auto taken = take_flags(train_words, trial_owned);
+  if (!taken.count("--deepspeed_config")) throw Error(ErrorKind::Usage, "dsx autotune: dsx train needs --deepspeed_config FILE");
+
+  TrialSetup setup;
+  setup.dsx = self_path();
+  setup.launch_words = launch_words;
+  setup.master_port = port.count("--master_port") ? std::stoi(port.at("--master_port")) : 0;
+  setup.train_words = train_words;
+  setup.base_path = taken["--deepspeed_config"];
+  std::ifstream in(setup.base_path, std::ios::binary);
+  if (!in) throw Error(ErrorKind::Io, "dsx autotune: cannot read the config " + setup.base_path);
+  setup.base_text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+
+  setup.world = launcher::planned_world_size(launch);
+  engine::ConfigInputs inputs;
+  inputs.world_size = setup.world;
+  const engine::EngineConfig base = engine::read_ds_config_file(setup.base_path, inputs);
+  const engine::AutotuningConfig& tuning = base.autotuning;
+
+  at::TuneRequest request;
+  request.world = setup.world;
+  request.train_batch_size = base.train_batch_size;
+  request.stages = flags.stages ? parse_stages(*flags.stages)
+                   : names_a_stage(setup.base_text, setup.base_path) ? std::vector<int>{static_cast<int>(base.zero_optimization.stage)}
+                                                                     : std::vector<int>{0, 1, 2, 3};
+  request.min_micro = tuning.min_train_micro_batch_size_per_gpu;
+  request.max_micro = tuning.max_train_micro_batch_size_per_gpu;
+  if (tuning.max_train_batch_size) request.max_micro = std::min(request.max_micro, *tuning.max_train_batch_size / setup.world);
+  request.splits_per_stage = tuning.num_tuning_micro_batch_sizes;
+  request.metric = at::metric_named(tuning.metric);
+  const char* env_memory = std::getenv("DSX_DEVICE_MEMORY");
+  setup.memory_limit = flags.device_memory ? parse_byte_size(*flags.device_memory, "dsx autotune: --device_memory")
+                       : taken.count("--device_memory") ? parse_byte_size(taken["--device_memory"], "dsx train: --device_memory")
+                       : env_memory && *env_memory ? parse_byte_size(env_memory, "DSX_DEVICE_MEMORY")
+                                                   : default_memory_limit(launch.num_gpus > 0 ? launch.num_gpus : static_cast<int>(setup.world));
+  request.memory_limit = static_cast<int64_t>(setup.memory_limit);
+  setup.train_batch_size = base.train_batch_size;
+  setup.start_profile_step = tuning.start_profile_step;
+  setup.end_profile_step = tuning.end_profile_step;
+  setup.timeout = std::chrono::seconds(flags.trial_timeout_s);
+  const std::string results_dir = flags.results_dir.value_or(tuning.results_dir);
+  setup.exps_dir = flags.exps_dir.value_or(tuning.exps_dir);
+
+  std::string stage_list;
+  for (int s : request.stages) stage_list += (stage_list.empty() ? "" : ",") + std::to_string(s);
+  std::cout << "dsx autotune: " << setup.world << " rank(s), global batch " << request.train_batch_size
+            << ", ZeRO stage(s) " << stage_list << ", at most " << setup.memory_limit / 1e6
+            << " MB per rank, metric " << tuning.metric << "; trials in " << setup.exps_dir << "/" << std::endl;
+  int count = 0;
+  const at::TuneResult result = at::tune(request, [&](const at::Experiment& e) {
+    at::Trial t = run_trial(setup, e);
+    std::ostringstream line;
+    line.precision(3);
+    line << "  [" << ++count << "] " << e.name << ": " << at::to_string(t.status);
+    if (t.status == at::TrialStatus::Ok) {
+      line << ", peak " << t.metrics.peak_memory_bytes / 1e6 << " MB";
+      if (e.timed) line << ", " << t.metrics.throughput << " samples/s";
+    }
+    line << " (" << t.seconds << " s)";
+    std::cout << line.str() << std::endl;
+    return t;
+  });
+  const std::string report = at::format_report(request, result);
+  std::cout << "\n" << report;
+  if (!result.best) {
+    throw Error(ErrorKind::OutOfMemory, "dsx autotune: no split of the global batch " +
+                                            std::to_string(request.train_batch_size) + " fits in " +
+                                            std::to_string(setup.memory_limit / 1000000) +
+                                            " MB per rank at the stages tried; allow more memory, more ranks, "
+                                            "or a higher ZeRO stage (table above)");
+  }
+  const at::Experiment& best = result.trials[*result.best].experiment;
+  const std::string optimal = results_dir + "/ds_config_optimal.json";
+  engine::checkpoint::make_directories(results_dir);
+  engine::checkpoint::write_file_durably(
+      optimal, at::config_variant(setup.base_text, setup.base_path,
+                                  {best.stage, best.micro_batch, best.accumulation, request.train_batch_size}));
+  engine::checkpoint::write_file_durably(results_dir + "/summary.md", report);
+  std::vector<std::string> rest = user_train_words;
+  take_flags(rest, [](const std::string& f) { return f == "--deepspeed_config"; });
+  // The tuned job: the user's command with the optimal config.
+  auto tuned_command = [&](const std::string& dsx) {
+    std::vector<std::string> c = {dsx, "launch"};
+    c.insert(c.end(), argv_words.begin() + 1, argv_words.begin() + program_at);
+    c.insert(c.end(), {dsx, "train", "--deepspeed_config", optimal});
+    c.insert(c.end(), rest.begin(), rest.end());
+    return c;
+  };
+  const std::vector<std::string> command = tuned_command("dsx");
+  engine::checkpoint::write_file_durably(results_dir + "/cmd_optimal.txt", command_line(command) + "\n");
+  std::cout << "\nbest: " << best.name << " (ZeRO stage " << best.stage << ", micro-batch " << best.micro_batch
+            << " x accumulation " << best.accumulation << " x " << setup.world << " ranks)\nwritten: " << optimal
+            << ", " << results_dir << "/summary.md, " << results_dir << "/cmd_optimal.txt\nrun it: "
+            << command_line(command) << std::endl;
+  if (!then_train) return 0;
+  std::cout << "\ndsx launch --autotuning run: training with the tuned config" << std::endl;
+  std::vector<std::string> exec_words = tuned_command(setup.dsx);
+  std::vector<char*> exec_argv;
+  for (auto& w : exec_words) exec_argv.push_back(w.data());
+  exec_argv.push_back(nullptr);
+  ::execv(setup.dsx.c_str(), exec_argv.data());
+  throw Error(ErrorKind::Launch, std::string("dsx autotune: could not start the tuned run: ") + std::strerror(errno));
+}
+
+}  // namespace
+
+int run_autotune_from_launch(const std::string& mode, const std::vector<std::string>& words) {
+  if (mode != "tune" && mode != "run") {
+    throw Error(ErrorKind::Usage, "dsx launch --autotuning '" + mode + "': choose tune (write the tuned config) or "
+                                  "run (tune, then train with it)");
+  }
+  return autotune(AutotuneFlags{}, words, mode == "run");
+}
+
+int run_autotune(int argc, char** argv) {
+  AutotuneFlags flags;
+  std::vector<std::string> words(argv + 1, argv + argc);
+  size_t i = 0;
+  for (; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    if (w == "--help" || w == "-h") {
+      std::cout << "usage: " << kUsage;
+      return 0;
+    }
+    const size_t eq = w.find('=');
+    const std::string name = w.substr(0, eq);
+    std::optional<std::string>* slot = name == "--device_memory" ? &flags.device_memory
+                                       : name == "--stages"      ? &flags.stages
+                                       : name == "--results_dir" ? &flags.results_dir
+                                       : name == "--exps_dir"    ? &flags.exps_dir
+                                                                 : nullptr;
+    if (!slot && name != "--trial_timeout") break;
+    std::string value;
+    if (eq != std::string::npos) {
+      value = w.substr(eq + 1);
+    } else if (i + 1 < words.size()) {
+      value = words[++i];
+    } else {
+      throw Error(ErrorKind::Usage, "dsx autotune: " + name + " needs a value (see --help)");
+    }
+    if (slot) {
+      *slot = value;
+    } else {
+      char* end = nullptr;
+      const long seconds = std::strtol(value.c_str(), &end, 10);
+      if (*end || seconds < 1) throw Error(ErrorKind::Usage, "dsx autotune: --trial_timeout '" + value + "' is not a number of seconds");
+      flags.trial_timeout_s = static_cast<int>(seconds);
+    }
+  }
+  return autotune(flags, std::vector<std::string>(words.begin() + static_cast<long>(i), words.end()), false);
+}
+
+}  // namespace dsx::tools
