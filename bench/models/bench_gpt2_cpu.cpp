@@ -12,6 +12,7 @@
 
 #include <omp.h>
 
+#include "kernels/cpu/gemm.h"
 #include "kernels/optimizers.h"
 #include "models/gpt2/gpt2_cpu.h"
 #include "models/local_params.h"
@@ -28,7 +29,8 @@ int main(int argc, char** argv) try {
       ("seq", po::value<int>()->default_value(256), "T")
       ("warmup", po::value<int>()->default_value(2), "untimed steps")
       ("steps", po::value<int>()->default_value(5), "timed steps")
-      ("checkpointing", po::bool_switch(), "activation checkpointing");
+      ("checkpointing", po::bool_switch(), "activation checkpointing")
+      ("name", po::value<std::string>()->default_value("dsx"), "the row's name in the table");
   auto args = dsx::tools::parse_args(argc, argv, "bench_gpt2_cpu [options]", options);
   if (args.help) return 0;
   const auto& v = args.vars;
@@ -69,9 +71,10 @@ int main(int argc, char** argv) try {
   }
   double best = *std::min_element(times.begin(), times.end());
   double best_cpu = *std::min_element(cpu_times.begin(), cpu_times.end());
-  std::printf("{\"impl\": \"dsx\", \"threads\": %d, \"params\": %zu, \"step_s\": %.4f, \"cpu_s\": %.4f, "
-              "\"tokens_per_s\": %.1f, \"loss\": %.4f}\n",
-              omp_get_max_threads(), model.num_params(), best, best_cpu, B * T / best, loss);
+  std::printf("{\"impl\": \"%s\", \"threads\": %d, \"params\": %zu, \"step_s\": %.4f, \"cpu_s\": %.4f, "
+              "\"tokens_per_s\": %.1f, \"loss\": %.4f, \"blas\": \"%s\"}\n",
+              v["name"].as<std::string>().c_str(), omp_get_max_threads(), model.num_params(), best, best_cpu,
+              B * T / best, loss, dsx::kernels::cpu::blas_description());
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "bench_gpt2_cpu: %s\n", e.what());

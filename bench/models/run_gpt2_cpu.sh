@@ -21,6 +21,13 @@ trap 'rm -f "$results"' EXIT
 for ((round = 0; round < rounds; ++round)); do
   OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads \
     "$build/bench/models/bench_gpt2_cpu" --warmup "$warmup" --steps "$steps" >>"$results"
+  # A machine-wide OPENBLAS_CORETYPE (some images pin Haswell, AVX2) overrides OpenBLAS's own
+  # choice of kernels; the extra row shows dsx with the choice OpenBLAS makes for this CPU.
+  if [[ -n ${OPENBLAS_CORETYPE:-} ]]; then
+    env -u OPENBLAS_CORETYPE OMP_NUM_THREADS="$threads" OPENBLAS_NUM_THREADS="$threads" \
+      "$build/bench/models/bench_gpt2_cpu" --warmup "$warmup" --steps "$steps" \
+      --name "dsx, OPENBLAS_CORETYPE unset" >>"$results"
+  fi
   "$python" "$root/bench/models/gpt2_cpu_peers.py" --threads "$threads" --warmup "$warmup" --steps "$steps" \
     2>/dev/null >>"$results"
 done
@@ -33,6 +40,9 @@ for r in (json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")):
 rows = list(best.values())
 ours = best["dsx"]
 print(f"GPT-2 L6 C384 H6 V50257, B4 x T256, fp32, forward+backward+AdamW, {ours['threads']} threads")
+for r in rows:
+    if "blas" in r:
+        print(f"{r['impl']}: {r['blas']}")
 print(f"| {'implementation':<26} | {'step (s)':>9} | {'tokens/s':>9} | {'dsx / this':>10} | {'CPU s/step':>10} | {'dsx / this (CPU)':>16} |")
 print(f"|{'-'*28}|{'-'*11}|{'-'*11}|{'-'*12}|{'-'*12}|{'-'*18}|")
 for r in rows:

@@ -40,6 +40,16 @@ template <class T>
 void gpt2_matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
                           const T* weight, size_t N, int C, int OC);
 
+// The tied classifier: logits (N, Vp) = inp (N, C) @ wte^T over the first V rows of wte (V, C)
+// only; the padded columns [V, Vp) of each logits row are left as they are.
+template <class T>
+void gpt2_classifier_forward(T* logits, const T* inp, const T* wte, size_t N, int C, int V, int Vp);
+// dinp = dlogits @ wte and dwte += dlogits^T @ inp, over the first V columns of dlogits (N, Vp)
+// and rows of wte: the padded rows of dwte are not touched.
+template <class T>
+void gpt2_classifier_backward(T* dinp, T* dwte, const T* dlogits, const T* inp, const T* wte, size_t N,
+                              int C, int V, int Vp);
+
 // Causal multi-head self-attention on packed qkv (B, T, 3C) -> out (B, T, C). `att` (B, NH, T, T)
 // keeps the softmax probabilities for backward (zero above the diagonal).
 template <class T>

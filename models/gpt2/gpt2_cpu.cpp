@@ -183,7 +183,7 @@ float GPT2Cpu<T>::forward(const int32_t* inputs, const int32_t* targets, int B, 
   const T* lnfw = static_cast<const T*>(access.param(gpt2_param_index(config_, kLnfw, 0)));
   const T* lnfb = static_cast<const T*>(access.param(gpt2_param_index(config_, kLnfb, 0)));
   kc::gpt2_layernorm_forward(lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), residual_[L].data(), lnfw, lnfb, N, C);
-  kc::gpt2_matmul_forward(logits_.data(), lnf_.data(), wte, static_cast<const T*>(nullptr), N, C, Vp);
+  kc::gpt2_classifier_forward(logits_.data(), lnf_.data(), wte, N, C, V, Vp);
   access.release(L + 1);
   access.release(0);
 
@@ -214,7 +214,7 @@ void GPT2Cpu<T>::backward(ParamAccess& access, GradSink& sink, float grad_scale)
   T* dwte = static_cast<T*>(sink.grad(gpt2_param_index(config_, kWte, 0)));
   T dloss = counted_ ? static_cast<T>(grad_scale) / static_cast<T>(counted_) : T(0);
   kc::gpt2_crossentropy_backward(logits_.data(), lse_.data(), targets_.data(), dloss, N, V, Vp);
-  kc::gpt2_matmul_backward(dln_.data(), dwte, static_cast<T*>(nullptr), logits_.data(), lnf_.data(), wte, N, C, Vp);
+  kc::gpt2_classifier_backward(dln_.data(), dwte, logits_.data(), lnf_.data(), wte, N, C, V, Vp);
   std::fill(dres_.begin(), dres_.begin() + N * C, T(0));
   kc::gpt2_layernorm_backward(dres_.data(), static_cast<T*>(sink.grad(gpt2_param_index(config_, kLnfw, 0))),
                               static_cast<T*>(sink.grad(gpt2_param_index(config_, kLnfb, 0))), dln_.data(),

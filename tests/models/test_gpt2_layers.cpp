@@ -123,6 +123,29 @@ TEST(Gpt2Layers, AttentionGradientsAndCausality) {
     for (int i = 0; i < C; ++i) EXPECT_EQ(out[t * C + i], before[t * C + i]);
 }
 
+// The tied head computes only the V real vocabulary entries of the Vp padded ones: padded logits
+// columns and padded rows of the embedding gradient are left untouched.
+TEST(Gpt2Layers, ClassifierGradientsSkipThePaddedVocabulary) {
+  const size_t N = 6;
+  const int C = 5, V = 7, Vp = 10;
+  auto x = random_vector(N * C, 60), wte = random_vector(Vp * C, 61), R = random_vector(N * Vp, 62);
+  for (size_t r = 0; r < N; ++r)
+    for (int v = V; v < Vp; ++v) R[r * Vp + v] = 0;  // as cross-entropy's gradient leaves them
+  std::vector<double> logits(N * Vp, 42.0);
+  auto f = [&] {
+    kc::gpt2_classifier_forward(logits.data(), x.data(), wte.data(), N, C, V, Vp);
+    return dot(logits, R);
+  };
+  f();
+  for (size_t r = 0; r < N; ++r)
+    for (int v = V; v < Vp; ++v) EXPECT_EQ(logits[r * Vp + v], 42.0);
+  std::vector<double> dx(N * C), dwte(Vp * C, 0.0);
+  kc::gpt2_classifier_backward(dx.data(), dwte.data(), R.data(), x.data(), wte.data(), N, C, V, Vp);
+  EXPECT_LT(gradient_error(f, x.data(), x.size(), dx.data()), kTol);
+  EXPECT_LT(gradient_error(f, wte.data(), V * C, dwte.data()), kTol);
+  for (int i = V * C; i < Vp * C; ++i) EXPECT_EQ(dwte[i], 0.0);
+}
+
 // Long sequences take the blocked path (query blocks of 64 meet only the keys up to their end):
 // 150 positions cover two full blocks and a partial one. Forward against the textbook formula,
 // backward against finite differences.
