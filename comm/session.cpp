@@ -2,6 +2,7 @@
 #include "comm/session.h"
 
 #include <cstdlib>
+#include <string>
 
 #include "comm/ofi/ofi_communicator.h"
 #include "comm/store/secret.h"
@@ -42,6 +43,11 @@ CommOptions comm_options_from_environment(CommOptions base) {
   if (long seconds = positive_env("DSX_COMM_TIMEOUT", 0)) base.timeout = std::chrono::seconds(seconds);
   if (const char* backend = std::getenv("DSX_COMM_BACKEND"); backend && *backend) base.backend = backend;
   if (const char* provider = std::getenv("DSX_OFI_PROVIDER"); provider && *provider) base.provider = provider;
+  if (const char* shm = std::getenv("DSX_COMM_SHARED_MEMORY"); shm && *shm) {
+    std::string v = shm;
+    if (v != "0" && v != "1") throw Error(ErrorKind::Usage, "DSX_COMM_SHARED_MEMORY='" + v + "' must be 0 (off) or 1 (on)");
+    base.shared_memory = v == "1";
+  }
   return base;
 }
 

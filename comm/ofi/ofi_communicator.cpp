@@ -4,6 +4,8 @@
 
 #include <net/if.h>
 
+#include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <set>
 
@@ -107,6 +109,29 @@ OfiCommunicator::OfiCommunicator(std::shared_ptr<Shared> shared, std::vector<int
   for (size_t i = 0; i < members_->size(); ++i) {
     if ((*members_)[i] == shared_->world_rank) rank_ = static_cast<int>(i);
   }
+  open_segments();
+}
+
+// shm means every rank is on this host: try to share memory with the group's ranks (a
+// collective step; every member constructs the group at the same point). new_group calls this
+// holding shared_->mutex, which guards shared_->store.
+void OfiCommunicator::open_segments() {
+  const CommOptions& opt = shared_->engine->options();
+  const std::string& provider = shared_->engine->endpoint().traits().provider;
+  if (size() < 2 || provider.rfind("shm", 0) != 0) return;
+  // Slots hold a chunk of every block: keep one round of a large group within 2 MiB.
+  size_t chunk = std::min(opt.shared_memory_chunk_bytes, std::max<size_t>(64, (size_t{2} << 20) / static_cast<size_t>(size())));
+  chunk = std::max<size_t>(64, chunk / 64 * 64);
+  auto setup = HostSegments::open(*shared_->store, shared_->prefix + "shm/" + std::to_string(group_id_) + "/", rank_,
+                                  size(), chunk, opt.shared_memory,
+                                  "rank " + std::to_string(shared_->world_rank) + " has DSX_COMM_SHARED_MEMORY=0",
+                                  store_timeout_from_environment());
+  segments_ = std::move(setup.segments);
+  static std::atomic<bool> said{false};
+  if (!segments_ && opt.shared_memory && !said.exchange(true)) {
+    std::fprintf(stderr, "dsx: rank %d: collectives use the %s fabric, not shared memory: %s\n", shared_->world_rank,
+                 provider.c_str(), setup.why_not.c_str());
+  }
 }
 
 std::string OfiCommunicator::backend() const { return "ofi/" + shared_->engine->endpoint().traits().provider; }
@@ -153,9 +178,11 @@ WorkHandle OfiCommunicator::allreduce(void* data, size_t count, DType dtype, Red
   const size_t bytes = count * kernels::dtype_size(dtype);
   const bool small = bytes <= opt.small_bytes;
   return collective(std::string("allreduce ") + kernels::reduce_op_name(op), elements(count, dtype),
-                    [=, staging = shared_->staging](OfiTransport& t) {
+                    [=, staging = shared_->staging, segments = segments_](OfiTransport& t) {
                       HostView v(*staging, data, bytes, data, bytes);
-                      if (small) {
+                      if (segments) {
+                        host_allreduce(*segments, t.keep_alive(), v.out(), count, dtype, op);
+                      } else if (small) {
                         algorithms::recursive_doubling_allreduce(t, v.out(), count, dtype, op);
                       } else {
                         algorithms::ring_allreduce(t, v.out(), count, dtype, op, pipeline(opt));

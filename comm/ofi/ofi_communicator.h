@@ -1,7 +1,8 @@
 // The ofi backend's Communicator: a group of ranks over libfabric. Operations are queued to the
 // shared ProgressEngine (one per process and world), which runs them in issue order with the
 // algorithms of comm/algorithms: recursive doubling for small allreduces, pipelined rings for
-// large ones and for reduce-scatter and allgather, a chain for broadcast.
+// large ones and for reduce-scatter and allgather, a chain for broadcast. Over shm, allreduce
+// goes through segments the group's ranks share (host_segments.h) when the host allows it.
 #pragma once
 
 #include <atomic>
@@ -28,6 +29,8 @@ class OfiCommunicator final : public Communicator {
   struct Shared;  // engine + store connection, shared by the world and its groups
 
   OfiCommunicator(std::shared_ptr<Shared> shared, std::vector<int> members, uint32_t group_id);
+  // Whether allreduce goes through shared memory (for tests and logs).
+  bool uses_shared_memory() const { return segments_ != nullptr; }
 
   int rank() const override { return rank_; }
   int size() const override { return static_cast<int>(members_->size()); }
@@ -47,11 +50,13 @@ class OfiCommunicator final : public Communicator {
   WorkHandle collective(const std::string& name, const std::string& detail, Body body);
   WorkHandle point_to_point(const std::string& name, int peer, uint32_t op_number, const std::string& detail, Body body);
   void check_peer(int peer, const char* what) const;
+  void open_segments();
 
   std::shared_ptr<Shared> shared_;
   std::shared_ptr<const std::vector<int>> members_;  // group rank -> world rank
   int rank_ = -1;
   uint32_t group_id_;
+  std::shared_ptr<HostSegments> segments_;  // null: every collective uses the fabric
   std::atomic<uint32_t> next_op_{0};
   std::mutex p2p_mutex_;
   std::map<int, uint32_t> sends_to_, recvs_from_;  // point-to-point message counters per peer

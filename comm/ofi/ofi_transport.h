@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "comm/algorithms/transport.h"
+#include "comm/ofi/host_segments.h"
 #include "comm/ofi/progress_engine.h"
 
 namespace dsx::comm::ofi {
@@ -43,6 +44,12 @@ class OfiTransport final : public algorithms::Transport {
   }
   void wait(RequestId request) override { engine_.wait(request, op_); }
   void* scratch(size_t bytes) override { return engine_.scratch(bytes); }
+  // For the shared-memory path: the same deadline and dead-peer checks as the fabric's waits.
+  HostSegments::KeepAlive keep_alive() {
+    return [this](int peer, const char* what) {
+      engine_.keep_alive(op_, members_[static_cast<size_t>(peer)], what, next_check_);
+    };
+  }
 
  private:
   void check_index(uint32_t index) const {
@@ -57,6 +64,7 @@ class OfiTransport final : public algorithms::Transport {
   bool p2p_;
   uint32_t op_number_;
   OpInfo op_;
+  Clock::time_point next_check_{};  // set by the first keep_alive
 };
 
 }  // namespace dsx::comm::ofi

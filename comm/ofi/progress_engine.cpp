@@ -207,15 +207,30 @@ void ProgressEngine::wait(RequestId request, const OpInfo& op) {
 }
 
 void ProgressEngine::check_health(const OpInfo& op, RequestId waiting_for, Clock::time_point& next_check) {
+  check_health(op, request_detail(waiting_for), endpoint_->traits().provider, next_check);
+}
+
+void ProgressEngine::check_health(const OpInfo& op, const std::string& detail, const std::string& over,
+                                  Clock::time_point& next_check) {
   auto now = Clock::now();
   if (now > op.deadline) {
-    fail(op, waiting_for, "timed out (DSX_COMM_TIMEOUT=" + std::to_string(options_.timeout.count() / 1000) +
-                              " s): the peer died or stopped answering");
+    fail(op, detail, over, "timed out (DSX_COMM_TIMEOUT=" + std::to_string(options_.timeout.count() / 1000) +
+                               " s): the peer died or stopped answering");
   }
   if (now < next_check) return;
   next_check = now + kHealthInterval;
   std::string cause = dead_member_cause(op, Clock::duration::zero());
-  if (!cause.empty()) fail(op, waiting_for, cause);
+  if (!cause.empty()) fail(op, detail, over, cause);
+}
+
+void ProgressEngine::keep_alive(const OpInfo& op, int world_peer, const std::string& waiting_for,
+                                Clock::time_point& next_check) {
+  // The first call of an operation starts the clock: the store is asked only after a wait has
+  // lasted kHealthInterval (a short wait must not cost a round trip to the store).
+  if (next_check == Clock::time_point{}) next_check = Clock::now() + kHealthInterval;
+  progress();
+  check_health(op, " while waiting for rank " + std::to_string(world_peer) + " (" + waiting_for + ")", "shared memory",
+               next_check);
 }
 
 std::string ProgressEngine::dead_member_cause(const OpInfo& op, Clock::duration patience) {
@@ -243,16 +258,20 @@ std::string ProgressEngine::dead_member_cause(const OpInfo& op, Clock::duration 
   }
 }
 
+std::string ProgressEngine::request_detail(RequestId request) const {
+  if (request >= states_.size()) return "";
+  const RequestState& s = states_[request];
+  return std::string(s.is_send ? " while sending " : " while waiting for ") + size_text(s.bytes) +
+         (s.is_send ? " to rank " : " from rank ") + std::to_string(s.peer) + " (message " + std::to_string(s.index) + ")";
+}
+
 void ProgressEngine::fail(const OpInfo& op, RequestId request, const std::string& why) {
-  std::string detail;
-  if (request < states_.size()) {
-    const RequestState& s = states_[request];
-    detail = std::string(s.is_send ? " while sending " : " while waiting for ") + size_text(s.bytes) +
-             (s.is_send ? " to rank " : " from rank ") + std::to_string(s.peer) + " (message " +
-             std::to_string(s.index) + ")";
-  }
+  fail(op, request_detail(request), endpoint_->traits().provider, why);
+}
+
+void ProgressEngine::fail(const OpInfo& op, const std::string& detail, const std::string& over, const std::string& why) {
   throw Error(ErrorKind::Comm, "rank " + std::to_string(world_rank_) + ": " + op.description + " failed" + detail +
-                                   " over " + endpoint_->traits().provider + ": " + why +
+                                   " over " + over + ": " + why +
                                    " - check that rank's log; every rank of the job must issue the same collectives");
 }
 

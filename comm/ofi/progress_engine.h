@@ -56,6 +56,10 @@ class ProgressEngine {
   RequestId post_recv(int world_peer, void* data, size_t bytes, uint64_t tag, uint32_t index, const OpInfo& op);
   void wait(RequestId request, const OpInfo& op);
   void* scratch(size_t bytes);
+  // For waits outside the fabric (the shared-memory path), called now and then while waiting:
+  // drives the fabric, enforces the operation's deadline, and fails naming `world_peer` (what
+  // `waiting_for` describes) when it died or the deadline passed.
+  void keep_alive(const OpInfo& op, int world_peer, const std::string& waiting_for, Clock::time_point& next_check);
 
   const CommOptions& options() const { return options_; }
   const Endpoint& endpoint() const { return *endpoint_; }
@@ -82,10 +86,13 @@ class ProgressEngine {
   RequestId acquire(bool is_send, int peer, size_t bytes, uint32_t index);
   void progress();
   void check_health(const OpInfo& op, RequestId waiting_for, Clock::time_point& next_check);
+  void check_health(const OpInfo& op, const std::string& detail, const std::string& over, Clock::time_point& next_check);
+  std::string request_detail(RequestId request) const;
   // Why the operation cannot finish if a member rank died or the store is gone ("" if neither),
   // waiting up to `patience` for the store to learn of a death.
   std::string dead_member_cause(const OpInfo& op, Clock::duration patience);
   [[noreturn]] void fail(const OpInfo& op, RequestId request, const std::string& why);
+  [[noreturn]] void fail(const OpInfo& op, const std::string& detail, const std::string& over, const std::string& why);
 
   std::unique_ptr<Endpoint> endpoint_;
   std::unique_ptr<Store> store_;  // this engine's own connection: dead-rank checks, shutdown

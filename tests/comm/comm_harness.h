@@ -97,6 +97,7 @@ inline comm::CommOptions test_options(const std::string& provider) {
   options.timeout = std::chrono::seconds(20);
   options.chunk_bytes = 1024;  // several chunks per block even for small test buffers
   options.small_bytes = 256;   // both allreduce algorithms run
+  options.shared_memory_chunk_bytes = 256;  // shm: many rounds per allreduce, slots reused
   return options;
 }
 

@@ -1,0 +1,95 @@
+// Allreduce through shared-memory segments (see host_segments.h for the idea).
+//
+// The buffer is cut into p blocks (the first count % p one element longer), each block into
+// chunks of the segment's chunk size; round k handles chunk k of every block. In round k rank r
+//   1. copies its chunk k of every other block b into slot (r, k, b)           -> posted = k+1
+//   2. adds every peer q's slot (q, k, r) into its own chunk k of block r, and copies the result
+//      into slot (r, k, r)                                                      -> reduced = k+1
+//   3. copies every peer q's reduced chunk, slot (q, k, q), into its block q    -> consumed = k+1
+// A slot is reused `depth` rounds later, once every peer has consumed the round that used it.
+// Round numbers continue from one operation to the next, so the counters never go back.
+// Step 1 of the next round runs before step 3 of this one, so a peer that is a little behind
+// finds its input waiting.
+#include <algorithm>
+#include <cstring>
+
+#include "comm/ofi/host_segments.h"
+
+namespace dsx::comm::ofi {
+
+namespace {
+
+struct Blocks {
+  size_t count;
+  size_t ranks;
+  size_t chunk;  // elements
+  size_t length(int b) const { return count / ranks + (static_cast<size_t>(b) < count % ranks ? 1 : 0); }
+  size_t offset(int b) const {
+    auto ub = static_cast<size_t>(b);
+    return ub * (count / ranks) + std::min(ub, count % ranks);
+  }
+  // Elements [first, first + n) of chunk k of block b; n may be 0 for short blocks.
+  size_t first(int b, size_t k) const { return offset(b) + k * chunk; }
+  size_t n(int b, size_t k) const {
+    size_t len = length(b);
+    return k * chunk >= len ? 0 : std::min(chunk, len - k * chunk);
+  }
+};
+
+}  // namespace
+
+void host_allreduce(HostSegments& seg, const HostSegments::KeepAlive& keep_alive, void* data, size_t count,
+                    kernels::DType dtype, kernels::ReduceOp op) {
+  const int p = seg.size(), r = seg.rank();
+  if (p == 1 || count == 0) return;
+  const size_t esize = kernels::dtype_size(dtype);
+  const Blocks blocks{count, static_cast<size_t>(p), seg.chunk_bytes() / esize};
+  const size_t rounds = (blocks.length(0) + blocks.chunk - 1) / blocks.chunk;
+  const uint64_t base = seg.rounds_done;
+  auto* buf = static_cast<char*>(data);
+  auto at = [&](int b, size_t k) { return buf + blocks.first(b, k) * esize; };
+
+  auto post = [&](size_t k) {
+    const uint64_t round = base + k;
+    if (round >= static_cast<uint64_t>(seg.depth())) {
+      for (int q = 0; q < p; ++q) {
+        if (q != r) seg.wait(q, HostSegments::kConsumed, round - static_cast<uint64_t>(seg.depth()) + 1, keep_alive, "to free a slot");
+      }
+    }
+    for (int b = 0; b < p; ++b) {
+      if (b != r) std::memcpy(seg.slot(r, round, b), at(b, k), blocks.n(b, k) * esize);
+    }
+    seg.publish(HostSegments::kPosted, round + 1);
+  };
+  auto reduce = [&](size_t k) {
+    const uint64_t round = base + k;
+    const size_t n = blocks.n(r, k);
+    for (int q = 0; q < p; ++q) {
+      if (q == r) continue;
+      seg.wait(q, HostSegments::kPosted, round + 1, keep_alive, "its share of our block");
+      kernels::reduce_into(dtype, op, at(r, k), seg.slot(q, round, r), n);
+    }
+    if (op == kernels::ReduceOp::Avg) kernels::scale(dtype, at(r, k), 1.0f / static_cast<float>(p), n);
+    std::memcpy(seg.slot(r, round, r), at(r, k), n * esize);
+    seg.publish(HostSegments::kReduced, round + 1);
+  };
+  auto collect = [&](size_t k) {
+    const uint64_t round = base + k;
+    for (int q = 0; q < p; ++q) {
+      if (q == r) continue;
+      seg.wait(q, HostSegments::kReduced, round + 1, keep_alive, "its reduced block");
+      std::memcpy(at(q, k), seg.slot(q, round, q), blocks.n(q, k) * esize);
+    }
+    seg.publish(HostSegments::kConsumed, round + 1);
+  };
+
+  post(0);
+  for (size_t k = 0; k < rounds; ++k) {
+    reduce(k);
+    if (k + 1 < rounds) post(k + 1);
+    collect(k);
+  }
+  seg.rounds_done = base + rounds;
+}
+
+}  // namespace dsx::comm::ofi

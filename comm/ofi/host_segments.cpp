@@ -1,0 +1,139 @@
+// Set-up, mapping and waiting of the shared-memory segments (see host_segments.h).
+#include "comm/ofi/host_segments.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <new>
+#include <random>
+#include <sstream>
+
+#include "comm/rendezvous.h"
+#include "dsx/error.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define DSX_SPIN_PAUSE() _mm_pause()
+#else
+#define DSX_SPIN_PAUSE() std::atomic_signal_fence(std::memory_order_seq_cst)
+#endif
+
+namespace dsx::comm::ofi {
+
+namespace {
+
+// Busy polls before a wait starts yielding its core: ranks may share cores with each other.
+constexpr int kSpinsBeforeYield = 2048;
+
+std::string errno_text(const char* call) { return std::string(call) + ": " + std::strerror(errno); }
+
+uint64_t random_nonce() {
+  std::random_device device;
+  return (uint64_t{device()} << 32) ^ device();
+}
+
+}  // namespace
+
+HostSegments::Setup HostSegments::open(Store& store, const std::string& keys, int rank, int size, size_t chunk_bytes,
+                                       bool enabled, const std::string& disabled_reason,
+                                       std::chrono::milliseconds timeout) {
+  std::unique_ptr<HostSegments> seg(new HostSegments(rank, chunk_bytes));
+  seg->bases_.assign(static_cast<size_t>(size), nullptr);
+  const size_t bytes = seg->segment_bytes();
+  const std::string me = "rank " + std::to_string(rank) + " of the group";
+
+  // 1. Our own segment, published as "<pid> <fd> <nonce>", or "-<why not>".
+  std::string problem = enabled ? "" : disabled_reason;
+  int fd = -1;
+  uint64_t nonce = random_nonce();
+  if (problem.empty()) {
+    fd = memfd_create("dsx-comm", MFD_CLOEXEC);
+    void* base = MAP_FAILED;
+    if (fd < 0) {
+      problem = errno_text("memfd_create");
+    } else if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+      problem = errno_text("ftruncate of the segment");
+    } else if ((base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+      problem = errno_text("mmap of the segment");
+    }
+    if (problem.empty()) {
+      seg->bases_[static_cast<size_t>(rank)] = static_cast<char*>(base);
+      auto* header = new (base) Header{};
+      header->nonce.value.store(nonce, std::memory_order_release);
+    } else {
+      problem = me + ": " + problem;
+    }
+  }
+  store.set(keys + "segment/" + std::to_string(rank),
+            problem.empty() ? std::to_string(getpid()) + " " + std::to_string(fd) + " " + std::to_string(nonce)
+                            : "-" + problem);
+
+  // 2. Every peer's segment, mapped through /proc and checked by its nonce.
+  for (int q = 0; q < size && problem.empty(); ++q) {
+    if (q == rank) continue;
+    std::string entry = get_from_peers(store, keys + "segment/" + std::to_string(q), timeout);
+    if (!entry.empty() && entry[0] == '-') {
+      problem = entry.substr(1);
+      break;
+    }
+    long pid = 0, peer_fd = 0;
+    unsigned long long peer_nonce = 0;
+    std::istringstream(entry) >> pid >> peer_fd >> peer_nonce;
+    std::string path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(peer_fd);
+    int peer = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    struct stat st {};
+    void* base = MAP_FAILED;
+    if (peer < 0) {
+      problem = errno_text(("open " + path).c_str());
+    } else if (fstat(peer, &st) != 0 || static_cast<size_t>(st.st_size) != bytes) {
+      problem = path + " is not rank " + std::to_string(q) + "'s segment (another pid namespace?)";
+    } else if ((base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, peer, 0)) == MAP_FAILED) {
+      problem = errno_text(("mmap " + path).c_str());
+    }
+    if (peer >= 0) close(peer);
+    if (base != MAP_FAILED) {
+      seg->bases_[static_cast<size_t>(q)] = static_cast<char*>(base);
+      if (reinterpret_cast<Header*>(base)->nonce.value.load(std::memory_order_acquire) != peer_nonce) {
+        problem = path + " is not rank " + std::to_string(q) + "'s segment (another pid namespace?)";
+      }
+    }
+    if (!problem.empty()) problem = me + " cannot map rank " + std::to_string(q) + "'s segment: " + problem;
+  }
+
+  // 3. Agree: everyone has mapped everything (so our fd may close), or nobody uses the segments.
+  store.set(keys + "mapped/" + std::to_string(rank), problem.empty() ? "ok" : "-" + problem);
+  Setup result;
+  for (int q = 0; q < size; ++q) {
+    std::string said = q == rank ? (problem.empty() ? "ok" : "-" + problem)
+                                 : get_from_peers(store, keys + "mapped/" + std::to_string(q), timeout);
+    if (said != "ok" && result.why_not.empty()) result.why_not = said.substr(1);
+  }
+  if (fd >= 0) close(fd);
+  if (result.why_not.empty()) result.segments = std::move(seg);
+  return result;  // otherwise `seg` unmaps whatever it mapped
+}
+
+HostSegments::~HostSegments() {
+  for (char* base : bases_) {
+    if (base) munmap(base, segment_bytes());
+  }
+}
+
+void HostSegments::wait(int peer, Counter c, uint64_t at_least, const KeepAlive& keep_alive, const char* what) const {
+  const std::atomic<uint64_t>& value = counter(peer, c);
+  for (int spins = 0; value.load(std::memory_order_acquire) < at_least; ++spins) {
+    if ((spins & 1023) == 1023) keep_alive(peer, what);
+    if (spins < kSpinsBeforeYield) {
+      DSX_SPIN_PAUSE();
+    } else {
+      sched_yield();
+    }
+  }
+}
+
+}  // namespace dsx::comm::ofi

@@ -1,0 +1,99 @@
+// Shared memory between the ranks of one group on one host, for collectives that bypass the
+// fabric (as NCCL's and Open MPI's intra-node transports do). Each rank owns one segment: an
+// anonymous memfd that its peers open through /proc/<pid>/fd and map, so nothing is left behind
+// in /dev/shm when a rank dies. A segment holds three progress counters, written only by its
+// owner, and `depth` slots of `size` chunks each that the owner fills and its peers read.
+//
+// Set-up is collective and always agrees: every rank publishes its segment (or why it has none),
+// maps every peer's and checks a random nonce (a pid can name another process in another pid
+// namespace), then publishes whether that worked. One failure anywhere - ptrace rules that forbid
+// opening another process's /proc/<pid>/fd, a disabled switch, no memfd - and no rank uses the
+// segments; the group keeps to the fabric.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/store/store.h"
+#include "kernels/dtype.h"
+#include "kernels/reduce.h"
+
+namespace dsx::comm::ofi {
+
+class HostSegments {
+ public:
+  // Progress counters: how many rounds (counted since the group was made) the owner has
+  // posted into its slots, reduced, and consumed (copied out of its peers' slots).
+  enum Counter { kPosted = 0, kReduced = 1, kConsumed = 2 };
+  // Called now and then while a wait spins: drives the fabric, enforces the deadline, and
+  // throws naming `peer` (a group rank) if it died. `what` says what the wait was for.
+  using KeepAlive = std::function<void(int peer, const char* what)>;
+
+  struct Setup {
+    std::unique_ptr<HostSegments> segments;  // null when the group keeps to the fabric
+    std::string why_not;                     // then: the first reason any rank gave
+  };
+  // Collective over the group's ranks; `keys` is a store prefix unique to the group.
+  // `enabled` false makes this rank (and so every rank) decline, saying `disabled_reason`.
+  static Setup open(Store& store, const std::string& keys, int rank, int size, size_t chunk_bytes, bool enabled,
+                    const std::string& disabled_reason, std::chrono::milliseconds timeout);
+  ~HostSegments();
+  HostSegments(const HostSegments&) = delete;
+  HostSegments& operator=(const HostSegments&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return static_cast<int>(bases_.size()); }
+  size_t chunk_bytes() const { return chunk_bytes_; }
+  int depth() const { return kDepth; }
+
+  // The chunk-sized area for block `block` in the slot that round `round` uses, in `owner`'s segment.
+  char* slot(int owner, uint64_t round, int block) const {
+    return bases_[static_cast<size_t>(owner)] + kHeaderBytes +
+           ((round % kDepth) * static_cast<size_t>(size()) + static_cast<size_t>(block)) * chunk_bytes_;
+  }
+  // Sets this rank's counter (release: everything written before it is visible to a reader
+  // that sees the value).
+  void publish(Counter c, uint64_t value) { counter(rank_, c).store(value, std::memory_order_release); }
+  // Spins (then yields the core) until `peer`'s counter reaches `at_least`.
+  void wait(int peer, Counter c, uint64_t at_least, const KeepAlive& keep_alive, const char* what) const;
+
+  // Rounds used so far: the next operation's rounds continue from here on every rank alike.
+  uint64_t rounds_done = 0;
+
+ private:
+  static constexpr int kDepth = 4;
+  static constexpr size_t kHeaderBytes = 4096;
+  struct alignas(64) Line {
+    std::atomic<uint64_t> value;
+  };
+  struct Header {
+    Line counters[3];
+    Line nonce;
+  };
+  HostSegments(int rank, size_t chunk_bytes) : rank_(rank), chunk_bytes_(chunk_bytes) {}
+  std::atomic<uint64_t>& counter(int owner, Counter c) const {
+    return reinterpret_cast<Header*>(bases_[static_cast<size_t>(owner)])->counters[c].value;
+  }
+  size_t segment_bytes() const { return kHeaderBytes + kDepth * bases_.size() * chunk_bytes_; }
+
+  int rank_;
+  size_t chunk_bytes_;
+  std::vector<char*> bases_;  // every rank's segment, mapped here (this rank's own included)
+};
+
+// Allreduce through the segments: block b of the buffer belongs to rank b. Round by round, each
+// rank posts its chunk of every other rank's block into its own slot, reduces its own block
+// with its peers' posted chunks (in its buffer, and into its slot), then copies every peer's
+// reduced chunk out of that peer's slot. Each element is reduced once, by its owner, so every
+// rank ends with identical bytes. Every rank moves 2(p-1)/p of the buffer through shared
+// memory and nothing through the kernel.
+void host_allreduce(HostSegments& seg, const HostSegments::KeepAlive& keep_alive, void* data, size_t count,
+                    kernels::DType dtype, kernels::ReduceOp op);
+
+}  // namespace dsx::comm::ofi
