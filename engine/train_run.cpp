@@ -375,8 +375,9 @@ int run_training(const TrainRunOptions& o) {
     std::ostringstream mem, com;
     mem.precision(6);
     mem << "params " << m.bytes(zero::MemoryKind::Params) / 1e6 << " MB, grads " << m.bytes(zero::MemoryKind::Grads) / 1e6
-        << " MB, optimizer " << m.bytes(zero::MemoryKind::OptimizerState) / 1e6 << " MB (peak buffers "
-        << m.peak(zero::MemoryKind::Buffers) / 1e6 << " MB)";
+        << " MB, optimizer " << m.bytes(zero::MemoryKind::OptimizerState) / 1e6 << " MB, activations "
+        << m.bytes(zero::MemoryKind::Activations) / 1e6 << " MB (peak buffers " << m.peak(zero::MemoryKind::Buffers) / 1e6
+        << " MB, peak total " << m.peak_total() / 1e6 << " MB)";
     summary.extra.push_back({"rank 0 holds", mem.str()});
     if (comm.size() > 1) {
       com.precision(3);

@@ -134,6 +134,7 @@ constexpr std::array kOthers = {
     Entry{"DSX_STORE_TIMEOUT",
           "dsx: seconds ranks wait for each other at the rendezvous (default 300)"},
     Entry{"DSX_COMM_BACKEND", "dsx: communication backend (nccl or ofi)"},
+    Entry{"DSX_DEVICE_MEMORY", "dsx: bytes one rank may hold (dsx train --device_memory); past it: out of memory, exit 3"},
     Entry{"DSX_SIMD", "dsx: lowers the SIMD path of the CPU kernels (avx512, avx2, scalar)"},
     Entry{"OMP_NUM_THREADS", "threads of dsx's CPU kernels (OpenMP)"},
     Entry{"DSX_OFI_PROVIDER",
