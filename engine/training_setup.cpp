@@ -72,6 +72,37 @@ zero::OptimizerSpec optimizer_from(const OptimizerConfig& o) {
   return spec;
 }
 
+// zero_optimization keys DeepSpeed honours at stages 0-3 that change nothing in a dsx run on the
+// host, said at start-up when they are set away from their defaults (docs/zero.md lists them).
+void note_ignored_zero_keys(const ZeroConfig& z, std::vector<std::string>& notes) {
+  const ZeroConfig d;
+  auto note = [&](bool set, const std::string& key, const std::string& why) {
+    if (set) notes.push_back("zero_optimization." + key + " changes nothing in dsx: " + why);
+  };
+  const bool stage12 = z.stage == 1 || z.stage == 2;
+  note(stage12 && z.round_robin_gradients, "round_robin_gradients",
+       "it spreads consecutive gradients over ranks for ZeRO-Offload's copies; dsx keeps DeepSpeed's default "
+       "partition order and the optimizer already runs in host memory");
+  note(stage12 && !z.use_multi_rank_bucket_allreduce, "use_multi_rank_bucket_allreduce",
+       "with reduce_scatter each owner receives its run of a bucket through one reduce-scatter either way");
+  note(z.stage == 3 && z.sub_group_size != d.sub_group_size, "sub_group_size",
+       "DeepSpeed steps the optimizer sub-group by sub-group to bound its fp32 gradient copies and to swap "
+       "to NVMe; dsx's gradients are fp32 already and the partition is updated in one pass");
+  note(z.stage == 3 && z.use_all_reduce_for_fetch_params, "use_all_reduce_for_fetch_params",
+       "parameters are always fetched with an allgather (the same values, half the bytes of an allreduce)");
+  note(z.zero_hpz_partition_size > 1, "zero_hpz_partition_size",
+       "ZeRO++'s secondary partition within a node is not implemented; parameters are gathered over the "
+       "whole data-parallel group");
+  note(z.zero_quantized_weights || z.zero_quantized_nontrainable_weights || z.zero_quantized_gradients,
+       "zero_quantized_weights/zero_quantized_gradients",
+       "ZeRO++'s quantized communication is not implemented; weights and gradients travel in "
+       "communication_data_type");
+  note(!z.ignore_unused_parameters, "ignore_unused_parameters",
+       "dsx's models give every parameter a gradient in every backward, so there is no unused one to refuse");
+  note(!z.load_from_fp32_weights, "load_from_fp32_weights",
+       "checkpoints always restore the fp32 master partitions (the model runs in fp32 on the host)");
+}
+
 }  // namespace
 
 zero::ZeroOptions zero_options_from(const EngineConfig& config, std::vector<std::string>& notes) {
@@ -85,6 +116,7 @@ zero::ZeroOptions zero_options_from(const EngineConfig& config, std::vector<std:
   o.allgather_bucket_size = static_cast<size_t>(z.allgather_bucket_size);
   o.prefetch_bucket_size = static_cast<size_t>(z.prefetch_bucket_size);
   o.param_persistence_threshold = static_cast<size_t>(z.param_persistence_threshold);
+  o.model_persistence_threshold = static_cast<size_t>(z.model_persistence_threshold);
   o.max_live_parameters = static_cast<size_t>(z.max_live_parameters);
   o.max_reuse_distance = static_cast<size_t>(z.max_reuse_distance);
   o.comm_dtype = dtype_named(config.communication_data_type);
@@ -117,6 +149,7 @@ zero::ZeroOptions zero_options_from(const EngineConfig& config, std::vector<std:
                     " on the CPU: the model computes in fp32; gradients travel in " + config.communication_data_type +
                     (config.fp16.enabled ? " with DeepSpeed's loss scaling" : ""));
   }
+  note_ignored_zero_keys(z, notes);
   if (z.optimizer_offloaded() || z.params_offloaded()) {
     notes.push_back("offload_optimizer/offload_param: on a CPU run the optimizer and parameters already live "
                     "in host memory, so offload changes nothing here");

@@ -25,6 +25,8 @@ void scale_into(DType dtype, void* dst, float* src, float factor, size_t count) 
   }
 }
 
+constexpr size_t kMaxBuffers = 3;  // two reductions in flight and the bucket being packed
+
 }  // namespace
 
 GradReducer::GradReducer(Mode mode, const ZeroLayout& layout, const FlatPartition* flat,
@@ -32,10 +34,11 @@ GradReducer::GradReducer(Mode mode, const ZeroLayout& layout, const FlatPartitio
                          MemoryLedger& ledger, float* partition, std::function<void(int)> copied)
     : mode_(mode), layout_(layout), flat_(flat), shards_(shards), options_(options), comm_(comm),
       ledger_(ledger), partition_(partition), copied_(std::move(copied)) {
+  to_owners_ = flat_ && options.reduce_scatter && options.contiguous_gradients;
   const double n = comm.size();
   if (!options.average_gradients) {
     pre_ = post_ = 1.0f;
-  } else if (options.prescale_gradients) {
+  } else if (options.prescale_gradients || to_owners_) {
     pre_ = static_cast<float>(1.0 / n);
     post_ = 1.0f;
   } else {
@@ -70,6 +73,9 @@ void GradReducer::flush() {
   InFlight f;
   f.entries = std::move(open_);
   open_.clear();
+  f.begin = layout_.layer_range(f.entries.back().layer).begin;
+  f.end = layout_.layer_range(f.entries.front().layer).end;
+  f.route = route_for(f.begin, f.end);
   pack(f);
   for (const Entry& e : f.entries) copied_(e.layer);
   launch(f);
@@ -84,41 +90,78 @@ void GradReducer::flush_and_wait() {
   while (!in_flight_.empty()) finish_oldest();
 }
 
+Range GradReducer::run_of(int rank, size_t begin, size_t end) const {
+  const size_t part_begin = flat_->partition_begin(rank);
+  const size_t lo = std::max(begin, part_begin);
+  const size_t hi = std::min(end, part_begin + flat_->partition_numel());
+  return {lo, std::max(lo, hi)};
+}
+
+GradReducer::Route GradReducer::route_for(size_t begin, size_t end) const {
+  if (mode_ == Mode::ToShards) {
+    // DeepSpeed allreduces a stage-3 bucket only with reduce_scatter off and contiguous buffers.
+    return options_.reduce_scatter || !options_.contiguous_gradients ? Route::Shards : Route::Allreduce;
+  }
+  if (!to_owners_) return Route::Allreduce;
+  // A ring reduce-scatter of N blocks of the longest run sends (N-1)·longest per rank; a ring
+  // allreduce of the bucket 2(N-1)/N·n. The runs go to their owners unless that is more.
+  const size_t world = static_cast<size_t>(comm_.size());
+  size_t longest = 0;
+  for (int r = 0; r < comm_.size(); ++r) longest = std::max(longest, run_of(r, begin, end).size());
+  return world * longest <= 2 * (end - begin) ? Route::OwnerRuns : Route::Allreduce;
+}
+
+// dst (comm dtype) = pre · the bucket's gradients in [lo, hi) of the flat buffer.
+void GradReducer::pack_range(const InFlight& f, size_t lo, size_t hi, uint8_t* dst) {
+  const DType dtype = options_.comm_dtype;
+  const size_t esize = kernels::dtype_size(dtype);
+  for (const Entry& e : f.entries) {
+    const Range lr = layout_.layer_range(e.layer);
+    const size_t a = std::max(lo, lr.begin), b = std::min(hi, lr.end);
+    if (a < b) scale_into(dtype, dst + (a - lo) * esize, e.grad + (a - lr.begin), pre_, b - a);
+  }
+}
+
 void GradReducer::pack(InFlight& f) {
   const DType dtype = options_.comm_dtype;
   const size_t esize = kernels::dtype_size(dtype);
-  const Entry& lowest = f.entries.back();
-  const size_t bucket_begin = layout_.layer_range(lowest.layer).begin;
-  const size_t bucket_end = layout_.layer_range(f.entries.front().layer).end;
-  if (mode_ == Mode::InPlace) {
+  if (f.route == Route::Shards) {
+    pack_shards(f);
+    return;
+  }
+  if (f.route == Route::OwnerRuns) {
+    const int world = comm_.size();
+    for (int r = 0; r < world; ++r) f.numel = std::max(f.numel, run_of(r, f.begin, f.end).size());
+    f.comm = take_buffer(f.numel * static_cast<size_t>(world) * esize);
+    for (int r = 0; r < world; ++r) {
+      const Range run = run_of(r, f.begin, f.end);
+      pack_range(f, run.begin, run.end, f.comm.data() + static_cast<size_t>(r) * f.numel * esize);
+    }
+    return;
+  }
+  f.numel = f.end - f.begin;
+  if (mode_ == Mode::InPlace && dtype == DType::F32) {
     // The entries are views of the full gradient buffer, contiguous from the lowest layer up.
-    f.numel = bucket_end - bucket_begin;
-    if (dtype == DType::F32) {
-      if (pre_ != 1.0f) kernels::scale(DType::F32, lowest.grad, pre_, f.numel);
-      f.in_place = lowest.grad;
-    } else {
-      f.comm = Buffer<uint8_t>(ledger_, MemoryKind::Buffers, f.numel * esize);
-      scale_into(dtype, f.comm.data(), lowest.grad, pre_, f.numel);
-    }
+    float* lowest = f.entries.back().grad;
+    if (pre_ != 1.0f) kernels::scale(DType::F32, lowest, pre_, f.numel);
+    f.in_place = lowest;
     return;
   }
-  if (mode_ == Mode::ToPartition) {
-    f.numel = bucket_end - bucket_begin;
-    f.comm = Buffer<uint8_t>(ledger_, MemoryKind::Buffers, f.numel * esize);
-    for (const Entry& e : f.entries) {
-      const Range r = layout_.layer_range(e.layer);
-      scale_into(dtype, f.comm.data() + (r.begin - bucket_begin) * esize, e.grad, pre_, r.size());
-    }
-    return;
-  }
-  // ToShards: rank-major blocks [r0: p1 shard 0, p2 shard 0, ...][r1: p1 shard 1, ...].
+  f.comm = take_buffer(f.numel * esize);
+  pack_range(f, f.begin, f.end, f.comm.data());
+}
+
+// Rank-major blocks [r0: p1 shard 0, p2 shard 0, ...][r1: p1 shard 1, ...] (stage 3).
+void GradReducer::pack_shards(InFlight& f) {
+  const DType dtype = options_.comm_dtype;
+  const size_t esize = kernels::dtype_size(dtype);
   const int world = comm_.size();
-  const size_t first = layout_.layer_first(lowest.layer);
+  const size_t first = layout_.layer_first(f.entries.back().layer);
   const size_t last = layout_.layer_last(f.entries.front().layer);
   const size_t shard_begin = shards_->shard_offset(first);
   const size_t k = shards_->shard_offset(last) - shard_begin;
   f.numel = k;
-  f.comm = Buffer<uint8_t>(ledger_, MemoryKind::Buffers, k * static_cast<size_t>(world) * esize);
+  f.comm = take_buffer(k * static_cast<size_t>(world) * esize);
   for (const Entry& e : f.entries) {
     const Range lr = layout_.layer_range(e.layer);
     if (pre_ != 1.0f) kernels::scale(DType::F32, e.grad, pre_, lr.size());
@@ -143,18 +186,23 @@ void GradReducer::pack(InFlight& f) {
 void GradReducer::launch(InFlight& f) {
   const DType dtype = options_.comm_dtype;
   const size_t esize = kernels::dtype_size(dtype);
+  const size_t world = static_cast<size_t>(comm_.size());
   f.launched = Clock::now();
   ++timing_.operations;
-  if (mode_ == Mode::ToShards) {
-    const size_t rank = static_cast<size_t>(comm_.rank());
-    timing_.bytes += f.numel * static_cast<size_t>(comm_.size()) * esize;
-    f.work = comm_.reduce_scatter(f.comm.data(), f.comm.data() + rank * f.numel * esize, f.numel, dtype,
-                                  kernels::ReduceOp::Sum);
+  if (f.route == Route::Allreduce) {
+    timing_.bytes += f.numel * esize;
+    timing_.bus_bytes += 2.0 * static_cast<double>(world - 1) / static_cast<double>(world) *
+                         static_cast<double>(f.numel * esize);
+    void* data = f.in_place ? static_cast<void*>(f.in_place) : static_cast<void*>(f.comm.data());
+    f.work = comm_.allreduce(data, f.numel, dtype, kernels::ReduceOp::Sum);
     return;
   }
-  timing_.bytes += f.numel * esize;
-  void* data = f.in_place ? static_cast<void*>(f.in_place) : static_cast<void*>(f.comm.data());
-  f.work = comm_.allreduce(data, f.numel, dtype, kernels::ReduceOp::Sum);
+  const size_t rank = static_cast<size_t>(comm_.rank());
+  timing_.bytes += f.numel * world * esize;
+  timing_.bus_bytes += static_cast<double>((world - 1) * f.numel * esize);
+  ++timing_.reduce_scatters;
+  f.work = comm_.reduce_scatter(f.comm.data(), f.comm.data() + rank * f.numel * esize, f.numel, dtype,
+                                kernels::ReduceOp::Sum);
 }
 
 void GradReducer::finish_oldest() {
@@ -167,35 +215,90 @@ void GradReducer::finish_oldest() {
   if (end > start) timing_.busy_seconds += seconds(end - start);
   busy_until_ = std::max(busy_until_, end);
   unpack(f);
+  give_back(std::move(f.comm));
   in_flight_.pop_front();
 }
 
 void GradReducer::unpack(InFlight& f) {
   const DType dtype = options_.comm_dtype;
   const size_t esize = kernels::dtype_size(dtype);
+  const int rank = comm_.rank();
+  if (f.route == Route::OwnerRuns) {
+    // Only this rank's run came back reduced: stage 1 overwrites its gradients with it, stage 2
+    // adds it to the partition (which accumulates over micro-steps).
+    const Range mine = run_of(rank, f.begin, f.end);
+    const uint8_t* block = f.comm.data() + static_cast<size_t>(rank) * f.numel * esize;
+    if (mode_ == Mode::InPlace) {
+      float* g = f.entries.back().grad + (mine.begin - f.begin);
+      for (size_t j = 0; j < mine.size(); ++j) g[j] = post_ * kernels::load_as_float(dtype, block, j);
+    } else {
+      float* dst = partition_ + (mine.begin - flat_->partition_begin(rank));
+      for (size_t j = 0; j < mine.size(); ++j) dst[j] += post_ * kernels::load_as_float(dtype, block, j);
+    }
+    return;
+  }
+  if (f.route == Route::Shards) {
+    const size_t shard_begin = shards_->shard_offset(layout_.layer_first(f.entries.back().layer));
+    const uint8_t* mine = f.comm.data() + static_cast<size_t>(rank) * f.numel * esize;
+    for (size_t j = 0; j < f.numel; ++j) {
+      partition_[shard_begin + j] += post_ * kernels::load_as_float(dtype, mine, j);
+    }
+    return;
+  }
+  // Allreduce: every rank holds the whole reduced bucket.
   if (mode_ == Mode::InPlace) {
     float* g = f.entries.back().grad;
     if (dtype != DType::F32) kernels::cast(dtype, f.comm.data(), DType::F32, g, f.numel);
     if (post_ != 1.0f) kernels::scale(DType::F32, g, post_, f.numel);
-    return;
-  }
-  if (mode_ == Mode::ToPartition) {
-    const size_t bucket_begin = layout_.layer_range(f.entries.back().layer).begin;
-    const size_t bucket_end = bucket_begin + f.numel;
-    const size_t part_begin = flat_->partition_begin(comm_.rank());
-    const size_t part_end = part_begin + flat_->partition_numel();
-    const size_t lo = std::max(bucket_begin, part_begin);
-    const size_t hi = std::min(bucket_end, part_end);
-    for (size_t i = lo; i < hi; ++i) {
-      partition_[i - part_begin] += post_ * kernels::load_as_float(dtype, f.comm.data(), i - bucket_begin);
+  } else if (mode_ == Mode::ToPartition) {
+    const Range mine = run_of(rank, f.begin, f.end);
+    float* dst = partition_ + (mine.begin - flat_->partition_begin(rank));
+    for (size_t j = 0; j < mine.size(); ++j) {
+      dst[j] += post_ * kernels::load_as_float(dtype, f.comm.data(), mine.begin - f.begin + j);
     }
-    return;
+  } else {
+    // Stage 3 keeps, of every parameter in the bucket, the shard this rank stores.
+    const size_t first = layout_.layer_first(f.entries.back().layer);
+    const size_t last = layout_.layer_last(f.entries.front().layer);
+    for (size_t p = first; p < last; ++p) {
+      const size_t from = layout_.offset_at(p) - f.begin + shards_->shard_numel(p) * static_cast<size_t>(rank);
+      float* dst = partition_ + shards_->shard_offset(p);
+      for (size_t j = 0; j < shards_->real_in_shard(p, rank); ++j) {
+        dst[j] += post_ * kernels::load_as_float(dtype, f.comm.data(), from + j);
+      }
+    }
   }
-  const size_t first = layout_.layer_first(f.entries.back().layer);
-  const size_t shard_begin = shards_->shard_offset(first);
-  const uint8_t* mine = f.comm.data() + static_cast<size_t>(comm_.rank()) * f.numel * esize;
-  for (size_t j = 0; j < f.numel; ++j) {
-    partition_[shard_begin + j] += post_ * kernels::load_as_float(dtype, mine, j);
+}
+
+// contiguous_gradients: a kept buffer that fits (zeroed: padding must read as zero); when none
+// fits, the largest kept one is replaced by a bigger one, so the buffers grow to the largest
+// bucket within the first steps and stay. Otherwise a new buffer per bucket.
+Buffer<uint8_t> GradReducer::take_buffer(size_t bytes) {
+  if (options_.contiguous_gradients) {
+    auto best = spare_.end();
+    for (auto it = spare_.begin(); it != spare_.end(); ++it) {
+      if (it->size() >= bytes && (best == spare_.end() || it->size() < best->size())) best = it;
+    }
+    if (best != spare_.end()) {
+      Buffer<uint8_t> b = std::move(*best);
+      spare_.erase(best);
+      std::memset(b.data(), 0, bytes);
+      return b;
+    }
+    if (!spare_.empty()) {
+      spare_.erase(std::max_element(spare_.begin(), spare_.end(),
+                                    [](const auto& a, const auto& b) { return a.size() < b.size(); }));
+    }
+  }
+  return Buffer<uint8_t>(ledger_, MemoryKind::Buffers, bytes);
+}
+
+void GradReducer::give_back(Buffer<uint8_t>&& buffer) {
+  if (buffer.empty()) return;
+  if (options_.contiguous_gradients && spare_.size() < kMaxBuffers) {
+    spare_.push_back(std::move(buffer));
+  } else {
+    buffer.reset();
   }
 }
 

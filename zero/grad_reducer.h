@@ -3,15 +3,29 @@
 // With overlap_comm the reduction is launched and backward goes on (at most two in flight, as
 // in DeepSpeed); without it the reduction is waited for at once.
 //
-// Three ways to reduce, one per kind of ZeRO storage:
-//   InPlace       stages 0/1: the layers are a contiguous range of the full gradient buffer;
-//                 allreduce it (in place for fp32, through a 16-bit copy otherwise).
-//   ToPartition   stage 2: allreduce a copy of the bucket and add this rank's part of it into
-//                 the gradient partition (the flat partition of stages 1/2).
-//   ToShards      stage 3: every parameter is cut in N shards; one reduce-scatter of the bucket
-//                 interleaved rank by rank, and the rank adds its shards into its partition.
+// Where a bucket's reduced gradients go, one mode per kind of ZeRO storage:
+//   InPlace       stages 0/1: the layers are a contiguous range of the full gradient buffer.
+//   ToPartition   stage 2: the rank adds its part of the bucket into its gradient partition.
+//   ToShards      stage 3: every parameter is cut in N shards; the rank adds its shards into
+//                 its partition.
+// and how they travel (ref/zero_and_kernels.md §1.5, §1.6, §1.8):
+//   Allreduce     every rank gets the whole reduced bucket (stage 0; reduce_scatter false or
+//                 contiguous_gradients false at stages 1/2; stage 3 with reduce_scatter false
+//                 and contiguous_gradients true, as DeepSpeed's __avg_scatter_contiguous_grads).
+//   OwnerRuns     stages 1/2 with reduce_scatter and contiguous_gradients: the bucket is cut
+//                 where the flat partitions cut it, rank r's run goes to block r (padded to the
+//                 longest run) and one reduce-scatter hands each owner only its run. When the
+//                 runs are so unequal that the padded blocks would move more bytes than an
+//                 allreduce (a bucket inside one partition, N > 2), the bucket is allreduced.
+//   Shards        stage 3 otherwise: one reduce-scatter of the bucket interleaved rank-major.
 // Averaging follows DeepSpeed: gradients are multiplied by `pre` before the sum and by `post`
-// after it (pre = 1/N with prescale_gradients, else 1/predivide_factor; post = predivide/N).
+// after it (pre = 1/N with prescale_gradients, else 1/predivide_factor; post = predivide/N;
+// stages 1/2 with reduce_scatter divide by N before the sum, as DeepSpeed's average_tensor).
+//
+// contiguous_gradients also decides who owns the communication buffers: true keeps them (at
+// most three: two in flight and the one being packed) and reuses them bucket after bucket, as
+// DeepSpeed keeps its bucket buffers, so backward allocates nothing once the first step ran;
+// false allocates each bucket's buffer and frees it when the bucket is done.
 #pragma once
 
 #include <chrono>
@@ -32,7 +46,7 @@ class GradReducer {
   enum class Mode { InPlace, ToPartition, ToShards };
 
   // `partition` (ToPartition/ToShards) receives the reduced gradients, added to what it holds.
-  // `flat` is needed by ToPartition, `shards` by ToShards. Once a layer's gradients have been
+  // `flat` is needed at stages 1/2, `shards` at stage 3. Once a layer's gradients have been
   // copied for communication, `copied(layer)` is called: the caller may free that memory then.
   GradReducer(Mode mode, const ZeroLayout& layout, const FlatPartition* flat, const ShardedParams* shards,
               const ZeroOptions& options, comm::Communicator& comm, MemoryLedger& ledger, float* partition,
@@ -45,24 +59,33 @@ class GradReducer {
   const CommTiming& timing() const { return timing_; }
 
  private:
+  enum class Route { Allreduce, OwnerRuns, Shards };
   struct Entry {
     int layer;
     float* grad;
   };
   struct InFlight {
-    std::vector<Entry> entries;
-    Buffer<uint8_t> comm;  // what the collective reads and writes (unless InPlace fp32)
+    std::vector<Entry> entries;  // from the highest layer down
+    Route route = Route::Allreduce;
+    size_t begin = 0, end = 0;   // the bucket's range of the flat buffer (ZeRO order)
+    size_t numel = 0;            // Allreduce: the bucket; OwnerRuns/Shards: one rank's block
+    Buffer<uint8_t> comm;        // what the collective reads and writes (unless in place)
+    float* in_place = nullptr;   // InPlace fp32 allreduce: the range of the full buffer
     comm::WorkHandle work;
     std::chrono::steady_clock::time_point launched;
-    size_t numel = 0;
-    float* in_place = nullptr;  // InPlace fp32: the range of the full buffer
   };
 
   void flush();
   void launch(InFlight& f);
   void finish_oldest();
+  Route route_for(size_t begin, size_t end) const;
+  Range run_of(int rank, size_t begin, size_t end) const;  // rank's part of [begin, end), stages 1/2
   void pack(InFlight& f);
+  void pack_range(const InFlight& f, size_t lo, size_t hi, uint8_t* dst);
+  void pack_shards(InFlight& f);
   void unpack(InFlight& f);
+  Buffer<uint8_t> take_buffer(size_t bytes);
+  void give_back(Buffer<uint8_t>&& buffer);
   size_t bucket_numel() const;
 
   Mode mode_;
@@ -74,9 +97,11 @@ class GradReducer {
   MemoryLedger& ledger_;
   float* partition_;
   std::function<void(int)> copied_;
+  bool to_owners_ = false;  // stages 1/2 with reduce_scatter and contiguous_gradients
   float pre_ = 1.0f, post_ = 1.0f;
   std::vector<Entry> open_;
   std::deque<InFlight> in_flight_;
+  std::vector<Buffer<uint8_t>> spare_;  // contiguous_gradients: buffers kept for the next buckets
   std::chrono::steady_clock::time_point busy_until_{};
   CommTiming timing_;
 };

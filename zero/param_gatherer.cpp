@@ -8,7 +8,16 @@ namespace dsx::zero {
 ParamGatherer::ParamGatherer(const ZeroLayout& layout, const ShardedParams& shards, const ZeroOptions& options,
                              comm::Communicator& comm, MemoryLedger& ledger, const float* partition)
     : layout_(layout), shards_(shards), options_(options), comm_(comm), ledger_(ledger), partition_(partition),
-      layers_(static_cast<size_t>(layout.num_layers())) {}
+      layers_(static_cast<size_t>(layout.num_layers())), persistent_(layers_.size(), false) {
+  size_t persisted = 0;
+  for (int l = 0; l < layout.num_layers(); ++l) {
+    const size_t numel = layout.layer_numel(l);
+    if (numel <= options.param_persistence_threshold && persisted + numel <= options.model_persistence_threshold) {
+      persistent_[static_cast<size_t>(l)] = true;
+      persisted += numel;
+    }
+  }
+}
 
 ParamGatherer::~ParamGatherer() {
   // A gather still in flight writes into our buffers: let it land before they go.
@@ -91,8 +100,7 @@ const float* ParamGatherer::acquire(int layer) {
 }
 
 void ParamGatherer::release(int layer, bool backward) {
-  const size_t numel = layout_.layer_numel(layer);
-  if (numel <= options_.param_persistence_threshold) return;
+  if (persistent_[static_cast<size_t>(layer)]) return;
   // Elements the model touches before it needs this layer again: the layers after it in forward
   // and again in backward, or the layers before it in backward and again in the next forward.
   size_t between = 0;

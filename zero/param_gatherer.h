@@ -5,7 +5,9 @@
 // of a layer the model will need next, up to stage3_prefetch_bucket_size elements ahead.
 //
 // Unlike DeepSpeed, which decides per parameter, dsx gathers and keeps whole layers (the unit
-// the model runs in); the persistence threshold applies to a layer's element count.
+// the model runs in); the persistence threshold applies to a layer's element count, and, as in
+// DeepSpeed, layers stop being persistent once the persistent ones would hold more than
+// stage3_model_persistence_threshold elements (counted in layer order).
 #pragma once
 
 #include <chrono>
@@ -37,6 +39,7 @@ class ParamGatherer {
   void gather_all(float* out);
 
   size_t live_elements() const { return live_; }
+  bool persistent(int layer) const { return persistent_[static_cast<size_t>(layer)]; }
   size_t gathers() const { return gathers_; }
 
  private:
@@ -59,6 +62,7 @@ class ParamGatherer {
   MemoryLedger& ledger_;
   const float* partition_;
   std::vector<std::optional<Gathered>> layers_;
+  std::vector<bool> persistent_;  // never released between steps
   size_t live_ = 0;
   size_t prefetched_ = 0;  // elements gathered ahead and not yet acquired
   size_t gathers_ = 0;

@@ -8,6 +8,7 @@
 
 #include "dsx/error.h"
 #include "kernels/mixed_precision.h"
+#include "zero/partition_allgather.h"
 
 namespace dsx::zero {
 namespace {
@@ -236,9 +237,8 @@ StepResult ZeroEngine::step(const StepHyper& hyper) {
 // After the optimizer changed this rank's partition, everyone's full copy catches up.
 void ZeroEngine::sync_full_params() {
   if (flat_) {
-    const size_t s = flat_->partition_numel();
-    float* mine = params_full_.data() + flat_->partition_begin(comm_.rank());
-    comm_.allgather(mine, params_full_.data(), s, kernels::DType::F32)->wait(options_.comm_timeout);
+    allgather_partitions(*flat_, plan_allgather(*flat_, options_.allgather_bucket_size), params_full_.data(), comm_,
+                         ledger_, options_.comm_timeout);
   } else if (gatherer_) {
     gatherer_->invalidate();
   }

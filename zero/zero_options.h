@@ -22,6 +22,7 @@ struct ZeroOptions {
   // stage 3
   size_t prefetch_bucket_size = 50000000;
   size_t param_persistence_threshold = 100000;
+  size_t model_persistence_threshold = static_cast<size_t>(-1);  // cap on all persistent elements
   size_t max_live_parameters = 1000000000;
   size_t max_reuse_distance = 1000000000;
   // gradient averaging (ref/zero_and_kernels.md §1.9)
@@ -54,8 +55,12 @@ struct StepResult {
 struct CommTiming {
   double busy_seconds = 0.0;     // time the reductions were in flight, overlaps merged
   double exposed_seconds = 0.0;  // time the engine stood waiting for them
-  size_t bytes = 0;              // bytes handed to collectives
+  size_t bytes = 0;              // bytes handed to collectives (message sizes)
+  // Bytes this rank sends for them on a ring (nccl-tests' bus factors: an allreduce of n bytes
+  // sends 2(N-1)/N·n, a reduce-scatter of N blocks of b bytes (N-1)·b).
+  double bus_bytes = 0.0;
   size_t operations = 0;
+  size_t reduce_scatters = 0;    // of the operations, how many were reduce-scatters
   double hidden_fraction() const {
     if (busy_seconds <= 0.0) return 0.0;
     double f = 1.0 - exposed_seconds / busy_seconds;

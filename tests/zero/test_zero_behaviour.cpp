@@ -5,64 +5,21 @@
 
 #include <chrono>
 #include <cmath>
-#include <thread>
 #include <vector>
 
 #include "tests/comm/comm_harness.h"
+#include "tests/zero/hand_backward.h"
 #include "zero/zero_engine.h"
 
 namespace {
 
-using dsx::zero::ModelParam;
-using dsx::zero::ParamInfo;
 using dsx::zero::ZeroEngine;
 using dsx::zero::ZeroOptions;
 using Kind = dsx::zero::MemoryKind;
-
-// Parameters of `layers` layers, of awkward sizes (not multiples of any world size).
-std::vector<ModelParam> params_of(int layers, size_t per_layer) {
-  std::vector<ModelParam> out;
-  size_t offset = 0;
-  for (int l = 0; l < layers; ++l) {
-    for (size_t n : {per_layer + static_cast<size_t>(l), size_t{7}}) {
-      out.push_back({ParamInfo{n, l, n > 7}, offset});
-      offset += n;
-    }
-  }
-  return out;
-}
-
-size_t total(const std::vector<ModelParam>& ps) { return ps.back().model_offset + ps.back().info.numel; }
-
-// One micro-step of "backward": layer by layer from the top, each gradient element = value(l).
-template <class Value>
-void backward(ZeroEngine& z, const std::vector<ModelParam>& ps, int layers, Value value,
-              std::chrono::milliseconds compute = std::chrono::milliseconds(0)) {
-  z.begin_micro_step(true);
-  z.begin_backward();
-  for (int l = layers - 1; l >= 0; --l) {
-    z.acquire(l);
-    if (compute.count() > 0) std::this_thread::sleep_for(compute);  // the layer's backward math
-    for (size_t i = 0; i < ps.size(); ++i) {
-      if (ps[i].info.layer != l) continue;
-      float* g = z.grad(i);
-      for (size_t k = 0; k < ps[i].info.numel; ++k) g[k] += value(l);
-    }
-    z.release(l);
-    z.grad_ready(l);
-  }
-  z.end_micro_step();
-}
-
-ZeroOptions sgd_options(int stage) {
-  ZeroOptions o;
-  o.stage = stage;
-  o.reduce_bucket_size = 500;
-  o.optimizer.type = dsx::zero::OptimizerType::Sgd;
-  o.optimizer.sgd.lr = 1.0f;
-  o.comm_timeout = std::chrono::seconds(30);
-  return o;
-}
+using dsx::test::backward;
+using dsx::test::params_of;
+using dsx::test::sgd_options;
+using dsx::test::total;
 
 class ZeroMemory : public ::testing::TestWithParam<int> {};
 
@@ -88,6 +45,7 @@ TEST_P(ZeroMemory, BytesPerRankFollowTheFormula) {
       ZeroOptions o;
       o.stage = stage;
       o.reduce_bucket_size = 700;
+      o.contiguous_gradients = false;  // bucket buffers are freed, not kept (test_zero_options checks those)
       ZeroEngine z(ps, 5, init.data(), o, comm);
       backward(z, ps, 5, [](int) { return 0.01f; });
       z.step({1e-3, {}, {}});

@@ -1,6 +1,7 @@
 // ZeRO stages 0-3 on 1-4 real ranks, with gradient accumulation 1 and 3 and overlap_comm on and
 // off, train a tiny GPT-2 to the same weights as plain single-process training on the same
-// global batch (fp32: relative difference of the weight vectors within 1e-5).
+// global batch (fp32: relative difference of the weight vectors within 1e-5); so do the
+// reduce_scatter, contiguous_gradients and allgather_bucket_size settings away from their defaults.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -61,21 +62,8 @@ std::string weights_path(int stage, int world, int gas, bool overlap) {
          std::to_string(stage) + std::to_string(world) + std::to_string(gas) + std::to_string(overlap);
 }
 
-class ZeroEquivalence : public ::testing::TestWithParam<std::tuple<int, int, int, bool>> {};
-
-TEST_P(ZeroEquivalence, SameWeightsAsPlainTraining) {
-  const auto [stage, world, gas, overlap] = GetParam();
-  dsx::zero::ZeroOptions options;
-  options.stage = stage;
-  options.overlap_comm = overlap;
-  options.reduce_bucket_size = 3000;  // several buckets per backward
-  options.prefetch_bucket_size = 5000;
-  options.param_persistence_threshold = 100;
-  options.max_reuse_distance = 0;  // stage 3 releases and regathers
-  options.optimizer.adam = dsx::test::test_adam();
-  options.comm_timeout = std::chrono::seconds(30);
-  const std::string path = weights_path(stage, world, gas, overlap);
-
+// Trains `world` ranks with `options` and compares rank 0's weights with plain training.
+void expect_same_as_plain_training(const dsx::zero::ZeroOptions& options, int world, int gas, const std::string& path) {
   auto job = dsx::test::run_job(world, dsx::test::test_options("tcp"), [&](dsx::comm::Communicator& comm, int rank) {
     auto weights = dsx::test::zero_training(comm, options, kSteps, gas, kB, kT);
     if (rank == 0) write_weights(path, weights);
@@ -87,11 +75,33 @@ TEST_P(ZeroEquivalence, SameWeightsAsPlainTraining) {
   std::vector<float> got = read_weights(path, expected.size());
   ASSERT_FALSE(got.empty()) << "rank 0 wrote no weights";
   const double rel = relative_difference(got, expected);
-  RecordProperty("relative_difference", std::to_string(rel));
+  ::testing::Test::RecordProperty("relative_difference", std::to_string(rel));
   std::printf("relative difference %.3g\n", rel);
-  EXPECT_LT(rel, 1e-5) << "stage " << stage << " world " << world << " gas " << gas << " overlap " << overlap;
+  EXPECT_LT(rel, 1e-5) << "stage " << options.stage << " world " << world << " gas " << gas << " overlap "
+                       << options.overlap_comm;
   // and training moved the weights (the comparison is not vacuous)
   EXPECT_GT(relative_difference(got, initial), 1e-3);
+}
+
+dsx::zero::ZeroOptions equivalence_options(int stage, bool overlap) {
+  dsx::zero::ZeroOptions options;
+  options.stage = stage;
+  options.overlap_comm = overlap;
+  options.reduce_bucket_size = 3000;  // several buckets per backward
+  options.prefetch_bucket_size = 5000;
+  options.param_persistence_threshold = 100;
+  options.max_reuse_distance = 0;  // stage 3 releases and regathers
+  options.optimizer.adam = dsx::test::test_adam();
+  options.comm_timeout = std::chrono::seconds(30);
+  return options;
+}
+
+class ZeroEquivalence : public ::testing::TestWithParam<std::tuple<int, int, int, bool>> {};
+
+TEST_P(ZeroEquivalence, SameWeightsAsPlainTraining) {
+  const auto [stage, world, gas, overlap] = GetParam();
+  expect_same_as_plain_training(equivalence_options(stage, overlap), world, gas,
+                                weights_path(stage, world, gas, overlap));
 }
 
 INSTANTIATE_TEST_SUITE_P(Stages, ZeroEquivalence,
@@ -102,6 +112,47 @@ INSTANTIATE_TEST_SUITE_P(Stages, ZeroEquivalence,
                                   std::to_string(std::get<1>(info.param)) + "_gas" +
                                   std::to_string(std::get<2>(info.param)) +
                                   (std::get<3>(info.param) ? "_overlap" : "_sync");
+                         });
+
+// The options that change how gradients and parameters travel, away from their defaults, on 3
+// ranks with accumulation and overlap: the same weights (reduce_scatter false: allreduce at every
+// stage; contiguous_gradients false: buffers allocated per bucket, and stages 1/2 allreduce;
+// allgather_bucket_size: the updated partitions gathered in shards of 1000 / 3 elements).
+enum class Option { NoReduceScatter, NoContiguousGradients, SmallAllgatherBuckets };
+
+std::string option_name(Option option) {
+  switch (option) {
+    case Option::NoReduceScatter: return "no_reduce_scatter";
+    case Option::NoContiguousGradients: return "no_contiguous_gradients";
+    case Option::SmallAllgatherBuckets: return "small_allgather_buckets";
+  }
+  return "?";
+}
+
+class ZeroEquivalenceOptions : public ::testing::TestWithParam<std::tuple<int, Option>> {};
+
+TEST_P(ZeroEquivalenceOptions, SameWeightsAsPlainTraining) {
+  const auto [stage, option] = GetParam();
+  dsx::zero::ZeroOptions options = equivalence_options(stage, true);
+  if (option == Option::NoReduceScatter) options.reduce_scatter = false;
+  if (option == Option::NoContiguousGradients) options.contiguous_gradients = false;
+  if (option == Option::SmallAllgatherBuckets) options.allgather_bucket_size = 1000;
+  expect_same_as_plain_training(options, 3, 3, weights_path(stage, 3, 3, true) + "-option" +
+                                                   std::to_string(static_cast<int>(option)));
+}
+
+INSTANTIATE_TEST_SUITE_P(Options, ZeroEquivalenceOptions,
+                         ::testing::Values(std::make_tuple(1, Option::NoReduceScatter),
+                                           std::make_tuple(2, Option::NoReduceScatter),
+                                           std::make_tuple(3, Option::NoReduceScatter),
+                                           std::make_tuple(1, Option::NoContiguousGradients),
+                                           std::make_tuple(2, Option::NoContiguousGradients),
+                                           std::make_tuple(3, Option::NoContiguousGradients),
+                                           std::make_tuple(1, Option::SmallAllgatherBuckets),
+                                           std::make_tuple(2, Option::SmallAllgatherBuckets)),
+                         [](const auto& info) {
+                           return "stage" + std::to_string(std::get<0>(info.param)) + "_" +
+                                  option_name(std::get<1>(info.param));
                          });
 
 // 16-bit gradient communication (communication_data_type fp16 / bf16, as DeepSpeed uses with

@@ -1,0 +1,78 @@
+// The zero_optimization block as dsx train reads it: the options that change how gradients and
+// parameters travel reach ZeRO unchanged, and the keys DeepSpeed honours but dsx cannot use on
+// the host are said, once each, with why (never silently dropped).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "engine/training_setup.h"
+
+namespace {
+
+dsx::engine::EngineConfig read(const std::string& zero_block) {
+  dsx::engine::ConfigInputs in;
+  in.world_size = 2;
+  return dsx::engine::read_ds_config_text(
+      R"({"train_micro_batch_size_per_gpu": 1, "optimizer": {"type": "AdamW", "params": {"lr": 1e-3}},
+          "zero_optimization": )" + zero_block + "}",
+      "test.json", in);
+}
+
+size_t count_mentions(const std::vector<std::string>& notes, const std::string& key) {
+  size_t n = 0;
+  for (const std::string& note : notes) n += note.find(key) != std::string::npos;
+  return n;
+}
+
+TEST(ZeroConfig, TravelOptionsReachZero) {
+  std::vector<std::string> notes;
+  auto o = dsx::engine::zero_options_from(
+      read(R"({"stage": 3, "reduce_scatter": false, "contiguous_gradients": false, "allgather_bucket_size": 4000,
+               "reduce_bucket_size": 3000, "stage3_model_persistence_threshold": 5000})"),
+      notes);
+  EXPECT_EQ(o.stage, 3);
+  EXPECT_FALSE(o.reduce_scatter);
+  EXPECT_FALSE(o.contiguous_gradients);
+  EXPECT_EQ(o.allgather_bucket_size, 4000u);
+  EXPECT_EQ(o.reduce_bucket_size, 3000u);
+  EXPECT_EQ(o.model_persistence_threshold, 5000u);
+  EXPECT_TRUE(notes.empty()) << notes.front();
+}
+
+TEST(ZeroConfig, DefaultsSayNothing) {
+  for (int stage = 0; stage <= 3; ++stage) {
+    std::vector<std::string> notes;
+    auto o = dsx::engine::zero_options_from(read(R"({"stage": )" + std::to_string(stage) + "}"), notes);
+    EXPECT_TRUE(o.reduce_scatter && o.contiguous_gradients);
+    EXPECT_GE(o.model_persistence_threshold, size_t{1} << 62) << "unbounded by default";
+    EXPECT_TRUE(notes.empty()) << "stage " << stage << ": " << notes.front();
+  }
+}
+
+TEST(ZeroConfig, IgnoredKeysAreSaidWithWhy) {
+  std::vector<std::string> notes;
+  dsx::engine::zero_options_from(
+      read(R"({"stage": 2, "round_robin_gradients": true, "use_multi_rank_bucket_allreduce": false,
+               "zero_hpz_partition_size": 2, "zero_quantized_gradients": true, "ignore_unused_parameters": false,
+               "load_from_fp32_weights": false})"),
+      notes);
+  for (const char* key : {"round_robin_gradients", "use_multi_rank_bucket_allreduce", "zero_hpz_partition_size",
+                          "zero_quantized_weights/zero_quantized_gradients", "ignore_unused_parameters",
+                          "load_from_fp32_weights"}) {
+    EXPECT_EQ(count_mentions(notes, std::string("zero_optimization.") + key + " changes nothing in dsx: "), 1u)
+        << key;
+  }
+  EXPECT_EQ(notes.size(), 6u);
+
+  std::vector<std::string> stage3;
+  dsx::engine::zero_options_from(
+      read(R"({"stage": 3, "sub_group_size": 1000, "stage3_use_all_reduce_for_fetch_params": true,
+               "round_robin_gradients": true})"),
+      stage3);
+  EXPECT_EQ(count_mentions(stage3, "sub_group_size"), 1u);
+  EXPECT_EQ(count_mentions(stage3, "use_all_reduce_for_fetch_params"), 1u);
+  EXPECT_EQ(count_mentions(stage3, "round_robin_gradients"), 0u) << "a stage 1/2 key: stage 3 has no flat partition";
+}
+
+}  // namespace
