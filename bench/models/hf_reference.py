@@ -91,6 +91,8 @@ def main():
     print(f"torch {torch.__version__}, transformers {__import__('transformers').__version__}")
     ok = check(args.exe, "byte-level", 2, 4, 64, 256, 64, 4, 32, 0)
     ok &= check(args.exe, "GPT-2 vocabulary (padded to 50304 in dsx)", 2, 6, 96, 50257, 128, 2, 48, 1)
+    # 150 positions: dsx's attention runs in causal blocks of 64 query rows (two full, one partial)
+    ok &= check(args.exe, "long sequence (blocked attention)", 2, 4, 64, 256, 256, 2, 150, 2)
     print("\nPASS" if ok else "\nFAIL")
     return 0 if ok else 1
 

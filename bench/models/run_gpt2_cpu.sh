@@ -43,9 +43,9 @@ print(f"GPT-2 L6 C384 H6 V50257, B4 x T256, fp32, forward+backward+AdamW, {ours[
 for r in rows:
     if "blas" in r:
         print(f"{r['impl']}: {r['blas']}")
-print(f"| {'implementation':<26} | {'step (s)':>9} | {'tokens/s':>9} | {'dsx / this':>10} | {'CPU s/step':>10} | {'dsx / this (CPU)':>16} |")
-print(f"|{'-'*28}|{'-'*11}|{'-'*11}|{'-'*12}|{'-'*12}|{'-'*18}|")
+print(f"| {'implementation':<30} | {'step (s)':>9} | {'tokens/s':>9} | {'dsx / this':>10} | {'CPU s/step':>10} | {'dsx / this (CPU)':>16} |")
+print(f"|{'-'*32}|{'-'*11}|{'-'*11}|{'-'*12}|{'-'*12}|{'-'*18}|")
 for r in rows:
-    print(f"| {r['impl']:<26} | {r['step_s']:>9.3f} | {r['tokens_per_s']:>9.1f} | {ours['tokens_per_s'] / r['tokens_per_s']:>9.2f}x |"
+    print(f"| {r['impl']:<30} | {r['step_s']:>9.3f} | {r['tokens_per_s']:>9.1f} | {ours['tokens_per_s'] / r['tokens_per_s']:>9.2f}x |"
           f" {r['cpu_s']:>10.3f} | {r['cpu_s'] / ours['cpu_s']:>15.2f}x |")
 PY

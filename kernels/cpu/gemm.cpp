@@ -5,7 +5,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <string>
 
 namespace dsx::kernels::cpu {
 namespace {
@@ -78,14 +77,11 @@ void gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, T alpha, con
   }
 }
 
-// OpenBLAS picks its kernels at load time (OPENBLAS_CORETYPE overrides the choice).
+// OpenBLAS's build line, which names the kernels it picked at load time for this CPU (or the ones
+// OPENBLAS_CORETYPE forced).
 const char* blas_description() {
-  static const std::string text = [] {
-    const char* config = openblas_get_config();
-    const char* core = openblas_get_corename();
-    return std::string(config ? config : "OpenBLAS") + ", kernels " + (core ? core : "unknown");
-  }();
-  return text.c_str();
+  const char* config = openblas_get_config();
+  return config ? config : "OpenBLAS";
 }
 
 #define DSX_GEMM_INSTANTIATE(T)                                                                   \

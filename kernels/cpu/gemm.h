@@ -39,8 +39,8 @@ class SingleThreadedBlas {
   int saved_threads_;
 };
 
-// The BLAS library's name and kernel set as dsx uses them (e.g. "OpenBLAS 0.3.21 ... SkylakeX"),
-// for benchmark headers.
+// The BLAS library's version and kernel set (e.g. "OpenBLAS 0.3.21 ... Cooperlake ..."), for
+// benchmark tables.
 const char* blas_description();
 
 }  // namespace dsx::kernels::cpu
