@@ -167,9 +167,11 @@ void gpt2_classifier_backward(T* dinp, T* dwte, const T* dlogits, const T* inp, 
 
 // Attention runs one (batch row, head) per task, each thread with its own single-threaded GEMMs
 // on the head's slices of qkv (row stride 3C). The causal mask is exploited in blocks of
-// kAttBlock query rows: block [r0, r1) only meets keys [0, r1), so about 5/8 of the full T x T
+// kAttBlock query rows: block [r0, r1) only meets keys [0, r1), so 5/8 of the full T x T
 // products are computed for T = 256 instead of all of them.
+namespace {
 constexpr int kAttBlock = 64;
+}  // namespace
 
 template <class T>
 void gpt2_attention_forward(T* out, T* att, const T* qkv, int B, int Tn, int C, int NH) {
