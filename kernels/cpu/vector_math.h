@@ -58,12 +58,13 @@ DSX_ALWAYS_INLINE inline T vtanh(T u) {
 }
 
 // ---- one row, one SIMD level: max, sum of exp(x - shift), x = exp(x - shift) * scale ----
+// (GCC 12 vectorises the max reduction written as a comparison, not as std::max.)
 
 #define DSX_ROW_OPS(SUFFIX, TARGET)                                                           \
   template <class T>                                                                          \
   TARGET T row_max_##SUFFIX(const T* x, size_t n) {                                           \
     T m = x[0];                                                                               \
-    _Pragma("omp simd reduction(max : m)") for (size_t i = 1; i < n; ++i) m = std::max(m, x[i]); \
+    _Pragma("omp simd reduction(max : m)") for (size_t i = 1; i < n; ++i) m = x[i] > m ? x[i] : m; \
     return m;                                                                                 \
   }                                                                                           \
   template <class T>                                                                          \
