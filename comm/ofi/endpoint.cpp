@@ -7,8 +7,12 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
+#include <unistd.h>
+
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 #include "dsx/error.h"
 
@@ -47,6 +51,21 @@ int get_info(fi_info* hints, fi_info** info) {
   return rc;
 }
 
+// libfabric's shm names its region in /dev/shm "<pid>:<domain>:<endpoint>" and leaves it there
+// when the process is killed. A later process that is given the same pid then fails to open its
+// endpoint (EBUSY, or SIGBUS on a truncated region). No living process of this pid namespace can
+// own a region named after our pid, so such leftovers are removed before we open our first
+// (later endpoints of this process must not remove the regions of earlier ones still open).
+void remove_stale_shm_regions() {
+  static std::atomic<bool> done{false};
+  if (done.exchange(true)) return;
+  const std::string mine = std::to_string(getpid()) + ":";
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm", ec)) {
+    if (entry.path().filename().string().rfind(mine, 0) == 0) std::filesystem::remove(entry.path(), ec);
+  }
+}
+
 }  // namespace
 
 Endpoint::Endpoint(const std::string& provider, bool force_registration) {
@@ -70,6 +89,7 @@ Endpoint::Endpoint(const std::string& provider, bool force_registration) {
   traits_.needs_mr_desc = (info_->domain_attr->mr_mode & FI_MR_LOCAL) != 0;
 
   const std::string& p = traits_.provider;
+  if (p.rfind("shm", 0) == 0) remove_stale_shm_regions();
   check(fi_fabric(info_->fabric_attr, &fabric_, nullptr), "fi_fabric", p);
   check(fi_domain(fabric_, info_, &domain_, nullptr), "fi_domain", p);
   fi_cq_attr cq_attr{};

@@ -50,11 +50,12 @@ inline std::string read_and_remove(const std::string& path) {
 
 // Runs `body` as `world` ranks. The store port is picked free just before the ranks start; if
 // another process grabs it in between, rank 0 fails to listen and the job is retried on a new one.
-inline JobResult run_job(int world, comm::CommOptions options,
-                         const std::function<void(comm::Communicator&, int rank)>& body,
-                         std::chrono::milliseconds limit = std::chrono::seconds(60),
-                         const std::function<void(int rank)>& child_setup = {},
-                         const std::vector<int>& frozen_ranks = {}) {
+// `options_of` gives each rank its options (run_job below gives every rank the same).
+inline JobResult run_job_with(int world, const std::function<comm::CommOptions(int rank)>& options_of,
+                              const std::function<void(comm::Communicator&, int rank)>& body,
+                              std::chrono::milliseconds limit = std::chrono::seconds(60),
+                              const std::function<void(int rank)>& child_setup = {},
+                              const std::vector<int>& frozen_ranks = {}) {
   std::string dir = std::string(DSX_BINARY_DIR) + "/tests/comm";
   for (int attempt = 0;; ++attempt) {
     uint16_t port = free_port();
@@ -64,7 +65,7 @@ inline JobResult run_job(int world, comm::CommOptions options,
       setenv("DSX_STORE_TIMEOUT", "30", 1);
       if (child_setup) child_setup(rank);
       try {
-        comm::Session session(comm::RankEnv{rank, world, rank, {"127.0.0.1", port}}, options);
+        comm::Session session(comm::RankEnv{rank, world, rank, {"127.0.0.1", port}}, options_of(rank));
         body(session.world(), rank);
       } catch (const std::exception& e) {
         std::ofstream(stem + std::to_string(rank)) << e.what();  // parent reads it after the exit
@@ -88,6 +89,14 @@ inline JobResult run_job(int world, comm::CommOptions options,
     }
     return result;
   }
+}
+
+inline JobResult run_job(int world, comm::CommOptions options,
+                         const std::function<void(comm::Communicator&, int rank)>& body,
+                         std::chrono::milliseconds limit = std::chrono::seconds(60),
+                         const std::function<void(int rank)>& child_setup = {},
+                         const std::vector<int>& frozen_ranks = {}) {
+  return run_job_with(world, [&](int) { return options; }, body, limit, child_setup, frozen_ranks);
 }
 
 inline comm::CommOptions test_options(const std::string& provider) {

@@ -1,0 +1,163 @@
+// The shared-memory path of the ofi backend (comm/ofi/host_segments.h): over shm, allreduce runs
+// through segments the ranks map from each other. These tests check that it is really taken, that
+// it gives exact results (many rounds per operation, slots reused, many operations in flight,
+// sub-groups beside the world), and that every rank falls back to the fabric together when one
+// rank switches it off or the host forbids mapping another process's memory.
+#include <gtest/gtest.h>
+
+#include <linux/capability.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "comm/ofi/ofi_communicator.h"
+#include "kernels/dtype.h"
+#include "tests/comm/comm_harness.h"
+
+namespace dsx::comm {
+namespace {
+
+using test::run_job;
+using test::run_job_with;
+using test::test_options;
+using namespace std::chrono_literals;
+
+void expect(bool ok, const std::string& what) {
+  if (!ok) throw std::runtime_error(what);
+}
+
+bool takes_shared_path(Communicator& comm) {
+  auto* ofi = dynamic_cast<ofi::OfiCommunicator*>(&comm);
+  expect(ofi != nullptr, "not an ofi communicator: " + comm.backend());
+  return ofi->uses_shared_memory();
+}
+
+// Rank r's input at element i: a small integer, so every summation order is exact in every dtype.
+float input(int rank, size_t i) { return static_cast<float>(static_cast<int>((rank * 5 + i * 11) % 13) - 6); }
+
+struct Case {
+  DType dtype;
+  ReduceOp op;
+  size_t count;
+};
+
+// Element i of the answer over `ranks` (world ranks whose inputs are reduced), as `dtype` holds it.
+float answer(const Case& c, const std::vector<int>& ranks, size_t i) {
+  double acc = input(ranks[0], i);
+  for (size_t k = 1; k < ranks.size(); ++k) {
+    double v = input(ranks[k], i);
+    acc = c.op == ReduceOp::Max ? std::max(acc, v) : c.op == ReduceOp::Min ? std::min(acc, v) : acc + v;
+  }
+  float f = static_cast<float>(acc);
+  if (c.op == ReduceOp::Avg) f *= 1.0f / static_cast<float>(ranks.size());
+  if (c.dtype == DType::F16) return kernels::fp16_to_float(kernels::float_to_fp16(f));
+  if (c.dtype == DType::BF16) return kernels::bf16_to_float(kernels::float_to_bf16(f));
+  return f;
+}
+
+struct Buffer {
+  Buffer(const Case& c, int rank) : c(c), bytes(c.count * kernels::dtype_size(c.dtype)) {
+    for (size_t i = 0; i < c.count; ++i) set(i, input(rank, i));
+  }
+  void set(size_t i, float f) {
+    if (c.dtype == DType::F32) {
+      std::memcpy(bytes.data() + 4 * i, &f, 4);
+      return;
+    }
+    uint16_t h = c.dtype == DType::F16 ? kernels::float_to_fp16(f) : kernels::float_to_bf16(f);
+    std::memcpy(bytes.data() + 2 * i, &h, 2);
+  }
+  float get(size_t i) const {
+    if (c.dtype == DType::F32) {
+      float f;
+      std::memcpy(&f, bytes.data() + 4 * i, 4);
+      return f;
+    }
+    uint16_t h;
+    std::memcpy(&h, bytes.data() + 2 * i, 2);
+    return c.dtype == DType::F16 ? kernels::fp16_to_float(h) : kernels::bf16_to_float(h);
+  }
+  Case c;
+  std::vector<char> bytes;
+};
+
+const std::vector<Case> kCases = {
+    {DType::F32, ReduceOp::Sum, 1},      {DType::F32, ReduceOp::Sum, 2},     {DType::F16, ReduceOp::Avg, 5},
+    {DType::BF16, ReduceOp::Max, 1001},  {DType::F32, ReduceOp::Min, 4099},  {DType::F32, ReduceOp::Sum, 70001},
+    {DType::BF16, ReduceOp::Sum, 33333}, {DType::F16, ReduceOp::Avg, 20000},
+};
+
+// Issues every case at once on `comm` (world ranks `ranks`), then checks them all.
+void allreduce_every_case(Communicator& comm, int world_rank, const std::vector<int>& ranks) {
+  std::vector<Buffer> buffers;
+  std::vector<WorkHandle> works;
+  for (const Case& c : kCases) buffers.emplace_back(c, world_rank);
+  for (Buffer& b : buffers) works.push_back(comm.allreduce(b.bytes.data(), b.c.count, b.c.dtype, b.c.op));
+  for (auto& w : works) w->wait(30s);
+  for (const Buffer& b : buffers) {
+    for (size_t i = 0; i < b.c.count; ++i) {
+      float want = answer(b.c, ranks, i);
+      expect(b.get(i) == want, std::string(kernels::dtype_name(b.c.dtype)) + " " + kernels::reduce_op_name(b.c.op) +
+                                   " count " + std::to_string(b.c.count) + ": element " + std::to_string(i) + " is " +
+                                   std::to_string(b.get(i)) + ", expected " + std::to_string(want));
+    }
+  }
+}
+
+TEST(SharedMemory, AllreduceTakesTheSharedPathAndIsExact) {
+  auto body = [](Communicator& world, int rank) {
+    expect(takes_shared_path(world), "rank " + std::to_string(rank) + " kept to the fabric over shm");
+    allreduce_every_case(world, rank, {0, 1, 2});
+    // A sub-group has segments of its own; the world's keep working beside it.
+    if (rank != 1) {
+      auto pair = world.new_group({2, 0});
+      expect(takes_shared_path(*pair), "the sub-group kept to the fabric");
+      allreduce_every_case(*pair, rank, {2, 0});
+    }
+    allreduce_every_case(world, rank, {0, 1, 2});
+  };
+  auto result = run_job(3, test_options("shm"), body);
+  EXPECT_TRUE(result.all_ok()) << result.summary();
+}
+
+TEST(SharedMemory, OneRankSwitchedOffKeepsEveryRankOnTheFabric) {
+  auto options_of = [](int rank) {
+    auto options = test_options("shm");
+    options.shared_memory = rank != 1;  // as DSX_COMM_SHARED_MEMORY=0 on rank 1 only
+    return options;
+  };
+  auto body = [](Communicator& world, int rank) {
+    expect(!takes_shared_path(world), "rank " + std::to_string(rank) + " took the shared path alone");
+    allreduce_every_case(world, rank, {0, 1, 2});
+  };
+  auto result = run_job_with(3, options_of, body);
+  EXPECT_TRUE(result.all_ok()) << result.summary();
+}
+
+// What a hardened host does (a container without CAP_SYS_PTRACE, processes that are not
+// dumpable): /proc/<pid>/fd of another rank cannot be opened. Every rank must notice, agree and
+// fall back, and the fabric must still give exact results.
+void forbid_access_to_this_process() {
+  prctl(PR_SET_DUMPABLE, 0);
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2]{};
+  if (syscall(SYS_capget, &header, data) == 0) {
+    data[CAP_TO_INDEX(CAP_SYS_PTRACE)].effective &= ~CAP_TO_MASK(CAP_SYS_PTRACE);
+    data[CAP_TO_INDEX(CAP_SYS_PTRACE)].permitted &= ~CAP_TO_MASK(CAP_SYS_PTRACE);
+    syscall(SYS_capset, &header, data);
+  }
+}
+
+TEST(SharedMemory, HostThatForbidsMappingFallsBackToTheFabric) {
+  auto body = [](Communicator& world, int rank) {
+    expect(!takes_shared_path(world), "rank " + std::to_string(rank) + " mapped a peer it may not trace");
+    allreduce_every_case(world, rank, {0, 1});
+  };
+  auto result = run_job(2, test_options("shm"), body, 60s, [](int) { forbid_access_to_this_process(); });
+  EXPECT_TRUE(result.all_ok()) << result.summary();
+}
+
+}  // namespace
+}  // namespace dsx::comm
