@@ -102,13 +102,20 @@ GradReducer::Route GradReducer::route_for(size_t begin, size_t end) const {
     // DeepSpeed allreduces a stage-3 bucket only with reduce_scatter off and contiguous buffers.
     return options_.reduce_scatter || !options_.contiguous_gradients ? Route::Shards : Route::Allreduce;
   }
-  if (!to_owners_) return Route::Allreduce;
-  // A ring reduce-scatter of N blocks of the longest run sends (N-1)·longest per rank; a ring
-  // allreduce of the bucket 2(N-1)/N·n. The runs go to their owners unless that is more.
+  if (!to_owners_ || comm_.size() == 1) return Route::Allreduce;
+  // Bytes through the busiest rank, sent + received: a ring allreduce of the bucket moves
+  // 4(N-1)/N·n, a ring reduce-scatter of N blocks of the longest run 2(N-1)·longest, and sending
+  // every copy to a single owner (N-1)·n into the owner.
   const size_t world = static_cast<size_t>(comm_.size());
-  size_t longest = 0;
-  for (int r = 0; r < comm_.size(); ++r) longest = std::max(longest, run_of(r, begin, end).size());
-  return world * longest <= 2 * (end - begin) ? Route::OwnerRuns : Route::Allreduce;
+  const size_t n = end - begin;
+  size_t longest = 0, owners = 0;
+  for (int r = 0; r < comm_.size(); ++r) {
+    const size_t run = run_of(r, begin, end).size();
+    longest = std::max(longest, run);
+    owners += run > 0;
+  }
+  if (owners == 1) return world <= 4 ? Route::ToOwner : Route::Allreduce;
+  return world * longest <= 2 * n ? Route::OwnerRuns : Route::Allreduce;
 }
 
 // dst (comm dtype) = pre · the bucket's gradients in [lo, hi) of the flat buffer.
@@ -140,6 +147,16 @@ void GradReducer::pack(InFlight& f) {
     return;
   }
   f.numel = f.end - f.begin;
+  if (f.route == Route::ToOwner) {
+    // Block r of the owner's buffer receives rank r's copy; the others send only their own.
+    for (int r = 0; r < comm_.size(); ++r) {
+      if (run_of(r, f.begin, f.end).size() > 0) f.owner = r;
+    }
+    const bool owner = f.owner == comm_.rank();
+    f.comm = take_buffer(f.numel * esize * (owner ? static_cast<size_t>(comm_.size()) : 1));
+    pack_range(f, f.begin, f.end, f.comm.data() + (owner ? static_cast<size_t>(f.owner) * f.numel * esize : 0));
+    return;
+  }
   if (mode_ == Mode::InPlace && dtype == DType::F32) {
     // The entries are views of the full gradient buffer, contiguous from the lowest layer up.
     float* lowest = f.entries.back().grad;
@@ -194,24 +211,41 @@ void GradReducer::launch(InFlight& f) {
     timing_.bus_bytes += 2.0 * static_cast<double>(world - 1) / static_cast<double>(world) *
                          static_cast<double>(f.numel * esize);
     void* data = f.in_place ? static_cast<void*>(f.in_place) : static_cast<void*>(f.comm.data());
-    f.work = comm_.allreduce(data, f.numel, dtype, kernels::ReduceOp::Sum);
+    f.work.push_back(comm_.allreduce(data, f.numel, dtype, kernels::ReduceOp::Sum));
     return;
   }
   const size_t rank = static_cast<size_t>(comm_.rank());
+  if (f.route == Route::ToOwner) {
+    // The owner receives in rank order; every rank issues its buckets in the same order, so the
+    // sends of one bucket never wait on a receive of a later one.
+    if (f.owner != comm_.rank()) {
+      timing_.bytes += f.numel * esize;
+      timing_.bus_bytes += static_cast<double>(f.numel * esize);
+      f.work.push_back(comm_.send(f.comm.data(), f.numel, dtype, f.owner));
+      return;
+    }
+    for (int r = 0; r < comm_.size(); ++r) {
+      if (r == f.owner) continue;
+      timing_.bytes += f.numel * esize;
+      f.work.push_back(comm_.recv(f.comm.data() + static_cast<size_t>(r) * f.numel * esize, f.numel, dtype, r));
+    }
+    return;
+  }
   timing_.bytes += f.numel * world * esize;
   timing_.bus_bytes += static_cast<double>((world - 1) * f.numel * esize);
   ++timing_.reduce_scatters;
-  f.work = comm_.reduce_scatter(f.comm.data(), f.comm.data() + rank * f.numel * esize, f.numel, dtype,
-                                kernels::ReduceOp::Sum);
+  f.work.push_back(comm_.reduce_scatter(f.comm.data(), f.comm.data() + rank * f.numel * esize, f.numel, dtype,
+                                        kernels::ReduceOp::Sum));
 }
 
 void GradReducer::finish_oldest() {
   InFlight& f = in_flight_.front();
   const auto waited_from = Clock::now();
-  f.work->wait(options_.comm_timeout);
+  for (const comm::WorkHandle& w : f.work) w->wait(options_.comm_timeout);
   timing_.exposed_seconds += seconds(Clock::now() - waited_from);
   const auto start = std::max(f.launched, busy_until_);
-  const auto end = f.work->finished_at();
+  auto end = f.launched;
+  for (const comm::WorkHandle& w : f.work) end = std::max(end, w->finished_at());
   if (end > start) timing_.busy_seconds += seconds(end - start);
   busy_until_ = std::max(busy_until_, end);
   unpack(f);
@@ -234,6 +268,23 @@ void GradReducer::unpack(InFlight& f) {
     } else {
       float* dst = partition_ + (mine.begin - flat_->partition_begin(rank));
       for (size_t j = 0; j < mine.size(); ++j) dst[j] += post_ * kernels::load_as_float(dtype, block, j);
+    }
+    return;
+  }
+  if (f.route == Route::ToOwner) {
+    if (f.owner != rank) return;  // its copy went to the owner; nothing comes back
+    const size_t n = f.numel;
+    auto sum = [&](size_t j) {
+      float v = 0.0f;
+      for (int r = 0; r < comm_.size(); ++r) v += kernels::load_as_float(dtype, f.comm.data() + static_cast<size_t>(r) * n * esize, j);
+      return post_ * v;
+    };
+    if (mode_ == Mode::InPlace) {
+      float* g = f.entries.back().grad;
+      for (size_t j = 0; j < n; ++j) g[j] = sum(j);
+    } else {
+      float* dst = partition_ + (f.begin - flat_->partition_begin(rank));
+      for (size_t j = 0; j < n; ++j) dst[j] += sum(j);
     }
     return;
   }

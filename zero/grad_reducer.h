@@ -12,11 +12,16 @@
 //   Allreduce     every rank gets the whole reduced bucket (stage 0; reduce_scatter false or
 //                 contiguous_gradients false at stages 1/2; stage 3 with reduce_scatter false
 //                 and contiguous_gradients true, as DeepSpeed's __avg_scatter_contiguous_grads).
-//   OwnerRuns     stages 1/2 with reduce_scatter and contiguous_gradients: the bucket is cut
-//                 where the flat partitions cut it, rank r's run goes to block r (padded to the
-//                 longest run) and one reduce-scatter hands each owner only its run. When the
-//                 runs are so unequal that the padded blocks would move more bytes than an
-//                 allreduce (a bucket inside one partition, N > 2), the bucket is allreduced.
+//   OwnerRuns     stages 1/2 with reduce_scatter and contiguous_gradients, a bucket that
+//                 spans several partitions: it is cut where the partitions cut it, rank r's run
+//                 goes to block r (padded to the longest run) and one reduce-scatter hands each
+//                 owner only its run.
+//   ToOwner       the same, for a bucket inside one rank's partition: every other rank sends its
+//                 copy to the owner, which adds them up (DeepSpeed's reduce to the owner).
+//                 Each route is taken only when it moves fewer bytes through the busiest rank
+//                 (sent + received) than an allreduce would: OwnerRuns when N·longest ≤ 2n,
+//                 ToOwner for N ≤ 4 (the owner receives (N-1)·n); otherwise the bucket is
+//                 allreduced.
 //   Shards        stage 3 otherwise: one reduce-scatter of the bucket interleaved rank-major.
 // Averaging follows DeepSpeed: gradients are multiplied by `pre` before the sum and by `post`
 // after it (pre = 1/N with prescale_gradients, else 1/predivide_factor; post = predivide/N;
@@ -59,7 +64,7 @@ class GradReducer {
   const CommTiming& timing() const { return timing_; }
 
  private:
-  enum class Route { Allreduce, OwnerRuns, Shards };
+  enum class Route { Allreduce, OwnerRuns, ToOwner, Shards };
   struct Entry {
     int layer;
     float* grad;
@@ -68,10 +73,11 @@ class GradReducer {
     std::vector<Entry> entries;  // from the highest layer down
     Route route = Route::Allreduce;
     size_t begin = 0, end = 0;   // the bucket's range of the flat buffer (ZeRO order)
-    size_t numel = 0;            // Allreduce: the bucket; OwnerRuns/Shards: one rank's block
+    size_t numel = 0;            // Allreduce/ToOwner: the bucket; OwnerRuns/Shards: one rank's block
+    int owner = -1;              // ToOwner: the rank whose partition holds the bucket
     Buffer<uint8_t> comm;        // what the collective reads and writes (unless in place)
     float* in_place = nullptr;   // InPlace fp32 allreduce: the range of the full buffer
-    comm::WorkHandle work;
+    std::vector<comm::WorkHandle> work;  // one, or the owner's N-1 receives
     std::chrono::steady_clock::time_point launched;
   };
 

@@ -41,7 +41,8 @@ m = re.search(r"params ([\d.e+]+) MB, grads ([\d.e+]+) MB, optimizer ([\d.e+]+) 
 held = sum(float(x) for x in m.groups())
 n, psi = 2, params
 # comms_logger rows: op (blank when repeated), message size, count; bus factors for 2 ranks
-factor = {"all_reduce": 2 * (n - 1) / n, "reduce_scatter": (n - 1) / n, "all_gather": (n - 1) / n, "broadcast": 1.0}
+factor = {"all_reduce": 2 * (n - 1) / n, "reduce_scatter": (n - 1) / n, "all_gather": (n - 1) / n, "broadcast": 1.0,
+          "send": 1.0, "recv": 0.0}
 unit = {"B": 1, "KB": 1024, "MB": 1 << 20, "GB": 1 << 30}
 sent, op = 0.0, ""
 table = out.split("comms_logger (rank 0):", 1)[1] if "comms_logger (rank 0):" in out else ""
