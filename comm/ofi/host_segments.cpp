@@ -2,12 +2,15 @@
 #include "comm/ofi/host_segments.h"
 
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <new>
 #include <random>
@@ -27,8 +30,17 @@ namespace dsx::comm::ofi {
 
 namespace {
 
-// Busy polls before a wait starts yielding its core: ranks may share cores with each other.
-constexpr int kSpinsBeforeYield = 2048;
+// A wait first busy-polls (a few microseconds: the peer is usually that close), then yields
+// its core (a rank waiting for another on the same core hands it over at once), then sleeps
+// on the futex (the peer is far behind or not running: leave the core to whoever needs it).
+constexpr int kSpinsBeforeYield = 256;
+constexpr int kSpinsBeforeSleep = kSpinsBeforeYield + 2048;
+// A sleep is bounded so the wait keeps checking its deadline and the peers' health.
+constexpr long kSleepNanoseconds = 1'000'000;
+
+// The futex is the counter's low 32 bits (every target is little-endian); it changes with
+// every round. Not FUTEX_PRIVATE: the waker is another process.
+uint32_t* futex_word(std::atomic<uint64_t>& counter) { return reinterpret_cast<uint32_t*>(&counter); }
 
 std::string errno_text(const char* call) { return std::string(call) + ": " + std::strerror(errno); }
 
@@ -58,7 +70,7 @@ HostSegments::Setup HostSegments::open(Store& store, const std::string& keys, in
       problem = errno_text("memfd_create");
     } else if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
       problem = errno_text("ftruncate of the segment");
-    } else if ((base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+    } else if ((base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0)) == MAP_FAILED) {
       problem = errno_text("mmap of the segment");
     }
     if (problem.empty()) {
@@ -92,7 +104,7 @@ HostSegments::Setup HostSegments::open(Store& store, const std::string& keys, in
       problem = errno_text(("open " + path).c_str());
     } else if (fstat(peer, &st) != 0 || static_cast<size_t>(st.st_size) != bytes) {
       problem = path + " is not rank " + std::to_string(q) + "'s segment (another pid namespace?)";
-    } else if ((base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, peer, 0)) == MAP_FAILED) {
+    } else if ((base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, peer, 0)) == MAP_FAILED) {
       problem = errno_text(("mmap " + path).c_str());
     }
     if (peer >= 0) close(peer);
@@ -124,15 +136,39 @@ HostSegments::~HostSegments() {
   }
 }
 
+void HostSegments::publish(Counter c, uint64_t value) {
+  std::atomic<uint64_t>& word = counter(rank_, c);
+  // seq_cst on both sides (here and in wait) so that either the sleeper sees the new value or
+  // we see the sleeper.
+  word.store(value, std::memory_order_seq_cst);
+  if (header(rank_).sleepers.value.load(std::memory_order_seq_cst) != 0) {
+    syscall(SYS_futex, futex_word(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+  }
+}
+
 void HostSegments::wait(int peer, Counter c, uint64_t at_least, const KeepAlive& keep_alive, const char* what) const {
-  const std::atomic<uint64_t>& value = counter(peer, c);
-  for (int spins = 0; value.load(std::memory_order_acquire) < at_least; ++spins) {
+  std::atomic<uint64_t>& word = counter(peer, c);
+  for (int spins = 0;; ++spins) {
+    uint64_t now = word.load(std::memory_order_acquire);
+    if (now >= at_least) return;
     if ((spins & 1023) == 1023) keep_alive(peer, what);
     if (spins < kSpinsBeforeYield) {
       DSX_SPIN_PAUSE();
-    } else {
-      sched_yield();
+      continue;
     }
+    if (spins < kSpinsBeforeSleep) {
+      sched_yield();
+      continue;
+    }
+    std::atomic<uint64_t>& sleepers = header(peer).sleepers.value;
+    sleepers.fetch_add(1, std::memory_order_seq_cst);
+    now = word.load(std::memory_order_seq_cst);
+    if (now < at_least) {
+      timespec limit{0, kSleepNanoseconds};
+      syscall(SYS_futex, futex_word(word), FUTEX_WAIT, static_cast<uint32_t>(now), &limit, nullptr, 0);
+    }
+    sleepers.fetch_sub(1, std::memory_order_seq_cst);
+    keep_alive(peer, what);
   }
 }
 

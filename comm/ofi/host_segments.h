@@ -57,10 +57,12 @@ class HostSegments {
     return bases_[static_cast<size_t>(owner)] + kHeaderBytes +
            ((round % kDepth) * static_cast<size_t>(size()) + static_cast<size_t>(block)) * chunk_bytes_;
   }
-  // Sets this rank's counter (release: everything written before it is visible to a reader
-  // that sees the value).
-  void publish(Counter c, uint64_t value) { counter(rank_, c).store(value, std::memory_order_release); }
-  // Spins (then yields the core) until `peer`'s counter reaches `at_least`.
+  // Sets this rank's counter: everything written before it is visible to a reader that sees
+  // the value. Wakes the peers that went to sleep waiting for it.
+  void publish(Counter c, uint64_t value);
+  // Spins until `peer`'s counter reaches `at_least`; after a while sleeps on it (a futex), so
+  // that on a host with more busy threads than cores a waiting rank leaves the core to the
+  // rank it waits for.
   void wait(int peer, Counter c, uint64_t at_least, const KeepAlive& keep_alive, const char* what) const;
 
   // Rounds used so far: the next operation's rounds continue from here on every rank alike.
@@ -75,11 +77,11 @@ class HostSegments {
   struct Header {
     Line counters[3];
     Line nonce;
+    Line sleepers;  // peers asleep on one of this segment's counters
   };
   HostSegments(int rank, size_t chunk_bytes) : rank_(rank), chunk_bytes_(chunk_bytes) {}
-  std::atomic<uint64_t>& counter(int owner, Counter c) const {
-    return reinterpret_cast<Header*>(bases_[static_cast<size_t>(owner)])->counters[c].value;
-  }
+  Header& header(int owner) const { return *reinterpret_cast<Header*>(bases_[static_cast<size_t>(owner)]); }
+  std::atomic<uint64_t>& counter(int owner, Counter c) const { return header(owner).counters[c].value; }
   size_t segment_bytes() const { return kHeaderBytes + kDepth * bases_.size() * chunk_bytes_; }
 
   int rank_;
