@@ -36,6 +36,14 @@ ZeroEngine::ZeroEngine(const std::vector<ModelParam>& params, int num_layers, co
   const int world = comm.size();
   const int stage = options.stage;
   if (stage == 1 || stage == 2) flat_ = std::make_unique<FlatPartition>(numels, world);
+  if (flat_ && world > 1 && options.allgather_bucket_size < 2 * static_cast<size_t>(world)) {
+    // Shards of fewer than 2 elements per rank would take millions of allgathers per step.
+    throw Error(ErrorKind::Config, "zero_optimization.allgather_bucket_size is " +
+                                       std::to_string(options.allgather_bucket_size) +
+                                       " elements; the parameter allgather of " + std::to_string(world) +
+                                       " ranks needs at least " + std::to_string(2 * world) +
+                                       " (2 per rank). Raise it (DeepSpeed's default is 500000000).");
+  }
   if (stage == 3) shards_ = std::make_unique<ShardedParams>(numels, world);
 
   // Parameters: the full copy (stages 0-2) or this rank's shards (stage 3).

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "dsx/error.h"
 #include "tests/comm/comm_harness.h"
 #include "tests/zero/counting_communicator.h"
 #include "tests/zero/hand_backward.h"
@@ -329,6 +330,26 @@ TEST_P(AllgatherBuckets, MessagesAndStagingBoundedByTheBucket) {
     }
     expect(std::memcmp(weights[0].data(), weights[1].data(), weights[0].size() * 4) == 0,
            "bucketed and in-place allgather give different weights");
+  });
+  EXPECT_TRUE(job.all_ok()) << job.summary();
+}
+
+// A bucket too small for 2 elements per rank is refused at start-up, saying what to change.
+TEST(AllgatherBucketsTooSmall, RefusedWithTheMinimum) {
+  auto job = dsx::test::run_job(3, dsx::test::test_options("tcp"), [&](dsx::comm::Communicator& comm, int) {
+    ZeroOptions o = sgd_options(2);
+    o.allgather_bucket_size = 5;
+    std::vector<float> init(total(kParams), 0.0f);
+    try {
+      ZeroEngine z(kParams, kLayers, init.data(), o, comm);
+    } catch (const dsx::Error& e) {
+      const std::string what = e.what();
+      expect(what.find("allgather_bucket_size is 5 elements") != std::string::npos &&
+                 what.find("at least 6") != std::string::npos,
+             "unexpected message: " + what);
+      return;
+    }
+    throw std::runtime_error("an allgather_bucket_size of 5 on 3 ranks was accepted");
   });
   EXPECT_TRUE(job.all_ok()) << job.summary();
 }
