@@ -30,6 +30,7 @@
 #include "engine/trainer.h"
 #include "models/data/addition.h"
 #include "models/data/token_loader.h"
+#include "models/gpt2/factory.h"
 #include "models/gpt2/gpt2_cpu.h"
 #include "models/io/gpt2_weights.h"
 #include "models/local_params.h"
@@ -160,6 +161,20 @@ void write_trial_metrics(const EngineConfig& config, Trainer& trainer, const mod
   autotune::write_profile_metrics(*config.autotuning.metric_path, m);
 }
 
+// --device: "cpu", "cuda", or "auto" (the GPU where the build has CUDA and one is visible).
+bool wants_cuda(const std::string& device) {
+  if (device == "cpu") return false;
+  if (device != "cuda" && device != "auto") {
+    throw Error(ErrorKind::Usage, "--device must be auto, cpu or cuda, not '" + device + "'");
+  }
+  const bool visible = models::cuda_device_count() > 0;
+  if (device == "cuda" && !visible) {
+    throw Error(ErrorKind::Unsupported, "--device cuda: no GPU is visible to this process (a CUDA build of dsx, a "
+                                        "driver and CUDA_VISIBLE_DEVICES naming a GPU are needed)");
+  }
+  return visible;
+}
+
 }  // namespace
 
 int run_training(const TrainRunOptions& o) {
@@ -195,10 +210,22 @@ int run_training(const TrainRunOptions& o) {
                                       std::to_string(seq) + " positions; model " + o.model + " has " +
                                       std::to_string(choice.config.max_seq_len));
   }
-  models::GPT2Cpu<float> model(choice.config, micro, seq);
+  const bool cuda = wants_cuda(o.device);
+  models::GPT2Options model_options;
+  model_options.cuda = cuda;
+  model_options.dtype = cuda && config.bf16.enabled ? kernels::DType::BF16 : kernels::DType::F32;
+  model_options.max_batch = micro;
+  model_options.max_seq = seq;
+  model_options.activation_checkpointing = config.activation_checkpointing.given;
+  if (cuda && config.fp16.enabled) {
+    throw Error(ErrorKind::Unsupported, "fp16 on the GPU is not supported yet: use \"bf16\": {\"enabled\": true}");
+  }
+  std::unique_ptr<models::Model> model_owner = models::make_gpt2(choice.config, model_options);
+  models::Model& model = *model_owner;
   if (choice.initial.empty()) {
+    // fp32 master weights, whatever the model computes in (the same values on CPU and GPU).
     choice.initial.resize(model.num_params());
-    model.init_params(choice.initial.data(), o.seed);
+    models::GPT2Cpu<float>(choice.config, 1, 1).init_params(choice.initial.data(), o.seed);
   }
   auto loader = make_loader(o, task, micro, seq, rank, comm.size());
   if (loader->vocab_size() > model.vocab_size()) {
@@ -219,6 +246,7 @@ int run_training(const TrainRunOptions& o) {
   Trainer trainer(config, model, comm, choice.initial.data(), o.device_memory);
   if (!o.load_dir.empty()) {
     const std::string tag = load_training_checkpoint(o.load_dir, o.load_tag, trainer, model, *loader, comm);
+    trainer.params_changed();
     if (lead) {
       std::cout << "dsx train: resumed from " << o.load_dir << "/" << tag << " at step " << trainer.global_steps()
                 << "\n";
@@ -252,7 +280,7 @@ int run_training(const TrainRunOptions& o) {
          << " rank(s) over " << comm.backend() << ", ZeRO stage " << config.zero_optimization.stage
          << (config.zero_optimization.overlap_comm ? " with overlap_comm" : "") << ", " << config.model_dtype()
          << ", batch " << config.train_batch_size << " = " << micro << " x " << config.gradient_accumulation_steps
-         << " x " << comm.size() << ", " << run.steps << " steps";
+         << " x " << comm.size() << ", " << run.steps << " steps" << (cuda ? ", on the GPU" : "");
     if (o.device_memory) head << ", at most " << o.device_memory / 1e6 << " MB per rank";
     if (profiling) head << " (profiled trial: metrics to " << *config.autotuning.metric_path << ")";
     say(head.str());
@@ -406,12 +434,13 @@ int run_training(const TrainRunOptions& o) {
     std::cout << progress::format_summary(summary);
     if (o.data == "addition" && o.samples_to_show > 0) {
       std::cout << "samples from the trained model (greedy; sums it never trained on):\n";
-      models::LocalParams<float> local(model);
+      models::GPT2Cpu<float> sampler(choice.config, 1, seq);  // on the host, whatever trained
+      models::LocalParams<float> local(sampler);
       std::copy(weights.begin(), weights.end(), local.params());
       for (int i = 0; i < o.samples_to_show; ++i) {
         uint64_t a, b;
         task.pair(o.seed + 99, static_cast<uint64_t>(i), true, a, b);
-        std::cout << answer_line(model, local, task, a, b) << "\n";
+        std::cout << answer_line(sampler, local, task, a, b) << "\n";
       }
     }
     std::cout.flush();

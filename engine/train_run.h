@@ -29,6 +29,7 @@ struct TrainRunOptions {
   std::string load_tag;                 // --tag (default: the `latest` file)
   int samples_to_show = 5;              // answers printed at the end (addition task)
   bool strict_config = false;
+  std::string device = "auto";          // --device: auto | cpu | cuda
   size_t device_memory = 0;             // --device_memory: bytes a rank may hold (0: no limit)
   std::optional<std::string> progress;  // "auto" (default), "bar", "plain"
 };

@@ -12,12 +12,9 @@ namespace {
 std::unique_ptr<zero::ZeroEngine> make_zero(const EngineConfig& config, models::Model& model,
                                             comm::Communicator& comm, const float* initial, size_t memory_limit,
                                             std::vector<std::string>& notes) {
-  if (model.on_device()) {
-    throw Error(ErrorKind::Unsupported, "the training driver runs CPU models only in this build");
-  }
   zero::ZeroOptions options = zero_options_from(config, notes);
   options.memory_limit = memory_limit;
-  options.model_activation_bytes = model.activation_bytes();
+  options.model_activation_bytes = model.on_device() ? 0 : model.activation_bytes();  // host memory only
   return std::make_unique<zero::ZeroEngine>(zero_params_of(model), model.num_layers(), initial, options, comm);
 }
 
@@ -28,10 +25,25 @@ Trainer::Trainer(const EngineConfig& config, models::Model& model, comm::Communi
     : config_(config), model_(model), comm_(comm),
       zero_(make_zero(config, model, comm, initial, memory_limit, notes_)),
       access_(*zero_), schedule_(lr_schedule_from(config)) {
+  if (model.on_device()) {
+    bridge_ = make_device_bridge(model, access_, access_);
+    notes_.push_back("GPU model: ZeRO's master weights, gradients and optimizer state stay in host memory "
+                     "(ZeRO-Offload); " + std::to_string(bridge_->device_bytes() / 1000000) +
+                     " MB of parameter and gradient copies on the GPU");
+  }
   if (config.dp_world_size != comm.size()) {
     throw Error(ErrorKind::Config, "the config was resolved for " + std::to_string(config.dp_world_size) +
                                        " data-parallel ranks but the job has " + std::to_string(comm.size()));
   }
+}
+
+models::ParamAccess& Trainer::params() {
+  if (bridge_) return *bridge_;
+  return access_;
+}
+
+void Trainer::params_changed() {
+  if (bridge_) bridge_->params_changed();
 }
 
 zero::StepHyper Trainer::next_hyper() const {
@@ -83,8 +95,11 @@ TrainStep Trainer::train_batch(models::DataLoader& loader) {
   const float grad_scale = static_cast<float>(zero_->loss_scale() / gas);
   for (int j = 0; j < gas; ++j) {
     loader.next(batch_);
-    MicroStepResult r = train_micro_step(model_, *zero_, batch_.inputs.data(), batch_.targets.data(), batch_.B,
-                                         batch_.T, j == gas - 1, grad_scale);
+    if (bridge_) bridge_->begin_micro_step();
+    models::ParamAccess& access = params();
+    models::GradSink& sink = bridge_ ? static_cast<models::GradSink&>(*bridge_) : access_;
+    MicroStepResult r = train_micro_step(model_, *zero_, access, sink, batch_.inputs.data(), batch_.targets.data(),
+                                         batch_.B, batch_.T, j == gas - 1, grad_scale);
     loss_sum += r.loss;
     tokens += static_cast<int64_t>(batch_.B) * batch_.T;
     out.forward_seconds += r.forward_seconds;
@@ -94,6 +109,7 @@ TrainStep Trainer::train_batch(models::DataLoader& loader) {
   const zero::StepHyper hyper = next_hyper();
   const auto step_start = Clock::now();
   out.zero = zero_->step(hyper);
+  if (out.zero.applied) params_changed();
   out.step_seconds = std::chrono::duration<double>(Clock::now() - step_start).count();
   if (out.zero.applied) {
     ++schedule_iteration_;

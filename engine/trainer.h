@@ -2,7 +2,8 @@
 // gradient_accumulation_steps micro-batches through the model and ZeRO, then one optimizer step
 // at the accumulation boundary with the scheduler's learning rate; overflow-skipped steps do not
 // advance the schedule. Progress display, monitors and checkpoints are the driver's business
-// (tools/cmd_train.cpp); the Trainer says what happened in each step.
+// (tools/cmd_train.cpp); the Trainer says what happened in each step. A GPU model trains through
+// a DeviceBridge: ZeRO's state stays in host memory (ZeRO-Offload), the GPU computes.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 
 #include "comm/communicator.h"
 #include "engine/config/ds_config.h"
+#include "engine/device_bridge.h"
 #include "engine/schedule/lr_schedule.h"
 #include "engine/zero_model_access.h"
 #include "models/data/loader.h"
@@ -42,7 +44,10 @@ class Trainer {
   TrainStep train_batch(models::DataLoader& loader);
 
   zero::ZeroEngine& zero() { return *zero_; }
-  models::ParamAccess& params() { return access_; }
+  // Where the model reads its parameters: ZeRO directly (CPU model) or the DeviceBridge (GPU).
+  models::ParamAccess& params();
+  // The master parameters changed outside a step (a checkpoint load): GPU copies refresh.
+  void params_changed();
   const std::vector<std::string>& notes() const { return notes_; }
   int64_t global_steps() const { return global_steps_; }
   int64_t skipped_steps() const { return skipped_steps_; }
@@ -62,6 +67,7 @@ class Trainer {
   std::vector<std::string> notes_;
   std::unique_ptr<zero::ZeroEngine> zero_;
   ZeroModelAccess access_;
+  std::unique_ptr<DeviceBridge> bridge_;  // GPU models only
   std::optional<LrSchedule> schedule_;
   models::Batch batch_;
   int64_t global_steps_ = 0, skipped_steps_ = 0, micro_steps_ = 0;

@@ -39,5 +39,10 @@ struct MicroStepResult {
 // micro-step owes.
 MicroStepResult train_micro_step(models::Model& model, zero::ZeroEngine& zero, const int32_t* inputs,
                        const int32_t* targets, int B, int T, bool boundary, float grad_scale);
+// The same with the model's parameters and gradients reached through `access` / `sink` (a GPU
+// model's DeviceBridge in front of ZeRO).
+MicroStepResult train_micro_step(models::Model& model, zero::ZeroEngine& zero, models::ParamAccess& access,
+                                 models::GradSink& sink, const int32_t* inputs, const int32_t* targets, int B, int T,
+                                 bool boundary, float grad_scale);
 
 }  // namespace dsx::engine

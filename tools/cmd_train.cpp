@@ -29,6 +29,9 @@ int run_train(int argc, char** argv) {
       ("tag", po::value(&o.load_tag), "the checkpoint tag to load (default: what `latest` names)")
       ("samples", po::value(&o.samples_to_show)->default_value(o.samples_to_show), "answers to show at the end")
       ("strict", po::bool_switch(&o.strict_config), "treat every config warning as an error")
+      ("device", po::value(&o.device)->default_value(o.device),
+       "auto | cpu | cuda: where the model computes (auto: the GPU in a CUDA build with one visible); ZeRO's "
+       "state stays in host memory either way")
       ("device_memory", po::value<std::string>(),
        "bytes one rank may hold (model states, buffers, activations), e.g. 2GiB; past it the run stops with "
        "an out-of-memory error, as on a GPU of that size (default: DSX_DEVICE_MEMORY, else no limit)")

@@ -210,6 +210,9 @@ struct DataTypesConfig {  // canonical spellings: "fp16", "bf16", "fp32", "int8"
 };
 
 struct ActivationCheckpointingConfig {
+  // dsx: the block is in the config. DeepSpeed leaves checkpointing to the model's code; dsx owns
+  // its models, so the block's presence turns recomputation of each layer in backward on.
+  bool given = false;
   bool partition_activations = false;
   bool contiguous_memory_optimization = false;
   bool cpu_checkpointing = false;

@@ -270,6 +270,7 @@ void read_top(ReadContext& ctx, const json::Value& root) {
   read_checkpoint(ctx, top);
   read_aio(ctx, top);
   read_monitors(ctx, top);
+  c.activation_checkpointing.given = root.find("activation_checkpointing") != nullptr;
   read_block(ctx, top, "activation_checkpointing", c.activation_checkpointing, Extra::Warn);
   read_block(ctx, top, "flops_profiler", c.flops_profiler, Extra::Warn);
   read_block(ctx, top, "autotuning", c.autotuning, Extra::Warn);

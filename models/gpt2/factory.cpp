@@ -4,6 +4,8 @@
 #include "dsx/error.h"
 #include "models/gpt2/gpt2_cpu.h"
 #ifdef DSX_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
 #include "models/gpt2/gpt2_cuda.h"
 #endif
 
@@ -24,6 +26,15 @@ std::unique_ptr<Model> make_gpt2(const GPT2Config& config, const GPT2Options& o)
   throw Error(ErrorKind::Unsupported, "the CUDA GPT-2 runs fp32 or bf16; fp16 is not implemented yet, use bf16");
 #else
   throw Error(ErrorKind::Unsupported, "this dsx was built without CUDA; rebuild with -DDSX_CUDA=ON on a machine with nvcc");
+#endif
+}
+
+int cuda_device_count() {
+#ifdef DSX_HAVE_CUDA
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
+#else
+  return 0;
 #endif
 }
 

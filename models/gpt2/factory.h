@@ -21,4 +21,7 @@ struct GPT2Options {
 // a 16-bit CPU model, fp16 on the GPU).
 std::unique_ptr<Model> make_gpt2(const GPT2Config& config, const GPT2Options& options);
 
+// GPUs this process can use: 0 in a build without CUDA, or where no driver or GPU is present.
+int cuda_device_count();
+
 }  // namespace dsx::models
