@@ -88,6 +88,11 @@ void GradReducer::flush() {
 void GradReducer::flush_and_wait() {
   flush();
   while (!in_flight_.empty()) finish_oldest();
+  // contiguous_gradients: every kept buffer grows to the largest bucket now, so that the next
+  // backward, which packs the same buckets, finds a buffer for each without allocating.
+  for (Buffer<uint8_t>& b : spare_) {
+    if (b.size() < largest_) b = Buffer<uint8_t>(ledger_, MemoryKind::Buffers, largest_);
+  }
 }
 
 Range GradReducer::run_of(int rank, size_t begin, size_t end) const {
@@ -322,10 +327,11 @@ void GradReducer::unpack(InFlight& f) {
 }
 
 // contiguous_gradients: a kept buffer that fits (zeroed: padding must read as zero); when none
-// fits, the largest kept one is replaced by a bigger one, so the buffers grow to the largest
-// bucket within the first steps and stay. Otherwise a new buffer per bucket.
+// fits, the largest kept one is replaced by a bigger one (the first backward only: at its end
+// every kept buffer grows to the largest bucket). Otherwise a new buffer per bucket.
 Buffer<uint8_t> GradReducer::take_buffer(size_t bytes) {
   if (options_.contiguous_gradients) {
+    largest_ = std::max(largest_, bytes);
     auto best = spare_.end();
     for (auto it = spare_.begin(); it != spare_.end(); ++it) {
       if (it->size() >= bytes && (best == spare_.end() || it->size() < best->size())) best = it;

@@ -28,9 +28,9 @@
 // stages 1/2 with reduce_scatter divide by N before the sum, as DeepSpeed's average_tensor).
 //
 // contiguous_gradients also decides who owns the communication buffers: true keeps them (at
-// most three: two in flight and the one being packed) and reuses them bucket after bucket, as
-// DeepSpeed keeps its bucket buffers, so backward allocates nothing once the first step ran;
-// false allocates each bucket's buffer and frees it when the bucket is done.
+// most three: two in flight and the one being packed, each as large as the largest bucket) and
+// reuses them bucket after bucket, as DeepSpeed keeps its bucket buffers, so backward allocates
+// nothing after the first one; false allocates each bucket's buffer and frees it when done.
 #pragma once
 
 #include <chrono>
@@ -108,6 +108,7 @@ class GradReducer {
   std::vector<Entry> open_;
   std::deque<InFlight> in_flight_;
   std::vector<Buffer<uint8_t>> spare_;  // contiguous_gradients: buffers kept for the next buckets
+  size_t largest_ = 0;                  // the largest buffer a bucket has needed (bytes)
   std::chrono::steady_clock::time_point busy_until_{};
   CommTiming timing_;
 };

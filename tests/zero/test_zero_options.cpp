@@ -201,7 +201,8 @@ TEST(ReduceScatterStage3, AllreducesOnlyWithReduceScatterOffAndContiguousBuffers
 // contiguous_gradients keeps the bucket buffers for the next steps (DeepSpeed keeps its bucket
 // buffers): one bucket for the model at stage 2 on 2 ranks is a reduce-scatter of 2 blocks of S,
 // so 2·S·4 bytes of buffers stay after every step; with false, none stay. With overlap and small
-// buckets of varying sizes the kept buffers grow to fit within the first steps, then stay.
+// buckets of varying sizes, the buffers kept after the first step (each grown to the largest
+// bucket) serve every later backward: the bytes never change again.
 TEST(ContiguousGradients, KeepsTheBucketBuffers) {
   const int world = 2;
   const size_t S = partition_numel(world);
@@ -234,7 +235,7 @@ TEST(ContiguousGradients, KeepsTheBucketBuffers) {
       z.step({1e-3, {}, {}});
       const size_t now = z.memory().bytes(Kind::Buffers);
       kept += std::to_string(now) + " ";
-      if (step >= 3) changes += now != last;
+      if (step >= 1) changes += now != last;
       last = now;
     }
     expect(last > 0 && changes == 0, "kept buffers per step: " + kept);
