@@ -111,6 +111,29 @@ TEST(TrainCli, MonitorsProfilerAndCommsLoggerReport) {
   EXPECT_NE(r.output.find("busbw_avg (Gbps)"), std::string::npos) << r.output;
 }
 
+// The activation_checkpointing block makes backward recompute each layer's activations: less
+// memory held (the ledger's activations), the same arithmetic, so the same weights bit for bit.
+TEST(TrainCli, ActivationCheckpointingKeepsTheWeightsAndHoldsLess) {
+  dsx::test::TempDir dir;
+  const std::string plain = config_file(dir, 2);
+  std::string text = read_all(plain);
+  const std::string checkpointed = dir.file("checkpointed.json");
+  std::ofstream(checkpointed) << text.substr(0, text.rfind('}')) << R"(, "activation_checkpointing": {}})";
+  auto a = train(2, "--deepspeed_config " + plain + " --steps 4 --eval_interval 0 --save " + dir.file("a"));
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  auto b = train(2, "--deepspeed_config " + checkpointed + " --steps 4 --eval_interval 0 --save " + dir.file("b"));
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  const std::string weights = read_all(dir.file("a/model.safetensors"));
+  ASSERT_FALSE(weights.empty());
+  EXPECT_TRUE(weights == read_all(dir.file("b/model.safetensors"))) << "recomputation changed the result";
+  auto activations = [](const std::string& out) {
+    std::smatch m;
+    return std::regex_search(out, m, std::regex(R"(activations ([\d.e+-]+) MB)")) ? std::stod(m[1]) : -1.0;
+  };
+  EXPECT_GT(activations(a.output), 0) << a.output;
+  EXPECT_LT(activations(b.output), 0.7 * activations(a.output)) << b.output;
+}
+
 class TrainResume : public ::testing::TestWithParam<int> {};
 
 TEST_P(TrainResume, ResumingGivesTheSameWeightsBitForBit) {
