@@ -4,6 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <rapidjson/document.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
 
 #include <filesystem>
 #include <fstream>
@@ -143,6 +148,36 @@ TEST(AutotuneCli, BadCommandsAreRefusedBeforeAnyTrial) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("choose tune"), std::string::npos) << r.output;
   EXPECT_FALSE(std::filesystem::exists(dir.file("exps")));
+}
+
+// Processes whose command line mentions `needle` (read from /proc; nothing is signalled).
+std::vector<int> processes_mentioning(const std::string& needle) {
+  std::vector<int> pids;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = read_all(entry.path().string() + "/cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(needle) != std::string::npos) pids.push_back(std::stoi(name));
+  }
+  return pids;
+}
+
+TEST(AutotuneCli, AHangingTrialIsStoppedAtItsTimeoutWithNothingLeftRunning) {
+  dsx::test::TempDir dir;
+  const std::string base = write_base_config(dir);
+  // Reading a FIFO nobody writes blocks forever: every rank of the trial hangs at start-up.
+  const std::string fifo = dir.file("never-written.fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const auto start = std::chrono::steady_clock::now();
+  auto r = run_in(dir, "autotune --trial_timeout 3 --device_memory 4MB --stages 0 --num_gpus 2 dsx train "
+                       "--deepspeed_config " + base + " --data text:" + fifo);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("trial z0_mbs1_mem timed out"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("stopped after 3 s (--trial_timeout)"), std::string::npos) << r.output;
+  EXPECT_LT(seconds, 60) << "stopped promptly";
+  EXPECT_TRUE(processes_mentioning(fifo).empty()) << "a rank of the stopped trial is still running";
 }
 
 TEST(AutotuneCli, AProfiledTrainRunWritesDeepSpeedsMetrics) {
