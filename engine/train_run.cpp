@@ -307,8 +307,11 @@ int run_training(const TrainRunOptions& o) {
     say(line.str());
   };
 
+  double comm_wait_before = 0;  // waiting for gradient reductions, up to the previous step
   while (trainer.global_steps() < run.steps) {
     TrainStep step = trainer.train_batch(*loader);
+    const double comm_wait = trainer.zero().comm_timing().exposed_seconds - comm_wait_before;
+    comm_wait_before += comm_wait;
     const double t = now_seconds();
     samples_seen += step.samples;
     last_step_end = t;
@@ -339,7 +342,7 @@ int run_training(const TrainRunOptions& o) {
           w.precision(2);
           w << std::fixed << "time (ms) | fwd: " << step.forward_seconds * 1e3
             << " | bwd: " << step.backward_seconds * 1e3 << " | step: " << step.step_seconds * 1e3
-            << " | comm hidden behind backward: " << trainer.zero().comm_timing().hidden_fraction() * 100 << "%";
+            << " | comm wait: " << comm_wait * 1e3 << " | comm hidden behind backward: " << trainer.zero().comm_timing().hidden_fraction() * 100 << "%";
           say(progress::log_prefix(std::chrono::system_clock::now(), rank) + w.str());
         }
       }
