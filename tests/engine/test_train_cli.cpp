@@ -134,6 +134,23 @@ TEST(TrainCli, ActivationCheckpointingKeepsTheWeightsAndHoldsLess) {
   EXPECT_LT(activations(b.output), 0.7 * activations(a.output)) << b.output;
 }
 
+TEST(TrainCli, BreakdownsSayWhereTimeAndMemoryGo) {
+  dsx::test::TempDir dir;
+  const std::string config = dir.file("breakdown.json");
+  std::ofstream(config) << R"({"train_batch_size": 16, "steps_per_print": 3, "wall_clock_breakdown": true,
+    "memory_breakdown": true, "optimizer": {"type": "Adam"}, "zero_optimization": {"stage": 2}})";
+  auto r = train(2, "--deepspeed_config " + config + " --steps 3 --eval_interval 0");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.output, m, std::regex(R"(time \(ms\) \| fwd: ([\d.]+) \| bwd: ([\d.]+) \| step: ([\d.]+) \| comm wait: ([\d.]+) \| comm hidden behind backward: ([\d.]+)%)")))
+      << r.output;
+  EXPECT_GT(std::stod(m[1]), 0);
+  EXPECT_GT(std::stod(m[2]), 0);
+  EXPECT_LE(std::stod(m[4]), std::stod(m[2])) << "the wait is part of backward";
+  EXPECT_NE(r.output.find("memory (rank 0): params"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("activations"), std::string::npos) << r.output;
+}
+
 class TrainResume : public ::testing::TestWithParam<int> {};
 
 TEST_P(TrainResume, ResumingGivesTheSameWeightsBitForBit) {
