@@ -211,10 +211,11 @@ int run_launch(const LaunchOptions& options) {
   return plan.multi_node ? run_multi_node(o, plan, backend) : run_local(o, plan);
 }
 
-int planned_world_size(const LaunchOptions& o) {
+PlannedWorld planned_world(const LaunchOptions& o) {
   auto devices = detect_local_devices();
   LocalMachine machine{devices.count, devices.gpus, env_value(current_environment(), "CUDA_VISIBLE_DEVICES")};
-  return world_size(plan_launch(o, read_hostfile(o.hostfile), machine).world);
+  const LaunchPlan plan = plan_launch(o, read_hostfile(o.hostfile), machine);
+  return {world_size(plan.world), static_cast<int>(plan.world.size()), plan.multi_node};
 }
 
 int run_agent(const AgentOptions& a, bool dry_run) {

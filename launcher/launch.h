@@ -9,10 +9,14 @@
 namespace dsx::launcher {
 
 int run_launch(const LaunchOptions& options);
-// The number of ranks run_launch would start (hostfile, devices, --include/--exclude,
-// --num_nodes, --num_gpus), without starting anything. `dsx autotune` needs it to write the
-// batch triad of its trial configs.
-int planned_world_size(const LaunchOptions& options);
+// What run_launch would start (hostfile, devices, --include/--exclude, --num_nodes, --num_gpus),
+// without starting anything. `dsx autotune` needs it to write the batch triad of its trials.
+struct PlannedWorld {
+  int ranks = 0;
+  int nodes = 0;
+  bool multi_node = false;
+};
+PlannedWorld planned_world(const LaunchOptions& options);
 int run_agent(const AgentOptions& options, bool dry_run);
 // Runs one rank under mpirun/srun; a failure prints the marker the runner watches for.
 int run_rank_shim(const ProgramSpec& program, int kill_grace_s);

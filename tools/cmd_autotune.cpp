@@ -158,14 +158,17 @@ int autotune(const AutotuneFlags& flags, const std::vector<std::string>& words, 
   TrialSetup setup;
   setup.dsx = self_path();
   setup.launch_words = launch_words;
-  setup.master_port = port.count("--master_port") ? std::stoi(port.at("--master_port")) : 0;
+  const launcher::PlannedWorld world = launcher::planned_world(launch);
+  // A free port per trial where only this machine is involved; across nodes the user's (or
+  // DeepSpeed's default) port, reused by one trial after another.
+  setup.master_port = port.count("--master_port") ? std::stoi(port.at("--master_port")) : world.multi_node ? 29500 : 0;
   setup.train_words = train_words;
   setup.base_path = taken["--deepspeed_config"];
   std::ifstream in(setup.base_path, std::ios::binary);
   if (!in) throw Error(ErrorKind::Io, "dsx autotune: cannot read the config " + setup.base_path);
   setup.base_text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 
-  setup.world = launcher::planned_world_size(launch);
+  setup.world = world.ranks;
   engine::ConfigInputs inputs;
   inputs.world_size = setup.world;
   const engine::EngineConfig base = engine::read_ds_config_file(setup.base_path, inputs);
@@ -186,7 +189,7 @@ int autotune(const AutotuneFlags& flags, const std::vector<std::string>& words, 
   setup.memory_limit = flags.device_memory ? parse_byte_size(*flags.device_memory, "dsx autotune: --device_memory")
                        : taken.count("--device_memory") ? parse_byte_size(taken["--device_memory"], "dsx train: --device_memory")
                        : env_memory && *env_memory ? parse_byte_size(env_memory, "DSX_DEVICE_MEMORY")
-                                                   : default_memory_limit(launch.num_gpus > 0 ? launch.num_gpus : static_cast<int>(setup.world));
+                                                   : default_memory_limit(std::max(1, world.ranks / std::max(1, world.nodes)));
   request.memory_limit = static_cast<int64_t>(setup.memory_limit);
   setup.train_batch_size = base.train_batch_size;
   setup.start_profile_step = tuning.start_profile_step;
