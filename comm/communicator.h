@@ -62,8 +62,9 @@ struct CommOptions {
   size_t chunk_bytes = size_t{1} << 20;   // ring pipeline slice
   size_t small_bytes = size_t{64} << 10;  // allreduce at or below this uses recursive doubling
   bool force_registration = false;        // ofi: register buffers even if the provider needs no descriptors
-  // ofi/shm: allreduce through memory shared by the ranks of a group instead of the fabric
-  // (DSX_COMM_SHARED_MEMORY=0 turns it off), in rounds of this many bytes per block.
+  // ofi/shm: allreduce, reduce-scatter and allgather through memory shared by the ranks of a
+  // group instead of the fabric (DSX_COMM_SHARED_MEMORY=0 turns it off), in rounds of this many
+  // bytes per block.
   bool shared_memory = true;
   size_t shared_memory_chunk_bytes = size_t{256} << 10;
 };

@@ -51,11 +51,7 @@ void host_allreduce(HostSegments& seg, const HostSegments::KeepAlive& keep_alive
 
   auto post = [&](size_t k) {
     const uint64_t round = base + k;
-    if (round >= static_cast<uint64_t>(seg.depth())) {
-      for (int q = 0; q < p; ++q) {
-        if (q != r) seg.wait(q, HostSegments::kConsumed, round - static_cast<uint64_t>(seg.depth()) + 1, keep_alive, "to free a slot");
-      }
-    }
+    seg.wait_for_free_slot(round, keep_alive);
     for (int b = 0; b < p; ++b) {
       if (b != r) std::memcpy(seg.slot(r, round, b), at(b, k), blocks.n(b, k) * esize);
     }

@@ -50,7 +50,7 @@ class HostSegments {
   int rank() const { return rank_; }
   int size() const { return static_cast<int>(bases_.size()); }
   size_t chunk_bytes() const { return chunk_bytes_; }
-  int depth() const { return kDepth; }
+  int depth() const { return static_cast<int>(kDepth); }
 
   // The chunk-sized area for block `block` in the slot that round `round` uses, in `owner`'s segment.
   char* slot(int owner, uint64_t round, int block) const {
@@ -64,12 +64,19 @@ class HostSegments {
   // that on a host with more busy threads than cores a waiting rank leaves the core to the
   // rank it waits for.
   void wait(int peer, Counter c, uint64_t at_least, const KeepAlive& keep_alive, const char* what) const;
+  // Before this rank writes round `round`'s slot: every peer has consumed the round that used it last.
+  void wait_for_free_slot(uint64_t round, const KeepAlive& keep_alive) const {
+    if (round < kDepth) return;
+    for (int q = 0; q < size(); ++q) {
+      if (q != rank_) wait(q, kConsumed, round - kDepth + 1, keep_alive, "to free a slot");
+    }
+  }
 
   // Rounds used so far: the next operation's rounds continue from here on every rank alike.
   uint64_t rounds_done = 0;
 
  private:
-  static constexpr int kDepth = 4;
+  static constexpr uint64_t kDepth = 4;
   static constexpr size_t kHeaderBytes = 4096;
   struct alignas(64) Line {
     std::atomic<uint64_t> value;
@@ -97,5 +104,11 @@ class HostSegments {
 // memory and nothing through the kernel.
 void host_allreduce(HostSegments& seg, const HostSegments::KeepAlive& keep_alive, void* data, size_t count,
                     kernels::DType dtype, kernels::ReduceOp op);
+// Reduce-scatter (input: size() blocks of `count`; rank r's output: block r reduced) and
+// allgather (`bytes` from every rank, in rank order) through the segments, in rounds the same way.
+void host_reduce_scatter(HostSegments& seg, const HostSegments::KeepAlive& keep_alive, const void* input, void* output,
+                         size_t count, kernels::DType dtype, kernels::ReduceOp op);
+void host_allgather(HostSegments& seg, const HostSegments::KeepAlive& keep_alive, const void* input, void* output,
+                    size_t bytes);
 
 }  // namespace dsx::comm::ofi

@@ -195,9 +195,13 @@ WorkHandle OfiCommunicator::reduce_scatter(const void* input, void* output, size
   const CommOptions& opt = shared_->engine->options();
   const size_t bytes = count * kernels::dtype_size(dtype);
   return collective(std::string("reduce_scatter ") + kernels::reduce_op_name(op), elements(count, dtype) + " per rank",
-                    [=, staging = shared_->staging, p = size()](OfiTransport& t) {
+                    [=, staging = shared_->staging, segments = segments_, p = size()](OfiTransport& t) {
                       HostView v(*staging, input, bytes * static_cast<size_t>(p), output, bytes);
-                      algorithms::ring_reduce_scatter(t, v.in(), v.out(), count, dtype, op, pipeline(opt));
+                      if (segments) {
+                        host_reduce_scatter(*segments, t.keep_alive(), v.in(), v.out(), count, dtype, op);
+                      } else {
+                        algorithms::ring_reduce_scatter(t, v.in(), v.out(), count, dtype, op, pipeline(opt));
+                      }
                       v.finish();
                     });
 }
@@ -206,9 +210,13 @@ WorkHandle OfiCommunicator::allgather(const void* input, void* output, size_t co
   const CommOptions& opt = shared_->engine->options();
   const size_t bytes = count * kernels::dtype_size(dtype);
   return collective("allgather", elements(count, dtype) + " per rank",
-                    [=, staging = shared_->staging, p = size()](OfiTransport& t) {
+                    [=, staging = shared_->staging, segments = segments_, p = size()](OfiTransport& t) {
                       HostView v(*staging, input, bytes, output, bytes * static_cast<size_t>(p));
-                      algorithms::ring_allgather(t, v.in(), v.out(), count, dtype, pipeline(opt));
+                      if (segments) {
+                        host_allgather(*segments, t.keep_alive(), v.in(), v.out(), bytes);
+                      } else {
+                        algorithms::ring_allgather(t, v.in(), v.out(), count, dtype, pipeline(opt));
+                      }
                       v.finish();
                     });
 }

@@ -1,8 +1,9 @@
 // The ofi backend's Communicator: a group of ranks over libfabric. Operations are queued to the
 // shared ProgressEngine (one per process and world), which runs them in issue order with the
 // algorithms of comm/algorithms: recursive doubling for small allreduces, pipelined rings for
-// large ones and for reduce-scatter and allgather, a chain for broadcast. Over shm, allreduce
-// goes through segments the group's ranks share (host_segments.h) when the host allows it.
+// large ones and for reduce-scatter and allgather, a chain for broadcast. Over shm, allreduce,
+// reduce-scatter and allgather go through segments the group's ranks share (host_segments.h)
+// when the host allows it.
 #pragma once
 
 #include <atomic>
@@ -29,7 +30,7 @@ class OfiCommunicator final : public Communicator {
   struct Shared;  // engine + store connection, shared by the world and its groups
 
   OfiCommunicator(std::shared_ptr<Shared> shared, std::vector<int> members, uint32_t group_id);
-  // Whether allreduce goes through shared memory (for tests and logs).
+  // Whether allreduce, reduce-scatter and allgather go through shared memory (for tests and logs).
   bool uses_shared_memory() const { return segments_ != nullptr; }
 
   int rank() const override { return rank_; }

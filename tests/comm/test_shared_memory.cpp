@@ -1,8 +1,9 @@
-// The shared-memory path of the ofi backend (comm/ofi/host_segments.h): over shm, allreduce runs
-// through segments the ranks map from each other. These tests check that it is really taken, that
-// it gives exact results (many rounds per operation, slots reused, many operations in flight,
-// sub-groups beside the world), and that every rank falls back to the fabric together when one
-// rank switches it off or the host forbids mapping another process's memory.
+// The shared-memory path of the ofi backend (comm/ofi/host_segments.h): over shm, allreduce,
+// reduce-scatter and allgather run through segments the ranks map from each other. These tests
+// check that it is really taken, that it gives exact results (many rounds per operation, slots
+// reused, many operations of every kind in flight, sub-groups beside the world), and that every
+// rank falls back to the fabric together when one rank switches it off or the host forbids
+// mapping another process's memory.
 #include <gtest/gtest.h>
 
 #include <linux/capability.h>
@@ -117,6 +118,47 @@ TEST(SharedMemory, AllreduceTakesTheSharedPathAndIsExact) {
       allreduce_every_case(*pair, rank, {2, 0});
     }
     allreduce_every_case(world, rank, {0, 1, 2});
+  };
+  auto result = run_job(3, test_options("shm"), body);
+  EXPECT_TRUE(result.all_ok()) << result.summary();
+}
+
+// Allreduce, reduce-scatter and allgather share the segments' rounds: issue them interleaved,
+// all in flight at once, and check every result.
+TEST(SharedMemory, MixedCollectivesInFlightShareTheRounds) {
+  auto body = [](Communicator& world, int rank) {
+    const int p = world.size();
+    const size_t n = 50'001;  // per rank: many rounds of 256 bytes, not a multiple of anything
+    std::vector<std::vector<float>> sums, scattered_in, scattered_out, gathered;
+    std::vector<WorkHandle> works;
+    for (int k = 0; k < 6; ++k) {
+      sums.emplace_back(n);
+      scattered_in.emplace_back(n * static_cast<size_t>(p));
+      scattered_out.emplace_back(n);
+      gathered.emplace_back(n * static_cast<size_t>(p));
+    }
+    for (size_t k = 0; k < 6; ++k) {
+      for (size_t i = 0; i < n; ++i) sums[k][i] = input(rank, i + k);
+      for (size_t i = 0; i < n * static_cast<size_t>(p); ++i) scattered_in[k][i] = input(rank, i + k);
+      works.push_back(world.allreduce(sums[k].data(), n, DType::F32, ReduceOp::Sum));
+      works.push_back(world.reduce_scatter(scattered_in[k].data(), scattered_out[k].data(), n, DType::F32, ReduceOp::Max));
+      works.push_back(world.allgather(sums[k].data(), gathered[k].data(), n, DType::F32));  // the sum, once done
+    }
+    for (auto& w : works) w->wait(30s);
+    const Case sum{DType::F32, ReduceOp::Sum, n}, max{DType::F32, ReduceOp::Max, n};
+    std::vector<int> all(static_cast<size_t>(p));
+    for (int q = 0; q < p; ++q) all[static_cast<size_t>(q)] = q;
+    for (size_t k = 0; k < 6; ++k) {
+      for (size_t i = 0; i < n; ++i) {
+        float want = answer(sum, all, i + k);
+        expect(sums[k][i] == want, "allreduce " + std::to_string(k) + " element " + std::to_string(i));
+        size_t at = static_cast<size_t>(rank) * n + i;
+        expect(scattered_out[k][i] == answer(max, all, at + k), "reduce_scatter " + std::to_string(k) + " element " + std::to_string(i));
+        for (int q = 0; q < p; ++q) {
+          expect(gathered[k][static_cast<size_t>(q) * n + i] == want, "allgather " + std::to_string(k) + " element " + std::to_string(i));
+        }
+      }
+    }
   };
   auto result = run_job(3, test_options("shm"), body);
   EXPECT_TRUE(result.all_ok()) << result.summary();
