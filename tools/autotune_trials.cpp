@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <optional>
 #include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "dsx/error.h"
@@ -63,6 +64,11 @@ std::string failure_line(const std::string& log_path) {
   return error.empty() ? last : error;
 }
 
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
 bool log_says_out_of_memory(const std::string& log_path) {
   std::ifstream in(log_path);
   std::string line;
@@ -79,14 +85,21 @@ at::Trial run_trial(const TrialSetup& s, const at::Experiment& e) {
   std::filesystem::create_directories(dir);
   const std::string config_path = dir + "/ds_config.json", metrics_path = dir + "/metrics.json",
                     log_path = dir + "/log.txt";
-  std::filesystem::remove(metrics_path);
-  std::filesystem::remove(log_path);
-
   at::ConfigChoice choice{e.stage, e.micro_batch, e.accumulation,
                           e.timed ? s.train_batch_size : e.micro_batch * s.world};
   at::TrialProfile profile{std::filesystem::absolute(metrics_path).string(), e.timed ? s.start_profile_step : 0,
                            e.timed ? s.end_profile_step : 1};
-  engine::checkpoint::write_file_durably(config_path, at::config_variant(s.base_text, s.base_path, choice, profile));
+  const std::string config = at::config_variant(s.base_text, s.base_path, choice, profile);
+  if (s.reuse_results && std::filesystem::exists(metrics_path) && read_text(config_path) == config) {
+    at::Trial reused;
+    reused.experiment = e;
+    reused.metrics = at::read_profile_metrics(metrics_path);
+    reused.status = at::TrialStatus::Ok;
+    return reused;
+  }
+  std::filesystem::remove(metrics_path);
+  std::filesystem::remove(log_path);
+  engine::checkpoint::write_file_durably(config_path, config);
 
   launcher::SpawnSpec spawn;
   spawn.argv = {s.dsx, "launch"};

@@ -2,7 +2,7 @@
 // experiment's ds_config, run to completion (or its timeout) with its output in
 // exps_dir/<experiment>/log.txt, and read back: the metrics file it wrote, or why it failed.
 // Out of memory is recognised by dsx's exit code 3, a rank killed by SIGKILL (the kernel's OOM
-// killer), or dsx's out_of_memory message in the log.
+// killer), or dsx's out_of_memory message in the log. Trial.seconds is 0 for a reused result.
 #pragma once
 
 #include <chrono>
@@ -26,6 +26,9 @@ struct TrialSetup {
   int64_t start_profile_step = 3, end_profile_step = 5;
   size_t memory_limit = 0;
   std::chrono::seconds timeout{600};
+  // autotuning.overwrite false: a trial whose folder holds the same config and its metrics is
+  // not run again (DeepSpeed's resume of an interrupted tuning).
+  bool reuse_results = false;
 };
 
 engine::autotune::Trial run_trial(const TrialSetup& setup, const engine::autotune::Experiment& experiment);

@@ -195,6 +195,7 @@ int autotune(const AutotuneFlags& flags, const std::vector<std::string>& words, 
   setup.start_profile_step = tuning.start_profile_step;
   setup.end_profile_step = tuning.end_profile_step;
   setup.timeout = std::chrono::seconds(flags.trial_timeout_s);
+  setup.reuse_results = !tuning.overwrite;
   const std::string results_dir = flags.results_dir.value_or(tuning.results_dir);
   setup.exps_dir = flags.exps_dir.value_or(tuning.exps_dir);
 
@@ -213,7 +214,11 @@ int autotune(const AutotuneFlags& flags, const std::vector<std::string>& words, 
       line << ", peak " << t.metrics.peak_memory_bytes / 1e6 << " MB";
       if (e.timed) line << ", " << t.metrics.throughput << " samples/s";
     }
-    line << " (" << t.seconds << " s)";
+    if (t.seconds > 0 || t.status != at::TrialStatus::Ok) {
+      line << " (" << t.seconds << " s)";
+    } else {
+      line << " (result reused: autotuning.overwrite is false)";
+    }
     std::cout << line.str() << std::endl;
     return t;
   });

@@ -108,6 +108,29 @@ TEST(AutotuneCli, FindsTheLargestMicroBatchAndTheFastestSplit) {
   EXPECT_NE(read_all(results + "/cmd_optimal.txt").find("dsx launch --num_gpus 2 dsx train --deepspeed_config"), std::string::npos);
 }
 
+TEST(AutotuneCli, OverwriteFalseReusesFinishedTrials) {
+  dsx::test::TempDir dir;
+  const std::string base = write_base_config(dir);
+  std::string text = read_all(base);
+  text.replace(text.find("\"autotuning\": {"), 15, "\"autotuning\": {\"overwrite\": false, ");
+  std::ofstream(base) << text;
+  const std::string command = "autotune --device_memory 4MB --stages 2 --num_gpus 2 dsx train --deepspeed_config " + base;
+  auto first = run_in(dir, command);
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_EQ(first.output.find("result reused"), std::string::npos) << first.output;
+  auto again = run_in(dir, command);
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  // Every trial that finished is reused; those that ran out of memory run again.
+  const auto count = [](const std::string& s, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count(again.output, "result reused"), count(first.output, ": ok,")) << again.output;
+  EXPECT_EQ(count(again.output, "out of memory ("), count(first.output, "out of memory (")) << again.output;
+  EXPECT_EQ(read_all(dir.file("results/ds_config_optimal.json")).empty(), false);
+}
+
 TEST(AutotuneCli, LaunchAutotuningRunTrainsWithTheTunedConfig) {
   dsx::test::TempDir dir;
   const std::string base = write_base_config(dir);
