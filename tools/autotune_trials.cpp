@@ -69,11 +69,11 @@ std::string read_text(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-bool log_says_out_of_memory(const std::string& log_path) {
+bool log_says(const std::string& log_path, const std::string& what) {
   std::ifstream in(log_path);
   std::string line;
   while (std::getline(in, line)) {
-    if (line.find("out_of_memory error") != std::string::npos) return true;
+    if (line.find(what) != std::string::npos) return true;
   }
   return false;
 }
@@ -131,8 +131,11 @@ at::Trial run_trial(const TrialSetup& s, const at::Experiment& e) {
   if (code == 0 && std::filesystem::exists(metrics_path)) {
     trial.metrics = at::read_profile_metrics(metrics_path);
     trial.status = at::TrialStatus::Ok;
-  } else if (code == kOutOfMemoryExit || code == 128 + SIGKILL || log_says_out_of_memory(log_path)) {
+  } else if (code == kOutOfMemoryExit || code == 128 + SIGKILL || log_says(log_path, "out_of_memory error")) {
     trial.status = at::TrialStatus::OutOfMemory;
+    trial.error = failure_line(log_path);
+  } else if (log_says(log_path, "fewer than one global batch")) {  // models/data/token_loader.cpp
+    trial.status = at::TrialStatus::DataTooSmall;
     trial.error = failure_line(log_path);
   } else {
     trial.error = failure_line(log_path) + " (exit code " + std::to_string(code) + "; log: " + log_path + ")";

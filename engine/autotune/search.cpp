@@ -91,6 +91,7 @@ const char* to_string(TrialStatus status) {
   switch (status) {
     case TrialStatus::Ok: return "ok";
     case TrialStatus::OutOfMemory: return "out of memory";
+    case TrialStatus::DataTooSmall: return "more than the data";
     case TrialStatus::Failed: return "failed";
     case TrialStatus::TimedOut: return "timed out";
   }

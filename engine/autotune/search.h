@@ -20,7 +20,9 @@
 
 namespace dsx::engine::autotune {
 
-enum class TrialStatus { Ok, OutOfMemory, Failed, TimedOut };
+// DataTooSmall: the data holds fewer tokens than one batch of that micro-batch; for the search it
+// bounds the micro-batch as running out of memory does.
+enum class TrialStatus { Ok, OutOfMemory, DataTooSmall, Failed, TimedOut };
 const char* to_string(TrialStatus status);
 
 struct Experiment {

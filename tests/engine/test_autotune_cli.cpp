@@ -131,6 +131,24 @@ TEST(AutotuneCli, OverwriteFalseReusesFinishedTrials) {
   EXPECT_EQ(read_all(dir.file("results/ds_config_optimal.json")).empty(), false);
 }
 
+TEST(AutotuneCli, TheDataBoundsTheMicroBatchLikeMemoryDoes) {
+  dsx::test::TempDir dir;
+  const std::string base = write_base_config(dir);
+  // 2 ranks x micro-batch m x 64 positions + 1 token must fit in the file: 2000 bytes allow m <= 15.
+  const std::string text = dir.file("small.txt");
+  std::ofstream(text) << std::string(2000, 'a');
+  auto r = run_in(dir, "autotune --device_memory 1GB --stages 1 --num_gpus 2 dsx train --deepspeed_config " + base +
+                           " --model byte-tiny --data text:" + text);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("z1_mbs16_mem: more than the data"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("z1_mbs15_mem: ok"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("| 15 | "), std::string::npos) << "largest that fits: 15\n" << r.output;
+  // Timed: the two largest splits of 16 per rank that the data allows.
+  EXPECT_NE(r.output.find("| z1_mbs8_gas2"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("| z1_mbs4_gas4"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("_gas1"), std::string::npos) << r.output;
+}
+
 TEST(AutotuneCli, LaunchAutotuningRunTrainsWithTheTunedConfig) {
   dsx::test::TempDir dir;
   const std::string base = write_base_config(dir);
