@@ -9,8 +9,6 @@
 namespace dsx::kernels::cpu {
 namespace {
 
-// Below this many multiply-adds one thread does the whole product: the split does not pay.
-constexpr size_t kParallelMacs = size_t{1} << 22;
 // Slices start at multiples of this many rows or columns (16 floats: one cache line).
 constexpr size_t kSliceAlign = 16;
 
@@ -46,34 +44,46 @@ void gemm_serial(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, T alp
   blas_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-template <class T>
-void gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, T alpha, const T* a, size_t lda,
-          const T* b, size_t ldb, T beta, T* c, size_t ldc) {
-  if (m == 0 || n == 0) return;
-  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-  if (threads == 1 || m * n * k < kParallelMacs) {
-    blas_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    return;
-  }
-  // Slice the longer side of C. Rows of C are rows of op(A); columns of C are columns of op(B).
+bool gemm_is_split(size_t m, size_t n, size_t k) {
+  return !omp_in_parallel() && omp_get_max_threads() > 1 && m * n * k >= kGemmParallelMacs;
+}
+
+// The longer side of C is cut: rows of C are rows of op(A), columns of C are columns of op(B).
+GemmSlice gemm_slice(size_t m, size_t n, int thread, int threads) {
   const bool by_rows = m >= n;
   const size_t extent = by_rows ? m : n;
   size_t per = (extent + threads - 1) / threads;
   per = (per + kSliceAlign - 1) / kSliceAlign * kSliceAlign;
+  const size_t begin = std::min(extent, static_cast<size_t>(thread) * per);
+  return {by_rows, begin, std::min(extent, begin + per)};
+}
+
+template <class T>
+void gemm_part(const GemmSlice& s, bool trans_a, bool trans_b, size_t m, size_t n, size_t k, T alpha,
+               const T* a, size_t lda, const T* b, size_t ldb, T beta, T* c, size_t ldc) {
+  if (s.begin >= s.end) return;
+  const size_t width = s.end - s.begin;
+  if (s.by_rows) {
+    const T* a_part = trans_a ? a + s.begin : a + s.begin * lda;
+    gemm_serial(trans_a, trans_b, width, n, k, alpha, a_part, lda, b, ldb, beta, c + s.begin * ldc, ldc);
+  } else {
+    const T* b_part = trans_b ? b + s.begin * ldb : b + s.begin;
+    gemm_serial(trans_a, trans_b, m, width, k, alpha, a, lda, b_part, ldb, beta, c + s.begin, ldc);
+  }
+}
+
+template <class T>
+void gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, T alpha, const T* a, size_t lda,
+          const T* b, size_t ldb, T beta, T* c, size_t ldc) {
+  if (!gemm_is_split(m, n, k)) {
+    gemm_serial(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
   SingleThreadedBlas single;
-#pragma omp parallel num_threads(threads)
+#pragma omp parallel
   {
-    size_t begin = std::min(extent, static_cast<size_t>(omp_get_thread_num()) * per);
-    size_t end = std::min(extent, begin + per);
-    if (begin < end) {
-      if (by_rows) {
-        const T* a_part = trans_a ? a + begin : a + begin * lda;
-        blas_gemm(trans_a, trans_b, end - begin, n, k, alpha, a_part, lda, b, ldb, beta, c + begin * ldc, ldc);
-      } else {
-        const T* b_part = trans_b ? b + begin * ldb : b + begin;
-        blas_gemm(trans_a, trans_b, m, end - begin, k, alpha, a, lda, b_part, ldb, beta, c + begin, ldc);
-      }
-    }
+    GemmSlice s = gemm_slice(m, n, omp_get_thread_num(), omp_get_num_threads());
+    gemm_part(s, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   }
 }
 
@@ -88,7 +98,9 @@ const char* blas_description() {
   template void gemm<T>(bool, bool, size_t, size_t, size_t, T, const T*, size_t, const T*, size_t, \
                         T, T*, size_t);                                                           \
   template void gemm_serial<T>(bool, bool, size_t, size_t, size_t, T, const T*, size_t, const T*,  \
-                               size_t, T, T*, size_t);
+                               size_t, T, T*, size_t);                                            \
+  template void gemm_part<T>(const GemmSlice&, bool, bool, size_t, size_t, size_t, T, const T*,    \
+                             size_t, const T*, size_t, T, T*, size_t);
 
 DSX_GEMM_INSTANTIATE(float)
 DSX_GEMM_INSTANTIATE(double)

@@ -17,6 +17,25 @@ template <class T>
 void gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, T alpha, const T* a, size_t lda,
           const T* b, size_t ldb, T beta, T* c, size_t ldc);
 
+// gemm() splits C when it has at least this many multiply-adds and more than one thread.
+inline constexpr size_t kGemmParallelMacs = size_t{1} << 22;
+bool gemm_is_split(size_t m, size_t n, size_t k);
+
+// The part of C (m, n) that thread `thread` of `threads` computes in a split gemm(): rows
+// [begin, end) of C when by_rows, else columns [begin, end). Empty for trailing threads.
+struct GemmSlice {
+  bool by_rows;
+  size_t begin, end;
+};
+GemmSlice gemm_slice(size_t m, size_t n, int thread, int threads);
+
+// One thread's slice of gemm(), for layers that run several products (or a product and the loop
+// that prepares its output) in one parallel region, without a barrier between them. Same
+// condition as gemm_serial: the region runs while a SingleThreadedBlas is alive.
+template <class T>
+void gemm_part(const GemmSlice& slice, bool trans_a, bool trans_b, size_t m, size_t n, size_t k, T alpha,
+               const T* a, size_t lda, const T* b, size_t ldb, T beta, T* c, size_t ldc);
+
 // The same on the calling thread only, for one thread's share of a parallel region. The region
 // must run while a SingleThreadedBlas is alive, or OpenBLAS's pthread build would share its own
 // threads between the callers.

@@ -120,36 +120,71 @@ void gpt2_layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const
   }
 }
 
+// The matmul layers run in one parallel region each: every thread fills its slice of the output
+// (bias, then product) and, in backward, its slices of all three gradients, with no barrier in
+// between. A step opens ~145 regions; on a shared machine each barrier can wait for a thread the
+// scheduler has put aside, so fewer is better.
 template <class T>
 void gpt2_matmul_forward(T* out, const T* inp, const T* weight, const T* bias, size_t N, int C,
                          int OC) {
-  T beta = 0;
-  if (bias) {
-#pragma omp parallel for if (N * OC >= kLayerParallelMin)
-    for (size_t r = 0; r < N; ++r) std::copy(bias, bias + OC, out + r * OC);
-    beta = 1;
+  const T beta = bias ? T(1) : T(0);
+  auto fill_bias = [&](const GemmSlice& s) {  // the bias in C's slice, which the product adds to
+    if (!bias || s.begin >= s.end) return;
+    const size_t r0 = s.by_rows ? s.begin : 0, r1 = s.by_rows ? s.end : N;
+    const size_t c0 = s.by_rows ? 0 : s.begin, c1 = s.by_rows ? OC : s.end;
+    for (size_t r = r0; r < r1; ++r) std::copy(bias + c0, bias + c1, out + r * OC + c0);
+  };
+  if (!gemm_is_split(N, OC, C)) {
+    fill_bias({true, 0, N});
+    gemm_serial(false, true, N, OC, C, T(1), inp, C, weight, C, beta, out, OC);
+    return;
   }
-  gemm(false, true, N, OC, C, T(1), inp, C, weight, C, beta, out, OC);
+  SingleThreadedBlas single;
+#pragma omp parallel
+  {
+    GemmSlice s = gemm_slice(N, OC, omp_get_thread_num(), omp_get_num_threads());
+    fill_bias(s);
+    gemm_part(s, false, true, N, OC, C, T(1), inp, C, weight, C, beta, out, OC);
+  }
 }
+
+// dbias[o0, o1) += column sums of dout over its N rows, walking the rows in order: contiguous loads
+// that vectorise across columns, each column still summed over rows 0, 1, ... as a plain loop.
+namespace {
+template <class T>
+void add_column_sums(T* dbias, const T* dout, size_t N, int OC, int o0, int o1) {
+  constexpr int kCols = 64;
+  for (int b0 = o0; b0 < o1; b0 += kCols) {
+    const int width = std::min(kCols, o1 - b0);
+    T s[kCols] = {};
+    for (size_t r = 0; r < N; ++r) {
+      const T* row = dout + r * OC + b0;
+      for (int j = 0; j < width; ++j) s[j] += row[j];
+    }
+    for (int j = 0; j < width; ++j) dbias[b0 + j] += s[j];
+  }
+}
+}  // namespace
 
 template <class T>
 void gpt2_matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
                           const T* weight, size_t N, int C, int OC) {
-  gemm(false, false, N, C, OC, T(1), dout, OC, weight, C, T(0), dinp, C);
-  gemm(true, false, OC, C, N, T(1), dout, OC, inp, C, T(1), dweight, C);
-  if (!dbias) return;
-  // Column sums, a block of columns per task walking the rows in order: contiguous loads that
-  // vectorise across columns, each column still summed over rows 0, 1, ... as a plain loop would.
-  constexpr int kCols = 64;
-#pragma omp parallel for if (N * OC >= kLayerParallelMin)
-  for (int o0 = 0; o0 < OC; o0 += kCols) {
-    const int width = std::min(kCols, OC - o0);
-    T s[kCols] = {};
-    for (size_t r = 0; r < N; ++r) {
-      const T* row = dout + r * OC + o0;
-      for (int j = 0; j < width; ++j) s[j] += row[j];
+  if (!gemm_is_split(N, C, OC)) {
+    gemm_serial(false, false, N, C, OC, T(1), dout, OC, weight, C, T(0), dinp, C);
+    gemm_serial(true, false, OC, C, N, T(1), dout, OC, inp, C, T(1), dweight, C);
+    if (dbias) add_column_sums(dbias, dout, N, OC, 0, OC);
+    return;
+  }
+  SingleThreadedBlas single;
+#pragma omp parallel
+  {
+    const int t = omp_get_thread_num(), threads = omp_get_num_threads();
+    gemm_part(gemm_slice(N, C, t, threads), false, false, N, C, OC, T(1), dout, OC, weight, C, T(0), dinp, C);
+    gemm_part(gemm_slice(OC, C, t, threads), true, false, OC, C, N, T(1), dout, OC, inp, C, T(1), dweight, C);
+    if (dbias) {
+      GemmSlice cols = gemm_slice(1, OC, t, threads);  // columns of a one-row "matrix": a share of OC
+      add_column_sums(dbias, dout, N, OC, static_cast<int>(cols.begin), static_cast<int>(cols.end));
     }
-    for (int j = 0; j < width; ++j) dbias[o0 + j] += s[j];
   }
 }
 

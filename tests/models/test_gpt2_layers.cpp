@@ -251,6 +251,16 @@ TEST(Gpt2Layers, ParallelPathsMatchOneThread) {
     out.insert(out.end(), dqkv.begin(), dqkv.end());
     out.insert(out.end(), dx.begin(), dx.end());
     out.insert(out.end(), dw.begin(), dw.end());
+    // Matmuls big enough for the split path, forward with bias and all three gradients: with
+    // fewer outputs than rows (the output is cut by rows) and more (cut by columns).
+    for (int OC : {192, 320}) {
+      std::vector<double> mm(N * OC), dmm_in(N * C), dmm_w(OC * C, 0), dmm_b(OC, 0);
+      auto mw = random_vector(OC * C, 33), mb = random_vector(OC, 34), mg = random_vector(N * OC, 35);
+      kc::gpt2_matmul_forward(mm.data(), qkv.data(), mw.data(), mb.data(), N, C, OC);
+      kc::gpt2_matmul_backward(dmm_in.data(), dmm_w.data(), dmm_b.data(), mg.data(), qkv.data(), mw.data(), N,
+                               C, OC);
+      for (const auto* v : {&mm, &dmm_in, &dmm_w, &dmm_b}) out.insert(out.end(), v->begin(), v->end());
+    }
     return out;
   };
   auto one = run(1), two = run(2);
