@@ -11,19 +11,28 @@ namespace {
 
 // Slices start at multiples of this many rows or columns (16 floats: one cache line).
 constexpr size_t kSliceAlign = 16;
+// A split product has up to this many parts per thread, each at least kMinPartWidth wide: enough
+// to rebalance around a descheduled thread, few enough that OpenBLAS's packing of the shared
+// operand (once per part) stays small beside the multiply.
+constexpr int kPartsPerThread = 4;
+constexpr size_t kMinPartWidth = 64;
 
-void blas_gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, float alpha, const float* a,
-               size_t lda, const float* b, size_t ldb, float beta, float* c, size_t ldc) {
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-              static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a,
-              static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+void blas_gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, float alpha,
+               const float* a, size_t lda, const float* b, size_t ldb, float beta, float* c,
+               size_t ldc) {
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+              trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
+              static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
+              c, static_cast<int>(ldc));
 }
 
-void blas_gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, double alpha, const double* a,
-               size_t lda, const double* b, size_t ldb, double beta, double* c, size_t ldc) {
-  cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-              static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a,
-              static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+void blas_gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, double alpha,
+               const double* a, size_t lda, const double* b, size_t ldb, double beta, double* c,
+               size_t ldc) {
+  cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+              trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
+              static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
+              c, static_cast<int>(ldc));
 }
 
 }  // namespace
@@ -48,24 +57,31 @@ bool gemm_is_split(size_t m, size_t n, size_t k) {
   return !omp_in_parallel() && omp_get_max_threads() > 1 && m * n * k >= kGemmParallelMacs;
 }
 
+int gemm_parts(size_t m, size_t n, int threads) {
+  const size_t longest = std::max(m, n);
+  size_t parts = std::min<size_t>(size_t(kPartsPerThread) * threads, longest / kMinPartWidth);
+  return static_cast<int>(std::max<size_t>(parts, 1));
+}
+
 // The longer side of C is cut: rows of C are rows of op(A), columns of C are columns of op(B).
-GemmSlice gemm_slice(size_t m, size_t n, int thread, int threads) {
+GemmSlice gemm_slice(size_t m, size_t n, int part, int parts) {
   const bool by_rows = m >= n;
   const size_t extent = by_rows ? m : n;
-  size_t per = (extent + threads - 1) / threads;
+  size_t per = (extent + parts - 1) / parts;
   per = (per + kSliceAlign - 1) / kSliceAlign * kSliceAlign;
-  const size_t begin = std::min(extent, static_cast<size_t>(thread) * per);
+  const size_t begin = std::min(extent, static_cast<size_t>(part) * per);
   return {by_rows, begin, std::min(extent, begin + per)};
 }
 
 template <class T>
-void gemm_part(const GemmSlice& s, bool trans_a, bool trans_b, size_t m, size_t n, size_t k, T alpha,
-               const T* a, size_t lda, const T* b, size_t ldb, T beta, T* c, size_t ldc) {
+void gemm_part(const GemmSlice& s, bool trans_a, bool trans_b, size_t m, size_t n, size_t k,
+               T alpha, const T* a, size_t lda, const T* b, size_t ldb, T beta, T* c, size_t ldc) {
   if (s.begin >= s.end) return;
   const size_t width = s.end - s.begin;
   if (s.by_rows) {
     const T* a_part = trans_a ? a + s.begin : a + s.begin * lda;
-    gemm_serial(trans_a, trans_b, width, n, k, alpha, a_part, lda, b, ldb, beta, c + s.begin * ldc, ldc);
+    gemm_serial(trans_a, trans_b, width, n, k, alpha, a_part, lda, b, ldb, beta, c + s.begin * ldc,
+                ldc);
   } else {
     const T* b_part = trans_b ? b + s.begin * ldb : b + s.begin;
     gemm_serial(trans_a, trans_b, m, width, k, alpha, a, lda, b_part, ldb, beta, c + s.begin, ldc);
@@ -82,8 +98,11 @@ void gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, T alpha, con
   SingleThreadedBlas single;
 #pragma omp parallel
   {
-    GemmSlice s = gemm_slice(m, n, omp_get_thread_num(), omp_get_num_threads());
-    gemm_part(s, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    const int parts = gemm_parts(m, n, omp_get_num_threads());
+#pragma omp for schedule(dynamic, 1)
+    for (int part = 0; part < parts; ++part)
+      gemm_part(gemm_slice(m, n, part, parts), trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
+                beta, c, ldc);
   }
 }
 
@@ -94,11 +113,11 @@ const char* blas_description() {
   return config ? config : "OpenBLAS";
 }
 
-#define DSX_GEMM_INSTANTIATE(T)                                                                   \
+#define DSX_GEMM_INSTANTIATE(T)                                                                    \
   template void gemm<T>(bool, bool, size_t, size_t, size_t, T, const T*, size_t, const T*, size_t, \
-                        T, T*, size_t);                                                           \
+                        T, T*, size_t);                                                            \
   template void gemm_serial<T>(bool, bool, size_t, size_t, size_t, T, const T*, size_t, const T*,  \
-                               size_t, T, T*, size_t);                                            \
+                               size_t, T, T*, size_t);                                             \
   template void gemm_part<T>(const GemmSlice&, bool, bool, size_t, size_t, size_t, T, const T*,    \
                              size_t, const T*, size_t, T, T*, size_t);
 

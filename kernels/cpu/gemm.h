@@ -21,20 +21,25 @@ void gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, T alpha, con
 inline constexpr size_t kGemmParallelMacs = size_t{1} << 22;
 bool gemm_is_split(size_t m, size_t n, size_t k);
 
-// The part of C (m, n) that thread `thread` of `threads` computes in a split gemm(): rows
-// [begin, end) of C when by_rows, else columns [begin, end). Empty for trailing threads.
+// A split product cuts C (m, n) along its longer side into gemm_parts() parts, several per thread,
+// which the threads take in dynamic order: on a shared machine, a thread the scheduler puts aside
+// leaves its remaining parts to the others instead of making them wait at the barrier. The cut
+// depends on the sizes and thread count only, so results do not depend on which thread ran what.
+int gemm_parts(size_t m, size_t n, int threads);
+
+// Part `part` of `parts`: rows [begin, end) of C when by_rows, else columns [begin, end).
 struct GemmSlice {
   bool by_rows;
   size_t begin, end;
 };
-GemmSlice gemm_slice(size_t m, size_t n, int thread, int threads);
+GemmSlice gemm_slice(size_t m, size_t n, int part, int parts);
 
-// One thread's slice of gemm(), for layers that run several products (or a product and the loop
-// that prepares its output) in one parallel region, without a barrier between them. Same
-// condition as gemm_serial: the region runs while a SingleThreadedBlas is alive.
+// One part of gemm(), for layers that run several products (or a product and the loop that
+// prepares its output) in one parallel region, without a barrier between them. Same condition as
+// gemm_serial: the region runs while a SingleThreadedBlas is alive.
 template <class T>
-void gemm_part(const GemmSlice& slice, bool trans_a, bool trans_b, size_t m, size_t n, size_t k, T alpha,
-               const T* a, size_t lda, const T* b, size_t ldb, T beta, T* c, size_t ldc);
+void gemm_part(const GemmSlice& slice, bool trans_a, bool trans_b, size_t m, size_t n, size_t k,
+               T alpha, const T* a, size_t lda, const T* b, size_t ldb, T beta, T* c, size_t ldc);
 
 // The same on the calling thread only, for one thread's share of a parallel region. The region
 // must run while a SingleThreadedBlas is alive, or OpenBLAS's pthread build would share its own

@@ -142,9 +142,13 @@ void gpt2_matmul_forward(T* out, const T* inp, const T* weight, const T* bias, s
   SingleThreadedBlas single;
 #pragma omp parallel
   {
-    GemmSlice s = gemm_slice(N, OC, omp_get_thread_num(), omp_get_num_threads());
-    fill_bias(s);
-    gemm_part(s, false, true, N, OC, C, T(1), inp, C, weight, C, beta, out, OC);
+    const int parts = gemm_parts(N, OC, omp_get_num_threads());
+#pragma omp for schedule(dynamic, 1)
+    for (int part = 0; part < parts; ++part) {
+      GemmSlice s = gemm_slice(N, OC, part, parts);
+      fill_bias(s);
+      gemm_part(s, false, true, N, OC, C, T(1), inp, C, weight, C, beta, out, OC);
+    }
   }
 }
 
@@ -178,24 +182,33 @@ void gpt2_matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T*
   SingleThreadedBlas single;
 #pragma omp parallel
   {
-    const int t = omp_get_thread_num(), threads = omp_get_num_threads();
-    gemm_part(gemm_slice(N, C, t, threads), false, false, N, C, OC, T(1), dout, OC, weight, C, T(0), dinp, C);
-    gemm_part(gemm_slice(OC, C, t, threads), true, false, OC, C, N, T(1), dout, OC, inp, C, T(1), dweight, C);
+    const int threads = omp_get_num_threads();
+    const int in_parts = gemm_parts(N, C, threads), w_parts = gemm_parts(OC, C, threads);
+#pragma omp for schedule(dynamic, 1) nowait
+    for (int part = 0; part < in_parts; ++part)
+      gemm_part(gemm_slice(N, C, part, in_parts), false, false, N, C, OC, T(1), dout, OC, weight, C,
+                T(0), dinp, C);
+#pragma omp for schedule(dynamic, 1) nowait
+    for (int part = 0; part < w_parts; ++part)
+      gemm_part(gemm_slice(OC, C, part, w_parts), true, false, OC, C, N, T(1), dout, OC, inp, C,
+                T(1), dweight, C);
     if (dbias) {
-      GemmSlice cols = gemm_slice(1, OC, t, threads);  // columns of a one-row "matrix": a share of OC
-      add_column_sums(dbias, dout, N, OC, static_cast<int>(cols.begin), static_cast<int>(cols.end));
+#pragma omp for schedule(dynamic, 1)
+      for (int o0 = 0; o0 < OC; o0 += 64)
+        add_column_sums(dbias, dout, N, OC, o0, std::min(OC, o0 + 64));
     }
   }
 }
 
 template <class T>
-void gpt2_classifier_forward(T* logits, const T* inp, const T* wte, size_t N, int C, int V, int Vp) {
+void gpt2_classifier_forward(T* logits, const T* inp, const T* wte, size_t N, int C, int V,
+                             int Vp) {
   gemm(false, true, N, V, C, T(1), inp, C, wte, C, T(0), logits, Vp);
 }
 
 template <class T>
-void gpt2_classifier_backward(T* dinp, T* dwte, const T* dlogits, const T* inp, const T* wte, size_t N,
-                              int C, int V, int Vp) {
+void gpt2_classifier_backward(T* dinp, T* dwte, const T* dlogits, const T* inp, const T* wte,
+                              size_t N, int C, int V, int Vp) {
   gemm(false, false, N, C, V, T(1), dlogits, Vp, wte, C, T(0), dinp, C);
   gemm(true, false, V, C, N, T(1), dlogits, Vp, inp, C, T(1), dwte, C);
 }
@@ -213,8 +226,9 @@ void gpt2_attention_forward(T* out, T* att, const T* qkv, int B, int Tn, int C, 
   const int hs = C / NH;
   const T scale = T(1) / sqrt(T(hs));
   const size_t C3 = 3 * static_cast<size_t>(C);
+  const bool parallel = size_t(B) * NH * Tn * Tn * hs / 2 >= kLayerParallelMin;
   SingleThreadedBlas single;
-#pragma omp parallel for schedule(static) if (size_t(B) * NH * Tn * Tn * hs / 2 >= kLayerParallelMin)
+#pragma omp parallel for schedule(dynamic, 1) if (parallel)
   for (int bh = 0; bh < B * NH; ++bh) {
     const int b = bh / NH, h = bh % NH;
     const T* q = qkv + static_cast<size_t>(b) * Tn * C3 + h * hs;
@@ -225,15 +239,16 @@ void gpt2_attention_forward(T* out, T* att, const T* qkv, int B, int Tn, int C, 
     for (int r0 = 0; r0 < Tn; r0 += kAttBlock) {
       const int r1 = std::min(Tn, r0 + kAttBlock);
       // scores of queries [r0, r1) against keys [0, r1)
-      gemm_serial(false, true, r1 - r0, r1, hs, scale, q + r0 * C3, C3, k, C3, T(0), a + size_t(r0) * Tn, Tn);
+      gemm_serial(false, true, r1 - r0, r1, hs, scale, q + r0 * C3, C3, k, C3, T(0),
+                  a + size_t(r0) * Tn, Tn);
       for (int t = r0; t < r1; ++t) {
         T* row = a + static_cast<size_t>(t) * Tn;
         T inv = T(1) / row_exp_in_place(row, t + 1, row_max(row, t + 1));
         for (int t2 = 0; t2 <= t; ++t2) row[t2] *= inv;
         std::fill(row + t + 1, row + Tn, T(0));  // the masked keys: zero weight, read by backward
       }
-      gemm_serial(false, false, r1 - r0, hs, r1, T(1), a + size_t(r0) * Tn, Tn, v, C3, T(0), o + r0 * size_t(C),
-                  size_t(C));
+      gemm_serial(false, false, r1 - r0, hs, r1, T(1), a + size_t(r0) * Tn, Tn, v, C3, T(0),
+                  o + r0 * size_t(C), size_t(C));
     }
   }
 }
@@ -248,7 +263,7 @@ void gpt2_attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att,
 #pragma omp parallel if (size_t(B) * NH * Tn * Tn * hs / 2 >= kLayerParallelMin)
   {
     std::vector<T> dpre(static_cast<size_t>(Tn) * Tn);  // d loss / d scores, this thread's head
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 1)
     for (int bh = 0; bh < B * NH; ++bh) {
       const int b = bh / NH, h = bh % NH;
       const size_t base = static_cast<size_t>(b) * Tn * C3 + h * hs;
@@ -272,15 +287,17 @@ void gpt2_attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att,
           std::fill(drow + t + 1, drow + r1, T(0));
         }
         // scores = q @ k^T: dq = dpre @ k
-        gemm_serial(false, false, r1 - r0, hs, r1, T(1), d + size_t(r0) * Tn, Tn, k, C3, T(0), dq + r0 * C3, C3);
+        gemm_serial(false, false, r1 - r0, hs, r1, T(1), d + size_t(r0) * Tn, Tn, k, C3, T(0),
+                    dq + r0 * C3, C3);
       }
       // Key rows [c0, c1) are met by queries [c0, T) only: dv = a^T @ g, dk = dpre^T @ q.
       for (int c0 = 0; c0 < Tn; c0 += kAttBlock) {
         const int c1 = std::min(Tn, c0 + kAttBlock);
         const size_t off = size_t(c0) * Tn + c0;
-        gemm_serial(true, false, c1 - c0, hs, Tn - c0, T(1), a + off, Tn, g + c0 * size_t(C), size_t(C), T(0),
-                    dv + c0 * C3, C3);
-        gemm_serial(true, false, c1 - c0, hs, Tn - c0, T(1), d + off, Tn, q + c0 * C3, C3, T(0), dk + c0 * C3, C3);
+        gemm_serial(true, false, c1 - c0, hs, Tn - c0, T(1), a + off, Tn, g + c0 * size_t(C),
+                    size_t(C), T(0), dv + c0 * C3, C3);
+        gemm_serial(true, false, c1 - c0, hs, Tn - c0, T(1), d + off, Tn, q + c0 * C3, C3, T(0),
+                    dk + c0 * C3, C3);
       }
     }
   }
@@ -341,25 +358,25 @@ void gpt2_crossentropy_backward(T* logits_to_dlogits, const T* lse, const int32_
   }
 }
 
-#define DSX_GPT2_INSTANTIATE(T)                                                                    \
-  template void gpt2_encoder_forward<T>(T*, const int32_t*, const T*, const T*, int, int, int);    \
-  template void gpt2_encoder_backward<T>(T*, T*, const T*, const int32_t*, int, int, int);         \
-  template void gpt2_layernorm_forward<T>(T*, T*, T*, const T*, const T*, const T*, size_t, int);  \
-  template void gpt2_layernorm_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*,     \
-                                           const T*, size_t, int);                                 \
-  template void gpt2_matmul_forward<T>(T*, const T*, const T*, const T*, size_t, int, int);        \
-  template void gpt2_matmul_backward<T>(T*, T*, T*, const T*, const T*, const T*, size_t, int,     \
-                                        int);                                                      \
-  template void gpt2_classifier_forward<T>(T*, const T*, const T*, size_t, int, int, int);         \
-  template void gpt2_classifier_backward<T>(T*, T*, const T*, const T*, const T*, size_t, int, int, \
-                                            int);                                                  \
-  template void gpt2_attention_forward<T>(T*, T*, const T*, int, int, int, int);                   \
-  template void gpt2_attention_backward<T>(T*, const T*, const T*, const T*, int, int, int, int);  \
-  template void gpt2_gelu_forward<T>(T*, const T*, size_t);                                        \
-  template void gpt2_gelu_backward<T>(T*, const T*, const T*, size_t);                             \
-  template void gpt2_residual_forward<T>(T*, const T*, const T*, size_t);                          \
-  template size_t gpt2_crossentropy_forward<T>(T*, T*, const T*, const int32_t*, size_t, int,      \
-                                               int);                                               \
+#define DSX_GPT2_INSTANTIATE(T)                                                                   \
+  template void gpt2_encoder_forward<T>(T*, const int32_t*, const T*, const T*, int, int, int);   \
+  template void gpt2_encoder_backward<T>(T*, T*, const T*, const int32_t*, int, int, int);        \
+  template void gpt2_layernorm_forward<T>(T*, T*, T*, const T*, const T*, const T*, size_t, int); \
+  template void gpt2_layernorm_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*,    \
+                                           const T*, size_t, int);                                \
+  template void gpt2_matmul_forward<T>(T*, const T*, const T*, const T*, size_t, int, int);       \
+  template void gpt2_matmul_backward<T>(T*, T*, T*, const T*, const T*, const T*, size_t, int,    \
+                                        int);                                                     \
+  template void gpt2_classifier_forward<T>(T*, const T*, const T*, size_t, int, int, int);        \
+  template void gpt2_classifier_backward<T>(T*, T*, const T*, const T*, const T*, size_t, int,    \
+                                            int, int);                                            \
+  template void gpt2_attention_forward<T>(T*, T*, const T*, int, int, int, int);                  \
+  template void gpt2_attention_backward<T>(T*, const T*, const T*, const T*, int, int, int, int); \
+  template void gpt2_gelu_forward<T>(T*, const T*, size_t);                                       \
+  template void gpt2_gelu_backward<T>(T*, const T*, const T*, size_t);                            \
+  template void gpt2_residual_forward<T>(T*, const T*, const T*, size_t);                         \
+  template size_t gpt2_crossentropy_forward<T>(T*, T*, const T*, const int32_t*, size_t, int,     \
+                                               int);                                              \
   template void gpt2_crossentropy_backward<T>(T*, const T*, const int32_t*, T, size_t, int, int);
 
 DSX_GPT2_INSTANTIATE(float)

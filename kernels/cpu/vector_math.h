@@ -60,31 +60,31 @@ DSX_ALWAYS_INLINE inline T vtanh(T u) {
 // ---- one row, one SIMD level: max, sum of exp(x - shift), x = exp(x - shift) * scale ----
 // (GCC 12 vectorises the max reduction written as a comparison, not as std::max.)
 
-#define DSX_ROW_OPS(SUFFIX, TARGET)                                                           \
-  template <class T>                                                                          \
-  TARGET T row_max_##SUFFIX(const T* x, size_t n) {                                           \
-    T m = x[0];                                                                               \
+#define DSX_ROW_OPS(SUFFIX, TARGET)                                                                \
+  template <class T>                                                                               \
+  TARGET T row_max_##SUFFIX(const T* x, size_t n) {                                                \
+    T m = x[0];                                                                                    \
     _Pragma("omp simd reduction(max : m)") for (size_t i = 1; i < n; ++i) m = x[i] > m ? x[i] : m; \
-    return m;                                                                                 \
-  }                                                                                           \
-  template <class T>                                                                          \
-  TARGET T row_sum_exp_##SUFFIX(const T* x, size_t n, T shift) {                              \
-    T s = 0;                                                                                  \
-    _Pragma("omp simd reduction(+ : s)") for (size_t i = 0; i < n; ++i) s += vexp(x[i] - shift); \
-    return s;                                                                                 \
-  }                                                                                           \
-  template <class T>                                                                          \
-  TARGET T row_exp_in_place_##SUFFIX(T* x, size_t n, T shift) {                               \
-    T s = 0;                                                                                  \
-    _Pragma("omp simd reduction(+ : s)") for (size_t i = 0; i < n; ++i) {                     \
-      x[i] = vexp(x[i] - shift);                                                              \
-      s += x[i];                                                                              \
-    }                                                                                         \
-    return s;                                                                                 \
-  }                                                                                           \
-  template <class T>                                                                          \
-  TARGET void row_exp_scale_##SUFFIX(T* x, size_t n, T shift, T scale) {                      \
-    _Pragma("omp simd") for (size_t i = 0; i < n; ++i) x[i] = vexp(x[i] - shift) * scale;     \
+    return m;                                                                                      \
+  }                                                                                                \
+  template <class T>                                                                               \
+  TARGET T row_sum_exp_##SUFFIX(const T* x, size_t n, T shift) {                                   \
+    T s = 0;                                                                                       \
+    _Pragma("omp simd reduction(+ : s)") for (size_t i = 0; i < n; ++i) s += vexp(x[i] - shift);   \
+    return s;                                                                                      \
+  }                                                                                                \
+  template <class T>                                                                               \
+  TARGET T row_exp_in_place_##SUFFIX(T* x, size_t n, T shift) {                                    \
+    T s = 0;                                                                                       \
+    _Pragma("omp simd reduction(+ : s)") for (size_t i = 0; i < n; ++i) {                          \
+      x[i] = vexp(x[i] - shift);                                                                   \
+      s += x[i];                                                                                   \
+    }                                                                                              \
+    return s;                                                                                      \
+  }                                                                                                \
+  template <class T>                                                                               \
+  TARGET void row_exp_scale_##SUFFIX(T* x, size_t n, T shift, T scale) {                           \
+    _Pragma("omp simd") for (size_t i = 0; i < n; ++i) x[i] = vexp(x[i] - shift) * scale;          \
   }
 
 DSX_ROW_OPS(avx512, DSX_TARGET_AVX512)
@@ -92,14 +92,14 @@ DSX_ROW_OPS(avx2, DSX_TARGET_AVX2)
 DSX_ROW_OPS(scalar, DSX_TARGET_SCALAR)
 #undef DSX_ROW_OPS
 
-#define DSX_ROW_DISPATCH(NAME, ...)         \
-  switch (simd_level()) {                   \
-    case SimdLevel::Avx512:                 \
-      return NAME##_avx512(__VA_ARGS__);    \
-    case SimdLevel::Avx2:                   \
-      return NAME##_avx2(__VA_ARGS__);      \
-    default:                                \
-      return NAME##_scalar(__VA_ARGS__);    \
+#define DSX_ROW_DISPATCH(NAME, ...)      \
+  switch (simd_level()) {                \
+    case SimdLevel::Avx512:              \
+      return NAME##_avx512(__VA_ARGS__); \
+    case SimdLevel::Avx2:                \
+      return NAME##_avx2(__VA_ARGS__);   \
+    default:                             \
+      return NAME##_scalar(__VA_ARGS__); \
   }
 
 // max of x[0, n), n >= 1

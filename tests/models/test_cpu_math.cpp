@@ -20,13 +20,14 @@ using dsx::test::random_vector;
 namespace {
 
 // C (m, n) = alpha op(A) op(B) + beta C in float64, row-major with leading dimensions.
-void reference_gemm(bool ta, bool tb, size_t m, size_t n, size_t k, double alpha, const std::vector<float>& a,
-                    size_t lda, const std::vector<float>& b, size_t ldb, double beta, std::vector<double>& c,
-                    size_t ldc) {
+void reference_gemm(bool ta, bool tb, size_t m, size_t n, size_t k, double alpha,
+                    const std::vector<float>& a, size_t lda, const std::vector<float>& b,
+                    size_t ldb, double beta, std::vector<double>& c, size_t ldc) {
   for (size_t i = 0; i < m; ++i)
     for (size_t j = 0; j < n; ++j) {
       double s = 0;
-      for (size_t p = 0; p < k; ++p) s += double(ta ? a[p * lda + i] : a[i * lda + p]) * (tb ? b[j * ldb + p] : b[p * ldb + j]);
+      for (size_t p = 0; p < k; ++p)
+        s += double(ta ? a[p * lda + i] : a[i * lda + p]) * (tb ? b[j * ldb + p] : b[p * ldb + j]);
       c[i * ldc + j] = alpha * s + beta * c[i * ldc + j];
     }
 }
@@ -48,7 +49,9 @@ std::vector<SimdLevel> levels() {
 // heads' slices of qkv are). m > n slices rows, m < n slices columns.
 TEST(CpuGemm, MatchesFloat64ForEveryTransposeAndSlicing) {
   omp_set_num_threads(2);
-  struct Shape { size_t m, n, k; };
+  struct Shape {
+    size_t m, n, k;
+  };
   for (Shape s : {Shape{301, 45, 333}, Shape{37, 517, 290}}) {
     for (int ta = 0; ta < 2; ++ta)
       for (int tb = 0; tb < 2; ++tb) {
@@ -58,13 +61,16 @@ TEST(CpuGemm, MatchesFloat64ForEveryTransposeAndSlicing) {
         auto c0 = random_vector(s.m * ldc, 42);
         std::vector<float> c(c0.begin(), c0.end());
         std::vector<double> expect(c.begin(), c.end());
-        kc::gemm<float>(ta, tb, s.m, s.n, s.k, 0.5f, a.data(), lda, b.data(), ldb, 1.0f, c.data(), ldc);
+        kc::gemm<float>(ta, tb, s.m, s.n, s.k, 0.5f, a.data(), lda, b.data(), ldb, 1.0f, c.data(),
+                        ldc);
         reference_gemm(ta, tb, s.m, s.n, s.k, 0.5, a, lda, b, ldb, 1.0, expect, ldc);
         double worst = 0;
         for (size_t i = 0; i < s.m; ++i) {
           for (size_t j = 0; j < s.n; ++j)
-            worst = std::max(worst, std::abs(c[i * ldc + j] - expect[i * ldc + j]) / (1 + std::abs(expect[i * ldc + j])));
-          for (size_t j = s.n; j < ldc; ++j) ASSERT_EQ(c[i * ldc + j], float(c0[i * ldc + j])) << "padding written";
+            worst = std::max(worst, std::abs(c[i * ldc + j] - expect[i * ldc + j]) /
+                                        (1 + std::abs(expect[i * ldc + j])));
+          for (size_t j = s.n; j < ldc; ++j)
+            ASSERT_EQ(c[i * ldc + j], float(c0[i * ldc + j])) << "padding written";
         }
         EXPECT_LT(worst, 1e-5) << "m " << s.m << " n " << s.n << " trans " << ta << tb;
       }
@@ -84,7 +90,8 @@ TEST(CpuGemm, SlicedProductAgreesWithOneThread) {
   auto one = run(1), two = run(2);
   omp_set_num_threads(omp_get_num_procs());
   // Each output element is one BLAS dot product in both runs; only the partition differs.
-  for (size_t i = 0; i < one.size(); ++i) EXPECT_NEAR(one[i], two[i], 1e-5f * (1 + std::abs(one[i])));
+  for (size_t i = 0; i < one.size(); ++i)
+    EXPECT_NEAR(one[i], two[i], 1e-5f * (1 + std::abs(one[i])));
 }
 
 TEST(CpuVectorMath, ExpAndTanhAgreeWithLibm) {
@@ -92,7 +99,8 @@ TEST(CpuVectorMath, ExpAndTanhAgreeWithLibm) {
   // Down to -86: below about -87.3 the results are subnormal floats, with fewer digits.
   for (int i = -86000; i < 88000; ++i) {  // 88 itself rounds above the clamp
     float x = i * 1e-3f;
-    worst_exp = std::max(worst_exp, std::abs(kc::exp_approx(x) - std::exp(double(x))) / std::exp(double(x)));
+    worst_exp = std::max(worst_exp,
+                         std::abs(kc::exp_approx(x) - std::exp(double(x))) / std::exp(double(x)));
     float u = i * 2e-4f;
     worst_tanh = std::max(worst_tanh, std::abs(kc::vtanh(u) - std::tanh(double(u))));
   }
