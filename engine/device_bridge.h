@@ -1,7 +1,7 @@
 // Training a CUDA model with the host ZeRO engine, as ZeRO-Offload does: the fp32 master
 // parameters, the gradients ZeRO reduces and partitions, and the optimizer state stay in host
 // memory, partitioned by the stage; the GPU holds one working copy of the parameters in the
-// model's dtype (fp32 or bf16) and its gradients. The bridge is the model's ParamAccess and
+// model's dtype (fp32, bf16 or fp16) and its gradients. The bridge is the model's ParamAccess and
 // GradSink: acquire(l) refreshes layer l's device copy from ZeRO once after each optimizer step
 // (fp32 through a pinned staging buffer, cast on the GPU); ready(l) brings the layer's gradients
 // back (cast to fp32 on the GPU, one copy through the pinned buffer) and adds them to ZeRO's,

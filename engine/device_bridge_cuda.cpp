@@ -65,9 +65,6 @@ class CudaDeviceBridge final : public DeviceBridge {
         scratch_(largest_layer(model) * sizeof(float), "staging (cudaMalloc)"),
         pinned_(largest_layer(model) * sizeof(float), "pinned staging (cudaMallocHost)") {
     if (!model.on_device()) throw Error(ErrorKind::Internal, "DeviceBridge: the model is not on the GPU");
-    if (dtype_ != DType::F32 && dtype_ != DType::BF16) {
-      throw Error(ErrorKind::Unsupported, "the GPU model trains in fp32 or bf16 only");
-    }
     layers_.resize(static_cast<size_t>(model.num_layers()));
     for (size_t i = 0; i < specs_.size(); ++i) layers_.at(static_cast<size_t>(specs_[i].layer)).push_back(i);
     fresh_.assign(layers_.size(), false);

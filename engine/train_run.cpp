@@ -213,13 +213,13 @@ int run_training(const TrainRunOptions& o) {
   const bool cuda = wants_cuda(o.device);
   models::GPT2Options model_options;
   model_options.cuda = cuda;
-  model_options.dtype = cuda && config.bf16.enabled ? kernels::DType::BF16 : kernels::DType::F32;
+  model_options.dtype = !cuda                ? kernels::DType::F32
+                        : config.bf16.enabled ? kernels::DType::BF16
+                        : config.fp16.enabled ? kernels::DType::F16
+                                              : kernels::DType::F32;
   model_options.max_batch = micro;
   model_options.max_seq = seq;
   model_options.activation_checkpointing = config.activation_checkpointing.given;
-  if (cuda && config.fp16.enabled) {
-    throw Error(ErrorKind::Unsupported, "fp16 on the GPU is not supported yet: use \"bf16\": {\"enabled\": true}");
-  }
   std::unique_ptr<models::Model> model_owner = models::make_gpt2(choice.config, model_options);
   models::Model& model = *model_owner;
   if (choice.initial.empty()) {

@@ -369,5 +369,6 @@ void gpt2_crossentropy_backward(T* logits_to_dlogits, const float* lse, const in
 
 DSX_GPT2_CUDA_INSTANTIATE(float)
 DSX_GPT2_CUDA_INSTANTIATE(__nv_bfloat16)
+DSX_GPT2_CUDA_INSTANTIATE(__half)
 
 }  // namespace dsx::kernels::cuda

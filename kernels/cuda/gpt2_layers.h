@@ -1,6 +1,6 @@
 // GPT-2 layers on the GPU: the CUDA twins of kernels/cpu/gpt2_layers.h, same names, argument
 // order (outputs, inputs, sizes) and element formulas (kernels/gpt2_math.h), plus a stream.
-// T is the storage type of parameters, activations and gradients: float or __nv_bfloat16; all
+// T is the storage type of parameters, activations and gradients: float, __nv_bfloat16 or __half; all
 // arithmetic is fp32. Pointers are device memory. Same accumulate/overwrite conventions as the
 // CPU layers: parameter gradients +=, activation gradients =, layernorm's dinp +=.
 // Attention is dsx's own kernel (softmax probabilities kept, O(T^2) memory per layer); the

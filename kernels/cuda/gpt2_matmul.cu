@@ -2,6 +2,7 @@
 // weights are column-major (C, N) and (C, OC) to cuBLAS, so out^T = W^T-op x inp^T needs no copy.
 // fp32 compute for both storage types (no TF32: the GPU tests compare with the CPU at 1e-4).
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include <string>
 
@@ -28,6 +29,8 @@ template <>
 cudaDataType_t data_type<float>() { return CUDA_R_32F; }
 template <>
 cudaDataType_t data_type<__nv_bfloat16>() { return CUDA_R_16BF; }
+template <>
+cudaDataType_t data_type<__half>() { return CUDA_R_16F; }
 
 uint32_t alignment_of(const void* p) {
   uint32_t align = 256;
@@ -139,5 +142,9 @@ template void gpt2_matmul_backward<float>(const GPT2Blas&, float*, float*, float
 template void gpt2_matmul_backward<__nv_bfloat16>(const GPT2Blas&, __nv_bfloat16*, __nv_bfloat16*, __nv_bfloat16*,
                                                   const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*,
                                                   size_t, int, int, cudaStream_t);
+template void gpt2_matmul_forward<__half>(const GPT2Blas&, __half*, const __half*, const __half*, const __half*, size_t,
+                                          int, int, cudaStream_t);
+template void gpt2_matmul_backward<__half>(const GPT2Blas&, __half*, __half*, __half*, const __half*, const __half*,
+                                           const __half*, size_t, int, int, cudaStream_t);
 
 }  // namespace dsx::kernels::cuda

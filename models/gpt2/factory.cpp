@@ -23,7 +23,7 @@ std::unique_ptr<Model> make_gpt2(const GPT2Config& config, const GPT2Options& o)
   if (o.dtype == kernels::DType::F32) return std::make_unique<GPT2Cuda<float>>(config, o.max_batch, o.max_seq, ckpt);
   if (o.dtype == kernels::DType::BF16)
     return std::make_unique<GPT2Cuda<__nv_bfloat16>>(config, o.max_batch, o.max_seq, ckpt);
-  throw Error(ErrorKind::Unsupported, "the CUDA GPT-2 runs fp32 or bf16; fp16 is not implemented yet, use bf16");
+  return std::make_unique<GPT2Cuda<__half>>(config, o.max_batch, o.max_seq, ckpt);
 #else
   throw Error(ErrorKind::Unsupported, "this dsx was built without CUDA; rebuild with -DDSX_CUDA=ON on a machine with nvcc");
 #endif

@@ -12,13 +12,13 @@ namespace dsx::models {
 
 struct GPT2Options {
   bool cuda = false;                         // GPU (needs a CUDA build) or CPU
-  kernels::DType dtype = kernels::DType::F32;  // CPU: F32; CUDA: F32 or BF16
+  kernels::DType dtype = kernels::DType::F32;  // CPU: F32; CUDA: F32, BF16 or F16
   int max_batch = 1, max_seq = 1;
   bool activation_checkpointing = false;     // the ds_config's activation_checkpointing block
 };
 
 // Throws Error(Unsupported) for a combination this build cannot run (CUDA without a CUDA build,
-// a 16-bit CPU model, fp16 on the GPU).
+// a 16-bit CPU model).
 std::unique_ptr<Model> make_gpt2(const GPT2Config& config, const GPT2Options& options);
 
 // GPUs this process can use: 0 in a build without CUDA, or where no driver or GPU is present.

@@ -41,13 +41,32 @@ DeviceArray<T>& DeviceArray<T>::operator=(DeviceArray&& o) noexcept {
   return *this;
 }
 
+// The engine's name of a storage type.
+template <class T>
+constexpr kernels::DType dtype_of() {
+  if constexpr (std::is_same_v<T, float>) return kernels::DType::F32;
+  if constexpr (std::is_same_v<T, __half>) return kernels::DType::F16;
+  return kernels::DType::BF16;
+}
+
+// One host value in the storage format's bits (round to nearest even).
+template <class T>
+uint16_t bits_of(float v) {
+  return dtype_of<T>() == kernels::DType::F16 ? kernels::float_to_fp16(v) : kernels::float_to_bf16(v);
+}
+
+template <class T>
+float value_of(uint16_t bits) {
+  return dtype_of<T>() == kernels::DType::F16 ? kernels::fp16_to_float(bits) : kernels::bf16_to_float(bits);
+}
+
 template <class T>
 void upload_as(T* device, const float* host, size_t n) {
   if constexpr (sizeof(T) == 4) {
     cuda_check(cudaMemcpy(device, host, n * 4, cudaMemcpyHostToDevice), "upload");
   } else {
     std::vector<uint16_t> bits(n);
-    for (size_t i = 0; i < n; ++i) bits[i] = kernels::float_to_bf16(host[i]);
+    for (size_t i = 0; i < n; ++i) bits[i] = bits_of<T>(host[i]);
     cuda_check(cudaMemcpy(device, bits.data(), n * 2, cudaMemcpyHostToDevice), "upload");
   }
 }
@@ -59,7 +78,7 @@ void download_as(float* host, const T* device, size_t n) {
   } else {
     std::vector<uint16_t> bits(n);
     cuda_check(cudaMemcpy(bits.data(), device, n * 2, cudaMemcpyDeviceToHost), "download");
-    for (size_t i = 0; i < n; ++i) host[i] = kernels::bf16_to_float(bits[i]);
+    for (size_t i = 0; i < n; ++i) host[i] = value_of<T>(bits[i]);
   }
 }
 
@@ -114,7 +133,7 @@ size_t GPT2Cuda<T>::activation_bytes() const {
 
 template <class T>
 kernels::DType GPT2Cuda<T>::param_dtype() const {
-  return sizeof(T) == 4 ? kernels::DType::F32 : kernels::DType::BF16;
+  return dtype_of<T>();
 }
 
 template <class T>
@@ -127,7 +146,7 @@ void GPT2Cuda<T>::init_params(void* flat, uint64_t seed) const {
     std::vector<float> f(num_params_);
     reference.init_params(f.data(), seed);
     auto* out = static_cast<uint16_t*>(flat);
-    for (size_t i = 0; i < f.size(); ++i) out[i] = kernels::float_to_bf16(f[i]);
+    for (size_t i = 0; i < f.size(); ++i) out[i] = bits_of<T>(f[i]);
   }
 }
 
@@ -295,5 +314,9 @@ template void download_as<float>(float*, const float*, size_t);
 template void download_as<__nv_bfloat16>(float*, const __nv_bfloat16*, size_t);
 template class GPT2Cuda<float>;
 template class GPT2Cuda<__nv_bfloat16>;
+template class DeviceArray<__half>;
+template void upload_as<__half>(__half*, const float*, size_t);
+template void download_as<__half>(float*, const __half*, size_t);
+template class GPT2Cuda<__half>;
 
 }  // namespace dsx::models

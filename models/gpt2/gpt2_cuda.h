@@ -1,10 +1,11 @@
 // GPT-2 on one GPU: the same model, layer protocol and activation checkpointing as GPT2Cpu, with
 // the CUDA layers of kernels/cuda/gpt2_layers.h on one stream. T is the storage type of
-// parameters, activations and gradients (float or __nv_bfloat16), arithmetic is fp32.
+// parameters, activations and gradients (float, __nv_bfloat16 or __half), arithmetic is fp32.
 // ParamAccess/GradSink hand out device pointers. Built only with CUDA (DSX_HAVE_CUDA).
 #pragma once
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -98,5 +99,6 @@ class GPT2Cuda final : public Model {
 
 extern template class GPT2Cuda<float>;
 extern template class GPT2Cuda<__nv_bfloat16>;
+extern template class GPT2Cuda<__half>;
 
 }  // namespace dsx::models

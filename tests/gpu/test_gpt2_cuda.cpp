@@ -1,5 +1,5 @@
 // GPT-2 on the GPU against the CPU model on the same random weights and batch: logits, loss and
-// every parameter gradient, fp32 within 1e-4 and bf16 within 2e-2 (relative to each tensor's
+// every parameter gradient, fp32 within 1e-4, bf16 within 2e-2 and fp16 within 5e-3 (relative to each tensor's
 // largest magnitude); activation checkpointing gives the same gradients. Skips without a GPU.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <type_traits>
 
 #include "models/gpt2/gpt2_cpu.h"
 #include "models/gpt2/gpt2_cuda.h"
@@ -73,10 +74,14 @@ void compare_with_cpu(double tol, bool checkpointing) {
   std::mt19937_64 rng(4);
   std::normal_distribution<float> noise(0.0f, 0.05f);
   for (size_t i = 0; i < host.size(); ++i) host.params()[i] += noise(rng);  // LayerNorms and biases matter too
-  // bf16 weights: the CPU reference runs on the same rounded values.
+  // 16-bit weights: the CPU reference runs on the same rounded values.
+  constexpr bool fp16 = std::is_same_v<T, __half>;
   if (sizeof(T) == 2)
-    for (size_t i = 0; i < host.size(); ++i)
-      host.params()[i] = dsx::kernels::bf16_to_float(dsx::kernels::float_to_bf16(host.params()[i]));
+    for (size_t i = 0; i < host.size(); ++i) {
+      float& p = host.params()[i];
+      p = fp16 ? dsx::kernels::fp16_to_float(dsx::kernels::float_to_fp16(p))
+               : dsx::kernels::bf16_to_float(dsx::kernels::float_to_bf16(p));
+    }
   DeviceParams<T> dev(gpu);
   dev.upload(host.params());
   std::vector<int32_t> x(B * Tn), y(B * Tn);
@@ -104,3 +109,5 @@ void compare_with_cpu(double tol, bool checkpointing) {
 TEST(Gpt2Cuda, Fp32MatchesCpu) { compare_with_cpu<float>(1e-4, false); }
 TEST(Gpt2Cuda, Fp32WithCheckpointingMatchesCpu) { compare_with_cpu<float>(1e-4, true); }
 TEST(Gpt2Cuda, Bf16MatchesCpu) { compare_with_cpu<__nv_bfloat16>(2e-2, false); }
+// fp16 keeps 3 more mantissa bits than bf16; the random test weights stay far from its range limit.
+TEST(Gpt2Cuda, Fp16MatchesCpu) { compare_with_cpu<__half>(5e-3, false); }
