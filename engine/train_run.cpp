@@ -244,7 +244,14 @@ int run_training(const TrainRunOptions& o) {
   const bool profiling = config.autotuning.enabled && config.autotuning.metric_path.has_value();
   if (profiling) run.steps = config.autotuning.end_profile_step;
   Trainer trainer(config, model, comm, choice.initial.data(), o.device_memory);
-  if (!o.load_dir.empty()) {
+  // --load of a directory no save has completed in yet (no `latest`, no --tag) starts from scratch
+  // with a note, as DeepSpeed does: job scripts pass the same --load/--save on every run.
+  const bool nothing_to_load =
+      !o.load_dir.empty() && o.load_tag.empty() && !std::filesystem::exists(o.load_dir + "/latest");
+  if (nothing_to_load && lead) {
+    std::cout << "dsx train: no checkpoint in " << o.load_dir << " yet (no 'latest' file): starting from scratch\n";
+  }
+  if (!o.load_dir.empty() && !nothing_to_load) {
     const std::string tag = load_training_checkpoint(o.load_dir, o.load_tag, trainer, model, *loader, comm);
     trainer.params_changed();
     if (lead) {
@@ -412,7 +419,8 @@ int run_training(const TrainRunOptions& o) {
     summary.extra.push_back({"rank 0 holds", mem.str()});
     if (comm.size() > 1) {
       com.precision(3);
-      com << c.bytes / 1e6 << " MB in " << c.operations << " reductions, "
+      com << c.bus_bytes / 1e6 << " MB sent by rank 0 in " << c.operations << " reductions ("
+          << c.reduce_scatters << " reduce-scatters), "
           << static_cast<int>(c.hidden_fraction() * 100 + 0.5) << "% hidden behind backward";
       summary.extra.push_back({"gradient comm", com.str()});
     }

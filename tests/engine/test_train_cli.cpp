@@ -246,10 +246,28 @@ TEST(TrainCli, KilledWhileSavingNeverBreaksLatest) {
     ++verified;
   }
   EXPECT_GE(verified, 3);
+  // Round 0 may be killed before its first save: the next round's --load then starts from
+  // scratch, as DeepSpeed does, instead of failing.
   auto r = train(2, "--deepspeed_config " + config + " --steps 1 --eval_interval 0 --load " + save);
   // --steps 1 is already reached: the job loads, trains nothing and exits cleanly
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("resumed from"), std::string::npos) << r.output;
+}
+
+TEST(TrainCli, LoadFromADirectoryWithNoSaveYetStartsFromScratch) {
+  dsx::test::TempDir dir;
+  const std::string config = "--deepspeed_config " + config_file(dir, 2) + " --eval_interval 0 ";
+  auto fresh = train(2, config + "--steps 3 --load " + dir.file("ck") + " --save " + dir.file("ck"));
+  ASSERT_EQ(fresh.exit_code, 0) << fresh.output;
+  EXPECT_NE(fresh.output.find("no checkpoint in " + dir.file("ck") + " yet"), std::string::npos) << fresh.output;
+  auto resumed = train(2, config + "--steps 5 --load " + dir.file("ck") + " --save " + dir.file("ck"));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("resumed from " + dir.file("ck") + "/global_step3 at step 3"), std::string::npos)
+      << resumed.output;
+  // A tag named explicitly must exist.
+  auto tagged = train(2, config + "--steps 5 --load " + dir.file("ck") + " --tag global_step99");
+  EXPECT_NE(tagged.exit_code, 0);
+  EXPECT_NE(tagged.output.find("global_step99"), std::string::npos) << tagged.output;
 }
 
 TEST(TrainCli, EpochsOverTextData) {
