@@ -67,6 +67,7 @@ struct CommOptions {
   // bytes per block.
   bool shared_memory = true;
   size_t shared_memory_chunk_bytes = size_t{256} << 10;
+  size_t shared_memory_one_shot_bytes = size_t{16} << 10;  // allreduce at or below this: one step
 };
 
 // Reads DSX_COMM_TIMEOUT / DEEPSPEED_TIMEOUT, DSX_COMM_BACKEND and DSX_OFI_PROVIDER over `base`.

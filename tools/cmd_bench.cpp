@@ -195,7 +195,7 @@ int run_bench_comm(int argc, char** argv) {
   double factor = 2;
   BenchSettings s{};
   int timeout_s = 0;
-  size_t chunk_bytes = 0, small_bytes = 0, shm_chunk_bytes = 0;
+  size_t chunk_bytes = 0, small_bytes = 0, shm_chunk_bytes = 0, shm_one_shot_bytes = 0;
   options.add_options()
       ("op", po::value(&op_name)->default_value("allreduce"), "allreduce, reduce_scatter, allgather or broadcast")
       ("minbytes,b", po::value(&min_text)->default_value("4K"), "smallest size")
@@ -212,7 +212,8 @@ int run_bench_comm(int argc, char** argv) {
       ("timeout", po::value(&timeout_s)->default_value(0), "seconds one operation may wait for a peer (default: DSX_COMM_TIMEOUT or 300)")
       ("chunk-bytes", po::value(&chunk_bytes)->default_value(0), "ring pipeline chunk (default 1 MiB)")
       ("small-bytes", po::value(&small_bytes)->default_value(0), "largest allreduce done by recursive doubling (default 64 KiB)")
-      ("shm-chunk-bytes", po::value(&shm_chunk_bytes)->default_value(0), "shared-memory allreduce round, per block (default 256 KiB)");
+      ("shm-chunk-bytes", po::value(&shm_chunk_bytes)->default_value(0), "shared-memory collectives' round, per block (default 256 KiB)")
+      ("shm-one-shot-bytes", po::value(&shm_one_shot_bytes)->default_value(0), "largest shared-memory allreduce done in one step (default 16 KiB)");
   auto args = parse_args(argc, argv, "dsx bench comm [options]   (one process per rank)", options);
   if (args.help) return 0;
 
@@ -241,6 +242,7 @@ int run_bench_comm(int argc, char** argv) {
   if (chunk_bytes) copts.chunk_bytes = chunk_bytes;
   if (small_bytes) copts.small_bytes = small_bytes;
   if (shm_chunk_bytes) copts.shared_memory_chunk_bytes = shm_chunk_bytes;
+  if (shm_one_shot_bytes) copts.shared_memory_one_shot_bytes = shm_one_shot_bytes;
   comm::Session session(comm::rank_env_from_environment(), copts);
   Communicator& comm = session.world();
   const int n = comm.size();

@@ -9,7 +9,7 @@
 // A slot is reused `depth` rounds later, once every peer has consumed the round that used it.
 // Round numbers continue from one operation to the next, so the counters never go back.
 // Step 1 of the next round runs before step 3 of this one, so a peer that is a little behind
-// finds its input waiting.
+// finds its input waiting. Small buffers skip all this (one_shot_allreduce).
 #include <algorithm>
 #include <cstring>
 
@@ -36,13 +36,39 @@ struct Blocks {
   }
 };
 
+// Small buffers, where waiting for peers costs more than adding: every rank posts its whole
+// buffer, waits once for everyone's, and adds them all up in rank order - the same operations
+// in the same order on every rank, so the same bytes.
+void one_shot_allreduce(HostSegments& seg, const HostSegments::KeepAlive& keep_alive, void* data, size_t count,
+                        kernels::DType dtype, kernels::ReduceOp op) {
+  const int p = seg.size(), r = seg.rank();
+  const size_t bytes = count * kernels::dtype_size(dtype);
+  const uint64_t round = seg.rounds_done;
+  seg.wait_for_free_slot(round, keep_alive);
+  std::memcpy(seg.slot(r, round, 0), data, bytes);
+  seg.publish(HostSegments::kPosted, round + 1);
+  for (int q = 0; q < p; ++q) {
+    if (q != r) seg.wait(q, HostSegments::kPosted, round + 1, keep_alive, "its buffer");
+  }
+  std::memcpy(data, seg.slot(0, round, 0), bytes);
+  for (int q = 1; q < p; ++q) kernels::reduce_into(dtype, op, data, seg.slot(q, round, 0), count);
+  if (op == kernels::ReduceOp::Avg) kernels::scale(dtype, data, 1.0f / static_cast<float>(p), count);
+  seg.publish(HostSegments::kConsumed, round + 1);
+  seg.rounds_done = round + 1;
+}
+
 }  // namespace
 
 void host_allreduce(HostSegments& seg, const HostSegments::KeepAlive& keep_alive, void* data, size_t count,
-                    kernels::DType dtype, kernels::ReduceOp op) {
+                    kernels::DType dtype, kernels::ReduceOp op, size_t one_shot_bytes) {
   const int p = seg.size(), r = seg.rank();
   if (p == 1 || count == 0) return;
   const size_t esize = kernels::dtype_size(dtype);
+  // A slot holds size() chunks side by side: room for a whole small buffer.
+  if (count * esize <= std::min(one_shot_bytes, seg.chunk_bytes() * static_cast<size_t>(p))) {
+    one_shot_allreduce(seg, keep_alive, data, count, dtype, op);
+    return;
+  }
   const Blocks blocks{count, static_cast<size_t>(p), seg.chunk_bytes() / esize};
   const size_t rounds = (blocks.length(0) + blocks.chunk - 1) / blocks.chunk;
   const uint64_t base = seg.rounds_done;

@@ -101,9 +101,10 @@ class HostSegments {
 // with its peers' posted chunks (in its buffer, and into its slot), then copies every peer's
 // reduced chunk out of that peer's slot. Each element is reduced once, by its owner, so every
 // rank ends with identical bytes. Every rank moves 2(p-1)/p of the buffer through shared
-// memory and nothing through the kernel.
+// memory and nothing through the kernel. Buffers of at most `one_shot_bytes` (that fit a slot)
+// take one step instead: every rank posts all of its buffer and adds up everyone's.
 void host_allreduce(HostSegments& seg, const HostSegments::KeepAlive& keep_alive, void* data, size_t count,
-                    kernels::DType dtype, kernels::ReduceOp op);
+                    kernels::DType dtype, kernels::ReduceOp op, size_t one_shot_bytes);
 // Reduce-scatter (input: size() blocks of `count`; rank r's output: block r reduced) and
 // allgather (`bytes` from every rank, in rank order) through the segments, in rounds the same way.
 void host_reduce_scatter(HostSegments& seg, const HostSegments::KeepAlive& keep_alive, const void* input, void* output,

@@ -107,6 +107,7 @@ inline comm::CommOptions test_options(const std::string& provider) {
   options.chunk_bytes = 1024;  // several chunks per block even for small test buffers
   options.small_bytes = 256;   // both allreduce algorithms run
   options.shared_memory_chunk_bytes = 256;  // shm: many rounds per allreduce, slots reused
+  options.shared_memory_one_shot_bytes = 64; // shm: both allreduce forms run
   return options;
 }
 
