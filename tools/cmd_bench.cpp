@@ -174,6 +174,9 @@ class SizeRun {
     auto start = std::chrono::steady_clock::now();
     std::vector<comm::WorkHandle> works;
     for (int i = 0; i < s_.iters; ++i) works.push_back(issue());
+    // Operations complete in issue order: wait for the last (one wake-up, as nccl-tests
+    // synchronises its stream once), then collect the others' errors, if any.
+    works.back()->wait();
     for (auto& w : works) w->wait();
     float seconds = std::chrono::duration<float>(std::chrono::steady_clock::now() - start).count() / static_cast<float>(s_.iters);
     comm_.allreduce(&seconds, 1, DType::F32, ReduceOp::Max)->wait();
