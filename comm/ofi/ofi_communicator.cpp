@@ -128,7 +128,7 @@ void OfiCommunicator::open_segments() {
                                   store_timeout_from_environment());
   segments_ = std::move(setup.segments);
   static std::atomic<bool> said{false};
-  if (!segments_ && opt.shared_memory && !said.exchange(true)) {
+  if (!segments_ && opt.shared_memory && rank_ == 0 && !said.exchange(true)) {
     std::fprintf(stderr, "dsx: rank %d: collectives use the %s fabric, not shared memory: %s\n", shared_->world_rank,
                  provider.c_str(), setup.why_not.c_str());
   }
