@@ -54,6 +54,7 @@ run_dsx() {
   mv "$out/dsx_$provider.$round.0" "$out/dsx_$provider.$round"
 }
 
+load_at_start=$(cut -d' ' -f1 /proc/loadavg)
 for round in $(seq 1 "$ROUNDS"); do
   echo "== round $round/$ROUNDS: dsx shm, dsx tcp, OpenMPI, torch gloo, memcpy" >&2
   run_dsx shm "$round"
@@ -67,7 +68,8 @@ for round in $(seq 1 "$ROUNDS"); do
 done
 
 echo
-echo "Allreduce, 2 ranks on one host ($(nproc) cores, load average $(cut -d' ' -f1 /proc/loadavg) at the end)," \
+echo "Allreduce, 2 ranks on one host ($(nproc) cores, load average $load_at_start at the start," \
+  "$(cut -d' ' -f1 /proc/loadavg) at the end)," \
   "$ITERS iterations after $WARMUP warm-up, median of $ROUNDS rounds; $(date -u +%Y-%m-%d)"
 echo
 python3 bench/comm/compare.py "$out" "$ROUNDS"
