@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -56,6 +57,7 @@ HostSegments::Setup HostSegments::open(Store& store, const std::string& keys, in
                                        std::chrono::milliseconds timeout) {
   std::unique_ptr<HostSegments> seg(new HostSegments(rank, chunk_bytes));
   seg->bases_.assign(static_cast<size_t>(size), nullptr);
+  seg->pidfds_.assign(static_cast<size_t>(size), -1);
   const size_t bytes = seg->segment_bytes();
   const std::string me = "rank " + std::to_string(rank) + " of the group";
 
@@ -112,6 +114,8 @@ HostSegments::Setup HostSegments::open(Store& store, const std::string& keys, in
       seg->bases_[static_cast<size_t>(q)] = static_cast<char*>(base);
       if (reinterpret_cast<Header*>(base)->nonce.value.load(std::memory_order_acquire) != peer_nonce) {
         problem = path + " is not rank " + std::to_string(q) + "'s segment (another pid namespace?)";
+      } else {
+        seg->pidfds_[static_cast<size_t>(q)] = static_cast<int>(syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0));
       }
     }
     if (!problem.empty()) problem = me + " cannot map rank " + std::to_string(q) + "'s segment: " + problem;
@@ -134,6 +138,16 @@ HostSegments::~HostSegments() {
   for (char* base : bases_) {
     if (base) munmap(base, segment_bytes());
   }
+  for (int fd : pidfds_) {
+    if (fd >= 0) close(fd);
+  }
+}
+
+bool HostSegments::peer_exited(int peer) const {
+  int fd = pidfds_[static_cast<size_t>(peer)];
+  if (fd < 0) return false;
+  pollfd p{fd, POLLIN, 0};
+  return poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
 }
 
 void HostSegments::publish(Counter c, uint64_t value) {
@@ -151,7 +165,7 @@ void HostSegments::wait(int peer, Counter c, uint64_t at_least, const KeepAlive&
   for (int spins = 0;; ++spins) {
     uint64_t now = word.load(std::memory_order_acquire);
     if (now >= at_least) return;
-    if ((spins & 1023) == 1023) keep_alive(peer, what);
+    if ((spins & 1023) == 1023) keep_alive(peer, what, peer_exited(peer));
     if (spins < kSpinsBeforeYield) {
       DSX_SPIN_PAUSE();
       continue;
@@ -168,7 +182,7 @@ void HostSegments::wait(int peer, Counter c, uint64_t at_least, const KeepAlive&
       syscall(SYS_futex, futex_word(word), FUTEX_WAIT, static_cast<uint32_t>(now), &limit, nullptr, 0);
     }
     sleepers.fetch_sub(1, std::memory_order_seq_cst);
-    keep_alive(peer, what);
+    keep_alive(peer, what, peer_exited(peer));
   }
 }
 

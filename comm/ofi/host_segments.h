@@ -32,8 +32,9 @@ class HostSegments {
   // posted into its slots, reduced, and consumed (copied out of its peers' slots).
   enum Counter { kPosted = 0, kReduced = 1, kConsumed = 2 };
   // Called now and then while a wait spins: drives the fabric, enforces the deadline, and
-  // throws naming `peer` (a group rank) if it died. `what` says what the wait was for.
-  using KeepAlive = std::function<void(int peer, const char* what)>;
+  // throws naming `peer` (a group rank) if it died - at once when `exited` (the segments saw
+  // its process end). `what` says what the wait was for.
+  using KeepAlive = std::function<void(int peer, const char* what, bool exited)>;
 
   struct Setup {
     std::unique_ptr<HostSegments> segments;  // null when the group keeps to the fabric
@@ -91,9 +92,14 @@ class HostSegments {
   std::atomic<uint64_t>& counter(int owner, Counter c) const { return header(owner).counters[c].value; }
   size_t segment_bytes() const { return kHeaderBytes + kDepth * bases_.size() * chunk_bytes_; }
 
+  // True once `peer`'s process has ended (its pidfd polls readable). A dead peer is seen here
+  // at once, even when the store that would report it died with it (rank 0).
+  bool peer_exited(int peer) const;
+
   int rank_;
   size_t chunk_bytes_;
   std::vector<char*> bases_;  // every rank's segment, mapped here (this rank's own included)
+  std::vector<int> pidfds_;   // every peer's process (-1: this rank, or a kernel without pidfd_open)
 };
 
 // Allreduce through the segments: block b of the buffer belongs to rank b. Round by round, each

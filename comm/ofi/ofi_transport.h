@@ -46,8 +46,8 @@ class OfiTransport final : public algorithms::Transport {
   void* scratch(size_t bytes) override { return engine_.scratch(bytes); }
   // For the shared-memory path: the same deadline and dead-peer checks as the fabric's waits.
   HostSegments::KeepAlive keep_alive() {
-    return [this](int peer, const char* what) {
-      engine_.keep_alive(op_, members_[static_cast<size_t>(peer)], what, next_check_);
+    return [this](int peer, const char* what, bool exited) {
+      engine_.keep_alive(op_, members_[static_cast<size_t>(peer)], what, exited, next_check_);
     };
   }
 

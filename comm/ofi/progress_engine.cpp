@@ -223,14 +223,15 @@ void ProgressEngine::check_health(const OpInfo& op, const std::string& detail, c
   if (!cause.empty()) fail(op, detail, over, cause);
 }
 
-void ProgressEngine::keep_alive(const OpInfo& op, int world_peer, const std::string& waiting_for,
+void ProgressEngine::keep_alive(const OpInfo& op, int world_peer, const std::string& waiting_for, bool exited,
                                 Clock::time_point& next_check) {
+  const std::string detail = " while waiting for rank " + std::to_string(world_peer) + " (" + waiting_for + ")";
+  if (exited) fail(op, detail, "shared memory", "rank(s) " + std::to_string(world_peer) + " died (its process exited)");
   // The first call of an operation starts the clock: the store is asked only after a wait has
   // lasted kHealthInterval (a short wait must not cost a round trip to the store).
   if (next_check == Clock::time_point{}) next_check = Clock::now() + kHealthInterval;
   progress();
-  check_health(op, " while waiting for rank " + std::to_string(world_peer) + " (" + waiting_for + ")", "shared memory",
-               next_check);
+  check_health(op, detail, "shared memory", next_check);
 }
 
 std::string ProgressEngine::dead_member_cause(const OpInfo& op, Clock::duration patience) {

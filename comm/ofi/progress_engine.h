@@ -58,8 +58,10 @@ class ProgressEngine {
   void* scratch(size_t bytes);
   // For waits outside the fabric (the shared-memory path), called now and then while waiting:
   // drives the fabric, enforces the operation's deadline, and fails naming `world_peer` (what
-  // `waiting_for` describes) when it died or the deadline passed.
-  void keep_alive(const OpInfo& op, int world_peer, const std::string& waiting_for, Clock::time_point& next_check);
+  // `waiting_for` describes) when it died - at once if the caller saw its process `exited` -
+  // or the deadline passed.
+  void keep_alive(const OpInfo& op, int world_peer, const std::string& waiting_for, bool exited,
+                  Clock::time_point& next_check);
 
   const CommOptions& options() const { return options_; }
   const Endpoint& endpoint() const { return *endpoint_; }

@@ -73,10 +73,19 @@ TEST(Failures, RankThatStopsAnsweringTimesOutNamingThePeer) {
   EXPECT_LT(took, 40s);
 }
 
+// Over the fabric the survivor learns it from the store's connection closing; over shared
+// memory, at once, from rank 0's process ending.
 TEST(Failures, DeathOfRankZeroReachesTheOthers) {
-  auto result = run_with_victim("shm", 2, 0, SIGKILL, std::chrono::seconds(60));
+  auto result = run_with_victim("tcp", 2, 0, SIGKILL, std::chrono::seconds(60));
   EXPECT_EQ(result.exit_codes[1], 1) << result.summary();
   EXPECT_TRUE(contains(result.errors[1], "rank 0, which serves the rendezvous store, is gone")) << result.errors[1];
+}
+
+TEST(Failures, DeathOfRankZeroReachesTheOthersOverSharedMemory) {
+  auto result = run_with_victim("shm", 2, 0, SIGKILL, std::chrono::seconds(60));
+  EXPECT_EQ(result.exit_codes[1], 1) << result.summary();
+  EXPECT_TRUE(contains(result.errors[1], "rank 1: allreduce sum #2")) << result.errors[1];
+  EXPECT_TRUE(contains(result.errors[1], "rank(s) 0 died (its process exited)")) << result.errors[1];
 }
 
 TEST(Failures, UnknownProviderIsAClearError) {
