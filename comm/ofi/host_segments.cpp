@@ -31,10 +31,11 @@ namespace dsx::comm::ofi {
 
 namespace {
 
-// A wait first busy-polls (a few microseconds: the peer is usually that close), then yields
-// its core (a rank waiting for another on the same core hands it over at once), then sleeps
-// on the futex (the peer is far behind or not running: leave the core to whoever needs it).
-constexpr int kSpinsBeforeYield = 256;
+// A wait first busy-polls (a microsecond or two: the peer is usually that close), then yields
+// its core (a rank waiting for another on the same core hands it over at once; with nothing
+// else to run the yield returns at once and is only a slower poll), then sleeps on the futex
+// (the peer is far behind or not running: leave the core to whoever needs it).
+constexpr int kSpinsBeforeYield = 64;
 constexpr int kSpinsBeforeSleep = kSpinsBeforeYield + 2048;
 // A sleep is bounded so the wait keeps checking its deadline and the peers' health.
 constexpr long kSleepNanoseconds = 1'000'000;
