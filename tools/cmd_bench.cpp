@@ -33,6 +33,7 @@ struct BenchSettings {
   ReduceOp redop;
   int root;
   int iters, warmup, check;
+  int blocking = 0;  // 1: wait for each operation before issuing the next (nccl-tests' -z 1)
 };
 
 Collective parse_collective(const std::string& name) {
@@ -167,13 +168,18 @@ class SizeRun {
     return wrong;
   }
 
-  // Seconds per operation: `iters` operations in flight, then wait for all; the slowest rank's.
+  // Seconds per operation: `iters` operations in flight, then wait for all (with --blocking 1,
+  // each waited for before the next is issued, as a blocking MPI_Allreduce does); the slowest
+  // rank's.
   double time() {
     for (int i = 0; i < s_.warmup; ++i) issue()->wait();
     comm_.barrier()->wait();
     auto start = std::chrono::steady_clock::now();
     std::vector<comm::WorkHandle> works;
-    for (int i = 0; i < s_.iters; ++i) works.push_back(issue());
+    for (int i = 0; i < s_.iters; ++i) {
+      works.push_back(issue());
+      if (s_.blocking) works.back()->wait();
+    }
     // Operations complete in issue order: wait for the last (one wake-up, as nccl-tests
     // synchronises its stream once), then collect the others' errors, if any.
     works.back()->wait();
@@ -207,6 +213,8 @@ int run_bench_comm(int argc, char** argv) {
       ("iters,n", po::value(&s.iters)->default_value(20), "timed operations per size")
       ("warmup_iters,w", po::value(&s.warmup)->default_value(5), "untimed operations per size first")
       ("check,c", po::value(&s.check)->default_value(1), "check the result (0: skip, prints N/A)")
+      ("blocking,z", po::value(&s.blocking)->default_value(0),
+       "1: wait for each operation before the next (as a blocking MPI call); 0: all in flight, wait once")
       ("datatype,d", po::value(&dtype_name)->default_value("fp32"), "fp32, fp16 or bf16")
       ("redop,o", po::value(&redop_name)->default_value("sum"), "sum, avg, max or min")
       ("root,r", po::value(&s.root)->default_value(0), "broadcast root")
@@ -256,9 +264,9 @@ int run_bench_comm(int argc, char** argv) {
   std::vector<char> a(max_bytes + unit), b(max_bytes + unit);
   bool printer = comm.rank() == 0;
   if (printer) {
-    std::printf("# dsx bench comm: %s, %s, %s, %d ranks, backend %s, %d iterations after %d warm-up\n",
+    std::printf("# dsx bench comm: %s, %s, %s, %d ranks, backend %s, %d iterations after %d warm-up, %s\n",
                 collective_name(s.op), kernels::dtype_name(s.dtype), kernels::reduce_op_name(s.redop), n,
-                comm.backend().c_str(), s.iters, s.warmup);
+                comm.backend().c_str(), s.iters, s.warmup, s.blocking ? "each waited for" : "all in flight");
     std::printf("#%13s %12s %6s %6s %12s %12s %12s %8s\n", "size(B)", "count", "type", "redop", "time(us)",
                 "algbw(GB/s)", "busbw(GB/s)", "#wrong");
   }

@@ -45,7 +45,7 @@ run_dsx() {
   for rank in 0 1; do
     RANK=$rank LOCAL_RANK=$rank WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
       FI_TCP_IFACE=lo FI_SOCKETS_IFACE=lo OMP_NUM_THREADS=1 \
-      "$dsx" bench comm --op allreduce -b "$MIN" -e "$MAX" -n "$ITERS" -w "$WARMUP" \
+      "$dsx" bench comm --op allreduce -b "$MIN" -e "$MAX" -n "$ITERS" -w "$WARMUP" --blocking 1 \
       --backend ofi --provider "$provider" >"$out/dsx_$provider.$round.$rank" &
     pids+=($!)
   done
