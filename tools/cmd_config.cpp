@@ -11,6 +11,7 @@
 
 #include "dsx/error.h"
 #include "engine/config/ds_config.h"
+#include "engine/training_setup.h"
 #include "tools/cli.h"
 
 namespace dsx::tools {
@@ -41,6 +42,11 @@ void print_text(const std::string& file, const engine::EngineConfig& config) {
     std::cout << std::string(e.value.size() < value_width ? value_width - e.value.size() + 2 : 2, ' ')
               << describe(e.origin) << "\n";
   }
+  // What dsx train will say at start about how it runs this config (ignored keys, offload on the CPU).
+  std::vector<std::string> notes;
+  engine::zero_options_from(config, notes);
+  if (!notes.empty()) std::cout << "\nnotes (dsx train prints them at start):\n";
+  for (const auto& note : notes) std::cout << "  " << note << "\n";
   if (config.warnings.empty()) return;
   std::cout << "\n" << config.warnings.size() << (config.warnings.size() == 1 ? " warning" : " warnings")
             << " (--strict makes them errors):\n";

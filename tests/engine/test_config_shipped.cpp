@@ -4,6 +4,7 @@
 #include <rapidjson/document.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "tests/engine/config_test_util.h"
 #include "tests/tools/run_command.h"
@@ -109,6 +110,20 @@ TEST(ConfigCheckCli, WarningsAndStrict) {
   auto s = run_dsx("config check " + case_path("typo_top_level") + " --strict");
   EXPECT_EQ(s.exit_code, 1);
   EXPECT_CONTAINS(s.output, "(an error with --strict)");
+}
+
+TEST(ConfigCheckCli, SaysWhatDsxTrainWillNoteAboutTheConfig) {
+  const std::string path = (std::filesystem::temp_directory_path() / "dsx_config_notes.json").string();
+  {
+    std::ofstream out(path);
+    out << R"({"train_batch_size": 8, "optimizer": {"type": "AdamW"},
+               "zero_optimization": {"stage": 2, "round_robin_gradients": true}})";
+  }
+  auto r = run_dsx("config check " + path);
+  std::filesystem::remove(path);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_CONTAINS(r.output, "notes (dsx train prints them at start):");
+  EXPECT_CONTAINS(r.output, "zero_optimization.round_robin_gradients changes nothing in dsx");
 }
 
 TEST(ConfigCheckCli, UsageErrors) {
