@@ -153,3 +153,24 @@ TEST_F(RemoteLaunch, MissingPdshIsAnErrorWhenAskedForAndAFallbackOtherwise) {
   EXPECT_NE(r.output.find("pdsh is not installed; using dsx's built-in ssh fan-out"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("node 1 (127.0.0.2): ssh -o BatchMode=yes 127.0.0.2 "), std::string::npos) << r.output;
 }
+
+// DeepSpeed's `--autotuning tune` across two nodes: every trial is a real two-node job through
+// ssh, on the user's master port (a free port cannot be picked for another node).
+TEST_F(RemoteLaunch, AutotuningTunesATwoNodeJob) {
+  std::ofstream(dir / "base.json") << R"({"train_batch_size": 16, "optimizer": {"type": "AdamW", "params": {"lr": 1e-3}},
+    "zero_optimization": {"stage": 2},
+    "autotuning": {"start_profile_step": 1, "end_profile_step": 2, "num_tuning_micro_batch_sizes": 1,
+                   "results_dir": ")" << (dir / "results") << R"(", "exps_dir": ")" << (dir / "exps") << R"("}})";
+  std::vector<std::string> argv = {DSX_EXE, "launch", "--autotuning", "tune", "-H",
+                                   write_hostfile("127.0.0.1 slots=1\n127.0.0.2 slots=1\n"), "--launcher", "ssh",
+                                   "--launcher_args", "-F " + client_config, "--master_port", std::to_string(free_port()),
+                                   "dsx", "train", "--deepspeed_config", dir / "base.json", "--model", "byte-tiny"};
+  Background run(argv, {"DSX_TEST_OUT=" + out, "DSX_DEVICE_MEMORY=4MB", "FI_TCP_IFACE=lo", "FI_SOCKETS_IFACE=lo", "OMP_NUM_THREADS=1"},
+                 dir / "launch.out", dir.path());
+  ASSERT_EQ(run.wait(300), 0) << output();
+  EXPECT_NE(output().find("dsx autotune: 2 rank(s), global batch 16, ZeRO stage(s) 2"), std::string::npos) << output();
+  const std::string probe = read_text(dir / "exps/z2_mbs1_mem/log.txt");
+  EXPECT_NE(probe.find("127.0.0.2: "), std::string::npos) << "the trial did not run on the second node:\n" << probe;
+  EXPECT_TRUE(exists(dir / "results/ds_config_optimal.json")) << output();
+  expect_nothing_left("DSX_TEST_OUT=" + out);
+}
