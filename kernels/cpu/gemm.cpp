@@ -37,8 +37,10 @@ void blas_gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, double 
 
 }  // namespace
 
+int blas_threads() { return openblas_get_parallel() == 1 ? openblas_get_num_threads() : 1; }
+
 SingleThreadedBlas::SingleThreadedBlas() : saved_threads_(1) {
-  if (openblas_get_parallel() == 1) saved_threads_ = openblas_get_num_threads();
+  saved_threads_ = blas_threads();
   if (saved_threads_ != 1) openblas_set_num_threads(1);
 }
 
@@ -50,6 +52,14 @@ template <class T>
 void gemm_serial(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, T alpha, const T* a,
                  size_t lda, const T* b, size_t ldb, T beta, T* c, size_t ldc) {
   if (m == 0 || n == 0) return;
+  if (!omp_in_parallel()) {
+    // A product dsx chose not to split (too small to pay for threads): OpenBLAS's pthread build
+    // would still split anything over 2^18 multiply-adds over its own spinning threads, which
+    // costs a tiny model more than it gains (byte-tiny trains 2-3x slower that way).
+    SingleThreadedBlas single;
+    blas_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
   blas_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 

@@ -48,6 +48,9 @@ template <class T>
 void gemm_serial(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, T alpha, const T* a,
                  size_t lda, const T* b, size_t ldb, T beta, T* c, size_t ldc);
 
+// The BLAS library's own thread count now (1 for a library without threads).
+int blas_threads();
+
 // While alive, the BLAS library's own threads stay idle: each call runs on its calling thread.
 // An OpenMP build of OpenBLAS does this by itself inside a parallel region; the pthread build
 // needs its thread count lowered (and restored afterwards, for other callers in the process).

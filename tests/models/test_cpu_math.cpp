@@ -94,6 +94,22 @@ TEST(CpuGemm, SlicedProductAgreesWithOneThread) {
     EXPECT_NEAR(one[i], two[i], 1e-5f * (1 + std::abs(one[i])));
 }
 
+// A product too small to split runs on the calling thread only (OpenBLAS's own threads would
+// cost a small model more than they gain), and the BLAS library's thread count is back afterwards
+// for other callers.
+TEST(CpuGemm, UnsplitProductKeepsBlasThreadsAsTheyWere) {
+  const size_t m = 64, n = 256, k = 64;  // 2^20 multiply-adds: OpenBLAS alone would use its threads
+  ASSERT_FALSE(m * n * k >= kc::kGemmParallelMacs);
+  const int before = kc::blas_threads();
+  auto a = to_float(random_vector(m * k, 45)), b = to_float(random_vector(n * k, 46));
+  std::vector<float> c(m * n, 0.0f);
+  kc::gemm<float>(false, true, m, n, k, 1.0f, a.data(), k, b.data(), k, 0.0f, c.data(), n);
+  EXPECT_EQ(kc::blas_threads(), before);
+  std::vector<double> ref(m * n, 0.0);
+  reference_gemm(false, true, m, n, k, 1.0, a, k, b, k, 0.0, ref, n);
+  for (size_t i = 0; i < c.size(); ++i) EXPECT_NEAR(c[i], ref[i], 1e-4 * (1 + std::abs(ref[i])));
+}
+
 TEST(CpuVectorMath, ExpAndTanhAgreeWithLibm) {
   double worst_exp = 0, worst_tanh = 0;
   // Down to -86: below about -87.3 the results are subnormal floats, with fewer digits.
