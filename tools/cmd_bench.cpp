@@ -228,17 +228,8 @@ int run_bench_comm(int argc, char** argv) {
   auto args = parse_args(argc, argv, "dsx bench comm [options]   (one process per rank)", options);
   if (args.help) return 0;
 
-  auto parse_size = [](const std::string& text, const char* what) {
-    char* end = nullptr;
-    double v = std::strtod(text.c_str(), &end);
-    std::string unit(end);
-    double scale = unit.empty() || unit == "B" ? 1 : unit == "K" ? 1 << 10 : unit == "M" ? 1 << 20 : unit == "G" ? 1 << 30 : 0;
-    if (end == text.c_str() || scale == 0 || v <= 0) {
-      throw Error(ErrorKind::Usage, std::string("dsx bench comm: ") + what + " '" + text + "' is not a size like 4096, 64K or 1G");
-    }
-    return static_cast<size_t>(v * scale);
-  };
-  size_t min_bytes = parse_size(min_text, "--minbytes"), max_bytes = parse_size(max_text, "--maxbytes");
+  const size_t min_bytes = parse_byte_size(min_text, "dsx bench comm: --minbytes");
+  const size_t max_bytes = parse_byte_size(max_text, "dsx bench comm: --maxbytes");
   if (min_bytes > max_bytes) throw Error(ErrorKind::Usage, "dsx bench comm: --minbytes is larger than --maxbytes");
   if (factor <= 1.0) throw Error(ErrorKind::Usage, "dsx bench comm: --stepfactor must be above 1");
   if (s.iters < 1 || s.warmup < 0) throw Error(ErrorKind::Usage, "dsx bench comm: --iters must be >= 1 and --warmup_iters >= 0");
