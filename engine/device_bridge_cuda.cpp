@@ -9,6 +9,7 @@
 #include "dsx/error.h"
 #include "engine/device_bridge.h"
 #include "kernels/cuda/mixed_precision.h"
+#include "kernels/reduce.h"
 
 namespace dsx::engine {
 namespace {
@@ -124,9 +125,7 @@ class CudaDeviceBridge final : public DeviceBridge {
     check(cudaStreamSynchronize(stream_.s), "gradient copy");
     at = 0;
     for (size_t i : layers_[l]) {
-      float* g = static_cast<float*>(host_grads_.grad(i));
-      const float* d = staging() + at;
-      for (size_t j = 0; j < specs_[i].numel; ++j) g[j] += d[j];
+      kernels::reduce_into(DType::F32, kernels::ReduceOp::Sum, host_grads_.grad(i), staging() + at, specs_[i].numel);
       at += specs_[i].numel;
     }
     host_grads_.ready(layer);
