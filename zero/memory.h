@@ -29,7 +29,6 @@ class MemoryLedger {
   size_t total() const;
   size_t peak_total() const { return peak_total_; }  // the most held at once, all kinds
   void set_limit(size_t bytes) { limit_ = bytes; }   // 0: no limit
-  size_t limit() const { return limit_; }
   // One line per kind, e.g. "params 1.20 MB (peak 1.20 MB)".
   std::string report() const;
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "dsx/error.h"
 
@@ -55,12 +56,11 @@ Trial run_kept(const TrialRunner& run, const Experiment& e, TuneResult& result) 
 StageMemory search_memory(const TuneRequest& r, int stage, const TrialRunner& run, TuneResult& result) {
   StageMemory sm;
   sm.stage = stage;
-  const ProfileMetrics* first = nullptr;
-  Trial first_trial;
+  std::optional<ProfileMetrics> first;  // the smallest micro-batch's, for the memory model
   auto probe = [&](int64_t micro) {
     ++sm.probes;
     Trial t = run_kept(run, {experiment_name(stage, micro, 1, false), stage, micro, 1, false}, result);
-    if (!first && t.status == TrialStatus::Ok) first_trial = t, first = &first_trial.metrics;
+    if (t.status == TrialStatus::Ok && !first) first = t.metrics;
     return t.status == TrialStatus::Ok;
   };
   if (!probe(r.min_micro)) return sm;
