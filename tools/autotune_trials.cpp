@@ -18,6 +18,7 @@
 #include "engine/checkpoint/durable_file.h"
 #include "launcher/env_export.h"
 #include "launcher/process.h"
+#include "models/data/token_loader.h"
 
 namespace dsx::tools {
 namespace {
@@ -134,7 +135,7 @@ at::Trial run_trial(const TrialSetup& s, const at::Experiment& e) {
   } else if (code == kOutOfMemoryExit || code == 128 + SIGKILL || log_says(log_path, "out_of_memory error")) {
     trial.status = at::TrialStatus::OutOfMemory;
     trial.error = failure_line(log_path);
-  } else if (log_says(log_path, "fewer than one global batch")) {  // models/data/token_loader.cpp
+  } else if (log_says(log_path, models::kFewerTokensThanOneBatch)) {
     trial.status = at::TrialStatus::DataTooSmall;
     trial.error = failure_line(log_path);
   } else {

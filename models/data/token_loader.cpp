@@ -42,7 +42,7 @@ TokenLoader::TokenLoader(std::vector<TokenFile> files, const TokenLoaderOptions&
   for (size_t i = 0; i < files_.size(); ++i)
     if (samples_in(i) == 0)
       throw Error(ErrorKind::Format, "data file '" + files_[i].path() + "' holds " + std::to_string(files_[i].size()) +
-                                         " tokens, fewer than one global batch (world " + std::to_string(o.world) +
+                                         " tokens, " + kFewerTokensThanOneBatch + " (world " + std::to_string(o.world) +
                                          " x batch " + std::to_string(o.batch) + " x seq " +
                                          std::to_string(o.seq_len) + " + 1); use more data or a smaller batch");
   load_order();

@@ -14,6 +14,10 @@
 
 namespace dsx::models {
 
+// The words of the error a loader gives when its data holds fewer tokens than one batch; tools
+// that run trial jobs (dsx autotune) recognise that failure by them.
+inline constexpr const char* kFewerTokensThanOneBatch = "fewer than one global batch";
+
 struct TokenLoaderOptions {
   int batch = 1, seq_len = 1;    // B, T of this rank's micro-batch
   int rank = 0, world = 1;       // data-parallel rank and size
