@@ -59,14 +59,14 @@ struct CommOptions {
   // How long one operation may wait for a peer before it fails naming the peer. Set by
   // DSX_COMM_TIMEOUT (seconds) or DEEPSPEED_TIMEOUT (minutes, as DeepSpeed reads it).
   std::chrono::milliseconds timeout = std::chrono::minutes(5);
-  size_t chunk_bytes = size_t{1} << 20;   // ring pipeline slice
+  size_t chunk_bytes = size_t{512} << 10;  // ring pipeline slice
   size_t small_bytes = size_t{64} << 10;  // allreduce at or below this uses recursive doubling
   bool force_registration = false;        // ofi: register buffers even if the provider needs no descriptors
   // ofi/shm: allreduce, reduce-scatter and allgather through memory shared by the ranks of a
   // group instead of the fabric (DSX_COMM_SHARED_MEMORY=0 turns it off), in rounds of this many
   // bytes per block.
   bool shared_memory = true;
-  size_t shared_memory_chunk_bytes = size_t{256} << 10;
+  size_t shared_memory_chunk_bytes = size_t{64} << 10;
   size_t shared_memory_one_shot_bytes = size_t{16} << 10;  // allreduce at or below this: one step
 };
 

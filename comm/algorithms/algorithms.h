@@ -15,7 +15,7 @@ using kernels::DType;
 using kernels::ReduceOp;
 
 struct Pipeline {
-  size_t chunk_bytes = size_t{1} << 20;  // a block is sent in slices of this size
+  size_t chunk_bytes = size_t{512} << 10;  // a block is sent in slices of this size
   int window = 8;                        // receives posted ahead of the one being waited for
 };
 
