@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "dsx/error.h"
+#include "dsx/join.h"
 #include "launcher/shell_quote.h"
 #include "launcher/world_info.h"
 
@@ -12,9 +13,7 @@ namespace dsx::launcher {
 namespace {
 
 std::string host_list(const World& world) {
-  std::string out;
-  for (const auto& h : world) out += (out.empty() ? "" : ",") + h.host;
-  return out;
+  return join(world, ",", [](const auto& h) { return h.host; });
 }
 
 void append(std::vector<std::string>& to, const std::vector<std::string>& more) {
@@ -72,11 +71,9 @@ std::string remote_shell_command(const RemoteJob& job, const std::string& node_r
   if (!job.options.venv_script.empty()) cmd += "source " + shell_quote(job.options.venv_script) + "; ";
   for (const auto& [k, v] : job.exports) cmd += "export " + k + "=" + shell_quote(v) + "; ";
   cmd += "cd " + shell_quote(job.cwd) + " && exec ";
-  auto argv = agent_argv(job, node_rank, tether);
-  for (size_t i = 0; i < argv.size(); ++i) {
-    // pdsh substitutes %n (the node's index) in the words it sends; keep that one unquoted.
-    cmd += (i ? " " : "") + (argv[i] == "--node_rank=%n" ? argv[i] : shell_quote(argv[i]));
-  }
+  // pdsh substitutes %n (the node's index) in the words it sends; keep that one unquoted.
+  cmd += join(agent_argv(job, node_rank, tether), " ",
+              [](const std::string& word) { return word == "--node_rank=%n" ? word : shell_quote(word); });
   return cmd;
 }
 
@@ -128,8 +125,7 @@ BackendCommand mpi_command(const RemoteJob& job) {
   exports.emplace_back("MASTER_PORT", std::to_string(o.master_port));
   BackendCommand c;
   if (o.launcher == "openmpi") {
-    std::string hosts;
-    for (const auto& h : job.world) hosts += (hosts.empty() ? "" : ",") + h.host + ":" + std::to_string(h.slots.size());
+    std::string hosts = join(job.world, ",", [](const auto& h) { return h.host + ":" + std::to_string(h.slots.size()); });
     c.argv = {"mpirun", "-n", std::to_string(total), "--host", hosts, "--mca", "btl", "^openib"};
     append(c.argv, user_args);
     exports.emplace_back("UCX_TLS", "tcp");

@@ -133,7 +133,10 @@ int run_multi_node(const LaunchOptions& o, const LaunchPlan& plan, const std::st
     if (backend == "pdsh") {
       command = pdsh_command(job);
       std::string append = env_value(env, "PDSH_SSH_ARGS_APPEND");
-      if (o.ssh_port > 0) append += (append.empty() ? "" : " ") + std::string("-p ") + std::to_string(o.ssh_port);
+      if (o.ssh_port > 0) {
+        if (!append.empty()) append += ' ';
+        append += "-p " + std::to_string(o.ssh_port);
+      }
       if (!append.empty()) command.env.emplace_back("PDSH_SSH_ARGS_APPEND", append);
     } else if (backend == "slurm") {
       command = slurm_command(job);

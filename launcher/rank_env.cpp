@@ -2,6 +2,7 @@
 #include "launcher/rank_env.h"
 
 #include "dsx/error.h"
+#include "dsx/join.h"
 
 namespace dsx::launcher {
 
@@ -29,8 +30,7 @@ std::vector<RankPlacement> place_ranks(const World& world, int node_rank, LocalR
 std::vector<EnvVar> rank_environment(const World& world, int node_rank, const RankPlacement& p,
                                      const std::string& master_addr, int master_port) {
   const auto& node = world[node_rank];
-  std::string devices;
-  for (size_t i = 0; i < node.slots.size(); ++i) devices += (i ? "," : "") + std::to_string(node.slots[i]);
+  std::string devices = join(node.slots, ",");
   std::string world_size_text = std::to_string(world_size(world));
   std::string local_size = std::to_string(node.slots.size());
   std::string nnodes = std::to_string(world.size());

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "dsx/error.h"
+#include "dsx/join.h"
 #include "engine/autotune/config_variant.h"
 #include "engine/autotune/search.h"
 #include "engine/checkpoint/durable_file.h"
@@ -199,8 +200,7 @@ int autotune(const AutotuneFlags& flags, const std::vector<std::string>& words, 
   const std::string results_dir = flags.results_dir.value_or(tuning.results_dir);
   setup.exps_dir = flags.exps_dir.value_or(tuning.exps_dir);
 
-  std::string stage_list;
-  for (int s : request.stages) stage_list += (stage_list.empty() ? "" : ",") + std::to_string(s);
+  std::string stage_list = join(request.stages, ",");
   std::cout << "dsx autotune: " << setup.world << " rank(s), global batch " << request.train_batch_size
             << ", ZeRO stage(s) " << stage_list << ", at most " << setup.memory_limit / 1e6
             << " MB per rank, metric " << tuning.metric << "; trials in " << setup.exps_dir << "/" << std::endl;

@@ -5,6 +5,8 @@
 #include <set>
 #include <sstream>
 
+#include "dsx/join.h"
+
 namespace dsx::comm::nccl {
 
 namespace {
@@ -260,15 +262,14 @@ WorkHandle NcclCommunicator::recv(void* data, size_t count, DType dtype, int pee
 std::unique_ptr<Communicator> NcclCommunicator::new_group(const std::vector<int>& ranks) {
   std::vector<int> world_ranks;
   std::set<int> seen;
-  std::string list;
   for (int r : ranks) {
     if (r < 0 || r >= size() || !seen.insert(r).second) {
       throw Error(ErrorKind::Usage, "new_group: rank " + std::to_string(r) + " is not a rank of this group or is listed twice");
     }
     world_ranks.push_back(members_[static_cast<size_t>(r)]);
-    list += (list.empty() ? "" : ",") + std::to_string(members_[static_cast<size_t>(r)]);
   }
   if (!seen.count(rank_)) throw Error(ErrorKind::Usage, "new_group: only the members of a group create it");
+  const std::string list = join(world_ranks, ",");
   int nth;
   {
     std::lock_guard lock(mutex_);

@@ -12,6 +12,7 @@
 #include "comm/algorithms/algorithms.h"
 #include "comm/ofi/device_staging.h"
 #include "comm/ofi/ofi_transport.h"
+#include "dsx/join.h"
 
 namespace dsx::comm::ofi {
 
@@ -286,8 +287,7 @@ std::unique_ptr<Communicator> OfiCommunicator::new_group(const std::vector<int>&
                                   "only the members of a group create it");
   }
   // Members agree on a group id through the store: the first member draws it, the others read it.
-  std::string list;
-  for (int r : world_ranks) list += (list.empty() ? "" : ",") + std::to_string(r);
+  std::string list = join(world_ranks, ",");
   std::lock_guard lock(shared_->mutex);
   int nth = shared_->groups_made[list]++;
   std::string key = shared_->prefix + "group/" + list + "/" + std::to_string(nth);

@@ -236,7 +236,8 @@ void StoreServer::close_connection(int fd) {
   connections_.erase(it);
   if (vanished) {
     std::string& dead = data_[sp::kDeadRanksKey];
-    dead += (dead.empty() ? "" : ",") + std::to_string(rank);
+    if (!dead.empty()) dead += ',';
+    dead += std::to_string(rank);
     wake_waiters(sp::kDeadRanksKey);
   }
 }

@@ -2,6 +2,7 @@
 // by exact class name; schedules by exact name) and the params each one takes.
 #include <algorithm>
 
+#include "dsx/join.h"
 #include "engine/config/closest_key.h"
 #include "engine/config/fields.h"
 #include "engine/config/readers.h"
@@ -36,12 +37,6 @@ std::string lower(std::string s) {
   return s;
 }
 
-std::string join(const std::vector<std::string>& list) {
-  std::string out;
-  for (const auto& s : list) out += (out.empty() ? "" : ", ") + s;
-  return out;
-}
-
 }  // namespace
 
 void read_optimizer(ReadContext& ctx, const json::Member* member) {
@@ -68,7 +63,7 @@ void read_optimizer(ReadContext& ctx, const json::Member* member) {
     auto near = closest_key(*o.type, all);
     ctx.error("optimizer.type", type_value.pos,
               *o.type + " is not a supported DeepSpeed Optimizer. DeepSpeed's own (any case): " +
-                  join(kDeepSpeedOptimizers) + "; torch.optim classes by exact name: " + join(kTorchOptimizers) +
+                  join(kDeepSpeedOptimizers, ", ") + "; torch.optim classes by exact name: " + join(kTorchOptimizers, ", ") +
                   "." + (contains(kRemovedOptimizers, lower(*o.type)) ? " DeepSpeed removed 1-bit Adam, 0/1 Adam and 1-bit LAMB." : "") +
                   (near ? " Did you mean '" + *near + "'?" : ""));
     return;
@@ -91,7 +86,7 @@ void read_optimizer(ReadContext& ctx, const json::Member* member) {
   }
   if (!o.known) {
     ctx.warn("optimizer.type", type_value.pos,
-             "dsx reads the params of " + join(kCheckedOptimizers) + "; the params of '" + o.name +
+             "dsx reads the params of " + join(kCheckedOptimizers, ", ") + "; the params of '" + o.name +
                  "' are kept as written and not checked.");
     return;
   }
@@ -129,7 +124,7 @@ void read_scheduler(ReadContext& ctx, const json::Member* member) {
     auto near = closest_key(*s.type, all);
     ctx.error("scheduler.type", type_value.pos,
               "DeepSpeed does not recognize LR scheduler " + *s.type + " (names are case-sensitive: " +
-                  join(kDeepSpeedSchedules) + ", or a torch.optim.lr_scheduler class)." +
+                  join(kDeepSpeedSchedules, ", ") + ", or a torch.optim.lr_scheduler class)." +
                   (near ? " Did you mean '" + *near + "'?" : ""));
     return;
   }
@@ -143,7 +138,7 @@ void read_scheduler(ReadContext& ctx, const json::Member* member) {
   s.raw_params = *p;
   if (!s.known) {
     ctx.warn("scheduler.type", type_value.pos,
-             "dsx runs DeepSpeed's schedules (" + join(kDeepSpeedSchedules) + "); the params of torch's " +
+             "dsx runs DeepSpeed's schedules (" + join(kDeepSpeedSchedules, ", ") + "); the params of torch's " +
                  *s.type + " are kept as written and not checked.");
     return;
   }

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <sstream>
 
+#include "dsx/join.h"
 #include "engine/report/cuda_libraries.h"
 #include "engine/report/variable_catalog.h"
 
@@ -35,9 +36,7 @@ const std::string* variable(const Environment& env, const std::string& name) {
 }
 
 std::string joined(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
-  return out.empty() ? "none" : out;
+  return items.empty() ? "none" : join(items, ", ");
 }
 
 bool has_efa(const Environment& env) {
@@ -281,9 +280,8 @@ void check_ib_hca(const Environment& env, Findings& out) {
          "NCCL falls back to sockets; on AWS EFA is used through aws-ofi-nccl, not NCCL_IB_HCA"});
     return;
   }
-  std::string names;
-  for (const auto& entry : split(*value, ','))
-    names += (names.empty() ? "" : ",") + entry.substr(0, entry.find(':'));
+  std::string names =
+      join(split(*value, ','), ",", [](const std::string& entry) { return entry.substr(0, entry.find(':')); });
   if (select_interfaces(names, env.rdma_devices).empty()) {
     out.push_back(
         {Severity::Error, "ib-hca",

@@ -13,7 +13,9 @@ std::string batch_json(std::optional<int64_t> T, std::optional<int64_t> M, std::
   auto add = [&](const char* k, std::optional<int64_t> v) {
     if (!v) return;
     if (s.size() > 1) s += ",";
-    s += "\"" + std::string(k) + "\":" + std::to_string(*v);
+    s += '"';
+    s += k;
+    s += "\":" + std::to_string(*v);
   };
   add("train_batch_size", T);
   add("train_micro_batch_size_per_gpu", M);
