@@ -8,7 +8,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-
 #include "tests/comm/comm_harness.h"
 
 namespace dsx::comm {
@@ -20,7 +19,14 @@ using namespace std::chrono_literals;
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-// Every rank loops over a 16 MiB allreduce; `victim` gets `signal` right after issuing its third.
+// The survivor's error names the operation the victim stopped in (see run_with_victim).
+bool names_the_victims_operation(const std::string& error, int survivor) {
+  return std::regex_search(error, std::regex("rank " + std::to_string(survivor) + ": allreduce sum #[23] "));
+}
+
+// Every rank loops over a 16 MiB allreduce; `victim` gets `signal` right after issuing its third
+// (#2). Its worker may still finish #2 if the signal is late (a loaded machine can hold the
+// thread between issue and raise longer than the operation takes); the peers then wait in #3.
 test::JobResult run_with_victim(const std::string& provider, int world, int victim, int signal,
                                 std::chrono::seconds timeout) {
   auto options = test_options(provider);
@@ -28,7 +34,7 @@ test::JobResult run_with_victim(const std::string& provider, int world, int vict
   options.chunk_bytes = 256 << 10;
   auto body = [=](Communicator& comm, int rank) {
     std::vector<float> x(4 << 20, 1.0f);
-    for (int round = 0; round < 3; ++round) {
+    for (int round = 0; round < 4; ++round) {
       auto work = comm.allreduce(x.data(), x.size(), DType::F32, ReduceOp::Sum);
       // At once, while the worker has just begun: over shared memory a 16 MiB allreduce may
       // finish within a few milliseconds, so waiting first could let the peers complete it.
@@ -50,7 +56,7 @@ void expect_every_survivor_names_the_killed_rank(const std::string& provider) {
   for (int r : {0, 2}) {
     EXPECT_EQ(result.exit_codes[static_cast<size_t>(r)], 1) << result.summary();
     const std::string& e = result.errors[static_cast<size_t>(r)];
-    EXPECT_TRUE(contains(e, "rank " + std::to_string(r) + ": allreduce sum #2")) << e;
+    EXPECT_TRUE(names_the_victims_operation(e, r)) << e;
     // rank 1 is named; a survivor that already failed (and so left the job) may be named too
     EXPECT_TRUE(std::regex_search(e, std::regex(R"(rank\(s\) ([0-9]+, )*1(, [0-9]+)* died)"))) << e;
   }
@@ -67,7 +73,7 @@ TEST(Failures, RankThatStopsAnsweringTimesOutNamingThePeer) {
   auto took = Clock::now() - start;
   EXPECT_EQ(result.exit_codes[0], 1) << result.summary();
   const std::string& e = result.errors[0];
-  EXPECT_TRUE(contains(e, "rank 0: allreduce sum #2")) << e;
+  EXPECT_TRUE(names_the_victims_operation(e, 0)) << e;
   EXPECT_TRUE(contains(e, "rank 1")) << e;
   EXPECT_TRUE(contains(e, "timed out (DSX_COMM_TIMEOUT=3 s)")) << e;
   EXPECT_LT(took, 40s);
@@ -84,7 +90,7 @@ TEST(Failures, DeathOfRankZeroReachesTheOthers) {
 TEST(Failures, DeathOfRankZeroReachesTheOthersOverSharedMemory) {
   auto result = run_with_victim("shm", 2, 0, SIGKILL, std::chrono::seconds(60));
   EXPECT_EQ(result.exit_codes[1], 1) << result.summary();
-  EXPECT_TRUE(contains(result.errors[1], "rank 1: allreduce sum #2")) << result.errors[1];
+  EXPECT_TRUE(names_the_victims_operation(result.errors[1], 1)) << result.errors[1];
   EXPECT_TRUE(contains(result.errors[1], "rank(s) 0 died (its process exited)")) << result.errors[1];
 }
 
