@@ -1,8 +1,10 @@
 """Prints the comm benchmark's comparison table: for each size, allreduce algorithm bandwidth
-(bytes / time; equal to nccl-tests' busbw with 2 ranks) of dsx over shm and tcp, OpenMPI, torch
-gloo, and one core's memcpy bandwidth - each the median over the rounds - with dsx's ratios to
-the best peer and to memcpy.
-Usage: python3 compare.py DIR ROUNDS   (DIR holds run.sh's dsx_shm.N dsx_tcp.N mpi.N gloo.N memcpy.N)"""
+(bytes / time; equal to nccl-tests' busbw with 2 ranks) of dsx over shm and tcp, OpenMPI over its
+shared memory (vader) and over tcp, torch gloo (tcp), and one core's memcpy bandwidth - each the
+median over the rounds - with dsx's ratios to the best peer and to memcpy. dsx over shm is
+compared with the best of all peers, dsx over tcp with the best peer that also goes through tcp.
+Usage: python3 compare.py DIR ROUNDS
+       (DIR holds run.sh's dsx_shm.N dsx_tcp.N mpi.N mpi_tcp.N gloo.N memcpy.N)"""
 import statistics
 import sys
 
@@ -54,20 +56,23 @@ def main():
     shm = median_rounds([read_dsx(f"{d}/dsx_shm.{i}") for i in each])
     tcp = median_rounds([read_dsx(f"{d}/dsx_tcp.{i}") for i in each])
     mpi = median_rounds([read_pairs(f"{d}/mpi.{i}", True) for i in each])
+    mpi_tcp = median_rounds([read_pairs(f"{d}/mpi_tcp.{i}", True) for i in each])
     gloo = median_rounds([read_pairs(f"{d}/gloo.{i}", True) for i in each])
     copy = median_rounds([read_pairs(f"{d}/memcpy.{i}", False) for i in each])
-    print("| size | dsx shm | dsx tcp | OpenMPI | torch gloo | memcpy | shm / best peer | tcp / best peer | shm / memcpy | check |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|")
+    print("| size | dsx shm | dsx tcp | OpenMPI vader | OpenMPI tcp | torch gloo | memcpy | "
+          "shm / best peer | tcp / best tcp peer | shm / memcpy | check |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|")
+    best_of = lambda *values: max((v for v in values if v), default=None)
+    ratio = lambda a, b: f"{a / b:.2f}x" if a and b else "n/a"
     for size in sorted(shm):
         s, t = shm[size][0], tcp.get(size, (None, ""))[0]
-        peers = [v for v in (mpi.get(size), gloo.get(size)) if v]
-        best = max(peers) if peers else None
+        best = best_of(mpi.get(size), mpi_tcp.get(size), gloo.get(size))
+        best_tcp = best_of(mpi_tcp.get(size), gloo.get(size))
         c = copy.get(size)
-        ratio = lambda a, b: f"{a / b:.2f}x" if a and b else "n/a"
         label = f"{size >> 20} MiB" if size >= 1 << 20 else f"{size >> 10} KiB"
         ok = "ok" if shm[size][1] == "0" and tcp.get(size, (0, "0"))[1] == "0" else "WRONG"
-        print(f"| {label} | {fmt(s)} | {fmt(t)} | {fmt(mpi.get(size))} | {fmt(gloo.get(size))} | {fmt(c)} | "
-              f"{ratio(s, best)} | {ratio(t, best)} | {ratio(s, c)} | {ok} |")
+        print(f"| {label} | {fmt(s)} | {fmt(t)} | {fmt(mpi.get(size))} | {fmt(mpi_tcp.get(size))} | "
+              f"{fmt(gloo.get(size))} | {fmt(c)} | {ratio(s, best)} | {ratio(t, best_tcp)} | {ratio(s, c)} | {ok} |")
     print("\nGB/s = bytes / time per allreduce (fp32 sum, 2 ranks; busbw = algbw for 2 ranks).")
 
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Allreduce on this machine with 2 ranks: dsx over shm and over tcp, beside the peers a user
-# would pick instead - OpenMPI's MPI_Allreduce and torch.distributed's gloo - and one core's
+# would pick instead - OpenMPI's MPI_Allreduce over its shared memory (vader) and over tcp, and
+# torch.distributed's gloo - and one core's
 # memcpy bandwidth, measured in the same run; prints a markdown table with the ratios.
 # Benchmark-only dependencies (OpenMPI, the peers venv with torch) are installed here, never by CI.
 # The peers run round-robin ROUNDS times and each figure is the median over the rounds, so a
@@ -54,14 +55,23 @@ run_dsx() {
   mv "$out/dsx_$provider.$round.0" "$out/dsx_$provider.$round"
 }
 
+# OpenMPI over one byte transfer layer: vader (its shared memory, the peer of dsx over shm) or
+# tcp on lo (the peer of dsx over tcp).
+run_mpi() {
+  local btl=$1 name=$2 round=$3
+  shift 3
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+    mpirun -np 2 --oversubscribe --bind-to none --mca btl "self,$btl" --mca oob_tcp_if_include lo "$@" \
+    "$out/mpi_allreduce" "$MIN" "$MAX" "$ITERS" "$WARMUP" >"$out/$name.$round" || echo "run.sh: OpenMPI ($btl) run failed" >&2
+}
+
 load_at_start=$(cut -d' ' -f1 /proc/loadavg)
 for round in $(seq 1 "$ROUNDS"); do
-  echo "== round $round/$ROUNDS: dsx shm, dsx tcp, OpenMPI, torch gloo, memcpy" >&2
+  echo "== round $round/$ROUNDS: dsx shm, dsx tcp, OpenMPI vader, OpenMPI tcp, torch gloo, memcpy" >&2
   run_dsx shm "$round"
   run_dsx tcp "$round"
-  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-    mpirun -np 2 --oversubscribe --bind-to none --mca btl self,vader --mca oob_tcp_if_include lo \
-    "$out/mpi_allreduce" "$MIN" "$MAX" "$ITERS" "$WARMUP" >"$out/mpi.$round" || echo "run.sh: OpenMPI run failed" >&2
+  run_mpi vader mpi "$round"
+  run_mpi tcp mpi_tcp "$round" --mca btl_tcp_if_include lo
   "$python" bench/comm/gloo_allreduce.py "$MIN" "$MAX" "$ITERS" "$WARMUP" "$(free_port)" >"$out/gloo.$round" ||
     echo "run.sh: gloo run failed" >&2
   "$out/memcpy_bw" "$MIN" "$MAX" >"$out/memcpy.$round"
