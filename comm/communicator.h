@@ -68,6 +68,9 @@ struct CommOptions {
   bool shared_memory = true;
   size_t shared_memory_chunk_bytes = size_t{64} << 10;
   size_t shared_memory_one_shot_bytes = size_t{16} << 10;  // allreduce at or below this: one step
+  // Allreduce of at least this many bytes reads the peers' buffers in place when every rank's
+  // comes from allocate_shared_host (comm/host_memory.h).
+  size_t shared_memory_zero_copy_bytes = size_t{64} << 10;
 };
 
 // Reads DSX_COMM_TIMEOUT / DEEPSPEED_TIMEOUT, DSX_COMM_BACKEND and DSX_OFI_PROVIDER over `base`.

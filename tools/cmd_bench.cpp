@@ -11,8 +11,10 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <memory>
 #include <vector>
 
+#include "comm/host_memory.h"
 #include "comm/session.h"
 #include "kernels/dtype.h"
 #include "tools/cli.h"
@@ -118,10 +120,28 @@ float expected_reduction(const BenchSettings& s, int n, size_t i) {
   return load_value(s.dtype, tmp, 0);
 }
 
+// A benchmark buffer: from allocate_shared_host, as the engine's gradient buffers are (peers on
+// this host read it in place, like nccl-tests -R with NCCL's registered buffers), or ordinary
+// memory (what an arbitrary caller passes).
+class BenchBuffer {
+ public:
+  BenchBuffer(size_t bytes, bool shared) : plain_(shared ? 0 : bytes) {
+    if (shared) shared_.reset(static_cast<char*>(comm::allocate_shared_host(bytes)));
+  }
+  char* data() { return shared_ ? shared_.get() : plain_.data(); }
+
+ private:
+  struct Free {
+    void operator()(char* p) const { comm::free_shared_host(p); }
+  };
+  std::vector<char> plain_;
+  std::unique_ptr<char, Free> shared_;
+};
+
 // One size: `bytes` as nccl-tests counts it (the whole array for reduce_scatter / allgather).
 class SizeRun {
  public:
-  SizeRun(Communicator& comm, const BenchSettings& s, std::vector<char>& a, std::vector<char>& b, size_t bytes)
+  SizeRun(Communicator& comm, const BenchSettings& s, char* a, char* b, size_t bytes)
       : comm_(comm), s_(s), a_(a), b_(b), n_(comm.size()), esize_(kernels::dtype_size(s.dtype)) {
     count_ = bytes / esize_;
     if (s.op == Collective::ReduceScatter || s.op == Collective::AllGather) per_rank_ = count_ / static_cast<size_t>(n_);
@@ -130,10 +150,10 @@ class SizeRun {
 
   comm::WorkHandle issue() {
     switch (s_.op) {
-      case Collective::AllReduce: return comm_.allreduce(a_.data(), count_, s_.dtype, s_.redop);
-      case Collective::ReduceScatter: return comm_.reduce_scatter(a_.data(), b_.data(), per_rank_, s_.dtype, s_.redop);
-      case Collective::AllGather: return comm_.allgather(a_.data(), b_.data(), per_rank_, s_.dtype);
-      case Collective::Broadcast: return comm_.broadcast(a_.data(), count_, s_.dtype, s_.root);
+      case Collective::AllReduce: return comm_.allreduce(a_, count_, s_.dtype, s_.redop);
+      case Collective::ReduceScatter: return comm_.reduce_scatter(a_, b_, per_rank_, s_.dtype, s_.redop);
+      case Collective::AllGather: return comm_.allgather(a_, b_, per_rank_, s_.dtype);
+      case Collective::Broadcast: return comm_.broadcast(a_, count_, s_.dtype, s_.root);
     }
     return nullptr;
   }
@@ -143,26 +163,26 @@ class SizeRun {
     int r = comm_.rank();
     size_t inputs = s_.op == Collective::AllGather ? per_rank_ : count_;
     for (size_t i = 0; i < inputs; ++i) {
-      store_value(s_.dtype, a_.data(), i, s_.op == Collective::Broadcast && r != s_.root ? 0.0f : pattern(r, i));
+      store_value(s_.dtype, a_, i, s_.op == Collective::Broadcast && r != s_.root ? 0.0f : pattern(r, i));
     }
     issue()->wait();
     size_t wrong = 0;
     switch (s_.op) {
       case Collective::AllReduce:
-        for (size_t i = 0; i < count_; ++i) wrong += load_value(s_.dtype, a_.data(), i) != expected_reduction(s_, n_, i);
+        for (size_t i = 0; i < count_; ++i) wrong += load_value(s_.dtype, a_, i) != expected_reduction(s_, n_, i);
         break;
       case Collective::ReduceScatter:
         for (size_t i = 0; i < per_rank_; ++i) {
-          wrong += load_value(s_.dtype, b_.data(), i) != expected_reduction(s_, n_, static_cast<size_t>(r) * per_rank_ + i);
+          wrong += load_value(s_.dtype, b_, i) != expected_reduction(s_, n_, static_cast<size_t>(r) * per_rank_ + i);
         }
         break;
       case Collective::AllGather:
         for (size_t i = 0; i < count_; ++i) {
-          wrong += load_value(s_.dtype, b_.data(), i) != pattern(static_cast<int>(i / per_rank_), i % per_rank_);
+          wrong += load_value(s_.dtype, b_, i) != pattern(static_cast<int>(i / per_rank_), i % per_rank_);
         }
         break;
       case Collective::Broadcast:
-        for (size_t i = 0; i < count_; ++i) wrong += load_value(s_.dtype, a_.data(), i) != pattern(s_.root, i);
+        for (size_t i = 0; i < count_; ++i) wrong += load_value(s_.dtype, a_, i) != pattern(s_.root, i);
         break;
     }
     return wrong;
@@ -192,8 +212,8 @@ class SizeRun {
  private:
   Communicator& comm_;
   const BenchSettings& s_;
-  std::vector<char>& a_;
-  std::vector<char>& b_;
+  char* a_;
+  char* b_;
   int n_;
   size_t esize_, count_ = 0, per_rank_ = 0;
 };
@@ -205,6 +225,7 @@ int run_bench_comm(int argc, char** argv) {
   BenchSettings s{};
   int timeout_s = 0;
   size_t chunk_bytes = 0, small_bytes = 0, shm_chunk_bytes = 0, shm_one_shot_bytes = 0;
+  int shared_buffers = 1;
   options.add_options()
       ("op", po::value(&op_name)->default_value("allreduce"), "allreduce, reduce_scatter, allgather or broadcast")
       ("minbytes,b", po::value(&min_text)->default_value("4K"), "smallest size")
@@ -218,6 +239,9 @@ int run_bench_comm(int argc, char** argv) {
       ("datatype,d", po::value(&dtype_name)->default_value("fp32"), "fp32, fp16 or bf16")
       ("redop,o", po::value(&redop_name)->default_value("sum"), "sum, avg, max or min")
       ("root,r", po::value(&s.root)->default_value(0), "broadcast root")
+      ("shared-buffers,R", po::value(&shared_buffers)->default_value(1),
+       "1: buffers from dsx's shared host memory, read in place by peers on this host (as the engine's); "
+       "0: ordinary memory")
       ("backend", po::value(&backend)->default_value(""), "ofi, nccl or auto (default: DSX_COMM_BACKEND, else auto)")
       ("provider", po::value(&provider)->default_value(""), "ofi provider: shm, tcp, efa (default: FI_PROVIDER, else automatic)")
       ("timeout", po::value(&timeout_s)->default_value(0), "seconds one operation may wait for a peer (default: DSX_COMM_TIMEOUT or 300)")
@@ -252,12 +276,13 @@ int run_bench_comm(int argc, char** argv) {
   const size_t esize = kernels::dtype_size(s.dtype);
   const size_t unit = esize * static_cast<size_t>(n);  // every size divides evenly among the ranks
 
-  std::vector<char> a(max_bytes + unit), b(max_bytes + unit);
+  BenchBuffer a(max_bytes + unit, shared_buffers != 0), b(max_bytes + unit, shared_buffers != 0);
   bool printer = comm.rank() == 0;
   if (printer) {
-    std::printf("# dsx bench comm: %s, %s, %s, %d ranks, backend %s, %d iterations after %d warm-up, %s\n",
+    std::printf("# dsx bench comm: %s, %s, %s, %d ranks, backend %s, %d iterations after %d warm-up, %s, %s buffers\n",
                 collective_name(s.op), kernels::dtype_name(s.dtype), kernels::reduce_op_name(s.redop), n,
-                comm.backend().c_str(), s.iters, s.warmup, s.blocking ? "each waited for" : "all in flight");
+                comm.backend().c_str(), s.iters, s.warmup, s.blocking ? "each waited for" : "all in flight",
+                shared_buffers ? "shared" : "ordinary");
     std::printf("#%13s %12s %6s %6s %12s %12s %12s %8s\n", "size(B)", "count", "type", "redop", "time(us)",
                 "algbw(GB/s)", "busbw(GB/s)", "#wrong");
   }
@@ -266,7 +291,7 @@ int run_bench_comm(int argc, char** argv) {
   size_t total_wrong = 0;
   for (double size = static_cast<double>(min_bytes); size <= static_cast<double>(max_bytes) * 1.0001; size *= factor) {
     size_t bytes = std::max(unit, static_cast<size_t>(size) / unit * unit);
-    SizeRun run(comm, s, a, b, bytes);
+    SizeRun run(comm, s, a.data(), b.data(), bytes);
     size_t wrong = 0;
     for (int c = 0; c < s.check; ++c) wrong += run.check();
     float wrong_all = static_cast<float>(wrong);

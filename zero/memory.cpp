@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "comm/communicator.h"
+#include "comm/host_memory.h"
 #include "dsx/error.h"
 
 namespace dsx::zero {
@@ -57,8 +59,10 @@ std::string MemoryLedger::report() const {
   return out;
 }
 
-void* aligned_zeroed_alloc(size_t bytes) {
+void* aligned_zeroed_alloc(size_t bytes, MemoryKind kind) {
   if (bytes == 0) return nullptr;
+  const bool communicated = kind != MemoryKind::OptimizerState && kind != MemoryKind::Activations;
+  if (communicated && bytes >= comm::CommOptions{}.shared_memory_zero_copy_bytes) return comm::allocate_shared_host(bytes);
   const size_t rounded = (bytes + 63) / 64 * 64;
   void* p = std::aligned_alloc(64, rounded);
   if (!p) {
@@ -69,6 +73,8 @@ void* aligned_zeroed_alloc(size_t bytes) {
   return p;
 }
 
-void aligned_free(void* p) { std::free(p); }
+void aligned_free(void* p) {
+  if (!comm::free_shared_host(p)) std::free(p);
+}
 
 }  // namespace dsx::zero

@@ -67,14 +67,18 @@ class Buffer {
   MemoryKind kind_ = MemoryKind::Buffers;
 };
 
-void* aligned_zeroed_alloc(size_t bytes);  // throws dsx::Error on failure, naming the size
+// Throws dsx::Error on failure, naming the size. Buffers that collectives read (every kind but
+// optimizer state and activations), when large enough to be read in place, come from the
+// communicator's shared host memory (comm/host_memory.h), so that the ranks of a host reduce
+// them without copies through staging slots.
+void* aligned_zeroed_alloc(size_t bytes, MemoryKind kind);
 void aligned_free(void* p);
 
 template <typename T>
 Buffer<T>::Buffer(MemoryLedger& ledger, MemoryKind kind, size_t count) : ledger_(&ledger), kind_(kind) {
   ledger.add(kind, count * sizeof(T));  // first: over the limit, nothing is allocated
   try {
-    data_.reset(static_cast<T*>(aligned_zeroed_alloc(count * sizeof(T))));
+    data_.reset(static_cast<T*>(aligned_zeroed_alloc(count * sizeof(T), kind)));
   } catch (...) {
     ledger.remove(kind, count * sizeof(T));
     throw;

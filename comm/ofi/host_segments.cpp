@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -17,6 +18,7 @@
 #include <random>
 #include <sstream>
 
+#include "comm/host_memory.h"
 #include "comm/rendezvous.h"
 #include "dsx/error.h"
 
@@ -59,6 +61,8 @@ HostSegments::Setup HostSegments::open(Store& store, const std::string& keys, in
   std::unique_ptr<HostSegments> seg(new HostSegments(rank, chunk_bytes));
   seg->bases_.assign(static_cast<size_t>(size), nullptr);
   seg->pidfds_.assign(static_cast<size_t>(size), -1);
+  seg->pids_.assign(static_cast<size_t>(size), 0);
+  seg->peer_regions_.resize(static_cast<size_t>(size));
   const size_t bytes = seg->segment_bytes();
   const std::string me = "rank " + std::to_string(rank) + " of the group";
 
@@ -117,6 +121,7 @@ HostSegments::Setup HostSegments::open(Store& store, const std::string& keys, in
         problem = path + " is not rank " + std::to_string(q) + "'s segment (another pid namespace?)";
       } else {
         seg->pidfds_[static_cast<size_t>(q)] = static_cast<int>(syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0));
+        seg->pids_[static_cast<size_t>(q)] = pid;
       }
     }
     if (!problem.empty()) problem = me + " cannot map rank " + std::to_string(q) + "'s segment: " + problem;
@@ -138,6 +143,9 @@ HostSegments::Setup HostSegments::open(Store& store, const std::string& keys, in
 HostSegments::~HostSegments() {
   for (char* base : bases_) {
     if (base) munmap(base, segment_bytes());
+  }
+  for (const auto& regions : peer_regions_) {
+    for (const PeerRegion& region : regions) munmap(region.base, region.bytes);
   }
   for (int fd : pidfds_) {
     if (fd >= 0) close(fd);
@@ -185,6 +193,65 @@ void HostSegments::wait(int peer, Counter c, uint64_t at_least, const KeepAlive&
     sleepers.fetch_sub(1, std::memory_order_seq_cst);
     keep_alive(peer, what, peer_exited(peer));
   }
+}
+
+std::vector<char*> HostSegments::map_buffers(void* data, size_t bytes, const KeepAlive& keep_alive) {
+  static_assert(sizeof(Header) <= kHeaderBytes);
+  const std::optional<SharedHostRegion> mine = find_shared_host_region(data, bytes);
+  BufferPlace& place = header(rank_).buffer;
+  place = mine ? BufferPlace{mine->fd, mine->id, mine->inode, mine->offset} : BufferPlace{-1, 0, 0, 0};
+  publish(kAnnounced, ++announced_);
+  std::vector<BufferPlace> places(static_cast<size_t>(size()));
+  for (int q = 0; q < size(); ++q) {
+    if (q == rank_) continue;
+    wait(q, kAnnounced, announced_, keep_alive, "to say where its buffer is");
+    places[static_cast<size_t>(q)] = header(q).buffer;
+  }
+  // Every rank has read the same places, so every rank takes the same path.
+  if (!mine) return {};
+  for (int q = 0; q < size(); ++q) {
+    if (q != rank_ && places[static_cast<size_t>(q)].fd < 0) return {};
+  }
+  std::vector<char*> buffers(static_cast<size_t>(size()));
+  for (int q = 0; q < size(); ++q) {
+    buffers[static_cast<size_t>(q)] = q == rank_ ? static_cast<char*>(data) : peer_region(q, places[static_cast<size_t>(q)]) + places[static_cast<size_t>(q)].offset;
+  }
+  return buffers;
+}
+
+char* HostSegments::peer_region(int peer, const BufferPlace& place) {
+  std::vector<PeerRegion>& regions = peer_regions_[static_cast<size_t>(peer)];
+  for (PeerRegion& region : regions) {
+    if (region.id == place.id) {
+      region.last_used = announced_;
+      return region.base;
+    }
+  }
+  // The peer keeps the fd open while the allocation lives and it is inside this operation; the
+  // inode tells its allocation from anything else that fd number might name.
+  const std::string path = "/proc/" + std::to_string(pids_[static_cast<size_t>(peer)]) + "/fd/" + std::to_string(place.fd);
+  const std::string what = "rank " + std::to_string(rank_) + " of the group cannot map rank " + std::to_string(peer) +
+                           "'s buffer: ";
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) throw Error(ErrorKind::Comm, what + errno_text(("open " + path).c_str()));
+  struct stat st {};
+  void* base = MAP_FAILED;
+  std::string problem;
+  if (fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_ino) != place.inode) {
+    problem = path + " is no longer that buffer (was it freed during the operation?)";
+  } else if ((base = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+    problem = errno_text(("mmap " + path).c_str());
+  }
+  close(fd);
+  if (!problem.empty()) throw Error(ErrorKind::Comm, what + problem);
+  if (regions.size() >= kPeerRegionsKept) {
+    auto oldest = std::min_element(regions.begin(), regions.end(),
+                                   [](const PeerRegion& a, const PeerRegion& b) { return a.last_used < b.last_used; });
+    munmap(oldest->base, oldest->bytes);
+    regions.erase(oldest);
+  }
+  regions.push_back(PeerRegion{place.id, static_cast<char*>(base), static_cast<size_t>(st.st_size), announced_});
+  return static_cast<char*>(base);
 }
 
 }  // namespace dsx::comm::ofi

@@ -29,8 +29,9 @@ namespace dsx::comm::ofi {
 class HostSegments {
  public:
   // Progress counters: how many rounds (counted since the group was made) the owner has
-  // posted into its slots, reduced, and consumed (copied out of its peers' slots).
-  enum Counter { kPosted = 0, kReduced = 1, kConsumed = 2 };
+  // posted into its slots, reduced, and consumed (copied out of its peers' slots); and how many
+  // operations it has announced its buffer for (map_buffers).
+  enum Counter { kPosted = 0, kReduced = 1, kConsumed = 2, kAnnounced = 3 };
   // Called now and then while a wait spins: drives the fabric, enforces the deadline, and
   // throws naming `peer` (a group rank) if it died - at once when `exited` (the segments saw
   // its process end). `what` says what the wait was for.
@@ -75,6 +76,14 @@ class HostSegments {
 
   // Rounds used so far: the next operation's rounds continue from here on every rank alike.
   uint64_t rounds_done = 0;
+  // Allreduces that read the buffers in place (for tests and logs; read from other threads).
+  std::atomic<uint64_t> zero_copy_allreduces{0};
+
+  // Collective: every rank says where its buffer [data, data + bytes) of this operation lies and
+  // waits for the others to say it. When every buffer is shared host memory (host_memory.h),
+  // returns every rank's buffer as mapped here (peers' regions are mapped once and cached), so
+  // the operation reads them in place; otherwise an empty vector, on every rank alike.
+  std::vector<char*> map_buffers(void* data, size_t bytes, const KeepAlive& keep_alive);
 
  private:
   static constexpr uint64_t kDepth = 4;
@@ -82,11 +91,29 @@ class HostSegments {
   struct alignas(64) Line {
     std::atomic<uint64_t> value;
   };
+  // Where the owner's buffer of its latest announced operation lies (fd -1: not shared memory);
+  // written before kAnnounced is published, read by peers after they see it.
+  struct alignas(64) BufferPlace {
+    int64_t fd;
+    uint64_t id;  // the allocation's number in the owner's process
+    uint64_t inode;
+    uint64_t offset;
+  };
   struct Header {
-    Line counters[3];
+    Line counters[4];
     Line nonce;
     Line sleepers;  // peers asleep on one of this segment's counters
+    BufferPlace buffer;
   };
+  // A peer's allocation mapped here, by its number; the least recently used are unmapped.
+  struct PeerRegion {
+    uint64_t id;
+    char* base;
+    size_t bytes;
+    uint64_t last_used;
+  };
+  static constexpr size_t kPeerRegionsKept = 8;
+  char* peer_region(int peer, const BufferPlace& place);
   HostSegments(int rank, size_t chunk_bytes) : rank_(rank), chunk_bytes_(chunk_bytes) {}
   Header& header(int owner) const { return *reinterpret_cast<Header*>(bases_[static_cast<size_t>(owner)]); }
   std::atomic<uint64_t>& counter(int owner, Counter c) const { return header(owner).counters[c].value; }
@@ -100,6 +127,9 @@ class HostSegments {
   size_t chunk_bytes_;
   std::vector<char*> bases_;  // every rank's segment, mapped here (this rank's own included)
   std::vector<int> pidfds_;   // every peer's process (-1: this rank, or a kernel without pidfd_open)
+  std::vector<long> pids_;    // every peer's pid, for /proc/<pid>/fd (0: this rank)
+  std::vector<std::vector<PeerRegion>> peer_regions_;
+  uint64_t announced_ = 0;    // operations announced so far (map_buffers)
 };
 
 // Allreduce through the segments: block b of the buffer belongs to rank b. Round by round, each
@@ -109,8 +139,11 @@ class HostSegments {
 // rank ends with identical bytes. Every rank moves 2(p-1)/p of the buffer through shared
 // memory and nothing through the kernel. Buffers of at most `one_shot_bytes` (that fit a slot)
 // take one step instead: every rank posts all of its buffer and adds up everyone's.
+// Buffers of at least `zero_copy_bytes` whose every rank's copy is shared host memory
+// (host_memory.h) are read in place: each rank sums its block from every buffer and writes the
+// sum back into every buffer - no slots.
 void host_allreduce(HostSegments& seg, const HostSegments::KeepAlive& keep_alive, void* data, size_t count,
-                    kernels::DType dtype, kernels::ReduceOp op, size_t one_shot_bytes);
+                    kernels::DType dtype, kernels::ReduceOp op, size_t one_shot_bytes, size_t zero_copy_bytes);
 // Reduce-scatter (input: size() blocks of `count`; rank r's output: block r reduced) and
 // allgather (`bytes` from every rank, in rank order) through the segments, in rounds the same way.
 void host_reduce_scatter(HostSegments& seg, const HostSegments::KeepAlive& keep_alive, const void* input, void* output,

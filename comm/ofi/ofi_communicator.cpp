@@ -182,7 +182,8 @@ WorkHandle OfiCommunicator::allreduce(void* data, size_t count, DType dtype, Red
                     [=, staging = shared_->staging, segments = segments_](OfiTransport& t) {
                       HostView v(*staging, data, bytes, data, bytes);
                       if (segments) {
-                        host_allreduce(*segments, t.keep_alive(), v.out(), count, dtype, op, opt.shared_memory_one_shot_bytes);
+                        host_allreduce(*segments, t.keep_alive(), v.out(), count, dtype, op, opt.shared_memory_one_shot_bytes,
+                                       opt.shared_memory_zero_copy_bytes);
                       } else if (small) {
                         algorithms::recursive_doubling_allreduce(t, v.out(), count, dtype, op);
                       } else {

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include "comm/host_memory.h"
 #include "tests/comm/comm_harness.h"
 
 namespace dsx::comm {
@@ -27,15 +28,19 @@ bool names_the_victims_operation(const std::string& error, int survivor) {
 // Every rank loops over a 16 MiB allreduce; `victim` gets `signal` right after issuing its third
 // (#2). Its worker may still finish #2 if the signal is late (a loaded machine can hold the
 // thread between issue and raise longer than the operation takes); the peers then wait in #3.
+// `shared_buffers`: x in shared host memory, which the peers read in place over shm.
 test::JobResult run_with_victim(const std::string& provider, int world, int victim, int signal,
-                                std::chrono::seconds timeout) {
+                                std::chrono::seconds timeout, bool shared_buffers = false) {
   auto options = test_options(provider);
   options.timeout = timeout;
   options.chunk_bytes = 256 << 10;
   auto body = [=](Communicator& comm, int rank) {
-    std::vector<float> x(4 << 20, 1.0f);
+    std::vector<float> ordinary(shared_buffers ? 0 : 4 << 20, 1.0f);
+    std::vector<float, SharedHostAllocator<float>> shared(shared_buffers ? 4 << 20 : 0, 1.0f);
+    float* x = shared_buffers ? shared.data() : ordinary.data();
+    const size_t n = size_t{4} << 20;
     for (int round = 0; round < 4; ++round) {
-      auto work = comm.allreduce(x.data(), x.size(), DType::F32, ReduceOp::Sum);
+      auto work = comm.allreduce(x, n, DType::F32, ReduceOp::Sum);
       // At once, while the worker has just begun: over shared memory a 16 MiB allreduce may
       // finish within a few milliseconds, so waiting first could let the peers complete it.
       if (rank == victim && round == 2) ::raise(signal);
@@ -48,9 +53,9 @@ test::JobResult run_with_victim(const std::string& provider, int world, int vict
 }
 
 // Over tcp the survivors wait on the fabric; over shm on the shared-memory path's counters.
-void expect_every_survivor_names_the_killed_rank(const std::string& provider) {
+void expect_every_survivor_names_the_killed_rank(const std::string& provider, bool shared_buffers = false) {
   auto start = Clock::now();
-  auto result = run_with_victim(provider, 3, 1, SIGKILL, std::chrono::seconds(60));
+  auto result = run_with_victim(provider, 3, 1, SIGKILL, std::chrono::seconds(60), shared_buffers);
   auto took = Clock::now() - start;
   EXPECT_EQ(result.exit_codes[1], 128 + SIGKILL);
   for (int r : {0, 2}) {
@@ -66,6 +71,11 @@ void expect_every_survivor_names_the_killed_rank(const std::string& provider) {
 TEST(Failures, KilledRankIsNamedByEverySurvivor) { expect_every_survivor_names_the_killed_rank("tcp"); }
 
 TEST(Failures, KilledRankIsNamedByEverySurvivorOverSharedMemory) { expect_every_survivor_names_the_killed_rank("shm"); }
+
+// The survivors were reading and writing the victim's buffer in place.
+TEST(Failures, KilledRankIsNamedByEverySurvivorReadingItsBufferInPlace) {
+  expect_every_survivor_names_the_killed_rank("shm", true);
+}
 
 TEST(Failures, RankThatStopsAnsweringTimesOutNamingThePeer) {
   auto start = Clock::now();

@@ -1,9 +1,10 @@
 // The shared-memory path of the ofi backend (comm/ofi/host_segments.h): over shm, allreduce,
 // reduce-scatter and allgather run through segments the ranks map from each other. These tests
 // check that it is really taken, that it gives exact results (many rounds per operation, slots
-// reused, many operations of every kind in flight, sub-groups beside the world), and that every
-// rank falls back to the fabric together when one rank switches it off or the host forbids
-// mapping another process's memory.
+// reused, many operations of every kind in flight, sub-groups beside the world), that buffers in
+// shared host memory are read in place (and only when every rank's is), and that every rank
+// falls back to the fabric together when one rank switches it off or the host forbids mapping
+// another process's memory.
 #include <gtest/gtest.h>
 
 #include <linux/capability.h>
@@ -13,6 +14,7 @@
 
 #include <cstring>
 
+#include "comm/host_memory.h"
 #include "comm/ofi/ofi_communicator.h"
 #include "kernels/dtype.h"
 #include "tests/comm/comm_harness.h"
@@ -38,6 +40,12 @@ bool takes_shared_path(Communicator& comm) {
 // Rank r's input at element i: a small integer, so every summation order is exact in every dtype.
 float input(int rank, size_t i) { return static_cast<float>(static_cast<int>((rank * 5 + i * 11) % 13) - 6); }
 
+std::vector<int> all_ranks(int p) {
+  std::vector<int> ranks(static_cast<size_t>(p));
+  for (int q = 0; q < p; ++q) ranks[static_cast<size_t>(q)] = q;
+  return ranks;
+}
+
 struct Case {
   DType dtype;
   ReduceOp op;
@@ -58,30 +66,42 @@ float answer(const Case& c, const std::vector<int>& ranks, size_t i) {
   return f;
 }
 
+// Where a test buffer lives: ordinary memory, or shared host memory that peers read in place.
+enum class Memory { Ordinary, Shared };
+
 struct Buffer {
-  Buffer(const Case& c, int rank) : c(c), bytes(c.count * kernels::dtype_size(c.dtype)) {
+  Buffer(const Case& c, int rank, Memory memory) : c(c) {
+    const size_t n = c.count * kernels::dtype_size(c.dtype);
+    if (memory == Memory::Shared) {
+      shared.resize(n);
+    } else {
+      ordinary.resize(n);
+    }
     for (size_t i = 0; i < c.count; ++i) set(i, input(rank, i));
   }
+  char* data() { return shared.empty() ? ordinary.data() : shared.data(); }
+  const char* data() const { return shared.empty() ? ordinary.data() : shared.data(); }
   void set(size_t i, float f) {
     if (c.dtype == DType::F32) {
-      std::memcpy(bytes.data() + 4 * i, &f, 4);
+      std::memcpy(data() + 4 * i, &f, 4);
       return;
     }
     uint16_t h = c.dtype == DType::F16 ? kernels::float_to_fp16(f) : kernels::float_to_bf16(f);
-    std::memcpy(bytes.data() + 2 * i, &h, 2);
+    std::memcpy(data() + 2 * i, &h, 2);
   }
   float get(size_t i) const {
     if (c.dtype == DType::F32) {
       float f;
-      std::memcpy(&f, bytes.data() + 4 * i, 4);
+      std::memcpy(&f, data() + 4 * i, 4);
       return f;
     }
     uint16_t h;
-    std::memcpy(&h, bytes.data() + 2 * i, 2);
+    std::memcpy(&h, data() + 2 * i, 2);
     return c.dtype == DType::F16 ? kernels::fp16_to_float(h) : kernels::bf16_to_float(h);
   }
   Case c;
-  std::vector<char> bytes;
+  std::vector<char> ordinary;
+  std::vector<char, SharedHostAllocator<char>> shared;
 };
 
 const std::vector<Case> kCases = {
@@ -91,11 +111,12 @@ const std::vector<Case> kCases = {
 };
 
 // Issues every case at once on `comm` (world ranks `ranks`), then checks them all.
-void allreduce_every_case(Communicator& comm, int world_rank, const std::vector<int>& ranks) {
+void allreduce_every_case(Communicator& comm, int world_rank, const std::vector<int>& ranks,
+                          Memory memory = Memory::Ordinary) {
   std::vector<Buffer> buffers;
   std::vector<WorkHandle> works;
-  for (const Case& c : kCases) buffers.emplace_back(c, world_rank);
-  for (Buffer& b : buffers) works.push_back(comm.allreduce(b.bytes.data(), b.c.count, b.c.dtype, b.c.op));
+  for (const Case& c : kCases) buffers.emplace_back(c, world_rank, memory);
+  for (Buffer& b : buffers) works.push_back(comm.allreduce(b.data(), b.c.count, b.c.dtype, b.c.op));
   for (auto& w : works) w->wait(30s);
   for (const Buffer& b : buffers) {
     for (size_t i = 0; i < b.c.count; ++i) {
@@ -161,6 +182,70 @@ TEST(SharedMemory, MixedCollectivesInFlightShareTheRounds) {
     }
   };
   auto result = run_job(3, test_options("shm"), body);
+  EXPECT_TRUE(result.all_ok()) << result.summary();
+}
+
+// With a zero-copy threshold of 256 bytes, five of kCases' allreduces (those above 256 bytes)
+// read the ranks' shared buffers in place; the three smallest take the one-step path.
+constexpr uint64_t kZeroCopyCases = 5;
+
+CommOptions zero_copy_options() {
+  auto options = test_options("shm");
+  options.shared_memory_zero_copy_bytes = 256;
+  return options;
+}
+
+uint64_t zero_copy_allreduces(Communicator& comm) {
+  return dynamic_cast<ofi::OfiCommunicator&>(comm).zero_copy_allreduces();
+}
+
+TEST(SharedMemory, SharedBuffersAreReadInPlaceAndExact) {
+  for (int world_size : {2, 3, 4}) {
+    auto body = [](Communicator& world, int rank) {
+      allreduce_every_case(world, rank, all_ranks(world.size()), Memory::Shared);
+      expect(zero_copy_allreduces(world) == kZeroCopyCases,
+             std::to_string(zero_copy_allreduces(world)) + " allreduces read the buffers in place");
+      // A sub-group maps the same buffers through its own segments.
+      if (rank < 2) {
+        auto pair = world.new_group({1, 0});
+        allreduce_every_case(*pair, rank, {1, 0}, Memory::Shared);
+        expect(zero_copy_allreduces(*pair) == kZeroCopyCases, "the sub-group copied through its slots");
+      }
+      allreduce_every_case(world, rank, all_ranks(world.size()), Memory::Ordinary);
+      expect(zero_copy_allreduces(world) == kZeroCopyCases, "ordinary memory cannot be read in place");
+    };
+    auto result = run_job(world_size, zero_copy_options(), body);
+    EXPECT_TRUE(result.all_ok()) << world_size << " ranks: " << result.summary();
+  }
+}
+
+TEST(SharedMemory, OneRankWithOrdinaryMemoryKeepsEveryRankOnTheSlots) {
+  auto body = [](Communicator& world, int rank) {
+    allreduce_every_case(world, rank, {0, 1, 2}, rank == 1 ? Memory::Ordinary : Memory::Shared);
+    expect(zero_copy_allreduces(world) == 0, "rank " + std::to_string(rank) + " read in place without rank 1");
+  };
+  auto result = run_job(3, zero_copy_options(), body);
+  EXPECT_TRUE(result.all_ok()) << result.summary();
+}
+
+// Buffers come and go (more of them than a rank keeps mapped): each is mapped afresh, never
+// confused with a freed one.
+TEST(SharedMemory, FreedSharedBuffersAreNeverReadAgain) {
+  auto body = [](Communicator& world, int rank) {
+    const int kBuffers = 20;
+    for (int k = 0; k < kBuffers; ++k) {
+      const size_t n = 3000 + 997 * static_cast<size_t>(k % 7);
+      std::vector<float, SharedHostAllocator<float>> x(n);
+      for (size_t i = 0; i < n; ++i) x[i] = input(rank, i + static_cast<size_t>(k));
+      world.allreduce(x.data(), n, DType::F32, ReduceOp::Sum)->wait(30s);
+      const Case sum{DType::F32, ReduceOp::Sum, n};
+      for (size_t i = 0; i < n; ++i) {
+        expect(x[i] == answer(sum, {0, 1}, i + static_cast<size_t>(k)), "buffer " + std::to_string(k) + " element " + std::to_string(i));
+      }
+    }
+    expect(zero_copy_allreduces(world) == static_cast<uint64_t>(kBuffers), "some buffers were copied through the slots");
+  };
+  auto result = run_job(2, zero_copy_options(), body);
   EXPECT_TRUE(result.all_ok()) << result.summary();
 }
 
