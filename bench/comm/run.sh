@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Allreduce on this machine with 2 ranks: dsx over shm and over tcp, beside the peers a user
+# Allreduce on this machine with 2 ranks: dsx over shm (with buffers from its shared host memory,
+# and with ordinary ones) and over tcp, beside the peers a user
 # would pick instead - OpenMPI's MPI_Allreduce over its shared memory (vader) and over tcp, and
 # torch.distributed's gloo - and one core's
 # memcpy bandwidth, measured in the same run; prints a markdown table with the ratios.
@@ -39,20 +40,22 @@ python=$(bash bench/peers/venv.sh | tail -n 1)
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 # Two ranks of `dsx bench comm`, started by hand with the torchrun environment, on lo only.
+# `shared`: 1 - buffers from dsx's shared host memory, as the engine's gradients (read in place
+# by the peer over shm); 0 - ordinary memory, what an arbitrary caller passes.
 run_dsx() {
-  local provider=$1 round=$2 port
+  local provider=$1 shared=$2 name=$3 round=$4 port
   port=$(free_port)
   pids=()
   for rank in 0 1; do
     RANK=$rank LOCAL_RANK=$rank WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
       FI_TCP_IFACE=lo FI_SOCKETS_IFACE=lo OMP_NUM_THREADS=1 \
       "$dsx" bench comm --op allreduce -b "$MIN" -e "$MAX" -n "$ITERS" -w "$WARMUP" --blocking 1 \
-      --backend ofi --provider "$provider" >"$out/dsx_$provider.$round.$rank" &
+      --backend ofi --provider "$provider" --shared-buffers "$shared" >"$out/$name.$round.$rank" &
     pids+=($!)
   done
   for pid in "${pids[@]}"; do wait "$pid"; done
   pids=()
-  mv "$out/dsx_$provider.$round.0" "$out/dsx_$provider.$round"
+  mv "$out/$name.$round.0" "$out/$name.$round"
 }
 
 # OpenMPI over one byte transfer layer: vader (its shared memory, the peer of dsx over shm) or
@@ -67,9 +70,10 @@ run_mpi() {
 
 load_at_start=$(cut -d' ' -f1 /proc/loadavg)
 for round in $(seq 1 "$ROUNDS"); do
-  echo "== round $round/$ROUNDS: dsx shm, dsx tcp, OpenMPI vader, OpenMPI tcp, torch gloo, memcpy" >&2
-  run_dsx shm "$round"
-  run_dsx tcp "$round"
+  echo "== round $round/$ROUNDS: dsx shm (shared and ordinary buffers), dsx tcp, OpenMPI vader, OpenMPI tcp, torch gloo, memcpy" >&2
+  run_dsx shm 1 dsx_shm "$round"
+  run_dsx shm 0 dsx_shm_ordinary "$round"
+  run_dsx tcp 1 dsx_tcp "$round"
   run_mpi vader mpi "$round"
   run_mpi tcp mpi_tcp "$round" --mca btl_tcp_if_include lo
   "$python" bench/comm/gloo_allreduce.py "$MIN" "$MAX" "$ITERS" "$WARMUP" "$(free_port)" >"$out/gloo.$round" ||

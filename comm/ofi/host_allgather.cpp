@@ -5,14 +5,23 @@
 // `depth` rounds later, once every peer has consumed the round that used it.
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
+#include "comm/ofi/host_in_place.h"
 #include "comm/ofi/host_segments.h"
 
 namespace dsx::comm::ofi {
 
 void host_allgather(HostSegments& seg, const HostSegments::KeepAlive& keep_alive, const void* input, void* output,
-                    size_t bytes) {
+                    size_t bytes, size_t zero_copy_bytes) {
   const int p = seg.size(), r = seg.rank();
+  if (bytes * static_cast<size_t>(p) >= zero_copy_bytes) {
+    const std::vector<char*> inputs = seg.map_buffers(const_cast<void*>(input), bytes, keep_alive);
+    if (!inputs.empty()) {
+      in_place_allgather(seg, keep_alive, inputs, output, bytes);
+      return;
+    }
+  }
   const auto* in = static_cast<const char*>(input);
   auto* out = static_cast<char*>(output);
   char* mine = out + static_cast<size_t>(r) * bytes;

@@ -14,32 +14,12 @@
 #include <cstring>
 #include <vector>
 
+#include "comm/ofi/host_in_place.h"
 #include "comm/ofi/host_segments.h"
 
 namespace dsx::comm::ofi {
 
 namespace {
-
-// Read in place, a block is reduced and written back in pieces small enough that the write-back
-// reads the sum from the L1 cache.
-constexpr size_t kZeroCopyPieceBytes = size_t{16} << 10;
-
-struct Blocks {
-  size_t count;
-  size_t ranks;
-  size_t chunk;  // elements
-  size_t length(int b) const { return count / ranks + (static_cast<size_t>(b) < count % ranks ? 1 : 0); }
-  size_t offset(int b) const {
-    auto ub = static_cast<size_t>(b);
-    return ub * (count / ranks) + std::min(ub, count % ranks);
-  }
-  // Elements [first, first + n) of chunk k of block b; n may be 0 for short blocks.
-  size_t first(int b, size_t k) const { return offset(b) + k * chunk; }
-  size_t n(int b, size_t k) const {
-    size_t len = length(b);
-    return k * chunk >= len ? 0 : std::min(chunk, len - k * chunk);
-  }
-};
 
 // Small buffers, where waiting for peers costs more than adding: every rank posts its whole
 // buffer, waits once for everyone's, and adds them all up in rank order - the same operations
@@ -62,40 +42,6 @@ void one_shot_allreduce(HostSegments& seg, const HostSegments::KeepAlive& keep_a
   seg.rounds_done = round + 1;
 }
 
-// Every rank's buffer is mapped here (`buffers`, by rank): no slots and no rounds. Rank r alone
-// touches block r, in every buffer: piece by piece it adds its peers' block r into its own and
-// writes the sum back into theirs, while they do the same for their blocks. Announcing the
-// buffers (map_buffers) is the start line, and a rank returns only once every peer has finished
-// with its buffer. Each rank reads and writes its block once in every buffer: the least memory
-// traffic an allreduce can have.
-void zero_copy_allreduce(HostSegments& seg, const HostSegments::KeepAlive& keep_alive, const std::vector<char*>& buffers,
-                         size_t count, kernels::DType dtype, kernels::ReduceOp op) {
-  const int p = seg.size(), r = seg.rank();
-  const size_t esize = kernels::dtype_size(dtype);
-  const Blocks blocks{count, static_cast<size_t>(p), kZeroCopyPieceBytes / esize};
-  auto at = [&](int owner, size_t element) { return buffers[static_cast<size_t>(owner)] + element * esize; };
-  const size_t end = blocks.offset(r) + blocks.length(r);
-  for (size_t first = blocks.offset(r); first < end; first += blocks.chunk) {
-    const size_t n = std::min(blocks.chunk, end - first);
-    for (int q = 0; q < p; ++q) {
-      if (q != r) kernels::reduce_into(dtype, op, at(r, first), at(q, first), n);
-    }
-    if (op == kernels::ReduceOp::Avg) kernels::scale(dtype, at(r, first), 1.0f / static_cast<float>(p), n);
-    for (int q = 0; q < p; ++q) {
-      if (q != r) std::memcpy(at(q, first), at(r, first), n * esize);
-    }
-  }
-  // This operation is one round: consumed too, so that the slots' reuse rule holds after it.
-  const uint64_t done = seg.rounds_done + 1;
-  seg.publish(HostSegments::kConsumed, done);
-  seg.publish(HostSegments::kReduced, done);
-  for (int q = 0; q < p; ++q) {
-    if (q != r) seg.wait(q, HostSegments::kReduced, done, keep_alive, "to finish with our buffer");
-  }
-  seg.rounds_done = done;
-  ++seg.zero_copy_allreduces;
-}
-
 }  // namespace
 
 void host_allreduce(HostSegments& seg, const HostSegments::KeepAlive& keep_alive, void* data, size_t count,
@@ -111,7 +57,7 @@ void host_allreduce(HostSegments& seg, const HostSegments::KeepAlive& keep_alive
   if (count * esize >= zero_copy_bytes) {
     const std::vector<char*> buffers = seg.map_buffers(data, count * esize, keep_alive);
     if (!buffers.empty()) {
-      zero_copy_allreduce(seg, keep_alive, buffers, count, dtype, op);
+      in_place_allreduce(seg, keep_alive, buffers, count, dtype, op);
       return;
     }
   }

@@ -9,15 +9,25 @@
 // output is that block, needs no copy.
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
+#include "comm/ofi/host_in_place.h"
 #include "comm/ofi/host_segments.h"
 
 namespace dsx::comm::ofi {
 
 void host_reduce_scatter(HostSegments& seg, const HostSegments::KeepAlive& keep_alive, const void* input, void* output,
-                         size_t count, kernels::DType dtype, kernels::ReduceOp op) {
+                         size_t count, kernels::DType dtype, kernels::ReduceOp op, size_t zero_copy_bytes) {
   const int p = seg.size(), r = seg.rank();
   const size_t esize = kernels::dtype_size(dtype);
+  if (count * esize * static_cast<size_t>(p) >= zero_copy_bytes) {
+    const std::vector<char*> inputs =
+        seg.map_buffers(const_cast<void*>(input), count * esize * static_cast<size_t>(p), keep_alive);
+    if (!inputs.empty()) {
+      in_place_reduce_scatter(seg, keep_alive, inputs, output, count, dtype, op);
+      return;
+    }
+  }
   const auto* in = static_cast<const char*>(input);
   auto* out = static_cast<char*>(output);
   const size_t block_bytes = count * esize;

@@ -76,8 +76,8 @@ class HostSegments {
 
   // Rounds used so far: the next operation's rounds continue from here on every rank alike.
   uint64_t rounds_done = 0;
-  // Allreduces that read the buffers in place (for tests and logs; read from other threads).
-  std::atomic<uint64_t> zero_copy_allreduces{0};
+  // Operations that read the buffers in place (for tests and logs; read from other threads).
+  std::atomic<uint64_t> zero_copy_operations{0};
 
   // Collective: every rank says where its buffer [data, data + bytes) of this operation lies and
   // waits for the others to say it. When every buffer is shared host memory (host_memory.h),
@@ -145,10 +145,12 @@ class HostSegments {
 void host_allreduce(HostSegments& seg, const HostSegments::KeepAlive& keep_alive, void* data, size_t count,
                     kernels::DType dtype, kernels::ReduceOp op, size_t one_shot_bytes, size_t zero_copy_bytes);
 // Reduce-scatter (input: size() blocks of `count`; rank r's output: block r reduced) and
-// allgather (`bytes` from every rank, in rank order) through the segments, in rounds the same way.
+// allgather (`bytes` from every rank, in rank order) through the segments, in rounds the same way;
+// from the peers' inputs in place when every rank's input is shared host memory and the whole
+// operation moves at least `zero_copy_bytes`.
 void host_reduce_scatter(HostSegments& seg, const HostSegments::KeepAlive& keep_alive, const void* input, void* output,
-                         size_t count, kernels::DType dtype, kernels::ReduceOp op);
+                         size_t count, kernels::DType dtype, kernels::ReduceOp op, size_t zero_copy_bytes);
 void host_allgather(HostSegments& seg, const HostSegments::KeepAlive& keep_alive, const void* input, void* output,
-                    size_t bytes);
+                    size_t bytes, size_t zero_copy_bytes);
 
 }  // namespace dsx::comm::ofi

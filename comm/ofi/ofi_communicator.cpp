@@ -200,7 +200,8 @@ WorkHandle OfiCommunicator::reduce_scatter(const void* input, void* output, size
                     [=, staging = shared_->staging, segments = segments_, p = size()](OfiTransport& t) {
                       HostView v(*staging, input, bytes * static_cast<size_t>(p), output, bytes);
                       if (segments) {
-                        host_reduce_scatter(*segments, t.keep_alive(), v.in(), v.out(), count, dtype, op);
+                        host_reduce_scatter(*segments, t.keep_alive(), v.in(), v.out(), count, dtype, op,
+                                            opt.shared_memory_zero_copy_bytes);
                       } else {
                         algorithms::ring_reduce_scatter(t, v.in(), v.out(), count, dtype, op, pipeline(opt));
                       }
@@ -215,7 +216,7 @@ WorkHandle OfiCommunicator::allgather(const void* input, void* output, size_t co
                     [=, staging = shared_->staging, segments = segments_, p = size()](OfiTransport& t) {
                       HostView v(*staging, input, bytes, output, bytes * static_cast<size_t>(p));
                       if (segments) {
-                        host_allgather(*segments, t.keep_alive(), v.in(), v.out(), bytes);
+                        host_allgather(*segments, t.keep_alive(), v.in(), v.out(), bytes, opt.shared_memory_zero_copy_bytes);
                       } else {
                         algorithms::ring_allgather(t, v.in(), v.out(), count, dtype, pipeline(opt));
                       }

@@ -32,9 +32,9 @@ class OfiCommunicator final : public Communicator {
   OfiCommunicator(std::shared_ptr<Shared> shared, std::vector<int> members, uint32_t group_id);
   // Whether allreduce, reduce-scatter and allgather go through shared memory (for tests and logs).
   bool uses_shared_memory() const { return segments_ != nullptr; }
-  // Allreduces so far that read every rank's buffer in place (host_memory.h); read it after
+  // Collectives so far that read every rank's buffer in place (host_memory.h); read it after
   // waiting for them.
-  uint64_t zero_copy_allreduces() const { return segments_ ? segments_->zero_copy_allreduces.load() : 0; }
+  uint64_t zero_copy_operations() const { return segments_ ? segments_->zero_copy_operations.load() : 0; }
 
   int rank() const override { return rank_; }
   int size() const override { return static_cast<int>(members_->size()); }

@@ -195,24 +195,69 @@ CommOptions zero_copy_options() {
   return options;
 }
 
-uint64_t zero_copy_allreduces(Communicator& comm) {
-  return dynamic_cast<ofi::OfiCommunicator&>(comm).zero_copy_allreduces();
+uint64_t zero_copy_operations(Communicator& comm) {
+  return dynamic_cast<ofi::OfiCommunicator&>(comm).zero_copy_operations();
 }
 
 TEST(SharedMemory, SharedBuffersAreReadInPlaceAndExact) {
   for (int world_size : {2, 3, 4}) {
     auto body = [](Communicator& world, int rank) {
       allreduce_every_case(world, rank, all_ranks(world.size()), Memory::Shared);
-      expect(zero_copy_allreduces(world) == kZeroCopyCases,
-             std::to_string(zero_copy_allreduces(world)) + " allreduces read the buffers in place");
+      expect(zero_copy_operations(world) == kZeroCopyCases,
+             std::to_string(zero_copy_operations(world)) + " allreduces read the buffers in place");
       // A sub-group maps the same buffers through its own segments.
       if (rank < 2) {
         auto pair = world.new_group({1, 0});
         allreduce_every_case(*pair, rank, {1, 0}, Memory::Shared);
-        expect(zero_copy_allreduces(*pair) == kZeroCopyCases, "the sub-group copied through its slots");
+        expect(zero_copy_operations(*pair) == kZeroCopyCases, "the sub-group copied through its slots");
       }
       allreduce_every_case(world, rank, all_ranks(world.size()), Memory::Ordinary);
-      expect(zero_copy_allreduces(world) == kZeroCopyCases, "ordinary memory cannot be read in place");
+      expect(zero_copy_operations(world) == kZeroCopyCases, "ordinary memory cannot be read in place");
+    };
+    auto result = run_job(world_size, zero_copy_options(), body);
+    EXPECT_TRUE(result.all_ok()) << world_size << " ranks: " << result.summary();
+  }
+}
+
+// Reduce-scatter and allgather read their peers' inputs in place, out of place and in place.
+TEST(SharedMemory, SharedInputsOfReduceScatterAndAllgatherAreReadInPlace) {
+  for (int world_size : {2, 3}) {
+    auto body = [](Communicator& world, int rank) {
+      const int p = world.size();
+      const size_t p_size = static_cast<size_t>(p), r = static_cast<size_t>(rank);
+      const std::vector<int> all = all_ranks(p);
+      const Case cases[] = {{DType::F32, ReduceOp::Sum, 10007}, {DType::BF16, ReduceOp::Avg, 3001},
+                            {DType::F16, ReduceOp::Max, 777}};
+      for (const Case& c : cases) {
+        const Case whole{c.dtype, c.op, c.count * p_size};
+        for (bool in_place : {false, true}) {
+          Buffer in(whole, rank, Memory::Shared);
+          Buffer out(c, rank, Memory::Ordinary);
+          const size_t esize = kernels::dtype_size(c.dtype);
+          char* to = in_place ? in.data() + r * c.count * esize : out.data();
+          world.reduce_scatter(in.data(), to, c.count, c.dtype, c.op)->wait(30s);
+          for (size_t i = 0; i < c.count; ++i) {
+            Buffer& result = in_place ? in : out;
+            float got = result.get(in_place ? r * c.count + i : i);
+            expect(got == answer(c, all, r * c.count + i), "reduce_scatter element " + std::to_string(i));
+          }
+          // allgather: every rank's block of `whole` as its input; all blocks come back.
+          Buffer gathered(whole, 0, Memory::Shared);
+          Buffer mine(c, 0, Memory::Shared);
+          for (size_t i = 0; i < whole.count; ++i) gathered.set(i, -100.0f);  // no input is -100
+          for (size_t i = 0; i < c.count; ++i) {
+            (in_place ? gathered : mine).set(in_place ? r * c.count + i : i, input(rank, r * c.count + i));
+          }
+          const char* from = in_place ? gathered.data() + r * c.count * esize : mine.data();
+          world.allgather(from, gathered.data(), c.count, c.dtype)->wait(30s);
+          for (size_t i = 0; i < whole.count; ++i) {
+            const int q = static_cast<int>(i / c.count);
+            Case one{c.dtype, ReduceOp::Max, 1};
+            expect(gathered.get(i) == answer(one, {q}, i), "allgather element " + std::to_string(i));
+          }
+        }
+      }
+      expect(zero_copy_operations(world) == 12, std::to_string(zero_copy_operations(world)) + " operations in place, not 12");
     };
     auto result = run_job(world_size, zero_copy_options(), body);
     EXPECT_TRUE(result.all_ok()) << world_size << " ranks: " << result.summary();
@@ -222,7 +267,7 @@ TEST(SharedMemory, SharedBuffersAreReadInPlaceAndExact) {
 TEST(SharedMemory, OneRankWithOrdinaryMemoryKeepsEveryRankOnTheSlots) {
   auto body = [](Communicator& world, int rank) {
     allreduce_every_case(world, rank, {0, 1, 2}, rank == 1 ? Memory::Ordinary : Memory::Shared);
-    expect(zero_copy_allreduces(world) == 0, "rank " + std::to_string(rank) + " read in place without rank 1");
+    expect(zero_copy_operations(world) == 0, "rank " + std::to_string(rank) + " read in place without rank 1");
   };
   auto result = run_job(3, zero_copy_options(), body);
   EXPECT_TRUE(result.all_ok()) << result.summary();
@@ -243,7 +288,7 @@ TEST(SharedMemory, FreedSharedBuffersAreNeverReadAgain) {
         expect(x[i] == answer(sum, {0, 1}, i + static_cast<size_t>(k)), "buffer " + std::to_string(k) + " element " + std::to_string(i));
       }
     }
-    expect(zero_copy_allreduces(world) == static_cast<uint64_t>(kBuffers), "some buffers were copied through the slots");
+    expect(zero_copy_operations(world) == static_cast<uint64_t>(kBuffers), "some buffers were copied through the slots");
   };
   auto result = run_job(2, zero_copy_options(), body);
   EXPECT_TRUE(result.all_ok()) << result.summary();
