@@ -1,6 +1,7 @@
 // Backend choice and the environment's settings for communicators (see session.h, communicator.h).
 #include "comm/session.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 
@@ -47,6 +48,11 @@ CommOptions comm_options_from_environment(CommOptions base) {
     std::string v = shm;
     if (v != "0" && v != "1") throw Error(ErrorKind::Usage, "DSX_COMM_SHARED_MEMORY='" + v + "' must be 0 (off) or 1 (on)");
     base.shared_memory = v == "1";
+  }
+  if (const char* in_place = std::getenv("DSX_COMM_IN_PLACE"); in_place && *in_place) {
+    std::string v = in_place;
+    if (v != "0" && v != "1") throw Error(ErrorKind::Usage, "DSX_COMM_IN_PLACE='" + v + "' must be 0 (off) or 1 (on)");
+    if (v == "0") base.shared_memory_zero_copy_bytes = SIZE_MAX;
   }
   return base;
 }

@@ -273,6 +273,18 @@ TEST(SharedMemory, OneRankWithOrdinaryMemoryKeepsEveryRankOnTheSlots) {
   EXPECT_TRUE(result.all_ok()) << result.summary();
 }
 
+// DSX_COMM_IN_PLACE=0 (read by comm_options_from_environment, as dsx train and bench do) keeps
+// shared buffers on the slots; the results stay exact.
+TEST(SharedMemory, InPlaceSwitchedOffByTheEnvironment) {
+  auto options_of = [](int) { return comm_options_from_environment(zero_copy_options()); };
+  auto body = [](Communicator& world, int rank) {
+    allreduce_every_case(world, rank, {0, 1}, Memory::Shared);
+    expect(zero_copy_operations(world) == 0, "read in place with DSX_COMM_IN_PLACE=0");
+  };
+  auto result = run_job_with(2, options_of, body, 60s, [](int) { setenv("DSX_COMM_IN_PLACE", "0", 1); });
+  EXPECT_TRUE(result.all_ok()) << result.summary();
+}
+
 // Buffers come and go (more of them than a rank keeps mapped): each is mapped afresh, never
 // confused with a freed one.
 TEST(SharedMemory, FreedSharedBuffersAreNeverReadAgain) {
