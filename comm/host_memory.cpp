@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <string>
@@ -41,15 +42,32 @@ size_t page_rounded(size_t bytes) {
   return (bytes + page - 1) / page * page;
 }
 
-[[noreturn]] void out_of_memory(size_t bytes, const char* call) {
-  throw Error(ErrorKind::OutOfMemory, "out of host memory allocating " + std::to_string(bytes) + " bytes (" + call +
-                                          ": " + std::strerror(errno) +
+[[noreturn]] void out_of_memory(size_t bytes, const std::string& why) {
+  throw Error(ErrorKind::OutOfMemory, "out of host memory allocating " + std::to_string(bytes) + " bytes (" + why +
                                           "); use a higher ZeRO stage, more ranks, or a smaller model/batch");
 }
 
+std::string errno_text(const char* call) { return std::string(call) + ": " + std::strerror(errno); }
+
+// MemAvailable of /proc/meminfo in bytes (0 when unknown).
+size_t available_memory() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  size_t kib = 0;
+  while (meminfo >> key >> kib) {
+    if (key == "MemAvailable:") return kib * 1024;
+    meminfo.ignore(64, '\n');
+  }
+  return 0;
+}
+
 // A memfd of `bytes`, its pages reserved now (fallocate) so that running out of memory is this
-// error rather than a SIGBUS on first touch. -1 when this host has no memfd.
+// error rather than a SIGBUS on first touch. fallocate would take pages until the OOM killer
+// came, so a request beyond the memory available is refused first. -1 when this host has no memfd.
 int shared_memfd(size_t bytes, uint64_t& inode) {
+  if (size_t available = available_memory(); available != 0 && bytes > available) {
+    out_of_memory(bytes, "only " + std::to_string(available) + " bytes available");
+  }
   int fd = memfd_create("dsx-shared-host", MFD_CLOEXEC);
   if (fd < 0) return -1;
   struct stat st {};
@@ -58,7 +76,7 @@ int shared_memfd(size_t bytes, uint64_t& inode) {
     int saved = errno;
     close(fd);
     errno = saved;
-    if (saved == ENOMEM || saved == ENOSPC) out_of_memory(bytes, "fallocate of a memfd");
+    if (saved == ENOMEM || saved == ENOSPC) out_of_memory(bytes, errno_text("fallocate of a memfd"));
     return -1;
   }
   inode = static_cast<uint64_t>(st.st_ino);
@@ -75,7 +93,7 @@ void* allocate_shared_host(size_t bytes) {
                     : mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) {
     if (fd >= 0) close(fd);
-    out_of_memory(bytes, "mmap");
+    out_of_memory(bytes, errno_text("mmap"));
   }
   // A forked child must not share (and write) the parent's buffers, as with RDMA memory.
   madvise(p, mapped, MADV_DONTFORK);

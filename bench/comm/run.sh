@@ -35,6 +35,7 @@ if ! dpkg-query -W -f='${Status}' libopenmpi-dev 2>/dev/null | grep -q "install 
 fi
 mpicc -O2 -o "$out/mpi_allreduce" bench/comm/mpi_allreduce.c
 cc -O2 -o "$out/memcpy_bw" bench/comm/memcpy_bw.c
+cc -O2 -o "$out/core_round_trip" bench/comm/core_round_trip.c
 python=$(bash bench/peers/venv.sh | tail -n 1)
 
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
@@ -69,6 +70,7 @@ run_mpi() {
 }
 
 load_at_start=$(cut -d' ' -f1 /proc/loadavg)
+trip_at_start=$("$out/core_round_trip")
 for round in $(seq 1 "$ROUNDS"); do
   echo "== round $round/$ROUNDS: dsx shm (shared and ordinary buffers), dsx tcp, OpenMPI vader, OpenMPI tcp, torch gloo, memcpy" >&2
   run_dsx shm 1 dsx_shm "$round"
@@ -83,7 +85,8 @@ done
 
 echo
 echo "Allreduce, 2 ranks on one host ($(nproc) cores, load average $load_at_start at the start," \
-  "$(cut -d' ' -f1 /proc/loadavg) at the end)," \
+  "$(cut -d' ' -f1 /proc/loadavg) at the end; core-to-core round trip $trip_at_start ns at the start," \
+  "$("$out/core_round_trip") ns at the end)," \
   "$ITERS iterations after $WARMUP warm-up, median of $ROUNDS rounds; $(date -u +%Y-%m-%d)"
 echo
 python3 bench/comm/compare.py "$out" "$ROUNDS"
