@@ -49,23 +49,11 @@ size_t page_rounded(size_t bytes) {
 
 std::string errno_text(const char* call) { return std::string(call) + ": " + std::strerror(errno); }
 
-// MemAvailable of /proc/meminfo in bytes (0 when unknown).
-size_t available_memory() {
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  size_t kib = 0;
-  while (meminfo >> key >> kib) {
-    if (key == "MemAvailable:") return kib * 1024;
-    meminfo.ignore(64, '\n');
-  }
-  return 0;
-}
-
 // A memfd of `bytes`, its pages reserved now (fallocate) so that running out of memory is this
 // error rather than a SIGBUS on first touch. fallocate would take pages until the OOM killer
 // came, so a request beyond the memory available is refused first. -1 when this host has no memfd.
 int shared_memfd(size_t bytes, uint64_t& inode) {
-  if (size_t available = available_memory(); available != 0 && bytes > available) {
+  if (size_t available = available_host_memory(); available != 0 && bytes > available) {
     out_of_memory(bytes, "only " + std::to_string(available) + " bytes available");
   }
   int fd = memfd_create("dsx-shared-host", MFD_CLOEXEC);
@@ -117,6 +105,17 @@ bool free_shared_host(void* p) {
   munmap(p, a.bytes);
   if (a.fd >= 0) close(a.fd);
   return true;
+}
+
+size_t available_host_memory() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  size_t kib = 0;
+  while (meminfo >> key >> kib) {
+    if (key == "MemAvailable:") return kib * 1024;
+    meminfo.ignore(64, '\n');
+  }
+  return 0;
 }
 
 std::optional<SharedHostRegion> find_shared_host_region(const void* p, size_t bytes) {

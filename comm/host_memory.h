@@ -31,6 +31,10 @@ struct SharedHostRegion {
 };
 std::optional<SharedHostRegion> find_shared_host_region(const void* p, size_t bytes);
 
+// The memory this host can still give (MemAvailable of /proc/meminfo), in bytes; 0 when unknown.
+// allocate_shared_host refuses a request beyond it.
+size_t available_host_memory();
+
 // A std allocator over allocate_shared_host, for containers that collectives read.
 template <typename T>
 struct SharedHostAllocator {

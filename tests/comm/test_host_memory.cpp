@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <string>
 
 #include "comm/host_memory.h"
@@ -46,19 +45,8 @@ TEST(HostMemory, AllocationsAreAlignedZeroedAndFoundWhileTheyLive) {
   EXPECT_TRUE(free_shared_host(b));
 }
 
-size_t mem_available() {
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  size_t kib = 0;
-  while (meminfo >> key >> kib) {
-    if (key == "MemAvailable:") return kib * 1024;
-    meminfo.ignore(64, '\n');
-  }
-  return 0;
-}
-
 TEST(HostMemory, MoreThanTheHostHasIsAClearErrorUpFront) {
-  const size_t available = mem_available();
+  const size_t available = available_host_memory();
   ASSERT_GT(available, 0u);
   try {
     void* p = allocate_shared_host(available + (size_t{1} << 30));
