@@ -214,7 +214,8 @@ std::vector<char*> HostSegments::map_buffers(void* data, size_t bytes, const Kee
   }
   std::vector<char*> buffers(static_cast<size_t>(size()));
   for (int q = 0; q < size(); ++q) {
-    buffers[static_cast<size_t>(q)] = q == rank_ ? static_cast<char*>(data) : peer_region(q, places[static_cast<size_t>(q)]) + places[static_cast<size_t>(q)].offset;
+    const BufferPlace& at = places[static_cast<size_t>(q)];
+    buffers[static_cast<size_t>(q)] = q == rank_ ? static_cast<char*>(data) : peer_region(q, at) + at.offset;
   }
   return buffers;
 }
@@ -229,9 +230,10 @@ char* HostSegments::peer_region(int peer, const BufferPlace& place) {
   }
   // The peer keeps the fd open while the allocation lives and it is inside this operation; the
   // inode tells its allocation from anything else that fd number might name.
-  const std::string path = "/proc/" + std::to_string(pids_[static_cast<size_t>(peer)]) + "/fd/" + std::to_string(place.fd);
-  const std::string what = "rank " + std::to_string(rank_) + " of the group cannot map rank " + std::to_string(peer) +
-                           "'s buffer: ";
+  const std::string path =
+      "/proc/" + std::to_string(pids_[static_cast<size_t>(peer)]) + "/fd/" + std::to_string(place.fd);
+  const std::string what =
+      "rank " + std::to_string(rank_) + " of the group cannot map rank " + std::to_string(peer) + "'s buffer: ";
   int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
   if (fd < 0) throw Error(ErrorKind::Comm, what + errno_text(("open " + path).c_str()));
   struct stat st {};
@@ -239,8 +241,9 @@ char* HostSegments::peer_region(int peer, const BufferPlace& place) {
   std::string problem;
   if (fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_ino) != place.inode) {
     problem = path + " is no longer that buffer (was it freed during the operation?)";
-  } else if ((base = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
-    problem = errno_text(("mmap " + path).c_str());
+  } else {
+    base = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED) problem = errno_text(("mmap " + path).c_str());
   }
   close(fd);
   if (!problem.empty()) throw Error(ErrorKind::Comm, what + problem);

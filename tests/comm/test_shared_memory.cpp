@@ -257,7 +257,8 @@ TEST(SharedMemory, SharedInputsOfReduceScatterAndAllgatherAreReadInPlace) {
           }
         }
       }
-      expect(zero_copy_operations(world) == 12, std::to_string(zero_copy_operations(world)) + " operations in place, not 12");
+      const uint64_t in_place = zero_copy_operations(world);
+      expect(in_place == 12, std::to_string(in_place) + " operations in place, not 12");
     };
     auto result = run_job(world_size, zero_copy_options(), body);
     EXPECT_TRUE(result.all_ok()) << world_size << " ranks: " << result.summary();
@@ -297,10 +298,12 @@ TEST(SharedMemory, FreedSharedBuffersAreNeverReadAgain) {
       world.allreduce(x.data(), n, DType::F32, ReduceOp::Sum)->wait(30s);
       const Case sum{DType::F32, ReduceOp::Sum, n};
       for (size_t i = 0; i < n; ++i) {
-        expect(x[i] == answer(sum, {0, 1}, i + static_cast<size_t>(k)), "buffer " + std::to_string(k) + " element " + std::to_string(i));
+        expect(x[i] == answer(sum, {0, 1}, i + static_cast<size_t>(k)),
+               "buffer " + std::to_string(k) + " element " + std::to_string(i));
       }
     }
-    expect(zero_copy_operations(world) == static_cast<uint64_t>(kBuffers), "some buffers were copied through the slots");
+    expect(zero_copy_operations(world) == static_cast<uint64_t>(kBuffers),
+           "some buffers were copied through the slots");
   };
   auto result = run_job(2, zero_copy_options(), body);
   EXPECT_TRUE(result.all_ok()) << result.summary();
