@@ -11,6 +11,7 @@
 // Step 1 of the next round runs before step 3 of this one, so a peer that is a little behind
 // finds its input waiting. Small buffers skip all this (one_shot_allreduce).
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <vector>
 
@@ -26,31 +27,64 @@ namespace {
 // in the same order on every rank, so the same bytes.
 void one_shot_allreduce(HostSegments& seg, const HostSegments::KeepAlive& keep_alive, void* data, size_t count,
                         kernels::DType dtype, kernels::ReduceOp op) {
-  const int p = seg.size(), r = seg.rank();
-  const size_t bytes = count * kernels::dtype_size(dtype);
+  seg.wait_for_free_slot(seg.rounds_done, keep_alive);
+  one_shot_post(seg, data, count * kernels::dtype_size(dtype));
+  one_shot_finish(seg, keep_alive, data, count, dtype, op);
+}
+
+}  // namespace
+
+bool one_shot_slot_free(const HostSegments& seg) {
   const uint64_t round = seg.rounds_done;
-  seg.wait_for_free_slot(round, keep_alive);
-  std::memcpy(seg.slot(r, round, 0), data, bytes);
+  if (round < static_cast<uint64_t>(seg.depth())) return true;
+  for (int q = 0; q < seg.size(); ++q) {
+    if (q != seg.rank() && seg.progress(q, HostSegments::kConsumed) < round - seg.depth() + 1) return false;
+  }
+  return true;
+}
+
+void one_shot_post(HostSegments& seg, const void* data, size_t bytes) {
+  const uint64_t round = seg.rounds_done;
+  std::memcpy(seg.slot(seg.rank(), round, 0), data, bytes);
   seg.publish(HostSegments::kPosted, round + 1);
+}
+
+bool one_shot_peers_posted(const HostSegments& seg, std::chrono::microseconds budget) {
+  const uint64_t round = seg.rounds_done;
+  const auto deadline = std::chrono::steady_clock::now() + budget;
+  for (int q = 0; q < seg.size(); ++q) {
+    while (q != seg.rank() && seg.progress(q, HostSegments::kPosted) < round + 1) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+    }
+  }
+  return true;
+}
+
+void one_shot_finish(HostSegments& seg, const HostSegments::KeepAlive& keep_alive, void* data, size_t count,
+                     kernels::DType dtype, kernels::ReduceOp op) {
+  const int p = seg.size(), r = seg.rank();
+  const uint64_t round = seg.rounds_done;
   for (int q = 0; q < p; ++q) {
     if (q != r) seg.wait(q, HostSegments::kPosted, round + 1, keep_alive, "its buffer");
   }
-  std::memcpy(data, seg.slot(0, round, 0), bytes);
+  std::memcpy(data, seg.slot(0, round, 0), count * kernels::dtype_size(dtype));
   for (int q = 1; q < p; ++q) kernels::reduce_into(dtype, op, data, seg.slot(q, round, 0), count);
   if (op == kernels::ReduceOp::Avg) kernels::scale(dtype, data, 1.0f / static_cast<float>(p), count);
   seg.publish(HostSegments::kConsumed, round + 1);
   seg.rounds_done = round + 1;
 }
 
-}  // namespace
+bool one_shot_fits(const HostSegments& seg, size_t bytes, size_t one_shot_bytes) {
+  // A slot holds size() chunks side by side: room for a whole small buffer.
+  return bytes <= std::min(one_shot_bytes, seg.chunk_bytes() * static_cast<size_t>(seg.size()));
+}
 
 void host_allreduce(HostSegments& seg, const HostSegments::KeepAlive& keep_alive, void* data, size_t count,
                     kernels::DType dtype, kernels::ReduceOp op, size_t one_shot_bytes, size_t zero_copy_bytes) {
   const int p = seg.size(), r = seg.rank();
   if (p == 1 || count == 0) return;
   const size_t esize = kernels::dtype_size(dtype);
-  // A slot holds size() chunks side by side: room for a whole small buffer.
-  if (count * esize <= std::min(one_shot_bytes, seg.chunk_bytes() * static_cast<size_t>(p))) {
+  if (one_shot_fits(seg, count * esize, one_shot_bytes)) {
     one_shot_allreduce(seg, keep_alive, data, count, dtype, op);
     return;
   }

@@ -62,6 +62,8 @@ class HostSegments {
   // Sets this rank's counter: everything written before it is visible to a reader that sees
   // the value. Wakes the peers that went to sleep waiting for it.
   void publish(Counter c, uint64_t value);
+  // `peer`'s counter now (never waits).
+  uint64_t progress(int peer, Counter c) const { return counter(peer, c).load(std::memory_order_acquire); }
   // Spins until `peer`'s counter reaches `at_least`; after a while sleeps on it (a futex), so
   // that on a host with more busy threads than cores a waiting rank leaves the core to the
   // rank it waits for.
@@ -144,6 +146,18 @@ class HostSegments {
 // sum back into every buffer - no slots.
 void host_allreduce(HostSegments& seg, const HostSegments::KeepAlive& keep_alive, void* data, size_t count,
                     kernels::DType dtype, kernels::ReduceOp op, size_t one_shot_bytes, size_t zero_copy_bytes);
+// The one-step allreduce of small buffers (at most `one_shot_bytes`, one_shot_fits) in pieces,
+// so that the caller's thread can try it without ever waiting (ProgressEngine::
+// attempt_then_submit): while one_shot_slot_free, post this rank's buffer; if
+// one_shot_peers_posted within a few microseconds, finish at once; otherwise the worker
+// finishes it (one_shot_finish waits for the peers, with the operation's deadline).
+bool one_shot_fits(const HostSegments& seg, size_t bytes, size_t one_shot_bytes);
+bool one_shot_slot_free(const HostSegments& seg);
+void one_shot_post(HostSegments& seg, const void* data, size_t bytes);
+bool one_shot_peers_posted(const HostSegments& seg, std::chrono::microseconds budget);
+void one_shot_finish(HostSegments& seg, const HostSegments::KeepAlive& keep_alive, void* data, size_t count,
+                     kernels::DType dtype, kernels::ReduceOp op);
+
 // Reduce-scatter (input: size() blocks of `count`; rank r's output: block r reduced) and
 // allgather (`bytes` from every rank, in rank order) through the segments, in rounds the same way;
 // from the peers' inputs in place when every rank's input is shared host memory and the whole

@@ -137,19 +137,34 @@ void OfiCommunicator::open_segments() {
 
 std::string OfiCommunicator::backend() const { return "ofi/" + shared_->engine->endpoint().traits().provider; }
 
-WorkHandle OfiCommunicator::collective(const std::string& name, const std::string& detail, Body body) {
+WorkHandle OfiCommunicator::collective(const std::string& name, const std::string& detail, Body body,
+                                       Attempt attempt) {
   uint32_t number = next_op_++;
   std::string description = name + " #" + std::to_string(number) + " (" + detail +
                             (group_id_ ? ", group " + std::to_string(group_id_) + " of " + std::to_string(size()) + " ranks" : "") + ")";
   auto work = std::make_shared<Work>(description, shared_->engine->options().timeout + std::chrono::seconds(30));
   // The task holds the group by value (the caller may drop this communicator meanwhile) and the
   // engine by pointer: the engine runs every queued task before it shuts down.
-  shared_->engine->submit(work, [engine = shared_->engine.get(), members = members_, rank = rank_, group = group_id_, number,
-                                 description, body = std::move(body)] {
-    OfiTransport t(*engine, *members, rank, group, false, number,
-                   OpInfo{description, Clock::now() + engine->options().timeout, members.get()});
+  ProgressEngine* engine = shared_->engine.get();
+  auto transport = [engine, members = members_, rank = rank_, group = group_id_, number, description] {
+    return OfiTransport(*engine, *members, rank, group, false, number,
+                        OpInfo{description, Clock::now() + engine->options().timeout, members.get()});
+  };
+  auto task = [transport, body = std::move(body)] {
+    OfiTransport t = transport();
     body(t);
-  });
+  };
+  if (attempt) {
+    engine->attempt_then_submit(
+        work,
+        [&] {
+          OfiTransport t = transport();
+          return attempt(t);
+        },
+        std::move(task));
+  } else {
+    engine->submit(work, std::move(task));
+  }
   return work;
 }
 
@@ -178,6 +193,10 @@ WorkHandle OfiCommunicator::allreduce(void* data, size_t count, DType dtype, Red
   const CommOptions& opt = shared_->engine->options();
   const size_t bytes = count * kernels::dtype_size(dtype);
   const bool small = bytes <= opt.small_bytes;
+  if (segments_ && count > 0 && one_shot_fits(*segments_, bytes, opt.shared_memory_one_shot_bytes) &&
+      !is_device_memory(data)) {
+    return one_shot_allreduce(data, count, dtype, op);
+  }
   return collective(std::string("allreduce ") + kernels::reduce_op_name(op), elements(count, dtype),
                     [=, staging = shared_->staging, segments = segments_](OfiTransport& t) {
                       HostView v(*staging, data, bytes, data, bytes);
@@ -191,6 +210,31 @@ WorkHandle OfiCommunicator::allreduce(void* data, size_t count, DType dtype, Red
                       }
                       v.finish();
                     });
+}
+
+// Small host buffers over shared memory: posted from the caller's thread and, when the peers
+// have posted too within a few microseconds, finished there - no hand-over to the worker.
+WorkHandle OfiCommunicator::one_shot_allreduce(void* data, size_t count, DType dtype, ReduceOp op) {
+  constexpr auto kPeersWithin = std::chrono::microseconds(20);
+  const size_t bytes = count * kernels::dtype_size(dtype);
+  auto posted = std::make_shared<bool>(false);  // by the attempt; read by the worker after it
+  return collective(
+      std::string("allreduce ") + kernels::reduce_op_name(op), elements(count, dtype),
+      [=, segments = segments_](OfiTransport& t) {
+        if (!*posted) {
+          segments->wait_for_free_slot(segments->rounds_done, t.keep_alive());
+          one_shot_post(*segments, data, bytes);
+        }
+        one_shot_finish(*segments, t.keep_alive(), data, count, dtype, op);
+      },
+      [=, segments = segments_](OfiTransport& t) {
+        if (!one_shot_slot_free(*segments)) return false;
+        one_shot_post(*segments, data, bytes);
+        *posted = true;
+        if (!one_shot_peers_posted(*segments, kPeersWithin)) return false;
+        one_shot_finish(*segments, t.keep_alive(), data, count, dtype, op);
+        return true;
+      });
 }
 
 WorkHandle OfiCommunicator::reduce_scatter(const void* input, void* output, size_t count, DType dtype, ReduceOp op) {

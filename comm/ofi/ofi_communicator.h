@@ -50,8 +50,12 @@ class OfiCommunicator final : public Communicator {
   std::unique_ptr<Communicator> new_group(const std::vector<int>& ranks) override;
 
  private:
+  WorkHandle one_shot_allreduce(void* data, size_t count, DType dtype, ReduceOp op);
   using Body = std::function<void(OfiTransport&)>;
-  WorkHandle collective(const std::string& name, const std::string& detail, Body body);
+  // An operation's first part, run on the caller's thread when the engine is idle; true when it
+  // finished the operation, else `body` finishes it (ProgressEngine::attempt_then_submit).
+  using Attempt = std::function<bool(OfiTransport&)>;
+  WorkHandle collective(const std::string& name, const std::string& detail, Body body, Attempt attempt = {});
   WorkHandle point_to_point(const std::string& name, int peer, uint32_t op_number, const std::string& detail, Body body);
   void check_peer(int peer, const char* what) const;
   void open_segments();

@@ -62,36 +62,60 @@ void ProgressEngine::submit(const WorkHandle& work, std::function<void()> task) 
   cv_.notify_all();
 }
 
+void ProgressEngine::attempt_then_submit(const WorkHandle& work, const std::function<bool()>& attempt,
+                                         std::function<void()> rest) {
+  {
+    std::lock_guard lock(mutex_);
+    if (running_ || !queue_.empty() || stopping_) {
+      queue_.emplace_back(work, std::move(rest));
+      cv_.notify_all();
+      return;
+    }
+    running_ = true;
+  }
+  const Outcome outcome = execute(work, attempt);
+  bool queued;
+  {
+    std::lock_guard lock(mutex_);
+    if (!outcome.finished) queue_.emplace_front(work, std::move(rest));  // before what was issued after it
+    running_ = false;
+    queued = !queue_.empty();
+  }
+  // Wake the worker only for tasks: woken for nothing, it would poll the fabric and be in the way
+  // of this thread's next operation.
+  if (queued) cv_.notify_all();
+  if (outcome.finished) report(work, outcome);
+}
+
 void ProgressEngine::run() {
   for (;;) {
     std::unique_lock lock(mutex_);
     // Idle: wake now and then to drive the fabric (manual-progress providers move nothing,
     // including data a peer is still reading from us, unless someone polls).
-    cv_.wait_for(lock, std::chrono::milliseconds(2), [this] { return !queue_.empty() || stopping_; });
+    cv_.wait_for(lock, std::chrono::milliseconds(2), [this] { return !running_ && (!queue_.empty() || stopping_); });
+    if (running_) continue;  // a caller is attempting an operation, and owns the endpoint meanwhile
+    running_ = true;
     if (queue_.empty()) {
       if (stopping_) break;
       lock.unlock();
       if (!broken_) progress();
+      lock.lock();
+      running_ = false;
       continue;
     }
     auto [work, task] = std::move(queue_.front());
     queue_.pop_front();
     lock.unlock();
-    if (broken_) {
-      work->fail(Error(broken_->kind(), "rank " + std::to_string(world_rank_) + ": " + work->description() +
-                                            " not run: the communicator failed earlier: " + broken_->what()));
-      continue;
-    }
-    try {
+    const Outcome outcome = execute(work, [&task] {
       task();
-      work->complete();
-    } catch (const Error& e) {
-      broken_ = e;
-      work->fail(e);
-    } catch (const std::exception& e) {
-      broken_ = Error(ErrorKind::Internal, work->description() + ": " + e.what());
-      work->fail(*broken_);
-    }
+      return true;
+    });
+    lock.lock();
+    running_ = false;
+    lock.unlock();
+    // Only now: the caller, woken by the completion, may try its next operation at once, and
+    // must find the engine free.
+    report(work, outcome);
   }
   if (!broken_) shutdown_barrier();
   {
@@ -99,6 +123,29 @@ void ProgressEngine::run() {
     finished_ = true;
   }
   finished_cv_.notify_all();
+}
+
+ProgressEngine::Outcome ProgressEngine::execute(const WorkHandle& work, const std::function<bool()>& task) {
+  if (broken_) {
+    return {true, Error(broken_->kind(), "rank " + std::to_string(world_rank_) + ": " + work->description() +
+                                             " not run: the communicator failed earlier: " + broken_->what())};
+  }
+  try {
+    return {task(), std::nullopt};
+  } catch (const Error& e) {
+    broken_ = e;
+  } catch (const std::exception& e) {
+    broken_ = Error(ErrorKind::Internal, work->description() + ": " + e.what());
+  }
+  return {true, broken_};
+}
+
+void ProgressEngine::report(const WorkHandle& work, const Outcome& outcome) {
+  if (outcome.error) {
+    work->fail(*outcome.error);
+  } else {
+    work->complete();
+  }
 }
 
 bool ProgressEngine::stop(std::chrono::milliseconds bound) {

@@ -27,7 +27,8 @@ TEST(Communicator, ManyOperationsInFlightCompleteInIssueOrder) {
     std::vector<std::vector<float>> buffers;
     std::vector<WorkHandle> works;
     for (int k = 0; k < ops; ++k) {
-      size_t n = 100 + static_cast<size_t>(k) * 97;  // small and large: both algorithms interleave
+      // small and large: every algorithm interleaves, the one-step path's attempts included
+      size_t n = k % 4 == 0 ? 3 : 100 + static_cast<size_t>(k) * 97;
       buffers.emplace_back(n, static_cast<float>(rank + k));
     }
     for (int k = 0; k < ops; ++k) {
@@ -117,11 +118,16 @@ TEST(Communicator, RegisteredBuffersGiveTheSameResults) {
   EXPECT_TRUE(result.all_ok()) << result.summary();
 }
 
-TEST(Communicator, WaitTimesOutWhileThePeerIsLateThenSucceeds) {
-  auto body = [](Communicator& comm, int rank) {
-    std::vector<float> x(1000, 1.0f);
+// Over shm, 1000 floats go through the segments' rounds on the worker; 4 floats take the one-step
+// path, tried on the caller's thread first - which must give up at once when the peer is late,
+// not block allreduce() until it comes.
+void expect_wait_times_out_while_the_peer_is_late(size_t count) {
+  auto body = [count](Communicator& comm, int rank) {
+    std::vector<float> x(count, 1.0f);
     if (rank == 1) std::this_thread::sleep_for(1500ms);
+    const auto issued = std::chrono::steady_clock::now();
     auto work = comm.allreduce(x.data(), x.size(), DType::F32, ReduceOp::Sum);
+    expect(std::chrono::steady_clock::now() - issued < 500ms, "allreduce() blocked while the peer was late");
     if (rank == 0) {
       bool timed_out = false;
       try {
@@ -132,10 +138,16 @@ TEST(Communicator, WaitTimesOutWhileThePeerIsLateThenSucceeds) {
       expect(timed_out, "wait(200ms) should time out while rank 1 sleeps");
     }
     work->wait();
-    expect(x[0] == 2.0f, "allreduce after a late peer");
+    for (float v : x) expect(v == 2.0f, "allreduce after a late peer");
   };
   auto result = run_job(2, test_options("shm"), body);
   EXPECT_TRUE(result.all_ok()) << result.summary();
+}
+
+TEST(Communicator, WaitTimesOutWhileThePeerIsLateThenSucceeds) { expect_wait_times_out_while_the_peer_is_late(1000); }
+
+TEST(Communicator, SmallAllreduceTriedOnTheCallersThreadNeverBlocksIt) {
+  expect_wait_times_out_while_the_peer_is_late(4);
 }
 
 }  // namespace
