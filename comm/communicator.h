@@ -68,7 +68,7 @@ struct CommOptions {
   bool shared_memory = true;
   size_t shared_memory_chunk_bytes = size_t{64} << 10;
   // Allreduce at or below this: one step, tried on the caller's thread first.
-  size_t shared_memory_one_shot_bytes = size_t{32} << 10;
+  size_t shared_memory_one_shot_bytes = size_t{64} << 10;
   // Collectives of at least this many bytes read the peers' buffers in place when every rank's
   // comes from allocate_shared_host (comm/host_memory.h). DSX_COMM_IN_PLACE=0: never.
   size_t shared_memory_zero_copy_bytes = size_t{64} << 10;

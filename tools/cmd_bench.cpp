@@ -248,7 +248,7 @@ int run_bench_comm(int argc, char** argv) {
       ("chunk-bytes", po::value(&chunk_bytes)->default_value(0), "ring pipeline chunk (default 512 KiB)")
       ("small-bytes", po::value(&small_bytes)->default_value(0), "largest allreduce done by recursive doubling (default 64 KiB)")
       ("shm-chunk-bytes", po::value(&shm_chunk_bytes)->default_value(0), "shared-memory collectives' round, per block (default 64 KiB)")
-      ("shm-one-shot-bytes", po::value(&shm_one_shot_bytes)->default_value(0), "largest shared-memory allreduce done in one step (default 32 KiB)");
+      ("shm-one-shot-bytes", po::value(&shm_one_shot_bytes)->default_value(0), "largest shared-memory allreduce done in one step (default 64 KiB)");
   auto args = parse_args(argc, argv, "dsx bench comm [options]   (one process per rank)", options);
   if (args.help) return 0;
 
