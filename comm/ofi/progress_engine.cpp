@@ -84,7 +84,13 @@ void ProgressEngine::attempt_then_submit(const WorkHandle& work, const std::func
   // Wake the worker only for tasks: woken for nothing, it would poll the fabric and be in the way
   // of this thread's next operation.
   if (queued) cv_.notify_all();
-  if (outcome.finished) report(work, outcome);
+  if (!outcome.finished) return;
+  {
+    // Operations complete in issue order: the worker may still be reporting the one before.
+    std::unique_lock lock(mutex_);
+    reported_cv_.wait_for(lock, std::chrono::seconds(1), [this] { return !reporting_; });
+  }
+  report(work, outcome);
 }
 
 void ProgressEngine::run() {
@@ -112,10 +118,15 @@ void ProgressEngine::run() {
     });
     lock.lock();
     running_ = false;
+    reporting_ = true;
     lock.unlock();
     // Only now: the caller, woken by the completion, may try its next operation at once, and
     // must find the engine free.
     report(work, outcome);
+    lock.lock();
+    reporting_ = false;
+    lock.unlock();
+    reported_cv_.notify_all();
   }
   if (!broken_) shutdown_barrier();
   {

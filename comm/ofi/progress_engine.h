@@ -137,6 +137,10 @@ class ProgressEngine {
   // A task, an attempt or the idle poll is running, on the worker or on a caller's thread:
   // whoever set it owns the endpoint and everything below "whoever runs a task" until it clears it.
   bool running_ = false;
+  // The worker has finished a task but not yet completed its work: an attempt that finishes the
+  // next operation meanwhile waits for it (reported_cv_), so completions keep the issue order.
+  bool reporting_ = false;
+  std::condition_variable reported_cv_;
   std::optional<Error> broken_;
   std::thread worker_;
 };
