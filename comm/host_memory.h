@@ -18,6 +18,8 @@ namespace dsx::comm {
 // through their slots) when memfd is unavailable. Throws Error(OutOfMemory) when both fail.
 void* allocate_shared_host(size_t bytes);
 // Frees what allocate_shared_host returned; false (and nothing done) for any other pointer.
+// Up to 256 MiB of freed allocations are kept and handed out again for the same page-rounded
+// size (zero-filled again): buffers that come and go every step keep their peers' mappings.
 bool free_shared_host(void* p);
 
 // Where a buffer lies, for a peer to map it: the memfd of the allocation that holds

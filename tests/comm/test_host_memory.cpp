@@ -1,7 +1,7 @@
 // Shared host allocations (comm/host_memory.h): page-aligned, zero-filled, found by any pointer
-// into them and only while they live, freed only when they are ours, and a request beyond the
-// host's memory is a clear out_of_memory error up front (fallocate would otherwise eat memory
-// until the OOM killer struck).
+// into them and only while they live, freed only when they are ours, reused for the same size
+// once freed, and a request beyond the host's memory is a clear out_of_memory error up front
+// (fallocate would otherwise eat memory until the OOM killer struck).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -43,6 +43,23 @@ TEST(HostMemory, AllocationsAreAlignedZeroedAndFoundWhileTheyLive) {
   EXPECT_FALSE(find_shared_host_region(a, 1).has_value()) << "found after it was freed";
   EXPECT_FALSE(free_shared_host(a)) << "freed twice";
   EXPECT_TRUE(free_shared_host(b));
+}
+
+// ZeRO frees and allocates buffers of the same sizes every step: a freed allocation comes back
+// for the same size, zero-filled again, under the same number (so peers' mappings stay valid).
+TEST(HostMemory, AFreedAllocationIsReusedForTheSameSizeZeroFilled) {
+  auto* a = static_cast<unsigned char*>(allocate_shared_host(100000));
+  const uint64_t id = find_shared_host_region(a, 1)->id;
+  for (size_t i = 0; i < 100000; ++i) a[i] = 0xAB;
+  ASSERT_TRUE(free_shared_host(a));
+  auto* other_size = static_cast<unsigned char*>(allocate_shared_host(300000));
+  EXPECT_NE(other_size, a);
+  auto* again = static_cast<unsigned char*>(allocate_shared_host(99000));  // same pages
+  EXPECT_EQ(again, a);
+  EXPECT_EQ(find_shared_host_region(again, 1)->id, id);
+  for (size_t i = 0; i < 99000; ++i) ASSERT_EQ(again[i], 0) << i;
+  EXPECT_TRUE(free_shared_host(again));
+  EXPECT_TRUE(free_shared_host(other_size));
 }
 
 TEST(HostMemory, MoreThanTheHostHasIsAClearErrorUpFront) {
