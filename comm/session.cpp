@@ -52,7 +52,7 @@ CommOptions comm_options_from_environment(CommOptions base) {
   if (const char* in_place = std::getenv("DSX_COMM_IN_PLACE"); in_place && *in_place) {
     std::string v = in_place;
     if (v != "0" && v != "1") throw Error(ErrorKind::Usage, "DSX_COMM_IN_PLACE='" + v + "' must be 0 (off) or 1 (on)");
-    if (v == "0") base.shared_memory_zero_copy_bytes = SIZE_MAX;
+    if (v == "0") base.shared_memory_in_place_bytes = SIZE_MAX;
   }
   return base;
 }

@@ -62,7 +62,7 @@ std::string MemoryLedger::report() const {
 void* aligned_zeroed_alloc(size_t bytes, MemoryKind kind) {
   if (bytes == 0) return nullptr;
   const bool communicated = kind != MemoryKind::OptimizerState && kind != MemoryKind::Activations;
-  if (communicated && bytes >= comm::CommOptions{}.shared_memory_zero_copy_bytes) {
+  if (communicated && bytes >= comm::CommOptions{}.shared_memory_in_place_bytes) {
     return comm::allocate_shared_host(bytes);
   }
   const size_t rounded = (bytes + 63) / 64 * 64;

@@ -13,9 +13,9 @@
 namespace dsx::comm::ofi {
 
 void host_allgather(HostSegments& seg, const HostSegments::KeepAlive& keep_alive, const void* input, void* output,
-                    size_t bytes, size_t zero_copy_bytes) {
+                    size_t bytes, size_t in_place_bytes) {
   const int p = seg.size(), r = seg.rank();
-  if (bytes * static_cast<size_t>(p) >= zero_copy_bytes) {
+  if (bytes * static_cast<size_t>(p) >= in_place_bytes) {
     const std::vector<char*> inputs = seg.map_buffers(const_cast<void*>(input), bytes, keep_alive);
     if (!inputs.empty()) {
       in_place_allgather(seg, keep_alive, inputs, output, bytes);

@@ -80,7 +80,7 @@ bool one_shot_fits(const HostSegments& seg, size_t bytes, size_t one_shot_bytes)
 }
 
 void host_allreduce(HostSegments& seg, const HostSegments::KeepAlive& keep_alive, void* data, size_t count,
-                    kernels::DType dtype, kernels::ReduceOp op, size_t one_shot_bytes, size_t zero_copy_bytes) {
+                    kernels::DType dtype, kernels::ReduceOp op, size_t one_shot_bytes, size_t in_place_bytes) {
   const int p = seg.size(), r = seg.rank();
   if (p == 1 || count == 0) return;
   const size_t esize = kernels::dtype_size(dtype);
@@ -88,7 +88,7 @@ void host_allreduce(HostSegments& seg, const HostSegments::KeepAlive& keep_alive
     one_shot_allreduce(seg, keep_alive, data, count, dtype, op);
     return;
   }
-  if (count * esize >= zero_copy_bytes) {
+  if (count * esize >= in_place_bytes) {
     const std::vector<char*> buffers = seg.map_buffers(data, count * esize, keep_alive);
     if (!buffers.empty()) {
       in_place_allreduce(seg, keep_alive, buffers, count, dtype, op);

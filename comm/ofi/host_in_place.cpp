@@ -21,7 +21,7 @@ void finish(HostSegments& seg, const HostSegments::KeepAlive& keep_alive) {
     if (q != seg.rank()) seg.wait(q, HostSegments::kReduced, done, keep_alive, "to finish with our buffer");
   }
   seg.rounds_done = done;
-  ++seg.zero_copy_operations;
+  ++seg.in_place_operations;
 }
 
 // out = own block (already there when in place) op every peer's, in rank order after our own.

@@ -17,10 +17,10 @@
 namespace dsx::comm::ofi {
 
 void host_reduce_scatter(HostSegments& seg, const HostSegments::KeepAlive& keep_alive, const void* input, void* output,
-                         size_t count, kernels::DType dtype, kernels::ReduceOp op, size_t zero_copy_bytes) {
+                         size_t count, kernels::DType dtype, kernels::ReduceOp op, size_t in_place_bytes) {
   const int p = seg.size(), r = seg.rank();
   const size_t esize = kernels::dtype_size(dtype);
-  if (count * esize * static_cast<size_t>(p) >= zero_copy_bytes) {
+  if (count * esize * static_cast<size_t>(p) >= in_place_bytes) {
     const std::vector<char*> inputs =
         seg.map_buffers(const_cast<void*>(input), count * esize * static_cast<size_t>(p), keep_alive);
     if (!inputs.empty()) {

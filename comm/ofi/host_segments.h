@@ -79,7 +79,7 @@ class HostSegments {
   // Rounds used so far: the next operation's rounds continue from here on every rank alike.
   uint64_t rounds_done = 0;
   // Operations that read the buffers in place (for tests and logs; read from other threads).
-  std::atomic<uint64_t> zero_copy_operations{0};
+  std::atomic<uint64_t> in_place_operations{0};
 
   // Collective: every rank says where its buffer [data, data + bytes) of this operation lies and
   // waits for the others to say it. When every buffer is shared host memory (host_memory.h),
@@ -141,11 +141,11 @@ class HostSegments {
 // rank ends with identical bytes. Every rank moves 2(p-1)/p of the buffer through shared
 // memory and nothing through the kernel. Buffers of at most `one_shot_bytes` (that fit a slot)
 // take one step instead: every rank posts all of its buffer and adds up everyone's.
-// Buffers of at least `zero_copy_bytes` whose every rank's copy is shared host memory
+// Buffers of at least `in_place_bytes` whose every rank's copy is shared host memory
 // (host_memory.h) are read in place: each rank sums its block from every buffer and writes the
 // sum back into every buffer - no slots.
 void host_allreduce(HostSegments& seg, const HostSegments::KeepAlive& keep_alive, void* data, size_t count,
-                    kernels::DType dtype, kernels::ReduceOp op, size_t one_shot_bytes, size_t zero_copy_bytes);
+                    kernels::DType dtype, kernels::ReduceOp op, size_t one_shot_bytes, size_t in_place_bytes);
 // The one-step allreduce of small buffers (at most `one_shot_bytes`, one_shot_fits) in pieces,
 // so that the caller's thread can try it without ever waiting (ProgressEngine::
 // attempt_then_submit): while one_shot_slot_free, post this rank's buffer; if
@@ -161,10 +161,10 @@ void one_shot_finish(HostSegments& seg, const HostSegments::KeepAlive& keep_aliv
 // Reduce-scatter (input: size() blocks of `count`; rank r's output: block r reduced) and
 // allgather (`bytes` from every rank, in rank order) through the segments, in rounds the same way;
 // from the peers' inputs in place when every rank's input is shared host memory and the whole
-// operation moves at least `zero_copy_bytes`.
+// operation moves at least `in_place_bytes`.
 void host_reduce_scatter(HostSegments& seg, const HostSegments::KeepAlive& keep_alive, const void* input, void* output,
-                         size_t count, kernels::DType dtype, kernels::ReduceOp op, size_t zero_copy_bytes);
+                         size_t count, kernels::DType dtype, kernels::ReduceOp op, size_t in_place_bytes);
 void host_allgather(HostSegments& seg, const HostSegments::KeepAlive& keep_alive, const void* input, void* output,
-                    size_t bytes, size_t zero_copy_bytes);
+                    size_t bytes, size_t in_place_bytes);
 
 }  // namespace dsx::comm::ofi

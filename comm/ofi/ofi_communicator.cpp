@@ -202,7 +202,7 @@ WorkHandle OfiCommunicator::allreduce(void* data, size_t count, DType dtype, Red
                       HostView v(*staging, data, bytes, data, bytes);
                       if (segments) {
                         host_allreduce(*segments, t.keep_alive(), v.out(), count, dtype, op, opt.shared_memory_one_shot_bytes,
-                                       opt.shared_memory_zero_copy_bytes);
+                                       opt.shared_memory_in_place_bytes);
                       } else if (small) {
                         algorithms::recursive_doubling_allreduce(t, v.out(), count, dtype, op);
                       } else {
@@ -245,7 +245,7 @@ WorkHandle OfiCommunicator::reduce_scatter(const void* input, void* output, size
                       HostView v(*staging, input, bytes * static_cast<size_t>(p), output, bytes);
                       if (segments) {
                         host_reduce_scatter(*segments, t.keep_alive(), v.in(), v.out(), count, dtype, op,
-                                            opt.shared_memory_zero_copy_bytes);
+                                            opt.shared_memory_in_place_bytes);
                       } else {
                         algorithms::ring_reduce_scatter(t, v.in(), v.out(), count, dtype, op, pipeline(opt));
                       }
@@ -260,7 +260,7 @@ WorkHandle OfiCommunicator::allgather(const void* input, void* output, size_t co
                     [=, staging = shared_->staging, segments = segments_, p = size()](OfiTransport& t) {
                       HostView v(*staging, input, bytes, output, bytes * static_cast<size_t>(p));
                       if (segments) {
-                        host_allgather(*segments, t.keep_alive(), v.in(), v.out(), bytes, opt.shared_memory_zero_copy_bytes);
+                        host_allgather(*segments, t.keep_alive(), v.in(), v.out(), bytes, opt.shared_memory_in_place_bytes);
                       } else {
                         algorithms::ring_allgather(t, v.in(), v.out(), count, dtype, pipeline(opt));
                       }

@@ -34,7 +34,7 @@ class OfiCommunicator final : public Communicator {
   bool uses_shared_memory() const { return segments_ != nullptr; }
   // Collectives so far that read every rank's buffer in place (host_memory.h); read it after
   // waiting for them.
-  uint64_t zero_copy_operations() const { return segments_ ? segments_->zero_copy_operations.load() : 0; }
+  uint64_t in_place_operations() const { return segments_ ? segments_->in_place_operations.load() : 0; }
 
   int rank() const override { return rank_; }
   int size() const override { return static_cast<int>(members_->size()); }

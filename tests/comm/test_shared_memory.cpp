@@ -185,36 +185,36 @@ TEST(SharedMemory, MixedCollectivesInFlightShareTheRounds) {
   EXPECT_TRUE(result.all_ok()) << result.summary();
 }
 
-// With a zero-copy threshold of 256 bytes, five of kCases' allreduces (those above 256 bytes)
+// With a in-place threshold of 256 bytes, five of kCases' allreduces (those above 256 bytes)
 // read the ranks' shared buffers in place; the three smallest take the one-step path.
-constexpr uint64_t kZeroCopyCases = 5;
+constexpr uint64_t kInPlaceCases = 5;
 
-CommOptions zero_copy_options() {
+CommOptions in_place_options() {
   auto options = test_options("shm");
-  options.shared_memory_zero_copy_bytes = 256;
+  options.shared_memory_in_place_bytes = 256;
   return options;
 }
 
-uint64_t zero_copy_operations(Communicator& comm) {
-  return dynamic_cast<ofi::OfiCommunicator&>(comm).zero_copy_operations();
+uint64_t in_place_operations(Communicator& comm) {
+  return dynamic_cast<ofi::OfiCommunicator&>(comm).in_place_operations();
 }
 
 TEST(SharedMemory, SharedBuffersAreReadInPlaceAndExact) {
   for (int world_size : {2, 3, 4}) {
     auto body = [](Communicator& world, int rank) {
       allreduce_every_case(world, rank, all_ranks(world.size()), Memory::Shared);
-      expect(zero_copy_operations(world) == kZeroCopyCases,
-             std::to_string(zero_copy_operations(world)) + " allreduces read the buffers in place");
+      expect(in_place_operations(world) == kInPlaceCases,
+             std::to_string(in_place_operations(world)) + " allreduces read the buffers in place");
       // A sub-group maps the same buffers through its own segments.
       if (rank < 2) {
         auto pair = world.new_group({1, 0});
         allreduce_every_case(*pair, rank, {1, 0}, Memory::Shared);
-        expect(zero_copy_operations(*pair) == kZeroCopyCases, "the sub-group copied through its slots");
+        expect(in_place_operations(*pair) == kInPlaceCases, "the sub-group copied through its slots");
       }
       allreduce_every_case(world, rank, all_ranks(world.size()), Memory::Ordinary);
-      expect(zero_copy_operations(world) == kZeroCopyCases, "ordinary memory cannot be read in place");
+      expect(in_place_operations(world) == kInPlaceCases, "ordinary memory cannot be read in place");
     };
-    auto result = run_job(world_size, zero_copy_options(), body);
+    auto result = run_job(world_size, in_place_options(), body);
     EXPECT_TRUE(result.all_ok()) << world_size << " ranks: " << result.summary();
   }
 }
@@ -257,10 +257,10 @@ TEST(SharedMemory, SharedInputsOfReduceScatterAndAllgatherAreReadInPlace) {
           }
         }
       }
-      const uint64_t in_place = zero_copy_operations(world);
-      expect(in_place == 12, std::to_string(in_place) + " operations in place, not 12");
+      const uint64_t read_in_place = in_place_operations(world);
+      expect(read_in_place == 12, std::to_string(read_in_place) + " operations in place, not 12");
     };
-    auto result = run_job(world_size, zero_copy_options(), body);
+    auto result = run_job(world_size, in_place_options(), body);
     EXPECT_TRUE(result.all_ok()) << world_size << " ranks: " << result.summary();
   }
 }
@@ -268,19 +268,19 @@ TEST(SharedMemory, SharedInputsOfReduceScatterAndAllgatherAreReadInPlace) {
 TEST(SharedMemory, OneRankWithOrdinaryMemoryKeepsEveryRankOnTheSlots) {
   auto body = [](Communicator& world, int rank) {
     allreduce_every_case(world, rank, {0, 1, 2}, rank == 1 ? Memory::Ordinary : Memory::Shared);
-    expect(zero_copy_operations(world) == 0, "rank " + std::to_string(rank) + " read in place without rank 1");
+    expect(in_place_operations(world) == 0, "rank " + std::to_string(rank) + " read in place without rank 1");
   };
-  auto result = run_job(3, zero_copy_options(), body);
+  auto result = run_job(3, in_place_options(), body);
   EXPECT_TRUE(result.all_ok()) << result.summary();
 }
 
 // DSX_COMM_IN_PLACE=0 (read by comm_options_from_environment, as dsx train and bench do) keeps
 // shared buffers on the slots; the results stay exact.
 TEST(SharedMemory, InPlaceSwitchedOffByTheEnvironment) {
-  auto options_of = [](int) { return comm_options_from_environment(zero_copy_options()); };
+  auto options_of = [](int) { return comm_options_from_environment(in_place_options()); };
   auto body = [](Communicator& world, int rank) {
     allreduce_every_case(world, rank, {0, 1}, Memory::Shared);
-    expect(zero_copy_operations(world) == 0, "read in place with DSX_COMM_IN_PLACE=0");
+    expect(in_place_operations(world) == 0, "read in place with DSX_COMM_IN_PLACE=0");
   };
   auto result = run_job_with(2, options_of, body, 60s, [](int) { setenv("DSX_COMM_IN_PLACE", "0", 1); });
   EXPECT_TRUE(result.all_ok()) << result.summary();
@@ -302,10 +302,10 @@ TEST(SharedMemory, FreedSharedBuffersAreNeverReadAgain) {
                "buffer " + std::to_string(k) + " element " + std::to_string(i));
       }
     }
-    expect(zero_copy_operations(world) == static_cast<uint64_t>(kBuffers),
+    expect(in_place_operations(world) == static_cast<uint64_t>(kBuffers),
            "some buffers were copied through the slots");
   };
-  auto result = run_job(2, zero_copy_options(), body);
+  auto result = run_job(2, in_place_options(), body);
   EXPECT_TRUE(result.all_ok()) << result.summary();
 }
 
