@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/host_memory.h"
 #include "comm/work.h"
 #include "kernels/dtype.h"
 #include "kernels/reduce.h"
@@ -71,7 +72,7 @@ struct CommOptions {
   size_t shared_memory_one_shot_bytes = size_t{64} << 10;
   // Collectives of at least this many bytes read the peers' buffers in place when every rank's
   // comes from allocate_shared_host (comm/host_memory.h). DSX_COMM_IN_PLACE=0: never.
-  size_t shared_memory_in_place_bytes = size_t{64} << 10;
+  size_t shared_memory_in_place_bytes = kInPlaceMinBytes;
 };
 
 // Reads DSX_COMM_TIMEOUT / DEEPSPEED_TIMEOUT, DSX_COMM_BACKEND and DSX_OFI_PROVIDER over `base`.

@@ -14,6 +14,10 @@
 
 namespace dsx::comm {
 
+// Collectives read buffers in place from this size (CommOptions::shared_memory_in_place_bytes
+// by default); smaller allocations gain nothing from being shared.
+inline constexpr size_t kInPlaceMinBytes = size_t{64} << 10;
+
 // Page-aligned, zero-filled, `bytes` > 0. Falls back to ordinary memory (which collectives copy
 // through their slots) when memfd is unavailable. Throws Error(OutOfMemory) when both fail.
 void* allocate_shared_host(size_t bytes);

@@ -5,7 +5,6 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "comm/communicator.h"
 #include "comm/host_memory.h"
 #include "dsx/error.h"
 
@@ -62,7 +61,7 @@ std::string MemoryLedger::report() const {
 void* aligned_zeroed_alloc(size_t bytes, MemoryKind kind) {
   if (bytes == 0) return nullptr;
   const bool communicated = kind != MemoryKind::OptimizerState && kind != MemoryKind::Activations;
-  if (communicated && bytes >= comm::CommOptions{}.shared_memory_in_place_bytes) {
+  if (communicated && bytes >= comm::kInPlaceMinBytes) {
     return comm::allocate_shared_host(bytes);
   }
   const size_t rounded = (bytes + 63) / 64 * 64;
