@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "comm/host_memory.h"
+#include "device/device.h"
 #include "comm/work.h"
 #include "kernels/dtype.h"
 #include "kernels/reduce.h"
@@ -45,6 +46,24 @@ class Communicator {
   // receives it, so two ranks exchanging data must order their calls (one sends first).
   virtual WorkHandle send(const void* data, size_t count, DType dtype, int peer) = 0;
   virtual WorkHandle recv(void* data, size_t count, DType dtype, int peer) = 0;
+
+  // ---- the same operations ordered on a device stream ----
+  // Each starts after the work enqueued earlier on `stream` and finishes before the stream's
+  // later work starts; nothing blocks the caller. nccl enqueues on the stream itself; host
+  // backends (ofi) run the operation in a host task of the stream and wait for it there (with the
+  // communicator's timeout), so it completes as a point in the stream that events can mark. A
+  // failure fails the stream (its synchronize rethrows it). Issue all of a group's operations
+  // through one stream, or order the streams, so every rank issues them in the same order.
+  virtual void allreduce_on(device::Device& device, device::Stream& stream, void* data, size_t count, DType dtype,
+                            ReduceOp op);
+  virtual void reduce_scatter_on(device::Device& device, device::Stream& stream, const void* input, void* output,
+                                 size_t count, DType dtype, ReduceOp op);
+  virtual void allgather_on(device::Device& device, device::Stream& stream, const void* input, void* output,
+                            size_t count, DType dtype);
+  virtual void send_on(device::Device& device, device::Stream& stream, const void* data, size_t count, DType dtype,
+                       int peer);
+  virtual void recv_on(device::Device& device, device::Stream& stream, void* data, size_t count, DType dtype,
+                       int peer);
 
   // A communicator over a subset of this group's ranks (their order gives the new ranks), for
   // ZeRO's data-parallel and hybrid-sharding groups. Only the members call it, all with the same

@@ -41,4 +41,18 @@ void reduce_into(DType dtype, ReduceOp op, void* dst, const void* src, size_t co
 // x[i] *= factor for i < count (fp16/bf16 computed in fp32, rounded to nearest even).
 void scale(DType dtype, void* x, float factor, size_t count);
 
+// The sum of element i over `blocks` blocks of a buffer (block b starts at element b * stride),
+// in fp32 and in block order: how ZeRO unpacks reduced gradients from a communication buffer.
+template <DType T>
+DSX_HD float block_sum_element(const void* src, size_t blocks, size_t stride, size_t i) {
+  float v = load_element<T>(src, i);
+  for (size_t b = 1; b < blocks; ++b) v += load_element<T>(src, b * stride + i);
+  return v;
+}
+
+// dst[i] = factor * (sum over blocks of src), added to dst[i] when `accumulate` (fp32 dst;
+// src of any dtype). CUDA twin: kernels/cuda/mixed_precision.h.
+void sum_blocks(DType src_dtype, const void* src, size_t blocks, size_t stride, float factor, float* dst,
+                size_t count, bool accumulate);
+
 }  // namespace dsx::kernels

@@ -2,10 +2,7 @@
 #include "zero/grad_reducer.h"
 
 #include <algorithm>
-#include <cstring>
-
-#include "kernels/mixed_precision.h"
-#include "kernels/reduce.h"
+#include <array>
 
 namespace dsx::zero {
 namespace {
@@ -15,35 +12,34 @@ using kernels::DType;
 
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-// dst (dtype) = src (fp32), multiplying src by `factor` first (src is ours to change).
-void scale_into(DType dtype, void* dst, float* src, float factor, size_t count) {
-  if (factor != 1.0f) kernels::scale(DType::F32, src, factor, count);
-  if (dtype == DType::F32) {
-    std::memcpy(dst, src, count * sizeof(float));
-  } else {
-    kernels::cast(DType::F32, src, dtype, dst, count);
-  }
-}
-
 constexpr size_t kMaxBuffers = 3;  // two reductions in flight and the bucket being packed
 
 }  // namespace
 
-GradReducer::GradReducer(Mode mode, const ZeroLayout& layout, const FlatPartition* flat,
-                         const ShardedParams* shards, const ZeroOptions& options, comm::Communicator& comm,
-                         MemoryLedger& ledger, float* partition, std::function<void(int)> copied)
-    : mode_(mode), layout_(layout), flat_(flat), shards_(shards), options_(options), comm_(comm),
-      ledger_(ledger), partition_(partition), copied_(std::move(copied)) {
-  to_owners_ = flat_ && options.reduce_scatter && options.contiguous_gradients;
-  const double n = comm.size();
-  if (!options.average_gradients) {
+GradReducer::GradReducer(Mode mode, const ZeroLayout& layout, const Partitioning& partitioning, ZeroContext& context,
+                         float* partition, std::function<void(int)> copied)
+    : mode_(mode), layout_(layout), flat_(partitioning.flat()), shards_(partitioning.sharded()), ctx_(context),
+      options_(context.options), comm_(context.comm), device_(context.device), stream_(context.comm_stream),
+      partition_(partition), copied_(std::move(copied)), grads_written_(context.device.create_event()) {
+  to_owners_ = flat_ && options_.reduce_scatter && options_.contiguous_gradients;
+  const double n = comm_.size();
+  if (!options_.average_gradients) {
     pre_ = post_ = 1.0f;
-  } else if (options.prescale_gradients || to_owners_) {
+  } else if (options_.prescale_gradients || to_owners_) {
     pre_ = static_cast<float>(1.0 / n);
     post_ = 1.0f;
   } else {
-    pre_ = static_cast<float>(1.0 / options.gradient_predivide_factor);
-    post_ = static_cast<float>(options.gradient_predivide_factor / n);
+    pre_ = static_cast<float>(1.0 / options_.gradient_predivide_factor);
+    post_ = static_cast<float>(options_.gradient_predivide_factor / n);
+  }
+}
+
+GradReducer::~GradReducer() {
+  // Reductions still queued read and write our buffers: let them land before the buffers go.
+  try {
+    stream_.synchronize(options_.comm_timeout);
+  } catch (...) {
+    // the failure was (or will be) reported by whoever waited for it
   }
 }
 
@@ -73,12 +69,15 @@ void GradReducer::flush() {
   InFlight f;
   f.entries = std::move(open_);
   open_.clear();
-  f.begin = layout_.layer_range(f.entries.back().layer).begin;
-  f.end = layout_.layer_range(f.entries.front().layer).end;
-  f.route = route_for(f.begin, f.end);
+  f.plan = &plan_for(f.entries);
+  // The communication stream starts on the bucket once the compute stream has written it.
+  ctx_.order(ctx_.compute, stream_, *grads_written_);
   pack(f);
   for (const Entry& e : f.entries) copied_(e.layer);
   launch(f);
+  unpack(f);
+  f.done = device_.create_event();
+  stream_.record(*f.done);
   in_flight_.push_back(std::move(f));
   // Without overlap the reduction is waited for now; with it, at most two stay in flight.
   const size_t limit = options_.overlap_comm ? 2 : 0;
@@ -88,10 +87,12 @@ void GradReducer::flush() {
 void GradReducer::flush_and_wait() {
   flush();
   while (!in_flight_.empty()) finish_oldest();
+  // The optimizer and the next backward (on the compute stream) read what the reductions wrote.
+  ctx_.order(stream_, ctx_.compute, *grads_written_);
   // contiguous_gradients: every kept buffer grows to the largest bucket now, so that the next
   // backward, which packs the same buckets, finds a buffer for each without allocating.
   for (Buffer<uint8_t>& b : spare_) {
-    if (b.size() < largest_) b = Buffer<uint8_t>(ledger_, MemoryKind::Buffers, largest_);
+    if (b.size() < largest_) b = ctx_.buffer<uint8_t>(MemoryKind::Buffers, largest_, stream_);
   }
 }
 
@@ -123,207 +124,241 @@ GradReducer::Route GradReducer::route_for(size_t begin, size_t end) const {
   return world * longest <= 2 * n ? Route::OwnerRuns : Route::Allreduce;
 }
 
-// dst (comm dtype) = pre · the bucket's gradients in [lo, hi) of the flat buffer.
+const GradReducer::Plan& GradReducer::plan_for(const std::vector<Entry>& entries) {
+  const int low = entries.back().layer, high = entries.front().layer;
+  const size_t begin = layout_.layer_range(low).begin, end = layout_.layer_range(high).end;
+  auto [it, fresh] = plans_.try_emplace({begin, end});
+  Plan& p = it->second;
+  if (!fresh) return p;
+  const size_t world = static_cast<size_t>(comm_.size());
+  p.begin = begin;
+  p.end = end;
+  p.route = route_for(begin, end);
+  switch (p.route) {
+    case Route::Shards: {
+      const size_t first = layout_.layer_first(low);
+      const size_t last = layout_.layer_last(high);
+      p.numel = shards_->shard_offset(last) - shards_->shard_offset(first);
+      p.buffer_bytes = p.numel * world * esize();
+      break;
+    }
+    case Route::OwnerRuns:
+      for (int r = 0; r < comm_.size(); ++r) {
+        p.runs.push_back(run_of(r, begin, end));
+        p.numel = std::max(p.numel, p.runs.back().size());
+      }
+      p.buffer_bytes = p.numel * world * esize();
+      break;
+    case Route::ToOwner:
+      p.numel = end - begin;
+      for (int r = 0; r < comm_.size(); ++r) {
+        if (run_of(r, begin, end).size() > 0) p.owner = r;
+      }
+      // Block r of the owner's buffer receives rank r's copy; the others send only their own.
+      p.buffer_bytes = p.numel * esize() * (p.owner == comm_.rank() ? world : 1);
+      break;
+    case Route::Allreduce: {
+      p.numel = end - begin;
+      const bool in_place = mode_ == Mode::InPlace && options_.comm_dtype == DType::F32;
+      p.buffer_bytes = in_place ? 0 : p.numel * esize();
+      break;
+    }
+  }
+  return p;
+}
+
+// dst (comm dtype) = pre · the bucket's gradients in [lo, hi) of the flat buffer (the gradients
+// are scaled in place first: they are ours until copied_).
 void GradReducer::pack_range(const InFlight& f, size_t lo, size_t hi, uint8_t* dst) {
-  const DType dtype = options_.comm_dtype;
-  const size_t esize = kernels::dtype_size(dtype);
   for (const Entry& e : f.entries) {
     const Range lr = layout_.layer_range(e.layer);
     const size_t a = std::max(lo, lr.begin), b = std::min(hi, lr.end);
-    if (a < b) scale_into(dtype, dst + (a - lo) * esize, e.grad + (a - lr.begin), pre_, b - a);
+    if (a >= b) continue;
+    float* src = e.grad + (a - lr.begin);
+    if (pre_ != 1.0f) device_.scale(DType::F32, src, pre_, b - a, stream_);
+    copy_as(src, dst + (a - lo) * esize(), b - a);
+  }
+}
+
+void GradReducer::copy_as(const float* src, void* dst, size_t count) {
+  if (options_.comm_dtype == DType::F32) {
+    device_.copy(dst, src, count * sizeof(float), stream_);
+  } else {
+    device_.cast(DType::F32, src, options_.comm_dtype, dst, count, stream_);
   }
 }
 
 void GradReducer::pack(InFlight& f) {
-  const DType dtype = options_.comm_dtype;
-  const size_t esize = kernels::dtype_size(dtype);
-  if (f.route == Route::Shards) {
-    pack_shards(f);
-    return;
-  }
-  if (f.route == Route::OwnerRuns) {
-    const int world = comm_.size();
-    for (int r = 0; r < world; ++r) f.numel = std::max(f.numel, run_of(r, f.begin, f.end).size());
-    f.comm = take_buffer(f.numel * static_cast<size_t>(world) * esize);
-    for (int r = 0; r < world; ++r) {
-      const Range run = run_of(r, f.begin, f.end);
-      pack_range(f, run.begin, run.end, f.comm.data() + static_cast<size_t>(r) * f.numel * esize);
+  const Plan& p = *f.plan;
+  if (p.buffer_bytes > 0) f.comm = take_buffer(p.buffer_bytes);
+  switch (p.route) {
+    case Route::Shards:
+      pack_shards(f);
+      return;
+    case Route::OwnerRuns:
+      for (size_t r = 0; r < p.runs.size(); ++r) {
+        pack_range(f, p.runs[r].begin, p.runs[r].end, f.comm.data() + r * p.numel * esize());
+      }
+      return;
+    case Route::ToOwner: {
+      const bool owner = p.owner == comm_.rank();
+      pack_range(f, p.begin, p.end, f.comm.data() + (owner ? static_cast<size_t>(p.owner) * p.numel * esize() : 0));
+      return;
     }
-    return;
+    case Route::Allreduce:
+      if (p.buffer_bytes == 0) {
+        // The entries are views of the full gradient buffer, contiguous from the lowest layer up.
+        f.in_place = f.entries.back().grad;
+        if (pre_ != 1.0f) device_.scale(DType::F32, f.in_place, pre_, p.numel, stream_);
+        return;
+      }
+      pack_range(f, p.begin, p.end, f.comm.data());
+      return;
   }
-  f.numel = f.end - f.begin;
-  if (f.route == Route::ToOwner) {
-    // Block r of the owner's buffer receives rank r's copy; the others send only their own.
-    for (int r = 0; r < comm_.size(); ++r) {
-      if (run_of(r, f.begin, f.end).size() > 0) f.owner = r;
-    }
-    const bool owner = f.owner == comm_.rank();
-    f.comm = take_buffer(f.numel * esize * (owner ? static_cast<size_t>(comm_.size()) : 1));
-    pack_range(f, f.begin, f.end, f.comm.data() + (owner ? static_cast<size_t>(f.owner) * f.numel * esize : 0));
-    return;
-  }
-  if (mode_ == Mode::InPlace && dtype == DType::F32) {
-    // The entries are views of the full gradient buffer, contiguous from the lowest layer up.
-    float* lowest = f.entries.back().grad;
-    if (pre_ != 1.0f) kernels::scale(DType::F32, lowest, pre_, f.numel);
-    f.in_place = lowest;
-    return;
-  }
-  f.comm = take_buffer(f.numel * esize);
-  pack_range(f, f.begin, f.end, f.comm.data());
 }
 
 // Rank-major blocks [r0: p1 shard 0, p2 shard 0, ...][r1: p1 shard 1, ...] (stage 3).
 void GradReducer::pack_shards(InFlight& f) {
-  const DType dtype = options_.comm_dtype;
-  const size_t esize = kernels::dtype_size(dtype);
   const int world = comm_.size();
-  const size_t first = layout_.layer_first(f.entries.back().layer);
-  const size_t last = layout_.layer_last(f.entries.front().layer);
-  const size_t shard_begin = shards_->shard_offset(first);
-  const size_t k = shards_->shard_offset(last) - shard_begin;
-  f.numel = k;
-  f.comm = take_buffer(k * static_cast<size_t>(world) * esize);
+  const size_t k = f.plan->numel;
+  const size_t shard_begin = shards_->shard_offset(layout_.layer_first(f.entries.back().layer));
   for (const Entry& e : f.entries) {
     const Range lr = layout_.layer_range(e.layer);
-    if (pre_ != 1.0f) kernels::scale(DType::F32, e.grad, pre_, lr.size());
+    if (pre_ != 1.0f) device_.scale(DType::F32, e.grad, pre_, lr.size(), stream_);
     for (size_t p = layout_.layer_first(e.layer); p < layout_.layer_last(e.layer); ++p) {
       const float* g = e.grad + (layout_.offset_at(p) - lr.begin);
       const size_t s = shards_->shard_numel(p);
       for (int r = 0; r < world; ++r) {
         const size_t real = shards_->real_in_shard(p, r);
         if (real == 0) continue;
-        uint8_t* dst = f.comm.data() + (static_cast<size_t>(r) * k + shards_->shard_offset(p) - shard_begin) * esize;
-        const float* src = g + static_cast<size_t>(r) * s;
-        if (dtype == DType::F32) {
-          std::memcpy(dst, src, real * sizeof(float));
-        } else {
-          kernels::cast(DType::F32, src, dtype, dst, real);
-        }
+        uint8_t* dst = f.comm.data() + (static_cast<size_t>(r) * k + shards_->shard_offset(p) - shard_begin) * esize();
+        copy_as(g + static_cast<size_t>(r) * s, dst, real);
       }
     }
   }
 }
 
 void GradReducer::launch(InFlight& f) {
+  const Plan& p = *f.plan;
   const DType dtype = options_.comm_dtype;
-  const size_t esize = kernels::dtype_size(dtype);
+  const size_t bytes = p.numel * esize();
   const size_t world = static_cast<size_t>(comm_.size());
   f.launched = Clock::now();
   ++timing_.operations;
-  if (f.route == Route::Allreduce) {
-    timing_.bytes += f.numel * esize;
-    timing_.bus_bytes += 2.0 * static_cast<double>(world - 1) / static_cast<double>(world) *
-                         static_cast<double>(f.numel * esize);
-    void* data = f.in_place ? static_cast<void*>(f.in_place) : static_cast<void*>(f.comm.data());
-    f.work.push_back(comm_.allreduce(data, f.numel, dtype, kernels::ReduceOp::Sum));
-    return;
+  switch (p.route) {
+    case Route::Allreduce: {
+      timing_.bytes += bytes;
+      timing_.bus_bytes += 2.0 * static_cast<double>(world - 1) / static_cast<double>(world) * static_cast<double>(bytes);
+      void* data = f.in_place ? static_cast<void*>(f.in_place) : static_cast<void*>(f.comm.data());
+      comm_.allreduce_on(device_, stream_, data, p.numel, dtype, kernels::ReduceOp::Sum);
+      break;
+    }
+    case Route::ToOwner:
+      // The owner receives in rank order; every rank issues its buckets in the same order, so the
+      // sends of one bucket never wait on a receive of a later one.
+      if (p.owner != comm_.rank()) {
+        timing_.bytes += bytes;
+        timing_.bus_bytes += static_cast<double>(bytes);
+        comm_.send_on(device_, stream_, f.comm.data(), p.numel, dtype, p.owner);
+        break;
+      }
+      for (int r = 0; r < comm_.size(); ++r) {
+        if (r == p.owner) continue;
+        timing_.bytes += bytes;
+        comm_.recv_on(device_, stream_, f.comm.data() + static_cast<size_t>(r) * bytes, p.numel, dtype, r);
+      }
+      break;
+    case Route::OwnerRuns:
+    case Route::Shards: {
+      const size_t rank = static_cast<size_t>(comm_.rank());
+      timing_.bytes += bytes * world;
+      timing_.bus_bytes += static_cast<double>((world - 1) * bytes);
+      ++timing_.reduce_scatters;
+      comm_.reduce_scatter_on(device_, stream_, f.comm.data(), f.comm.data() + rank * bytes, p.numel, dtype,
+                              kernels::ReduceOp::Sum);
+      break;
+    }
   }
-  const size_t rank = static_cast<size_t>(comm_.rank());
-  if (f.route == Route::ToOwner) {
-    // The owner receives in rank order; every rank issues its buckets in the same order, so the
-    // sends of one bucket never wait on a receive of a later one.
-    if (f.owner != comm_.rank()) {
-      timing_.bytes += f.numel * esize;
-      timing_.bus_bytes += static_cast<double>(f.numel * esize);
-      f.work.push_back(comm_.send(f.comm.data(), f.numel, dtype, f.owner));
+  // When the collective finished, for the share of communication hidden behind backward.
+  f.finished = std::make_shared<Clock::time_point>();
+  auto finished = f.finished;
+  device_.host_task(stream_, [finished] { *finished = Clock::now(); }, {}, "time stamp");
+}
+
+void GradReducer::unpack(InFlight& f) {
+  const Plan& p = *f.plan;
+  const DType dtype = options_.comm_dtype;
+  const int rank = comm_.rank();
+  auto partition_at = [&](size_t flat_offset) { return partition_ + (flat_offset - flat_->partition_begin(rank)); };
+  switch (p.route) {
+    case Route::OwnerRuns: {
+      // Only this rank's run came back reduced: stage 1 overwrites its gradients with it, stage 2
+      // adds it to the partition (which accumulates over micro-steps).
+      const Range mine = p.runs[static_cast<size_t>(rank)];
+      if (mine.size() == 0) return;
+      const uint8_t* block = f.comm.data() + static_cast<size_t>(rank) * p.numel * esize();
+      if (mode_ == Mode::InPlace) {
+        device_.sum_blocks(dtype, block, 1, 0, post_, f.entries.back().grad + (mine.begin - p.begin), mine.size(),
+                           false, stream_);
+      } else {
+        device_.sum_blocks(dtype, block, 1, 0, post_, partition_at(mine.begin), mine.size(), true, stream_);
+      }
       return;
     }
-    for (int r = 0; r < comm_.size(); ++r) {
-      if (r == f.owner) continue;
-      timing_.bytes += f.numel * esize;
-      f.work.push_back(comm_.recv(f.comm.data() + static_cast<size_t>(r) * f.numel * esize, f.numel, dtype, r));
+    case Route::ToOwner:
+      if (p.owner != rank) return;  // its copy went to the owner; nothing comes back
+      if (mode_ == Mode::InPlace) {
+        device_.sum_blocks(dtype, f.comm.data(), static_cast<size_t>(comm_.size()), p.numel, post_,
+                           f.entries.back().grad, p.numel, false, stream_);
+      } else {
+        device_.sum_blocks(dtype, f.comm.data(), static_cast<size_t>(comm_.size()), p.numel, post_,
+                           partition_at(p.begin), p.numel, true, stream_);
+      }
+      return;
+    case Route::Shards: {
+      const size_t shard_begin = shards_->shard_offset(layout_.layer_first(f.entries.back().layer));
+      const uint8_t* mine = f.comm.data() + static_cast<size_t>(rank) * p.numel * esize();
+      device_.sum_blocks(dtype, mine, 1, 0, post_, partition_ + shard_begin, p.numel, true, stream_);
+      return;
     }
-    return;
+    case Route::Allreduce:
+      break;
   }
-  timing_.bytes += f.numel * world * esize;
-  timing_.bus_bytes += static_cast<double>((world - 1) * f.numel * esize);
-  ++timing_.reduce_scatters;
-  f.work.push_back(comm_.reduce_scatter(f.comm.data(), f.comm.data() + rank * f.numel * esize, f.numel, dtype,
-                                        kernels::ReduceOp::Sum));
+  // Allreduce: every rank holds the whole reduced bucket.
+  if (mode_ == Mode::InPlace) {
+    float* g = f.entries.back().grad;
+    if (dtype != DType::F32) device_.cast(dtype, f.comm.data(), DType::F32, g, p.numel, stream_);
+    if (post_ != 1.0f) device_.scale(DType::F32, g, post_, p.numel, stream_);
+  } else if (mode_ == Mode::ToPartition) {
+    const Range mine = run_of(rank, p.begin, p.end);
+    if (mine.size() == 0) return;
+    device_.sum_blocks(dtype, f.comm.data() + (mine.begin - p.begin) * esize(), 1, 0, post_, partition_at(mine.begin),
+                       mine.size(), true, stream_);
+  } else {
+    // Stage 3 keeps, of every parameter in the bucket, the shard this rank stores.
+    const size_t first = layout_.layer_first(f.entries.back().layer);
+    const size_t last = layout_.layer_last(f.entries.front().layer);
+    for (size_t q = first; q < last; ++q) {
+      const size_t real = shards_->real_in_shard(q, rank);
+      if (real == 0) continue;
+      const size_t from = layout_.offset_at(q) - p.begin + shards_->shard_numel(q) * static_cast<size_t>(rank);
+      device_.sum_blocks(dtype, f.comm.data() + from * esize(), 1, 0, post_, partition_ + shards_->shard_offset(q), real,
+                         true, stream_);
+    }
+  }
 }
 
 void GradReducer::finish_oldest() {
   InFlight& f = in_flight_.front();
   const auto waited_from = Clock::now();
-  for (const comm::WorkHandle& w : f.work) w->wait(options_.comm_timeout);
+  ctx_.wait_for(*f.done, "a gradient reduction");
   timing_.exposed_seconds += seconds(Clock::now() - waited_from);
   const auto start = std::max(f.launched, busy_until_);
-  auto end = f.launched;
-  for (const comm::WorkHandle& w : f.work) end = std::max(end, w->finished_at());
+  const auto end = std::max(f.launched, *f.finished);
   if (end > start) timing_.busy_seconds += seconds(end - start);
   busy_until_ = std::max(busy_until_, end);
-  unpack(f);
   give_back(std::move(f.comm));
   in_flight_.pop_front();
-}
-
-void GradReducer::unpack(InFlight& f) {
-  const DType dtype = options_.comm_dtype;
-  const size_t esize = kernels::dtype_size(dtype);
-  const int rank = comm_.rank();
-  if (f.route == Route::OwnerRuns) {
-    // Only this rank's run came back reduced: stage 1 overwrites its gradients with it, stage 2
-    // adds it to the partition (which accumulates over micro-steps).
-    const Range mine = run_of(rank, f.begin, f.end);
-    const uint8_t* block = f.comm.data() + static_cast<size_t>(rank) * f.numel * esize;
-    if (mode_ == Mode::InPlace) {
-      float* g = f.entries.back().grad + (mine.begin - f.begin);
-      for (size_t j = 0; j < mine.size(); ++j) g[j] = post_ * kernels::load_as_float(dtype, block, j);
-    } else {
-      float* dst = partition_ + (mine.begin - flat_->partition_begin(rank));
-      for (size_t j = 0; j < mine.size(); ++j) dst[j] += post_ * kernels::load_as_float(dtype, block, j);
-    }
-    return;
-  }
-  if (f.route == Route::ToOwner) {
-    if (f.owner != rank) return;  // its copy went to the owner; nothing comes back
-    const size_t n = f.numel;
-    auto sum = [&](size_t j) {
-      float v = 0.0f;
-      for (int r = 0; r < comm_.size(); ++r) v += kernels::load_as_float(dtype, f.comm.data() + static_cast<size_t>(r) * n * esize, j);
-      return post_ * v;
-    };
-    if (mode_ == Mode::InPlace) {
-      float* g = f.entries.back().grad;
-      for (size_t j = 0; j < n; ++j) g[j] = sum(j);
-    } else {
-      float* dst = partition_ + (f.begin - flat_->partition_begin(rank));
-      for (size_t j = 0; j < n; ++j) dst[j] += sum(j);
-    }
-    return;
-  }
-  if (f.route == Route::Shards) {
-    const size_t shard_begin = shards_->shard_offset(layout_.layer_first(f.entries.back().layer));
-    const uint8_t* mine = f.comm.data() + static_cast<size_t>(rank) * f.numel * esize;
-    for (size_t j = 0; j < f.numel; ++j) {
-      partition_[shard_begin + j] += post_ * kernels::load_as_float(dtype, mine, j);
-    }
-    return;
-  }
-  // Allreduce: every rank holds the whole reduced bucket.
-  if (mode_ == Mode::InPlace) {
-    float* g = f.entries.back().grad;
-    if (dtype != DType::F32) kernels::cast(dtype, f.comm.data(), DType::F32, g, f.numel);
-    if (post_ != 1.0f) kernels::scale(DType::F32, g, post_, f.numel);
-  } else if (mode_ == Mode::ToPartition) {
-    const Range mine = run_of(rank, f.begin, f.end);
-    float* dst = partition_ + (mine.begin - flat_->partition_begin(rank));
-    for (size_t j = 0; j < mine.size(); ++j) {
-      dst[j] += post_ * kernels::load_as_float(dtype, f.comm.data(), mine.begin - f.begin + j);
-    }
-  } else {
-    // Stage 3 keeps, of every parameter in the bucket, the shard this rank stores.
-    const size_t first = layout_.layer_first(f.entries.back().layer);
-    const size_t last = layout_.layer_last(f.entries.front().layer);
-    for (size_t p = first; p < last; ++p) {
-      const size_t from = layout_.offset_at(p) - f.begin + shards_->shard_numel(p) * static_cast<size_t>(rank);
-      float* dst = partition_ + shards_->shard_offset(p);
-      for (size_t j = 0; j < shards_->real_in_shard(p, rank); ++j) {
-        dst[j] += post_ * kernels::load_as_float(dtype, f.comm.data(), from + j);
-      }
-    }
-  }
 }
 
 // contiguous_gradients: a kept buffer that fits (zeroed: padding must read as zero); when none
@@ -339,7 +374,7 @@ Buffer<uint8_t> GradReducer::take_buffer(size_t bytes) {
     if (best != spare_.end()) {
       Buffer<uint8_t> b = std::move(*best);
       spare_.erase(best);
-      std::memset(b.data(), 0, bytes);
+      device_.fill_zero(b.data(), bytes, stream_);
       return b;
     }
     if (!spare_.empty()) {
@@ -347,7 +382,7 @@ Buffer<uint8_t> GradReducer::take_buffer(size_t bytes) {
                                     [](const auto& a, const auto& b) { return a.size() < b.size(); }));
     }
   }
-  return Buffer<uint8_t>(ledger_, MemoryKind::Buffers, bytes);
+  return ctx_.buffer<uint8_t>(MemoryKind::Buffers, bytes, stream_);
 }
 
 void GradReducer::give_back(Buffer<uint8_t>&& buffer) {
@@ -355,7 +390,7 @@ void GradReducer::give_back(Buffer<uint8_t>&& buffer) {
   if (options_.contiguous_gradients && spare_.size() < kMaxBuffers) {
     spare_.push_back(std::move(buffer));
   } else {
-    buffer.reset();
+    buffer.reset(stream_);
   }
 }
 

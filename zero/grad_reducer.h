@@ -27,6 +27,13 @@
 // after it (pre = 1/N with prescale_gradients, else 1/predivide_factor; post = predivide/N;
 // stages 1/2 with reduce_scatter divide by N before the sum, as DeepSpeed's average_tensor).
 //
+// Each bucket's route and its layout in the communication buffer are planned the first time the
+// bucket forms (the same layers form the same buckets every step) and replayed after that.
+// Everything a bucket does runs on ZeRO's communication stream, after an event of the compute
+// stream that says the bucket's gradients are written: packing (scale and cast), the collective,
+// and unpacking (sum_blocks into the gradients or the partition). So backward never waits for a
+// reduction, and the host waits only when too many are in flight or at the end of backward.
+//
 // contiguous_gradients also decides who owns the communication buffers: true keeps them (at
 // most three: two in flight and the one being packed, each as large as the largest bucket) and
 // reuses them bucket after bucket, as DeepSpeed keeps its bucket buffers, so backward allocates
@@ -36,13 +43,15 @@
 #include <chrono>
 #include <deque>
 #include <functional>
+#include <map>
+#include <memory>
+#include <utility>
 #include <vector>
 
-#include "comm/communicator.h"
 #include "zero/layout.h"
 #include "zero/memory.h"
-#include "zero/partition.h"
-#include "zero/zero_options.h"
+#include "zero/partitioning.h"
+#include "zero/zero_context.h"
 
 namespace dsx::zero {
 
@@ -51,17 +60,18 @@ class GradReducer {
   enum class Mode { InPlace, ToPartition, ToShards };
 
   // `partition` (ToPartition/ToShards) receives the reduced gradients, added to what it holds.
-  // `flat` is needed at stages 1/2, `shards` at stage 3. Once a layer's gradients have been
-  // copied for communication, `copied(layer)` is called: the caller may free that memory then.
-  GradReducer(Mode mode, const ZeroLayout& layout, const FlatPartition* flat, const ShardedParams* shards,
-              const ZeroOptions& options, comm::Communicator& comm, MemoryLedger& ledger, float* partition,
-              std::function<void(int)> copied);
+  // Once a layer's gradients have been packed for communication, `copied(layer)` is called: the
+  // caller may free that memory then, in the order of the communication stream.
+  GradReducer(Mode mode, const ZeroLayout& layout, const Partitioning& partitioning, ZeroContext& context,
+              float* partition, std::function<void(int)> copied);
+  ~GradReducer();
 
-  // The gradients of `layer` (its layer_numel floats, ZeRO order) are final.
+  // The gradients of `layer` (its layer_numel floats, ZeRO order) are final on the compute stream.
   void add(int layer, float* grad);
-  // Reduces what is left and waits for every reduction.
+  // Reduces what is left and waits for every reduction; the compute stream is ordered after them.
   void flush_and_wait();
   const CommTiming& timing() const { return timing_; }
+  size_t plans() const { return plans_.size(); }
 
  private:
   enum class Route { Allreduce, OwnerRuns, ToOwner, Shards };
@@ -69,43 +79,57 @@ class GradReducer {
     int layer;
     float* grad;
   };
-  struct InFlight {
-    std::vector<Entry> entries;  // from the highest layer down
+  // How one bucket travels, planned once.
+  struct Plan {
     Route route = Route::Allreduce;
     size_t begin = 0, end = 0;   // the bucket's range of the flat buffer (ZeRO order)
     size_t numel = 0;            // Allreduce/ToOwner: the bucket; OwnerRuns/Shards: one rank's block
     int owner = -1;              // ToOwner: the rank whose partition holds the bucket
+    std::vector<Range> runs;     // OwnerRuns: every rank's run of the bucket
+    size_t buffer_bytes = 0;     // the communication buffer (0: in place)
+  };
+  struct InFlight {
+    std::vector<Entry> entries;  // from the highest layer down
+    const Plan* plan = nullptr;
     Buffer<uint8_t> comm;        // what the collective reads and writes (unless in place)
     float* in_place = nullptr;   // InPlace fp32 allreduce: the range of the full buffer
-    std::vector<comm::WorkHandle> work;  // one, or the owner's N-1 receives
+    std::unique_ptr<device::Event> done;
+    std::shared_ptr<std::chrono::steady_clock::time_point> finished;
     std::chrono::steady_clock::time_point launched;
   };
 
   void flush();
-  void launch(InFlight& f);
   void finish_oldest();
+  const Plan& plan_for(const std::vector<Entry>& entries);
   Route route_for(size_t begin, size_t end) const;
   Range run_of(int rank, size_t begin, size_t end) const;  // rank's part of [begin, end), stages 1/2
+  void copy_as(const float* src, void* dst, size_t count);  // src fp32 -> dst in the comm dtype
   void pack(InFlight& f);
   void pack_range(const InFlight& f, size_t lo, size_t hi, uint8_t* dst);
   void pack_shards(InFlight& f);
+  void launch(InFlight& f);
   void unpack(InFlight& f);
   Buffer<uint8_t> take_buffer(size_t bytes);
   void give_back(Buffer<uint8_t>&& buffer);
   size_t bucket_numel() const;
+  size_t esize() const { return kernels::dtype_size(options_.comm_dtype); }
 
   Mode mode_;
   const ZeroLayout& layout_;
   const FlatPartition* flat_;
   const ShardedParams* shards_;
-  ZeroOptions options_;
+  ZeroContext& ctx_;
+  const ZeroOptions& options_;
   comm::Communicator& comm_;
-  MemoryLedger& ledger_;
+  device::Device& device_;
+  device::Stream& stream_;  // the communication stream
   float* partition_;
   std::function<void(int)> copied_;
   bool to_owners_ = false;  // stages 1/2 with reduce_scatter and contiguous_gradients
   float pre_ = 1.0f, post_ = 1.0f;
+  std::unique_ptr<device::Event> grads_written_;
   std::vector<Entry> open_;
+  std::map<std::pair<size_t, size_t>, Plan> plans_;
   std::deque<InFlight> in_flight_;
   std::vector<Buffer<uint8_t>> spare_;  // contiguous_gradients: buffers kept for the next buckets
   size_t largest_ = 0;                  // the largest buffer a bucket has needed (bytes)

@@ -74,6 +74,11 @@ void* aligned_zeroed_alloc(size_t bytes, MemoryKind kind) {
   return p;
 }
 
+device::Placement placement_of(MemoryKind kind) {
+  const bool communicated = kind != MemoryKind::OptimizerState && kind != MemoryKind::Activations;
+  return communicated ? device::Placement::Communicated : device::Placement::Private;
+}
+
 void aligned_free(void* p) {
   if (!comm::free_shared_host(p)) std::free(p);
 }

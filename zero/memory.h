@@ -11,6 +11,8 @@
 #include <memory>
 #include <string>
 
+#include "device/device.h"
+
 namespace dsx::zero {
 
 enum class MemoryKind { Params, Grads, OptimizerState, Buffers, Activations };
@@ -39,32 +41,40 @@ class MemoryLedger {
   size_t limit_ = 0;
 };
 
-// A zero-initialised, 64-byte aligned host array of T, counted in a ledger while it lives.
+// A zero-initialised array of T counted in a ledger while it lives: on a device (allocated and
+// freed in the order of a stream, as cudaMallocAsync/cudaFreeAsync), or in host memory (64-byte
+// aligned) when made without one.
 template <typename T>
 class Buffer {
  public:
   Buffer() = default;
   Buffer(MemoryLedger& ledger, MemoryKind kind, size_t count);
+  // Usable by `stream` at once, by other streams once they wait for an event recorded on it
+  // after this; freed in the order of `stream` (or of the one given to reset()).
+  Buffer(device::Device& device, device::Stream& stream, MemoryLedger& ledger, MemoryKind kind, size_t count);
   Buffer(Buffer&& other) noexcept { *this = std::move(other); }
   Buffer& operator=(Buffer&& other) noexcept;
   ~Buffer() { reset(); }
 
-  T* data() { return data_.get(); }
-  const T* data() const { return data_.get(); }
+  T* data() { return data_; }
+  const T* data() const { return data_; }
   size_t size() const { return count_; }
+  size_t bytes() const { return count_ * sizeof(T); }
   bool empty() const { return count_ == 0; }
   T& operator[](size_t i) { return data_[i]; }
   const T& operator[](size_t i) const { return data_[i]; }
+  // Frees the memory once `stream` reached this point (device buffers; the stream given at
+  // allocation when none is given): the last stream that uses it, or one ordered after it.
+  void reset(device::Stream& stream);
   void reset();
 
  private:
-  struct Free {
-    void operator()(T* p) const;
-  };
-  std::unique_ptr<T[], Free> data_;
+  T* data_ = nullptr;
   size_t count_ = 0;
   MemoryLedger* ledger_ = nullptr;
   MemoryKind kind_ = MemoryKind::Buffers;
+  device::Device* device_ = nullptr;
+  device::Stream* stream_ = nullptr;
 };
 
 // Throws dsx::Error on failure, naming the size. Buffers that collectives read (every kind but
@@ -73,12 +83,28 @@ class Buffer {
 // them without copies through staging slots.
 void* aligned_zeroed_alloc(size_t bytes, MemoryKind kind);
 void aligned_free(void* p);
+// Where a device keeps a buffer of this kind: buffers collectives read are Communicated.
+device::Placement placement_of(MemoryKind kind);
 
 template <typename T>
 Buffer<T>::Buffer(MemoryLedger& ledger, MemoryKind kind, size_t count) : ledger_(&ledger), kind_(kind) {
   ledger.add(kind, count * sizeof(T));  // first: over the limit, nothing is allocated
   try {
-    data_.reset(static_cast<T*>(aligned_zeroed_alloc(count * sizeof(T), kind)));
+    data_ = static_cast<T*>(aligned_zeroed_alloc(count * sizeof(T), kind));
+  } catch (...) {
+    ledger.remove(kind, count * sizeof(T));
+    throw;
+  }
+  count_ = count;
+}
+
+template <typename T>
+Buffer<T>::Buffer(device::Device& device, device::Stream& stream, MemoryLedger& ledger, MemoryKind kind,
+                  size_t count)
+    : ledger_(&ledger), kind_(kind), device_(&device), stream_(&stream) {
+  ledger.add(kind, count * sizeof(T));
+  try {
+    data_ = static_cast<T*>(device.allocate(count * sizeof(T), placement_of(kind), stream));
   } catch (...) {
     ledger.remove(kind, count * sizeof(T));
     throw;
@@ -90,27 +116,45 @@ template <typename T>
 Buffer<T>& Buffer<T>::operator=(Buffer&& other) noexcept {
   if (this != &other) {
     reset();
-    data_ = std::move(other.data_);
+    data_ = other.data_;
     count_ = other.count_;
     ledger_ = other.ledger_;
     kind_ = other.kind_;
+    device_ = other.device_;
+    stream_ = other.stream_;
+    other.data_ = nullptr;
     other.count_ = 0;
     other.ledger_ = nullptr;
+    other.device_ = nullptr;
   }
   return *this;
 }
 
 template <typename T>
-void Buffer<T>::reset() {
+void Buffer<T>::reset(device::Stream& stream) {
+  if (!device_) {
+    reset();
+    return;
+  }
   if (ledger_) ledger_->remove(kind_, count_ * sizeof(T));
-  data_.reset();
+  device_->free(data_, count_ * sizeof(T), stream);
+  data_ = nullptr;
   count_ = 0;
   ledger_ = nullptr;
+  device_ = nullptr;
 }
 
 template <typename T>
-void Buffer<T>::Free::operator()(T* p) const {
-  aligned_free(p);
+void Buffer<T>::reset() {
+  if (device_) {
+    reset(*stream_);
+    return;
+  }
+  if (ledger_) ledger_->remove(kind_, count_ * sizeof(T));
+  if (data_) aligned_free(data_);
+  data_ = nullptr;
+  count_ = 0;
+  ledger_ = nullptr;
 }
 
 }  // namespace dsx::zero

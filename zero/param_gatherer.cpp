@@ -1,14 +1,14 @@
 // Stage 3 gathers (see param_gatherer.h).
 #include "zero/param_gatherer.h"
 
-#include <cstring>
-
 namespace dsx::zero {
 
-ParamGatherer::ParamGatherer(const ZeroLayout& layout, const ShardedParams& shards, const ZeroOptions& options,
-                             comm::Communicator& comm, MemoryLedger& ledger, const float* partition)
-    : layout_(layout), shards_(shards), options_(options), comm_(comm), ledger_(ledger), partition_(partition),
-      layers_(static_cast<size_t>(layout.num_layers())), persistent_(layers_.size(), false) {
+ParamGatherer::ParamGatherer(const ZeroLayout& layout, const ShardedParams& shards, ZeroContext& context,
+                             const float* partition)
+    : layout_(layout), shards_(shards), ctx_(context), partition_(partition),
+      shards_updated_(context.device.create_event()), layers_(static_cast<size_t>(layout.num_layers())),
+      persistent_(layers_.size(), false) {
+  const ZeroOptions& options = ctx_.options;
   size_t persisted = 0;
   for (int l = 0; l < layout.num_layers(); ++l) {
     const size_t numel = layout.layer_numel(l);
@@ -17,18 +17,16 @@ ParamGatherer::ParamGatherer(const ZeroLayout& layout, const ShardedParams& shar
       persisted += numel;
     }
   }
+  // The shards were written on the compute stream: gathers start after that.
+  ctx_.compute.record(*shards_updated_);
 }
 
 ParamGatherer::~ParamGatherer() {
-  // A gather still in flight writes into our buffers: let it land before they go.
-  for (auto& g : layers_) {
-    if (g && g->work && !g->work->done()) {
-      try {
-        g->work->wait(options_.comm_timeout);
-      } catch (...) {
-        // the communicator reports the failure elsewhere; nothing to save here
-      }
-    }
+  // A gather still queued writes into our buffers: let it land before they go.
+  try {
+    ctx_.comm_stream.synchronize(ctx_.options.comm_timeout);
+  } catch (...) {
+    // the communicator reports the failure elsewhere; nothing to save here
   }
 }
 
@@ -37,20 +35,26 @@ ParamGatherer::Gathered& ParamGatherer::start_gather(int layer) {
   const size_t last = layout_.layer_last(layer);
   const size_t shard_begin = shards_.shard_offset(first);
   const size_t k = shards_.shard_offset(last) - shard_begin;
-  const size_t world = static_cast<size_t>(comm_.size());
+  const size_t world = static_cast<size_t>(ctx_.comm.size());
+  device::Stream& stream = ctx_.comm_stream;
   auto& slot = layers_[static_cast<size_t>(layer)];
   slot.emplace();
-  slot->full = Buffer<float>(ledger_, MemoryKind::Buffers, layout_.layer_numel(layer));
-  slot->received = Buffer<float>(ledger_, MemoryKind::Buffers, k * world);
-  float* mine = slot->received.data() + static_cast<size_t>(comm_.rank()) * k;
-  std::memcpy(mine, partition_ + shard_begin, k * sizeof(float));
-  slot->work = comm_.allgather(mine, slot->received.data(), k, kernels::DType::F32);
+  stream.wait(*shards_updated_);
+  slot->full = ctx_.buffer<float>(MemoryKind::Buffers, layout_.layer_numel(layer), stream);
+  Buffer<float> received = ctx_.buffer<float>(MemoryKind::Buffers, k * world, stream);
+  float* mine = received.data() + static_cast<size_t>(ctx_.comm.rank()) * k;
+  ctx_.device.copy(mine, partition_ + shard_begin, k * sizeof(float), stream);
+  ctx_.comm.allgather_on(ctx_.device, stream, mine, received.data(), k, kernels::DType::F32);
+  unpack(layer, received.data(), slot->full.data());
+  received.reset(stream);
+  slot->ready = ctx_.device.create_event();
+  stream.record(*slot->ready);
   live_ += layout_.layer_numel(layer);
   ++gathers_;
   return *slot;
 }
 
-void ParamGatherer::unpack(int layer, const float* received, float* full) const {
+void ParamGatherer::unpack(int layer, const float* received, float* full) {
   const size_t first = layout_.layer_first(layer);
   const size_t shard_begin = shards_.shard_offset(first);
   const size_t k = shards_.shard_offset(layout_.layer_last(layer)) - shard_begin;
@@ -58,30 +62,22 @@ void ParamGatherer::unpack(int layer, const float* received, float* full) const 
   for (size_t p = first; p < layout_.layer_last(layer); ++p) {
     const size_t s = shards_.shard_numel(p);
     float* dst = full + (layout_.offset_at(p) - layer_begin);
-    for (int r = 0; r < comm_.size(); ++r) {
+    for (int r = 0; r < ctx_.comm.size(); ++r) {
       const size_t real = shards_.real_in_shard(p, r);
       if (real == 0) continue;
-      std::memcpy(dst + static_cast<size_t>(r) * s,
-                  received + static_cast<size_t>(r) * k + (shards_.shard_offset(p) - shard_begin),
-                  real * sizeof(float));
+      ctx_.device.copy(dst + static_cast<size_t>(r) * s,
+                       received + static_cast<size_t>(r) * k + (shards_.shard_offset(p) - shard_begin),
+                       real * sizeof(float), ctx_.comm_stream);
     }
   }
 }
 
-void ParamGatherer::complete(int layer, Gathered& g) {
-  if (!g.work) return;
-  g.work->wait(options_.comm_timeout);
-  unpack(layer, g.received.data(), g.full.data());
-  g.received.reset();
-  g.work.reset();
-}
-
 void ParamGatherer::prefetch(int layer) {
-  if (layer < 0 || layer >= layout_.num_layers() || options_.prefetch_bucket_size == 0) return;
+  const ZeroOptions& options = ctx_.options;
+  if (layer < 0 || layer >= layout_.num_layers() || options.prefetch_bucket_size == 0) return;
   if (layers_[static_cast<size_t>(layer)]) return;
   const size_t numel = layout_.layer_numel(layer);
-  if (numel == 0 || prefetched_ + numel > options_.prefetch_bucket_size ||
-      live_ + numel > options_.max_live_parameters) {
+  if (numel == 0 || prefetched_ + numel > options.prefetch_bucket_size || live_ + numel > options.max_live_parameters) {
     return;
   }
   start_gather(layer).prefetched = true;
@@ -95,7 +91,10 @@ const float* ParamGatherer::acquire(int layer) {
     prefetched_ -= layout_.layer_numel(layer);
     slot->prefetched = false;
   }
-  complete(layer, *slot);
+  if (!slot->used) {
+    ctx_.compute.wait(*slot->ready);
+    slot->used = true;
+  }
   return slot->full.data();
 }
 
@@ -108,21 +107,23 @@ void ParamGatherer::release(int layer, bool backward) {
     if (backward ? l < layer : l > layer) between += layout_.layer_numel(l);
   }
   between *= 2;
-  if (between <= options_.max_reuse_distance && live_ <= options_.max_live_parameters) return;
+  if (between <= ctx_.options.max_reuse_distance && live_ <= ctx_.options.max_live_parameters) return;
   drop(layer);
 }
 
 void ParamGatherer::drop(int layer) {
   auto& slot = layers_[static_cast<size_t>(layer)];
   if (!slot) return;
-  if (slot->work) complete(layer, *slot);
   if (slot->prefetched) prefetched_ -= layout_.layer_numel(layer);
   live_ -= layout_.layer_numel(layer);
+  // The last user frees it: the model (compute stream) or, never used, the gather itself.
+  slot->full.reset(slot->used ? ctx_.compute : ctx_.comm_stream);
   slot.reset();
 }
 
 void ParamGatherer::invalidate() {
   for (int l = 0; l < layout_.num_layers(); ++l) drop(l);
+  ctx_.compute.record(*shards_updated_);
 }
 
 void ParamGatherer::gather_all(float* out) {
@@ -131,9 +132,10 @@ void ParamGatherer::gather_all(float* out) {
     if (numel == 0) continue;
     const bool had = layers_[static_cast<size_t>(l)].has_value();
     const float* full = acquire(l);
-    std::memcpy(out + layout_.layer_range(l).begin, full, numel * sizeof(float));
+    ctx_.device.copy(out + layout_.layer_range(l).begin, full, numel * sizeof(float), ctx_.compute);
     if (!had) drop(l);
   }
+  ctx_.compute.synchronize(ctx_.options.comm_timeout);
 }
 
 }  // namespace dsx::zero

@@ -8,24 +8,29 @@
 // the model runs in); the persistence threshold applies to a layer's element count, and, as in
 // DeepSpeed, layers stop being persistent once the persistent ones would hold more than
 // stage3_model_persistence_threshold elements (counted in layer order).
+//
+// A gather runs on ZeRO's communication stream (copy this rank's shards in, allgather, unpack)
+// after the optimizer's last update of the shards; acquire() orders the compute stream after it.
+// A layer's memory is freed on the compute stream once the model used it, or on the
+// communication stream when it was gathered ahead and never used.
 #pragma once
 
 #include <chrono>
 #include <optional>
 #include <vector>
 
-#include "comm/communicator.h"
+#include <memory>
+
 #include "zero/layout.h"
 #include "zero/memory.h"
 #include "zero/partition.h"
-#include "zero/zero_options.h"
+#include "zero/zero_context.h"
 
 namespace dsx::zero {
 
 class ParamGatherer {
  public:
-  ParamGatherer(const ZeroLayout& layout, const ShardedParams& shards, const ZeroOptions& options,
-                comm::Communicator& comm, MemoryLedger& ledger, const float* partition);
+  ParamGatherer(const ZeroLayout& layout, const ShardedParams& shards, ZeroContext& context, const float* partition);
   ~ParamGatherer();
 
   void prefetch(int layer);
@@ -33,7 +38,8 @@ class ParamGatherer {
   const float* acquire(int layer);
   // `backward`: the model is in its backward pass (the layer's next use is the next step).
   void release(int layer, bool backward);
-  // The parameters changed (an optimizer step): every gathered copy is stale.
+  // The parameters changed (an optimizer step on the compute stream): every gathered copy is
+  // stale, and later gathers start after the compute stream's work so far.
   void invalidate();
   // Every parameter, full, in ZeRO order (numel floats). A collective: all ranks call it.
   void gather_all(float* out);
@@ -45,22 +51,20 @@ class ParamGatherer {
  private:
   struct Gathered {
     Buffer<float> full;
-    Buffer<float> received;  // N blocks of the layer's shards while the gather runs
-    comm::WorkHandle work;
+    std::unique_ptr<device::Event> ready;  // on the communication stream, after the unpack
     bool prefetched = false;
+    bool used = false;  // the compute stream waited for `ready`
   };
 
   Gathered& start_gather(int layer);
-  void complete(int layer, Gathered& g);
   void drop(int layer);
-  void unpack(int layer, const float* received, float* full) const;
+  void unpack(int layer, const float* received, float* full);
 
   const ZeroLayout& layout_;
   const ShardedParams& shards_;
-  ZeroOptions options_;
-  comm::Communicator& comm_;
-  MemoryLedger& ledger_;
+  ZeroContext& ctx_;
   const float* partition_;
+  std::unique_ptr<device::Event> shards_updated_;
   std::vector<std::optional<Gathered>> layers_;
   std::vector<bool> persistent_;  // never released between steps
   size_t live_ = 0;

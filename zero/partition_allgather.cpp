@@ -2,7 +2,6 @@
 #include "zero/partition_allgather.h"
 
 #include <algorithm>
-#include <cstring>
 
 namespace dsx::zero {
 
@@ -15,46 +14,28 @@ AllgatherPlan plan_allgather(const FlatPartition& flat, size_t allgather_bucket_
   return {shard, (S + shard - 1) / shard};
 }
 
-void allgather_partitions(const FlatPartition& flat, const AllgatherPlan& plan, float* full,
-                          comm::Communicator& comm, MemoryLedger& ledger, std::chrono::milliseconds timeout) {
+void allgather_partitions(const FlatPartition& flat, const AllgatherPlan& plan, float* full, ZeroContext& ctx) {
   const size_t S = flat.partition_numel();
-  const size_t rank = static_cast<size_t>(comm.rank());
-  const size_t world = static_cast<size_t>(comm.size());
+  const size_t rank = static_cast<size_t>(ctx.comm.rank());
+  const size_t world = static_cast<size_t>(ctx.comm.size());
+  device::Stream& stream = ctx.comm_stream;
   if (plan.in_place()) {
-    comm.allgather(full + rank * S, full, S, kernels::DType::F32)->wait(timeout);
+    ctx.comm.allgather_on(ctx.device, stream, full + rank * S, full, S, kernels::DType::F32);
     return;
   }
-  Buffer<float> staging[2] = {Buffer<float>(ledger, MemoryKind::Buffers, world * plan.shard),
-                              Buffer<float>(ledger, MemoryKind::Buffers, world * plan.shard)};
-  auto count_of = [&](size_t j) { return std::min(plan.shard, S - j * plan.shard); };
-  auto launch = [&](size_t j) {
-    const size_t count = count_of(j);
+  Buffer<float> staging[2] = {ctx.buffer<float>(MemoryKind::Buffers, world * plan.shard, stream),
+                              ctx.buffer<float>(MemoryKind::Buffers, world * plan.shard, stream)};
+  for (size_t j = 0; j < plan.shards; ++j) {
+    const size_t count = std::min(plan.shard, S - j * plan.shard);
     float* buf = staging[j % 2].data();
-    std::memcpy(buf + rank * count, full + rank * S + j * plan.shard, count * sizeof(float));
-    return comm.allgather(buf + rank * count, buf, count, kernels::DType::F32);
-  };
-  comm::WorkHandle work = launch(0);
-  comm::WorkHandle next;
-  try {
-    for (size_t j = 0; j < plan.shards; ++j) {
-      next = j + 1 < plan.shards ? launch(j + 1) : nullptr;
-      work->wait(timeout);
-      const size_t count = count_of(j);
-      const float* buf = staging[j % 2].data();
-      for (size_t r = 0; r < world; ++r) {
-        if (r != rank) std::memcpy(full + r * S + j * plan.shard, buf + r * count, count * sizeof(float));
-      }
-      work = std::move(next);
+    ctx.device.copy(buf + rank * count, full + rank * S + j * plan.shard, count * sizeof(float), stream);
+    ctx.comm.allgather_on(ctx.device, stream, buf + rank * count, buf, count, kernels::DType::F32);
+    for (size_t r = 0; r < world; ++r) {
+      if (r != rank) ctx.device.copy(full + r * S + j * plan.shard, buf + r * count, count * sizeof(float), stream);
     }
-  } catch (...) {
-    // The next gather may still be writing into a staging buffer: let it land before it goes.
-    try {
-      if (next && !next->done()) next->wait(timeout);
-    } catch (...) {
-      // the first failure is the one to report
-    }
-    throw;
   }
+  staging[0].reset(stream);
+  staging[1].reset(stream);
 }
 
 }  // namespace dsx::zero

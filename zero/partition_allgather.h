@@ -5,8 +5,9 @@
 // allgather in place, which needs no buffer at all. Otherwise each partition is cut into shards
 // of s elements (s even, N·s ≤ allgather_bucket_size): shard j of every rank is gathered into a
 // staging buffer of N·s elements and copied to where those shards live in the flat buffer. Two
-// staging buffers alternate, so the copy of shard j overlaps the gather of shard j+1; they are
-// counted in the ledger as buffers while the allgather runs.
+// staging buffers alternate, so that on a device whose copies run beside its collectives the
+// copy of shard j can overlap the gather of shard j+1; they are counted in the ledger as buffers
+// while the allgather runs. Everything runs on ZeRO's communication stream.
 //
 // DeepSpeed bounds its messages the other way (floor(S·N / bucket) shards, so each is at least
 // the bucket) and only without all_gather_into_tensor, i.e. never with NCCL; dsx takes the
@@ -16,9 +17,9 @@
 #include <chrono>
 #include <cstddef>
 
-#include "comm/communicator.h"
 #include "zero/memory.h"
 #include "zero/partition.h"
+#include "zero/zero_context.h"
 
 namespace dsx::zero {
 
@@ -30,8 +31,8 @@ struct AllgatherPlan {
 
 AllgatherPlan plan_allgather(const FlatPartition& flat, size_t allgather_bucket_size);
 
-// `full` is the padded flat buffer (N·S elements); this rank's partition is already updated.
-void allgather_partitions(const FlatPartition& flat, const AllgatherPlan& plan, float* full,
-                          comm::Communicator& comm, MemoryLedger& ledger, std::chrono::milliseconds timeout);
+// `full` is the padded flat buffer (N·S elements); this rank's partition is updated by the work
+// enqueued so far on the communication stream (the caller orders it after the optimizer).
+void allgather_partitions(const FlatPartition& flat, const AllgatherPlan& plan, float* full, ZeroContext& context);
 
 }  // namespace dsx::zero

@@ -2,6 +2,7 @@
 #include "zero/partition_optimizer.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "kernels/optimizers.h"
 
@@ -71,11 +72,13 @@ double OptimizerSpec::weight_decay() const {
 }
 
 PartitionOptimizer::PartitionOptimizer(const OptimizerSpec& spec, size_t numel, std::vector<Segment> segments,
-                                       size_t num_tensors, MemoryLedger& ledger)
-    : spec_(spec), numel_(numel), segments_(std::move(segments)), num_tensors_(num_tensors) {
+                                       size_t num_tensors, MemoryLedger& ledger, device::Device& device,
+                                       device::Stream& stream)
+    : spec_(spec), device_(device), stream_(stream), ledger_(ledger), numel_(numel), segments_(std::move(segments)),
+      num_tensors_(num_tensors) {
   const size_t tensors = state_tensors(spec.type, spec);
-  if (tensors >= 1) state_a_ = Buffer<float>(ledger, MemoryKind::OptimizerState, numel);
-  if (tensors >= 2) state_b_ = Buffer<float>(ledger, MemoryKind::OptimizerState, numel);
+  if (tensors >= 1) state_a_ = Buffer<float>(device, stream, ledger, MemoryKind::OptimizerState, numel);
+  if (tensors >= 2) state_b_ = Buffer<float>(device, stream, ledger, MemoryKind::OptimizerState, numel);
 }
 
 size_t PartitionOptimizer::state_bytes_per_element() const {
@@ -110,7 +113,7 @@ void PartitionOptimizer::step(float* param, const float* grad, float grad_factor
       for_each_decay_run(segments_, [&](size_t begin, size_t count, bool decay) {
         kernels::AdamHyper run = h;
         if (!decay) run.weight_decay = 0;
-        kernels::adam_step(run, steps_, grad_factor, param + begin, grad + begin, a + begin, b + begin, count);
+        device_.adam_step(run, steps_, grad_factor, param + begin, grad + begin, a + begin, b + begin, count, stream_);
       });
       break;
     }
@@ -122,7 +125,7 @@ void PartitionOptimizer::step(float* param, const float* grad, float grad_factor
       for_each_decay_run(segments_, [&](size_t begin, size_t count, bool decay) {
         kernels::LionHyper run = h;
         if (!decay) run.weight_decay = 0;
-        kernels::lion_step(run, grad_factor, param + begin, grad + begin, a + begin, count);
+        device_.lion_step(run, grad_factor, param + begin, grad + begin, a + begin, count, stream_);
       });
       break;
     }
@@ -132,7 +135,8 @@ void PartitionOptimizer::step(float* param, const float* grad, float grad_factor
       for_each_decay_run(segments_, [&](size_t begin, size_t count, bool decay) {
         kernels::SgdHyper run = h;
         if (!decay) run.weight_decay = 0;
-        kernels::sgd_step(run, steps_, grad_factor, param + begin, grad + begin, a ? a + begin : nullptr, count);
+        device_.sgd_step(run, steps_, grad_factor, param + begin, grad + begin, a ? a + begin : nullptr, count,
+                         stream_);
       });
       break;
     }
@@ -142,7 +146,7 @@ void PartitionOptimizer::step(float* param, const float* grad, float grad_factor
       for_each_decay_run(segments_, [&](size_t begin, size_t count, bool decay) {
         kernels::AdagradHyper run = h;
         if (!decay) run.weight_decay = 0;
-        kernels::adagrad_step(run, grad_factor, param + begin, grad + begin, a + begin, count);
+        device_.adagrad_step(run, grad_factor, param + begin, grad + begin, a + begin, count, stream_);
       });
       break;
     }
@@ -158,30 +162,41 @@ void PartitionOptimizer::step(float* param, const float* grad, float grad_factor
 }
 
 // LAMB: the trust ratio of a tensor needs ||p|| and ||u|| of the whole tensor, so each rank sums
-// the squares of its pieces per tensor, the ranks add them up, and then every rank applies.
+// the squares of its pieces per tensor, the ranks add them up, and then every rank applies. The
+// pieces' sums come to the host (one synchronisation per step) and go back as one table.
 void PartitionOptimizer::step_lamb(float* param, const float* grad, float grad_factor,
                                    const kernels::LambHyper& hyper,
                                    const std::function<void(double*, size_t)>& sum_across_ranks) {
-  std::vector<double> sums(2 * num_tensors_, 0.0);
   float* a = state_a_.data();
   float* b = state_b_.data();
-  for (const Segment& s : segments_) {
+  const size_t n = segments_.size();
+  Buffer<double> pieces(device_, stream_, ledger_, MemoryKind::Buffers, 2 * n);
+  for (size_t i = 0; i < n; ++i) {
+    const Segment& s = segments_[i];
     kernels::LambHyper h = hyper;
     if (!s.decay) h.weight_decay = 0;
-    size_t offsets[2] = {0, s.count};
-    double piece[2] = {0, 0};
-    kernels::lamb_prepare(h, steps_, grad_factor, param + s.begin, grad + s.begin, a + s.begin, b + s.begin,
-                          offsets, 1, piece);
-    sums[2 * s.tensor] += piece[0];
-    sums[2 * s.tensor + 1] += piece[1];
+    device_.lamb_prepare(h, steps_, grad_factor, param + s.begin, grad + s.begin, a + s.begin, b + s.begin, s.count,
+                         pieces.data() + 2 * i, stream_);
+  }
+  std::vector<double> piece_sums(2 * n);
+  device_.copy(piece_sums.data(), pieces.data(), 2 * n * sizeof(double), stream_);
+  stream_.synchronize(std::chrono::minutes(5));
+  std::vector<double> sums(2 * num_tensors_, 0.0);
+  for (size_t i = 0; i < n; ++i) {
+    sums[2 * segments_[i].tensor] += piece_sums[2 * i];
+    sums[2 * segments_[i].tensor + 1] += piece_sums[2 * i + 1];
   }
   sum_across_ranks(sums.data(), sums.size());
+  Buffer<double> totals(device_, stream_, ledger_, MemoryKind::Buffers, sums.size());
+  device_.copy(totals.data(), sums.data(), sums.size() * sizeof(double), stream_);
   for (const Segment& s : segments_) {
     kernels::LambHyper h = hyper;
     if (!s.decay) h.weight_decay = 0;
-    size_t offsets[2] = {0, s.count};
-    kernels::lamb_apply(h, steps_, param + s.begin, a + s.begin, b + s.begin, offsets, 1, &sums[2 * s.tensor]);
+    device_.lamb_apply(h, steps_, param + s.begin, a + s.begin, b + s.begin, s.count, totals.data() + 2 * s.tensor,
+                       stream_);
   }
+  // `sums` is host memory the copy reads: it must land before the vector goes.
+  stream_.synchronize(std::chrono::minutes(5));
 }
 
 }  // namespace dsx::zero

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "device/device.h"
 #include "kernels/optimizer_math.h"
 #include "zero/memory.h"
 
@@ -48,13 +49,14 @@ struct StepHyper {
 class PartitionOptimizer {
  public:
   // `segments` cover [0, numel) in order (gaps are padding, left untouched); `num_tensors` is
-  // the number of distinct tensors they name.
+  // the number of distinct tensors they name. The state lives on `device`; the kernels run on
+  // `stream` (the compute stream).
   PartitionOptimizer(const OptimizerSpec& spec, size_t numel, std::vector<Segment> segments,
-                     size_t num_tensors, MemoryLedger& ledger);
+                     size_t num_tensors, MemoryLedger& ledger, device::Device& device, device::Stream& stream);
 
-  // One update of `param` (numel fp32) with `grad` (numel fp32, multiplied by grad_factor first).
-  // For LAMB, `sum_across_ranks` adds the 2 * num_tensors per-tensor squares of all ranks in
-  // place (identity on one rank).
+  // One update of `param` (numel fp32, device) with `grad` (numel fp32, multiplied by
+  // grad_factor first), enqueued on the stream. For LAMB, `sum_across_ranks` adds the
+  // 2 * num_tensors per-tensor squares (host values) of all ranks in place (identity on one rank).
   void step(float* param, const float* grad, float grad_factor, const StepHyper& hyper,
             const std::function<void(double*, size_t)>& sum_across_ranks);
 
@@ -70,6 +72,9 @@ class PartitionOptimizer {
                  const std::function<void(double*, size_t)>& sum_across_ranks);
 
   OptimizerSpec spec_;
+  device::Device& device_;
+  device::Stream& stream_;
+  MemoryLedger& ledger_;
   size_t numel_;
   std::vector<Segment> segments_;
   size_t num_tensors_;

@@ -2,13 +2,13 @@
 #include "zero/zero_engine.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <string>
 
+#include "comm/host_device.h"
 #include "dsx/error.h"
-#include "kernels/mixed_precision.h"
-#include "zero/partition_allgather.h"
 
 namespace dsx::zero {
 namespace {
@@ -24,19 +24,24 @@ std::vector<ParamInfo> infos_of(const std::vector<ModelParam>& params) {
 
 ZeroEngine::ZeroEngine(const std::vector<ModelParam>& params, int num_layers, const float* initial,
                        const ZeroOptions& options, comm::Communicator& comm)
-    : params_(params), options_(options), comm_(comm), layout_(infos_of(params), num_layers),
-      scaler_(options.loss_scaler) {
-  if (options.stage < 0 || options.stage > 3) {
-    throw Error(ErrorKind::Config, "zero_optimization.stage must be 0, 1, 2 or 3, not " +
-                                       std::to_string(options.stage));
-  }
+    : ZeroEngine(params, num_layers, initial, options, comm, comm::make_host_device(), nullptr) {}
+
+ZeroEngine::ZeroEngine(const std::vector<ModelParam>& params, int num_layers, const float* initial,
+                       const ZeroOptions& options, comm::Communicator& comm, device::Device& device)
+    : ZeroEngine(params, num_layers, initial, options, comm, nullptr, &device) {}
+
+ZeroEngine::ZeroEngine(const std::vector<ModelParam>& params, int num_layers, const float* initial,
+                       const ZeroOptions& options, comm::Communicator& comm, std::unique_ptr<device::Device> owned,
+                       device::Device* device)
+    : owned_device_(std::move(owned)), device_(device ? *device : *owned_device_),
+      comm_stream_(device_.create_stream("zero.comm")), params_(params), options_(options), comm_(comm),
+      ctx_{device_, device_.compute_stream(), *comm_stream_, comm, ledger_, options_},
+      layout_(infos_of(params), num_layers), scaler_(options.loss_scaler) {
+  partitioning_ = make_partitioning(options.stage, layout_, comm.size());  // refuses a bad stage
   ledger_.set_limit(options.memory_limit);
   if (options.model_activation_bytes) ledger_.add(MemoryKind::Activations, options.model_activation_bytes);
-  const std::vector<size_t> numels = layout_.numels_in_order();
   const int world = comm.size();
-  const int stage = options.stage;
-  if (stage == 1 || stage == 2) flat_ = std::make_unique<FlatPartition>(numels, world);
-  if (flat_ && world > 1 && options.allgather_bucket_size < 2 * static_cast<size_t>(world)) {
+  if (partitioning_->flat() && world > 1 && options.allgather_bucket_size < 2 * static_cast<size_t>(world)) {
     // Shards of fewer than 2 elements per rank would take millions of allgathers per step.
     throw Error(ErrorKind::Config, "zero_optimization.allgather_bucket_size is " +
                                        std::to_string(options.allgather_bucket_size) +
@@ -44,108 +49,69 @@ ZeroEngine::ZeroEngine(const std::vector<ModelParam>& params, int num_layers, co
                                        " ranks needs at least " + std::to_string(2 * world) +
                                        " (2 per rank). Raise it (DeepSpeed's default is 500000000).");
   }
-  if (stage == 3) shards_ = std::make_unique<ShardedParams>(numels, world);
-
-  // Parameters: the full copy (stages 0-2) or this rank's shards (stage 3).
-  if (stage <= 2) {
-    params_full_ = Buffer<float>(ledger_, MemoryKind::Params, flat_ ? flat_->padded_numel() : layout_.numel());
-    for (size_t i = 0; i < params_.size(); ++i) {
-      std::memcpy(params_full_.data() + layout_.flat_offset(i), initial + params_[i].model_offset,
-                  params_[i].info.numel * sizeof(float));
-    }
-  } else {
-    params_partition_ = Buffer<float>(ledger_, MemoryKind::Params, shards_->partition_numel());
-    const int rank = comm.rank();
-    for (size_t pos = 0; pos < layout_.num_params(); ++pos) {
-      const size_t real = shards_->real_in_shard(pos, rank);
-      if (real == 0) continue;
-      const ModelParam& p = params_[layout_.index_at(pos)];
-      std::memcpy(params_partition_.data() + shards_->shard_offset(pos),
-                  initial + p.model_offset + shards_->shard_numel(pos) * static_cast<size_t>(rank),
-                  real * sizeof(float));
-    }
-    layer_params_.assign(static_cast<size_t>(num_layers), nullptr);
+  device::Stream& compute = ctx_.compute;
+  params_store_ = make_param_store(layout_, *partitioning_, ctx_);
+  // The initial values this rank stores, copied from the model's layout.
+  for (const Run& run : partitioning_->storage_runs(comm.rank())) {
+    const ModelParam& p = params_[layout_.index_at(run.position)];
+    device_.copy(params_store_->storage() + run.offset, initial + p.model_offset + run.param_offset,
+                 run.count * sizeof(float), compute);
   }
-
-  // Gradients: full (stages 0-1, accumulated across micro-steps) or partition (stages 2-3).
-  GradReducer::Mode mode = GradReducer::Mode::InPlace;
-  if (stage <= 1) {
-    grads_full_ = Buffer<float>(ledger_, MemoryKind::Grads, params_full_.size());
-  } else {
-    grads_partition_ = Buffer<float>(ledger_, MemoryKind::Grads,
-                                     stage == 2 ? flat_->partition_numel() : shards_->partition_numel());
-    grad_slots_.resize(static_cast<size_t>(num_layers));
-    mode = stage == 2 ? GradReducer::Mode::ToPartition : GradReducer::Mode::ToShards;
-  }
-  // Stages 2/3 hold a layer's gradients only until its bucket has been copied for reduction.
-  auto copied = [this](int layer) {
-    if (!grad_slots_.empty()) grad_slots_[static_cast<size_t>(layer)].reset();
-  };
-  reducer_ = std::make_unique<GradReducer>(mode, layout_, flat_.get(), shards_.get(), options_, comm_, ledger_,
-                                           grads_partition_.data(), copied);
-  if (stage == 3) {
-    gatherer_ = std::make_unique<ParamGatherer>(layout_, *shards_, options_, comm_, ledger_,
-                                                params_partition_.data());
-  }
-  optimizer_ = std::make_unique<PartitionOptimizer>(options_.optimizer, master_numel(), optimizer_segments(),
-                                                    layout_.num_params(), ledger_);
+  grads_ = make_grad_store(options.stage, layout_, *partitioning_, ctx_);
+  reducer_ = std::make_unique<GradReducer>(grads_->mode(), layout_, *partitioning_, ctx_, grads_->reduced_into(),
+                                           [this](int layer) { grads_->packed(layer); });
+  optimizer_ = std::make_unique<PartitionOptimizer>(options_.optimizer, master_numel(),
+                                                    partitioning_->segments(comm.rank()), layout_.num_params(),
+                                                    ledger_, device_, compute);
+  scalar_ = Buffer<double>(device_, compute, scratch_ledger_, MemoryKind::Buffers, 1);
+  layer_params_.assign(static_cast<size_t>(num_layers), nullptr);
+  // `initial` is the caller's: the copies must have read it before the constructor returns.
+  compute.synchronize(options_.comm_timeout);
+  // Stage 3 gathers the shards written above on the communication stream.
+  params_store_->written();
 }
 
-ZeroEngine::~ZeroEngine() = default;
-
-std::vector<Segment> ZeroEngine::optimizer_segments() const {
-  std::vector<Segment> segments;
-  const int rank = comm_.rank();
-  if (options_.stage == 0) {
-    for (size_t pos = 0; pos < layout_.num_params(); ++pos) {
-      segments.push_back({layout_.offset_at(pos), layout_.info_at(pos).numel, layout_.info_at(pos).decay, pos});
-    }
-  } else if (flat_) {
-    const size_t begin = flat_->partition_begin(rank);
-    for (const Piece& piece : flat_->pieces_of_rank(rank)) {
-      segments.push_back({piece.flat_offset - begin, piece.count, layout_.info_at(piece.param).decay, piece.param});
-    }
-  } else {
-    for (size_t pos = 0; pos < layout_.num_params(); ++pos) {
-      const size_t real = shards_->real_in_shard(pos, rank);
-      if (real > 0) segments.push_back({shards_->shard_offset(pos), real, layout_.info_at(pos).decay, pos});
-    }
+ZeroEngine::~ZeroEngine() {
+  try {
+    host_sync();
+  } catch (...) {
+    // a failed stream was reported where it failed; the buffers go either way
   }
-  return segments;
+}
+
+void ZeroEngine::touch(const float* data, size_t count, device::Access access, const char* what) {
+  const std::array<device::Touch, 1> t{device::Touch{data, count * sizeof(float), access}};
+  device_.host_access(t, what);
+}
+
+void ZeroEngine::host_sync() {
+  comm_stream_->synchronize(options_.comm_timeout);
+  ctx_.compute.synchronize(options_.comm_timeout);
 }
 
 float* ZeroEngine::master_partition() {
-  if (options_.stage == 0) return params_full_.data();
-  if (flat_) return params_full_.data() + flat_->partition_begin(comm_.rank());
-  return params_partition_.data();
+  host_sync();
+  float* master = params_store_->storage() + partitioning_->partition_offset(comm_.rank());
+  touch(master, master_numel(), device::Access::Write, "the host's use of the master partition");
+  for (auto& [name, buffer] : optimizer_->state()) {
+    touch(buffer->data(), buffer->size(), device::Access::Write, "the host's use of the optimizer state");
+  }
+  return master;
 }
 
-size_t ZeroEngine::master_numel() const {
-  if (options_.stage == 0) return layout_.numel();
-  if (flat_) return flat_->partition_numel();
-  return shards_->partition_numel();
-}
-
-float* ZeroEngine::grad_partition() {
-  if (options_.stage == 0) return grads_full_.data();
-  if (options_.stage == 1) return grads_full_.data() + flat_->partition_begin(comm_.rank());
-  return grads_partition_.data();
-}
-
-size_t ZeroEngine::grad_partition_numel() const { return master_numel(); }
+size_t ZeroEngine::master_numel() const { return partitioning_->partition_numel(); }
 
 // ---- the model's side ----
 
 void ZeroEngine::acquire(int layer) {
-  if (gatherer_) layer_params_[static_cast<size_t>(layer)] = gatherer_->acquire(layer);
+  const float* full = params_store_->acquire(layer);
+  layer_params_[static_cast<size_t>(layer)] = full;
+  touch(full, layout_.layer_numel(layer), device::Access::Read, "the model's read of a layer's parameters");
 }
 
-void ZeroEngine::prefetch(int layer) {
-  if (gatherer_) gatherer_->prefetch(layer);
-}
+void ZeroEngine::prefetch(int layer) { params_store_->prefetch(layer); }
 
 const float* ZeroEngine::param(size_t index) {
-  if (!gatherer_) return params_full_.data() + layout_.flat_offset(index);
   const int layer = params_[index].info.layer;
   const float* full = layer_params_[static_cast<size_t>(layer)];
   if (!full) {
@@ -156,28 +122,16 @@ const float* ZeroEngine::param(size_t index) {
 }
 
 void ZeroEngine::release(int layer) {
-  if (!gatherer_) return;
   layer_params_[static_cast<size_t>(layer)] = nullptr;
-  gatherer_->release(layer, backward_);
+  params_store_->release(layer, backward_);
 }
 
-float* ZeroEngine::grad(size_t index) {
-  if (!grads_full_.empty()) return grads_full_.data() + layout_.flat_offset(index);
-  const int layer = params_[index].info.layer;
-  Buffer<float>& slot = grad_slots_[static_cast<size_t>(layer)];
-  if (slot.empty()) slot = Buffer<float>(ledger_, MemoryKind::Buffers, layout_.layer_numel(layer));
-  return slot.data() + (layout_.flat_offset(index) - layout_.layer_range(layer).begin);
-}
+float* ZeroEngine::grad(size_t index) { return grads_->grad(params_[index].info.layer, layout_.flat_offset(index)); }
 
 void ZeroEngine::grad_ready(int layer) {
-  if (!grads_full_.empty()) {
-    // Stages 0/1 accumulate locally and reduce once, in the boundary micro-step.
-    if (boundary_) reducer_->add(layer, grads_full_.data() + layout_.layer_range(layer).begin);
-    return;
-  }
-  Buffer<float>& slot = grad_slots_[static_cast<size_t>(layer)];
-  if (slot.empty()) slot = Buffer<float>(ledger_, MemoryKind::Buffers, layout_.layer_numel(layer));
-  reducer_->add(layer, slot.data());
+  float* g = grads_->layer_grads(layer);
+  touch(g, layout_.layer_numel(layer), device::Access::Write, "the model's write of a layer's gradients");
+  if (grads_->reduces(boundary_)) reducer_->add(layer, g);
 }
 
 // ---- the engine's side ----
@@ -188,31 +142,43 @@ void ZeroEngine::begin_micro_step(bool boundary) {
 }
 
 void ZeroEngine::end_micro_step() {
-  if (options_.stage >= 2 || boundary_) reducer_->flush_and_wait();
+  if (grads_->reduces(boundary_)) reducer_->flush_and_wait();
 }
 
-void ZeroEngine::zero_grads() {
-  if (!grads_full_.empty()) std::memset(grads_full_.data(), 0, grads_full_.size() * sizeof(float));
-  if (!grads_partition_.empty()) std::memset(grads_partition_.data(), 0, grads_partition_.size() * sizeof(float));
+double ZeroEngine::read_sum_of_squares(const float* data, size_t count) {
+  double value = 0;
+  device_.sum_of_squares(kernels::DType::F32, data, count, scalar_.data(), ctx_.compute);
+  device_.copy(&value, scalar_.data(), sizeof value, ctx_.compute);
+  ctx_.compute.synchronize(options_.comm_timeout);
+  return value;
+}
+
+// Host values summed over the ranks, in fp32 as DeepSpeed's norm allreduce is, through device
+// memory (nccl reads only that) on the communication stream.
+void ZeroEngine::sum_across_ranks(double* values, size_t n) {
+  if (!partitioning_->partitioned()) return;
+  if (rank_sums_.size() < n) rank_sums_ = Buffer<float>(device_, *comm_stream_, scratch_ledger_, MemoryKind::Buffers, n);
+  std::vector<float> f(values, values + n);
+  device_.copy(rank_sums_.data(), f.data(), n * sizeof(float), *comm_stream_);
+  comm_.allreduce_on(device_, *comm_stream_, rank_sums_.data(), n, kernels::DType::F32, kernels::ReduceOp::Sum);
+  device_.copy(f.data(), rank_sums_.data(), n * sizeof(float), *comm_stream_);
+  comm_stream_->synchronize(options_.comm_timeout);
+  for (size_t i = 0; i < n; ++i) values[i] = f[i];
 }
 
 StepResult ZeroEngine::step(const StepHyper& hyper) {
   StepResult result;
   result.loss_scale = scaler_.scale();
-  float* grads = grad_partition();
-  const size_t count = grad_partition_numel();
+  float* grads = grads_->partition();
+  const size_t count = master_numel();
 
   // Sum of squares of this rank's partition, summed over ranks (stage 0: every rank holds all).
-  double sum_sq = kernels::sum_of_squares(kernels::DType::F32, grads, count);
-  if (options_.stage > 0) {
-    float total = static_cast<float>(sum_sq);
-    comm_.allreduce(&total, 1, kernels::DType::F32, kernels::ReduceOp::Sum)->wait(options_.comm_timeout);
-    sum_sq = total;
-  }
+  double sum_sq = read_sum_of_squares(grads, count);
+  sum_across_ranks(&sum_sq, 1);
   const bool finite = std::isfinite(sum_sq);
   if (!finite && options_.check_overflow) {
     scaler_.update(true);  // may throw at the minimum scale (ZeRO)
-    zero_grads();
+    grads_->zero();
     result.applied = false;
     result.grad_norm = -1.0;
     return result;
@@ -228,45 +194,28 @@ StepResult ZeroEngine::step(const StepHyper& hyper) {
       result.clip_coefficient = 1.0 / c;
     }
   }
-  auto sum_across_ranks = [this](double* values, size_t n) {
-    if (options_.stage == 0) return;
-    std::vector<float> f(values, values + n);
-    comm_.allreduce(f.data(), n, kernels::DType::F32, kernels::ReduceOp::Sum)->wait(options_.comm_timeout);
-    for (size_t i = 0; i < n; ++i) values[i] = f[i];
-  };
-  optimizer_->step(master_partition(), grads, static_cast<float>(1.0 / combined), hyper, sum_across_ranks);
+  float* master = params_store_->storage() + partitioning_->partition_offset(comm_.rank());
+  optimizer_->step(master, grads, static_cast<float>(1.0 / combined), hyper,
+                   [this](double* values, size_t n) { sum_across_ranks(values, n); });
   scaler_.update(false);
-  sync_full_params();
-  zero_grads();
+  params_store_->after_step();
+  grads_->zero();
   result.applied = true;
   return result;
 }
 
-// After the optimizer changed this rank's partition, everyone's full copy catches up.
-void ZeroEngine::sync_full_params() {
-  if (flat_) {
-    allgather_partitions(*flat_, plan_allgather(*flat_, options_.allgather_bucket_size), params_full_.data(), comm_,
-                         ledger_, options_.comm_timeout);
-  } else if (gatherer_) {
-    gatherer_->invalidate();
-  }
-}
-
 void ZeroEngine::load_master_partition(const float* values) {
-  std::memcpy(master_partition(), values, master_numel() * sizeof(float));
-  sync_full_params();
+  float* master = params_store_->storage() + partitioning_->partition_offset(comm_.rank());
+  device_.copy(master, values, master_numel() * sizeof(float), ctx_.compute);
+  params_store_->after_step();  // stages 1/2: an allgather, so every rank is here
+  host_sync();  // `values` is the caller's
 }
 
 void ZeroEngine::gather_params(float* model_flat) {
-  const float* full = params_full_.data();
-  std::vector<float> gathered;
-  if (gatherer_) {
-    gathered.resize(layout_.numel());
-    gatherer_->gather_all(gathered.data());
-    full = gathered.data();
-  }
+  std::vector<float> full(layout_.numel());
+  params_store_->gather_all(full.data());
   for (size_t i = 0; i < params_.size(); ++i) {
-    std::memcpy(model_flat + params_[i].model_offset, full + layout_.flat_offset(i),
+    std::memcpy(model_flat + params_[i].model_offset, full.data() + layout_.flat_offset(i),
                 params_[i].info.numel * sizeof(float));
   }
 }
@@ -274,47 +223,17 @@ void ZeroEngine::gather_params(float* model_flat) {
 // ---- re-cutting partitions ----
 
 size_t ZeroEngine::partition_numel_of(const ZeroLayout& layout, int stage, int world, int rank) {
-  const std::vector<size_t> numels = layout.numels_in_order();
-  if (stage == 0) return layout.numel();
-  if (stage == 3) return ShardedParams(numels, world).partition_numel();
   (void)rank;
-  return FlatPartition(numels, world).partition_numel();
+  return make_partitioning(stage, layout, world)->partition_numel();
 }
 
 void ZeroEngine::scatter_partition(const ZeroLayout& layout, int stage, int world, int rank, const float* partition,
                                    float* full) {
-  const std::vector<size_t> numels = layout.numels_in_order();
-  if (stage == 0) {
-    std::memcpy(full, partition, layout.numel() * sizeof(float));
-  } else if (stage == 3) {
-    ShardedParams shards(numels, world);
-    for (size_t p = 0; p < layout.num_params(); ++p) {
-      std::memcpy(full + layout.offset_at(p) + shards.shard_numel(p) * static_cast<size_t>(rank),
-                  partition + shards.shard_offset(p), shards.real_in_shard(p, rank) * sizeof(float));
-    }
-  } else {
-    FlatPartition flat(numels, world);
-    const size_t begin = flat.partition_begin(rank);
-    const size_t end = std::min(begin + flat.partition_numel(), layout.numel());
-    if (end > begin) std::memcpy(full + begin, partition, (end - begin) * sizeof(float));
-  }
+  make_partitioning(stage, layout, world)->scatter(partition, full, rank);
 }
 
 void ZeroEngine::take_partition(const float* full, float* partition) const {
-  const int rank = comm_.rank();
-  std::memset(partition, 0, master_numel() * sizeof(float));
-  if (options_.stage == 0) {
-    std::memcpy(partition, full, layout_.numel() * sizeof(float));
-  } else if (shards_) {
-    for (size_t p = 0; p < layout_.num_params(); ++p) {
-      std::memcpy(partition + shards_->shard_offset(p), full + layout_.offset_at(p) + shards_->shard_numel(p) * rank,
-                  shards_->real_in_shard(p, rank) * sizeof(float));
-    }
-  } else {
-    const size_t begin = flat_->partition_begin(rank);
-    const size_t end = std::min(begin + flat_->partition_numel(), layout_.numel());
-    if (end > begin) std::memcpy(partition, full + begin, (end - begin) * sizeof(float));
-  }
+  partitioning_->take(full, partition, comm_.rank());
 }
 
 }  // namespace dsx::zero

@@ -16,6 +16,11 @@
 //   for each micro-step: begin_micro_step(boundary); forward; begin_backward(); backward;
 //                        end_micro_step();
 //   at the boundary:     step(hyper)
+//
+// Everything it owns lives on a device (device/device.h) and every piece of work is enqueued on
+// the device's compute stream or on ZeRO's own communication stream, ordered by events; which
+// device it is, ZeRO never asks. How the state is split (Partitioning), where the parameters
+// come from (ParamStore) and where gradients go (GradStore) are chosen once from the stage.
 #pragma once
 
 #include <memory>
@@ -23,13 +28,17 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "device/device.h"
 #include "zero/grad_reducer.h"
+#include "zero/grad_store.h"
 #include "zero/layout.h"
 #include "zero/loss_scaler.h"
 #include "zero/memory.h"
-#include "zero/param_gatherer.h"
+#include "zero/param_store.h"
 #include "zero/partition.h"
 #include "zero/partition_optimizer.h"
+#include "zero/partitioning.h"
+#include "zero/zero_context.h"
 #include "zero/zero_options.h"
 
 namespace dsx::zero {
@@ -43,9 +52,12 @@ struct ModelParam {
 
 class ZeroEngine {
  public:
-  // `initial` holds the model's parameters in the model's flat layout (every rank the same).
+  // `initial` holds the model's parameters in the model's flat layout (every rank the same, host
+  // memory). Without a device, ZeRO runs on a cpu device of its own (comm::make_host_device).
   ZeroEngine(const std::vector<ModelParam>& params, int num_layers, const float* initial,
              const ZeroOptions& options, comm::Communicator& comm);
+  ZeroEngine(const std::vector<ModelParam>& params, int num_layers, const float* initial,
+             const ZeroOptions& options, comm::Communicator& comm, device::Device& device);
   ~ZeroEngine();
 
   // ---- the model's side ----
@@ -67,13 +79,17 @@ class ZeroEngine {
   LossScaler& loss_scaler() { return scaler_; }
   const MemoryLedger& memory() const { return ledger_; }
   const CommTiming& comm_timing() const { return reducer_->timing(); }
+  const GradReducer& reducer() const { return *reducer_; }
+  device::Device& device() { return device_; }
   int stage() const { return options_.stage; }
   size_t numel() const { return layout_.numel(); }
   // Every parameter, in the model's flat layout. A collective at stage 3: every rank calls it.
   void gather_params(float* model_flat);
 
   // ---- checkpoints: this rank's partition ----
-  float* master_partition();  // the fp32 parameters this rank updates
+  // The fp32 parameters this rank updates. The host may read and write them (and the optimizer
+  // state) directly on a host_accessible device: this waits for ZeRO's streams first.
+  float* master_partition();
   size_t master_numel() const;
   PartitionOptimizer& optimizer() { return *optimizer_; }
   // Overwrites this rank's partition (and, stages 0-2, the full copy) from a saved partition.
@@ -90,28 +106,34 @@ class ZeroEngine {
   void take_partition(const float* full, float* partition) const;
 
  private:
-  float* grad_partition();
-  size_t grad_partition_numel() const;
-  std::vector<Segment> optimizer_segments() const;
-  void zero_grads();
-  void sync_full_params();
+  ZeroEngine(const std::vector<ModelParam>& params, int num_layers, const float* initial, const ZeroOptions& options,
+             comm::Communicator& comm, std::unique_ptr<device::Device> owned, device::Device* device);
+  // The host (or the model on the compute stream) touches this range of ZeRO's memory now.
+  void touch(const float* data, size_t count, device::Access access, const char* what);
+  void host_sync();
+  double read_sum_of_squares(const float* data, size_t count);
+  void sum_across_ranks(double* values, size_t n);
 
+  std::unique_ptr<device::Device> owned_device_;  // first: destroyed last, after everything on it
+  device::Device& device_;
+  std::unique_ptr<device::Stream> comm_stream_;
   std::vector<ModelParam> params_;
   ZeroOptions options_;
   comm::Communicator& comm_;
   MemoryLedger ledger_;
+  ZeroContext ctx_;
   ZeroLayout layout_;
-  std::unique_ptr<FlatPartition> flat_;     // stages 1, 2
-  std::unique_ptr<ShardedParams> shards_;   // stage 3
-  Buffer<float> params_full_;               // stages 0-2 (padded for 1, 2)
-  Buffer<float> params_partition_;          // stage 3
-  Buffer<float> grads_full_;                // stages 0, 1
-  Buffer<float> grads_partition_;           // stages 2, 3
-  std::vector<Buffer<float>> grad_slots_;   // stages 2, 3: a layer's gradients until reduced
-  std::vector<const float*> layer_params_;  // stage 3: acquired layers
+  std::unique_ptr<Partitioning> partitioning_;
+  std::unique_ptr<ParamStore> params_store_;
+  std::unique_ptr<GradStore> grads_;
   std::unique_ptr<GradReducer> reducer_;
-  std::unique_ptr<ParamGatherer> gatherer_;
   std::unique_ptr<PartitionOptimizer> optimizer_;
+  std::vector<const float*> layer_params_;  // acquired layers
+  // A few scalars on the device (the sum of squares, values summed across ranks), kept out of
+  // the reported ledger: they are not model state and would blur its exact counts.
+  MemoryLedger scratch_ledger_;
+  Buffer<double> scalar_;
+  Buffer<float> rank_sums_;
   LossScaler scaler_;
   bool boundary_ = true;
   bool backward_ = false;

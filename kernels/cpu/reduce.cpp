@@ -42,4 +42,21 @@ void scale(DType dtype, void* x, float factor, size_t count) {
   });
 }
 
+void sum_blocks(DType src_dtype, const void* src, size_t blocks, size_t stride, float factor, float* dst,
+                size_t count, bool accumulate) {
+  if (blocks == 0) return;
+  dispatch_dtype(src_dtype, [&](auto tag) {
+    constexpr DType T = decltype(tag)::value;
+    if (accumulate) {
+      cpu::for_each_element(count, [=](size_t i) DSX_ALWAYS_INLINE {
+        dst[i] += factor * block_sum_element<T>(src, blocks, stride, i);
+      });
+    } else {
+      cpu::for_each_element(count, [=](size_t i) DSX_ALWAYS_INLINE {
+        dst[i] = factor * block_sum_element<T>(src, blocks, stride, i);
+      });
+    }
+  });
+}
+
 }  // namespace dsx::kernels

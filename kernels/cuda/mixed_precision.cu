@@ -69,6 +69,23 @@ struct ScaleOp {
   }
 };
 
+template <DType T>
+struct SumBlocksOp {
+  const void* src;
+  size_t blocks, stride;
+  float factor;
+  float* dst;
+  bool accumulate;
+  template <int W>
+  __device__ void apply(size_t i) const {
+#pragma unroll
+    for (int k = 0; k < W; ++k) {
+      float v = factor * block_sum_element<T>(src, blocks, stride, i + k);
+      dst[i + k] = accumulate ? dst[i + k] + v : v;
+    }
+  }
+};
+
 template <DType T, ReduceOp kOp>
 struct ReduceIntoOp {
   void* dst;
@@ -148,6 +165,16 @@ void scale(DType dtype, void* x, float factor, size_t count, cudaStream_t stream
   dispatch_dtype(dtype, [&](auto tag) {
     constexpr DType T = decltype(tag)::value;
     launch_elementwise("scale", ScaleOp<T>{x, factor}, count, vector_ok(T, x), stream);
+  });
+}
+
+void sum_blocks(DType src_dtype, const void* src, size_t blocks, size_t stride, float factor, float* dst,
+                size_t count, bool accumulate, cudaStream_t stream) {
+  if (blocks == 0) return;
+  dispatch_dtype(src_dtype, [&](auto tag) {
+    constexpr DType T = decltype(tag)::value;
+    launch_elementwise("sum_blocks", SumBlocksOp<T>{src, blocks, stride, factor, dst, accumulate}, count, false,
+                       stream);
   });
 }
 

@@ -1,0 +1,211 @@
+// The cpu device (see cpu_device.h): host memory, worker-thread streams, the CPU kernels.
+#include "device/cpu_device.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+
+#include "device/cpu_stream.h"
+#include "device/stream_checker.h"
+#include "dsx/error.h"
+#include "kernels/mixed_precision.h"
+#include "kernels/optimizers.h"
+#include "kernels/reduce.h"
+
+namespace dsx::device {
+namespace {
+
+using cpu::as_cpu;
+using cpu::CpuStream;
+
+long env_number(const char* name, long fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  if (*end != '\0' || n < 0) {
+    throw Error(ErrorKind::Usage, std::string(name) + "='" + v + "' must be a non-negative whole number");
+  }
+  return n;
+}
+
+class CpuDevice final : public Device {
+ public:
+  explicit CpuDevice(CpuDeviceOptions options) : options_(std::move(options)) {
+    if (options_.check_order) checker_ = std::make_unique<StreamChecker>();
+    compute_ = std::make_unique<CpuStream>("compute", true, checker_.get(), 0, options_.seed, options_.timeout);
+  }
+
+  std::string name() const override { return "cpu"; }
+  bool host_accessible() const override { return true; }
+  Stream& compute_stream() override { return *compute_; }
+
+  std::unique_ptr<Stream> create_stream(const std::string& name) override {
+    return std::make_unique<CpuStream>(name, false, checker_.get(), options_.max_delay_us,
+                                       options_.seed * 1000003u + ++streams_, options_.timeout);
+  }
+  std::unique_ptr<Event> create_event() override { return std::make_unique<cpu::CpuEvent>(); }
+
+  void synchronize(Event& event, std::chrono::milliseconds timeout, const char* what) override {
+    cpu::CpuEvent& e = as_cpu(event);
+    if (!e.fence) return;
+    if (!e.fence->wait_for(timeout)) {
+      throw Error(ErrorKind::Timeout, std::string("waited ") + std::to_string(timeout.count() / 1000) + " s for " +
+                                          what + " (stream '" + e.recorded_on + "'); a collective on it may wait "
+                                          "for a dead or slow peer");
+    }
+    if (auto error = e.fence->error()) throw *error;
+    if (checker_) checker_->merge(StreamChecker::kHost, e.clock);
+  }
+
+  void* allocate(size_t bytes, Placement placement, Stream& stream) override {
+    if (bytes == 0) return nullptr;
+    void* p = nullptr;
+    if (placement == Placement::Communicated && options_.allocate_communicated) p = options_.allocate_communicated(bytes);
+    if (!p) {
+      p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+      if (!p) {
+        throw Error(ErrorKind::OutOfMemory, "out of host memory allocating " + std::to_string(bytes) +
+                                                " bytes; use a higher ZeRO stage, more ranks, or a smaller model/batch");
+      }
+      std::memset(p, 0, bytes);
+    }
+    if (checker_) {
+      checker_->forget(p, bytes);
+      const Touch t{p, bytes, Access::Write};
+      checker_->access(as_cpu(stream).actor(), {&t, 1}, "allocate");
+    }
+    return p;
+  }
+
+  void free(void* data, size_t bytes, Stream& stream) override {
+    if (!data) return;
+    if (checker_) {
+      const Touch t{data, bytes, Access::Write};
+      checker_->access(as_cpu(stream).actor(), {&t, 1}, "free");
+      checker_->forget(data, bytes);
+    }
+    auto release = options_.free_communicated;
+    as_cpu(stream).enqueue([data, release] {
+      if (!release || !release(data)) std::free(data);
+    });
+  }
+
+  void copy(void* dst, const void* src, size_t bytes, Stream& s) override {
+    run(s, {{src, bytes, Access::Read}, {dst, bytes, Access::Write}}, "copy",
+        [=] { std::memmove(dst, src, bytes); });
+  }
+
+  void fill_zero(void* dst, size_t bytes, Stream& s) override {
+    run(s, {{dst, bytes, Access::Write}}, "fill_zero", [=] { std::memset(dst, 0, bytes); });
+  }
+
+  void scale(DType dtype, void* x, float factor, size_t count, Stream& s) override {
+    run(s, {{x, bytes_of(dtype, count), Access::Write}}, "scale",
+        [=] { kernels::scale(dtype, x, factor, count); });
+  }
+
+  void cast(DType src_dtype, const void* src, DType dst_dtype, void* dst, size_t count, Stream& s) override {
+    run(s, {{src, bytes_of(src_dtype, count), Access::Read}, {dst, bytes_of(dst_dtype, count), Access::Write}},
+        "cast", [=] { kernels::cast(src_dtype, src, dst_dtype, dst, count); });
+  }
+
+  void sum_blocks(DType src_dtype, const void* src, size_t blocks, size_t stride, float factor, float* dst,
+                  size_t count, bool accumulate, Stream& s) override {
+    if (blocks == 0 || count == 0) return;
+    run(s, {{src, bytes_of(src_dtype, (blocks - 1) * stride + count), Access::Read},
+            {dst, count * sizeof(float), Access::Write}},
+        "sum_blocks", [=] { kernels::sum_blocks(src_dtype, src, blocks, stride, factor, dst, count, accumulate); });
+  }
+
+  void sum_of_squares(DType dtype, const void* x, size_t count, double* out, Stream& s) override {
+    run(s, {{x, bytes_of(dtype, count), Access::Read}, {out, sizeof(double), Access::Write}}, "sum_of_squares",
+        [=] { *out = kernels::sum_of_squares(dtype, x, count); });
+  }
+
+  void adam_step(const kernels::AdamHyper& h, int64_t step, float grad_factor, float* param, const float* grad,
+                 float* m, float* v, size_t count, Stream& s) override {
+    const size_t b = count * sizeof(float);
+    run(s, {{grad, b, Access::Read}, {param, b, Access::Write}, {m, b, Access::Write}, {v, b, Access::Write}},
+        "adam_step", [=] { kernels::adam_step(h, step, grad_factor, param, grad, m, v, count); });
+  }
+
+  void lion_step(const kernels::LionHyper& h, float grad_factor, float* param, const float* grad, float* m,
+                 size_t count, Stream& s) override {
+    const size_t b = count * sizeof(float);
+    run(s, {{grad, b, Access::Read}, {param, b, Access::Write}, {m, b, Access::Write}}, "lion_step",
+        [=] { kernels::lion_step(h, grad_factor, param, grad, m, count); });
+  }
+
+  void sgd_step(const kernels::SgdHyper& h, int64_t step, float grad_factor, float* param, const float* grad,
+                float* momentum, size_t count, Stream& s) override {
+    const size_t b = count * sizeof(float);
+    run(s, {{grad, b, Access::Read}, {param, b, Access::Write}, {momentum, momentum ? b : 0, Access::Write}},
+        "sgd_step", [=] { kernels::sgd_step(h, step, grad_factor, param, grad, momentum, count); });
+  }
+
+  void adagrad_step(const kernels::AdagradHyper& h, float grad_factor, float* param, const float* grad,
+                    float* sum_sq, size_t count, Stream& s) override {
+    const size_t b = count * sizeof(float);
+    run(s, {{grad, b, Access::Read}, {param, b, Access::Write}, {sum_sq, b, Access::Write}}, "adagrad_step",
+        [=] { kernels::adagrad_step(h, grad_factor, param, grad, sum_sq, count); });
+  }
+
+  void lamb_prepare(const kernels::LambHyper& h, int64_t step, float grad_factor, const float* param,
+                    const float* grad, float* m, float* v, size_t count, double* norms_sq, Stream& s) override {
+    const size_t b = count * sizeof(float);
+    run(s, {{grad, b, Access::Read}, {param, b, Access::Read}, {m, b, Access::Write}, {v, b, Access::Write},
+            {norms_sq, 2 * sizeof(double), Access::Write}},
+        "lamb_prepare", [=] {
+          const size_t offsets[2] = {0, count};
+          kernels::lamb_prepare(h, step, grad_factor, param, grad, m, v, offsets, 1, norms_sq);
+        });
+  }
+
+  void lamb_apply(const kernels::LambHyper& h, int64_t step, float* param, const float* m, const float* v,
+                  size_t count, const double* norms_sq, Stream& s) override {
+    const size_t b = count * sizeof(float);
+    run(s, {{m, b, Access::Read}, {v, b, Access::Read}, {norms_sq, 2 * sizeof(double), Access::Read},
+            {param, b, Access::Write}},
+        "lamb_apply", [=] {
+          const size_t offsets[2] = {0, count};
+          kernels::lamb_apply(h, step, param, m, v, offsets, 1, norms_sq);
+        });
+  }
+
+  void host_task(Stream& s, std::function<void()> fn, std::span<const Touch> touches, const char* what) override {
+    CpuStream& stream = as_cpu(s);
+    if (checker_) checker_->access(stream.actor(), touches, what);
+    stream.enqueue(std::move(fn));
+  }
+
+  void host_access(std::span<const Touch> touches, const char* what) override {
+    if (checker_) checker_->access(StreamChecker::kHost, touches, what);
+  }
+
+ private:
+  void run(Stream& s, std::initializer_list<Touch> touches, const char* what, std::function<void()> work) {
+    CpuStream& stream = as_cpu(s);
+    if (checker_) checker_->access(stream.actor(), {touches.begin(), touches.size()}, what);
+    stream.enqueue(std::move(work));
+  }
+
+  CpuDeviceOptions options_;
+  std::unique_ptr<StreamChecker> checker_;  // declared before the streams: they use it to the end
+  std::unique_ptr<CpuStream> compute_;
+  uint64_t streams_ = 0;
+};
+
+}  // namespace
+
+CpuDeviceOptions cpu_device_options_from_environment(CpuDeviceOptions base) {
+  if (const long check = env_number("DSX_STREAM_CHECK", -1); check >= 0) base.check_order = check != 0;
+  base.max_delay_us = static_cast<unsigned>(env_number("DSX_STREAM_DELAY_US", base.max_delay_us));
+  return base;
+}
+
+std::unique_ptr<Device> make_cpu_device(CpuDeviceOptions options) {
+  return std::make_unique<CpuDevice>(std::move(options));
+}
+
+}  // namespace dsx::device
