@@ -183,6 +183,10 @@ class CpuDevice final : public Device {
     if (checker_) checker_->access(StreamChecker::kHost, touches, what);
   }
 
+  void declare(Stream& stream, std::span<const Touch> touches, const char* what) override {
+    if (checker_) checker_->access(as_cpu(stream).actor(), touches, what);
+  }
+
  private:
   void run(Stream& s, std::initializer_list<Touch> touches, const char* what, std::function<void()> work) {
     CpuStream& stream = as_cpu(s);

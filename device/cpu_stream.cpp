@@ -28,7 +28,7 @@ CpuStream::CpuStream(std::string name, bool inline_stream, StreamChecker* checke
                      uint64_t seed, std::chrono::milliseconds timeout)
     : name_(std::move(name)), inline_(inline_stream), checker_(checker), max_delay_us_(max_delay_us),
       rng_(seed), timeout_(timeout) {
-  if (checker_ && !inline_) actor_ = checker_->add_actor("stream '" + name_ + "'");
+  if (checker_) actor_ = checker_->add_actor("stream '" + name_ + "'");
   if (!inline_) worker_ = std::thread([this] { run_worker(); });
 }
 
@@ -114,6 +114,7 @@ void CpuStream::wait(Event& event) {
   if (inline_) {
     if (!fence->wait_for(timeout_)) throw Error(ErrorKind::Timeout, what + "; that stream is stuck or too slow");
     if (auto error = fence->error()) throw *error;
+    if (checker_) checker_->merge(StreamChecker::kHost, e.clock);  // the host itself waited
     return;
   }
   push({[this, fence, what] {
@@ -127,6 +128,7 @@ void CpuStream::wait(Event& event) {
 }
 
 void CpuStream::synchronize(std::chrono::milliseconds timeout) {
+  if (inline_ && checker_) checker_->merge(StreamChecker::kHost, checker_->snapshot(actor_));
   if (!inline_) {
     auto fence = std::make_shared<Fence>();
     push({[this, fence] { fence->signal(failure()); }, true});

@@ -45,7 +45,7 @@ class CpuEvent final : public Event {
 
 class CpuStream final : public Stream {
  public:
-  // `checker` may be null. An inline stream is the host's actor in the checker.
+  // `checker` may be null.
   CpuStream(std::string name, bool inline_stream, StreamChecker* checker, unsigned max_delay_us, uint64_t seed,
             std::chrono::milliseconds timeout);
   ~CpuStream() override;

@@ -128,6 +128,13 @@ class Device {
     (void)touches;
     (void)what;
   }
+  // Work enqueued on `stream` by someone else (a model's kernels on the compute stream) touches
+  // these ranges: the checker treats it as that stream's work.
+  virtual void declare(Stream& stream, std::span<const Touch> touches, const char* what) {
+    (void)stream;
+    (void)touches;
+    (void)what;
+  }
 };
 
 // The bytes of `count` elements of `dtype`.

@@ -70,8 +70,17 @@ void StreamChecker::split_at(uintptr_t at) {
   }
 }
 
+void StreamChecker::absorb_host(int actor) {
+  if (actor == kHost) return;
+  Clock& clock = clocks_[static_cast<size_t>(actor)];
+  const Clock& host = clocks_[kHost];
+  if (clock.size() < host.size()) clock.resize(host.size(), 0);
+  for (size_t i = 0; i < host.size(); ++i) clock[i] = std::max(clock[i], host[i]);
+}
+
 void StreamChecker::access(int actor, std::span<const Touch> touches, const char* what) {
   std::lock_guard lock(mutex_);
+  absorb_host(actor);
   Clock& clock = clocks_[static_cast<size_t>(actor)];
   if (clock.size() <= static_cast<size_t>(actor)) clock.resize(static_cast<size_t>(actor) + 1, 0);
   ++clock[static_cast<size_t>(actor)];
@@ -118,6 +127,7 @@ void StreamChecker::access(int actor, std::span<const Touch> touches, const char
 
 StreamChecker::Clock StreamChecker::snapshot(int actor) {
   std::lock_guard lock(mutex_);
+  absorb_host(actor);
   return clocks_[static_cast<size_t>(actor)];
 }
 

@@ -6,7 +6,11 @@
 // reads since. An access is ordered after an earlier one of another actor when the accessor's
 // clock has reached that access's tick; a read must be ordered after the last write, a write
 // after the last write and every read since. Otherwise the checker throws Error(Internal) naming
-// both accesses, their streams and the call stacks that enqueued them.
+// both accesses, their streams and the call stacks that enqueued them. The host enqueues all
+// work, so work enqueued after the host waited for something (a synchronize, or its own
+// accesses) is ordered after it: every stream takes in the host's clock when work is enqueued.
+// The compute stream of the cpu device runs on the host's thread but is an actor of its own, so
+// that what the model does there needs an event before other streams may use it, as on a GPU.
 //
 // The checker sees the order the host *asked* for (at enqueue time, as CUDA defines it), so it
 // catches a missing wait even when the timing of this run happened to hide it.
@@ -54,6 +58,7 @@ class StreamChecker {
     std::vector<Site> reads;  // at most one per actor: its latest
   };
 
+  void absorb_host(int actor);
   Site site_here(int actor, const char* what) const;
   bool ordered(int actor, const Site& earlier) const;
   void split_at(uintptr_t at);

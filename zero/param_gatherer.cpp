@@ -39,7 +39,10 @@ ParamGatherer::Gathered& ParamGatherer::start_gather(int layer) {
   device::Stream& stream = ctx_.comm_stream;
   auto& slot = layers_[static_cast<size_t>(layer)];
   slot.emplace();
-  stream.wait(*shards_updated_);
+  if (!shards_waited_) {
+    stream.wait(*shards_updated_);
+    shards_waited_ = true;
+  }
   slot->full = ctx_.buffer<float>(MemoryKind::Buffers, layout_.layer_numel(layer), stream);
   Buffer<float> received = ctx_.buffer<float>(MemoryKind::Buffers, k * world, stream);
   float* mine = received.data() + static_cast<size_t>(ctx_.comm.rank()) * k;
@@ -124,6 +127,7 @@ void ParamGatherer::drop(int layer) {
 void ParamGatherer::invalidate() {
   for (int l = 0; l < layout_.num_layers(); ++l) drop(l);
   ctx_.compute.record(*shards_updated_);
+  shards_waited_ = false;
 }
 
 void ParamGatherer::gather_all(float* out) {

@@ -65,6 +65,7 @@ class ParamGatherer {
   ZeroContext& ctx_;
   const float* partition_;
   std::unique_ptr<device::Event> shards_updated_;
+  bool shards_waited_ = false;  // the communication stream waited for the latest update
   std::vector<std::optional<Gathered>> layers_;
   std::vector<bool> persistent_;  // never released between steps
   size_t live_ = 0;

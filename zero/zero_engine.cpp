@@ -81,6 +81,11 @@ ZeroEngine::~ZeroEngine() {
 
 void ZeroEngine::touch(const float* data, size_t count, device::Access access, const char* what) {
   const std::array<device::Touch, 1> t{device::Touch{data, count * sizeof(float), access}};
+  device_.declare(ctx_.compute, t, what);
+}
+
+void ZeroEngine::host_touch(const float* data, size_t count, const char* what) {
+  const std::array<device::Touch, 1> t{device::Touch{data, count * sizeof(float), device::Access::Write}};
   device_.host_access(t, what);
 }
 
@@ -92,9 +97,9 @@ void ZeroEngine::host_sync() {
 float* ZeroEngine::master_partition() {
   host_sync();
   float* master = params_store_->storage() + partitioning_->partition_offset(comm_.rank());
-  touch(master, master_numel(), device::Access::Write, "the host's use of the master partition");
+  host_touch(master, master_numel(), "the host's use of the master partition");
   for (auto& [name, buffer] : optimizer_->state()) {
-    touch(buffer->data(), buffer->size(), device::Access::Write, "the host's use of the optimizer state");
+    host_touch(buffer->data(), buffer->size(), "the host's use of the optimizer state");
   }
   return master;
 }

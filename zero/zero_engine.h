@@ -108,8 +108,10 @@ class ZeroEngine {
  private:
   ZeroEngine(const std::vector<ModelParam>& params, int num_layers, const float* initial, const ZeroOptions& options,
              comm::Communicator& comm, std::unique_ptr<device::Device> owned, device::Device* device);
-  // The host (or the model on the compute stream) touches this range of ZeRO's memory now.
+  // The model touches this range of ZeRO's memory on the compute stream.
   void touch(const float* data, size_t count, device::Access access, const char* what);
+  // The host itself reads and writes it (checkpoints).
+  void host_touch(const float* data, size_t count, const char* what);
   void host_sync();
   double read_sum_of_squares(const float* data, size_t count);
   void sum_across_ranks(double* values, size_t n);

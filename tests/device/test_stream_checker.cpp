@@ -88,7 +88,9 @@ TEST(StreamChecker, TheHostMustSynchronizeBeforeItReads) {
   EXPECT_EQ(violation([&] { c.device->host_access({&read, 1}, "host reads the result"); }), "");
 }
 
-TEST(StreamChecker, TheComputeStreamIsTheHost) {
+// The compute stream runs on the caller's thread but is a stream of its own: what the model does
+// there needs an event before other streams use it, as on a GPU.
+TEST(StreamChecker, TheComputeStreamIsAStreamOfItsOwn) {
   Checked c;
   auto& compute = c.device->compute_stream();
   c.device->scale(DType::F32, c.x, 2.0f, 256, *c.a);
@@ -97,7 +99,9 @@ TEST(StreamChecker, TheComputeStreamIsTheHost) {
   compute.wait(*c.event);  // blocks the host until a reached the event
   EXPECT_EQ(violation([&] { c.device->scale(DType::F32, c.x, 2.0f, 256, compute); }), "");
   const Touch read{c.x, 16, Access::Read};
-  EXPECT_EQ(violation([&] { c.device->host_access({&read, 1}, "model reads"); }), "");
+  EXPECT_NE(violation([&] { c.device->host_access({&read, 1}, "host reads"); }), "") << "not synchronized";
+  compute.synchronize(10s);
+  EXPECT_EQ(violation([&] { c.device->host_access({&read, 1}, "host reads"); }), "");
 }
 
 TEST(StreamChecker, FreeingMemoryAnotherStreamMayStillUseIsReported) {
@@ -106,6 +110,28 @@ TEST(StreamChecker, FreeingMemoryAnotherStreamMayStillUseIsReported) {
   c.b->wait(*c.event);
   c.device->copy(c.y, c.x, 256 * 4, *c.b);
   EXPECT_NE(violation([&] { c.device->free(c.x, 256 * 4, *c.a); }), "");
+}
+
+TEST(StreamChecker, WhatTheModelDidOnTheComputeStreamNeedsAnEvent) {
+  Checked c;
+  auto& compute = c.device->compute_stream();
+  c.a->record(*c.event);
+  compute.wait(*c.event);
+  const Touch write{c.x, 64, Access::Write};
+  c.device->declare(compute, {&write, 1}, "the model writes gradients");
+  EXPECT_NE(violation([&] { c.device->scale(DType::F32, c.x, 0.5f, 16, *c.b); }), "");
+  compute.record(*c.event);
+  c.b->wait(*c.event);
+  EXPECT_EQ(violation([&] { c.device->scale(DType::F32, c.x, 0.5f, 16, *c.b); }), "");
+}
+
+// Work the host enqueues after it waited for a stream starts after that stream's work: no event
+// is needed then (as with CUDA, where the earlier work has finished).
+TEST(StreamChecker, WorkEnqueuedAfterASynchronizeIsOrderedAfterIt) {
+  Checked c;
+  c.device->scale(DType::F32, c.x, 2.0f, 256, *c.a);
+  c.a->synchronize(10s);
+  EXPECT_EQ(violation([&] { c.device->copy(c.y, c.x, 256 * 4, *c.b); }), "");
 }
 
 TEST(StreamChecker, EventsChainThroughStreams) {

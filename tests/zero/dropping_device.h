@@ -1,0 +1,126 @@
+// A cpu device that forgets one event wait: every call goes to a real cpu device (with the
+// stream-order checker on), except that the streams it hands out skip the wait numbered `drop`
+// (counting every Stream::wait from 0). ZeRO run on it shows whether each wait it makes is needed
+// and whether the checker notices its absence.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "device/cpu_device.h"
+
+namespace dsx::test {
+
+class DroppingDevice final : public device::Device {
+ public:
+  // drop < 0: drop nothing (count only).
+  explicit DroppingDevice(long drop) : drop_(drop) {
+    device::CpuDeviceOptions o;
+    o.check_order = true;
+    o.max_delay_us = 20;
+    o.timeout = std::chrono::seconds(20);
+    inner_ = device::make_cpu_device(o);
+    compute_ = std::make_unique<Wrapped>(inner_->compute_stream(), *this, false);
+  }
+  long waits() const { return waits_; }
+  // The name of the stream that made each wait, in order.
+  const std::vector<std::string>& waiters() const { return waiters_; }
+  bool dropped() const { return dropped_; }
+
+  std::string name() const override { return "cpu (dropping wait " + std::to_string(drop_) + ")"; }
+  bool host_accessible() const override { return true; }
+  device::Stream& compute_stream() override { return *compute_; }
+  std::unique_ptr<device::Stream> create_stream(const std::string& name) override {
+    return std::make_unique<Wrapped>(*inner_->create_stream(name).release(), *this, true);
+  }
+  std::unique_ptr<device::Event> create_event() override { return inner_->create_event(); }
+  void synchronize(device::Event& e, std::chrono::milliseconds t, const char* what) override {
+    inner_->synchronize(e, t, what);
+  }
+  void* allocate(size_t bytes, device::Placement p, device::Stream& s) override {
+    return inner_->allocate(bytes, p, in(s));
+  }
+  void free(void* data, size_t bytes, device::Stream& s) override { inner_->free(data, bytes, in(s)); }
+  void copy(void* dst, const void* src, size_t bytes, device::Stream& s) override { inner_->copy(dst, src, bytes, in(s)); }
+  void fill_zero(void* dst, size_t bytes, device::Stream& s) override { inner_->fill_zero(dst, bytes, in(s)); }
+  void scale(device::DType t, void* x, float f, size_t n, device::Stream& s) override { inner_->scale(t, x, f, n, in(s)); }
+  void cast(device::DType st, const void* src, device::DType dt, void* dst, size_t n, device::Stream& s) override {
+    inner_->cast(st, src, dt, dst, n, in(s));
+  }
+  void sum_blocks(device::DType t, const void* src, size_t blocks, size_t stride, float f, float* dst, size_t n,
+                  bool acc, device::Stream& s) override {
+    inner_->sum_blocks(t, src, blocks, stride, f, dst, n, acc, in(s));
+  }
+  void sum_of_squares(device::DType t, const void* x, size_t n, double* out, device::Stream& s) override {
+    inner_->sum_of_squares(t, x, n, out, in(s));
+  }
+  void adam_step(const kernels::AdamHyper& h, int64_t step, float gf, float* p, const float* g, float* m, float* v,
+                 size_t n, device::Stream& s) override {
+    inner_->adam_step(h, step, gf, p, g, m, v, n, in(s));
+  }
+  void lion_step(const kernels::LionHyper& h, float gf, float* p, const float* g, float* m, size_t n,
+                 device::Stream& s) override {
+    inner_->lion_step(h, gf, p, g, m, n, in(s));
+  }
+  void sgd_step(const kernels::SgdHyper& h, int64_t step, float gf, float* p, const float* g, float* m, size_t n,
+                device::Stream& s) override {
+    inner_->sgd_step(h, step, gf, p, g, m, n, in(s));
+  }
+  void adagrad_step(const kernels::AdagradHyper& h, float gf, float* p, const float* g, float* sq, size_t n,
+                    device::Stream& s) override {
+    inner_->adagrad_step(h, gf, p, g, sq, n, in(s));
+  }
+  void lamb_prepare(const kernels::LambHyper& h, int64_t step, float gf, const float* p, const float* g, float* m,
+                    float* v, size_t n, double* norms, device::Stream& s) override {
+    inner_->lamb_prepare(h, step, gf, p, g, m, v, n, norms, in(s));
+  }
+  void lamb_apply(const kernels::LambHyper& h, int64_t step, float* p, const float* m, const float* v, size_t n,
+                  const double* norms, device::Stream& s) override {
+    inner_->lamb_apply(h, step, p, m, v, n, norms, in(s));
+  }
+  void host_task(device::Stream& s, std::function<void()> fn, std::span<const device::Touch> t,
+                 const char* what) override {
+    inner_->host_task(in(s), std::move(fn), t, what);
+  }
+  void host_access(std::span<const device::Touch> t, const char* what) override { inner_->host_access(t, what); }
+  void declare(device::Stream& s, std::span<const device::Touch> t, const char* what) override {
+    inner_->declare(in(s), t, what);
+  }
+
+ private:
+  class Wrapped final : public device::Stream {
+   public:
+    Wrapped(device::Stream& inner, DroppingDevice& owner, bool owns) : inner_(inner), owner_(owner), owns_(owns) {}
+    ~Wrapped() override {
+      if (owns_) delete &inner_;
+    }
+    const std::string& name() const override { return inner_.name(); }
+    void record(device::Event& e) override { inner_.record(e); }
+    void wait(device::Event& e) override {
+      owner_.waiters_.push_back(inner_.name());
+      if (owner_.waits_++ == owner_.drop_) {
+        owner_.dropped_ = true;
+        return;
+      }
+      inner_.wait(e);
+    }
+    void synchronize(std::chrono::milliseconds t) override { inner_.synchronize(t); }
+    device::Stream& inner() { return inner_; }
+
+   private:
+    device::Stream& inner_;
+    DroppingDevice& owner_;
+    bool owns_;
+  };
+  static device::Stream& in(device::Stream& s) { return static_cast<Wrapped&>(s).inner(); }
+
+  long drop_;
+  long waits_ = 0;
+  std::vector<std::string> waiters_;
+  bool dropped_ = false;
+  std::unique_ptr<device::Device> inner_;
+  std::unique_ptr<Wrapped> compute_;
+};
+
+}  // namespace dsx::test
