@@ -74,7 +74,8 @@ class Communicator {
 
 // Settings every backend shares. Defaults suit a training job; tests shorten the timeout.
 struct CommOptions {
-  std::string backend = "auto";  // "ofi", "nccl", or "auto" (nccl when built with CUDA and a GPU is there)
+  std::string backend = "auto";  // "ofi", "nccl", or "auto" (nccl when buffers_on_gpu, else ofi)
+  bool buffers_on_gpu = false;   // the buffers handed to collectives are GPU memory
   std::string provider;          // ofi: "shm", "tcp", "efa", ...; "" = FI_PROVIDER, else automatic
   // How long one operation may wait for a peer before it fails naming the peer. Set by
   // DSX_COMM_TIMEOUT (seconds) or DEEPSPEED_TIMEOUT (minutes, as DeepSpeed reads it).

@@ -8,8 +8,6 @@
 #include "comm/ofi/ofi_communicator.h"
 #include "comm/store/secret.h"
 #ifdef DSX_HAVE_CUDA
-#include <cuda_runtime.h>
-
 #include "comm/nccl/nccl_communicator.h"
 #endif
 
@@ -26,15 +24,6 @@ long positive_env(const char* name, long fallback) {
     throw Error(ErrorKind::Usage, std::string(name) + "='" + raw + "' is not a positive integer");
   }
   return value;
-}
-
-bool gpu_present() {
-#ifdef DSX_HAVE_CUDA
-  int devices = 0;
-  return cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
-#else
-  return false;
-#endif
 }
 
 }  // namespace
@@ -59,7 +48,9 @@ CommOptions comm_options_from_environment(CommOptions base) {
 
 std::unique_ptr<Communicator> make_communicator(Rendezvous& rv, const CommOptions& options) {
   std::string backend = options.backend;
-  if (backend == "auto") backend = gpu_present() ? "nccl" : "ofi";
+  // "auto" follows where the buffers live: ZeRO's callers resolve it (engine/arrangement.h);
+  // whoever leaves it unresolved gets host-memory collectives.
+  if (backend == "auto") backend = options.buffers_on_gpu ? "nccl" : "ofi";
   if (backend == "ofi") return ofi::create_ofi_world(rv, options);
   if (backend == "nccl") {
 #ifdef DSX_HAVE_CUDA

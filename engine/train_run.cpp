@@ -20,6 +20,7 @@
 #include "comm/logging_communicator.h"
 #include "comm/session.h"
 #include "dsx/error.h"
+#include "engine/arrangement.h"
 #include "engine/autotune/profile_metrics.h"
 #include "engine/config/ds_config.h"
 #include "engine/monitor/monitor_master.h"
@@ -190,7 +191,17 @@ int run_training(const TrainRunOptions& o) {
   inputs.strict = o.strict_config;
   const EngineConfig config = read_ds_config_file(o.config_path, inputs);
 
-  comm::Session session(env, comm::comm_options_from_environment());
+  // Where ZeRO's state lives decides the backend (never only whether a GPU is visible).
+  const bool cuda = wants_cuda(o.device);
+  comm::CommOptions comm_options = comm::comm_options_from_environment();
+  ArrangementInputs placement;
+  placement.model_on_gpu = cuda;
+  placement.offload_optimizer = config.zero_optimization.optimizer_offloaded();
+  placement.offload_param = config.zero_optimization.params_offloaded();
+  placement.backend_request = comm_options.backend;
+  const Arrangement arrangement = choose_arrangement(placement);
+  comm_options.backend = arrangement.backend;
+  comm::Session session(env, comm_options);
   // comms_logger: every collective of the run goes through a recording communicator.
   std::unique_ptr<comm::LoggingCommunicator> logged;
   if (config.comms_logger && config.comms_logger->enabled) {
@@ -210,7 +221,6 @@ int run_training(const TrainRunOptions& o) {
                                       std::to_string(seq) + " positions; model " + o.model + " has " +
                                       std::to_string(choice.config.max_seq_len));
   }
-  const bool cuda = wants_cuda(o.device);
   models::GPT2Options model_options;
   model_options.cuda = cuda;
   model_options.dtype = !cuda                ? kernels::DType::F32
@@ -291,6 +301,7 @@ int run_training(const TrainRunOptions& o) {
     if (o.device_memory) head << ", at most " << o.device_memory / 1e6 << " MB per rank";
     if (profiling) head << " (profiled trial: metrics to " << *config.autotuning.metric_path << ")";
     say(head.str());
+    say("arrangement: " + arrangement.summary);
     for (const auto& note : trainer.notes()) say("note: " + note);
     std::string line;
     std::istringstream in(notes.str());

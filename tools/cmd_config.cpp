@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "dsx/error.h"
+#include "engine/arrangement.h"
 #include "engine/config/ds_config.h"
 #include "engine/training_setup.h"
 #include "tools/cli.h"
@@ -45,7 +46,15 @@ void print_text(const std::string& file, const engine::EngineConfig& config) {
   // What dsx train will say at start about how it runs this config (ignored keys, offload on the CPU).
   std::vector<std::string> notes;
   engine::zero_options_from(config, notes);
-  if (!notes.empty()) std::cout << "\nnotes (dsx train prints them at start):\n";
+  // Where ZeRO's state would live, on CPU ranks and on GPUs (dsx train prints its own).
+  for (bool gpu : {false, true}) {
+    engine::ArrangementInputs in;
+    in.model_on_gpu = gpu;
+    in.offload_optimizer = config.zero_optimization.optimizer_offloaded();
+    in.offload_param = config.zero_optimization.params_offloaded();
+    notes.push_back(std::string(gpu ? "on GPUs: " : "on CPU ranks: ") + engine::choose_arrangement(in).summary);
+  }
+  std::cout << "\nnotes (dsx train prints them at start):\n";
   for (const auto& note : notes) std::cout << "  " << note << "\n";
   if (config.warnings.empty()) return;
   std::cout << "\n" << config.warnings.size() << (config.warnings.size() == 1 ? " warning" : " warnings")

@@ -1,0 +1,36 @@
+// Where ZeRO's state lives and which backend carries its collectives, decided once at start from
+// where the model computes and the ds_config's offload settings (issue: the backend follows the
+// buffers, never just whether a GPU is visible):
+//
+//   model on the CPU                       ZeRO in host memory, ofi
+//   model on a GPU, offload_* device cpu   ZeRO in host memory (ZeRO-Offload), ofi
+//   model on a GPU, no offload             ZeRO in GPU memory, nccl; until device-resident ZeRO
+//                                          is wired to the GPU model, the ZeRO-Offload
+//                                          arrangement, said so
+//
+// DSX_COMM_BACKEND may still name a backend: ofi works with either arrangement (it stages device
+// memory through the host); nccl with host-memory ZeRO is refused, since NCCL reads device memory.
+#pragma once
+
+#include <string>
+
+namespace dsx::engine {
+
+struct ArrangementInputs {
+  bool model_on_gpu = false;
+  bool offload_optimizer = false;  // zero_optimization.offload_optimizer.device != none
+  bool offload_param = false;
+  bool device_resident_supported = false;  // this build can keep ZeRO in GPU memory for the model
+  std::string backend_request = "auto";    // DSX_COMM_BACKEND, or "auto"
+};
+
+struct Arrangement {
+  bool zero_on_gpu = false;
+  std::string backend;  // "ofi" or "nccl"
+  std::string summary;  // one line for the start-up summary and `dsx config check`
+};
+
+// Throws Error(Config) for a backend that cannot carry these buffers.
+Arrangement choose_arrangement(const ArrangementInputs& in);
+
+}  // namespace dsx::engine
