@@ -11,7 +11,8 @@
 # nvidia-smi, or CUDA sees no device); 3 the driver is too old for the CUDA runtime.
 # Building needs the libraries of tools/setup.sh: installed, or prepared as .debs by
 # tests/gpu/prepare.sh on a machine with Debian's mirrors (docs/gpu.md, "Running the GPU tests").
-# env: JOBS (build jobs, default nproc), CUDA_ARCH (e.g. 90; default the project's 80;90).
+# env: JOBS (build jobs, default nproc), CUDA_ARCH (e.g. 90; default the project's 80;90),
+# DSX_GPU_DEPS (the prepared .debs; default gpu-deps/, used when it holds any).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build_it=1
@@ -38,6 +39,8 @@ die() { # die <exit status> <message>
 }
 # row <step> <result> <passed> <skipped> <detail>: one line of the summary table.
 row() { printf '| %s | %s | %s | %s | %s |\n' "$@" >>"$summary"; }
+# at_least <needed> <have>: version <have> is <needed> or newer.
+at_least() { [[ $(printf '%s\n%s\n' "$1" "$2" | sort -V | head -n 1) == "$1" ]]; }
 
 # --- 1. Driver against runtime, and the device count, once, before anything is built --------
 # The oldest driver branch that runs each CUDA major version (NVIDIA's compatibility table).
@@ -79,6 +82,9 @@ if ((driver_major < needed)) || grep -q cudaErrorInsufficientDriver <<<"$probed"
   supports CUDA ${driver_cuda:-?}): every CUDA call would fail and every GPU test would skip. Use a machine
   with driver >= $needed, or put a CUDA toolkit the driver supports (<= ${driver_cuda:-its version}) first on PATH."
 fi
+if [[ -n $toolkit && -n $driver_cuda ]] && ! at_least "$toolkit" "$driver_cuda"; then
+  say "note: toolkit $toolkit is newer than the driver's CUDA $driver_cuda; minor-version compatibility applies (code built for the GPU runs, PTX that the driver must compile may not)"
+fi
 if ((probe_ok == 0)); then
   die 2 "CUDA sees no device although nvidia-smi lists $gpus ($probed). Check CUDA_VISIBLE_DEVICES
   ('${CUDA_VISIBLE_DEVICES-unset}') and that /dev/nvidia* are accessible."
@@ -86,17 +92,61 @@ fi
 devices=$(grep -oE 'devices=[0-9]+' <<<"$probed" | grep -oE '[0-9]+$')
 row "driver $driver, CUDA runtime $runtime_text" ok - - "$devices device(s) visible to CUDA"
 
-# --- 2. Build ---------------------------------------------------------------------------------
-if [[ $build_it == 1 ]]; then
-  arch=()
-  [[ -n ${CUDA_ARCH:-} ]] && arch=(-DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCH")
+# --- 2. Libraries: prepared .debs (tests/gpu/prepare.sh), and cuDNN/NCCL where CUDA lacks them --
+cmake_args=()
+deps=${DSX_GPU_DEPS:-$root/gpu-deps}
+if compgen -G "$deps/*.deb" >/dev/null; then
+  # shellcheck source=tests/gpu/gpu_deps.sh disable=SC1091
+  source "$root/tests/gpu/gpu_deps.sh"
+  # The packages were built for one glibc and libstdc++; this machine's must be as new.
+  have_glibc=$(getconf GNU_LIBC_VERSION | grep -oE '[0-9.]+$')
+  need_glibc=$(sed -n 's/^needs-glibc //p' "$deps/MANIFEST" 2>/dev/null || true)
+  libstdcxx=$(readlink -f "$(${CXX:-c++} -print-file-name=libstdc++.so.6 2>/dev/null || echo none)")
+  have_glibcxx=$(grep -aoE 'GLIBCXX_3\.4\.[0-9]+' "$libstdcxx" 2>/dev/null | sort -uV | tail -n 1 | sed 's/GLIBCXX_//' || true)
+  need_glibcxx=$(sed -n 's/^needs-glibcxx //p' "$deps/MANIFEST" 2>/dev/null || true)
+  if [[ -n $need_glibc ]] && ! at_least "$need_glibc" "$have_glibc"; then
+    die 1 "the libraries in $deps need glibc >= $need_glibc, this machine has $have_glibc: prepare them on an
+  older Debian (tests/gpu/prepare.sh), or install them here (tools/setup.sh)"
+  fi
+  if [[ -n $need_glibcxx && -n $have_glibcxx ]] && ! at_least "$need_glibcxx" "$have_glibcxx"; then
+    die 1 "the libraries in $deps need libstdc++ GLIBCXX_$need_glibcxx, the compiler's ($libstdcxx) has
+  GLIBCXX_$have_glibcxx: use a newer g++ (CXX), or prepare the libraries on an older Debian"
+  fi
   t0=$SECONDS
-  if ! cmake -S "$root" -B "$build" -DDSX_CUDA=ON -DCMAKE_BUILD_TYPE=Release "${arch[@]}" >>"$log" 2>&1; then
+  gpu_deps_use "$deps" "$build/deps-prefix" >>"$log" 2>&1 || die 1 "cannot unpack $deps into $build/deps-prefix; see $log"
+  row "libraries from ${deps#"$root"/}" ok - - "$(find "$deps" -name '*.deb' | wc -l) packages in $build/deps-prefix, $((SECONDS - t0)) s"
+fi
+# cuDNN and NCCL: the toolkit's folders, else the copies Python's nvidia-* wheels carry (an image
+# with PyTorch has them), whose libraries have only versioned names (libcudnn.so.9).
+if command -v nvcc >/dev/null; then
+  cuda_home=$(dirname "$(dirname "$(command -v nvcc)")")
+  for lib in cudnn nccl; do
+    if [[ -z $(find -L "$cuda_home/include" "$cuda_home/targets" -maxdepth 3 -name "$lib.h" 2>/dev/null | head -n 1) ]]; then
+      wheel=$(python3 -c "import nvidia.$lib as m; print(list(m.__path__)[0])" 2>/dev/null || true)
+      so=$(find "$wheel/lib" -maxdepth 1 -name "lib$lib.so*" 2>/dev/null | sort | head -n 1)
+      [[ -n $wheel && -f $wheel/include/$lib.h && -n $so ]] || continue
+      upper=$(tr '[:lower:]' '[:upper:]' <<<"$lib")
+      cmake_args+=(-D"${upper}_INCLUDE_DIR=$wheel/include" -D"${upper}_LIBRARY=$so")
+      export LD_LIBRARY_PATH=$wheel/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+      say "$lib from Python's wheel: $so"
+    fi
+  done
+fi
+
+# --- 3. Build ---------------------------------------------------------------------------------
+if [[ $build_it == 1 ]]; then
+  [[ -n ${CUDA_ARCH:-} ]] && cmake_args+=(-DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCH")
+  # A fresh build folder: Ninja where there is one (CUDA images often have ninja but no make).
+  if [[ ! -f $build/CMakeCache.txt ]] && command -v ninja >/dev/null; then cmake_args+=(-G Ninja); fi
+  t0=$SECONDS
+  if ! cmake -S "$root" -B "$build" -DDSX_CUDA=ON -DCMAKE_BUILD_TYPE=Release "${cmake_args[@]}" >>"$log" 2>&1; then
     tail -n 30 "$log"
     die 1 "configure failed (missing libraries? bash tools/setup.sh, or tests/gpu/prepare.sh; docs/gpu.md)"
   fi
   # Only the GPU tests and benchmarks (and the libraries they link), not the whole project.
-  mapfile -t targets < <(cmake --build "$build" --target help | grep -oE '(test_gpu|bench_gpu)_[A-Za-z0-9_]+' | sort -u)
+  # Makefiles list targets as "... name" under help; Ninja's help lists none, its -t targets does.
+  if [[ -f $build/build.ninja ]]; then listing=$(ninja -C "$build" -t targets all); else listing=$(cmake --build "$build" --target help); fi
+  mapfile -t targets < <(sed -nE 's/^(\.\.\. )?((test_gpu|bench_gpu)_[A-Za-z0-9_]+)(:.*)?$/\2/p' <<<"$listing" | sort -u)
   ((${#targets[@]} > 0)) || die 1 "configure made no test_gpu_*/bench_gpu_* targets (is CUDA on? see $log)"
   if ! cmake --build "$build" -j"$jobs" --target "${targets[@]}" >>"$log" 2>&1; then
     grep -E 'error' "$log" | head -n 30
@@ -105,7 +155,7 @@ if [[ $build_it == 1 ]]; then
   row "build (${#targets[@]} targets)" ok - - "$((SECONDS - t0)) s"
 fi
 
-# --- 3. Tests and benchmarks ------------------------------------------------------------------
+# --- 4. Tests and benchmarks ------------------------------------------------------------------
 # skipped_tests <gtest output>: "Suite.Case (reason)" for each skipped test, on one line.
 skipped_tests() {
   awk '/: Skipped$/ {getline reason; next}

@@ -54,7 +54,7 @@ exit 1'
 check() {
   local name=$1 want=$2 text=$3 status=0 out
   shift 3
-  out=$(env PATH="$work/bin:$PATH" FAKE_DRIVER=580.159.04 FAKE_DRIVER_CUDA=13.0 "$@" \
+  out=$(env PATH="$work/bin:$PATH" FAKE_DRIVER=580.159.04 FAKE_DRIVER_CUDA=13.0 DSX_GPU_DEPS="$work/no-debs" "$@" \
     bash "$root/tests/gpu/run.sh" --no-build "$work/build" 2>&1) || status=$?
   if [[ $status != "$want" ]] || ! grep -qF -- "$text" <<<"$out"; then
     echo "FAIL $name: exit $status (want $want), output should contain '$text':"
@@ -88,6 +88,27 @@ fake "$work/build/cuda_probe" 'echo "runtime=13000 driver=13000 devices=0 error=
 check "no device for CUDA fails loudly" 2 "CUDA sees no device although nvidia-smi lists 1"
 fake "$work/build/cuda_probe" "$probe_one_device"
 check "no nvidia-smi fails loudly" 2 "no NVIDIA GPU visible" PATH="$work/nobin:/usr/bin:/bin"
+
+# Prepared packages (tests/gpu/prepare.sh): a one-file .deb is unpacked into the build's prefix,
+# unless the MANIFEST asks for a newer glibc than this machine's.
+mkdir -p "$work/deb/usr/lib/x86_64-linux-gnu" "$work/deb/DEBIAN" "$work/debs"
+echo fake >"$work/deb/usr/lib/x86_64-linux-gnu/libdsxfake.so.1"
+printf 'Package: dsx-fake\nVersion: 1\nArchitecture: amd64\nMaintainer: dsx\nDescription: test\n' >"$work/deb/DEBIAN/control"
+dpkg-deb --build "$work/deb" "$work/debs/dsx-fake.deb" >/dev/null
+echo "needs-glibc 2.0" >"$work/debs/MANIFEST"
+check "prepared packages are unpacked into the build's prefix" 0 "| libraries from $work/debs | ok | - | - | 1 packages in $work/build/deps-prefix" \
+  DSX_GPU_DEPS="$work/debs"
+if [[ -f $work/build/deps-prefix/usr/lib/x86_64-linux-gnu/libdsxfake.so.1 ]]; then
+  echo "ok   the package's file is in the prefix"
+  passes=$((passes + 1))
+else
+  echo "FAIL the package's file is not in $work/build/deps-prefix"
+  fails=$((fails + 1))
+fi
+echo "needs-glibc 99.0" >"$work/debs/MANIFEST"
+check "packages for a newer glibc are refused" 1 "need glibc >= 99.0, this machine has" DSX_GPU_DEPS="$work/debs"
+printf 'needs-glibc 2.0\nneeds-glibcxx 3.4.99\n' >"$work/debs/MANIFEST"
+check "packages for a newer libstdc++ are refused" 1 "need libstdc++ GLIBCXX_3.4.99, the compiler's" DSX_GPU_DEPS="$work/debs"
 
 # The real probe, built with the real nvcc where there is one: on a machine without a GPU it
 # must say why CUDA has no device and exit non-zero.
