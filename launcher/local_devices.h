@@ -14,8 +14,8 @@ struct LocalDevices {
 
 // Where the counts are read; tests point these at folders of fake entries.
 struct DeviceDirs {
-  std::string dev = "/dev";                            // nvidia0, nvidia1, ... (not nvidiactl)
-  std::string numa_nodes = "/sys/devices/system/node"; // node0, node1, ...
+  std::string dev = "/dev";                             // nvidia0, nvidia1, ... (not nvidiactl)
+  std::string numa_nodes = "/sys/devices/system/node";  // node0, node1, ...
 };
 
 LocalDevices detect_local_devices(const DeviceDirs& dirs = {});
