@@ -15,6 +15,7 @@
 #include "dsx/error.h"
 #include "launcher/backend_command.h"
 #include "launcher/env_export.h"
+#include "launcher/gpu_oversubscription.h"
 #include "launcher/hostfile.h"
 #include "launcher/launch_plan.h"
 #include "launcher/local_devices.h"
@@ -45,6 +46,11 @@ bool verbose(const LaunchOptions& o) { return !o.quiet && (o.log_level == "info"
 
 void info(const LaunchOptions& o, const std::string& text) {
   if (verbose(o)) std::cerr << "dsx launch: " << text << std::endl;
+}
+
+// Shown at log levels debug, info and warning, as DeepSpeed's logger.warning is.
+void warn(const LaunchOptions& o, const std::string& text) {
+  if (!o.quiet && o.log_level != "error" && o.log_level != "critical") std::cerr << "dsx launch: " << text << std::endl;
 }
 
 std::string self_path() {
@@ -189,6 +195,7 @@ int run_launch(const LaunchOptions& options) {
   LocalMachine machine{devices.count, devices.gpus, env_value(current_environment(), "CUDA_VISIBLE_DEVICES")};
   LaunchPlan plan = plan_launch(o, hostfile, machine);
   for (const auto& note : plan.notes) info(o, note);
+  if (auto warning = gpu_oversubscription_warning(plan, machine)) warn(o, *warning);
 
   std::string backend = plan.multi_node ? choose_backend(o) : "local";
   if (plan.multi_node && !o.dry_run) {

@@ -8,7 +8,7 @@
 namespace dsx::launcher {
 namespace {
 
-int count_numbered(const char* dir, const std::string& prefix) {
+int count_numbered(const std::string& dir, const std::string& prefix) {
   std::error_code ec;
   int n = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
@@ -22,10 +22,10 @@ int count_numbered(const char* dir, const std::string& prefix) {
 
 }  // namespace
 
-LocalDevices detect_local_devices() {
-  int gpus = count_numbered("/dev", "nvidia");
+LocalDevices detect_local_devices(const DeviceDirs& dirs) {
+  int gpus = count_numbered(dirs.dev, "nvidia");
   if (gpus > 0) return {gpus, true};
-  int numa = count_numbered("/sys/devices/system/node", "node");
+  int numa = count_numbered(dirs.numa_nodes, "node");
   return {numa > 0 ? numa : 1, false};
 }
 

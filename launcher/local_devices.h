@@ -3,6 +3,8 @@
 // /sys, so the launcher needs no CUDA library.
 #pragma once
 
+#include <string>
+
 namespace dsx::launcher {
 
 struct LocalDevices {
@@ -10,6 +12,12 @@ struct LocalDevices {
   bool gpus = false;
 };
 
-LocalDevices detect_local_devices();
+// Where the counts are read; tests point these at folders of fake entries.
+struct DeviceDirs {
+  std::string dev = "/dev";                             // nvidia0, nvidia1, ... (not nvidiactl)
+  std::string numa_nodes = "/sys/devices/system/node";  // node0, node1, ...
+};
+
+LocalDevices detect_local_devices(const DeviceDirs& dirs = {});
 
 }  // namespace dsx::launcher

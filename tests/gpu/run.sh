@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# One command for a machine with an NVIDIA GPU: builds dsx's GPU tests and benchmarks with CUDA,
-# runs every GPU test binary (tests/gpu/test_gpu_*) and every GPU benchmark (bench/*/bench_gpu_*),
-# and prints a short table. Exit status 0 when every GPU test passed (a skipped test counts as a
-# failure here: on a GPU machine a skip means CUDA saw no device).
+# One command for a machine with an NVIDIA GPU: checks the driver against the CUDA runtime and
+# that CUDA sees a device, builds dsx's GPU tests and benchmarks with CUDA, runs every GPU test
+# binary (tests/gpu/test_gpu_*) and benchmark (bench/*/bench_gpu_*), and prints a table.
 #
 #   bash tests/gpu/run.sh [build-dir]          configure + build (default build-gpu), then run
-#   bash tests/gpu/run.sh --no-build build-dir run binaries built elsewhere (e.g. on a CPU-only
-#                                              machine with nvcc, then copied here)
-# Building needs the packages of tools/setup.sh and nvcc (PATH or /usr/local/cuda/bin).
-# env: JOBS (build jobs), CUDA_ARCH (e.g. 90; default: the project's 80;90).
-set -uo pipefail
+#   bash tests/gpu/run.sh --no-build build-dir run binaries built elsewhere
+#
+# Exit status: 0 when no test failed (skips are reported, not failures: a test that needs two
+# GPUs skips on a one-GPU machine); 1 a test, the configure or the build failed; 2 no GPU (no
+# nvidia-smi, or CUDA sees no device); 3 the driver is too old for the CUDA runtime.
+# Building needs the libraries of tools/setup.sh: installed, or prepared as .debs by
+# tests/gpu/prepare.sh on a machine with Debian's mirrors (docs/gpu.md, "Running the GPU tests").
+# env: JOBS (build jobs, default nproc), CUDA_ARCH (e.g. 90; default the project's 80;90),
+# DSX_GPU_DEPS (the prepared .debs; default gpu-deps/, used when it holds any).
+set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build_it=1
 if [[ ${1:-} == --no-build ]]; then
@@ -18,7 +22,8 @@ if [[ ${1:-} == --no-build ]]; then
 fi
 build=$(realpath -m "${1:-$root/build-gpu}")
 jobs=${JOBS:-$(nproc)}
-[[ -d /usr/local/cuda/bin ]] && export PATH=/usr/local/cuda/bin:$PATH
+# A toolkit on PATH wins; else the usual install place.
+if ! command -v nvcc >/dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then export PATH=/usr/local/cuda/bin:$PATH; fi
 mkdir -p "$build"
 log=$build/gpu-run.log
 summary=$build/gpu-summary.md
@@ -27,55 +32,160 @@ bench_out=$build/gpu-bench.md
 : >"$summary"
 : >"$bench_out"
 
+say() { echo "tests/gpu/run.sh: $*"; }
+die() { # die <exit status> <message>
+  echo "tests/gpu/run.sh: $2" >&2
+  exit "$1"
+}
+# row <step> <result> <passed> <skipped> <detail>: one line of the summary table.
+row() { printf '| %s | %s | %s | %s | %s |\n' "$@" >>"$summary"; }
+# at_least <needed> <have>: version <have> is <needed> or newer.
+at_least() { [[ $(printf '%s\n%s\n' "$1" "$2" | sort -V | head -n 1) == "$1" ]]; }
+
+# --- 1. Driver against runtime, and the device count, once, before anything is built --------
+# The oldest driver branch that runs each CUDA major version (NVIDIA's compatibility table).
+min_driver_for() { case $1 in 13) echo 580 ;; 12) echo 525 ;; 11) echo 450 ;; *) echo 0 ;; esac; }
+
 if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >>"$log" 2>&1; then
-  echo "tests/gpu/run.sh: no NVIDIA GPU visible (nvidia-smi -L failed); run it on a GPU machine." >&2
-  exit 2
+  die 2 "no NVIDIA GPU visible (nvidia-smi missing or nvidia-smi -L failed); run this on a GPU machine."
 fi
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
+gpus=$(nvidia-smi -L | grep -c '^GPU ' || true)
+driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n 1)
+driver_cuda=$(nvidia-smi | grep -oE 'CUDA Version: *[0-9]+\.[0-9]+' | grep -oE '[0-9.]+$' || true)
+say "driver $driver (supports CUDA ${driver_cuda:-?}), $gpus GPU(s): $gpu"
 
-# row <step> <result> <detail>: one line of the summary table.
-row() { printf '| %s | %s | %s |\n' "$1" "$2" "$3" >>"$summary"; }
+# The runtime: the toolkit that builds here (nvcc), or the one the probe was built with.
+probe=$build/cuda_probe
+toolkit=""
+if command -v nvcc >/dev/null; then
+  toolkit=$(nvcc --version | grep -oE 'release [0-9]+\.[0-9]+' | grep -oE '[0-9.]+$' || true)
+  say "CUDA toolkit $toolkit ($(command -v nvcc))"
+  if [[ $build_it == 1 || ! -x $probe ]]; then
+    nvcc -o "$probe" "$root/tests/gpu/cuda_probe.cu" >>"$log" 2>&1 || die 1 "cannot build the CUDA probe; see $log"
+  fi
+fi
+[[ -x $probe ]] || die 1 "no nvcc on PATH and no $probe from an earlier build: cannot ask CUDA for its devices"
+probed=$("$probe" 2>&1) && probe_ok=1 || probe_ok=0
+echo "cuda_probe: $probed" >>"$log"
+runtime=$(grep -oE 'runtime=[0-9]+' <<<"$probed" | grep -oE '[0-9]+$' || echo 0)
+runtime_text="$((runtime / 1000)).$((runtime % 1000 / 10))"
+say "CUDA runtime $runtime_text (cuda_probe: $probed)"
 
-if [[ $build_it == 1 ]]; then
-  arch=()
-  [[ -n ${CUDA_ARCH:-} ]] && arch=(-DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCH")
+runtime_major=$((runtime / 1000))
+[[ -n $toolkit ]] && runtime_major=${toolkit%%.*}
+needed=$(min_driver_for "$runtime_major")
+driver_major=${driver%%.*}
+[[ $driver_major =~ ^[0-9]+$ ]] || driver_major=0
+if ((driver_major < needed)) || grep -q cudaErrorInsufficientDriver <<<"$probed"; then
+  die 3 "driver $driver is too old for the CUDA $runtime_major runtime, which needs driver >= $needed (this driver
+  supports CUDA ${driver_cuda:-?}): every CUDA call would fail and every GPU test would skip. Use a machine
+  with driver >= $needed, or put a CUDA toolkit the driver supports (<= ${driver_cuda:-its version}) first on PATH."
+fi
+if [[ -n $toolkit && -n $driver_cuda ]] && ! at_least "$toolkit" "$driver_cuda"; then
+  say "note: toolkit $toolkit is newer than the driver's CUDA $driver_cuda; minor-version compatibility applies (code built for the GPU runs, PTX that the driver must compile may not)"
+fi
+if ((probe_ok == 0)); then
+  die 2 "CUDA sees no device although nvidia-smi lists $gpus ($probed). Check CUDA_VISIBLE_DEVICES
+  ('${CUDA_VISIBLE_DEVICES-unset}') and that /dev/nvidia* are accessible."
+fi
+devices=$(grep -oE 'devices=[0-9]+' <<<"$probed" | grep -oE '[0-9]+$')
+row "driver $driver, CUDA runtime $runtime_text" ok - - "$devices device(s) visible to CUDA"
+
+# --- 2. Libraries: prepared .debs (tests/gpu/prepare.sh), and cuDNN/NCCL where CUDA lacks them --
+cmake_args=()
+deps=${DSX_GPU_DEPS:-$root/gpu-deps}
+if compgen -G "$deps/*.deb" >/dev/null; then
+  # shellcheck source=tests/gpu/gpu_deps.sh disable=SC1091
+  source "$root/tests/gpu/gpu_deps.sh"
+  # The packages were built for one glibc and libstdc++; this machine's must be as new.
+  have_glibc=$(getconf GNU_LIBC_VERSION | grep -oE '[0-9.]+$')
+  need_glibc=$(sed -n 's/^needs-glibc //p' "$deps/MANIFEST" 2>/dev/null || true)
+  libstdcxx=$(readlink -f "$(${CXX:-c++} -print-file-name=libstdc++.so.6 2>/dev/null || echo none)")
+  have_glibcxx=$(grep -aoE 'GLIBCXX_3\.4\.[0-9]+' "$libstdcxx" 2>/dev/null | sort -uV | tail -n 1 | sed 's/GLIBCXX_//' || true)
+  need_glibcxx=$(sed -n 's/^needs-glibcxx //p' "$deps/MANIFEST" 2>/dev/null || true)
+  if [[ -n $need_glibc ]] && ! at_least "$need_glibc" "$have_glibc"; then
+    die 1 "the libraries in $deps need glibc >= $need_glibc, this machine has $have_glibc: prepare them on an
+  older Debian (tests/gpu/prepare.sh), or install them here (tools/setup.sh)"
+  fi
+  if [[ -n $need_glibcxx && -n $have_glibcxx ]] && ! at_least "$need_glibcxx" "$have_glibcxx"; then
+    die 1 "the libraries in $deps need libstdc++ GLIBCXX_$need_glibcxx, the compiler's ($libstdcxx) has
+  GLIBCXX_$have_glibcxx: use a newer g++ (CXX), or prepare the libraries on an older Debian"
+  fi
   t0=$SECONDS
-  if ! cmake -S "$root" -B "$build" -DDSX_CUDA=ON -DCMAKE_BUILD_TYPE=Release "${arch[@]}" >>"$log" 2>&1; then
-    tail -n 30 "$log"
-    echo "tests/gpu/run.sh: configure failed (missing packages? run: bash tools/setup.sh)" >&2
-    exit 1
-  fi
-  # Only the GPU tests and benchmarks (and the libraries they link), not the whole project.
-  targets=$(cmake --build "$build" --target help | awk '/ (test_gpu_|bench_gpu_)/ {print $2}')
-  # shellcheck disable=SC2086
-  if ! cmake --build "$build" -j"$jobs" --target $targets >>"$log" 2>&1; then
-    grep -E 'error' "$log" | head -n 30
-    echo "tests/gpu/run.sh: build failed; full log: $log" >&2
-    exit 1
-  fi
-  row "build ($(echo $targets | wc -w) targets)" ok "$((SECONDS - t0)) s"
+  gpu_deps_use "$deps" "$build/deps-prefix" >>"$log" 2>&1 || die 1 "cannot unpack $deps into $build/deps-prefix; see $log"
+  row "libraries from ${deps#"$root"/}" ok - - "$(find "$deps" -name '*.deb' | wc -l) packages in $build/deps-prefix, $((SECONDS - t0)) s"
+fi
+# cuDNN and NCCL: the toolkit's folders, else the copies Python's nvidia-* wheels carry (an image
+# with PyTorch has them), whose libraries have only versioned names (libcudnn.so.9).
+if command -v nvcc >/dev/null; then
+  cuda_home=$(dirname "$(dirname "$(command -v nvcc)")")
+  for lib in cudnn nccl; do
+    if [[ -z $(find -L "$cuda_home/include" "$cuda_home/targets" -maxdepth 3 -name "$lib.h" 2>/dev/null | head -n 1) ]]; then
+      wheel=$(python3 -c "import nvidia.$lib as m; print(list(m.__path__)[0])" 2>/dev/null || true)
+      so=$(find "$wheel/lib" -maxdepth 1 -name "lib$lib.so*" 2>/dev/null | sort | head -n 1)
+      [[ -n $wheel && -f $wheel/include/$lib.h && -n $so ]] || continue
+      upper=$(tr '[:lower:]' '[:upper:]' <<<"$lib")
+      cmake_args+=(-D"${upper}_INCLUDE_DIR=$wheel/include" -D"${upper}_LIBRARY=$so")
+      export LD_LIBRARY_PATH=$wheel/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+      say "$lib from Python's wheel: $so"
+    fi
+  done
 fi
 
-failed=0
+# --- 3. Build ---------------------------------------------------------------------------------
+if [[ $build_it == 1 ]]; then
+  [[ -n ${CUDA_ARCH:-} ]] && cmake_args+=(-DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCH")
+  # A fresh build folder: Ninja where there is one (CUDA images often have ninja but no make).
+  if [[ ! -f $build/CMakeCache.txt ]] && command -v ninja >/dev/null; then cmake_args+=(-G Ninja); fi
+  t0=$SECONDS
+  if ! cmake -S "$root" -B "$build" -DDSX_CUDA=ON -DCMAKE_BUILD_TYPE=Release "${cmake_args[@]}" >>"$log" 2>&1; then
+    tail -n 30 "$log"
+    die 1 "configure failed (missing libraries? bash tools/setup.sh, or tests/gpu/prepare.sh; docs/gpu.md)"
+  fi
+  # Only the GPU tests and benchmarks (and the libraries they link), not the whole project.
+  # Makefiles list targets as "... name" under help; Ninja's help lists none, its -t targets does.
+  if [[ -f $build/build.ninja ]]; then listing=$(ninja -C "$build" -t targets all); else listing=$(cmake --build "$build" --target help); fi
+  mapfile -t targets < <(sed -nE 's/^(\.\.\. )?((test_gpu|bench_gpu)_[A-Za-z0-9_]+)(:.*)?$/\2/p' <<<"$listing" | sort -u)
+  ((${#targets[@]} > 0)) || die 1 "configure made no test_gpu_*/bench_gpu_* targets (is CUDA on? see $log)"
+  if ! cmake --build "$build" -j"$jobs" --target "${targets[@]}" >>"$log" 2>&1; then
+    grep -E 'error' "$log" | head -n 30
+    die 1 "build failed; full log: $log"
+  fi
+  row "build (${#targets[@]} targets)" ok - - "$((SECONDS - t0)) s"
+fi
+
+# --- 4. Tests and benchmarks ------------------------------------------------------------------
+# skipped_tests <gtest output>: "Suite.Case (reason)" for each skipped test, on one line.
+skipped_tests() {
+  awk '/: Skipped$/ {getline reason; next}
+       /^\[  SKIPPED \] [A-Za-z0-9_\/.]+ \(/ {printf "%s%s (%s)", sep, $4, reason; sep = "; "}' <<<"$1"
+}
+
+total_passed=0 total_failed=0 total_skipped=0
 shopt -s nullglob
 for test in "$build"/tests/gpu/test_gpu_*; do
   [[ -f $test && -x $test ]] || continue
   t0=$SECONDS
-  out=$("$test" --gtest_color=no 2>&1)
-  status=$?
+  status=0
+  out=$("$test" --gtest_color=no 2>&1) || status=$?
   echo "$out" >>"$log"
-  passed=$(grep -oE '\[  PASSED  \] [0-9]+' <<<"$out" | grep -oE '[0-9]+$')
-  skipped=$(grep -oE '\[  SKIPPED \] [0-9]+' <<<"$out" | grep -oE '[0-9]+$')
-  failures=$(grep -E '^\[  FAILED  \] [A-Za-z]' <<<"$out" | sed 's/\[  FAILED  \] //' | tr '\n' ' ')
-  if [[ $status == 0 && ${skipped:-0} != 0 ]]; then
-    # On a GPU machine nothing may skip: a skip means CUDA saw no device.
-    failed=1
-    row "$(basename "$test")" SKIPPED "${passed:-0} passed, ${skipped} skipped: CUDA sees no device?"
-  elif [[ $status == 0 ]]; then
-    row "$(basename "$test")" ok "${passed:-0} passed, $((SECONDS - t0)) s"
+  passed=$(grep -oE '^\[  PASSED  \] [0-9]+' <<<"$out" | grep -oE '[0-9]+$' || echo 0)
+  skipped=$(grep -oE '^\[  SKIPPED \] [0-9]+' <<<"$out" | grep -oE '[0-9]+$' || echo 0)
+  # gtest lists each failed test once more at the end, without its time: those lines.
+  failures=$(grep -E '^\[  FAILED  \] [A-Za-z_0-9/.]+$' <<<"$out" | sed 's/\[  FAILED  \] //' | tr '\n' ' ' || true)
+  failures=${failures% }
+  nfailed=$(wc -w <<<"$failures")
+  total_passed=$((total_passed + passed))
+  total_skipped=$((total_skipped + skipped))
+  name=$(basename "$test")
+  if [[ $status != 0 ]]; then
+    total_failed=$((total_failed + (nfailed > 0 ? nfailed : 1)))
+    row "$name" FAILED "$passed" "$skipped" "${failures:-exit status $status}"
+  elif [[ $skipped != 0 ]]; then
+    row "$name" "ok, $skipped skipped" "$passed" "$skipped" "$((SECONDS - t0)) s; skipped: $(skipped_tests "$out")"
   else
-    failed=1
-    row "$(basename "$test")" FAILED "${failures:-exit status $status}"
+    row "$name" ok "$passed" 0 "$((SECONDS - t0)) s"
   fi
 done
 
@@ -83,19 +193,20 @@ for bench in "$build"/bench/*/bench_gpu_*; do
   [[ -f $bench && -x $bench ]] || continue
   t0=$SECONDS
   if "$bench" >>"$bench_out" 2>>"$log"; then
-    row "$(basename "$bench")" ok "$((SECONDS - t0)) s"
+    row "$(basename "$bench")" ok - - "$((SECONDS - t0)) s"
   else
-    row "$(basename "$bench")" FAILED "see $log"
+    row "$(basename "$bench")" FAILED - - "see $log"
   fi
   echo >>"$bench_out"
 done
 
 echo "## dsx GPU run on $gpu"
 echo
-echo "| step | result | detail |"
-echo "|---|---|---|"
+echo "| step | result | passed | skipped | detail |"
+echo "|---|---|---|---|---|"
 cat "$summary"
 echo
 cat "$bench_out"
 echo "(full log: $log)"
-exit $failed
+echo "summary: $total_passed passed, $total_failed failed, $total_skipped skipped"
+((total_failed == 0)) || exit 1

@@ -287,6 +287,20 @@ TEST_F(LocalLaunch, DryRunPrintsEveryRankAndStartsNothing) {
   EXPECT_NE(r.output.find(" -u train.py --local_rank=1 --x 'a b'\n"), std::string::npos) << r.output;
 }
 
+TEST_F(LocalLaunch, MoreRanksThanVisibleGpusWarnsOnceOnStderr) {
+  const std::string launch = std::string(DSX_EXE) + " launch --dry_run --num_gpus 2 --master_port 1234";
+  auto r = run_command("(CUDA_VISIBLE_DEVICES=0 " + launch + " train.py >/dev/null)");  // stderr only
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string warning = "dsx launch: warning: 2 ranks on localhost but 1 GPU visible (CUDA_VISIBLE_DEVICES=0)";
+  const auto first = r.output.find(warning);
+  ASSERT_NE(first, std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find(warning, first + 1), std::string::npos) << "printed more than once:\n" << r.output;
+  EXPECT_NE(r.output.find("DSX_COMM_BACKEND=ofi"), std::string::npos) << r.output;
+  // --quiet (log level error) silences it; two visible GPUs for two ranks need no warning.
+  EXPECT_EQ(run_command("CUDA_VISIBLE_DEVICES=0 " + launch + " --quiet train.py").output.find("warning"), std::string::npos);
+  EXPECT_EQ(run_command("CUDA_VISIBLE_DEVICES=0,1 " + launch + " train.py").output.find("warning"), std::string::npos);
+}
+
 TEST_F(LocalLaunch, DryRunOfMultiNodeBackendsPrintsTheExactCommands) {
   std::ofstream(dir / "hostfile") << "127.0.0.1 slots=2\n127.0.0.2 slots=2\n";
   std::string common = " launch --dry_run -H " + (dir / "hostfile") + " --master_port 1234 ";

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# tests/gpu/run.sh on a machine without a GPU: fake nvidia-smi, nvcc, CUDA probe and test
+# binaries stand in for the GPU machine (run.sh --no-build), and each case checks the exit
+# status and what the script says. Runs in the CPU build's ctest (gpu_script.run_sh).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fails=0 passes=0
+
+# fake <path> <body>: an executable shell script.
+fake() {
+  mkdir -p "$(dirname "$1")"
+  printf '#!/usr/bin/env bash\n%s\n' "$2" >"$1"
+  chmod +x "$1"
+}
+
+# shellcheck disable=SC2016 # expanded by the fake when it runs
+fake "$work/bin/nvidia-smi" '
+case "$*" in
+  -L) echo "GPU 0: NVIDIA H200 (UUID: GPU-fake)" ;;
+  *driver_version*) echo "$FAKE_DRIVER" ;;
+  *name*) echo "NVIDIA H200" ;;
+  *) echo "| NVIDIA-SMI $FAKE_DRIVER   Driver Version: $FAKE_DRIVER   CUDA Version: $FAKE_DRIVER_CUDA |" ;;
+esac'
+fake "$work/bin/nvcc" 'echo "Cuda compilation tools, release 13.0, V13.0.88"'
+
+# A gtest binary's output: one passing test, one skipped (as NcclComm.TwoRanksOnTwoGpus on one GPU).
+pass_and_skip='cat <<EOF
+[==========] Running 2 tests from 1 test suite.
+[ RUN      ] NcclComm.OneRank
+[       OK ] NcclComm.OneRank (5 ms)
+[ RUN      ] NcclComm.TwoRanksOnTwoGpus
+tests/gpu/test_gpu_comm.cpp:76: Skipped
+needs two GPUs
+[  SKIPPED ] NcclComm.TwoRanksOnTwoGpus (0 ms)
+[==========] 2 tests from 1 test suite ran. (5 ms total)
+[  PASSED  ] 1 test.
+[  SKIPPED ] 1 test, listed below:
+[  SKIPPED ] NcclComm.TwoRanksOnTwoGpus
+EOF'
+failing='cat <<EOF
+[==========] Running 1 test from 1 test suite.
+[ RUN      ] GpuTraining.SameWeights
+[  FAILED  ] GpuTraining.SameWeights (9 ms)
+[==========] 1 test from 1 test suite ran. (9 ms total)
+[  PASSED  ] 0 tests.
+[  FAILED  ] 1 test, listed below:
+[  FAILED  ] GpuTraining.SameWeights
+EOF
+exit 1'
+
+# check <name> <expected status> <expected text> [env...]: runs run.sh --no-build on $work/build.
+check() {
+  local name=$1 want=$2 text=$3 status=0 out
+  shift 3
+  out=$(env PATH="$work/bin:$PATH" FAKE_DRIVER=580.159.04 FAKE_DRIVER_CUDA=13.0 DSX_GPU_DEPS="$work/no-debs" "$@" \
+    bash "$root/tests/gpu/run.sh" --no-build "$work/build" 2>&1) || status=$?
+  if [[ $status != "$want" ]] || ! grep -qF -- "$text" <<<"$out"; then
+    echo "FAIL $name: exit $status (want $want), output should contain '$text':"
+    printf '    %s\n' "${out//$'\n'/$'\n    '}"
+    fails=$((fails + 1))
+  else
+    echo "ok   $name"
+    passes=$((passes + 1))
+  fi
+}
+
+probe_one_device='echo "runtime=13000 driver=13000 devices=1"'
+fake "$work/build/cuda_probe" "$probe_one_device"
+fake "$work/build/tests/gpu/test_gpu_comm" "$pass_and_skip"
+
+check "a skip is reported, not a failure" 0 "summary: 1 passed, 0 failed, 1 skipped"
+check "the skipped test is named with its reason" 0 "NcclComm.TwoRanksOnTwoGpus (needs two GPUs)"
+check "driver and runtime are printed first" 0 "driver 580.159.04 (supports CUDA 13.0)"
+check "the CUDA runtime is printed" 0 "CUDA runtime 13.0"
+
+fake "$work/build/tests/gpu/test_gpu_training" "$failing"
+check "a failing test fails the run" 1 "| test_gpu_training | FAILED | 0 | 0 | GpuTraining.SameWeights |"
+check "failures are counted" 1 "summary: 1 passed, 1 failed, 1 skipped"
+rm "$work/build/tests/gpu/test_gpu_training"
+
+check "an old driver is named as such" 3 "driver 575.57.08 is too old for the CUDA 13 runtime, which needs driver >= 580" \
+  FAKE_DRIVER=575.57.08 FAKE_DRIVER_CUDA=12.9
+fake "$work/build/cuda_probe" 'echo "runtime=13000 driver=12090 devices=0 error=cudaErrorInsufficientDriver (x)"; exit 1'
+check "the probe's insufficient-driver error is a mismatch" 3 "is too old for the CUDA 13 runtime"
+fake "$work/build/cuda_probe" 'echo "runtime=13000 driver=13000 devices=0 error=cudaErrorNoDevice (no CUDA-capable device is detected)"; exit 1'
+check "no device for CUDA fails loudly" 2 "CUDA sees no device although nvidia-smi lists 1"
+fake "$work/build/cuda_probe" "$probe_one_device"
+check "no nvidia-smi fails loudly" 2 "no NVIDIA GPU visible" PATH="$work/nobin:/usr/bin:/bin"
+
+# Prepared packages (tests/gpu/prepare.sh): a one-file .deb is unpacked into the build's prefix,
+# unless the MANIFEST asks for a newer glibc than this machine's.
+mkdir -p "$work/deb/usr/lib/x86_64-linux-gnu" "$work/deb/DEBIAN" "$work/debs"
+echo fake >"$work/deb/usr/lib/x86_64-linux-gnu/libdsxfake.so.1"
+printf 'Package: dsx-fake\nVersion: 1\nArchitecture: amd64\nMaintainer: dsx\nDescription: test\n' >"$work/deb/DEBIAN/control"
+dpkg-deb --build "$work/deb" "$work/debs/dsx-fake.deb" >/dev/null
+echo "needs-glibc 2.0" >"$work/debs/MANIFEST"
+check "prepared packages are unpacked into the build's prefix" 0 "| libraries from $work/debs | ok | - | - | 1 packages in $work/build/deps-prefix" \
+  DSX_GPU_DEPS="$work/debs"
+if [[ -f $work/build/deps-prefix/usr/lib/x86_64-linux-gnu/libdsxfake.so.1 ]]; then
+  echo "ok   the package's file is in the prefix"
+  passes=$((passes + 1))
+else
+  echo "FAIL the package's file is not in $work/build/deps-prefix"
+  fails=$((fails + 1))
+fi
+echo "needs-glibc 99.0" >"$work/debs/MANIFEST"
+check "packages for a newer glibc are refused" 1 "need glibc >= 99.0, this machine has" DSX_GPU_DEPS="$work/debs"
+printf 'needs-glibc 2.0\nneeds-glibcxx 3.4.99\n' >"$work/debs/MANIFEST"
+check "packages for a newer libstdc++ are refused" 1 "need libstdc++ GLIBCXX_3.4.99, the compiler's" DSX_GPU_DEPS="$work/debs"
+
+# The real probe, built with the real nvcc where there is one: on a machine without a GPU it
+# must say why CUDA has no device and exit non-zero.
+nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+if [[ -x $nvcc ]]; then
+  "$nvcc" -o "$work/real_probe" "$root/tests/gpu/cuda_probe.cu"
+  status=0
+  out=$("$work/real_probe") || status=$?
+  if [[ -e /dev/nvidia0 ]]; then
+    echo "skip real probe: this machine has a GPU ($out)"
+  elif [[ $status == 0 ]] || ! grep -qE '^runtime=[0-9]+ driver=[0-9]+ devices=0 error=cuda' <<<"$out"; then
+    echo "FAIL real probe without a GPU: exit $status, '$out'"
+    fails=$((fails + 1))
+  else
+    echo "ok   real probe without a GPU: $out"
+    passes=$((passes + 1))
+  fi
+fi
+
+echo "run.sh: $passes passed, $fails failed"
+((fails == 0))
