@@ -240,7 +240,9 @@ class CudaDevice final : public Device {
     auto& host = lamb_host_[count];
     host = {0, count};
     if (fresh) {
-      check(cudaMalloc(&it->second, 2 * sizeof(size_t)), "cudaMalloc");
+      void* table = nullptr;
+      check(cudaMalloc(&table, 2 * sizeof(size_t)), "cudaMalloc");
+      it->second = static_cast<size_t*>(table);
       check(cudaMemcpy(it->second, host.data(), 2 * sizeof(size_t), cudaMemcpyHostToDevice), "cudaMemcpy");
     }
     return {it->second, host.data(), 1};
