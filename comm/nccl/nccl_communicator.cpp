@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "dsx/join.h"
+#include "kernels/cuda/device.h"
 
 namespace dsx::comm::nccl {
 
@@ -58,11 +59,7 @@ NcclCommunicator::NcclCommunicator(Store& store, std::vector<int> members, int w
   for (size_t i = 0; i < members_.size(); ++i) {
     if (members_[i] == world_rank_) rank_ = static_cast<int>(i);
   }
-  int devices = 0;
-  cuda_check(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
-  if (devices == 0) throw Error(ErrorKind::Unsupported, "nccl backend: no GPU is visible (check CUDA_VISIBLE_DEVICES)");
-  device_ = local_rank_ % devices;
-  cuda_check(cudaSetDevice(device_), "cudaSetDevice");
+  device_ = kernels::cuda::use_rank_device(local_rank_);  // first: NCCL binds the communicator to it
 
   // The id travels through the store: group rank 0 draws it, the others read it.
   ncclUniqueId id;
@@ -145,6 +142,7 @@ WorkHandle NcclCommunicator::enqueue(const std::string& name, const std::string&
                                           " not run: the communicator was aborted earlier: " + broken_));
     return work;
   }
+  cuda_check(cudaSetDevice(device_), "cudaSetDevice");  // CUDA's current device is per thread
   // Order after the caller's work, run on our stream, and mark the end with an event.
   cuda_check(cudaEventRecord(ready_, caller_stream_), "cudaEventRecord");
   cuda_check(cudaStreamWaitEvent(stream_, ready_, 0), "cudaStreamWaitEvent");

@@ -31,7 +31,7 @@ std::unique_ptr<Communicator> create_nccl_world(Rendezvous& rv, const CommOption
 class NcclCommunicator final : public Communicator {
  public:
   // `members`: world ranks of this group, in group order. `key`: store key of the group's id.
-  // The GPU is local_rank modulo the visible devices.
+  // The GPU is the local_rank-th visible one (kernels/device_choice.h); too few GPUs is an error.
   NcclCommunicator(Store& store, std::vector<int> members, int world_rank, int local_rank, std::string key,
                    const CommOptions& options);
   ~NcclCommunicator() override;

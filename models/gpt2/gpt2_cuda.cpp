@@ -5,6 +5,7 @@
 #include <string>
 
 #include "dsx/error.h"
+#include "kernels/cuda/device.h"
 #include "models/gpt2/gpt2_cpu.h"
 
 namespace dsx::models {
@@ -90,6 +91,7 @@ GPT2Cuda<T>::GPT2Cuda(const GPT2Config& config, int max_batch, int max_seq, bool
     throw Error(ErrorKind::Config, "GPT-2: sequence " + std::to_string(max_seq) + " must be in [1, " +
                                        std::to_string(config.max_seq_len) + "] and the batch positive");
   for (const auto& s : specs_) num_params_ += s.numel;
+  kc::use_rank_device();  // first: the stream, handles and buffers below belong to this rank's GPU
   cuda_check(cudaStreamCreate(&stream_), "cudaStreamCreate");
   blas_ = kc::gpt2_blas_create();
   const size_t L = config.num_layers, C = config.channels, NH = config.num_heads;
@@ -113,6 +115,7 @@ GPT2Cuda<T>::GPT2Cuda(const GPT2Config& config, int max_batch, int max_seq, bool
 
 template <class T>
 GPT2Cuda<T>::~GPT2Cuda() {
+  kc::use_chosen_device();
   kc::gpt2_blas_destroy(blas_);
   if (stream_) cudaStreamDestroy(stream_);
 }
@@ -209,6 +212,7 @@ float GPT2Cuda<T>::forward(const int32_t* inputs, const int32_t* targets, int B,
     if (inputs[i] < 0 || inputs[i] >= V || (targets && targets[i] >= V))
       throw Error(ErrorKind::Format, "GPT-2 forward: token at row " + std::to_string(i / Tn) + ", position " +
                                          std::to_string(i % Tn) + " is outside the vocabulary [0, " + std::to_string(V) + ")");
+  kc::use_rank_device();  // the calling thread may not be the one that built the model
   B_ = B, T_ = Tn;
   has_targets_ = targets != nullptr;
   cuda_check(cudaMemcpyAsync(inputs_.data(), inputs, N * 4, cudaMemcpyHostToDevice, stream_), "copy inputs");
@@ -254,6 +258,7 @@ void GPT2Cuda<T>::backward(ParamAccess& access, GradSink& sink, float grad_scale
   if (!has_targets_)
     throw Error(ErrorKind::Usage, "GPT-2 backward: the last forward had no targets, so there is no loss to differentiate");
   has_targets_ = false;
+  kc::use_rank_device();
   const size_t N = size_t(B_) * T_;
   const int L = config_.num_layers, C = config_.channels, V = config_.vocab_size, Vp = config_.padded_vocab_size;
   cudaStream_t s = stream_;
@@ -299,6 +304,7 @@ std::vector<float> GPT2Cuda<T>::logits() const {
   const size_t N = size_t(B_) * T_;
   const int V = config_.vocab_size, Vp = config_.padded_vocab_size;
   std::vector<float> padded(N * Vp), out(N * V);
+  kc::use_rank_device();
   cuda_check(cudaStreamSynchronize(stream_), "logits");
   download_as(padded.data(), logits_.data(), padded.size());
   for (size_t r = 0; r < N; ++r) std::memcpy(out.data() + r * V, padded.data() + r * Vp, V * sizeof(float));

@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "kernels/cuda/device.h"
 #include "tests/comm/comm_harness.h"
 
 namespace dsx::comm {
@@ -29,6 +30,7 @@ void expect(bool ok, const std::string& what) {
 
 // Allreduce (sum and avg), allgather, broadcast and barrier on cudaMalloc'd fp32 buffers.
 void device_collectives(Communicator& comm, int rank) {
+  kernels::cuda::use_rank_device();  // as every dsx path that allocates device memory does first
   const int p = comm.size();
   const size_t n = 100003;
   std::vector<float> host(n);
