@@ -290,7 +290,10 @@ template <class T>
 void gpt2_layernorm_backward(T* dinp, T* dweight, T* dbias, float* scratch, const T* dout, const T* inp,
                              const T* weight, const float* mean, const float* rstd, size_t N, int C,
                              cudaStream_t stream) {
-  cudaMemsetAsync(scratch, 0, 2 * size_t(C) * sizeof(float), stream);
+  const cudaError_t cleared = cudaMemsetAsync(scratch, 0, 2 * size_t(C) * sizeof(float), stream);
+  if (cleared != cudaSuccess)
+    throw Error(ErrorKind::Internal, std::string("gpt2_layernorm_backward: clearing the scratch failed: ") +
+                                         cudaGetErrorString(cleared));
   layernorm_backward_kernel<<<warp_blocks(N), kWarpsPerBlock * kWarp, 0, stream>>>(
       dinp, scratch, scratch + C, dout, inp, weight, mean, rstd, N, C);
   add_into_kernel<<<grid_for(C), kBlock, 0, stream>>>(dweight, scratch, C);

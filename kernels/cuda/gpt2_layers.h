@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 namespace dsx::kernels::cuda {
 
@@ -34,21 +35,32 @@ void gpt2_layernorm_backward(T* dinp, T* dweight, T* dbias, float* scratch, cons
                              cudaStream_t stream);
 
 // cuBLASLt matmuls: out (N, OC) = inp (N, C) @ weight^T + bias, bias fused into the epilogue.
-// `workspace` is the GPT2Blas workspace.
-struct GPT2Blas {
-  cublasLtHandle_t handle = nullptr;
-  void* workspace = nullptr;
-  size_t workspace_bytes = 0;
+// GPT2Blas owns the cuBLASLt handle, its workspace, one cached plan per matmul shape (built on
+// first use: descriptors, layouts and the heuristic's algorithm). Build it with this rank's GPU
+// current; use it from one thread at a time.
+class GPT2Blas {
+ public:
+  GPT2Blas();  // throws dsx::Error, having freed whatever it had made
+  ~GPT2Blas();
+  GPT2Blas(GPT2Blas&&) noexcept;
+  GPT2Blas& operator=(GPT2Blas&&) noexcept;
+  GPT2Blas(const GPT2Blas&) = delete;
+  GPT2Blas& operator=(const GPT2Blas&) = delete;
+
+  size_t plans_built() const;  // distinct matmul plans made so far
+  struct State;                // gpt2_matmul.cu
+  State& state() { return *state_; }
+
+ private:
+  std::unique_ptr<State> state_;
 };
-GPT2Blas gpt2_blas_create();  // throws dsx::Error
-void gpt2_blas_destroy(GPT2Blas& blas);
 
 template <class T>
-void gpt2_matmul_forward(const GPT2Blas& blas, T* out, const T* inp, const T* weight, const T* bias, size_t N,
-                         int C, int OC, cudaStream_t stream);
+void gpt2_matmul_forward(GPT2Blas& blas, T* out, const T* inp, const T* weight, const T* bias, size_t N, int C,
+                         int OC, cudaStream_t stream);
 // dinp = dout @ weight; dweight += dout^T @ inp; dbias += column sums (dbias may be null).
 template <class T>
-void gpt2_matmul_backward(const GPT2Blas& blas, T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
+void gpt2_matmul_backward(GPT2Blas& blas, T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
                           const T* weight, size_t N, int C, int OC, cudaStream_t stream);
 
 // att: fp32 (B, NH, T, T) softmax probabilities. dpre: fp32 scratch of the same size.

@@ -84,6 +84,24 @@ void download_as(float* host, const T* device, size_t n) {
 }
 
 template <class T>
+GPT2Cuda<T>::RankDevice::RankDevice() {
+  kc::use_rank_device();
+}
+
+template <class T>
+GPT2Cuda<T>::Stream::Stream() {
+  cuda_check(cudaStreamCreate(&s_), "cudaStreamCreate");
+}
+
+template <class T>
+GPT2Cuda<T>::Stream::~Stream() {
+  if (s_) {
+    cudaStreamSynchronize(s_);
+    cudaStreamDestroy(s_);
+  }
+}
+
+template <class T>
 GPT2Cuda<T>::GPT2Cuda(const GPT2Config& config, int max_batch, int max_seq, bool activation_checkpointing)
     : config_(config), specs_(gpt2_param_specs(config)), max_batch_(max_batch), max_seq_(max_seq),
       checkpointing_(activation_checkpointing) {
@@ -91,9 +109,6 @@ GPT2Cuda<T>::GPT2Cuda(const GPT2Config& config, int max_batch, int max_seq, bool
     throw Error(ErrorKind::Config, "GPT-2: sequence " + std::to_string(max_seq) + " must be in [1, " +
                                        std::to_string(config.max_seq_len) + "] and the batch positive");
   for (const auto& s : specs_) num_params_ += s.numel;
-  kc::use_rank_device();  // first: the stream, handles and buffers below belong to this rank's GPU
-  cuda_check(cudaStreamCreate(&stream_), "cudaStreamCreate");
-  blas_ = kc::gpt2_blas_create();
   const size_t L = config.num_layers, C = config.channels, NH = config.num_heads;
   const size_t N = size_t(max_batch) * max_seq, att = size_t(max_batch) * NH * max_seq * max_seq;
   for (size_t l = 0; l <= L; ++l) residual_.emplace_back(N * C);
@@ -115,9 +130,7 @@ GPT2Cuda<T>::GPT2Cuda(const GPT2Config& config, int max_batch, int max_seq, bool
 
 template <class T>
 GPT2Cuda<T>::~GPT2Cuda() {
-  kc::use_chosen_device();
-  kc::gpt2_blas_destroy(blas_);
-  if (stream_) cudaStreamDestroy(stream_);
+  kc::use_chosen_device();  // the members' owners free on this thread
 }
 
 template <class T>
@@ -171,7 +184,7 @@ template <class T>
 void GPT2Cuda<T>::block_forward(BlockActs& a, T* res_out, const T* res_in, const BlockParams& p) {
   const size_t N = size_t(B_) * T_;
   const int C = config_.channels, NH = config_.num_heads;
-  cudaStream_t s = stream_;
+  cudaStream_t s = stream_.get();
   kc::gpt2_layernorm_forward(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), res_in, p.ln1w, p.ln1b, N, C, s);
   kc::gpt2_matmul_forward(blas_, a.qkv.data(), a.ln1.data(), p.qkvw, p.qkvb, N, C, 3 * C, s);
   kc::gpt2_attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), B_, T_, C, NH, s);
@@ -188,7 +201,7 @@ template <class T>
 void GPT2Cuda<T>::block_backward(T* dres, BlockActs& a, const T* res_in, const BlockParams& p, const BlockGrads& g) {
   const size_t N = size_t(B_) * T_;
   const int C = config_.channels, NH = config_.num_heads;
-  cudaStream_t s = stream_;
+  cudaStream_t s = stream_.get();
   kc::gpt2_matmul_backward(blas_, dfch_.data(), g.fcprojw, g.fcprojb, dres, a.fch_gelu.data(), p.fcprojw, N, 4 * C, C, s);
   kc::gpt2_gelu_backward(dfch_.data(), a.fch.data(), dfch_.data(), N * 4 * C, s);
   kc::gpt2_matmul_backward(blas_, dln_.data(), g.fcw, g.fcb, dfch_.data(), a.ln2.data(), p.fcw, N, C, 4 * C, s);
@@ -215,15 +228,16 @@ float GPT2Cuda<T>::forward(const int32_t* inputs, const int32_t* targets, int B,
   kc::use_rank_device();  // the calling thread may not be the one that built the model
   B_ = B, T_ = Tn;
   has_targets_ = targets != nullptr;
-  cuda_check(cudaMemcpyAsync(inputs_.data(), inputs, N * 4, cudaMemcpyHostToDevice, stream_), "copy inputs");
+  cudaStream_t stream = stream_.get();
+  cuda_check(cudaMemcpyAsync(inputs_.data(), inputs, N * 4, cudaMemcpyHostToDevice, stream), "copy inputs");
   if (has_targets_)
-    cuda_check(cudaMemcpyAsync(targets_.data(), targets, N * 4, cudaMemcpyHostToDevice, stream_), "copy targets");
+    cuda_check(cudaMemcpyAsync(targets_.data(), targets, N * 4, cudaMemcpyHostToDevice, stream), "copy targets");
 
   access.acquire(0);
   access.prefetch(1);
   const T* wte = static_cast<const T*>(access.param(gpt2_param_index(config_, kWte, 0)));
   const T* wpe = static_cast<const T*>(access.param(gpt2_param_index(config_, kWpe, 0)));
-  kc::gpt2_encoder_forward(residual_[0].data(), inputs_.data(), wte, wpe, B, Tn, C, stream_);
+  kc::gpt2_encoder_forward(residual_[0].data(), inputs_.data(), wte, wpe, B, Tn, C, stream);
   for (int l = 0; l < L; ++l) {
     access.acquire(l + 1);
     access.prefetch(l + 2);
@@ -234,17 +248,17 @@ float GPT2Cuda<T>::forward(const int32_t* inputs, const int32_t* targets, int B,
   const T* lnfw = static_cast<const T*>(access.param(gpt2_param_index(config_, kLnfw, 0)));
   const T* lnfb = static_cast<const T*>(access.param(gpt2_param_index(config_, kLnfb, 0)));
   kc::gpt2_layernorm_forward(lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), residual_[L].data(), lnfw, lnfb, N, C,
-                             stream_);
-  kc::gpt2_matmul_forward(blas_, logits_.data(), lnf_.data(), wte, static_cast<const T*>(nullptr), N, C, Vp, stream_);
+                             stream);
+  kc::gpt2_matmul_forward(blas_, logits_.data(), lnf_.data(), wte, static_cast<const T*>(nullptr), N, C, Vp, stream);
   access.release(L + 1);
   access.release(0);
 
   counted_ = 0;
   if (!has_targets_) return 0.0f;
-  kc::gpt2_crossentropy_forward(losses_.data(), lse_.data(), logits_.data(), targets_.data(), N, V, Vp, stream_);
+  kc::gpt2_crossentropy_forward(losses_.data(), lse_.data(), logits_.data(), targets_.data(), N, V, Vp, stream);
   std::vector<float> losses(N);
-  cuda_check(cudaMemcpyAsync(losses.data(), losses_.data(), N * 4, cudaMemcpyDeviceToHost, stream_), "copy losses");
-  cuda_check(cudaStreamSynchronize(stream_), "forward");
+  cuda_check(cudaMemcpyAsync(losses.data(), losses_.data(), N * 4, cudaMemcpyDeviceToHost, stream), "copy losses");
+  cuda_check(cudaStreamSynchronize(stream), "forward");
   double sum = 0;  // summed on the host in a fixed order: the reported loss is reproducible
   for (size_t i = 0; i < N; ++i) {
     sum += losses[i];
@@ -261,7 +275,7 @@ void GPT2Cuda<T>::backward(ParamAccess& access, GradSink& sink, float grad_scale
   kc::use_rank_device();
   const size_t N = size_t(B_) * T_;
   const int L = config_.num_layers, C = config_.channels, V = config_.vocab_size, Vp = config_.padded_vocab_size;
-  cudaStream_t s = stream_;
+  cudaStream_t s = stream_.get();
   access.acquire(L + 1);
   access.acquire(0);
   access.prefetch(L);
@@ -305,7 +319,7 @@ std::vector<float> GPT2Cuda<T>::logits() const {
   const int V = config_.vocab_size, Vp = config_.padded_vocab_size;
   std::vector<float> padded(N * Vp), out(N * V);
   kc::use_rank_device();
-  cuda_check(cudaStreamSynchronize(stream_), "logits");
+  cuda_check(cudaStreamSynchronize(stream_.get()), "logits");
   download_as(padded.data(), logits_.data(), padded.size());
   for (size_t r = 0; r < N; ++r) std::memcpy(out.data() + r * V, padded.data() + r * Vp, V * sizeof(float));
   return out;

@@ -1,6 +1,7 @@
 // GPT-2 on the GPU against the CPU model on the same random weights and batch: logits, loss and
 // every parameter gradient, fp32 within 1e-4, bf16 within 2e-2 and fp16 within 5e-3 (relative to each tensor's
-// largest magnitude); activation checkpointing gives the same gradients. Skips without a GPU.
+// largest magnitude); activation checkpointing gives the same gradients. Each matmul shape is
+// planned once. Skips without a GPU.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -105,6 +106,28 @@ void compare_with_cpu(double tol, bool checkpointing) {
 }
 
 }  // namespace
+
+// cuBLASLt plans are made on the first step only: later steps reuse them.
+TEST(Gpt2Cuda, MatmulPlansAreBuiltOnce) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU visible";
+  auto c = test_config();
+  const int B = 2, Tn = 32;
+  GPT2Cuda<__nv_bfloat16> gpu(c, B, Tn);
+  std::vector<float> weights(gpu.num_params());
+  GPT2Cpu<float>(c, 1, 1).init_params(weights.data(), 5);
+  DeviceParams<__nv_bfloat16> dev(gpu);
+  dev.upload(weights.data());
+  std::vector<int32_t> x(B * Tn, 1), y(B * Tn, 2);
+  size_t after_first = 0;
+  for (int step = 0; step < 3; ++step) {
+    gpu.forward(x.data(), y.data(), B, Tn, dev);
+    gpu.backward(dev, dev, 1.0f);
+    if (step == 0) after_first = gpu.blas().plans_built();
+  }
+  EXPECT_GT(after_first, 0u);
+  EXPECT_LE(after_first, 16u) << "a GPT-2 step has about a dozen distinct matmuls";
+  EXPECT_EQ(gpu.blas().plans_built(), after_first) << "later steps planned matmuls again";
+}
 
 TEST(Gpt2Cuda, Fp32MatchesCpu) { compare_with_cpu<float>(1e-4, false); }
 TEST(Gpt2Cuda, Fp32WithCheckpointingMatchesCpu) { compare_with_cpu<float>(1e-4, true); }
