@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "dsx/error.h"
+#include "kernels/cuda/column_sums.cuh"
 #include "kernels/cuda/gpt2_layers.h"
 #include "kernels/cuda/gpt2_types.cuh"
 #include "kernels/cuda/launch.cuh"
@@ -78,6 +79,8 @@ struct GPT2Blas::State {
   LtOwned<cublasLtHandle_t> handle;
   LtOwned<void*> workspace;
   MatmulPlanCache<MatmulPlan> plans;
+  LtOwned<void*> bias_scratch;  // fp32 chunk sums of the bias gradient
+  size_t bias_scratch_floats = 0;
 
   std::unique_ptr<MatmulPlan> plan(const MatmulShape& s) const {
     auto p = std::make_unique<MatmulPlan>();
@@ -120,6 +123,17 @@ struct GPT2Blas::State {
     p->algo = heuristic.algo;
     return p;
   }
+
+  float* bias_sums(size_t floats) {
+    if (floats > bias_scratch_floats) {
+      bias_scratch.reset();  // cudaFree waits for the kernels still using it
+      void* raw = nullptr;
+      check(cudaMalloc(&raw, floats * sizeof(float)), "bias gradient scratch (cudaMalloc)");
+      bias_scratch.reset(raw);
+      bias_scratch_floats = floats;
+    }
+    return static_cast<float*>(bias_scratch.get());
+  }
 };
 
 GPT2Blas::GPT2Blas() : state_(std::make_unique<State>()) {
@@ -138,16 +152,6 @@ GPT2Blas& GPT2Blas::operator=(GPT2Blas&&) noexcept = default;
 size_t GPT2Blas::plans_built() const { return state_ ? state_->plans.builds() : 0; }
 
 namespace {
-
-// dbias[o] += sum over rows of dout[:, o]; consecutive threads read consecutive columns.
-template <class T>
-__global__ void bias_grad_kernel(T* dbias, const T* dout, size_t N, int OC) {
-  for (int o = blockIdx.x * blockDim.x + threadIdx.x; o < OC; o += gridDim.x * blockDim.x) {
-    float s = 0;
-    for (size_t r = 0; r < N; ++r) s += to_f(dout[r * OC + o]);
-    dbias[o] = from_f<T>(to_f(dbias[o]) + s);
-  }
-}
 
 // D (m x n, col-major, ld ldd) = op(A) op(B) + beta D [+ bias over rows].
 template <class T>
@@ -184,17 +188,21 @@ void gpt2_matmul_backward(GPT2Blas& blas, T* dinp, T* dweight, T* dbias, const T
   const T* no_bias = nullptr;
   lt_matmul(blas, dinp, weight, dout, no_bias, C, static_cast<int>(N), OC, false, false, C, OC, C, 0.0f, stream);
   lt_matmul(blas, dweight, inp, dout, no_bias, C, OC, static_cast<int>(N), false, true, C, OC, C, 1.0f, stream);
-  if (dbias) {
-    bias_grad_kernel<<<grid_for(OC), kBlock, 0, stream>>>(dbias, dout, N, OC);
-    check_launch("gpt2_matmul_backward bias");
-  }
+  if (dbias) gpt2_bias_backward(blas, dbias, dout, N, OC, stream);
+}
+
+template <class T>
+void gpt2_bias_backward(GPT2Blas& blas, T* dbias, const T* dout, size_t N, int OC, cudaStream_t stream) {
+  float* scratch = blas.state().bias_sums(column_sums_scratch_floats(N, size_t(OC)));
+  add_column_sums(dbias, MatrixEntry<T>{dout, OC}, N, OC, scratch, stream, "gpt2_bias_backward");
 }
 
 #define DSX_GPT2_MATMUL_INSTANTIATE(T)                                                                          \
   template void gpt2_matmul_forward<T>(GPT2Blas&, T*, const T*, const T*, const T*, size_t, int, int,          \
                                        cudaStream_t);                                                           \
   template void gpt2_matmul_backward<T>(GPT2Blas&, T*, T*, T*, const T*, const T*, const T*, size_t, int, int, \
-                                        cudaStream_t);
+                                        cudaStream_t);                                                           \
+  template void gpt2_bias_backward<T>(GPT2Blas&, T*, const T*, size_t, int, cudaStream_t);
 
 DSX_GPT2_MATMUL_INSTANTIATE(float)
 DSX_GPT2_MATMUL_INSTANTIATE(__nv_bfloat16)

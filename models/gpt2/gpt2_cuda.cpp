@@ -5,7 +5,9 @@
 #include <string>
 
 #include "dsx/error.h"
+#include "kernels/column_sums.h"
 #include "kernels/cuda/device.h"
+#include "kernels/token_rows.h"
 #include "models/gpt2/gpt2_cpu.h"
 
 namespace dsx::models {
@@ -121,11 +123,13 @@ GPT2Cuda<T>::GPT2Cuda(const GPT2Config& config, int max_batch, int max_seq, bool
     a.ln2_mean = DeviceArray<float>(N), a.ln2_rstd = DeviceArray<float>(N);
   }
   inputs_ = DeviceArray<int32_t>(N), targets_ = DeviceArray<int32_t>(N);
+  token_rows_ = DeviceArray<int32_t>(kernels::token_rows_capacity(N));
   lnf_ = DeviceArray<T>(N * C), logits_ = DeviceArray<T>(N * config.padded_vocab_size);
   tmp_ = DeviceArray<T>(N * C), dres_ = DeviceArray<T>(N * C), dln_ = DeviceArray<T>(N * C);
   dqkv_ = DeviceArray<T>(N * 3 * C), datty_ = DeviceArray<T>(N * C), dfch_ = DeviceArray<T>(N * 4 * C);
   lnf_mean_ = DeviceArray<float>(N), lnf_rstd_ = DeviceArray<float>(N), lse_ = DeviceArray<float>(N);
-  losses_ = DeviceArray<float>(N), dpre_ = DeviceArray<float>(att), ln_scratch_ = DeviceArray<float>(2 * C);
+  losses_ = DeviceArray<float>(N), dpre_ = DeviceArray<float>(att);
+  ln_scratch_ = DeviceArray<float>(kernels::column_sums_scratch_floats(N, C));
 }
 
 template <class T>
@@ -142,8 +146,8 @@ size_t GPT2Cuda<T>::activation_bytes() const {
     add(a.ln1), add(a.qkv), add(a.atty), add(a.res2), add(a.ln2), add(a.fch), add(a.fch_gelu);
     add(a.ln1_mean), add(a.ln1_rstd), add(a.ln2_mean), add(a.ln2_rstd), add(a.att);
   }
-  add(inputs_), add(targets_), add(lnf_), add(logits_), add(tmp_), add(dres_), add(dln_), add(dqkv_), add(datty_);
-  add(dfch_), add(lnf_mean_), add(lnf_rstd_), add(lse_), add(losses_), add(dpre_), add(ln_scratch_);
+  add(inputs_), add(targets_), add(token_rows_), add(lnf_), add(logits_), add(tmp_), add(dres_), add(dln_);
+  add(dqkv_), add(datty_), add(dfch_), add(lnf_mean_), add(lnf_rstd_), add(lse_), add(losses_), add(dpre_), add(ln_scratch_);
   return bytes;
 }
 
@@ -232,6 +236,7 @@ float GPT2Cuda<T>::forward(const int32_t* inputs, const int32_t* targets, int B,
   cuda_check(cudaMemcpyAsync(inputs_.data(), inputs, N * 4, cudaMemcpyHostToDevice, stream), "copy inputs");
   if (has_targets_)
     cuda_check(cudaMemcpyAsync(targets_.data(), targets, N * 4, cudaMemcpyHostToDevice, stream), "copy targets");
+  host_inputs_.assign(inputs, inputs + N);
 
   access.acquire(0);
   access.prefetch(1);
@@ -307,7 +312,12 @@ void GPT2Cuda<T>::backward(ParamAccess& access, GradSink& sink, float grad_scale
     access.release(l + 1);
   }
   T* dwpe = static_cast<T*>(sink.grad(gpt2_param_index(config_, kWpe, 0)));
-  kc::gpt2_encoder_backward(dwte, dwpe, dres_.data(), inputs_.data(), B_, T_, C, s);
+  // wte's gradient rows summed per token in row order (no atomics): grouped on the host.
+  const kernels::TokenRows rows = kernels::group_rows_by_token(host_inputs_.data(), N, V);
+  cuda_check(cudaMemcpyAsync(token_rows_.data(), rows.packed.data(), rows.packed.size() * 4,
+                             cudaMemcpyHostToDevice, s),
+             "copy token rows");
+  kc::gpt2_encoder_backward(dwte, dwpe, dres_.data(), token_rows_.data(), rows.distinct, B_, T_, C, s);
   cuda_check(cudaStreamSynchronize(s), "backward");
   sink.ready(0);
   access.release(0);

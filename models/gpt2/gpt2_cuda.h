@@ -106,11 +106,12 @@ class GPT2Cuda final : public Model {
   RankDevice device_;  // before every CUDA member
   Stream stream_;
   kernels::cuda::GPT2Blas blas_;
+  std::vector<int32_t> host_inputs_;  // this batch's tokens: grouped by token for the embedding backward
 
   int B_ = 0, T_ = 0;
   size_t counted_ = 0;
   bool has_targets_ = false;
-  DeviceArray<int32_t> inputs_, targets_;
+  DeviceArray<int32_t> inputs_, targets_, token_rows_;
   std::vector<DeviceArray<T>> residual_;
   std::vector<BlockActs> blocks_;
   DeviceArray<T> lnf_, logits_, tmp_, dres_, dln_, dqkv_, datty_, dfch_;

@@ -1,12 +1,13 @@
 // GPT-2 on the GPU against the CPU model on the same random weights and batch: logits, loss and
 // every parameter gradient, fp32 within 1e-4, bf16 within 2e-2 and fp16 within 5e-3 (relative to each tensor's
-// largest magnitude); activation checkpointing gives the same gradients. Each matmul shape is
-// planned once. Skips without a GPU.
+// largest magnitude); activation checkpointing gives the same gradients. The gradients are the same
+// bits on every run (no atomics), and each matmul shape is planned once. Skips without a GPU.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <type_traits>
 
@@ -35,6 +36,12 @@ class DeviceParams final : public ParamAccess, public GradSink {
     std::vector<float> g(grads_.size());
     download_as(g.data(), grads_.data(), g.size());
     return g;
+  }
+  void zero_grads() { cudaMemset(grads_.data(), 0, grads_.size() * sizeof(T)); }
+  std::vector<unsigned char> grad_bits() const {
+    std::vector<unsigned char> bits(grads_.size() * sizeof(T));
+    cudaMemcpy(bits.data(), grads_.data(), bits.size(), cudaMemcpyDeviceToHost);
+    return bits;
   }
   void acquire(int) override {}
   void release(int) override {}
@@ -105,7 +112,43 @@ void compare_with_cpu(double tol, bool checkpointing) {
     EXPECT_LT(rel_diff(gg.data() + s.offset, host.grads() + s.offset, s.numel), tol) << s.name;
 }
 
+// Two backward passes over the same weights and batch, many tokens repeated: the bias, LayerNorm
+// and embedding gradients sum over rows, and must do so in the same order both times.
+template <class T>
+void gradients_are_reproducible() {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU visible";
+  auto c = test_config();
+  const int B = 4, Tn = 64;
+  GPT2Cuda<T> gpu(c, B, Tn);
+  std::vector<float> weights(gpu.num_params());
+  GPT2Cpu<float>(c, 1, 1).init_params(weights.data(), 5);
+  DeviceParams<T> dev(gpu);
+  dev.upload(weights.data());
+  std::mt19937_64 rng(6);
+  std::vector<int32_t> x(B * Tn), y(B * Tn);
+  for (auto& t : x) t = static_cast<int32_t>(rng() % 17);  // 17 distinct tokens over 256 rows
+  for (auto& t : y) t = static_cast<int32_t>(rng() % c.vocab_size);
+  std::vector<unsigned char> first;
+  for (int run = 0; run < 3; ++run) {
+    dev.zero_grads();
+    gpu.forward(x.data(), y.data(), B, Tn, dev);
+    gpu.backward(dev, dev, 1.0f);
+    auto bits = dev.grad_bits();
+    if (run == 0) {
+      first = bits;
+      continue;
+    }
+    ASSERT_EQ(bits.size(), first.size());
+    size_t differ = 0;
+    for (size_t i = 0; i < bits.size(); ++i) differ += bits[i] != first[i];
+    EXPECT_EQ(differ, 0u) << "run " << run << ": " << differ << " gradient bytes differ from run 0";
+  }
+}
+
 }  // namespace
+
+TEST(Gpt2Cuda, Fp32GradientsAreBitwiseReproducible) { gradients_are_reproducible<float>(); }
+TEST(Gpt2Cuda, Bf16GradientsAreBitwiseReproducible) { gradients_are_reproducible<__nv_bfloat16>(); }
 
 // cuBLASLt plans are made on the first step only: later steps reuse them.
 TEST(Gpt2Cuda, MatmulPlansAreBuiltOnce) {
