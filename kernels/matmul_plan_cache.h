@@ -45,7 +45,7 @@ struct MatmulShapeHash {
 template <class Plan>
 class MatmulPlanCache {
  public:
-  explicit MatmulPlanCache(size_t capacity = 64) : capacity_(capacity) {}
+  explicit MatmulPlanCache(size_t capacity = 128) : capacity_(capacity) {}
 
   // The plan for `shape`, made by build() (returning std::unique_ptr<Plan>) the first time. The
   // reference stays valid until the next get().

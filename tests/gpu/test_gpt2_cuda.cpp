@@ -168,7 +168,8 @@ TEST(Gpt2Cuda, MatmulPlansAreBuiltOnce) {
     if (step == 0) after_first = gpu.blas().plans_built();
   }
   EXPECT_GT(after_first, 0u);
-  EXPECT_LE(after_first, 16u) << "a GPT-2 step has about a dozen distinct matmuls";
+  // 15 shapes a step (5 linears: forward, dinp, dweight), times the pointer alignments that occur.
+  EXPECT_LE(after_first, 60u) << "plans keyed on something that changes every call";
   EXPECT_EQ(gpu.blas().plans_built(), after_first) << "later steps planned matmuls again";
 }
 
