@@ -178,8 +178,9 @@ void NcclCommunicator::issue_held_locked() {
   const std::string what = ops.size() == 1 ? ops[0].work->description()
                                            : "the group of " + std::to_string(ops.size()) + " send/recv from " +
                                                  ops[0].work->description();
+  size_t tracked = 0;  // Works already handed to pending_ complete or fail from there
   auto fail_all = [&](const Error& e) {
-    for (auto& op : ops) op.work->fail(e);
+    for (size_t i = tracked; i < ops.size(); ++i) ops[i].work->fail(e);
   };
   if (!broken_.empty()) {
     fail_all(Error(ErrorKind::Comm, "rank " + std::to_string(world_rank_) + ": " + what +
@@ -199,7 +200,7 @@ void NcclCommunicator::issue_held_locked() {
     }
     ncclResult_t end = ncclGroupEnd();  // always closes the group, even after a failed call
     settle(first_error != ncclSuccess ? first_error : end, what);
-    for (auto& op : ops) track_locked(op.work);
+    for (; tracked < ops.size(); ++tracked) track_locked(ops[tracked].work);
   } catch (const Error& e) {
     fail_all(e);
   }
