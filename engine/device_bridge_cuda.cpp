@@ -81,7 +81,7 @@ class CudaDeviceBridge final : public DeviceBridge {
   void acquire(int layer) override {
     const auto l = static_cast<size_t>(layer);
     if (fresh_.at(l)) return;  // the device copy is current: ZeRO need not gather it
-    kernels::cuda::use_rank_device();  // ZeRO may call from a thread of its own
+    kernels::cuda::use_rank_device();  // on whichever thread calls: the current device is per thread
     host_params_.acquire(layer);
     // Pack the layer's fp32 parameters into pinned memory, one copy up, then place (and cast) each.
     size_t at = 0;

@@ -59,7 +59,8 @@ NcclCommunicator::NcclCommunicator(Store& store, std::vector<int> members, int w
   for (size_t i = 0; i < members_.size(); ++i) {
     if (members_[i] == world_rank_) rank_ = static_cast<int>(i);
   }
-  device_ = kernels::cuda::use_rank_device(local_rank_);  // first: NCCL binds the communicator to it
+  // First: NCCL binds the communicator to it. Never shared: NCCL refuses two ranks on one GPU.
+  device_ = kernels::cuda::use_rank_device(local_rank_, false);
   if (ncclResult_t r = ncclGetVersion(&nccl_version_); r != ncclSuccess) {
     throw Error(ErrorKind::Comm, std::string("nccl backend: ncclGetVersion failed: ") + ncclGetErrorString(r));
   }

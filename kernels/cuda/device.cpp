@@ -16,6 +16,7 @@ namespace dsx::kernels::cuda {
 namespace {
 
 std::atomic<int> g_device{-1};  // the process's one piece of device state: which GPU is ours
+int g_visible = 0;              // how many CUDA saw then (under g_choose)
 std::mutex g_choose;
 
 void check(cudaError_t rc, const std::string& what) {
@@ -26,7 +27,7 @@ void check(cudaError_t rc, const std::string& what) {
   }
 }
 
-int choose(int local_rank) {
+int choose(int local_rank, bool may_share) {
   std::lock_guard lock(g_choose);
   int device = g_device.load();
   if (device < 0) {
@@ -39,9 +40,10 @@ int choose(int local_rank) {
       check(rc, "cudaGetDeviceCount");
     }
     const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
-    device = choose_device(local_rank, count, visible ? visible : "");
+    device = choose_device(local_rank, count, may_share, visible ? visible : "");
+    g_visible = count;
     g_device.store(device);
-  } else if (device != local_rank) {  // the rule maps local rank r to device r
+  } else if (choose_device(local_rank, g_visible, may_share) != device) {
     throw Error(ErrorKind::Internal, "GPU " + std::to_string(device) + " was chosen for this process, now local rank " +
                                          std::to_string(local_rank) + " asks for another: one process drives one GPU");
   }
@@ -50,8 +52,8 @@ int choose(int local_rank) {
 
 }  // namespace
 
-int use_rank_device(int local_rank) {
-  const int device = choose(local_rank);
+int use_rank_device(int local_rank, bool may_share) {
+  const int device = choose(local_rank, may_share);
   check(cudaSetDevice(device), "cudaSetDevice(" + std::to_string(device) + ")");
   return device;
 }
@@ -62,7 +64,8 @@ int use_rank_device() {
     check(cudaSetDevice(known), "cudaSetDevice(" + std::to_string(known) + ")");
     return known;
   }
-  return use_rank_device(parse_local_rank(std::getenv("LOCAL_RANK")));
+  return use_rank_device(parse_local_rank(std::getenv("LOCAL_RANK")),
+                         ranks_may_share_gpu(std::getenv("DSX_COMM_BACKEND")));
 }
 
 int chosen_device() { return g_device.load(); }

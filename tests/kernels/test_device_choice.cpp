@@ -1,5 +1,6 @@
 // Which GPU a rank uses: LOCAL_RANK among the visible devices, with a clear error when the node
-// starts more ranks than it has GPUs. In a CUDA build the process-wide choice is checked too.
+// starts more ranks than it has GPUs - unless the ranks talk over ofi, which lets them share.
+// In a CUDA build the process-wide choice is checked too.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -17,7 +18,7 @@ namespace {
 
 ErrorKind kind_of(int local_rank, int visible, std::string* message = nullptr) {
   try {
-    choose_device(local_rank, visible, "2,3");
+    choose_device(local_rank, visible, false, "2,3");
   } catch (const Error& e) {
     if (message) *message = e.what();
     return e.kind();
@@ -39,8 +40,22 @@ TEST(DeviceChoice, MoreRanksThanGpusIsAConfigErrorNamingBoth) {
   EXPECT_NE(message.find("LOCAL_RANK 2"), std::string::npos) << message;
   EXPECT_NE(message.find("2 device(s)"), std::string::npos) << message;
   EXPECT_NE(message.find("CUDA_VISIBLE_DEVICES=2,3"), std::string::npos) << message;
+  EXPECT_NE(message.find("DSX_COMM_BACKEND=ofi"), std::string::npos) << message;
   EXPECT_EQ(kind_of(9, 8), ErrorKind::Config);
   EXPECT_EQ(kind_of(-1, 8), ErrorKind::Config);
+}
+
+TEST(DeviceChoice, OverOfiRanksShareGpusRoundRobin) {
+  EXPECT_EQ(choose_device(1, 1, true), 0);
+  EXPECT_EQ(choose_device(3, 2, true), 1);
+  EXPECT_EQ(choose_device(1, 2, true), 1);  // enough GPUs: sharing changes nothing
+  EXPECT_THROW(choose_device(0, 0, true), Error);
+  EXPECT_THROW(choose_device(-1, 2, true), Error);
+  EXPECT_TRUE(ranks_may_share_gpu("ofi"));
+  EXPECT_FALSE(ranks_may_share_gpu("nccl"));
+  EXPECT_FALSE(ranks_may_share_gpu("auto"));  // auto is nccl wherever a GPU is visible
+  EXPECT_FALSE(ranks_may_share_gpu(""));
+  EXPECT_FALSE(ranks_may_share_gpu(nullptr));
 }
 
 TEST(DeviceChoice, NoVisibleGpuIsUnsupported) {
@@ -74,7 +89,7 @@ TEST(DeviceChoice, TheProcessChoosesOnceAndOnlyWhenAsked) {
   if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
   if (count == 0) {
     try {
-      cuda::use_rank_device(0);
+      cuda::use_rank_device(0, false);
       ADD_FAILURE() << "use_rank_device succeeded without a GPU";
     } catch (const Error& e) {
       EXPECT_EQ(e.kind(), ErrorKind::Unsupported) << e.what();
@@ -82,13 +97,13 @@ TEST(DeviceChoice, TheProcessChoosesOnceAndOnlyWhenAsked) {
     EXPECT_EQ(cuda::chosen_device(), -1);
     return;
   }
-  EXPECT_EQ(cuda::use_rank_device(0), 0);
+  EXPECT_EQ(cuda::use_rank_device(0, false), 0);
   EXPECT_EQ(cuda::chosen_device(), 0);
   int current = -1;
   ASSERT_EQ(cudaGetDevice(&current), cudaSuccess);
   EXPECT_EQ(current, 0);
   if (count > 1) {
-    EXPECT_THROW(cuda::use_rank_device(1), Error);
+    EXPECT_THROW(cuda::use_rank_device(1, false), Error);
   }
 }
 #endif
