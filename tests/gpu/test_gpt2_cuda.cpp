@@ -11,6 +11,7 @@
 #include <random>
 #include <type_traits>
 
+#include "dsx/error.h"
 #include "models/gpt2/gpt2_cpu.h"
 #include "models/gpt2/gpt2_cuda.h"
 #include "models/local_params.h"
@@ -171,6 +172,23 @@ TEST(Gpt2Cuda, MatmulPlansAreBuiltOnce) {
   // 15 shapes a step (5 linears: forward, dinp, dweight), times the pointer alignments that occur.
   EXPECT_LE(after_first, 60u) << "plans keyed on something that changes every call";
   EXPECT_EQ(gpu.blas().plans_built(), after_first) << "later steps planned matmuls again";
+}
+
+// A constructor that runs out of device memory part-way frees everything it had made (the
+// stream, the cuBLASLt handle and workspace, the buffers allocated before the failing one).
+TEST(Gpt2Cuda, ConstructorOutOfMemoryLeaksNothing) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU visible";
+  auto c = test_config();
+  { GPT2Cuda<float> warm_up(c, 1, 8); }  // the context and cuBLASLt's own state exist from here on
+  size_t free_before = 0, free_after = 0, total = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free_before, &total), cudaSuccess);
+  // Each (N, C) fp32 activation a quarter of the GPU: the first few fit, a later one fails.
+  const int batch = static_cast<int>(std::min<size_t>(total / (size_t(c.max_seq_len) * c.channels * 4) / 4, 1 << 30));
+  EXPECT_THROW(GPT2Cuda<float>(c, batch, c.max_seq_len), dsx::Error);
+  cudaGetLastError();
+  ASSERT_EQ(cudaMemGetInfo(&free_after, &total), cudaSuccess);
+  const double leaked_mib = (double(free_before) - double(free_after)) / (1 << 20);
+  EXPECT_LT(leaked_mib, 4.0) << "device memory not returned after the failed constructor";
 }
 
 TEST(Gpt2Cuda, Fp32MatchesCpu) { compare_with_cpu<float>(1e-4, false); }
