@@ -7,6 +7,7 @@ Work::Work(std::string description, std::chrono::milliseconds default_timeout)
     : description_(std::move(description)), default_timeout_(default_timeout) {}
 
 void Work::wait(std::chrono::milliseconds timeout) {
+  if (before_wait_) before_wait_();
   std::unique_lock lock(mutex_);
   if (!cv_.wait_for(lock, timeout, [this] { return done_; })) {
     throw Error(ErrorKind::Timeout, description_ + " is still running after " + std::to_string(timeout.count()) +
@@ -16,6 +17,7 @@ void Work::wait(std::chrono::milliseconds timeout) {
 }
 
 bool Work::done() const {
+  if (before_wait_) before_wait_();
   std::lock_guard lock(mutex_);
   return done_;
 }

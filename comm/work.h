@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -35,10 +36,14 @@ class Work {
   // Backend side: called exactly once.
   void complete();
   void fail(const Error& error);
+  // Backend side, before the Work is handed out: run at the start of every wait() and done(),
+  // for a backend that issues operations lazily (nccl groups send/recv until someone waits).
+  void set_before_wait(std::function<void()> issue) { before_wait_ = std::move(issue); }
 
  private:
   std::string description_;
   std::chrono::milliseconds default_timeout_;
+  std::function<void()> before_wait_;
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   bool done_ = false;

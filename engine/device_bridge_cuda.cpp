@@ -8,6 +8,7 @@
 
 #include "dsx/error.h"
 #include "engine/device_bridge.h"
+#include "kernels/cuda/device.h"
 #include "kernels/cuda/mixed_precision.h"
 #include "kernels/reduce.h"
 
@@ -38,6 +39,11 @@ struct PinnedMemory {
   ~PinnedMemory() { cudaFreeHost(p); }
   PinnedMemory(const PinnedMemory&) = delete;
   PinnedMemory& operator=(const PinnedMemory&) = delete;
+};
+
+// Makes this rank's GPU current before the members after it allocate anything.
+struct RankDevice {
+  RankDevice() { kernels::cuda::use_rank_device(); }
 };
 
 struct Stream {
@@ -75,6 +81,7 @@ class CudaDeviceBridge final : public DeviceBridge {
   void acquire(int layer) override {
     const auto l = static_cast<size_t>(layer);
     if (fresh_.at(l)) return;  // the device copy is current: ZeRO need not gather it
+    kernels::cuda::use_rank_device();  // on whichever thread calls: the current device is per thread
     host_params_.acquire(layer);
     // Pack the layer's fp32 parameters into pinned memory, one copy up, then place (and cast) each.
     size_t at = 0;
@@ -108,6 +115,7 @@ class CudaDeviceBridge final : public DeviceBridge {
   }
 
   void ready(int layer) override {
+    kernels::cuda::use_rank_device();
     const auto l = static_cast<size_t>(layer);
     size_t at = 0;
     for (size_t i : layers_.at(l)) {
@@ -132,6 +140,7 @@ class CudaDeviceBridge final : public DeviceBridge {
   }
 
   void begin_micro_step() override {
+    kernels::cuda::use_rank_device();
     check(cudaMemsetAsync(grads_.p, 0, numel_ * esize_, stream_.s), "zero gradients");
     check(cudaStreamSynchronize(stream_.s), "zero gradients");
   }
@@ -153,6 +162,7 @@ class CudaDeviceBridge final : public DeviceBridge {
   std::vector<std::vector<size_t>> layers_;  // parameter indices of each layer
   std::vector<bool> fresh_;                  // the layer's device copy matches the master weights
   size_t esize_, numel_;
+  RankDevice device_;  // before every CUDA member
   Stream stream_;
   DeviceMemory params_, grads_;
   DeviceMemory scratch_;  // device fp32, the largest layer

@@ -15,6 +15,13 @@ inline constexpr double kLayerNormEps = 1e-5;  // GPT-2's LayerNorm epsilon
 inline constexpr double kGeluScale = 0.7978845608028654;  // sqrt(2 / pi)
 inline constexpr double kGeluCubic = 0.044715;
 
+// LayerNorm's normalised input, x_hat = (x - mean) * rstd: the forward's output before the
+// affine, and the factor of the weight gradient (dweight += dout * x_hat, dbias += dout).
+template <class T>
+DSX_HD T layernorm_xhat(T x, T mean, T rstd) {
+  return (x - mean) * rstd;
+}
+
 // GELU, tanh form (GPT-2): 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3). Split into u,
 // and the value and slope given th = tanh(u), so the CPU's vector loops can supply their own tanh.
 template <class T>

@@ -1,27 +1,44 @@
 // GPT-2 124M bf16 training throughput on one GPU: forward + backward (the optimizer step is not
 // included: the fused bf16/fp32-master AdamW belongs to the engine), tokens/s and MFU with
-// llm.c's formula, flops/token = 6*params + 6*L*C*T, against the GPU's bf16 dense peak.
-// Run by tests/gpu/run.sh. usage: bench_gpu_gpt2 [B T steps peak_tflops]
+// llm.c's formula, flops/token = 6*params + 6*L*C*T, against the GPU's bf16 dense peak. Then the
+// two parts issue 21 asks about, timed with CUDA events by replaying one step's calls at the
+// model's shapes: the matmuls (cuBLASLt, each shape planned once) against the bf16 peak, and the
+// bias gradients (deterministic two-stage column sums) against the HBM bandwidth.
+// Run by tests/gpu/run.sh. usage: bench_gpu_gpt2 [B T steps peak_tflops hbm_gbs]
 #include <cuda_bf16.h>
+#include <cuda_runtime_api.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <random>
 #include <vector>
 
+#include "dsx/error.h"
+#include "kernels/cuda/gpt2_layers.h"
 #include "models/gpt2/gpt2_cuda.h"
 
-using namespace dsx::models;
-
 namespace {
+
+using dsx::models::DeviceArray;
+using dsx::models::GradSink;
+using dsx::models::ParamAccess;
+using dsx::models::ParamSpec;
+using bf16 = __nv_bfloat16;
+namespace kc = dsx::kernels::cuda;
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw dsx::Error(dsx::ErrorKind::Internal, std::string(what) + ": " + cudaGetErrorString(e));
+}
 
 // Parameters and gradients in device memory, always resident.
 class DeviceParams final : public ParamAccess, public GradSink {
  public:
-  explicit DeviceParams(const Model& m) : specs_(m.params()), params_(m.num_params()), grads_(m.num_params()) {}
-  DeviceArray<__nv_bfloat16>& params() { return params_; }
-  void zero_grads() { cudaMemset(grads_.data(), 0, grads_.size() * 2); }
+  explicit DeviceParams(const dsx::models::Model& m)
+      : specs_(m.params()), params_(m.num_params()), grads_(m.num_params()) {}
+  DeviceArray<bf16>& params() { return params_; }
+  void zero_grads() { check(cudaMemset(grads_.data(), 0, grads_.size() * 2), "zero gradients"); }
   void acquire(int) override {}
   void release(int) override {}
   const void* param(size_t i) override { return params_.data() + specs_[i].offset; }
@@ -30,7 +47,29 @@ class DeviceParams final : public ParamAccess, public GradSink {
 
  private:
   std::vector<ParamSpec> specs_;
-  DeviceArray<__nv_bfloat16> params_, grads_;
+  DeviceArray<bf16> params_, grads_;
+};
+
+// Milliseconds of `body` per call, from CUDA events around `reps` calls on `stream`.
+double time_ms(cudaStream_t stream, int reps, const std::function<void()>& body) {
+  body();  // warm-up: plans are built, scratch allocated
+  cudaEvent_t start, stop;
+  check(cudaEventCreate(&start), "cudaEventCreate");
+  check(cudaEventCreate(&stop), "cudaEventCreate");
+  check(cudaEventRecord(start, stream), "cudaEventRecord");
+  for (int i = 0; i < reps; ++i) body();
+  check(cudaEventRecord(stop, stream), "cudaEventRecord");
+  check(cudaEventSynchronize(stop), "cudaEventSynchronize");
+  float ms = 0;
+  check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return ms / reps;
+}
+
+struct Linear {
+  int C, OC;
+  bool bias;
 };
 
 }  // namespace
@@ -39,16 +78,19 @@ int main(int argc, char** argv) try {
   const int B = argc > 1 ? std::atoi(argv[1]) : 8, T = argc > 2 ? std::atoi(argv[2]) : 1024;
   const int steps = argc > 3 ? std::atoi(argv[3]) : 10;
   const double peak = argc > 4 ? std::atof(argv[4]) : 989.0;  // H100/H200 SXM dense bf16 TFLOPS
-  auto c = gpt2_preset("gpt2-124M");
-  GPT2Cuda<__nv_bfloat16> model(c, B, T);
+  const double hbm = argc > 5 ? std::atof(argv[5]) : 4800.0;  // H200 HBM3e GB/s (H100 SXM: 3350)
+  auto c = dsx::models::gpt2_preset("gpt2-124M");
+  dsx::models::GPT2Cuda<bf16> model(c, B, T);
   DeviceParams p(model);
   std::vector<uint16_t> init(model.num_params());
   model.init_params(init.data(), 1);
-  cudaMemcpy(p.params().data(), init.data(), init.size() * 2, cudaMemcpyHostToDevice);
+  check(cudaMemcpy(p.params().data(), init.data(), init.size() * 2, cudaMemcpyHostToDevice), "upload");
   std::mt19937_64 rng(2);
-  std::vector<int32_t> x(B * T), y(B * T);
+  std::vector<int32_t> x(size_t(B) * T), y(size_t(B) * T);
   for (auto& t : x) t = static_cast<int32_t>(rng() % c.vocab_size);
   for (auto& t : y) t = static_cast<int32_t>(rng() % c.vocab_size);
+
+  // 1. The whole step.
   double total = 0;
   float loss = 0;
   for (int step = 0; step < steps + 2; ++step) {
@@ -56,14 +98,63 @@ int main(int argc, char** argv) try {
     p.zero_grads();
     loss = model.forward(x.data(), y.data(), B, T, p);
     model.backward(p, p, 1.0f);
-    cudaDeviceSynchronize();
+    check(cudaDeviceSynchronize(), "step");
     if (step >= 2) total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
-  double tokens_per_s = double(B) * T * steps / total;
-  double flops_per_token = 6.0 * model.num_params() + 6.0 * c.num_layers * c.channels * T;
-  double mfu = tokens_per_s * flops_per_token / (peak * 1e12);
-  std::printf("| GPT-2 124M bf16 fwd+bwd, B%d T%d | %.0f tokens/s | MFU %.1f%% of %.0f TFLOPS | loss %.3f |\n", B, T,
-              tokens_per_s, 100 * mfu, peak, loss);
+  const double step_ms = 1e3 * total / steps;
+  const double tokens_per_s = double(B) * T * steps / total;
+  const double flops_per_token = 6.0 * model.num_params() + 6.0 * c.num_layers * c.channels * T;
+  const double mfu = tokens_per_s * flops_per_token / (peak * 1e12);
+
+  // 2. One step's matmuls and bias gradients, replayed at the model's shapes.
+  const size_t N = size_t(B) * T;
+  const int C = c.channels, Vp = c.padded_vocab_size;
+  std::vector<Linear> linears;
+  for (int l = 0; l < c.num_layers; ++l) {
+    linears.push_back({C, 3 * C, true});      // qkv
+    linears.push_back({C, C, true});          // attention projection
+    linears.push_back({C, 4 * C, true});      // fc
+    linears.push_back({4 * C, C, true});      // fc projection
+  }
+  linears.push_back({C, Vp, false});          // classifier (tied wte), no bias
+  DeviceArray<bf16> in(N * 4 * C), dinp(N * 4 * C), w(size_t(Vp) * C), dw(size_t(Vp) * C), out(N * Vp), db(4 * C);
+  for (auto* a : {&in, &w, &out}) check(cudaMemset(a->data(), 0x3c, a->size() * 2), "fill");
+  check(cudaMemset(dw.data(), 0, dw.size() * 2), "fill");
+  check(cudaMemset(db.data(), 0, db.size() * 2), "fill");
+  kc::GPT2Blas blas;
+  cudaStream_t s = model.stream();
+  const int reps = 3;
+  double matmul_flops = 0, bias_bytes = 0;
+  for (const auto& L : linears) {
+    matmul_flops += 3 * 2.0 * double(N) * L.C * L.OC;  // forward, dinp, dweight
+    if (L.bias) bias_bytes += double(N) * L.OC * 2;
+  }
+  const double matmul_ms = time_ms(s, reps, [&] {
+    for (const auto& L : linears) {
+      kc::gpt2_matmul_forward(blas, out.data(), in.data(), w.data(), L.bias ? w.data() : nullptr, N, L.C, L.OC, s);
+      kc::gpt2_matmul_backward(blas, dinp.data(), dw.data(), static_cast<bf16*>(nullptr), out.data(), in.data(),
+                               w.data(), N, L.C, L.OC, s);
+    }
+  });
+  const double bias_ms = time_ms(s, reps, [&] {
+    for (const auto& L : linears) {
+      if (L.bias) kc::gpt2_bias_backward(blas, db.data(), out.data(), N, L.OC, s);
+    }
+  });
+  const double matmul_tflops = matmul_flops / (matmul_ms * 1e-3) / 1e12;
+  const double bias_gbs = bias_bytes / (bias_ms * 1e-3) / 1e9;
+
+  std::printf("GPT-2 124M bf16 fwd+bwd, B%d T%d, %d steps; loss %.3f; %zu matmul plans built for the model's "
+              "%zu matmul calls a step\n",
+              B, T, steps, loss, model.blas().plans_built(), 3 * linears.size());
+  std::printf("| part | ms/step | share of step | achieved | limit | ratio |\n");
+  std::printf("|---|---|---|---|---|---|\n");
+  std::printf("| forward+backward | %.2f | 100%% | %.0f tokens/s | %.0f TFLOPS bf16 | MFU %.1f%% |\n", step_ms,
+              tokens_per_s, peak, 100 * mfu);
+  std::printf("| matmuls (%zu fwd + %zu bwd) | %.2f | %.1f%% | %.0f TFLOPS | %.0f TFLOPS | %.1f%% |\n", linears.size(),
+              linears.size(), matmul_ms, 100 * matmul_ms / step_ms, matmul_tflops, peak, 100 * matmul_tflops / peak);
+  std::printf("| bias gradients (%d) | %.3f | %.2f%% | %.0f GB/s | %.0f GB/s | %.1f%% |\n", 4 * c.num_layers, bias_ms,
+              100 * bias_ms / step_ms, bias_gbs, hbm, 100 * bias_gbs / hbm);
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "bench_gpu_gpt2: %s\n", e.what());

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "dsx/join.h"
+#include "kernels/cuda/device.h"
 
 namespace dsx::comm::nccl {
 
@@ -58,11 +59,11 @@ NcclCommunicator::NcclCommunicator(Store& store, std::vector<int> members, int w
   for (size_t i = 0; i < members_.size(); ++i) {
     if (members_[i] == world_rank_) rank_ = static_cast<int>(i);
   }
-  int devices = 0;
-  cuda_check(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
-  if (devices == 0) throw Error(ErrorKind::Unsupported, "nccl backend: no GPU is visible (check CUDA_VISIBLE_DEVICES)");
-  device_ = local_rank_ % devices;
-  cuda_check(cudaSetDevice(device_), "cudaSetDevice");
+  // First: NCCL binds the communicator to it. Never shared: NCCL refuses two ranks on one GPU.
+  device_ = kernels::cuda::use_rank_device(local_rank_, false);
+  if (ncclResult_t r = ncclGetVersion(&nccl_version_); r != ncclSuccess) {
+    throw Error(ErrorKind::Comm, std::string("nccl backend: ncclGetVersion failed: ") + ncclGetErrorString(r));
+  }
 
   // The id travels through the store: group rank 0 draws it, the others read it.
   ncclUniqueId id;
@@ -86,35 +87,139 @@ NcclCommunicator::NcclCommunicator(Store& store, std::vector<int> members, int w
   cuda_check(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming), "cudaEventCreate");
   cuda_check(cudaMalloc(&barrier_word_, sizeof(float)), "cudaMalloc");
   watchdog_store_ = store_.helper();
+  lifeline_->comm = this;
   watchdog_ = std::thread([this] { watch(); });
 }
 
 NcclCommunicator::~NcclCommunicator() {
+  {
+    std::lock_guard lock(lifeline_->mutex);  // Works outliving us no longer reach in
+    lifeline_->comm = nullptr;
+  }
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
   }
   watchdog_.join();
   std::lock_guard lock(mutex_);
+  cudaSetDevice(device_);  // the destructor may run on any thread
   if (comm_) {
-    if (broken_.empty()) {
-      ncclCommFinalize(comm_);  // flushes; non-blocking: poll, but never past the deadline
-      ncclResult_t state = ncclInProgress;
-      auto deadline = Clock::now() + options_.timeout;
-      while (state == ncclInProgress && Clock::now() < deadline) ncclCommGetAsyncError(comm_, &state);
-      if (state == ncclSuccess) {
-        ncclCommDestroy(comm_);
-      } else {
-        ncclCommAbort(comm_);
-      }
+    // Work nobody waited for still runs (a peer may be waiting on it), then completes or fails.
+    issue_held_locked();
+    drain_locked();
+  }
+  if (comm_) {
+    ncclCommFinalize(comm_);  // flushes; non-blocking: poll, but never past the deadline
+    ncclResult_t state = ncclInProgress;
+    auto deadline = Clock::now() + options_.timeout;
+    while (state == ncclInProgress && Clock::now() < deadline) ncclCommGetAsyncError(comm_, &state);
+    if (state == ncclSuccess) {
+      ncclCommDestroy(comm_);
     } else {
       ncclCommAbort(comm_);
     }
   }
-  for (auto& p : pending_) cudaEventDestroy(p.done);
+  // A safety net: issue_held_locked, drain_locked and abort_locked leave nothing behind.
+  for (auto& p : held_) {
+    p.work->fail(Error(ErrorKind::Comm, p.work->description() + " was not run: the communicator was closed"));
+  }
+  for (auto& p : pending_) {
+    p.work->fail(Error(ErrorKind::Comm, p.work->description() + " was not completed: the communicator was closed"));
+    cudaEventDestroy(p.done);
+  }
   if (barrier_word_) cudaFree(barrier_word_);
   if (ready_) cudaEventDestroy(ready_);
   if (stream_) cudaStreamDestroy(stream_);
+}
+
+void NcclCommunicator::use_device() { cuda_check(cudaSetDevice(device_), "cudaSetDevice"); }
+
+void NcclCommunicator::after_caller_locked() {
+  cuda_check(cudaEventRecord(ready_, caller_stream_), "cudaEventRecord");
+  cuda_check(cudaStreamWaitEvent(stream_, ready_, 0), "cudaStreamWaitEvent");
+}
+
+void NcclCommunicator::track_locked(WorkHandle work) {
+  cudaEvent_t done;
+  cuda_check(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreate");
+  cuda_check(cudaEventRecord(done, stream_), "cudaEventRecord");
+  pending_.push_back({std::move(work), done, Clock::now() + options_.timeout});
+}
+
+void NcclCommunicator::complete_finished_locked() {
+  // One stream, so events fire in issue order.
+  while (!pending_.empty() && cudaEventQuery(pending_.front().done) == cudaSuccess) {
+    cudaEventDestroy(pending_.front().done);
+    pending_.front().work->complete();
+    pending_.pop_front();
+  }
+}
+
+void NcclCommunicator::drain_locked() {
+  const auto deadline = Clock::now() + options_.timeout;
+  while (!pending_.empty() && broken_.empty()) {
+    complete_finished_locked();
+    if (pending_.empty()) break;
+    if (Clock::now() > deadline) {
+      abort_locked(pending_.front().work->description() + " was still running when the communicator was closed and " +
+                   "did not finish within the timeout (DSX_COMM_TIMEOUT)");
+      break;
+    }
+    std::this_thread::sleep_for(kWatchInterval);  // the watchdog has stopped: nobody else needs mutex_
+  }
+}
+
+// NCCL's point-to-point rule: a send and a receive that may wait on each other are issued in
+// one group, inside which they progress independently; issued one by one on one stream, two
+// ranks that each send first would each wait for the other's receive forever.
+void NcclCommunicator::issue_held_locked() {
+  if (held_.empty()) return;
+  std::vector<PointToPoint> ops = std::move(held_);
+  held_.clear();
+  const std::string what = ops.size() == 1 ? ops[0].work->description()
+                                           : "the group of " + std::to_string(ops.size()) + " send/recv from " +
+                                                 ops[0].work->description();
+  size_t tracked = 0;  // Works already handed to pending_ complete or fail from there
+  auto fail_all = [&](const Error& e) {
+    for (size_t i = tracked; i < ops.size(); ++i) ops[i].work->fail(e);
+  };
+  if (!broken_.empty()) {
+    fail_all(Error(ErrorKind::Comm, "rank " + std::to_string(world_rank_) + ": " + what +
+                                        " not run: the communicator was aborted earlier: " + broken_));
+    return;
+  }
+  try {
+    if (ncclResult_t r = ncclGroupStart(); r != ncclSuccess) settle(r, "ncclGroupStart");
+    ncclResult_t first_error = ncclSuccess;
+    for (const auto& op : ops) {
+      ncclResult_t r = op.send ? ncclSend(op.data, op.count, nccl_type(op.dtype), op.peer, comm_, stream_)
+                               : ncclRecv(op.data, op.count, nccl_type(op.dtype), op.peer, comm_, stream_);
+      if (r != ncclSuccess && r != ncclInProgress) {
+        first_error = r;
+        break;
+      }
+    }
+    ncclResult_t end = ncclGroupEnd();  // always closes the group, even after a failed call
+    settle(first_error != ncclSuccess ? first_error : end, what);
+    for (; tracked < ops.size(); ++tracked) track_locked(ops[tracked].work);
+  } catch (const Error& e) {
+    fail_all(e);
+  }
+}
+
+void NcclCommunicator::Lifeline::issue_held() {
+  std::lock_guard lock(mutex);
+  if (!comm) return;
+  std::lock_guard comm_lock(comm->mutex_);
+  if (comm->held_.empty()) return;
+  try {
+    comm->use_device();
+  } catch (const Error& e) {
+    for (auto& op : comm->held_) op.work->fail(e);
+    comm->held_.clear();
+    return;
+  }
+  comm->issue_held_locked();
 }
 
 // In non-blocking mode a call may return ncclInProgress; nothing else may be issued until the
@@ -140,24 +245,40 @@ WorkHandle NcclCommunicator::enqueue(const std::string& name, const std::string&
   std::string description = name + " #" + std::to_string(next_op_++) + " (" + detail + ", nccl)";
   auto work = std::make_shared<Work>(description, options_.timeout + std::chrono::seconds(30));
   std::lock_guard lock(mutex_);
+  use_device();
+  issue_held_locked();  // the sends/receives issued before this collective run before it
   if (!broken_.empty()) {
     work->fail(Error(ErrorKind::Comm, "rank " + std::to_string(world_rank_) + ": " + description +
                                           " not run: the communicator was aborted earlier: " + broken_));
     return work;
   }
   // Order after the caller's work, run on our stream, and mark the end with an event.
-  cuda_check(cudaEventRecord(ready_, caller_stream_), "cudaEventRecord");
-  cuda_check(cudaStreamWaitEvent(stream_, ready_, 0), "cudaStreamWaitEvent");
+  after_caller_locked();
   try {
     settle(call(), description);
   } catch (const Error& e) {
     work->fail(e);
     return work;
   }
-  cudaEvent_t done;
-  cuda_check(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreate");
-  cuda_check(cudaEventRecord(done, stream_), "cudaEventRecord");
-  pending_.push_back({work, done, Clock::now() + options_.timeout});
+  track_locked(work);
+  return work;
+}
+
+WorkHandle NcclCommunicator::point_to_point(bool send, void* data, size_t count, DType dtype, int peer) {
+  std::string description = std::string(send ? "send" : "recv") + " #" + std::to_string(next_op_++) + " (" +
+                            elements(count, dtype) + (send ? " to" : " from") + " rank " + std::to_string(peer) +
+                            ", nccl)";
+  auto work = std::make_shared<Work>(description, options_.timeout + std::chrono::seconds(30));
+  work->set_before_wait([life = lifeline_] { life->issue_held(); });
+  std::lock_guard lock(mutex_);
+  if (!broken_.empty()) {
+    work->fail(Error(ErrorKind::Comm, "rank " + std::to_string(world_rank_) + ": " + description +
+                                          " not run: the communicator was aborted earlier: " + broken_));
+    return work;
+  }
+  use_device();
+  after_caller_locked();  // the data is ready in the caller's stream order now, not when the group goes out
+  held_.push_back({send, data, count, dtype, peer, work});
   return work;
 }
 
@@ -180,12 +301,7 @@ void NcclCommunicator::watch() {
     std::lock_guard lock(mutex_);
     if (stopping_) return;
     if (!broken_.empty()) continue;
-    // Complete in issue order: one stream, so events fire in order.
-    while (!pending_.empty() && cudaEventQuery(pending_.front().done) == cudaSuccess) {
-      cudaEventDestroy(pending_.front().done);
-      pending_.front().work->complete();
-      pending_.pop_front();
-    }
+    complete_finished_locked();
     ncclResult_t async = ncclSuccess;
     ncclCommGetAsyncError(comm_, &async);
     std::string reason;
@@ -219,25 +335,34 @@ void NcclCommunicator::abort_locked(const std::string& reason) {
     cudaEventDestroy(p.done);
   }
   pending_.clear();
+  for (auto& p : held_) {
+    p.work->fail(Error(ErrorKind::Comm, "rank " + std::to_string(world_rank_) + ": " + p.work->description() +
+                                            " not run: " + reason + " - the communicator was aborted"));
+  }
+  held_.clear();
 }
 
 WorkHandle NcclCommunicator::allreduce(void* data, size_t count, DType dtype, ReduceOp op) {
+  require_nccl_support(nccl_version_, dtype, op, "allreduce");
   return enqueue(std::string("allreduce ") + kernels::reduce_op_name(op), elements(count, dtype),
                  [&] { return ncclAllReduce(data, data, count, nccl_type(dtype), nccl_op(op), comm_, stream_); });
 }
 
 WorkHandle NcclCommunicator::reduce_scatter(const void* input, void* output, size_t count, DType dtype, ReduceOp op) {
+  require_nccl_support(nccl_version_, dtype, op, "reduce_scatter");
   return enqueue(std::string("reduce_scatter ") + kernels::reduce_op_name(op), elements(count, dtype) + " per rank",
                  [&] { return ncclReduceScatter(input, output, count, nccl_type(dtype), nccl_op(op), comm_, stream_); });
 }
 
 WorkHandle NcclCommunicator::allgather(const void* input, void* output, size_t count, DType dtype) {
+  require_nccl_support(nccl_version_, dtype, "allgather");
   return enqueue("allgather", elements(count, dtype) + " per rank",
                  [&] { return ncclAllGather(input, output, count, nccl_type(dtype), comm_, stream_); });
 }
 
 WorkHandle NcclCommunicator::broadcast(void* data, size_t count, DType dtype, int root) {
   if (root < 0 || root >= size()) throw Error(ErrorKind::Usage, "broadcast root " + std::to_string(root) + " is not a rank of this group");
+  require_nccl_support(nccl_version_, dtype, "broadcast");
   return enqueue("broadcast", elements(count, dtype) + " from rank " + std::to_string(root),
                  [&] { return ncclBroadcast(data, data, count, nccl_type(dtype), root, comm_, stream_); });
 }
@@ -249,14 +374,14 @@ WorkHandle NcclCommunicator::barrier() {
 
 WorkHandle NcclCommunicator::send(const void* data, size_t count, DType dtype, int peer) {
   if (peer < 0 || peer >= size()) throw Error(ErrorKind::Usage, "send to rank " + std::to_string(peer) + ": not a rank of this group");
-  return enqueue("send", elements(count, dtype) + " to rank " + std::to_string(peer),
-                 [&] { return ncclSend(data, count, nccl_type(dtype), peer, comm_, stream_); });
+  require_nccl_support(nccl_version_, dtype, "send");
+  return point_to_point(true, const_cast<void*>(data), count, dtype, peer);  // ncclSend reads it only
 }
 
 WorkHandle NcclCommunicator::recv(void* data, size_t count, DType dtype, int peer) {
   if (peer < 0 || peer >= size()) throw Error(ErrorKind::Usage, "recv from rank " + std::to_string(peer) + ": not a rank of this group");
-  return enqueue("recv", elements(count, dtype) + " from rank " + std::to_string(peer),
-                 [&] { return ncclRecv(data, count, nccl_type(dtype), peer, comm_, stream_); });
+  require_nccl_support(nccl_version_, dtype, "recv");
+  return point_to_point(false, data, count, dtype, peer);
 }
 
 std::unique_ptr<Communicator> NcclCommunicator::new_group(const std::vector<int>& ranks) {

@@ -3,7 +3,13 @@
 // Set-up: group rank 0 draws the NCCL unique id and publishes it through the store; every rank
 // creates a non-blocking communicator (config.blocking = 0) and polls its state with a deadline.
 // Each operation waits for the caller's stream (an event), runs on the communicator's own stream
-// and records a completion event. A watchdog thread completes Works in issue order as their
+// and records a completion event. Every call first makes this rank's GPU current on the calling
+// thread (CUDA's current device is per thread). Sends and receives follow NCCL's point-to-point
+// rule: they are held and issued together in one ncclGroupStart/End - when any Work is waited on
+// or polled, or before the next collective - so two ranks that each send, then receive, do not
+// deadlock (inside a group the transfers progress independently). The run-time NCCL version is
+// checked: bf16 and ncclAvg need 2.10. Closing the communicator completes the work in flight, or
+// fails it once the timeout passes; no Work is left waiting. A watchdog thread completes Works in issue order as their
 // events fire, and aborts the communicator (ncclCommAbort) when an operation outlives the
 // timeout, NCCL reports an asynchronous error, another rank publishes an abort, or a rank
 // vanishes from the store - so kernels spinning on a dead peer are released instead of hanging.
@@ -22,6 +28,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "comm/nccl/nccl_version.h"
 #include "comm/rendezvous.h"
 
 namespace dsx::comm::nccl {
@@ -31,7 +38,7 @@ std::unique_ptr<Communicator> create_nccl_world(Rendezvous& rv, const CommOption
 class NcclCommunicator final : public Communicator {
  public:
   // `members`: world ranks of this group, in group order. `key`: store key of the group's id.
-  // The GPU is local_rank modulo the visible devices.
+  // The GPU is the local_rank-th visible one (kernels/device_choice.h); too few GPUs is an error.
   NcclCommunicator(Store& store, std::vector<int> members, int world_rank, int local_rank, std::string key,
                    const CommOptions& options);
   ~NcclCommunicator() override;
@@ -49,7 +56,8 @@ class NcclCommunicator final : public Communicator {
   WorkHandle recv(void* data, size_t count, DType dtype, int peer) override;
   std::unique_ptr<Communicator> new_group(const std::vector<int>& ranks) override;
 
-  // Operations wait for the work already queued on this stream (default: the legacy stream 0).
+  // Operations wait for the work already queued on this stream of our GPU. Default: that GPU's
+  // legacy default stream, which itself waits for every blocking stream (GPT2Cuda's, cudaMemcpy).
   void set_caller_stream(cudaStream_t stream) { caller_stream_ = stream; }
 
  private:
@@ -58,8 +66,29 @@ class NcclCommunicator final : public Communicator {
     cudaEvent_t done;
     Clock::time_point deadline;
   };
+  struct PointToPoint {  // a send or recv held for the next group
+    bool send;
+    void* data;
+    size_t count;
+    DType dtype;
+    int peer;
+    WorkHandle work;
+  };
+  // Lets a Work issue the held group without outliving the communicator.
+  struct Lifeline {
+    std::mutex mutex;
+    NcclCommunicator* comm = nullptr;
+    void issue_held();
+  };
   template <typename F>
   WorkHandle enqueue(const std::string& name, const std::string& detail, F&& call);
+  WorkHandle point_to_point(bool send, void* data, size_t count, DType dtype, int peer);
+  void use_device();                // our GPU, current on the calling thread
+  void after_caller_locked();       // our stream waits for the caller's
+  void track_locked(WorkHandle work);  // completion event on our stream
+  void issue_held_locked();         // the held sends/receives, as one group
+  void complete_finished_locked();  // completes Works whose events fired, in issue order
+  void drain_locked();              // at close: complete everything, or fail it at the deadline
   void settle(ncclResult_t result, const std::string& what);  // waits out ncclInProgress
   void watch();
   void abort_locked(const std::string& reason);
@@ -71,14 +100,17 @@ class NcclCommunicator final : public Communicator {
   std::string key_;
   CommOptions options_;
   int device_ = 0;
+  int nccl_version_ = 0;  // ncclGetVersion of the library loaded at run time
   ncclComm_t comm_ = nullptr;
-  cudaStream_t stream_ = nullptr, caller_stream_ = nullptr;
+  cudaStream_t stream_ = nullptr, caller_stream_ = cudaStreamLegacy;
   cudaEvent_t ready_ = nullptr;
   float* barrier_word_ = nullptr;
   uint32_t next_op_ = 0;
 
   std::mutex mutex_;  // NCCL calls, pending_, broken_
   std::deque<Pending> pending_;
+  std::vector<PointToPoint> held_;  // sends/receives not yet issued
+  std::shared_ptr<Lifeline> lifeline_ = std::make_shared<Lifeline>();
   std::string broken_;
   bool stopping_ = false;
   std::map<std::string, int> groups_made_;

@@ -8,6 +8,8 @@
 #include "dsx/error.h"
 #ifdef DSX_HAVE_CUDA
 #include <cuda_runtime.h>
+
+#include "kernels/cuda/device.h"
 #endif
 
 namespace dsx::comm::ofi {
@@ -34,6 +36,9 @@ void copy(void* dst, const void* src, size_t bytes) {
 
 bool is_device_memory(const void* p) {
 #ifdef DSX_HAVE_CUDA
+  // No GPU chosen in this process (a CPU run of a CUDA build): there is no device memory, and
+  // asking CUDA would create a context on GPU 0 from the worker thread. Otherwise ask on our GPU.
+  if (kernels::cuda::use_chosen_device() < 0) return false;
   cudaPointerAttributes attr{};
   if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
     cudaGetLastError();  // plain host memory on older runtimes: clear the sticky error
@@ -48,6 +53,8 @@ bool is_device_memory(const void* p) {
 
 DeviceStaging::~DeviceStaging() {
 #ifdef DSX_HAVE_CUDA
+  if (buffers_.empty()) return;  // never staged: no CUDA call at all
+  kernels::cuda::use_chosen_device();
   for (void* b : buffers_) cudaFreeHost(b);
 #endif
 }

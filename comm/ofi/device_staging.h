@@ -11,7 +11,9 @@
 
 namespace dsx::comm::ofi {
 
-// True for memory cudaMalloc'd on a device (false in CPU-only builds).
+// True for memory cudaMalloc'd on a device (false in CPU-only builds). Touches CUDA only when
+// this process chose its GPU (kernels/cuda/device.h), which every path that allocates device
+// memory does first; then it also makes that GPU current on the calling thread.
 bool is_device_memory(const void* p);
 
 // Pinned host buffers, grown as needed and kept until the communicator closes (the fabric may

@@ -3,6 +3,7 @@
 
 #include <cfloat>
 
+#include "kernels/cuda/column_sums.cuh"
 #include "kernels/cuda/gpt2_layers.h"
 #include "kernels/cuda/gpt2_types.cuh"
 #include "kernels/cuda/launch.cuh"
@@ -55,15 +56,32 @@ __global__ void encoder_forward_kernel(T* out, const int32_t* tokens, const T* w
   }
 }
 
+// dwte, one block row per distinct token u: each thread owns a column and adds the token's rows
+// in ascending order (kernels/token_rows.h) - a fixed order, so no atomics and the same bits
+// every run.
 template <class T>
-__global__ void encoder_backward_kernel(T* dwte, T* dwpe, const T* dout, const int32_t* tokens, int Tn, int C,
-                                        size_t n) {
+__global__ void wte_backward_kernel(T* dwte, const T* dout, const int32_t* token_rows, int distinct, int C) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= C) return;
+  const int32_t* tokens = token_rows;
+  const int32_t* offsets = token_rows + distinct;
+  const int32_t* rows = offsets + distinct + 1;
+  for (int u = blockIdx.y; u < distinct; u += gridDim.y) {
+    float s = 0.0f;
+    for (int32_t k = offsets[u]; k < offsets[u + 1]; ++k) s += to_f(dout[size_t(rows[k]) * C + c]);
+    T* g = dwte + size_t(tokens[u]) * C + c;
+    *g = from_f<T>(to_f(*g) + s);
+  }
+}
+
+// dwpe[t, c] += sum over b of dout[b, t, c], b in order: one thread per (t, c).
+template <class T>
+__global__ void wpe_backward_kernel(T* dwpe, const T* dout, int B, int Tn, int C) {
+  const size_t n = size_t(Tn) * C;
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    size_t row = i / C;
-    int c = static_cast<int>(i % C), t = static_cast<int>(row % Tn);
-    float d = to_f(dout[i]);
-    atomic_add(dwte + size_t(tokens[row]) * C + c, d);
-    atomic_add(dwpe + size_t(t) * C + c, d);
+    float s = 0.0f;
+    for (int b = 0; b < B; ++b) s += to_f(dout[size_t(b) * n + i]);
+    dwpe[i] = from_f<T>(to_f(dwpe[i]) + s);
   }
 }
 
@@ -86,10 +104,10 @@ __global__ void layernorm_forward_kernel(T* out, float* mean, float* rstd, const
   if (lane == 0) mean[row] = m, rstd[row] = r;
 }
 
+// dinp only, one warp per row; the parameter gradients are column sums (LayerNormWeightTerm).
 template <class T>
-__global__ void layernorm_backward_kernel(T* dinp, float* dweight_acc, float* dbias_acc, const T* dout,
-                                          const T* inp, const T* weight, const float* mean, const float* rstd,
-                                          size_t N, int C) {
+__global__ void layernorm_backward_kernel(T* dinp, const T* dout, const T* inp, const T* weight, const float* mean,
+                                          const float* rstd, size_t N, int C) {
   size_t row = blockIdx.x * size_t(kWarpsPerBlock) + threadIdx.x / kWarp;
   int lane = threadIdx.x % kWarp;
   if (row >= N) return;
@@ -98,26 +116,31 @@ __global__ void layernorm_backward_kernel(T* dinp, float* dweight_acc, float* db
   float m = mean[row], r = rstd[row];
   float g_mean = 0, g_xhat_mean = 0;
   for (int i = lane; i < C; i += kWarp) {
-    float xhat = (to_f(x[i]) - m) * r, gx = to_f(g[i]) * to_f(weight[i]);
+    float xhat = gpt2::layernorm_xhat(to_f(x[i]), m, r), gx = to_f(g[i]) * to_f(weight[i]);
     g_mean += gx;
     g_xhat_mean += gx * xhat;
-    atomicAdd(dweight_acc + i, to_f(g[i]) * xhat);
-    atomicAdd(dbias_acc + i, to_f(g[i]));
   }
   g_mean = warp_sum(g_mean) / C;
   g_xhat_mean = warp_sum(g_xhat_mean) / C;
   for (int i = lane; i < C; i += kWarp) {
-    float xhat = (to_f(x[i]) - m) * r;
+    float xhat = gpt2::layernorm_xhat(to_f(x[i]), m, r);
     float d = (to_f(g[i]) * to_f(weight[i]) - g_mean - xhat * g_xhat_mean) * r;
     dinp[row * C + i] = from_f<T>(to_f(dinp[row * C + i]) + d);
   }
 }
 
+// The weight gradient's term: dout * x_hat.
 template <class T>
-__global__ void add_into_kernel(T* dst, const float* src, int n) {
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-    dst[i] = from_f<T>(to_f(dst[i]) + src[i]);
-}
+struct LayerNormWeightTerm {
+  const T* dout;
+  const T* inp;
+  const float* mean;
+  const float* rstd;
+  int C;
+  __device__ float operator()(size_t r, int c) const {
+    return to_f(dout[r * C + c]) * gpt2::layernorm_xhat(to_f(inp[r * C + c]), mean[r], rstd[r]);
+  }
+};
 
 // One warp per (b, h, query t): scores in att's row, softmax, then the weighted sum of values.
 template <class T>
@@ -271,10 +294,14 @@ void gpt2_encoder_forward(T* out, const int32_t* tokens, const T* wte, const T* 
 }
 
 template <class T>
-void gpt2_encoder_backward(T* dwte, T* dwpe, const T* dout, const int32_t* tokens, int B, int Tn, int C,
-                           cudaStream_t stream) {
-  size_t n = size_t(B) * Tn * C;
-  encoder_backward_kernel<<<grid_for(n), kBlock, 0, stream>>>(dwte, dwpe, dout, tokens, Tn, C, n);
+void gpt2_encoder_backward(T* dwte, T* dwpe, const T* dout, const int32_t* token_rows, int distinct, int B, int Tn,
+                           int C, cudaStream_t stream) {
+  const unsigned column_blocks = static_cast<unsigned>((C + kBlock - 1) / kBlock);
+  if (distinct > 0) {
+    const unsigned token_blocks = static_cast<unsigned>(distinct < 65535 ? distinct : 65535);
+    wte_backward_kernel<<<dim3(column_blocks, token_blocks), kBlock, 0, stream>>>(dwte, dout, token_rows, distinct, C);
+  }
+  wpe_backward_kernel<<<grid_for(size_t(Tn) * C), kBlock, 0, stream>>>(dwpe, dout, B, Tn, C);
   check_launch("gpt2_encoder_backward");
 }
 
@@ -290,12 +317,13 @@ template <class T>
 void gpt2_layernorm_backward(T* dinp, T* dweight, T* dbias, float* scratch, const T* dout, const T* inp,
                              const T* weight, const float* mean, const float* rstd, size_t N, int C,
                              cudaStream_t stream) {
-  cudaMemsetAsync(scratch, 0, 2 * size_t(C) * sizeof(float), stream);
-  layernorm_backward_kernel<<<warp_blocks(N), kWarpsPerBlock * kWarp, 0, stream>>>(
-      dinp, scratch, scratch + C, dout, inp, weight, mean, rstd, N, C);
-  add_into_kernel<<<grid_for(C), kBlock, 0, stream>>>(dweight, scratch, C);
-  add_into_kernel<<<grid_for(C), kBlock, 0, stream>>>(dbias, scratch + C, C);
+  layernorm_backward_kernel<<<warp_blocks(N), kWarpsPerBlock * kWarp, 0, stream>>>(dinp, dout, inp, weight, mean,
+                                                                                    rstd, N, C);
   check_launch("gpt2_layernorm_backward");
+  // The scratch is reused: stream order puts the second sum after the first has read it.
+  add_column_sums(dweight, LayerNormWeightTerm<T>{dout, inp, mean, rstd, C}, N, C, scratch, stream,
+                  "gpt2_layernorm_backward dweight");
+  add_column_sums(dbias, MatrixEntry<T>{dout, C}, N, C, scratch, stream, "gpt2_layernorm_backward dbias");
 }
 
 template <class T>
@@ -351,7 +379,7 @@ void gpt2_crossentropy_backward(T* logits_to_dlogits, const float* lse, const in
 
 #define DSX_GPT2_CUDA_INSTANTIATE(T)                                                                              \
   template void gpt2_encoder_forward<T>(T*, const int32_t*, const T*, const T*, int, int, int, cudaStream_t);     \
-  template void gpt2_encoder_backward<T>(T*, T*, const T*, const int32_t*, int, int, int, cudaStream_t);          \
+  template void gpt2_encoder_backward<T>(T*, T*, const T*, const int32_t*, int, int, int, int, cudaStream_t);     \
   template void gpt2_layernorm_forward<T>(T*, float*, float*, const T*, const T*, const T*, size_t, int,          \
                                           cudaStream_t);                                                          \
   template void gpt2_layernorm_backward<T>(T*, T*, T*, float*, const T*, const T*, const T*, const float*,        \

@@ -3,8 +3,9 @@
 // T is the storage type of parameters, activations and gradients: float, __nv_bfloat16 or __half; all
 // arithmetic is fp32. Pointers are device memory. Same accumulate/overwrite conventions as the
 // CPU layers: parameter gradients +=, activation gradients =, layernorm's dinp +=.
-// Attention is dsx's own kernel (softmax probabilities kept, O(T^2) memory per layer); the
-// backward kernels use no atomics except for the embedding and LayerNorm parameter gradients.
+// Attention is dsx's own kernel (softmax probabilities kept, O(T^2) memory per layer). The
+// backward kernels use no atomics: parameter gradients that sum over rows (bias, LayerNorm,
+// embeddings) are added in a fixed order in fp32, so gradients are identical run to run.
 // C++17: included by .cu files.
 #pragma once
 
@@ -13,43 +14,62 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 namespace dsx::kernels::cuda {
 
 template <class T>
 void gpt2_encoder_forward(T* out, const int32_t* tokens, const T* wte, const T* wpe, int B, int Tn, int C,
                           cudaStream_t stream);
+// token_rows: the batch's kernels::TokenRows (kernels/token_rows.h) packed array in device
+// memory, `distinct` its number of distinct tokens.
 template <class T>
-void gpt2_encoder_backward(T* dwte, T* dwpe, const T* dout, const int32_t* tokens, int B, int Tn, int C,
-                           cudaStream_t stream);
+void gpt2_encoder_backward(T* dwte, T* dwpe, const T* dout, const int32_t* token_rows, int distinct, int B, int Tn,
+                           int C, cudaStream_t stream);
 
 // mean and rstd are fp32 (N each).
 template <class T>
 void gpt2_layernorm_forward(T* out, float* mean, float* rstd, const T* inp, const T* weight, const T* bias,
                             size_t N, int C, cudaStream_t stream);
-// scratch: 2*C floats of device memory (the dweight/dbias sums before they are added to T).
+// scratch: kernels::column_sums_scratch_floats(N, C) floats of device memory (the fp32 chunk
+// sums of dweight and dbias before they are added to T; kernels/column_sums.h).
 template <class T>
 void gpt2_layernorm_backward(T* dinp, T* dweight, T* dbias, float* scratch, const T* dout, const T* inp,
                              const T* weight, const float* mean, const float* rstd, size_t N, int C,
                              cudaStream_t stream);
 
 // cuBLASLt matmuls: out (N, OC) = inp (N, C) @ weight^T + bias, bias fused into the epilogue.
-// `workspace` is the GPT2Blas workspace.
-struct GPT2Blas {
-  cublasLtHandle_t handle = nullptr;
-  void* workspace = nullptr;
-  size_t workspace_bytes = 0;
+// GPT2Blas owns the cuBLASLt handle, its workspace, one cached plan per matmul shape (built on
+// first use: descriptors, layouts and the heuristic's algorithm) and the fp32 scratch of the bias
+// gradient. Build it with this rank's GPU current; use it from one thread at a time.
+class GPT2Blas {
+ public:
+  GPT2Blas();  // throws dsx::Error, having freed whatever it had made
+  ~GPT2Blas();
+  GPT2Blas(GPT2Blas&&) noexcept;
+  GPT2Blas& operator=(GPT2Blas&&) noexcept;
+  GPT2Blas(const GPT2Blas&) = delete;
+  GPT2Blas& operator=(const GPT2Blas&) = delete;
+
+  size_t plans_built() const;  // distinct matmul plans made so far
+  struct State;                // gpt2_matmul.cu
+  State& state() { return *state_; }
+
+ private:
+  std::unique_ptr<State> state_;
 };
-GPT2Blas gpt2_blas_create();  // throws dsx::Error
-void gpt2_blas_destroy(GPT2Blas& blas);
 
 template <class T>
-void gpt2_matmul_forward(const GPT2Blas& blas, T* out, const T* inp, const T* weight, const T* bias, size_t N,
-                         int C, int OC, cudaStream_t stream);
-// dinp = dout @ weight; dweight += dout^T @ inp; dbias += column sums (dbias may be null).
+void gpt2_matmul_forward(GPT2Blas& blas, T* out, const T* inp, const T* weight, const T* bias, size_t N, int C,
+                         int OC, cudaStream_t stream);
+// dinp = dout @ weight; dweight += dout^T @ inp; dbias += column sums of dout (dbias may be null),
+// summed deterministically in fp32 (kernels/column_sums.h).
 template <class T>
-void gpt2_matmul_backward(const GPT2Blas& blas, T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
+void gpt2_matmul_backward(GPT2Blas& blas, T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
                           const T* weight, size_t N, int C, int OC, cudaStream_t stream);
+// The bias part of gpt2_matmul_backward alone: dbias (OC) += column sums of dout (N, OC).
+template <class T>
+void gpt2_bias_backward(GPT2Blas& blas, T* dbias, const T* dout, size_t N, int OC, cudaStream_t stream);
 
 // att: fp32 (B, NH, T, T) softmax probabilities. dpre: fp32 scratch of the same size.
 template <class T>

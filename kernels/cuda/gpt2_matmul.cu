@@ -1,15 +1,21 @@
 // GPT-2 matmuls through cuBLASLt (see gpt2_layers.h). Row-major (N, C) activations and (OC, C)
 // weights are column-major (C, N) and (C, OC) to cuBLAS, so out^T = W^T-op x inp^T needs no copy.
 // fp32 compute for both storage types (no TF32: the GPU tests compare with the CPU at 1e-4).
+// Each distinct matmul is planned once (kernels/matmul_plan_cache.h); every cuBLASLt object has
+// an owner, so a failed check in the middle of planning frees what was made.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <memory>
 #include <string>
+#include <type_traits>
 
 #include "dsx/error.h"
+#include "kernels/cuda/column_sums.cuh"
 #include "kernels/cuda/gpt2_layers.h"
 #include "kernels/cuda/gpt2_types.cuh"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/matmul_plan_cache.h"
 
 namespace dsx::kernels::cuda {
 
@@ -22,6 +28,29 @@ void check(cublasStatus_t s, const char* what) {
     throw Error(ErrorKind::Internal, std::string("cuBLASLt ") + what + " failed with status " + std::to_string(int(s)) +
                                          "; check the CUDA/cuBLAS installation and that a GPU is visible");
 }
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess)
+    throw Error(e == cudaErrorMemoryAllocation ? ErrorKind::OutOfMemory : ErrorKind::Internal,
+                std::string("GPT-2 matmul: ") + what + ": " + cudaGetErrorString(e));
+}
+
+// Owners of the cuBLASLt objects and of device memory.
+struct LtDelete {
+  void operator()(cublasLtContext* h) const { cublasLtDestroy(h); }
+  void operator()(cublasLtMatmulDescOpaque_t* d) const { cublasLtMatmulDescDestroy(d); }
+  void operator()(cublasLtMatrixLayoutOpaque_t* l) const { cublasLtMatrixLayoutDestroy(l); }
+  void operator()(cublasLtMatmulPreferenceOpaque_t* p) const { cublasLtMatmulPreferenceDestroy(p); }
+  void operator()(void* p) const { cudaFree(p); }
+};
+template <class H>
+using LtOwned = std::unique_ptr<std::remove_pointer_t<H>, LtDelete>;
+
+struct MatmulPlan {
+  LtOwned<cublasLtMatmulDesc_t> op;
+  LtOwned<cublasLtMatrixLayout_t> a, b, d;
+  cublasLtMatmulAlgo_t algo{};
+};
 
 template <class T>
 cudaDataType_t data_type();
@@ -38,113 +67,145 @@ uint32_t alignment_of(const void* p) {
   return align;
 }
 
-// D (m x n, col-major, ld ldd) = op(A) op(B) + beta D [+ bias over rows].
-template <class T>
-void lt_matmul(const GPT2Blas& blas, T* d, const T* a, const T* b, const T* bias, int m, int n, int k, bool trans_a,
-               bool trans_b, int lda, int ldb, int ldd, float beta, cudaStream_t stream) {
-  cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, ld = nullptr;
-  cublasLtMatmulPreference_t pref = nullptr;
-  const cudaDataType_t type = data_type<T>();
-  check(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "matmul descriptor");
-  cublasOperation_t ta = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  check(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)), "transa");
-  check(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)), "transb");
-  if (bias) {
-    cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
-    check(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)), "epilogue");
-    check(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)), "bias");
-  }
-  check(cublasLtMatrixLayoutCreate(&la, type, trans_a ? k : m, trans_a ? m : k, lda), "layout A");
-  check(cublasLtMatrixLayoutCreate(&lb, type, trans_b ? n : k, trans_b ? k : n, ldb), "layout B");
-  check(cublasLtMatrixLayoutCreate(&ld, type, m, n, ldd), "layout D");
-  check(cublasLtMatmulPreferenceCreate(&pref), "preference");
-  size_t ws = blas.workspace_bytes;
-  check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
-        "workspace preference");
-  // Parameters are slices of one flat buffer: tell cuBLASLt how aligned each pointer really is
-  // (it assumes 256 bytes otherwise and may pick a kernel that cannot run on a slice).
-  const void* ptrs[3] = {a, b, d};
-  const cublasLtMatmulPreferenceAttributes_t keys[4] = {
-      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
-  for (int i = 0; i < 4; ++i) {
-    uint32_t align = alignment_of(ptrs[i < 3 ? i : 2]);
-    check(cublasLtMatmulPreferenceSetAttribute(pref, keys[i], &align, sizeof(align)), "alignment preference");
-  }
-  cublasLtMatmulHeuristicResult_t heuristic{};
-  int found = 0;
-  check(cublasLtMatmulAlgoGetHeuristic(blas.handle, op, la, lb, ld, ld, pref, 1, &heuristic, &found), "heuristic");
-  if (found == 0) throw Error(ErrorKind::Unsupported, "cuBLASLt has no algorithm for this GPT-2 matmul shape");
-  const float alpha = 1.0f;
-  check(cublasLtMatmul(blas.handle, op, &alpha, a, la, b, lb, &beta, d, ld, d, ld, &heuristic.algo, blas.workspace,
-                       blas.workspace_bytes, stream),
-        "matmul");
-  cublasLtMatmulPreferenceDestroy(pref);
-  cublasLtMatrixLayoutDestroy(ld);
-  cublasLtMatrixLayoutDestroy(lb);
-  cublasLtMatrixLayoutDestroy(la);
-  cublasLtMatmulDescDestroy(op);
-}
-
-// dbias[o] += sum over rows of dout[:, o]; consecutive threads read consecutive columns.
-template <class T>
-__global__ void bias_grad_kernel(T* dbias, const T* dout, size_t N, int OC) {
-  for (int o = blockIdx.x * blockDim.x + threadIdx.x; o < OC; o += gridDim.x * blockDim.x) {
-    float s = 0;
-    for (size_t r = 0; r < N; ++r) s += to_f(dout[r * OC + o]);
-    dbias[o] = from_f<T>(to_f(dbias[o]) + s);
-  }
+LtOwned<cublasLtMatrixLayout_t> layout(cudaDataType_t type, int rows, int cols, int ld, const char* what) {
+  cublasLtMatrixLayout_t l = nullptr;
+  check(cublasLtMatrixLayoutCreate(&l, type, rows, cols, ld), what);
+  return LtOwned<cublasLtMatrixLayout_t>(l);
 }
 
 }  // namespace
 
-GPT2Blas gpt2_blas_create() {
-  GPT2Blas blas;
-  check(cublasLtCreate(&blas.handle), "create");
-  if (cudaMalloc(&blas.workspace, kWorkspaceBytes) != cudaSuccess)
-    throw Error(ErrorKind::Internal, "cannot allocate the 32 MiB cuBLASLt workspace on the GPU");
-  blas.workspace_bytes = kWorkspaceBytes;
-  return blas;
+struct GPT2Blas::State {
+  LtOwned<cublasLtHandle_t> handle;
+  LtOwned<void*> workspace;
+  MatmulPlanCache<MatmulPlan> plans;
+  LtOwned<void*> bias_scratch;  // fp32 chunk sums of the bias gradient
+  size_t bias_scratch_floats = 0;
+
+  std::unique_ptr<MatmulPlan> plan(const MatmulShape& s) const {
+    auto p = std::make_unique<MatmulPlan>();
+    cublasLtMatmulDesc_t op = nullptr;
+    check(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "matmul descriptor");
+    p->op.reset(op);
+    cublasOperation_t ta = s.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = s.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    check(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)), "transa");
+    check(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)), "transb");
+    const auto epilogue = static_cast<cublasLtEpilogue_t>(s.epilogue);
+    check(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)), "epilogue");
+    const auto type = static_cast<cudaDataType_t>(s.dtype);
+    p->a = layout(type, s.trans_a ? s.k : s.m, s.trans_a ? s.m : s.k, s.lda, "layout A");
+    p->b = layout(type, s.trans_b ? s.n : s.k, s.trans_b ? s.k : s.n, s.ldb, "layout B");
+    p->d = layout(type, s.m, s.n, s.ldd, "layout D");
+    cublasLtMatmulPreference_t raw_pref = nullptr;
+    check(cublasLtMatmulPreferenceCreate(&raw_pref), "preference");
+    LtOwned<cublasLtMatmulPreference_t> pref(raw_pref);
+    size_t ws = kWorkspaceBytes;
+    check(cublasLtMatmulPreferenceSetAttribute(raw_pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
+          "workspace preference");
+    // Parameters are slices of one flat buffer: tell cuBLASLt how aligned each pointer really is
+    // (it assumes 256 bytes otherwise and may pick a kernel that cannot run on a slice).
+    const uint32_t aligns[4] = {s.align_a, s.align_b, s.align_d, s.align_d};
+    const cublasLtMatmulPreferenceAttributes_t keys[4] = {
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+    for (int i = 0; i < 4; ++i) {
+      check(cublasLtMatmulPreferenceSetAttribute(raw_pref, keys[i], &aligns[i], sizeof(aligns[i])),
+            "alignment preference");
+    }
+    cublasLtMatmulHeuristicResult_t heuristic{};
+    int found = 0;
+    check(cublasLtMatmulAlgoGetHeuristic(handle.get(), op, p->a.get(), p->b.get(), p->d.get(), p->d.get(), raw_pref, 1,
+                                         &heuristic, &found),
+          "heuristic");
+    if (found == 0)
+      throw Error(ErrorKind::Unsupported, "cuBLASLt has no algorithm for the GPT-2 matmul " + std::to_string(s.m) + "x" +
+                                              std::to_string(s.n) + "x" + std::to_string(s.k));
+    p->algo = heuristic.algo;
+    return p;
+  }
+
+  float* bias_sums(size_t floats) {
+    if (floats > bias_scratch_floats) {
+      bias_scratch.reset();  // cudaFree waits for the kernels still using it
+      void* raw = nullptr;
+      check(cudaMalloc(&raw, floats * sizeof(float)), "bias gradient scratch (cudaMalloc)");
+      bias_scratch.reset(raw);
+      bias_scratch_floats = floats;
+    }
+    return static_cast<float*>(bias_scratch.get());
+  }
+};
+
+GPT2Blas::GPT2Blas() : state_(std::make_unique<State>()) {
+  cublasLtHandle_t handle = nullptr;
+  check(cublasLtCreate(&handle), "create");
+  state_->handle.reset(handle);
+  void* workspace = nullptr;
+  check(cudaMalloc(&workspace, kWorkspaceBytes), "the 32 MiB cuBLASLt workspace (cudaMalloc)");
+  state_->workspace.reset(workspace);
 }
 
-void gpt2_blas_destroy(GPT2Blas& blas) {
-  if (blas.workspace) cudaFree(blas.workspace);
-  if (blas.handle) cublasLtDestroy(blas.handle);
-  blas = GPT2Blas{};
+GPT2Blas::~GPT2Blas() = default;
+GPT2Blas::GPT2Blas(GPT2Blas&&) noexcept = default;
+GPT2Blas& GPT2Blas::operator=(GPT2Blas&&) noexcept = default;
+
+size_t GPT2Blas::plans_built() const { return state_ ? state_->plans.builds() : 0; }
+
+namespace {
+
+// D (m x n, col-major, ld ldd) = op(A) op(B) + beta D [+ bias over rows].
+template <class T>
+void lt_matmul(GPT2Blas& blas, T* d, const T* a, const T* b, const T* bias, int m, int n, int k, bool trans_a,
+               bool trans_b, int lda, int ldb, int ldd, float beta, cudaStream_t stream) {
+  GPT2Blas::State& st = blas.state();
+  MatmulShape shape;
+  shape.m = m, shape.n = n, shape.k = k, shape.lda = lda, shape.ldb = ldb, shape.ldd = ldd;
+  shape.trans_a = trans_a, shape.trans_b = trans_b, shape.dtype = data_type<T>();
+  shape.epilogue = bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+  shape.align_a = alignment_of(a), shape.align_b = alignment_of(b), shape.align_d = alignment_of(d);
+  MatmulPlan& plan = st.plans.get(shape, [&] { return st.plan(shape); });
+  if (bias) {  // the plan is shared by every layer of this shape; the bias pointer is per call
+    check(cublasLtMatmulDescSetAttribute(plan.op.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)),
+          "bias");
+  }
+  const float alpha = 1.0f;
+  check(cublasLtMatmul(st.handle.get(), plan.op.get(), &alpha, a, plan.a.get(), b, plan.b.get(), &beta, d,
+                       plan.d.get(), d, plan.d.get(), &plan.algo, st.workspace.get(), kWorkspaceBytes, stream),
+        "matmul");
 }
+
+}  // namespace
 
 template <class T>
-void gpt2_matmul_forward(const GPT2Blas& blas, T* out, const T* inp, const T* weight, const T* bias, size_t N, int C,
+void gpt2_matmul_forward(GPT2Blas& blas, T* out, const T* inp, const T* weight, const T* bias, size_t N, int C,
                          int OC, cudaStream_t stream) {
   lt_matmul(blas, out, weight, inp, bias, OC, static_cast<int>(N), C, true, false, C, C, OC, 0.0f, stream);
 }
 
 template <class T>
-void gpt2_matmul_backward(const GPT2Blas& blas, T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
+void gpt2_matmul_backward(GPT2Blas& blas, T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
                           const T* weight, size_t N, int C, int OC, cudaStream_t stream) {
   const T* no_bias = nullptr;
   lt_matmul(blas, dinp, weight, dout, no_bias, C, static_cast<int>(N), OC, false, false, C, OC, C, 0.0f, stream);
   lt_matmul(blas, dweight, inp, dout, no_bias, C, OC, static_cast<int>(N), false, true, C, OC, C, 1.0f, stream);
-  if (dbias) {
-    bias_grad_kernel<<<grid_for(OC), kBlock, 0, stream>>>(dbias, dout, N, OC);
-    check_launch("gpt2_matmul_backward bias");
-  }
+  if (dbias) gpt2_bias_backward(blas, dbias, dout, N, OC, stream);
 }
 
-template void gpt2_matmul_forward<float>(const GPT2Blas&, float*, const float*, const float*, const float*, size_t,
-                                         int, int, cudaStream_t);
-template void gpt2_matmul_forward<__nv_bfloat16>(const GPT2Blas&, __nv_bfloat16*, const __nv_bfloat16*,
-                                                 const __nv_bfloat16*, const __nv_bfloat16*, size_t, int, int,
-                                                 cudaStream_t);
-template void gpt2_matmul_backward<float>(const GPT2Blas&, float*, float*, float*, const float*, const float*,
-                                          const float*, size_t, int, int, cudaStream_t);
-template void gpt2_matmul_backward<__nv_bfloat16>(const GPT2Blas&, __nv_bfloat16*, __nv_bfloat16*, __nv_bfloat16*,
-                                                  const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*,
-                                                  size_t, int, int, cudaStream_t);
-template void gpt2_matmul_forward<__half>(const GPT2Blas&, __half*, const __half*, const __half*, const __half*, size_t,
-                                          int, int, cudaStream_t);
-template void gpt2_matmul_backward<__half>(const GPT2Blas&, __half*, __half*, __half*, const __half*, const __half*,
-                                           const __half*, size_t, int, int, cudaStream_t);
+template <class T>
+void gpt2_bias_backward(GPT2Blas& blas, T* dbias, const T* dout, size_t N, int OC, cudaStream_t stream) {
+  float* scratch = blas.state().bias_sums(column_sums_scratch_floats(N, size_t(OC)));
+  add_column_sums(dbias, MatrixEntry<T>{dout, OC}, N, OC, scratch, stream, "gpt2_bias_backward");
+}
+
+#define DSX_GPT2_MATMUL_INSTANTIATE(T)                                                                          \
+  template void gpt2_matmul_forward<T>(GPT2Blas&, T*, const T*, const T*, const T*, size_t, int, int,          \
+                                       cudaStream_t);                                                           \
+  template void gpt2_matmul_backward<T>(GPT2Blas&, T*, T*, T*, const T*, const T*, const T*, size_t, int, int, \
+                                        cudaStream_t);                                                           \
+  template void gpt2_bias_backward<T>(GPT2Blas&, T*, const T*, size_t, int, cudaStream_t);
+
+DSX_GPT2_MATMUL_INSTANTIATE(float)
+DSX_GPT2_MATMUL_INSTANTIATE(__nv_bfloat16)
+DSX_GPT2_MATMUL_INSTANTIATE(__half)
 
 }  // namespace dsx::kernels::cuda

@@ -5,6 +5,9 @@
 #include <string>
 
 #include "dsx/error.h"
+#include "kernels/column_sums.h"
+#include "kernels/cuda/device.h"
+#include "kernels/token_rows.h"
 #include "models/gpt2/gpt2_cpu.h"
 
 namespace dsx::models {
@@ -83,6 +86,24 @@ void download_as(float* host, const T* device, size_t n) {
 }
 
 template <class T>
+GPT2Cuda<T>::RankDevice::RankDevice() {
+  kc::use_rank_device();
+}
+
+template <class T>
+GPT2Cuda<T>::Stream::Stream() {
+  cuda_check(cudaStreamCreate(&s_), "cudaStreamCreate");
+}
+
+template <class T>
+GPT2Cuda<T>::Stream::~Stream() {
+  if (s_) {
+    cudaStreamSynchronize(s_);
+    cudaStreamDestroy(s_);
+  }
+}
+
+template <class T>
 GPT2Cuda<T>::GPT2Cuda(const GPT2Config& config, int max_batch, int max_seq, bool activation_checkpointing)
     : config_(config), specs_(gpt2_param_specs(config)), max_batch_(max_batch), max_seq_(max_seq),
       checkpointing_(activation_checkpointing) {
@@ -90,8 +111,6 @@ GPT2Cuda<T>::GPT2Cuda(const GPT2Config& config, int max_batch, int max_seq, bool
     throw Error(ErrorKind::Config, "GPT-2: sequence " + std::to_string(max_seq) + " must be in [1, " +
                                        std::to_string(config.max_seq_len) + "] and the batch positive");
   for (const auto& s : specs_) num_params_ += s.numel;
-  cuda_check(cudaStreamCreate(&stream_), "cudaStreamCreate");
-  blas_ = kc::gpt2_blas_create();
   const size_t L = config.num_layers, C = config.channels, NH = config.num_heads;
   const size_t N = size_t(max_batch) * max_seq, att = size_t(max_batch) * NH * max_seq * max_seq;
   for (size_t l = 0; l <= L; ++l) residual_.emplace_back(N * C);
@@ -104,17 +123,18 @@ GPT2Cuda<T>::GPT2Cuda(const GPT2Config& config, int max_batch, int max_seq, bool
     a.ln2_mean = DeviceArray<float>(N), a.ln2_rstd = DeviceArray<float>(N);
   }
   inputs_ = DeviceArray<int32_t>(N), targets_ = DeviceArray<int32_t>(N);
+  token_rows_ = DeviceArray<int32_t>(kernels::token_rows_capacity(N));
   lnf_ = DeviceArray<T>(N * C), logits_ = DeviceArray<T>(N * config.padded_vocab_size);
   tmp_ = DeviceArray<T>(N * C), dres_ = DeviceArray<T>(N * C), dln_ = DeviceArray<T>(N * C);
   dqkv_ = DeviceArray<T>(N * 3 * C), datty_ = DeviceArray<T>(N * C), dfch_ = DeviceArray<T>(N * 4 * C);
   lnf_mean_ = DeviceArray<float>(N), lnf_rstd_ = DeviceArray<float>(N), lse_ = DeviceArray<float>(N);
-  losses_ = DeviceArray<float>(N), dpre_ = DeviceArray<float>(att), ln_scratch_ = DeviceArray<float>(2 * C);
+  losses_ = DeviceArray<float>(N), dpre_ = DeviceArray<float>(att);
+  ln_scratch_ = DeviceArray<float>(kernels::column_sums_scratch_floats(N, C));
 }
 
 template <class T>
 GPT2Cuda<T>::~GPT2Cuda() {
-  kc::gpt2_blas_destroy(blas_);
-  if (stream_) cudaStreamDestroy(stream_);
+  kc::use_chosen_device();  // the members' owners free on this thread
 }
 
 template <class T>
@@ -126,8 +146,8 @@ size_t GPT2Cuda<T>::activation_bytes() const {
     add(a.ln1), add(a.qkv), add(a.atty), add(a.res2), add(a.ln2), add(a.fch), add(a.fch_gelu);
     add(a.ln1_mean), add(a.ln1_rstd), add(a.ln2_mean), add(a.ln2_rstd), add(a.att);
   }
-  add(inputs_), add(targets_), add(lnf_), add(logits_), add(tmp_), add(dres_), add(dln_), add(dqkv_), add(datty_);
-  add(dfch_), add(lnf_mean_), add(lnf_rstd_), add(lse_), add(losses_), add(dpre_), add(ln_scratch_);
+  add(inputs_), add(targets_), add(token_rows_), add(lnf_), add(logits_), add(tmp_), add(dres_), add(dln_);
+  add(dqkv_), add(datty_), add(dfch_), add(lnf_mean_), add(lnf_rstd_), add(lse_), add(losses_), add(dpre_), add(ln_scratch_);
   return bytes;
 }
 
@@ -168,7 +188,7 @@ template <class T>
 void GPT2Cuda<T>::block_forward(BlockActs& a, T* res_out, const T* res_in, const BlockParams& p) {
   const size_t N = size_t(B_) * T_;
   const int C = config_.channels, NH = config_.num_heads;
-  cudaStream_t s = stream_;
+  cudaStream_t s = stream_.get();
   kc::gpt2_layernorm_forward(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), res_in, p.ln1w, p.ln1b, N, C, s);
   kc::gpt2_matmul_forward(blas_, a.qkv.data(), a.ln1.data(), p.qkvw, p.qkvb, N, C, 3 * C, s);
   kc::gpt2_attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), B_, T_, C, NH, s);
@@ -185,7 +205,7 @@ template <class T>
 void GPT2Cuda<T>::block_backward(T* dres, BlockActs& a, const T* res_in, const BlockParams& p, const BlockGrads& g) {
   const size_t N = size_t(B_) * T_;
   const int C = config_.channels, NH = config_.num_heads;
-  cudaStream_t s = stream_;
+  cudaStream_t s = stream_.get();
   kc::gpt2_matmul_backward(blas_, dfch_.data(), g.fcprojw, g.fcprojb, dres, a.fch_gelu.data(), p.fcprojw, N, 4 * C, C, s);
   kc::gpt2_gelu_backward(dfch_.data(), a.fch.data(), dfch_.data(), N * 4 * C, s);
   kc::gpt2_matmul_backward(blas_, dln_.data(), g.fcw, g.fcb, dfch_.data(), a.ln2.data(), p.fcw, N, C, 4 * C, s);
@@ -209,17 +229,20 @@ float GPT2Cuda<T>::forward(const int32_t* inputs, const int32_t* targets, int B,
     if (inputs[i] < 0 || inputs[i] >= V || (targets && targets[i] >= V))
       throw Error(ErrorKind::Format, "GPT-2 forward: token at row " + std::to_string(i / Tn) + ", position " +
                                          std::to_string(i % Tn) + " is outside the vocabulary [0, " + std::to_string(V) + ")");
+  kc::use_rank_device();  // the calling thread may not be the one that built the model
   B_ = B, T_ = Tn;
   has_targets_ = targets != nullptr;
-  cuda_check(cudaMemcpyAsync(inputs_.data(), inputs, N * 4, cudaMemcpyHostToDevice, stream_), "copy inputs");
+  cudaStream_t stream = stream_.get();
+  cuda_check(cudaMemcpyAsync(inputs_.data(), inputs, N * 4, cudaMemcpyHostToDevice, stream), "copy inputs");
   if (has_targets_)
-    cuda_check(cudaMemcpyAsync(targets_.data(), targets, N * 4, cudaMemcpyHostToDevice, stream_), "copy targets");
+    cuda_check(cudaMemcpyAsync(targets_.data(), targets, N * 4, cudaMemcpyHostToDevice, stream), "copy targets");
+  host_inputs_.assign(inputs, inputs + N);
 
   access.acquire(0);
   access.prefetch(1);
   const T* wte = static_cast<const T*>(access.param(gpt2_param_index(config_, kWte, 0)));
   const T* wpe = static_cast<const T*>(access.param(gpt2_param_index(config_, kWpe, 0)));
-  kc::gpt2_encoder_forward(residual_[0].data(), inputs_.data(), wte, wpe, B, Tn, C, stream_);
+  kc::gpt2_encoder_forward(residual_[0].data(), inputs_.data(), wte, wpe, B, Tn, C, stream);
   for (int l = 0; l < L; ++l) {
     access.acquire(l + 1);
     access.prefetch(l + 2);
@@ -230,17 +253,17 @@ float GPT2Cuda<T>::forward(const int32_t* inputs, const int32_t* targets, int B,
   const T* lnfw = static_cast<const T*>(access.param(gpt2_param_index(config_, kLnfw, 0)));
   const T* lnfb = static_cast<const T*>(access.param(gpt2_param_index(config_, kLnfb, 0)));
   kc::gpt2_layernorm_forward(lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), residual_[L].data(), lnfw, lnfb, N, C,
-                             stream_);
-  kc::gpt2_matmul_forward(blas_, logits_.data(), lnf_.data(), wte, static_cast<const T*>(nullptr), N, C, Vp, stream_);
+                             stream);
+  kc::gpt2_matmul_forward(blas_, logits_.data(), lnf_.data(), wte, static_cast<const T*>(nullptr), N, C, Vp, stream);
   access.release(L + 1);
   access.release(0);
 
   counted_ = 0;
   if (!has_targets_) return 0.0f;
-  kc::gpt2_crossentropy_forward(losses_.data(), lse_.data(), logits_.data(), targets_.data(), N, V, Vp, stream_);
+  kc::gpt2_crossentropy_forward(losses_.data(), lse_.data(), logits_.data(), targets_.data(), N, V, Vp, stream);
   std::vector<float> losses(N);
-  cuda_check(cudaMemcpyAsync(losses.data(), losses_.data(), N * 4, cudaMemcpyDeviceToHost, stream_), "copy losses");
-  cuda_check(cudaStreamSynchronize(stream_), "forward");
+  cuda_check(cudaMemcpyAsync(losses.data(), losses_.data(), N * 4, cudaMemcpyDeviceToHost, stream), "copy losses");
+  cuda_check(cudaStreamSynchronize(stream), "forward");
   double sum = 0;  // summed on the host in a fixed order: the reported loss is reproducible
   for (size_t i = 0; i < N; ++i) {
     sum += losses[i];
@@ -254,9 +277,10 @@ void GPT2Cuda<T>::backward(ParamAccess& access, GradSink& sink, float grad_scale
   if (!has_targets_)
     throw Error(ErrorKind::Usage, "GPT-2 backward: the last forward had no targets, so there is no loss to differentiate");
   has_targets_ = false;
+  kc::use_rank_device();
   const size_t N = size_t(B_) * T_;
   const int L = config_.num_layers, C = config_.channels, V = config_.vocab_size, Vp = config_.padded_vocab_size;
-  cudaStream_t s = stream_;
+  cudaStream_t s = stream_.get();
   access.acquire(L + 1);
   access.acquire(0);
   access.prefetch(L);
@@ -288,7 +312,12 @@ void GPT2Cuda<T>::backward(ParamAccess& access, GradSink& sink, float grad_scale
     access.release(l + 1);
   }
   T* dwpe = static_cast<T*>(sink.grad(gpt2_param_index(config_, kWpe, 0)));
-  kc::gpt2_encoder_backward(dwte, dwpe, dres_.data(), inputs_.data(), B_, T_, C, s);
+  // wte's gradient rows summed per token in row order (no atomics): grouped on the host.
+  const kernels::TokenRows rows = kernels::group_rows_by_token(host_inputs_.data(), N, V);
+  cuda_check(cudaMemcpyAsync(token_rows_.data(), rows.packed.data(), rows.packed.size() * 4,
+                             cudaMemcpyHostToDevice, s),
+             "copy token rows");
+  kc::gpt2_encoder_backward(dwte, dwpe, dres_.data(), token_rows_.data(), rows.distinct, B_, T_, C, s);
   cuda_check(cudaStreamSynchronize(s), "backward");
   sink.ready(0);
   access.release(0);
@@ -299,7 +328,8 @@ std::vector<float> GPT2Cuda<T>::logits() const {
   const size_t N = size_t(B_) * T_;
   const int V = config_.vocab_size, Vp = config_.padded_vocab_size;
   std::vector<float> padded(N * Vp), out(N * V);
-  cuda_check(cudaStreamSynchronize(stream_), "logits");
+  kc::use_rank_device();
+  cuda_check(cudaStreamSynchronize(stream_.get()), "logits");
   download_as(padded.data(), logits_.data(), padded.size());
   for (size_t r = 0; r < N; ++r) std::memcpy(out.data() + r * V, padded.data() + r * Vp, V * sizeof(float));
   return out;

@@ -60,7 +60,9 @@ class GPT2Cuda final : public Model {
   int vocab_size() const override { return config_.vocab_size; }
   int max_seq_len() const override { return max_seq_; }
   size_t activation_bytes() const override;  // device bytes
-  cudaStream_t stream() const { return stream_; }
+  cudaStream_t stream() const { return stream_.get(); }
+  // The cuBLASLt state: the benchmark reads how many matmul plans were built.
+  const kernels::cuda::GPT2Blas& blas() const { return blas_; }
 
  private:
   struct BlockActs {
@@ -79,18 +81,37 @@ class GPT2Cuda final : public Model {
   void block_forward(BlockActs& a, T* res_out, const T* res_in, const BlockParams& p);
   void block_backward(T* dres, BlockActs& a, const T* res_in, const BlockParams& p, const BlockGrads& g);
 
+  // Owners that exist before anything else CUDA in the model: the rank's GPU made current, then
+  // the stream (a failure after either frees what was made; a destructor alone would not run).
+  struct RankDevice {
+    RankDevice();
+  };
+  class Stream {
+   public:
+    Stream();
+    ~Stream();
+    Stream(const Stream&) = delete;
+    Stream& operator=(const Stream&) = delete;
+    cudaStream_t get() const { return s_; }
+
+   private:
+    cudaStream_t s_ = nullptr;
+  };
+
   GPT2Config config_;
   std::vector<ParamSpec> specs_;
   size_t num_params_ = 0;
   int max_batch_, max_seq_;
   bool checkpointing_;
-  cudaStream_t stream_ = nullptr;
-  kernels::cuda::GPT2Blas blas_{};
+  RankDevice device_;  // before every CUDA member
+  Stream stream_;
+  kernels::cuda::GPT2Blas blas_;
+  std::vector<int32_t> host_inputs_;  // this batch's tokens: grouped by token for the embedding backward
 
   int B_ = 0, T_ = 0;
   size_t counted_ = 0;
   bool has_targets_ = false;
-  DeviceArray<int32_t> inputs_, targets_;
+  DeviceArray<int32_t> inputs_, targets_, token_rows_;
   std::vector<DeviceArray<T>> residual_;
   std::vector<BlockActs> blocks_;
   DeviceArray<T> lnf_, logits_, tmp_, dres_, dln_, dqkv_, datty_, dfch_;

@@ -1,14 +1,17 @@
 // GPT-2 on the GPU against the CPU model on the same random weights and batch: logits, loss and
 // every parameter gradient, fp32 within 1e-4, bf16 within 2e-2 and fp16 within 5e-3 (relative to each tensor's
-// largest magnitude); activation checkpointing gives the same gradients. Skips without a GPU.
+// largest magnitude); activation checkpointing gives the same gradients. The gradients are the same
+// bits on every run (no atomics), and each matmul shape is planned once. Skips without a GPU.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <type_traits>
 
+#include "dsx/error.h"
 #include "models/gpt2/gpt2_cpu.h"
 #include "models/gpt2/gpt2_cuda.h"
 #include "models/local_params.h"
@@ -34,6 +37,12 @@ class DeviceParams final : public ParamAccess, public GradSink {
     std::vector<float> g(grads_.size());
     download_as(g.data(), grads_.data(), g.size());
     return g;
+  }
+  void zero_grads() { cudaMemset(grads_.data(), 0, grads_.size() * sizeof(T)); }
+  std::vector<unsigned char> grad_bits() const {
+    std::vector<unsigned char> bits(grads_.size() * sizeof(T));
+    cudaMemcpy(bits.data(), grads_.data(), bits.size(), cudaMemcpyDeviceToHost);
+    return bits;
   }
   void acquire(int) override {}
   void release(int) override {}
@@ -104,7 +113,83 @@ void compare_with_cpu(double tol, bool checkpointing) {
     EXPECT_LT(rel_diff(gg.data() + s.offset, host.grads() + s.offset, s.numel), tol) << s.name;
 }
 
+// Two backward passes over the same weights and batch, many tokens repeated: the bias, LayerNorm
+// and embedding gradients sum over rows, and must do so in the same order both times.
+template <class T>
+void gradients_are_reproducible() {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU visible";
+  auto c = test_config();
+  const int B = 4, Tn = 64;
+  GPT2Cuda<T> gpu(c, B, Tn);
+  std::vector<float> weights(gpu.num_params());
+  GPT2Cpu<float>(c, 1, 1).init_params(weights.data(), 5);
+  DeviceParams<T> dev(gpu);
+  dev.upload(weights.data());
+  std::mt19937_64 rng(6);
+  std::vector<int32_t> x(B * Tn), y(B * Tn);
+  for (auto& t : x) t = static_cast<int32_t>(rng() % 17);  // 17 distinct tokens over 256 rows
+  for (auto& t : y) t = static_cast<int32_t>(rng() % c.vocab_size);
+  std::vector<unsigned char> first;
+  for (int run = 0; run < 3; ++run) {
+    dev.zero_grads();
+    gpu.forward(x.data(), y.data(), B, Tn, dev);
+    gpu.backward(dev, dev, 1.0f);
+    auto bits = dev.grad_bits();
+    if (run == 0) {
+      first = bits;
+      continue;
+    }
+    ASSERT_EQ(bits.size(), first.size());
+    size_t differ = 0;
+    for (size_t i = 0; i < bits.size(); ++i) differ += bits[i] != first[i];
+    EXPECT_EQ(differ, 0u) << "run " << run << ": " << differ << " gradient bytes differ from run 0";
+  }
+}
+
 }  // namespace
+
+TEST(Gpt2Cuda, Fp32GradientsAreBitwiseReproducible) { gradients_are_reproducible<float>(); }
+TEST(Gpt2Cuda, Bf16GradientsAreBitwiseReproducible) { gradients_are_reproducible<__nv_bfloat16>(); }
+
+// cuBLASLt plans are made on the first step only: later steps reuse them.
+TEST(Gpt2Cuda, MatmulPlansAreBuiltOnce) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU visible";
+  auto c = test_config();
+  const int B = 2, Tn = 32;
+  GPT2Cuda<__nv_bfloat16> gpu(c, B, Tn);
+  std::vector<float> weights(gpu.num_params());
+  GPT2Cpu<float>(c, 1, 1).init_params(weights.data(), 5);
+  DeviceParams<__nv_bfloat16> dev(gpu);
+  dev.upload(weights.data());
+  std::vector<int32_t> x(B * Tn, 1), y(B * Tn, 2);
+  size_t after_first = 0;
+  for (int step = 0; step < 3; ++step) {
+    gpu.forward(x.data(), y.data(), B, Tn, dev);
+    gpu.backward(dev, dev, 1.0f);
+    if (step == 0) after_first = gpu.blas().plans_built();
+  }
+  EXPECT_GT(after_first, 0u);
+  // 15 shapes a step (5 linears: forward, dinp, dweight), times the pointer alignments that occur.
+  EXPECT_LE(after_first, 60u) << "plans keyed on something that changes every call";
+  EXPECT_EQ(gpu.blas().plans_built(), after_first) << "later steps planned matmuls again";
+}
+
+// A constructor that runs out of device memory part-way frees everything it had made (the
+// stream, the cuBLASLt handle and workspace, the buffers allocated before the failing one).
+TEST(Gpt2Cuda, ConstructorOutOfMemoryLeaksNothing) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU visible";
+  auto c = test_config();
+  { GPT2Cuda<float> warm_up(c, 1, 8); }  // the context and cuBLASLt's own state exist from here on
+  size_t free_before = 0, free_after = 0, total = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free_before, &total), cudaSuccess);
+  // Each (N, C) fp32 activation a quarter of the GPU: the first few fit, a later one fails.
+  const int batch = static_cast<int>(std::min<size_t>(total / (size_t(c.max_seq_len) * c.channels * 4) / 4, 1 << 30));
+  EXPECT_THROW(GPT2Cuda<float>(c, batch, c.max_seq_len), dsx::Error);
+  cudaGetLastError();
+  ASSERT_EQ(cudaMemGetInfo(&free_after, &total), cudaSuccess);
+  const double leaked_mib = (double(free_before) - double(free_after)) / (1 << 20);
+  EXPECT_LT(leaked_mib, 4.0) << "device memory not returned after the failed constructor";
+}
 
 TEST(Gpt2Cuda, Fp32MatchesCpu) { compare_with_cpu<float>(1e-4, false); }
 TEST(Gpt2Cuda, Fp32WithCheckpointingMatchesCpu) { compare_with_cpu<float>(1e-4, true); }

@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "kernels/cuda/device.h"
 #include "tests/comm/comm_harness.h"
 
 namespace dsx::comm {
@@ -29,6 +30,7 @@ void expect(bool ok, const std::string& what) {
 
 // Allreduce (sum and avg), allgather, broadcast and barrier on cudaMalloc'd fp32 buffers.
 void device_collectives(Communicator& comm, int rank) {
+  kernels::cuda::use_rank_device();  // as every dsx path that allocates device memory does first
   const int p = comm.size();
   const size_t n = 100003;
   std::vector<float> host(n);
@@ -59,6 +61,44 @@ void device_collectives(Communicator& comm, int rank) {
   cudaFree(all);
 }
 
+// Each rank sends 64 MiB to its right neighbour, then receives from its left one, and only then
+// waits: without NCCL's grouping of the two, both sends would wait on receives queued behind
+// them. With one rank it sends to itself, which deadlocks the same way.
+void send_then_receive(Communicator& comm, int rank) {
+  kernels::cuda::use_rank_device();
+  const int p = comm.size();
+  const size_t n = size_t(16) << 20;
+  float *out = nullptr, *in = nullptr;
+  expect(cudaMalloc(&out, n * 4) == cudaSuccess && cudaMalloc(&in, n * 4) == cudaSuccess, "cudaMalloc");
+  std::vector<float> host(n, static_cast<float>(rank + 1));
+  cudaMemcpy(out, host.data(), n * 4, cudaMemcpyHostToDevice);
+  auto sent = comm.send(out, n, DType::F32, (rank + 1) % p);
+  auto received = comm.recv(in, n, DType::F32, (rank + p - 1) % p);
+  sent->wait(60s);
+  received->wait(60s);
+  cudaMemcpy(host.data(), in, n * 4, cudaMemcpyDeviceToHost);
+  const float want = static_cast<float>((rank + p - 1) % p + 1);
+  expect(host.front() == want && host.back() == want, "received data");
+  cudaFree(out);
+  cudaFree(in);
+}
+
+// A group closed with work nobody waited for: the Work completes (or fails), never hangs.
+void close_with_work_in_flight(Communicator& comm, int) {
+  kernels::cuda::use_rank_device();
+  const size_t n = size_t(8) << 20;
+  float* x = nullptr;
+  expect(cudaMalloc(&x, n * 4) == cudaSuccess, "cudaMalloc");
+  WorkHandle work;
+  {
+    auto group = comm.new_group({0});
+    work = group->allreduce(x, n, DType::F32, ReduceOp::Sum);
+  }
+  expect(work->done(), "the Work is finished once its communicator is closed");
+  work->wait(1s);  // completed, not failed
+  cudaFree(x);
+}
+
 comm::CommOptions options(const std::string& backend) {
   auto o = test::test_options(backend == "ofi" ? "shm" : "");
   o.backend = backend;
@@ -75,6 +115,24 @@ TEST(NcclComm, OneRankRunsEveryCollectiveOnDeviceMemory) {
 TEST(NcclComm, TwoRanksOnTwoGpus) {
   if (visible_gpus() < 2) GTEST_SKIP() << "needs two GPUs";
   auto result = test::run_job(2, options("nccl"), device_collectives, 120s);
+  EXPECT_TRUE(result.all_ok()) << result.summary();
+}
+
+TEST(NcclComm, SendThenReceiveToItselfDoesNotDeadlock) {
+  if (visible_gpus() < 1) GTEST_SKIP() << "no GPU visible";
+  auto result = test::run_job(1, options("nccl"), send_then_receive, 120s);
+  EXPECT_TRUE(result.all_ok()) << result.summary();
+}
+
+TEST(NcclComm, TwoRanksEachSendThenReceive) {
+  if (visible_gpus() < 2) GTEST_SKIP() << "needs two GPUs";
+  auto result = test::run_job(2, options("nccl"), send_then_receive, 120s);
+  EXPECT_TRUE(result.all_ok()) << result.summary();
+}
+
+TEST(NcclComm, ClosingCompletesWorkInFlight) {
+  if (visible_gpus() < 1) GTEST_SKIP() << "no GPU visible";
+  auto result = test::run_job(1, options("nccl"), close_with_work_in_flight, 120s);
   EXPECT_TRUE(result.all_ok()) << result.summary();
 }
 
