@@ -282,6 +282,59 @@ WorkHandle NcclCommunicator::point_to_point(bool send, void* data, size_t count,
   return work;
 }
 
+template <typename F>
+void NcclCommunicator::on_stream(device::Stream& stream, F&& issue) {
+  auto caller = static_cast<cudaStream_t>(stream.native());
+  cudaStream_t previous;
+  {
+    std::lock_guard lock(mutex_);
+    previous = caller_stream_;
+    caller_stream_ = caller;  // the operation waits for the caller's stream (ZeRO issues from one thread)
+  }
+  WorkHandle work = issue();
+  std::lock_guard lock(mutex_);
+  caller_stream_ = previous;
+  issue_held_locked();  // a send or receive goes out now, so the event below follows it
+  cudaEvent_t back;
+  cuda_check(cudaEventCreateWithFlags(&back, cudaEventDisableTiming), "cudaEventCreate");
+  cuda_check(cudaEventRecord(back, stream_), "cudaEventRecord");
+  cuda_check(cudaStreamWaitEvent(caller, back, 0), "cudaStreamWaitEvent");
+  cudaEventDestroy(back);  // released once the wait has used it
+  if (work->done()) work->wait(std::chrono::milliseconds(0));  // a failure at issue time is thrown here
+}
+
+void NcclCommunicator::allreduce_on(device::Device& device, device::Stream& stream, void* data, size_t count,
+                                    DType dtype, ReduceOp op) {
+  if (device.host_accessible()) return Communicator::allreduce_on(device, stream, data, count, dtype, op);
+  on_stream(stream, [&] { return allreduce(data, count, dtype, op); });
+}
+
+void NcclCommunicator::reduce_scatter_on(device::Device& device, device::Stream& stream, const void* input,
+                                         void* output, size_t count, DType dtype, ReduceOp op) {
+  if (device.host_accessible()) {
+    return Communicator::reduce_scatter_on(device, stream, input, output, count, dtype, op);
+  }
+  on_stream(stream, [&] { return reduce_scatter(input, output, count, dtype, op); });
+}
+
+void NcclCommunicator::allgather_on(device::Device& device, device::Stream& stream, const void* input, void* output,
+                                    size_t count, DType dtype) {
+  if (device.host_accessible()) return Communicator::allgather_on(device, stream, input, output, count, dtype);
+  on_stream(stream, [&] { return allgather(input, output, count, dtype); });
+}
+
+void NcclCommunicator::send_on(device::Device& device, device::Stream& stream, const void* data, size_t count,
+                               DType dtype, int peer) {
+  if (device.host_accessible()) return Communicator::send_on(device, stream, data, count, dtype, peer);
+  on_stream(stream, [&] { return send(data, count, dtype, peer); });
+}
+
+void NcclCommunicator::recv_on(device::Device& device, device::Stream& stream, void* data, size_t count, DType dtype,
+                               int peer) {
+  if (device.host_accessible()) return Communicator::recv_on(device, stream, data, count, dtype, peer);
+  on_stream(stream, [&] { return recv(data, count, dtype, peer); });
+}
+
 void NcclCommunicator::watch() {
   cudaSetDevice(device_);
   auto next_store_check = Clock::now();

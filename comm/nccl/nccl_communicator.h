@@ -56,6 +56,21 @@ class NcclCommunicator final : public Communicator {
   WorkHandle recv(void* data, size_t count, DType dtype, int peer) override;
   std::unique_ptr<Communicator> new_group(const std::vector<int>& ranks) override;
 
+  // Ordered on a device stream without the host: our stream waits for the caller's stream, runs
+  // the operation, and the caller's stream waits for ours (a cpu device gets the base class's
+  // host-task form). Failures reach the caller through the stream (an aborted communicator's
+  // operations fail its work) and through the watchdog, as for the Work forms.
+  void allreduce_on(device::Device& device, device::Stream& stream, void* data, size_t count, DType dtype,
+                    ReduceOp op) override;
+  void reduce_scatter_on(device::Device& device, device::Stream& stream, const void* input, void* output,
+                         size_t count, DType dtype, ReduceOp op) override;
+  void allgather_on(device::Device& device, device::Stream& stream, const void* input, void* output, size_t count,
+                    DType dtype) override;
+  void send_on(device::Device& device, device::Stream& stream, const void* data, size_t count, DType dtype,
+               int peer) override;
+  void recv_on(device::Device& device, device::Stream& stream, void* data, size_t count, DType dtype,
+               int peer) override;
+
   // Operations wait for the work already queued on this stream of our GPU. Default: that GPU's
   // legacy default stream, which itself waits for every blocking stream (GPT2Cuda's, cudaMemcpy).
   void set_caller_stream(cudaStream_t stream) { caller_stream_ = stream; }
@@ -83,6 +98,9 @@ class NcclCommunicator final : public Communicator {
   template <typename F>
   WorkHandle enqueue(const std::string& name, const std::string& detail, F&& call);
   WorkHandle point_to_point(bool send, void* data, size_t count, DType dtype, int peer);
+  // Runs issue() (one of the Work forms) ordered after `stream` and orders `stream` after it.
+  template <typename F>
+  void on_stream(device::Stream& stream, F&& issue);
   void use_device();                // our GPU, current on the calling thread
   void after_caller_locked();       // our stream waits for the caller's
   void track_locked(WorkHandle work);  // completion event on our stream
