@@ -126,6 +126,22 @@ TEST(ConfigCheckCli, SaysWhatDsxTrainWillNoteAboutTheConfig) {
   EXPECT_CONTAINS(r.output, "zero_optimization.round_robin_gradients changes nothing in dsx");
 }
 
+// Where ZeRO's state lives on CPU ranks and on GPUs, and which backend carries it.
+TEST(ConfigCheckCli, SaysWhichArrangementRunsAndWhy) {
+  const std::string path = (std::filesystem::temp_directory_path() / "dsx_config_offload.json").string();
+  {
+    std::ofstream out(path);
+    out << R"({"train_batch_size": 8, "optimizer": {"type": "AdamW"},
+               "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}})";
+  }
+  auto r = run_dsx("config check " + path);
+  std::filesystem::remove(path);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_CONTAINS(r.output, "on CPU ranks: ZeRO state in host memory");
+  EXPECT_CONTAINS(r.output, "on GPUs: ZeRO state in host memory, ZeRO-Offload (offload_optimizer.device cpu)");
+  EXPECT_CONTAINS(r.output, "collectives over ofi (the buffers are host memory)");
+}
+
 TEST(ConfigCheckCli, UsageErrors) {
   EXPECT_EQ(run_dsx("config check").exit_code, 2);
   EXPECT_EQ(run_dsx("config frobnicate").exit_code, 2);
