@@ -5,6 +5,9 @@
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
+#include <cstdlib>
+#include <regex>
 #include <vector>
 
 #include "tests/comm/comm_harness.h"
@@ -188,6 +191,40 @@ TEST(ZeroOverlap, CommunicationHidesBehindBackward) {
       EXPECT_LT(hidden, 0.15);
     }
   }
+}
+
+// A rank killed in the middle of backward, while the survivors' gradient reductions run on ZeRO's
+// communication stream: each survivor's training call fails naming the dead rank, long before
+// the communication timeout, and its ZeRO unwinds (streams drained, buffers freed) without
+// hanging.
+TEST(ZeroFailures, ARankKilledInBackwardIsNamedBySurvivors) {
+  const auto ps = params_of(6, 20000);
+  auto options = dsx::test::test_options("tcp");
+  options.timeout = std::chrono::seconds(60);
+  const auto start = std::chrono::steady_clock::now();
+  auto job = dsx::test::run_job(3, options, [&](dsx::comm::Communicator& comm, int rank) {
+    ZeroOptions o = sgd_options(2);
+    o.overlap_comm = true;
+    o.reduce_bucket_size = 20000;
+    o.comm_timeout = std::chrono::seconds(60);
+    std::vector<float> init(total(ps), 0.0f);
+    ZeroEngine z(ps, 6, init.data(), o, comm);
+    for (int step = 0; step < 3; ++step) {
+      backward(z, ps, 6, [&](int l) {
+        if (rank == 1 && step == 1 && l == 3) ::raise(SIGKILL);  // layers 5 and 4 are on their way
+        return 0.001f;
+      });
+      z.step({1e-3, {}, {}});
+    }
+  }, std::chrono::seconds(90));
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(job.exit_codes[1], 128 + SIGKILL) << job.summary();
+  for (int r : {0, 2}) {
+    EXPECT_EQ(job.exit_codes[static_cast<size_t>(r)], 1) << job.summary();
+    EXPECT_TRUE(std::regex_search(job.errors[static_cast<size_t>(r)], std::regex(R"(rank\(s\) ([0-9]+, )*1(, [0-9]+)* died)")))
+        << job.errors[static_cast<size_t>(r)];
+  }
+  EXPECT_LT(took, std::chrono::seconds(40)) << "the survivors must learn of the death through the store, not the timeout";
 }
 
 }  // namespace
