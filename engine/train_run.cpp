@@ -302,6 +302,7 @@ int run_training(const TrainRunOptions& o) {
     if (profiling) head << " (profiled trial: metrics to " << *config.autotuning.metric_path << ")";
     say(head.str());
     say("arrangement: " + arrangement.summary);
+    say("ZeRO holds on rank 0 (" + trainer.zero().device().name() + "): " + trainer.zero().memory().report());
     for (const auto& note : trainer.notes()) say("note: " + note);
     std::string line;
     std::istringstream in(notes.str());

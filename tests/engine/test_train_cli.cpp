@@ -57,6 +57,7 @@ TEST(TrainCli, TwoRanksTrainLogAndSave) {
   EXPECT_NE(r.output.find("ZeRO stage 2 with overlap_comm"), std::string::npos);
   EXPECT_NE(r.output.find("arrangement: ZeRO state in host memory (the model computes on the CPU); collectives "
                           "over ofi"), std::string::npos) << "where ZeRO's state lives and why";
+  EXPECT_NE(r.output.find("ZeRO holds on rank 0 (cpu): params "), std::string::npos) << "its bytes, by kind";
   EXPECT_NE(r.output.find("step=10, skipped=0"), std::string::npos) << "DeepSpeed's progress line";
   EXPECT_NE(r.output.find("held-out accuracy"), std::string::npos);
   EXPECT_NE(r.output.find("training summary"), std::string::npos);
