@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "dsx/error.h"
+#include "kernels/cuda/device.h"
 #include "kernels/cuda/mixed_precision.h"
 #include "kernels/cuda/optimizers.h"
 
@@ -257,6 +258,10 @@ class CudaDevice final : public Device {
 
 }  // namespace
 
-std::unique_ptr<Device> make_cuda_device(int ordinal) { return std::make_unique<CudaDevice>(ordinal); }
+std::unique_ptr<Device> make_cuda_device() {
+  // The process's one GPU, so that every other user of CUDA in it (the ofi backend staging device
+  // memory, the nccl backend, the model) works on the same device.
+  return std::make_unique<CudaDevice>(kernels::cuda::use_rank_device());
+}
 
 }  // namespace dsx::device

@@ -8,7 +8,8 @@
 
 namespace dsx::device {
 
-// The device of this ordinal (the rank's GPU: LOCAL_RANK among the visible ones).
-std::unique_ptr<Device> make_cuda_device(int ordinal);
+// This rank's GPU, as the process chose it (kernels/cuda/device.h: LOCAL_RANK among the visible
+// devices, chosen on the first call of the process). Throws when no GPU is visible.
+std::unique_ptr<Device> make_cuda_device();
 
 }  // namespace dsx::device

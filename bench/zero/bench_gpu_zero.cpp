@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
     dsx::comm::CommOptions options;
     options.backend = "ofi";
     dsx::comm::Session session(env, options);
-    auto gpu = dsx::device::make_cuda_device(0);
+    auto gpu = dsx::device::make_cuda_device();
     auto host = dsx::comm::make_host_device();
     const double params = 124.4e6;
     const double limit_ms = 28.0 * params / copy_bandwidth() * 1e3;

@@ -3,12 +3,15 @@
 // gradients, three AdamW steps, the same weights within 1e-6 of each weight's magnitude (both
 // run the same element formulas without FMA contraction; only the sum-of-squares order of the
 // clipping norm may differ). One rank over ofi (the collectives of a world of one are copies),
-// and two ranks over ofi on one GPU, staging device memory through the host.
+// two ranks over ofi on one GPU, staging device memory through the host, and one rank over nccl,
+// whose stream-ordered collectives run on the GPU's streams (against the cpu device over ofi).
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -82,17 +85,24 @@ std::vector<float> train(dsx::device::Device& device, dsx::comm::Communicator& c
   return weights;
 }
 
+double worst_difference(const std::vector<float>& got, const std::vector<float>& want) {
+  double worst = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    worst = std::max(worst, std::abs(double(got[i]) - want[i]) / std::max(1e-3, std::abs(double(want[i]))));
+  }
+  return worst;
+}
+
 void compare(int stage, int world) {
   auto job = dsx::test::run_job(world, dsx::test::test_options("tcp"), [&](dsx::comm::Communicator& comm, int rank) {
-    cudaSetDevice(0);  // one GPU: every rank on it (ofi carries the collectives)
+    // One GPU: every rank on it, which the device choice allows when ofi carries the collectives.
+    setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
+    setenv("DSX_COMM_BACKEND", "ofi", 1);
     auto cpu = dsx::device::make_cpu_device();
-    auto gpu = dsx::device::make_cuda_device(0);
+    auto gpu = dsx::device::make_cuda_device();
     const std::vector<float> want = train(*cpu, comm, stage);
     const std::vector<float> got = train(*gpu, comm, stage);
-    double worst = 0;
-    for (size_t i = 0; i < want.size(); ++i) {
-      worst = std::max(worst, std::abs(double(got[i]) - want[i]) / std::max(1e-3, std::abs(double(want[i]))));
-    }
+    const double worst = worst_difference(got, want);
     if (rank == 0) std::printf("stage %d, %d rank(s): worst relative difference %.3g\n", stage, world, worst);
     if (!(worst <= 1e-6)) throw std::runtime_error("stage " + std::to_string(stage) + ": GPU weights differ by " +
                                                    std::to_string(worst));
@@ -106,6 +116,36 @@ TEST_P(GpuZero, DeviceResidentMatchesTheCpuDevice) {
   if (visible_gpus() == 0) GTEST_SKIP() << "no GPU visible";
   const auto [stage, world] = GetParam();
   compare(stage, world);
+}
+
+// One rank over nccl: the reference comes from the cpu device over ofi in a job of its own (nccl
+// reads GPU memory only).
+TEST(GpuZeroNccl, DeviceResidentOverNcclMatchesTheCpuDevice) {
+  if (visible_gpus() == 0) GTEST_SKIP() << "no GPU visible";
+  for (int stage = 0; stage <= 3; ++stage) {
+    const std::string path = std::string(DSX_BINARY_DIR) + "/tests/gpu/zero-ref-" + std::to_string(getpid());
+    auto ref = dsx::test::run_job(1, dsx::test::test_options("tcp"), [&](dsx::comm::Communicator& comm, int) {
+      auto cpu = dsx::device::make_cpu_device();
+      const std::vector<float> w = train(*cpu, comm, stage);
+      std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(w.data()),
+                                                  static_cast<std::streamsize>(w.size() * 4));
+    }, 300s);
+    ASSERT_TRUE(ref.all_ok()) << ref.summary();
+    auto options = dsx::test::test_options("tcp");
+    options.backend = "nccl";
+    auto job = dsx::test::run_job(1, options, [&](dsx::comm::Communicator& comm, int) {
+      auto gpu = dsx::device::make_cuda_device();  // the GPU the nccl backend chose
+      const std::vector<float> got = train(*gpu, comm, stage);
+      std::vector<float> want(got.size());
+      std::ifstream(path, std::ios::binary).read(reinterpret_cast<char*>(want.data()),
+                                                 static_cast<std::streamsize>(want.size() * 4));
+      const double worst = worst_difference(got, want);
+      std::printf("stage %d over nccl: worst relative difference %.3g\n", stage, worst);
+      if (!(worst <= 1e-6)) throw std::runtime_error("GPU weights over nccl differ by " + std::to_string(worst));
+    }, 300s);
+    std::remove(path.c_str());
+    EXPECT_TRUE(job.all_ok()) << "stage " << stage << ": " << job.summary();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Stages, GpuZero,
