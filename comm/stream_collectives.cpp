@@ -14,8 +14,8 @@ namespace dsx::comm {
 namespace {
 
 using device::Access;
-using device::Touch;
 using device::bytes_of;
+using device::Touch;
 
 // How long the caller waits for a GPU stream's earlier work before it runs a host collective.
 constexpr std::chrono::minutes kStreamDrainTimeout{10};
@@ -32,37 +32,47 @@ void run_ordered(device::Device& device, device::Stream& stream, std::function<v
 
 }  // namespace
 
-void Communicator::allreduce_on(device::Device& device, device::Stream& stream, void* data, size_t count, DType dtype,
-                                ReduceOp op) {
+void Communicator::allreduce_on(device::Device& device, device::Stream& stream, void* data,
+                                size_t count, DType dtype, ReduceOp op) {
   const std::array<Touch, 1> touches{Touch{data, bytes_of(dtype, count), Access::Write}};
-  run_ordered(device, stream, [=, this] { allreduce(data, count, dtype, op)->wait(); }, touches, "allreduce");
+  run_ordered(
+      device, stream, [=, this] { allreduce(data, count, dtype, op)->wait(); }, touches,
+      "allreduce");
 }
 
-void Communicator::reduce_scatter_on(device::Device& device, device::Stream& stream, const void* input, void* output,
-                                     size_t count, DType dtype, ReduceOp op) {
-  const std::array<Touch, 2> touches{Touch{input, bytes_of(dtype, count * static_cast<size_t>(size())), Access::Read},
-                                     Touch{output, bytes_of(dtype, count), Access::Write}};
-  run_ordered(device, stream, [=, this] { reduce_scatter(input, output, count, dtype, op)->wait(); }, touches,
-                   "reduce_scatter");
+void Communicator::reduce_scatter_on(device::Device& device, device::Stream& stream,
+                                     const void* input, void* output, size_t count, DType dtype,
+                                     ReduceOp op) {
+  const std::array<Touch, 2> touches{
+      Touch{input, bytes_of(dtype, count * static_cast<size_t>(size())), Access::Read},
+      Touch{output, bytes_of(dtype, count), Access::Write}};
+  run_ordered(
+      device, stream, [=, this] { reduce_scatter(input, output, count, dtype, op)->wait(); },
+      touches, "reduce_scatter");
 }
 
-void Communicator::allgather_on(device::Device& device, device::Stream& stream, const void* input, void* output,
-                                size_t count, DType dtype) {
-  const std::array<Touch, 2> touches{Touch{input, bytes_of(dtype, count), Access::Read},
-                                     Touch{output, bytes_of(dtype, count * static_cast<size_t>(size())), Access::Write}};
-  run_ordered(device, stream, [=, this] { allgather(input, output, count, dtype)->wait(); }, touches, "allgather");
+void Communicator::allgather_on(device::Device& device, device::Stream& stream, const void* input,
+                                void* output, size_t count, DType dtype) {
+  const std::array<Touch, 2> touches{
+      Touch{input, bytes_of(dtype, count), Access::Read},
+      Touch{output, bytes_of(dtype, count * static_cast<size_t>(size())), Access::Write}};
+  run_ordered(
+      device, stream, [=, this] { allgather(input, output, count, dtype)->wait(); }, touches,
+      "allgather");
 }
 
-void Communicator::send_on(device::Device& device, device::Stream& stream, const void* data, size_t count, DType dtype,
-                           int peer) {
+void Communicator::send_on(device::Device& device, device::Stream& stream, const void* data,
+                           size_t count, DType dtype, int peer) {
   const std::array<Touch, 1> touches{Touch{data, bytes_of(dtype, count), Access::Read}};
-  run_ordered(device, stream, [=, this] { send(data, count, dtype, peer)->wait(); }, touches, "send");
+  run_ordered(
+      device, stream, [=, this] { send(data, count, dtype, peer)->wait(); }, touches, "send");
 }
 
-void Communicator::recv_on(device::Device& device, device::Stream& stream, void* data, size_t count, DType dtype,
-                           int peer) {
+void Communicator::recv_on(device::Device& device, device::Stream& stream, void* data, size_t count,
+                           DType dtype, int peer) {
   const std::array<Touch, 1> touches{Touch{data, bytes_of(dtype, count), Access::Write}};
-  run_ordered(device, stream, [=, this] { recv(data, count, dtype, peer)->wait(); }, touches, "recv");
+  run_ordered(
+      device, stream, [=, this] { recv(data, count, dtype, peer)->wait(); }, touches, "recv");
 }
 
 }  // namespace dsx::comm

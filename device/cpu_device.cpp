@@ -24,7 +24,8 @@ long env_number(const char* name, long fallback) {
   char* end = nullptr;
   const long n = std::strtol(v, &end, 10);
   if (*end != '\0' || n < 0) {
-    throw Error(ErrorKind::Usage, std::string(name) + "='" + v + "' must be a non-negative whole number");
+    throw Error(ErrorKind::Usage,
+                std::string(name) + "='" + v + "' must be a non-negative whole number");
   }
   return n;
 }
@@ -33,7 +34,8 @@ class CpuDevice final : public Device {
  public:
   explicit CpuDevice(CpuDeviceOptions options) : options_(std::move(options)) {
     if (options_.check_order) checker_ = std::make_unique<StreamChecker>();
-    compute_ = std::make_unique<CpuStream>("compute", true, checker_.get(), 0, options_.seed, options_.timeout);
+    compute_ = std::make_unique<CpuStream>("compute", true, checker_.get(), 0, options_.seed,
+                                           options_.timeout);
   }
 
   std::string name() const override { return "cpu"; }
@@ -50,8 +52,10 @@ class CpuDevice final : public Device {
     cpu::CpuEvent& e = as_cpu(event);
     if (!e.fence) return;
     if (!e.fence->wait_for(timeout)) {
-      throw Error(ErrorKind::Timeout, std::string("waited ") + std::to_string(timeout.count() / 1000) + " s for " +
-                                          what + " (stream '" + e.recorded_on + "'); a collective on it may wait "
+      throw Error(ErrorKind::Timeout, std::string("waited ") +
+                                          std::to_string(timeout.count() / 1000) + " s for " +
+                                          what + " (stream '" + e.recorded_on +
+                                          "'); a collective on it may wait "
                                           "for a dead or slow peer");
     }
     if (auto error = e.fence->error()) throw *error;
@@ -61,12 +65,14 @@ class CpuDevice final : public Device {
   void* allocate(size_t bytes, Placement placement, Stream& stream) override {
     if (bytes == 0) return nullptr;
     void* p = nullptr;
-    if (placement == Placement::Communicated && options_.allocate_communicated) p = options_.allocate_communicated(bytes);
+    if (placement == Placement::Communicated && options_.allocate_communicated)
+      p = options_.allocate_communicated(bytes);
     if (!p) {
       p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
       if (!p) {
-        throw Error(ErrorKind::OutOfMemory, "out of host memory allocating " + std::to_string(bytes) +
-                                                " bytes; use a higher ZeRO stage, more ranks, or a smaller model/batch");
+        throw Error(ErrorKind::OutOfMemory,
+                    "out of host memory allocating " + std::to_string(bytes) +
+                        " bytes; use a higher ZeRO stage, more ranks, or a smaller model/batch");
       }
       std::memset(p, 0, bytes);
     }
@@ -105,75 +111,116 @@ class CpuDevice final : public Device {
         [=] { kernels::scale(dtype, x, factor, count); });
   }
 
-  void cast(DType src_dtype, const void* src, DType dst_dtype, void* dst, size_t count, Stream& s) override {
-    run(s, {{src, bytes_of(src_dtype, count), Access::Read}, {dst, bytes_of(dst_dtype, count), Access::Write}},
+  void cast(DType src_dtype, const void* src, DType dst_dtype, void* dst, size_t count,
+            Stream& s) override {
+    run(s,
+        {{src, bytes_of(src_dtype, count), Access::Read},
+         {dst, bytes_of(dst_dtype, count), Access::Write}},
         "cast", [=] { kernels::cast(src_dtype, src, dst_dtype, dst, count); });
   }
 
-  void sum_blocks(DType src_dtype, const void* src, size_t blocks, size_t stride, float factor, float* dst,
-                  size_t count, bool accumulate, Stream& s) override {
+  void sum_blocks(DType src_dtype, const void* src, size_t blocks, size_t stride, float factor,
+                  DType dst_dtype, void* dst, size_t count, bool accumulate, Stream& s) override {
     if (blocks == 0 || count == 0) return;
-    run(s, {{src, bytes_of(src_dtype, (blocks - 1) * stride + count), Access::Read},
-            {dst, count * sizeof(float), Access::Write}},
-        "sum_blocks", [=] { kernels::sum_blocks(src_dtype, src, blocks, stride, factor, dst, count, accumulate); });
+    run(s,
+        {{src, bytes_of(src_dtype, (blocks - 1) * stride + count), Access::Read},
+         {dst, bytes_of(dst_dtype, count), Access::Write}},
+        "sum_blocks", [=] {
+          kernels::sum_blocks(src_dtype, src, blocks, stride, factor, dst_dtype, dst, count,
+                              accumulate);
+        });
   }
 
   void sum_of_squares(DType dtype, const void* x, size_t count, double* out, Stream& s) override {
-    run(s, {{x, bytes_of(dtype, count), Access::Read}, {out, sizeof(double), Access::Write}}, "sum_of_squares",
-        [=] { *out = kernels::sum_of_squares(dtype, x, count); });
+    run(s, {{x, bytes_of(dtype, count), Access::Read}, {out, sizeof(double), Access::Write}},
+        "sum_of_squares", [=] { *out = kernels::sum_of_squares(dtype, x, count); });
   }
 
-  void adam_step(const kernels::AdamHyper& h, int64_t step, float grad_factor, float* param, const float* grad,
-                 float* m, float* v, size_t count, Stream& s) override {
+  void adam_step(const kernels::AdamHyper& h, int64_t step, float grad_factor, float* param,
+                 const float* grad, float* m, float* v, size_t count, kernels::ParamCopy copy,
+                 Stream& s) override {
     const size_t b = count * sizeof(float);
-    run(s, {{grad, b, Access::Read}, {param, b, Access::Write}, {m, b, Access::Write}, {v, b, Access::Write}},
-        "adam_step", [=] { kernels::adam_step(h, step, grad_factor, param, grad, m, v, count); });
+    run(s,
+        {{grad, b, Access::Read},
+         {param, b, Access::Write},
+         {m, b, Access::Write},
+         {v, b, Access::Write},
+         copied(copy, count)},
+        "adam_step",
+        [=] { kernels::adam_step(h, step, grad_factor, param, grad, m, v, count, copy); });
   }
 
-  void lion_step(const kernels::LionHyper& h, float grad_factor, float* param, const float* grad, float* m,
-                 size_t count, Stream& s) override {
+  void lion_step(const kernels::LionHyper& h, float grad_factor, float* param, const float* grad,
+                 float* m, size_t count, kernels::ParamCopy copy, Stream& s) override {
     const size_t b = count * sizeof(float);
-    run(s, {{grad, b, Access::Read}, {param, b, Access::Write}, {m, b, Access::Write}}, "lion_step",
-        [=] { kernels::lion_step(h, grad_factor, param, grad, m, count); });
+    run(s,
+        {{grad, b, Access::Read},
+         {param, b, Access::Write},
+         {m, b, Access::Write},
+         copied(copy, count)},
+        "lion_step", [=] { kernels::lion_step(h, grad_factor, param, grad, m, count, copy); });
   }
 
-  void sgd_step(const kernels::SgdHyper& h, int64_t step, float grad_factor, float* param, const float* grad,
-                float* momentum, size_t count, Stream& s) override {
+  void sgd_step(const kernels::SgdHyper& h, int64_t step, float grad_factor, float* param,
+                const float* grad, float* momentum, size_t count, kernels::ParamCopy copy,
+                Stream& s) override {
     const size_t b = count * sizeof(float);
-    run(s, {{grad, b, Access::Read}, {param, b, Access::Write}, {momentum, momentum ? b : 0, Access::Write}},
-        "sgd_step", [=] { kernels::sgd_step(h, step, grad_factor, param, grad, momentum, count); });
+    run(s,
+        {{grad, b, Access::Read},
+         {param, b, Access::Write},
+         {momentum, momentum ? b : 0, Access::Write},
+         copied(copy, count)},
+        "sgd_step",
+        [=] { kernels::sgd_step(h, step, grad_factor, param, grad, momentum, count, copy); });
   }
 
-  void adagrad_step(const kernels::AdagradHyper& h, float grad_factor, float* param, const float* grad,
-                    float* sum_sq, size_t count, Stream& s) override {
+  void adagrad_step(const kernels::AdagradHyper& h, float grad_factor, float* param,
+                    const float* grad, float* sum_sq, size_t count, kernels::ParamCopy copy,
+                    Stream& s) override {
     const size_t b = count * sizeof(float);
-    run(s, {{grad, b, Access::Read}, {param, b, Access::Write}, {sum_sq, b, Access::Write}}, "adagrad_step",
-        [=] { kernels::adagrad_step(h, grad_factor, param, grad, sum_sq, count); });
+    run(s,
+        {{grad, b, Access::Read},
+         {param, b, Access::Write},
+         {sum_sq, b, Access::Write},
+         copied(copy, count)},
+        "adagrad_step",
+        [=] { kernels::adagrad_step(h, grad_factor, param, grad, sum_sq, count, copy); });
   }
 
-  void lamb_prepare(const kernels::LambHyper& h, int64_t step, float grad_factor, const float* param,
-                    const float* grad, float* m, float* v, size_t count, double* norms_sq, Stream& s) override {
+  void lamb_prepare(const kernels::LambHyper& h, int64_t step, float grad_factor,
+                    const float* param, const float* grad, float* m, float* v, size_t count,
+                    double* norms_sq, Stream& s) override {
     const size_t b = count * sizeof(float);
-    run(s, {{grad, b, Access::Read}, {param, b, Access::Read}, {m, b, Access::Write}, {v, b, Access::Write},
-            {norms_sq, 2 * sizeof(double), Access::Write}},
+    run(s,
+        {{grad, b, Access::Read},
+         {param, b, Access::Read},
+         {m, b, Access::Write},
+         {v, b, Access::Write},
+         {norms_sq, 2 * sizeof(double), Access::Write}},
         "lamb_prepare", [=] {
           const size_t offsets[2] = {0, count};
           kernels::lamb_prepare(h, step, grad_factor, param, grad, m, v, offsets, 1, norms_sq);
         });
   }
 
-  void lamb_apply(const kernels::LambHyper& h, int64_t step, float* param, const float* m, const float* v,
-                  size_t count, const double* norms_sq, Stream& s) override {
+  void lamb_apply(const kernels::LambHyper& h, int64_t step, float* param, const float* m,
+                  const float* v, size_t count, const double* norms_sq, kernels::ParamCopy copy,
+                  Stream& s) override {
     const size_t b = count * sizeof(float);
-    run(s, {{m, b, Access::Read}, {v, b, Access::Read}, {norms_sq, 2 * sizeof(double), Access::Read},
-            {param, b, Access::Write}},
+    run(s,
+        {{m, b, Access::Read},
+         {v, b, Access::Read},
+         {norms_sq, 2 * sizeof(double), Access::Read},
+         {param, b, Access::Write},
+         copied(copy, count)},
         "lamb_apply", [=] {
           const size_t offsets[2] = {0, count};
-          kernels::lamb_apply(h, step, param, m, v, offsets, 1, norms_sq);
+          kernels::lamb_apply(h, step, param, m, v, offsets, 1, norms_sq, nullptr, copy);
         });
   }
 
-  void host_task(Stream& s, std::function<void()> fn, std::span<const Touch> touches, const char* what) override {
+  void host_task(Stream& s, std::function<void()> fn, std::span<const Touch> touches,
+                 const char* what) override {
     CpuStream& stream = as_cpu(s);
     if (checker_) checker_->access(stream.actor(), touches, what);
     stream.enqueue(std::move(fn));
@@ -188,7 +235,11 @@ class CpuDevice final : public Device {
   }
 
  private:
-  void run(Stream& s, std::initializer_list<Touch> touches, const char* what, std::function<void()> work) {
+  static Touch copied(const kernels::ParamCopy& copy, size_t count) {
+    return {copy.data, copy.data ? bytes_of(copy.dtype, count) : 0, Access::Write};
+  }
+  void run(Stream& s, std::initializer_list<Touch> touches, const char* what,
+           std::function<void()> work) {
     CpuStream& stream = as_cpu(s);
     if (checker_) checker_->access(stream.actor(), {touches.begin(), touches.size()}, what);
     stream.enqueue(std::move(work));
@@ -203,7 +254,8 @@ class CpuDevice final : public Device {
 }  // namespace
 
 CpuDeviceOptions cpu_device_options_from_environment(CpuDeviceOptions base) {
-  if (const long check = env_number("DSX_STREAM_CHECK", -1); check >= 0) base.check_order = check != 0;
+  if (const long check = env_number("DSX_STREAM_CHECK", -1); check >= 0)
+    base.check_order = check != 0;
   base.max_delay_us = static_cast<unsigned>(env_number("DSX_STREAM_DELAY_US", base.max_delay_us));
   return base;
 }

@@ -24,10 +24,14 @@ std::optional<Error> Fence::error() {
   return error_;
 }
 
-CpuStream::CpuStream(std::string name, bool inline_stream, StreamChecker* checker, unsigned max_delay_us,
-                     uint64_t seed, std::chrono::milliseconds timeout)
-    : name_(std::move(name)), inline_(inline_stream), checker_(checker), max_delay_us_(max_delay_us),
-      rng_(seed), timeout_(timeout) {
+CpuStream::CpuStream(std::string name, bool inline_stream, StreamChecker* checker,
+                     unsigned max_delay_us, uint64_t seed, std::chrono::milliseconds timeout)
+    : name_(std::move(name)),
+      inline_(inline_stream),
+      checker_(checker),
+      max_delay_us_(max_delay_us),
+      rng_(seed),
+      timeout_(timeout) {
   if (checker_) actor_ = checker_->add_actor("stream '" + name_ + "'");
   if (!inline_) worker_ = std::thread([this] { run_worker(); });
 }
@@ -109,10 +113,12 @@ void CpuStream::wait(Event& event) {
   std::shared_ptr<Fence> fence = e.fence;
   if (!fence) return;
   if (checker_) checker_->merge(actor_, e.clock);
-  const std::string what = "stream '" + name_ + "' waited " + std::to_string(timeout_.count() / 1000) +
-                           " s for an event of stream '" + e.recorded_on + "'";
+  const std::string what = "stream '" + name_ + "' waited " +
+                           std::to_string(timeout_.count() / 1000) + " s for an event of stream '" +
+                           e.recorded_on + "'";
   if (inline_) {
-    if (!fence->wait_for(timeout_)) throw Error(ErrorKind::Timeout, what + "; that stream is stuck or too slow");
+    if (!fence->wait_for(timeout_))
+      throw Error(ErrorKind::Timeout, what + "; that stream is stuck or too slow");
     if (auto error = fence->error()) throw *error;
     if (checker_) checker_->merge(StreamChecker::kHost, e.clock);  // the host itself waited
     return;
@@ -133,8 +139,9 @@ void CpuStream::synchronize(std::chrono::milliseconds timeout) {
     auto fence = std::make_shared<Fence>();
     push({[this, fence] { fence->signal(failure()); }, true});
     if (!fence->wait_for(timeout)) {
-      throw Error(ErrorKind::Timeout, "waited " + std::to_string(timeout.count() / 1000) + " s for stream '" + name_ +
-                                          "' to finish its work; a collective on it may wait for a dead or slow peer");
+      throw Error(ErrorKind::Timeout,
+                  "waited " + std::to_string(timeout.count() / 1000) + " s for stream '" + name_ +
+                      "' to finish its work; a collective on it may wait for a dead or slow peer");
     }
     if (checker_) checker_->merge(StreamChecker::kHost, checker_->snapshot(actor_));
   }
@@ -143,13 +150,15 @@ void CpuStream::synchronize(std::chrono::milliseconds timeout) {
 
 CpuStream& as_cpu(Stream& stream) {
   auto* s = dynamic_cast<CpuStream*>(&stream);
-  if (!s) throw Error(ErrorKind::Internal, "stream '" + stream.name() + "' is not a cpu device stream");
+  if (!s)
+    throw Error(ErrorKind::Internal, "stream '" + stream.name() + "' is not a cpu device stream");
   return *s;
 }
 
 CpuEvent& as_cpu(Event& event) {
   auto* e = dynamic_cast<CpuEvent*>(&event);
-  if (!e) throw Error(ErrorKind::Internal, "an event of another device was handed to the cpu device");
+  if (!e)
+    throw Error(ErrorKind::Internal, "an event of another device was handed to the cpu device");
   return *e;
 }
 

@@ -46,8 +46,8 @@ class CpuEvent final : public Event {
 class CpuStream final : public Stream {
  public:
   // `checker` may be null.
-  CpuStream(std::string name, bool inline_stream, StreamChecker* checker, unsigned max_delay_us, uint64_t seed,
-            std::chrono::milliseconds timeout);
+  CpuStream(std::string name, bool inline_stream, StreamChecker* checker, unsigned max_delay_us,
+            uint64_t seed, std::chrono::milliseconds timeout);
   ~CpuStream() override;
 
   const std::string& name() const override { return name_; }

@@ -6,9 +6,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <array>
 #include <map>
 #include <mutex>
-#include <array>
 #include <optional>
 #include <thread>
 
@@ -22,7 +22,8 @@ namespace {
 
 void check(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return;
-  const ErrorKind kind = e == cudaErrorMemoryAllocation ? ErrorKind::OutOfMemory : ErrorKind::Internal;
+  const ErrorKind kind =
+      e == cudaErrorMemoryAllocation ? ErrorKind::OutOfMemory : ErrorKind::Internal;
   throw Error(kind, std::string(what) + " failed: " + cudaGetErrorString(e));
 }
 
@@ -68,8 +69,9 @@ class CudaStream final : public Stream {
     // Polled, not cudaStreamSynchronize: that would block past any timeout.
     while ((state = cudaStreamQuery(stream_)) == cudaErrorNotReady) {
       if (std::chrono::steady_clock::now() > deadline) {
-        throw Error(ErrorKind::Timeout, "waited " + std::to_string(timeout.count() / 1000) + " s for CUDA stream '" +
-                                            name_ + "'; a collective on it may wait for a dead or slow peer");
+        throw Error(ErrorKind::Timeout,
+                    "waited " + std::to_string(timeout.count() / 1000) + " s for CUDA stream '" +
+                        name_ + "'; a collective on it may wait for a dead or slow peer");
       }
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
@@ -106,7 +108,8 @@ void CUDART_CB run_host_task(void* data) {
   } catch (const Error& e) {
     task->stream->host_failed(e);
   } catch (const std::exception& e) {
-    task->stream->host_failed(Error(ErrorKind::Internal, std::string("host task failed: ") + e.what()));
+    task->stream->host_failed(
+        Error(ErrorKind::Internal, std::string("host task failed: ") + e.what()));
   }
 }
 
@@ -137,7 +140,8 @@ class CudaDevice final : public Device {
     cudaError_t state;
     while ((state = cudaEventQuery(e.event)) == cudaErrorNotReady) {
       if (std::chrono::steady_clock::now() > deadline) {
-        throw Error(ErrorKind::Timeout, "waited " + std::to_string(timeout.count() / 1000) + " s for " + what);
+        throw Error(ErrorKind::Timeout,
+                    "waited " + std::to_string(timeout.count() / 1000) + " s for " + what);
       }
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
@@ -170,61 +174,75 @@ class CudaDevice final : public Device {
     select();
     kernels::cuda::scale(dtype, x, factor, count, cuda_of(s).get());
   }
-  void cast(DType src_dtype, const void* src, DType dst_dtype, void* dst, size_t count, Stream& s) override {
+  void cast(DType src_dtype, const void* src, DType dst_dtype, void* dst, size_t count,
+            Stream& s) override {
     select();
     kernels::cuda::cast(src_dtype, src, dst_dtype, dst, count, cuda_of(s).get());
   }
-  void sum_blocks(DType src_dtype, const void* src, size_t blocks, size_t stride, float factor, float* dst,
-                  size_t count, bool accumulate, Stream& s) override {
+  void sum_blocks(DType src_dtype, const void* src, size_t blocks, size_t stride, float factor,
+                  DType dst_dtype, void* dst, size_t count, bool accumulate, Stream& s) override {
     select();
-    kernels::cuda::sum_blocks(src_dtype, src, blocks, stride, factor, dst, count, accumulate, cuda_of(s).get());
+    kernels::cuda::sum_blocks(src_dtype, src, blocks, stride, factor, dst_dtype, dst, count,
+                              accumulate, cuda_of(s).get());
   }
   void sum_of_squares(DType dtype, const void* x, size_t count, double* out, Stream& s) override {
     select();
     cudaStream_t stream = cuda_of(s).get();
     void* workspace = nullptr;
-    check(cudaMallocAsync(&workspace, kernels::cuda::sum_of_squares_workspace_bytes(), stream), "cudaMallocAsync");
+    check(cudaMallocAsync(&workspace, kernels::cuda::sum_of_squares_workspace_bytes(), stream),
+          "cudaMallocAsync");
     kernels::cuda::sum_of_squares(dtype, x, count, out, workspace, stream);
     check(cudaFreeAsync(workspace, stream), "cudaFreeAsync");
   }
 
-  void adam_step(const kernels::AdamHyper& h, int64_t step, float grad_factor, float* param, const float* grad,
-                 float* m, float* v, size_t count, Stream& s) override {
+  void adam_step(const kernels::AdamHyper& h, int64_t step, float grad_factor, float* param,
+                 const float* grad, float* m, float* v, size_t count, kernels::ParamCopy copy,
+                 Stream& s) override {
     select();
-    kernels::cuda::adam_step(h, step, grad_factor, param, grad, m, v, count, {}, cuda_of(s).get());
+    kernels::cuda::adam_step(h, step, grad_factor, param, grad, m, v, count, copy,
+                             cuda_of(s).get());
   }
-  void lion_step(const kernels::LionHyper& h, float grad_factor, float* param, const float* grad, float* m,
-                 size_t count, Stream& s) override {
+  void lion_step(const kernels::LionHyper& h, float grad_factor, float* param, const float* grad,
+                 float* m, size_t count, kernels::ParamCopy copy, Stream& s) override {
     select();
-    kernels::cuda::lion_step(h, grad_factor, param, grad, m, count, {}, cuda_of(s).get());
+    kernels::cuda::lion_step(h, grad_factor, param, grad, m, count, copy, cuda_of(s).get());
   }
-  void sgd_step(const kernels::SgdHyper& h, int64_t step, float grad_factor, float* param, const float* grad,
-                float* momentum, size_t count, Stream& s) override {
+  void sgd_step(const kernels::SgdHyper& h, int64_t step, float grad_factor, float* param,
+                const float* grad, float* momentum, size_t count, kernels::ParamCopy copy,
+                Stream& s) override {
     select();
-    kernels::cuda::sgd_step(h, step, grad_factor, param, grad, momentum, count, {}, cuda_of(s).get());
+    kernels::cuda::sgd_step(h, step, grad_factor, param, grad, momentum, count, copy,
+                            cuda_of(s).get());
   }
-  void adagrad_step(const kernels::AdagradHyper& h, float grad_factor, float* param, const float* grad,
-                    float* sum_sq, size_t count, Stream& s) override {
+  void adagrad_step(const kernels::AdagradHyper& h, float grad_factor, float* param,
+                    const float* grad, float* sum_sq, size_t count, kernels::ParamCopy copy,
+                    Stream& s) override {
     select();
-    kernels::cuda::adagrad_step(h, grad_factor, param, grad, sum_sq, count, {}, cuda_of(s).get());
+    kernels::cuda::adagrad_step(h, grad_factor, param, grad, sum_sq, count, copy, cuda_of(s).get());
   }
-  void lamb_prepare(const kernels::LambHyper& h, int64_t step, float grad_factor, const float* param,
-                    const float* grad, float* m, float* v, size_t count, double* norms_sq, Stream& s) override {
+  void lamb_prepare(const kernels::LambHyper& h, int64_t step, float grad_factor,
+                    const float* param, const float* grad, float* m, float* v, size_t count,
+                    double* norms_sq, Stream& s) override {
     select();
     cudaStream_t stream = cuda_of(s).get();
     const kernels::cuda::LambLayout layout = lamb_layout(count);
     void* workspace = nullptr;
-    check(cudaMallocAsync(&workspace, kernels::cuda::lamb_workspace_bytes(layout), stream), "cudaMallocAsync");
-    kernels::cuda::lamb_prepare(h, step, grad_factor, param, grad, m, v, layout, norms_sq, workspace, stream);
+    check(cudaMallocAsync(&workspace, kernels::cuda::lamb_workspace_bytes(layout), stream),
+          "cudaMallocAsync");
+    kernels::cuda::lamb_prepare(h, step, grad_factor, param, grad, m, v, layout, norms_sq,
+                                workspace, stream);
     check(cudaFreeAsync(workspace, stream), "cudaFreeAsync");
   }
-  void lamb_apply(const kernels::LambHyper& h, int64_t step, float* param, const float* m, const float* v,
-                  size_t count, const double* norms_sq, Stream& s) override {
+  void lamb_apply(const kernels::LambHyper& h, int64_t step, float* param, const float* m,
+                  const float* v, size_t count, const double* norms_sq, kernels::ParamCopy copy,
+                  Stream& s) override {
     select();
-    kernels::cuda::lamb_apply(h, step, param, m, v, lamb_layout(count), norms_sq, nullptr, {}, cuda_of(s).get());
+    kernels::cuda::lamb_apply(h, step, param, m, v, lamb_layout(count), norms_sq, nullptr, copy,
+                              cuda_of(s).get());
   }
 
-  void host_task(Stream& s, std::function<void()> fn, std::span<const Touch>, const char*) override {
+  void host_task(Stream& s, std::function<void()> fn, std::span<const Touch>,
+                 const char*) override {
     select();
     auto task = std::make_unique<HostTask>(HostTask{std::move(fn), &cuda_of(s)});
     check(cudaLaunchHostFunc(cuda_of(s).get(), run_host_task, task.get()), "cudaLaunchHostFunc");
@@ -244,7 +262,8 @@ class CudaDevice final : public Device {
       void* table = nullptr;
       check(cudaMalloc(&table, 2 * sizeof(size_t)), "cudaMalloc");
       it->second = static_cast<size_t*>(table);
-      check(cudaMemcpy(it->second, host.data(), 2 * sizeof(size_t), cudaMemcpyHostToDevice), "cudaMemcpy");
+      check(cudaMemcpy(it->second, host.data(), 2 * sizeof(size_t), cudaMemcpyHostToDevice),
+            "cudaMemcpy");
     }
     return {it->second, host.data(), 1};
   }

@@ -66,8 +66,8 @@ class Device {
  public:
   virtual ~Device() = default;
 
-  virtual std::string name() const = 0;        // "cpu", "cuda:0"
-  virtual bool host_accessible() const = 0;     // device pointers are host memory too
+  virtual std::string name() const = 0;      // "cpu", "cuda:0"
+  virtual bool host_accessible() const = 0;  // device pointers are host memory too
   // The stream the model computes on. On the cpu device it is the calling thread itself: work
   // enqueued there runs at once, and waiting for an event there blocks the caller.
   virtual Stream& compute_stream() = 0;
@@ -91,29 +91,36 @@ class Device {
   virtual void scale(DType dtype, void* x, float factor, size_t count, Stream& stream) = 0;
   virtual void cast(DType src_dtype, const void* src, DType dst_dtype, void* dst, size_t count,
                     Stream& stream) = 0;
-  // kernels/reduce.h's sum_blocks: dst (fp32) [+]= factor * the sum of `blocks` blocks of src.
-  virtual void sum_blocks(DType src_dtype, const void* src, size_t blocks, size_t stride, float factor,
-                          float* dst, size_t count, bool accumulate, Stream& stream) = 0;
+  // kernels/reduce.h's sum_blocks: dst [+]= factor * the sum of `blocks` blocks of src.
+  virtual void sum_blocks(DType src_dtype, const void* src, size_t blocks, size_t stride,
+                          float factor, DType dst_dtype, void* dst, size_t count, bool accumulate,
+                          Stream& stream) = 0;
   // *out (device double) = sum of x[i]^2, accumulated in float64.
-  virtual void sum_of_squares(DType dtype, const void* x, size_t count, double* out, Stream& stream) = 0;
+  virtual void sum_of_squares(DType dtype, const void* x, size_t count, double* out,
+                              Stream& stream) = 0;
 
-  // The fused optimizers (kernels/optimizers.h, same arguments) on device memory.
+  // The fused optimizers (kernels/optimizers.h, same arguments) on device memory; `copy` also
+  // writes the updated parameters in a 16-bit working precision.
   virtual void adam_step(const kernels::AdamHyper& h, int64_t step, float grad_factor, float* param,
                          const float* grad, float* exp_avg, float* exp_avg_sq, size_t count,
+                         kernels::ParamCopy copy, Stream& stream) = 0;
+  virtual void lion_step(const kernels::LionHyper& h, float grad_factor, float* param,
+                         const float* grad, float* exp_avg, size_t count, kernels::ParamCopy copy,
                          Stream& stream) = 0;
-  virtual void lion_step(const kernels::LionHyper& h, float grad_factor, float* param, const float* grad,
-                         float* exp_avg, size_t count, Stream& stream) = 0;
   virtual void sgd_step(const kernels::SgdHyper& h, int64_t step, float grad_factor, float* param,
-                        const float* grad, float* momentum_buffer, size_t count, Stream& stream) = 0;
-  virtual void adagrad_step(const kernels::AdagradHyper& h, float grad_factor, float* param, const float* grad,
-                            float* sum_sq, size_t count, Stream& stream) = 0;
+                        const float* grad, float* momentum_buffer, size_t count,
+                        kernels::ParamCopy copy, Stream& stream) = 0;
+  virtual void adagrad_step(const kernels::AdagradHyper& h, float grad_factor, float* param,
+                            const float* grad, float* sum_sq, size_t count, kernels::ParamCopy copy,
+                            Stream& stream) = 0;
   // LAMB over one tensor's run of `count` elements: norms_sq (device, 2 doubles) gets sum(p^2),
   // sum(u^2); lamb_apply reads the (globally summed) pair.
-  virtual void lamb_prepare(const kernels::LambHyper& h, int64_t step, float grad_factor, const float* param,
-                            const float* grad, float* exp_avg, float* exp_avg_sq, size_t count, double* norms_sq,
-                            Stream& stream) = 0;
-  virtual void lamb_apply(const kernels::LambHyper& h, int64_t step, float* param, const float* exp_avg,
-                          const float* exp_avg_sq, size_t count, const double* norms_sq, Stream& stream) = 0;
+  virtual void lamb_prepare(const kernels::LambHyper& h, int64_t step, float grad_factor,
+                            const float* param, const float* grad, float* exp_avg,
+                            float* exp_avg_sq, size_t count, double* norms_sq, Stream& stream) = 0;
+  virtual void lamb_apply(const kernels::LambHyper& h, int64_t step, float* param,
+                          const float* exp_avg, const float* exp_avg_sq, size_t count,
+                          const double* norms_sq, kernels::ParamCopy copy, Stream& stream) = 0;
 
   // Runs `fn` on a host thread when `stream` reaches this point; the stream's later work waits
   // for it. For work the host does in stream order: collectives of host backends, bookkeeping.

@@ -25,13 +25,14 @@ uint64_t tick_of(const StreamChecker::Clock& clock, int actor) {
 std::string readable_frame(const char* line) {
   std::string s = line;
   const size_t open = s.find('('), plus = s.find('+', open), close = s.find(')', open);
-  if (open == std::string::npos || plus == std::string::npos || close == std::string::npos || plus == open + 1) {
+  if (open == std::string::npos || plus == std::string::npos || close == std::string::npos ||
+      plus == open + 1) {
     return s;
   }
   const std::string mangled = s.substr(open + 1, plus - open - 1);
   int status = 0;
-  std::unique_ptr<char, decltype(&std::free)> name(abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status),
-                                                   &std::free);
+  std::unique_ptr<char, decltype(&std::free)> name(
+      abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status), &std::free);
   const std::string function = status == 0 && name ? name.get() : mangled;
   return function + s.substr(plus, close - plus) + " (" + s.substr(0, open) + ")";
 }
@@ -56,7 +57,8 @@ StreamChecker::Site StreamChecker::site_here(int actor, const char* what) const 
 }
 
 bool StreamChecker::ordered(int actor, const Site& earlier) const {
-  return earlier.actor == actor || tick_of(clocks_[static_cast<size_t>(actor)], earlier.actor) >= earlier.tick;
+  return earlier.actor == actor ||
+         tick_of(clocks_[static_cast<size_t>(actor)], earlier.actor) >= earlier.tick;
 }
 
 void StreamChecker::split_at(uintptr_t at) {
@@ -101,7 +103,8 @@ void StreamChecker::access(int actor, std::span<const Touch> touches, const char
         it = ranges_.emplace_hint(it, pos, std::move(fresh));
       }
       RangeState& r = it->second;
-      if (r.written && !ordered(actor, r.write)) report(now, t.access, r.write, Access::Write, it->first, r.end);
+      if (r.written && !ordered(actor, r.write))
+        report(now, t.access, r.write, Access::Write, it->first, r.end);
       if (t.access == Access::Write) {
         for (const Site& read : r.reads) {
           if (!ordered(actor, read)) report(now, t.access, read, Access::Read, it->first, r.end);
@@ -160,18 +163,20 @@ std::string StreamChecker::describe(const Site& site) const {
   return out;
 }
 
-void StreamChecker::report(const Site& now, Access now_access, const Site& earlier, Access earlier_access,
-                           uintptr_t begin, uintptr_t end) const {
+void StreamChecker::report(const Site& now, Access now_access, const Site& earlier,
+                           Access earlier_access, uintptr_t begin, uintptr_t end) const {
   char range[96];
-  std::snprintf(range, sizeof range, "bytes [0x%llx, 0x%llx)", static_cast<unsigned long long>(begin),
-                static_cast<unsigned long long>(end));
+  std::snprintf(range, sizeof range, "bytes [0x%llx, 0x%llx)",
+                static_cast<unsigned long long>(begin), static_cast<unsigned long long>(end));
   const char* verb = now_access == Access::Write ? "writes" : "reads";
   const char* earlier_verb = earlier_access == Access::Write ? "written" : "read";
-  throw Error(ErrorKind::Internal,
-              std::string("stream-order violation: ") + verb + " " + range + " not ordered after they were " +
-                  earlier_verb + " on another stream (no event wait or synchronize between the two).\n  now:     " +
-                  describe(now) + "\n  earlier: " + describe(earlier) +
-                  "\n  Record an event after the earlier access and wait for it before the later one.");
+  throw Error(
+      ErrorKind::Internal,
+      std::string("stream-order violation: ") + verb + " " + range +
+          " not ordered after they were " + earlier_verb +
+          " on another stream (no event wait or synchronize between the two).\n  now:     " +
+          describe(now) + "\n  earlier: " + describe(earlier) +
+          "\n  Record an event after the earlier access and wait for it before the later one.");
 }
 
 }  // namespace dsx::device

@@ -62,8 +62,8 @@ class StreamChecker {
   Site site_here(int actor, const char* what) const;
   bool ordered(int actor, const Site& earlier) const;
   void split_at(uintptr_t at);
-  [[noreturn]] void report(const Site& now, Access now_access, const Site& earlier, Access earlier_access,
-                           uintptr_t begin, uintptr_t end) const;
+  [[noreturn]] void report(const Site& now, Access now_access, const Site& earlier,
+                           Access earlier_access, uintptr_t begin, uintptr_t end) const;
   std::string describe(const Site& site) const;
 
   std::mutex mutex_;

@@ -17,8 +17,10 @@ Arrangement choose_arrangement(const ArrangementInputs& in) {
     a.zero_on_gpu = true;
     where = "ZeRO state in GPU memory (no offload in the config)";
   } else {
-    where = "ZeRO state in host memory, ZeRO-Offload: device-resident ZeRO is not yet wired to the GPU model "
-            "(docs/gpu.md), so the offload arrangement runs although the config asks for none";
+    where =
+        "ZeRO state in host memory, ZeRO-Offload: device-resident ZeRO is not yet wired to the GPU "
+        "model "
+        "(docs/gpu.md), so the offload arrangement runs although the config asks for none";
   }
   const std::string& request = in.backend_request;
   if (request == "auto" || request.empty()) {
@@ -27,17 +29,19 @@ Arrangement choose_arrangement(const ArrangementInputs& in) {
     a.backend = "ofi";
   } else if (request == "nccl") {
     if (!a.zero_on_gpu) {
-      throw Error(ErrorKind::Config, "DSX_COMM_BACKEND=nccl, but ZeRO's buffers are in host memory here (" + where +
-                                         ") and NCCL reads only GPU memory; unset DSX_COMM_BACKEND or set it to ofi");
+      throw Error(ErrorKind::Config,
+                  "DSX_COMM_BACKEND=nccl, but ZeRO's buffers are in host memory here (" + where +
+                      ") and NCCL reads only GPU memory; unset DSX_COMM_BACKEND or set it to ofi");
     }
     a.backend = "nccl";
   } else {
     throw Error(ErrorKind::Usage, "DSX_COMM_BACKEND='" + request + "': choose ofi, nccl or auto");
   }
   const bool chosen = request == "auto" || request.empty();
-  a.summary = where + "; collectives over " + a.backend +
-              (chosen ? (a.zero_on_gpu ? " (the buffers are GPU memory)" : " (the buffers are host memory)")
-                      : " (DSX_COMM_BACKEND)");
+  a.summary =
+      where + "; collectives over " + a.backend +
+      (chosen ? (a.zero_on_gpu ? " (the buffers are GPU memory)" : " (the buffers are host memory)")
+              : " (DSX_COMM_BACKEND)");
   return a;
 }
 

@@ -50,9 +50,9 @@ DSX_HD float block_sum_element(const void* src, size_t blocks, size_t stride, si
   return v;
 }
 
-// dst[i] = factor * (sum over blocks of src), added to dst[i] when `accumulate` (fp32 dst;
-// src of any dtype). CUDA twin: kernels/cuda/mixed_precision.h.
-void sum_blocks(DType src_dtype, const void* src, size_t blocks, size_t stride, float factor, float* dst,
-                size_t count, bool accumulate);
+// dst[i] = factor * (sum over blocks of src), added to dst[i] when `accumulate`; computed in
+// fp32 and rounded once to dst's dtype. CUDA twin: kernels/cuda/mixed_precision.h.
+void sum_blocks(DType src_dtype, const void* src, size_t blocks, size_t stride, float factor, DType dst_dtype,
+                void* dst, size_t count, bool accumulate);
 
 }  // namespace dsx::kernels

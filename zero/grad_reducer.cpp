@@ -16,11 +16,20 @@ constexpr size_t kMaxBuffers = 3;  // two reductions in flight and the bucket be
 
 }  // namespace
 
-GradReducer::GradReducer(Mode mode, const ZeroLayout& layout, const Partitioning& partitioning, ZeroContext& context,
-                         float* partition, std::function<void(int)> copied)
-    : mode_(mode), layout_(layout), flat_(partitioning.flat()), shards_(partitioning.sharded()), ctx_(context),
-      options_(context.options), comm_(context.comm), device_(context.device), stream_(context.comm_stream),
-      partition_(partition), copied_(std::move(copied)), grads_written_(context.device.create_event()) {
+GradReducer::GradReducer(Mode mode, const ZeroLayout& layout, const Partitioning& partitioning,
+                         ZeroContext& context, void* partition, std::function<void(int)> copied)
+    : mode_(mode),
+      layout_(layout),
+      flat_(partitioning.flat()),
+      shards_(partitioning.sharded()),
+      ctx_(context),
+      options_(context.options),
+      comm_(context.comm),
+      device_(context.device),
+      stream_(context.comm_stream),
+      partition_(partition),
+      copied_(std::move(copied)),
+      grads_written_(context.device.create_event()) {
   to_owners_ = flat_ && options_.reduce_scatter && options_.contiguous_gradients;
   const double n = comm_.size();
   if (!options_.average_gradients) {
@@ -49,7 +58,7 @@ size_t GradReducer::bucket_numel() const {
   return n;
 }
 
-void GradReducer::add(int layer, float* grad) {
+void GradReducer::add(int layer, void* grad) {
   const size_t numel = layout_.layer_numel(layer);
   if (numel == 0) {
     copied_(layer);
@@ -57,7 +66,8 @@ void GradReducer::add(int layer, float* grad) {
   }
   if (!open_.empty()) {
     // A bucket is a contiguous range: layers arrive from the last one down.
-    const bool adjacent = layout_.layer_range(open_.back().layer).begin == layout_.layer_range(layer).end;
+    const bool adjacent =
+        layout_.layer_range(open_.back().layer).begin == layout_.layer_range(layer).end;
     if (!adjacent || bucket_numel() + numel > options_.reduce_bucket_size) flush();
   }
   open_.push_back({layer, grad});
@@ -106,7 +116,8 @@ Range GradReducer::run_of(int rank, size_t begin, size_t end) const {
 GradReducer::Route GradReducer::route_for(size_t begin, size_t end) const {
   if (mode_ == Mode::ToShards) {
     // DeepSpeed allreduces a stage-3 bucket only with reduce_scatter off and contiguous buffers.
-    return options_.reduce_scatter || !options_.contiguous_gradients ? Route::Shards : Route::Allreduce;
+    return options_.reduce_scatter || !options_.contiguous_gradients ? Route::Shards
+                                                                     : Route::Allreduce;
   }
   if (!to_owners_ || comm_.size() == 1) return Route::Allreduce;
   // Bytes through the busiest rank, sent + received: a ring allreduce of the bucket moves
@@ -159,7 +170,7 @@ const GradReducer::Plan& GradReducer::plan_for(const std::vector<Entry>& entries
       break;
     case Route::Allreduce: {
       p.numel = end - begin;
-      const bool in_place = mode_ == Mode::InPlace && options_.comm_dtype == DType::F32;
+      const bool in_place = mode_ == Mode::InPlace && options_.comm_dtype == options_.model_dtype;
       p.buffer_bytes = in_place ? 0 : p.numel * esize();
       break;
     }
@@ -174,17 +185,17 @@ void GradReducer::pack_range(const InFlight& f, size_t lo, size_t hi, uint8_t* d
     const Range lr = layout_.layer_range(e.layer);
     const size_t a = std::max(lo, lr.begin), b = std::min(hi, lr.end);
     if (a >= b) continue;
-    float* src = e.grad + (a - lr.begin);
-    if (pre_ != 1.0f) device_.scale(DType::F32, src, pre_, b - a, stream_);
+    void* src = at(e.grad, a - lr.begin);
+    if (pre_ != 1.0f) device_.scale(options_.model_dtype, src, pre_, b - a, stream_);
     copy_as(src, dst + (a - lo) * esize(), b - a);
   }
 }
 
-void GradReducer::copy_as(const float* src, void* dst, size_t count) {
-  if (options_.comm_dtype == DType::F32) {
-    device_.copy(dst, src, count * sizeof(float), stream_);
+void GradReducer::copy_as(const void* src, void* dst, size_t count) {
+  if (options_.comm_dtype == options_.model_dtype) {
+    device_.copy(dst, src, count * esize(), stream_);
   } else {
-    device_.cast(DType::F32, src, options_.comm_dtype, dst, count, stream_);
+    device_.cast(options_.model_dtype, src, options_.comm_dtype, dst, count, stream_);
   }
 }
 
@@ -202,14 +213,15 @@ void GradReducer::pack(InFlight& f) {
       return;
     case Route::ToOwner: {
       const bool owner = p.owner == comm_.rank();
-      pack_range(f, p.begin, p.end, f.comm.data() + (owner ? static_cast<size_t>(p.owner) * p.numel * esize() : 0));
+      pack_range(f, p.begin, p.end,
+                 f.comm.data() + (owner ? static_cast<size_t>(p.owner) * p.numel * esize() : 0));
       return;
     }
     case Route::Allreduce:
       if (p.buffer_bytes == 0) {
         // The entries are views of the full gradient buffer, contiguous from the lowest layer up.
         f.in_place = f.entries.back().grad;
-        if (pre_ != 1.0f) device_.scale(DType::F32, f.in_place, pre_, p.numel, stream_);
+        if (pre_ != 1.0f) device_.scale(options_.model_dtype, f.in_place, pre_, p.numel, stream_);
         return;
       }
       pack_range(f, p.begin, p.end, f.comm.data());
@@ -224,15 +236,17 @@ void GradReducer::pack_shards(InFlight& f) {
   const size_t shard_begin = shards_->shard_offset(layout_.layer_first(f.entries.back().layer));
   for (const Entry& e : f.entries) {
     const Range lr = layout_.layer_range(e.layer);
-    if (pre_ != 1.0f) device_.scale(DType::F32, e.grad, pre_, lr.size(), stream_);
+    if (pre_ != 1.0f) device_.scale(options_.model_dtype, e.grad, pre_, lr.size(), stream_);
     for (size_t p = layout_.layer_first(e.layer); p < layout_.layer_last(e.layer); ++p) {
-      const float* g = e.grad + (layout_.offset_at(p) - lr.begin);
+      const size_t g = layout_.offset_at(p) - lr.begin;
       const size_t s = shards_->shard_numel(p);
       for (int r = 0; r < world; ++r) {
         const size_t real = shards_->real_in_shard(p, r);
         if (real == 0) continue;
-        uint8_t* dst = f.comm.data() + (static_cast<size_t>(r) * k + shards_->shard_offset(p) - shard_begin) * esize();
-        copy_as(g + static_cast<size_t>(r) * s, dst, real);
+        uint8_t* dst =
+            f.comm.data() +
+            (static_cast<size_t>(r) * k + shards_->shard_offset(p) - shard_begin) * esize();
+        copy_as(at(e.grad, g + static_cast<size_t>(r) * s), dst, real);
       }
     }
   }
@@ -248,7 +262,8 @@ void GradReducer::launch(InFlight& f) {
   switch (p.route) {
     case Route::Allreduce: {
       timing_.bytes += bytes;
-      timing_.bus_bytes += 2.0 * static_cast<double>(world - 1) / static_cast<double>(world) * static_cast<double>(bytes);
+      timing_.bus_bytes += 2.0 * static_cast<double>(world - 1) / static_cast<double>(world) *
+                           static_cast<double>(bytes);
       void* data = f.in_place ? static_cast<void*>(f.in_place) : static_cast<void*>(f.comm.data());
       comm_.allreduce_on(device_, stream_, data, p.numel, dtype, kernels::ReduceOp::Sum);
       break;
@@ -265,7 +280,8 @@ void GradReducer::launch(InFlight& f) {
       for (int r = 0; r < comm_.size(); ++r) {
         if (r == p.owner) continue;
         timing_.bytes += bytes;
-        comm_.recv_on(device_, stream_, f.comm.data() + static_cast<size_t>(r) * bytes, p.numel, dtype, r);
+        comm_.recv_on(device_, stream_, f.comm.data() + static_cast<size_t>(r) * bytes, p.numel,
+                      dtype, r);
       }
       break;
     case Route::OwnerRuns:
@@ -274,22 +290,26 @@ void GradReducer::launch(InFlight& f) {
       timing_.bytes += bytes * world;
       timing_.bus_bytes += static_cast<double>((world - 1) * bytes);
       ++timing_.reduce_scatters;
-      comm_.reduce_scatter_on(device_, stream_, f.comm.data(), f.comm.data() + rank * bytes, p.numel, dtype,
-                              kernels::ReduceOp::Sum);
+      comm_.reduce_scatter_on(device_, stream_, f.comm.data(), f.comm.data() + rank * bytes,
+                              p.numel, dtype, kernels::ReduceOp::Sum);
       break;
     }
   }
   // When the collective finished, for the share of communication hidden behind backward.
   f.finished = std::make_shared<Clock::time_point>();
   auto finished = f.finished;
-  device_.host_task(stream_, [finished] { *finished = Clock::now(); }, {}, "time stamp");
+  device_.host_task(
+      stream_, [finished] { *finished = Clock::now(); }, {}, "time stamp");
 }
 
 void GradReducer::unpack(InFlight& f) {
   const Plan& p = *f.plan;
   const DType dtype = options_.comm_dtype;
   const int rank = comm_.rank();
-  auto partition_at = [&](size_t flat_offset) { return partition_ + (flat_offset - flat_->partition_begin(rank)); };
+  const DType gdt = options_.model_dtype;
+  auto partition_at = [&](size_t flat_offset) {
+    return at(partition_, flat_offset - flat_->partition_begin(rank));
+  };
   switch (p.route) {
     case Route::OwnerRuns: {
       // Only this rank's run came back reduced: stage 1 overwrites its gradients with it, stage 2
@@ -298,10 +318,12 @@ void GradReducer::unpack(InFlight& f) {
       if (mine.size() == 0) return;
       const uint8_t* block = f.comm.data() + static_cast<size_t>(rank) * p.numel * esize();
       if (mode_ == Mode::InPlace) {
-        device_.sum_blocks(dtype, block, 1, 0, post_, f.entries.back().grad + (mine.begin - p.begin), mine.size(),
-                           false, stream_);
+        device_.sum_blocks(dtype, block, 1, 0, post_, gdt,
+                           at(f.entries.back().grad, mine.begin - p.begin), mine.size(), false,
+                           stream_);
       } else {
-        device_.sum_blocks(dtype, block, 1, 0, post_, partition_at(mine.begin), mine.size(), true, stream_);
+        device_.sum_blocks(dtype, block, 1, 0, post_, gdt, partition_at(mine.begin), mine.size(),
+                           true, stream_);
       }
       return;
     }
@@ -309,16 +331,17 @@ void GradReducer::unpack(InFlight& f) {
       if (p.owner != rank) return;  // its copy went to the owner; nothing comes back
       if (mode_ == Mode::InPlace) {
         device_.sum_blocks(dtype, f.comm.data(), static_cast<size_t>(comm_.size()), p.numel, post_,
-                           f.entries.back().grad, p.numel, false, stream_);
+                           gdt, f.entries.back().grad, p.numel, false, stream_);
       } else {
         device_.sum_blocks(dtype, f.comm.data(), static_cast<size_t>(comm_.size()), p.numel, post_,
-                           partition_at(p.begin), p.numel, true, stream_);
+                           gdt, partition_at(p.begin), p.numel, true, stream_);
       }
       return;
     case Route::Shards: {
       const size_t shard_begin = shards_->shard_offset(layout_.layer_first(f.entries.back().layer));
       const uint8_t* mine = f.comm.data() + static_cast<size_t>(rank) * p.numel * esize();
-      device_.sum_blocks(dtype, mine, 1, 0, post_, partition_ + shard_begin, p.numel, true, stream_);
+      device_.sum_blocks(dtype, mine, 1, 0, post_, gdt, at(partition_, shard_begin), p.numel, true,
+                         stream_);
       return;
     }
     case Route::Allreduce:
@@ -326,14 +349,14 @@ void GradReducer::unpack(InFlight& f) {
   }
   // Allreduce: every rank holds the whole reduced bucket.
   if (mode_ == Mode::InPlace) {
-    float* g = f.entries.back().grad;
-    if (dtype != DType::F32) device_.cast(dtype, f.comm.data(), DType::F32, g, p.numel, stream_);
-    if (post_ != 1.0f) device_.scale(DType::F32, g, post_, p.numel, stream_);
+    void* g = f.entries.back().grad;
+    if (!f.in_place) device_.cast(dtype, f.comm.data(), gdt, g, p.numel, stream_);
+    if (post_ != 1.0f) device_.scale(gdt, g, post_, p.numel, stream_);
   } else if (mode_ == Mode::ToPartition) {
     const Range mine = run_of(rank, p.begin, p.end);
     if (mine.size() == 0) return;
-    device_.sum_blocks(dtype, f.comm.data() + (mine.begin - p.begin) * esize(), 1, 0, post_, partition_at(mine.begin),
-                       mine.size(), true, stream_);
+    device_.sum_blocks(dtype, f.comm.data() + (mine.begin - p.begin) * esize(), 1, 0, post_, gdt,
+                       partition_at(mine.begin), mine.size(), true, stream_);
   } else {
     // Stage 3 keeps, of every parameter in the bucket, the shard this rank stores.
     const size_t first = layout_.layer_first(f.entries.back().layer);
@@ -341,9 +364,10 @@ void GradReducer::unpack(InFlight& f) {
     for (size_t q = first; q < last; ++q) {
       const size_t real = shards_->real_in_shard(q, rank);
       if (real == 0) continue;
-      const size_t from = layout_.offset_at(q) - p.begin + shards_->shard_numel(q) * static_cast<size_t>(rank);
-      device_.sum_blocks(dtype, f.comm.data() + from * esize(), 1, 0, post_, partition_ + shards_->shard_offset(q), real,
-                         true, stream_);
+      const size_t from =
+          layout_.offset_at(q) - p.begin + shards_->shard_numel(q) * static_cast<size_t>(rank);
+      device_.sum_blocks(dtype, f.comm.data() + from * esize(), 1, 0, post_, gdt,
+                         at(partition_, shards_->shard_offset(q)), real, true, stream_);
     }
   }
 }
@@ -378,8 +402,9 @@ Buffer<uint8_t> GradReducer::take_buffer(size_t bytes) {
       return b;
     }
     if (!spare_.empty()) {
-      spare_.erase(std::max_element(spare_.begin(), spare_.end(),
-                                    [](const auto& a, const auto& b) { return a.size() < b.size(); }));
+      spare_.erase(std::max_element(spare_.begin(), spare_.end(), [](const auto& a, const auto& b) {
+        return a.size() < b.size();
+      }));
     }
   }
   return ctx_.buffer<uint8_t>(MemoryKind::Buffers, bytes, stream_);

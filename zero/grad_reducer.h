@@ -59,15 +59,17 @@ class GradReducer {
  public:
   enum class Mode { InPlace, ToPartition, ToShards };
 
-  // `partition` (ToPartition/ToShards) receives the reduced gradients, added to what it holds.
+  // Gradients are in options.model_dtype. `partition` (ToPartition/ToShards) receives the
+  // reduced gradients, added to what it holds.
   // Once a layer's gradients have been packed for communication, `copied(layer)` is called: the
   // caller may free that memory then, in the order of the communication stream.
-  GradReducer(Mode mode, const ZeroLayout& layout, const Partitioning& partitioning, ZeroContext& context,
-              float* partition, std::function<void(int)> copied);
+  GradReducer(Mode mode, const ZeroLayout& layout, const Partitioning& partitioning,
+              ZeroContext& context, void* partition, std::function<void(int)> copied);
   ~GradReducer();
 
-  // The gradients of `layer` (its layer_numel floats, ZeRO order) are final on the compute stream.
-  void add(int layer, float* grad);
+  // The gradients of `layer` (its layer_numel elements, ZeRO order) are final on the compute
+  // stream.
+  void add(int layer, void* grad);
   // Reduces what is left and waits for every reduction; the compute stream is ordered after them.
   void flush_and_wait();
   const CommTiming& timing() const { return timing_; }
@@ -77,22 +79,23 @@ class GradReducer {
   enum class Route { Allreduce, OwnerRuns, ToOwner, Shards };
   struct Entry {
     int layer;
-    float* grad;
+    void* grad;
   };
   // How one bucket travels, planned once.
   struct Plan {
     Route route = Route::Allreduce;
-    size_t begin = 0, end = 0;   // the bucket's range of the flat buffer (ZeRO order)
-    size_t numel = 0;            // Allreduce/ToOwner: the bucket; OwnerRuns/Shards: one rank's block
-    int owner = -1;              // ToOwner: the rank whose partition holds the bucket
-    std::vector<Range> runs;     // OwnerRuns: every rank's run of the bucket
-    size_t buffer_bytes = 0;     // the communication buffer (0: in place)
+    size_t begin = 0, end = 0;  // the bucket's range of the flat buffer (ZeRO order)
+    size_t numel = 0;           // Allreduce/ToOwner: the bucket; OwnerRuns/Shards: one rank's block
+    int owner = -1;             // ToOwner: the rank whose partition holds the bucket
+    std::vector<Range> runs;    // OwnerRuns: every rank's run of the bucket
+    size_t buffer_bytes = 0;    // the communication buffer (0: in place)
   };
   struct InFlight {
     std::vector<Entry> entries;  // from the highest layer down
     const Plan* plan = nullptr;
-    Buffer<uint8_t> comm;        // what the collective reads and writes (unless in place)
-    float* in_place = nullptr;   // InPlace fp32 allreduce: the range of the full buffer
+    Buffer<uint8_t> comm;  // what the collective reads and writes (unless in place)
+    void* in_place =
+        nullptr;  // InPlace allreduce in the model's dtype: the range of the full buffer
     std::unique_ptr<device::Event> done;
     std::shared_ptr<std::chrono::steady_clock::time_point> finished;
     std::chrono::steady_clock::time_point launched;
@@ -102,8 +105,13 @@ class GradReducer {
   void finish_oldest();
   const Plan& plan_for(const std::vector<Entry>& entries);
   Route route_for(size_t begin, size_t end) const;
-  Range run_of(int rank, size_t begin, size_t end) const;  // rank's part of [begin, end), stages 1/2
-  void copy_as(const float* src, void* dst, size_t count);  // src fp32 -> dst in the comm dtype
+  Range run_of(int rank, size_t begin,
+               size_t end) const;  // rank's part of [begin, end), stages 1/2
+  void copy_as(const void* src, void* dst, size_t count);  // model dtype -> comm dtype
+  // Element `offset` of a gradient buffer in the model's dtype.
+  void* at(void* grad, size_t offset) const {
+    return static_cast<uint8_t*>(grad) + offset * gsize();
+  }
   void pack(InFlight& f);
   void pack_range(const InFlight& f, size_t lo, size_t hi, uint8_t* dst);
   void pack_shards(InFlight& f);
@@ -113,6 +121,7 @@ class GradReducer {
   void give_back(Buffer<uint8_t>&& buffer);
   size_t bucket_numel() const;
   size_t esize() const { return kernels::dtype_size(options_.comm_dtype); }
+  size_t gsize() const { return kernels::dtype_size(options_.model_dtype); }
 
   Mode mode_;
   const ZeroLayout& layout_;
@@ -123,7 +132,7 @@ class GradReducer {
   comm::Communicator& comm_;
   device::Device& device_;
   device::Stream& stream_;  // the communication stream
-  float* partition_;
+  void* partition_;
   std::function<void(int)> copied_;
   bool to_owners_ = false;  // stages 1/2 with reduce_scatter and contiguous_gradients
   float pre_ = 1.0f, post_ = 1.0f;

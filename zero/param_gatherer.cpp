@@ -3,16 +3,23 @@
 
 namespace dsx::zero {
 
-ParamGatherer::ParamGatherer(const ZeroLayout& layout, const ShardedParams& shards, ZeroContext& context,
-                             const float* partition)
-    : layout_(layout), shards_(shards), ctx_(context), partition_(partition),
-      shards_updated_(context.device.create_event()), layers_(static_cast<size_t>(layout.num_layers())),
+ParamGatherer::ParamGatherer(const ZeroLayout& layout, const ShardedParams& shards,
+                             ZeroContext& context, const void* partition)
+    : layout_(layout),
+      shards_(shards),
+      ctx_(context),
+      partition_(static_cast<const uint8_t*>(partition)),
+      dtype_(context.options.model_dtype),
+      esize_(kernels::dtype_size(dtype_)),
+      shards_updated_(context.device.create_event()),
+      layers_(static_cast<size_t>(layout.num_layers())),
       persistent_(layers_.size(), false) {
   const ZeroOptions& options = ctx_.options;
   size_t persisted = 0;
   for (int l = 0; l < layout.num_layers(); ++l) {
     const size_t numel = layout.layer_numel(l);
-    if (numel <= options.param_persistence_threshold && persisted + numel <= options.model_persistence_threshold) {
+    if (numel <= options.param_persistence_threshold &&
+        persisted + numel <= options.model_persistence_threshold) {
       persistent_[static_cast<size_t>(l)] = true;
       persisted += numel;
     }
@@ -43,11 +50,12 @@ ParamGatherer::Gathered& ParamGatherer::start_gather(int layer) {
     stream.wait(*shards_updated_);
     shards_waited_ = true;
   }
-  slot->full = ctx_.buffer<float>(MemoryKind::Buffers, layout_.layer_numel(layer), stream);
-  Buffer<float> received = ctx_.buffer<float>(MemoryKind::Buffers, k * world, stream);
-  float* mine = received.data() + static_cast<size_t>(ctx_.comm.rank()) * k;
-  ctx_.device.copy(mine, partition_ + shard_begin, k * sizeof(float), stream);
-  ctx_.comm.allgather_on(ctx_.device, stream, mine, received.data(), k, kernels::DType::F32);
+  slot->full =
+      ctx_.buffer<uint8_t>(MemoryKind::Buffers, layout_.layer_numel(layer) * esize_, stream);
+  Buffer<uint8_t> received = ctx_.buffer<uint8_t>(MemoryKind::Buffers, k * world * esize_, stream);
+  uint8_t* mine = received.data() + static_cast<size_t>(ctx_.comm.rank()) * k * esize_;
+  ctx_.device.copy(mine, partition_ + shard_begin * esize_, k * esize_, stream);
+  ctx_.comm.allgather_on(ctx_.device, stream, mine, received.data(), k, dtype_);
   unpack(layer, received.data(), slot->full.data());
   received.reset(stream);
   slot->ready = ctx_.device.create_event();
@@ -57,20 +65,22 @@ ParamGatherer::Gathered& ParamGatherer::start_gather(int layer) {
   return *slot;
 }
 
-void ParamGatherer::unpack(int layer, const float* received, float* full) {
+void ParamGatherer::unpack(int layer, const uint8_t* received, uint8_t* full) {
   const size_t first = layout_.layer_first(layer);
   const size_t shard_begin = shards_.shard_offset(first);
   const size_t k = shards_.shard_offset(layout_.layer_last(layer)) - shard_begin;
   const size_t layer_begin = layout_.layer_range(layer).begin;
   for (size_t p = first; p < layout_.layer_last(layer); ++p) {
     const size_t s = shards_.shard_numel(p);
-    float* dst = full + (layout_.offset_at(p) - layer_begin);
+    uint8_t* dst = full + (layout_.offset_at(p) - layer_begin) * esize_;
     for (int r = 0; r < ctx_.comm.size(); ++r) {
       const size_t real = shards_.real_in_shard(p, r);
       if (real == 0) continue;
-      ctx_.device.copy(dst + static_cast<size_t>(r) * s,
-                       received + static_cast<size_t>(r) * k + (shards_.shard_offset(p) - shard_begin),
-                       real * sizeof(float), ctx_.comm_stream);
+      ctx_.device.copy(
+          dst + static_cast<size_t>(r) * s * esize_,
+          received +
+              (static_cast<size_t>(r) * k + (shards_.shard_offset(p) - shard_begin)) * esize_,
+          real * esize_, ctx_.comm_stream);
     }
   }
 }
@@ -80,14 +90,15 @@ void ParamGatherer::prefetch(int layer) {
   if (layer < 0 || layer >= layout_.num_layers() || options.prefetch_bucket_size == 0) return;
   if (layers_[static_cast<size_t>(layer)]) return;
   const size_t numel = layout_.layer_numel(layer);
-  if (numel == 0 || prefetched_ + numel > options.prefetch_bucket_size || live_ + numel > options.max_live_parameters) {
+  if (numel == 0 || prefetched_ + numel > options.prefetch_bucket_size ||
+      live_ + numel > options.max_live_parameters) {
     return;
   }
   start_gather(layer).prefetched = true;
   prefetched_ += numel;
 }
 
-const float* ParamGatherer::acquire(int layer) {
+const void* ParamGatherer::acquire(int layer) {
   auto& slot = layers_[static_cast<size_t>(layer)];
   if (!slot) start_gather(layer);
   if (slot->prefetched) {
@@ -110,7 +121,8 @@ void ParamGatherer::release(int layer, bool backward) {
     if (backward ? l < layer : l > layer) between += layout_.layer_numel(l);
   }
   between *= 2;
-  if (between <= ctx_.options.max_reuse_distance && live_ <= ctx_.options.max_live_parameters) return;
+  if (between <= ctx_.options.max_reuse_distance && live_ <= ctx_.options.max_live_parameters)
+    return;
   drop(layer);
 }
 
@@ -130,13 +142,14 @@ void ParamGatherer::invalidate() {
   shards_waited_ = false;
 }
 
-void ParamGatherer::gather_all(float* out) {
+void ParamGatherer::gather_all(void* out) {
   for (int l = 0; l < layout_.num_layers(); ++l) {
     const size_t numel = layout_.layer_numel(l);
     if (numel == 0) continue;
     const bool had = layers_[static_cast<size_t>(l)].has_value();
-    const float* full = acquire(l);
-    ctx_.device.copy(out + layout_.layer_range(l).begin, full, numel * sizeof(float), ctx_.compute);
+    const void* full = acquire(l);
+    ctx_.device.copy(static_cast<uint8_t*>(out) + layout_.layer_range(l).begin * esize_, full,
+                     numel * esize_, ctx_.compute);
     if (!had) drop(l);
   }
   ctx_.compute.synchronize(ctx_.options.comm_timeout);

@@ -30,19 +30,22 @@ namespace dsx::zero {
 
 class ParamGatherer {
  public:
-  ParamGatherer(const ZeroLayout& layout, const ShardedParams& shards, ZeroContext& context, const float* partition);
+  // `partition`: this rank's shards in the model's dtype.
+  ParamGatherer(const ZeroLayout& layout, const ShardedParams& shards, ZeroContext& context, const void* partition);
   ~ParamGatherer();
 
   void prefetch(int layer);
-  // The layer's parameters, full, in ZeRO order (layer_numel floats); valid until release().
-  const float* acquire(int layer);
+  // The layer's parameters, full, in ZeRO order (layer_numel elements of the model's dtype);
+  // valid until release().
+  const void* acquire(int layer);
   // `backward`: the model is in its backward pass (the layer's next use is the next step).
   void release(int layer, bool backward);
   // The parameters changed (an optimizer step on the compute stream): every gathered copy is
   // stale, and later gathers start after the compute stream's work so far.
   void invalidate();
-  // Every parameter, full, in ZeRO order (numel floats). A collective: all ranks call it.
-  void gather_all(float* out);
+  // Every parameter, full, in ZeRO order, into host memory `out` (numel elements of the model's
+  // dtype). A collective: all ranks call it.
+  void gather_all(void* out);
 
   size_t live_elements() const { return live_; }
   bool persistent(int layer) const { return persistent_[static_cast<size_t>(layer)]; }
@@ -50,7 +53,7 @@ class ParamGatherer {
 
  private:
   struct Gathered {
-    Buffer<float> full;
+    Buffer<uint8_t> full;
     std::unique_ptr<device::Event> ready;  // on the communication stream, after the unpack
     bool prefetched = false;
     bool used = false;  // the compute stream waited for `ready`
@@ -58,12 +61,14 @@ class ParamGatherer {
 
   Gathered& start_gather(int layer);
   void drop(int layer);
-  void unpack(int layer, const float* received, float* full);
+  void unpack(int layer, const uint8_t* received, uint8_t* full);
 
   const ZeroLayout& layout_;
   const ShardedParams& shards_;
   ZeroContext& ctx_;
-  const float* partition_;
+  const uint8_t* partition_;
+  kernels::DType dtype_;
+  size_t esize_;
   std::unique_ptr<device::Event> shards_updated_;
   bool shards_waited_ = false;  // the communication stream waited for the latest update
   std::vector<std::optional<Gathered>> layers_;

@@ -10,13 +10,13 @@ namespace {
 class FullParams : public ParamStore {
  public:
   FullParams(const ZeroLayout& layout, const Partitioning& partitioning, ZeroContext& context)
-      : layout_(layout), ctx_(context) {
-    storage_ = ctx_.buffer<float>(MemoryKind::Params, partitioning.storage_numel(), ctx_.compute);
+      : ParamStore(partitioning, context), layout_(layout), ctx_(context) {}
+  const void* acquire(int layer) override {
+    return storage_.data() + layout_.layer_range(layer).begin * esize_;
   }
-  const float* acquire(int layer) override { return storage_.data() + layout_.layer_range(layer).begin; }
   void after_step() override {}
-  void gather_all(float* out) override {
-    ctx_.device.copy(out, storage_.data(), layout_.numel() * sizeof(float), ctx_.compute);
+  void gather_all(void* out) override {
+    ctx_.device.copy(out, storage_.data(), layout_.numel() * esize_, ctx_.compute);
     ctx_.compute.synchronize(ctx_.options.comm_timeout);
   }
 
@@ -28,12 +28,14 @@ class FullParams : public ParamStore {
 class FlatParams final : public FullParams {
  public:
   FlatParams(const ZeroLayout& layout, const Partitioning& partitioning, ZeroContext& context)
-      : FullParams(layout, partitioning, context), flat_(*partitioning.flat()),
-        plan_(plan_allgather(flat_, context.options.allgather_bucket_size)), updated_(context.device.create_event()),
+      : FullParams(layout, partitioning, context),
+        flat_(*partitioning.flat()),
+        plan_(plan_allgather(flat_, context.options.allgather_bucket_size)),
+        updated_(context.device.create_event()),
         gathered_(context.device.create_event()) {}
   void after_step() override {
     ctx_.order(ctx_.compute, ctx_.comm_stream, *updated_);
-    allgather_partitions(flat_, plan_, storage_.data(), ctx_);
+    allgather_partitions(flat_, plan_, storage_.data(), ctx_.options.model_dtype, ctx_);
     ctx_.order(ctx_.comm_stream, ctx_.compute, *gathered_);
   }
 
@@ -45,16 +47,17 @@ class FlatParams final : public FullParams {
 
 class ShardedStore final : public ParamStore {
  public:
-  ShardedStore(const ZeroLayout& layout, const Partitioning& partitioning, ZeroContext& context) {
-    storage_ = context.buffer<float>(MemoryKind::Params, partitioning.storage_numel(), context.compute);
-    gatherer_ = std::make_unique<ParamGatherer>(layout, *partitioning.sharded(), context, storage_.data());
+  ShardedStore(const ZeroLayout& layout, const Partitioning& partitioning, ZeroContext& context)
+      : ParamStore(partitioning, context) {
+    gatherer_ =
+        std::make_unique<ParamGatherer>(layout, *partitioning.sharded(), context, storage_.data());
   }
   void prefetch(int layer) override { gatherer_->prefetch(layer); }
-  const float* acquire(int layer) override { return gatherer_->acquire(layer); }
+  const void* acquire(int layer) override { return gatherer_->acquire(layer); }
   void release(int layer, bool backward) override { gatherer_->release(layer, backward); }
   void after_step() override { gatherer_->invalidate(); }
   void written() override { gatherer_->invalidate(); }
-  void gather_all(float* out) override { gatherer_->gather_all(out); }
+  void gather_all(void* out) override { gatherer_->gather_all(out); }
 
  private:
   std::unique_ptr<ParamGatherer> gatherer_;
@@ -62,7 +65,20 @@ class ShardedStore final : public ParamStore {
 
 }  // namespace
 
-std::unique_ptr<ParamStore> make_param_store(const ZeroLayout& layout, const Partitioning& partitioning,
+ParamStore::ParamStore(const Partitioning& partitioning, ZeroContext& ctx)
+    : partition_offset_(partitioning.partition_offset(ctx.comm.rank())),
+      esize_(kernels::dtype_size(ctx.options.model_dtype)),
+      separate_master_(ctx.options.model_dtype != kernels::DType::F32) {
+  storage_ =
+      ctx.buffer<uint8_t>(MemoryKind::Params, partitioning.storage_numel() * esize_, ctx.compute);
+  // DeepSpeed counts the fp32 master among the optimizer's 12 bytes per parameter.
+  if (separate_master_)
+    master_ =
+        ctx.buffer<float>(MemoryKind::OptimizerState, partitioning.partition_numel(), ctx.compute);
+}
+
+std::unique_ptr<ParamStore> make_param_store(const ZeroLayout& layout,
+                                             const Partitioning& partitioning,
                                              ZeroContext& context) {
   if (partitioning.sharded()) return std::make_unique<ShardedStore>(layout, partitioning, context);
   if (partitioning.flat()) return std::make_unique<FlatParams>(layout, partitioning, context);

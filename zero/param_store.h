@@ -5,7 +5,9 @@
 //                         the compute stream waits for them.
 //   Sharded (stage 3)     every rank keeps its shards; layers are gathered for the model
 //                         (ParamGatherer) and dropped after the step.
-// The storage is fp32 in ZeRO order; this rank's partition of it is what the optimizer updates.
+// The storage is in ZeRO order and in the model's dtype. For an fp32 model it is its own master
+// copy; for a 16-bit one the store also keeps this rank's fp32 master partition (DeepSpeed's
+// mixed-precision layout), which the optimizer updates while writing the 16-bit copy.
 #pragma once
 
 #include <memory>
@@ -20,25 +22,40 @@ class ParamStore {
  public:
   virtual ~ParamStore() = default;
   virtual void prefetch(int layer) { (void)layer; }
-  // The layer's parameters, full, in ZeRO order; the compute stream is ordered after their arrival.
-  virtual const float* acquire(int layer) = 0;
+  // The layer's parameters, full, in ZeRO order and the model's dtype; the compute stream is
+  // ordered after their arrival.
+  virtual const void* acquire(int layer) = 0;
   virtual void release(int layer, bool backward) {
     (void)layer;
     (void)backward;
   }
-  // The optimizer updated this rank's partition on the compute stream.
+  // This rank's partition was updated on the compute stream (the working copy too).
   virtual void after_step() = 0;
   // The storage was written on the compute stream (initial values): later gathers read it.
   virtual void written() {}
-  // Every parameter in ZeRO order into host memory `out`. A collective at stage 3.
-  virtual void gather_all(float* out) = 0;
-  float* storage() { return storage_.data(); }
+  // Every parameter in ZeRO order into host memory `out`, in the model's dtype. A collective at
+  // stage 3.
+  virtual void gather_all(void* out) = 0;
+
+  uint8_t* storage() { return storage_.data(); }
+  // This rank's working copy of its partition, and its fp32 master partition.
+  void* working_partition() { return storage_.data() + partition_offset_ * esize_; }
+  float* master() {
+    return separate_master_ ? master_.data() : reinterpret_cast<float*>(working_partition());
+  }
+  bool separate_master() const { return separate_master_; }
 
  protected:
-  Buffer<float> storage_;
+  ParamStore(const Partitioning& partitioning, ZeroContext& context);
+  Buffer<uint8_t> storage_;
+  Buffer<float> master_;  // 16-bit models only
+  size_t partition_offset_;
+  size_t esize_;
+  bool separate_master_;
 };
 
-std::unique_ptr<ParamStore> make_param_store(const ZeroLayout& layout, const Partitioning& partitioning,
+std::unique_ptr<ParamStore> make_param_store(const ZeroLayout& layout,
+                                             const Partitioning& partitioning,
                                              ZeroContext& context);
 
 }  // namespace dsx::zero

@@ -31,8 +31,9 @@ struct AllgatherPlan {
 
 AllgatherPlan plan_allgather(const FlatPartition& flat, size_t allgather_bucket_size);
 
-// `full` is the padded flat buffer (N·S elements); this rank's partition is updated by the work
-// enqueued so far on the communication stream (the caller orders it after the optimizer).
-void allgather_partitions(const FlatPartition& flat, const AllgatherPlan& plan, float* full, ZeroContext& context);
+// `full` is the padded flat buffer (N·S elements of `dtype`); this rank's partition is updated by
+// the work enqueued so far on the communication stream (the caller orders it after the optimizer).
+void allgather_partitions(const FlatPartition& flat, const AllgatherPlan& plan, void* full, kernels::DType dtype,
+                          ZeroContext& context);
 
 }  // namespace dsx::zero

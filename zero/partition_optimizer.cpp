@@ -99,7 +99,13 @@ std::vector<std::pair<std::string, Buffer<float>*>> PartitionOptimizer::state() 
 }
 
 void PartitionOptimizer::step(float* param, const float* grad, float grad_factor, const StepHyper& hyper,
-                              const std::function<void(double*, size_t)>& sum_across_ranks) {
+                              const std::function<void(double*, size_t)>& sum_across_ranks, kernels::ParamCopy copy) {
+  // The working copy of elements [begin, ...) of the partition.
+  auto copy_at = [copy](size_t begin) {
+    kernels::ParamCopy c = copy;
+    if (c.data) c.data = static_cast<uint8_t*>(c.data) + begin * kernels::dtype_size(c.dtype);
+    return c;
+  };
   ++steps_;
   const float lr = static_cast<float>(hyper.lr);
   float* a = state_a_.data();
@@ -113,7 +119,8 @@ void PartitionOptimizer::step(float* param, const float* grad, float grad_factor
       for_each_decay_run(segments_, [&](size_t begin, size_t count, bool decay) {
         kernels::AdamHyper run = h;
         if (!decay) run.weight_decay = 0;
-        device_.adam_step(run, steps_, grad_factor, param + begin, grad + begin, a + begin, b + begin, count, stream_);
+        device_.adam_step(run, steps_, grad_factor, param + begin, grad + begin, a + begin, b + begin, count,
+                          copy_at(begin), stream_);
       });
       break;
     }
@@ -125,7 +132,7 @@ void PartitionOptimizer::step(float* param, const float* grad, float grad_factor
       for_each_decay_run(segments_, [&](size_t begin, size_t count, bool decay) {
         kernels::LionHyper run = h;
         if (!decay) run.weight_decay = 0;
-        device_.lion_step(run, grad_factor, param + begin, grad + begin, a + begin, count, stream_);
+        device_.lion_step(run, grad_factor, param + begin, grad + begin, a + begin, count, copy_at(begin), stream_);
       });
       break;
     }
@@ -136,7 +143,7 @@ void PartitionOptimizer::step(float* param, const float* grad, float grad_factor
         kernels::SgdHyper run = h;
         if (!decay) run.weight_decay = 0;
         device_.sgd_step(run, steps_, grad_factor, param + begin, grad + begin, a ? a + begin : nullptr, count,
-                         stream_);
+                         copy_at(begin), stream_);
       });
       break;
     }
@@ -146,7 +153,8 @@ void PartitionOptimizer::step(float* param, const float* grad, float grad_factor
       for_each_decay_run(segments_, [&](size_t begin, size_t count, bool decay) {
         kernels::AdagradHyper run = h;
         if (!decay) run.weight_decay = 0;
-        device_.adagrad_step(run, grad_factor, param + begin, grad + begin, a + begin, count, stream_);
+        device_.adagrad_step(run, grad_factor, param + begin, grad + begin, a + begin, count, copy_at(begin),
+                             stream_);
       });
       break;
     }
@@ -155,7 +163,7 @@ void PartitionOptimizer::step(float* param, const float* grad, float grad_factor
       h.lr = lr;
       if (hyper.beta1) h.beta1 = static_cast<float>(*hyper.beta1);
       if (hyper.beta2) h.beta2 = static_cast<float>(*hyper.beta2);
-      step_lamb(param, grad, grad_factor, h, sum_across_ranks);
+      step_lamb(param, grad, grad_factor, h, sum_across_ranks, copy);
       break;
     }
   }
@@ -166,7 +174,8 @@ void PartitionOptimizer::step(float* param, const float* grad, float grad_factor
 // pieces' sums come to the host (one synchronisation per step) and go back as one table.
 void PartitionOptimizer::step_lamb(float* param, const float* grad, float grad_factor,
                                    const kernels::LambHyper& hyper,
-                                   const std::function<void(double*, size_t)>& sum_across_ranks) {
+                                   const std::function<void(double*, size_t)>& sum_across_ranks,
+                                   kernels::ParamCopy copy) {
   float* a = state_a_.data();
   float* b = state_b_.data();
   const size_t n = segments_.size();
@@ -192,7 +201,9 @@ void PartitionOptimizer::step_lamb(float* param, const float* grad, float grad_f
   for (const Segment& s : segments_) {
     kernels::LambHyper h = hyper;
     if (!s.decay) h.weight_decay = 0;
-    device_.lamb_apply(h, steps_, param + s.begin, a + s.begin, b + s.begin, s.count, totals.data() + 2 * s.tensor,
+    kernels::ParamCopy c = copy;
+    if (c.data) c.data = static_cast<uint8_t*>(c.data) + s.begin * kernels::dtype_size(c.dtype);
+    device_.lamb_apply(h, steps_, param + s.begin, a + s.begin, b + s.begin, s.count, totals.data() + 2 * s.tensor, c,
                        stream_);
   }
   // `sums` is host memory the copy reads: it must land before the vector goes.

@@ -13,6 +13,7 @@
 
 #include "device/device.h"
 #include "kernels/optimizer_math.h"
+#include "kernels/optimizers.h"
 #include "zero/memory.h"
 
 namespace dsx::zero {
@@ -57,8 +58,10 @@ class PartitionOptimizer {
   // One update of `param` (numel fp32, device) with `grad` (numel fp32, multiplied by
   // grad_factor first), enqueued on the stream. For LAMB, `sum_across_ranks` adds the
   // 2 * num_tensors per-tensor squares (host values) of all ranks in place (identity on one rank).
+  // `copy` (data: the working copy of the partition's first element) also receives the updated
+  // parameters in its dtype.
   void step(float* param, const float* grad, float grad_factor, const StepHyper& hyper,
-            const std::function<void(double*, size_t)>& sum_across_ranks);
+            const std::function<void(double*, size_t)>& sum_across_ranks, kernels::ParamCopy copy = {});
 
   const OptimizerSpec& spec() const { return spec_; }
   int64_t steps() const { return steps_; }
@@ -69,7 +72,7 @@ class PartitionOptimizer {
 
  private:
   void step_lamb(float* param, const float* grad, float grad_factor, const kernels::LambHyper& hyper,
-                 const std::function<void(double*, size_t)>& sum_across_ranks);
+                 const std::function<void(double*, size_t)>& sum_across_ranks, kernels::ParamCopy copy);
 
   OptimizerSpec spec_;
   device::Device& device_;

@@ -9,6 +9,7 @@
 
 #include "comm/host_device.h"
 #include "dsx/error.h"
+#include "kernels/mixed_precision.h"
 
 namespace dsx::zero {
 namespace {
@@ -31,38 +32,64 @@ ZeroEngine::ZeroEngine(const std::vector<ModelParam>& params, int num_layers, co
     : ZeroEngine(params, num_layers, initial, options, comm, nullptr, &device) {}
 
 ZeroEngine::ZeroEngine(const std::vector<ModelParam>& params, int num_layers, const float* initial,
-                       const ZeroOptions& options, comm::Communicator& comm, std::unique_ptr<device::Device> owned,
-                       device::Device* device)
-    : owned_device_(std::move(owned)), device_(device ? *device : *owned_device_),
-      comm_stream_(device_.create_stream("zero.comm")), params_(params), options_(options), comm_(comm),
+                       const ZeroOptions& options, comm::Communicator& comm,
+                       std::unique_ptr<device::Device> owned, device::Device* device)
+    : owned_device_(std::move(owned)),
+      device_(device ? *device : *owned_device_),
+      comm_stream_(device_.create_stream("zero.comm")),
+      params_(params),
+      options_(options),
+      comm_(comm),
       ctx_{device_, device_.compute_stream(), *comm_stream_, comm, ledger_, options_},
-      layout_(infos_of(params), num_layers), scaler_(options.loss_scaler) {
+      layout_(infos_of(params), num_layers),
+      scaler_(options.loss_scaler) {
   partitioning_ = make_partitioning(options.stage, layout_, comm.size());  // refuses a bad stage
   ledger_.set_limit(options.memory_limit);
-  if (options.model_activation_bytes) ledger_.add(MemoryKind::Activations, options.model_activation_bytes);
+  if (options.model_activation_bytes)
+    ledger_.add(MemoryKind::Activations, options.model_activation_bytes);
   const int world = comm.size();
-  if (partitioning_->flat() && world > 1 && options.allgather_bucket_size < 2 * static_cast<size_t>(world)) {
+  if (partitioning_->flat() && world > 1 &&
+      options.allgather_bucket_size < 2 * static_cast<size_t>(world)) {
     // Shards of fewer than 2 elements per rank would take millions of allgathers per step.
-    throw Error(ErrorKind::Config, "zero_optimization.allgather_bucket_size is " +
-                                       std::to_string(options.allgather_bucket_size) +
-                                       " elements; the parameter allgather of " + std::to_string(world) +
-                                       " ranks needs at least " + std::to_string(2 * world) +
-                                       " (2 per rank). Raise it (DeepSpeed's default is 500000000).");
+    throw Error(ErrorKind::Config,
+                "zero_optimization.allgather_bucket_size is " +
+                    std::to_string(options.allgather_bucket_size) +
+                    " elements; the parameter allgather of " + std::to_string(world) +
+                    " ranks needs at least " + std::to_string(2 * world) +
+                    " (2 per rank). Raise it (DeepSpeed's default is 500000000).");
   }
   device::Stream& compute = ctx_.compute;
   params_store_ = make_param_store(layout_, *partitioning_, ctx_);
-  // The initial values this rank stores, copied from the model's layout.
+  // The initial values this rank stores, from the model's layout: the working copy in the model's
+  // dtype (rounded here, on the host) and, for a 16-bit model, the fp32 master partition.
+  const kernels::DType dtype = options.model_dtype;
+  std::vector<std::vector<uint8_t>> rounded;  // host sources of the copies, alive until they ran
   for (const Run& run : partitioning_->storage_runs(comm.rank())) {
-    const ModelParam& p = params_[layout_.index_at(run.position)];
-    device_.copy(params_store_->storage() + run.offset, initial + p.model_offset + run.param_offset,
-                 run.count * sizeof(float), compute);
+    const float* from =
+        initial + params_[layout_.index_at(run.position)].model_offset + run.param_offset;
+    const void* src = from;
+    if (dtype != kernels::DType::F32) {
+      rounded.emplace_back(model_bytes(run.count));
+      kernels::cast(kernels::DType::F32, from, dtype, rounded.back().data(), run.count);
+      src = rounded.back().data();
+    }
+    device_.copy(params_store_->storage() + model_bytes(run.offset), src, model_bytes(run.count),
+                 compute);
+  }
+  if (params_store_->separate_master()) {
+    for (const Run& run : partitioning_->partition_runs(comm.rank())) {
+      const float* from =
+          initial + params_[layout_.index_at(run.position)].model_offset + run.param_offset;
+      device_.copy(params_store_->master() + run.offset, from, run.count * sizeof(float), compute);
+    }
   }
   grads_ = make_grad_store(options.stage, layout_, *partitioning_, ctx_);
-  reducer_ = std::make_unique<GradReducer>(grads_->mode(), layout_, *partitioning_, ctx_, grads_->reduced_into(),
+  reducer_ = std::make_unique<GradReducer>(grads_->mode(), layout_, *partitioning_, ctx_,
+                                           grads_->reduced_into(),
                                            [this](int layer) { grads_->packed(layer); });
-  optimizer_ = std::make_unique<PartitionOptimizer>(options_.optimizer, master_numel(),
-                                                    partitioning_->segments(comm.rank()), layout_.num_params(),
-                                                    ledger_, device_, compute);
+  optimizer_ = std::make_unique<PartitionOptimizer>(
+      options_.optimizer, master_numel(), partitioning_->segments(comm.rank()),
+      layout_.num_params(), ledger_, device_, compute);
   scalar_ = Buffer<double>(device_, compute, scratch_ledger_, MemoryKind::Buffers, 1);
   layer_params_.assign(static_cast<size_t>(num_layers), nullptr);
   // `initial` is the caller's: the copies must have read it before the constructor returns.
@@ -79,13 +106,13 @@ ZeroEngine::~ZeroEngine() {
   }
 }
 
-void ZeroEngine::touch(const float* data, size_t count, device::Access access, const char* what) {
-  const std::array<device::Touch, 1> t{device::Touch{data, count * sizeof(float), access}};
+void ZeroEngine::touch(const void* data, size_t bytes, device::Access access, const char* what) {
+  const std::array<device::Touch, 1> t{device::Touch{data, bytes, access}};
   device_.declare(ctx_.compute, t, what);
 }
 
-void ZeroEngine::host_touch(const float* data, size_t count, const char* what) {
-  const std::array<device::Touch, 1> t{device::Touch{data, count * sizeof(float), device::Access::Write}};
+void ZeroEngine::host_touch(const void* data, size_t bytes, const char* what) {
+  const std::array<device::Touch, 1> t{device::Touch{data, bytes, device::Access::Write}};
   device_.host_access(t, what);
 }
 
@@ -96,10 +123,10 @@ void ZeroEngine::host_sync() {
 
 float* ZeroEngine::master_partition() {
   host_sync();
-  float* master = params_store_->storage() + partitioning_->partition_offset(comm_.rank());
-  host_touch(master, master_numel(), "the host's use of the master partition");
+  float* master = params_store_->master();
+  host_touch(master, master_numel() * sizeof(float), "the host's use of the master partition");
   for (auto& [name, buffer] : optimizer_->state()) {
-    host_touch(buffer->data(), buffer->size(), "the host's use of the optimizer state");
+    host_touch(buffer->data(), buffer->bytes(), "the host's use of the optimizer state");
   }
   return master;
 }
@@ -109,21 +136,22 @@ size_t ZeroEngine::master_numel() const { return partitioning_->partition_numel(
 // ---- the model's side ----
 
 void ZeroEngine::acquire(int layer) {
-  const float* full = params_store_->acquire(layer);
+  const auto* full = static_cast<const uint8_t*>(params_store_->acquire(layer));
   layer_params_[static_cast<size_t>(layer)] = full;
-  touch(full, layout_.layer_numel(layer), device::Access::Read, "the model's read of a layer's parameters");
+  touch(full, model_bytes(layout_.layer_numel(layer)), device::Access::Read,
+        "the model's read of a layer's parameters");
 }
 
 void ZeroEngine::prefetch(int layer) { params_store_->prefetch(layer); }
 
-const float* ZeroEngine::param(size_t index) {
+const void* ZeroEngine::param(size_t index) {
   const int layer = params_[index].info.layer;
-  const float* full = layer_params_[static_cast<size_t>(layer)];
+  const uint8_t* full = layer_params_[static_cast<size_t>(layer)];
   if (!full) {
-    throw Error(ErrorKind::Internal, "parameter " + std::to_string(index) + " of layer " + std::to_string(layer) +
-                                         " read before acquire()");
+    throw Error(ErrorKind::Internal, "parameter " + std::to_string(index) + " of layer " +
+                                         std::to_string(layer) + " read before acquire()");
   }
-  return full + (layout_.flat_offset(index) - layout_.layer_range(layer).begin);
+  return full + model_bytes(layout_.flat_offset(index) - layout_.layer_range(layer).begin);
 }
 
 void ZeroEngine::release(int layer) {
@@ -131,11 +159,14 @@ void ZeroEngine::release(int layer) {
   params_store_->release(layer, backward_);
 }
 
-float* ZeroEngine::grad(size_t index) { return grads_->grad(params_[index].info.layer, layout_.flat_offset(index)); }
+void* ZeroEngine::grad(size_t index) {
+  return grads_->grad(params_[index].info.layer, layout_.flat_offset(index));
+}
 
 void ZeroEngine::grad_ready(int layer) {
-  float* g = grads_->layer_grads(layer);
-  touch(g, layout_.layer_numel(layer), device::Access::Write, "the model's write of a layer's gradients");
+  void* g = grads_->layer_grads(layer);
+  touch(g, model_bytes(layout_.layer_numel(layer)), device::Access::Write,
+        "the model's write of a layer's gradients");
   if (grads_->reduces(boundary_)) reducer_->add(layer, g);
 }
 
@@ -150,9 +181,9 @@ void ZeroEngine::end_micro_step() {
   if (grads_->reduces(boundary_)) reducer_->flush_and_wait();
 }
 
-double ZeroEngine::read_sum_of_squares(const float* data, size_t count) {
+double ZeroEngine::read_sum_of_squares(kernels::DType dtype, const void* data, size_t count) {
   double value = 0;
-  device_.sum_of_squares(kernels::DType::F32, data, count, scalar_.data(), ctx_.compute);
+  device_.sum_of_squares(dtype, data, count, scalar_.data(), ctx_.compute);
   device_.copy(&value, scalar_.data(), sizeof value, ctx_.compute);
   ctx_.compute.synchronize(options_.comm_timeout);
   return value;
@@ -162,10 +193,12 @@ double ZeroEngine::read_sum_of_squares(const float* data, size_t count) {
 // memory (nccl reads only that) on the communication stream.
 void ZeroEngine::sum_across_ranks(double* values, size_t n) {
   if (!partitioning_->partitioned()) return;
-  if (rank_sums_.size() < n) rank_sums_ = Buffer<float>(device_, *comm_stream_, scratch_ledger_, MemoryKind::Buffers, n);
+  if (rank_sums_.size() < n)
+    rank_sums_ = Buffer<float>(device_, *comm_stream_, scratch_ledger_, MemoryKind::Buffers, n);
   std::vector<float> f(values, values + n);
   device_.copy(rank_sums_.data(), f.data(), n * sizeof(float), *comm_stream_);
-  comm_.allreduce_on(device_, *comm_stream_, rank_sums_.data(), n, kernels::DType::F32, kernels::ReduceOp::Sum);
+  comm_.allreduce_on(device_, *comm_stream_, rank_sums_.data(), n, kernels::DType::F32,
+                     kernels::ReduceOp::Sum);
   device_.copy(f.data(), rank_sums_.data(), n * sizeof(float), *comm_stream_);
   comm_stream_->synchronize(options_.comm_timeout);
   for (size_t i = 0; i < n; ++i) values[i] = f[i];
@@ -174,11 +207,12 @@ void ZeroEngine::sum_across_ranks(double* values, size_t n) {
 StepResult ZeroEngine::step(const StepHyper& hyper) {
   StepResult result;
   result.loss_scale = scaler_.scale();
-  float* grads = grads_->partition();
+  const kernels::DType dtype = options_.model_dtype;
+  void* grads = grads_->partition();
   const size_t count = master_numel();
 
   // Sum of squares of this rank's partition, summed over ranks (stage 0: every rank holds all).
-  double sum_sq = read_sum_of_squares(grads, count);
+  double sum_sq = read_sum_of_squares(dtype, grads, count);
   sum_across_ranks(&sum_sq, 1);
   const bool finite = std::isfinite(sum_sq);
   if (!finite && options_.check_overflow) {
@@ -199,9 +233,21 @@ StepResult ZeroEngine::step(const StepHyper& hyper) {
       result.clip_coefficient = 1.0 / c;
     }
   }
-  float* master = params_store_->storage() + partitioning_->partition_offset(comm_.rank());
-  optimizer_->step(master, grads, static_cast<float>(1.0 / combined), hyper,
-                   [this](double* values, size_t n) { sum_across_ranks(values, n); });
+  // The optimizer reads fp32 gradients: a 16-bit model's are widened for the step only. It writes
+  // the fp32 master and, for a 16-bit model, the working copy of the partition.
+  const float* grads32 = static_cast<const float*>(grads);
+  Buffer<float> widened;
+  kernels::ParamCopy copy;
+  if (params_store_->separate_master()) {
+    widened = ctx_.buffer<float>(MemoryKind::Buffers, count, ctx_.compute);
+    device_.cast(dtype, grads, kernels::DType::F32, widened.data(), count, ctx_.compute);
+    grads32 = widened.data();
+    copy = {dtype, params_store_->working_partition()};
+  }
+  optimizer_->step(
+      params_store_->master(), grads32, static_cast<float>(1.0 / combined), hyper,
+      [this](double* values, size_t n) { sum_across_ranks(values, n); }, copy);
+  widened.reset(ctx_.compute);
   scaler_.update(false);
   params_store_->after_step();
   grads_->zero();
@@ -210,15 +256,26 @@ StepResult ZeroEngine::step(const StepHyper& hyper) {
 }
 
 void ZeroEngine::load_master_partition(const float* values) {
-  float* master = params_store_->storage() + partitioning_->partition_offset(comm_.rank());
-  device_.copy(master, values, master_numel() * sizeof(float), ctx_.compute);
+  device_.copy(params_store_->master(), values, master_numel() * sizeof(float), ctx_.compute);
+  if (params_store_->separate_master()) {
+    device_.cast(kernels::DType::F32, params_store_->master(), options_.model_dtype,
+                 params_store_->working_partition(), master_numel(), ctx_.compute);
+  }
   params_store_->after_step();  // stages 1/2: an allgather, so every rank is here
-  host_sync();  // `values` is the caller's
+  host_sync();                  // `values` is the caller's
 }
 
 void ZeroEngine::gather_params(float* model_flat) {
+  // The parameters as the model sees them, widened to fp32 for a 16-bit model.
   std::vector<float> full(layout_.numel());
-  params_store_->gather_all(full.data());
+  if (options_.model_dtype == kernels::DType::F32) {
+    params_store_->gather_all(full.data());
+  } else {
+    std::vector<uint8_t> working(model_bytes(layout_.numel()));
+    params_store_->gather_all(working.data());
+    kernels::cast(options_.model_dtype, working.data(), kernels::DType::F32, full.data(),
+                  full.size());
+  }
   for (size_t i = 0; i < params_.size(); ++i) {
     std::memcpy(model_flat + params_[i].model_offset, full.data() + layout_.flat_offset(i),
                 params_[i].info.numel * sizeof(float));
@@ -232,8 +289,8 @@ size_t ZeroEngine::partition_numel_of(const ZeroLayout& layout, int stage, int w
   return make_partitioning(stage, layout, world)->partition_numel();
 }
 
-void ZeroEngine::scatter_partition(const ZeroLayout& layout, int stage, int world, int rank, const float* partition,
-                                   float* full) {
+void ZeroEngine::scatter_partition(const ZeroLayout& layout, int stage, int world, int rank,
+                                   const float* partition, float* full) {
   make_partitioning(stage, layout, world)->scatter(partition, full, rank);
 }
 

@@ -63,9 +63,10 @@ class ZeroEngine {
   // ---- the model's side ----
   void acquire(int layer);
   void prefetch(int layer);
-  const float* param(size_t index);
+  // In the model's dtype (ZeroOptions::model_dtype).
+  const void* param(size_t index);
   void release(int layer);
-  float* grad(size_t index);
+  void* grad(size_t index);
   void grad_ready(int layer);
 
   // ---- the engine's side ----
@@ -100,20 +101,24 @@ class ZeroEngine {
   // Elements in one rank's partition of a job of `world` ranks at `stage`.
   static size_t partition_numel_of(const ZeroLayout& layout, int stage, int world, int rank);
   // Writes that rank's partition into `full` (numel elements, ZeRO order); padding is dropped.
-  static void scatter_partition(const ZeroLayout& layout, int stage, int world, int rank, const float* partition,
-                                float* full);
+  static void scatter_partition(const ZeroLayout& layout, int stage, int world, int rank,
+                                const float* partition, float* full);
   // This rank's partition of a full vector in ZeRO order (padding zero).
   void take_partition(const float* full, float* partition) const;
 
  private:
-  ZeroEngine(const std::vector<ModelParam>& params, int num_layers, const float* initial, const ZeroOptions& options,
-             comm::Communicator& comm, std::unique_ptr<device::Device> owned, device::Device* device);
-  // The model touches this range of ZeRO's memory on the compute stream.
-  void touch(const float* data, size_t count, device::Access access, const char* what);
-  // The host itself reads and writes it (checkpoints).
-  void host_touch(const float* data, size_t count, const char* what);
+  ZeroEngine(const std::vector<ModelParam>& params, int num_layers, const float* initial,
+             const ZeroOptions& options, comm::Communicator& comm,
+             std::unique_ptr<device::Device> owned, device::Device* device);
+  // The model touches these bytes of ZeRO's memory on the compute stream.
+  void touch(const void* data, size_t bytes, device::Access access, const char* what);
+  // The host itself reads and writes them (checkpoints).
+  void host_touch(const void* data, size_t bytes, const char* what);
   void host_sync();
-  double read_sum_of_squares(const float* data, size_t count);
+  double read_sum_of_squares(kernels::DType dtype, const void* data, size_t count);
+  size_t model_bytes(size_t count) const {
+    return count * kernels::dtype_size(options_.model_dtype);
+  }
   void sum_across_ranks(double* values, size_t n);
 
   std::unique_ptr<device::Device> owned_device_;  // first: destroyed last, after everything on it
@@ -130,7 +135,7 @@ class ZeroEngine {
   std::unique_ptr<GradStore> grads_;
   std::unique_ptr<GradReducer> reducer_;
   std::unique_ptr<PartitionOptimizer> optimizer_;
-  std::vector<const float*> layer_params_;  // acquired layers
+  std::vector<const uint8_t*> layer_params_;  // acquired layers
   // A few scalars on the device (the sum of squares, values summed across ranks), kept out of
   // the reported ledger: they are not model state and would blur its exact counts.
   MemoryLedger scratch_ledger_;

@@ -32,6 +32,10 @@ struct ZeroOptions {
   bool average_gradients = true;  // false: gradient_allreduce_op "sum"
   double gradient_clipping = 0.0;  // <= 0: off
   // mixed precision
+  // What the model reads and writes: its parameters and gradients in this dtype. F32: they are
+  // their own master copy. F16/BF16: ZeRO keeps an fp32 master partition beside a 16-bit working
+  // copy (DeepSpeed's mixed-precision layout: 2 + 2 + 12 bytes per parameter at stage 0).
+  kernels::DType model_dtype = kernels::DType::F32;
   LossScalerConfig loss_scaler{.dynamic = false, .static_scale = 1.0};  // fp16 sets its own
   bool check_overflow = false;   // skip the step when a gradient is Inf/NaN (fp16; bf16 optional)
   OptimizerSpec optimizer;

@@ -44,7 +44,8 @@ std::vector<dsx::zero::ModelParam> gpt2_124m_like() {
 }
 
 // Median seconds of `reps` steps (after one warm-up step) of ZeRO at `stage` on `device`.
-double step_seconds(dsx::device::Device& device, dsx::comm::Communicator& comm, int stage, int reps) {
+double step_seconds(dsx::device::Device& device, dsx::comm::Communicator& comm, int stage,
+                    int reps) {
   const auto ps = gpt2_124m_like();
   const size_t total = ps.back().model_offset + ps.back().info.numel;
   std::vector<float> init(total, 0.01f), grad(total, 1e-3f);
@@ -63,7 +64,8 @@ double step_seconds(dsx::device::Device& device, dsx::comm::Communicator& comm, 
       z.acquire(l);
       for (size_t i = 0; i < ps.size(); ++i) {
         if (ps[i].info.layer == l) {
-          device.copy(z.grad(i), grad.data() + ps[i].model_offset, ps[i].info.numel * 4, device.compute_stream());
+          device.copy(z.grad(i), grad.data() + ps[i].model_offset, ps[i].info.numel * 4,
+                      device.compute_stream());
         }
       }
       z.release(l);
@@ -112,12 +114,16 @@ int main(int argc, char** argv) {
     auto host = dsx::comm::make_host_device();
     const double params = 124.4e6;
     const double limit_ms = 28.0 * params / copy_bandwidth() * 1e3;
-    std::printf("| ZeRO step, 124M fp32 parameters, 1 rank | device-resident (ms) | offload (ms) | speed-up | "
-                "optimizer traffic at copy bandwidth (ms) |\n|---|---|---|---|---|\n");
+    std::printf(
+        "| ZeRO step, 124M fp32 parameters, 1 rank | device-resident (ms) | offload (ms) | "
+        "speed-up | "
+        "optimizer traffic at copy bandwidth (ms) |\n|---|---|---|---|---|\n");
     for (int stage = 0; stage <= 3; ++stage) {
       const double on_gpu = step_seconds(*gpu, session.world(), stage, reps) * 1e3;
-      const double offload = step_seconds(*host, session.world(), stage, std::max(1, reps / 5)) * 1e3;
-      std::printf("| stage %d | %.2f | %.1f | %.0fx | %.2f |\n", stage, on_gpu, offload, offload / on_gpu, limit_ms);
+      const double offload =
+          step_seconds(*host, session.world(), stage, std::max(1, reps / 5)) * 1e3;
+      std::printf("| stage %d | %.2f | %.1f | %.0fx | %.2f |\n", stage, on_gpu, offload,
+                  offload / on_gpu, limit_ms);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_gpu_zero: %s\n", e.what());

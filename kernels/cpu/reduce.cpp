@@ -42,20 +42,22 @@ void scale(DType dtype, void* x, float factor, size_t count) {
   });
 }
 
-void sum_blocks(DType src_dtype, const void* src, size_t blocks, size_t stride, float factor, float* dst,
-                size_t count, bool accumulate) {
+void sum_blocks(DType src_dtype, const void* src, size_t blocks, size_t stride, float factor, DType dst_dtype,
+                void* dst, size_t count, bool accumulate) {
   if (blocks == 0) return;
-  dispatch_dtype(src_dtype, [&](auto tag) {
-    constexpr DType T = decltype(tag)::value;
-    if (accumulate) {
-      cpu::for_each_element(count, [=](size_t i) DSX_ALWAYS_INLINE {
-        dst[i] += factor * block_sum_element<T>(src, blocks, stride, i);
-      });
-    } else {
-      cpu::for_each_element(count, [=](size_t i) DSX_ALWAYS_INLINE {
-        dst[i] = factor * block_sum_element<T>(src, blocks, stride, i);
-      });
-    }
+  dispatch_dtype(src_dtype, [&](auto src_tag) {
+    dispatch_dtype(dst_dtype, [&](auto dst_tag) {
+      constexpr DType S = decltype(src_tag)::value, D = decltype(dst_tag)::value;
+      if (accumulate) {
+        cpu::for_each_element(count, [=](size_t i) DSX_ALWAYS_INLINE {
+          store_element<D>(dst, i, load_element<D>(dst, i) + factor * block_sum_element<S>(src, blocks, stride, i));
+        });
+      } else {
+        cpu::for_each_element(count, [=](size_t i) DSX_ALWAYS_INLINE {
+          store_element<D>(dst, i, factor * block_sum_element<S>(src, blocks, stride, i));
+        });
+      }
+    });
   });
 }
 

@@ -69,19 +69,19 @@ struct ScaleOp {
   }
 };
 
-template <DType T>
+template <DType S, DType D>
 struct SumBlocksOp {
   const void* src;
   size_t blocks, stride;
   float factor;
-  float* dst;
+  void* dst;
   bool accumulate;
   template <int W>
   __device__ void apply(size_t i) const {
 #pragma unroll
     for (int k = 0; k < W; ++k) {
-      float v = factor * block_sum_element<T>(src, blocks, stride, i + k);
-      dst[i + k] = accumulate ? dst[i + k] + v : v;
+      float v = factor * block_sum_element<S>(src, blocks, stride, i + k);
+      store_element<D>(dst, i + k, accumulate ? load_element<D>(dst, i + k) + v : v);
     }
   }
 };
@@ -168,13 +168,15 @@ void scale(DType dtype, void* x, float factor, size_t count, cudaStream_t stream
   });
 }
 
-void sum_blocks(DType src_dtype, const void* src, size_t blocks, size_t stride, float factor, float* dst,
-                size_t count, bool accumulate, cudaStream_t stream) {
+void sum_blocks(DType src_dtype, const void* src, size_t blocks, size_t stride, float factor, DType dst_dtype,
+                void* dst, size_t count, bool accumulate, cudaStream_t stream) {
   if (blocks == 0) return;
-  dispatch_dtype(src_dtype, [&](auto tag) {
-    constexpr DType T = decltype(tag)::value;
-    launch_elementwise("sum_blocks", SumBlocksOp<T>{src, blocks, stride, factor, dst, accumulate}, count, false,
-                       stream);
+  dispatch_dtype(src_dtype, [&](auto s) {
+    dispatch_dtype(dst_dtype, [&](auto d) {
+      constexpr DType S = decltype(s)::value, D = decltype(d)::value;
+      launch_elementwise("sum_blocks", SumBlocksOp<S, D>{src, blocks, stride, factor, dst, accumulate}, count, false,
+                         stream);
+    });
   });
 }
 

@@ -36,9 +36,9 @@ void scale(DType dtype, void* x, float factor, size_t count, cudaStream_t stream
 void reduce_into(DType dtype, ReduceOp op, void* dst, const void* src, size_t count,
                  cudaStream_t stream);
 
-// dst[i] (fp32) = factor * the sum of element i over `blocks` blocks of src (block b at element
+// dst[i] = factor * the sum of element i over `blocks` blocks of src (block b at element
 // b * stride), added to dst[i] when `accumulate`: kernels/reduce.h's sum_blocks.
-void sum_blocks(DType src_dtype, const void* src, size_t blocks, size_t stride, float factor, float* dst,
-                size_t count, bool accumulate, cudaStream_t stream);
+void sum_blocks(DType src_dtype, const void* src, size_t blocks, size_t stride, float factor, DType dst_dtype,
+                void* dst, size_t count, bool accumulate, cudaStream_t stream);
 
 }  // namespace dsx::kernels::cuda

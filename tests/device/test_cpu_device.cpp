@@ -25,12 +25,16 @@ TEST(CpuDevice, TwoStreamsRunAtTheSameTime) {
   auto a = device->create_stream("a"), b = device->create_stream("b");
   std::atomic<bool> b_ran{false}, a_saw_b{false};
   // a's task can only finish early if b's task runs while it is still running.
-  device->host_task(*a, [&] {
-    const auto deadline = std::chrono::steady_clock::now() + 5s;
-    while (!b_ran && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
-    a_saw_b = b_ran.load();
-  }, {}, "spin");
-  device->host_task(*b, [&] { b_ran = true; }, {}, "flag");
+  device->host_task(
+      *a,
+      [&] {
+        const auto deadline = std::chrono::steady_clock::now() + 5s;
+        while (!b_ran && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+        a_saw_b = b_ran.load();
+      },
+      {}, "spin");
+  device->host_task(
+      *b, [&] { b_ran = true; }, {}, "flag");
   a->synchronize(10s);
   b->synchronize(10s);
   EXPECT_TRUE(a_saw_b);
@@ -46,15 +50,19 @@ TEST(CpuDevice, AnEventOrdersWorkAcrossStreamsUnderRandomDelays) {
   for (int round = 0; round < 20; ++round) {
     auto* x = static_cast<float*>(device->allocate(n * 4, Placement::Private, *producer));
     auto* y = static_cast<float*>(device->allocate(n * 4, Placement::Private, *consumer));
-    device->host_task(*producer, [x, round] {
-      for (size_t i = 0; i < n; ++i) x[i] = static_cast<float>(round + 1);
-    }, {}, "fill");
+    device->host_task(
+        *producer,
+        [x, round] {
+          for (size_t i = 0; i < n; ++i) x[i] = static_cast<float>(round + 1);
+        },
+        {}, "fill");
     device->scale(dsx::kernels::DType::F32, x, 2.0f, n, *producer);
     producer->record(*ready);
     consumer->wait(*ready);
     device->copy(y, x, n * 4, *consumer);
     consumer->synchronize(10s);
-    for (size_t i = 0; i < n; i += 512) ASSERT_EQ(y[i], 2.0f * static_cast<float>(round + 1)) << "round " << round;
+    for (size_t i = 0; i < n; i += 512)
+      ASSERT_EQ(y[i], 2.0f * static_cast<float>(round + 1)) << "round " << round;
     device->free(x, n * 4, *consumer);  // after the copy that read it
     device->free(y, n * 4, *consumer);
   }
@@ -67,10 +75,12 @@ TEST(CpuDevice, AFailureReachesTheHostAndTheStreamsThatWaitForIt) {
   auto a = device->create_stream("a"), b = device->create_stream("b");
   auto after = device->create_event();
   bool b_ran_later_work = false;
-  device->host_task(*a, [] { throw dsx::Error(dsx::ErrorKind::Comm, "peer 3 went away"); }, {}, "collective");
+  device->host_task(
+      *a, [] { throw dsx::Error(dsx::ErrorKind::Comm, "peer 3 went away"); }, {}, "collective");
   a->record(*after);
   b->wait(*after);
-  device->host_task(*b, [&] { b_ran_later_work = true; }, {}, "consumer");
+  device->host_task(
+      *b, [&] { b_ran_later_work = true; }, {}, "consumer");
   try {
     b->synchronize(10s);
     FAIL() << "b's wait for a failed event must fail b";
@@ -89,7 +99,8 @@ TEST(CpuDevice, WaitsTimeOutNamingTheStreams) {
   auto device = dsx::device::make_cpu_device(options);
   auto slow = device->create_stream("slow"), waiter = device->create_stream("waiter");
   auto event = device->create_event();
-  device->host_task(*slow, [] { std::this_thread::sleep_for(1500ms); }, {}, "sleep");
+  device->host_task(
+      *slow, [] { std::this_thread::sleep_for(1500ms); }, {}, "sleep");
   slow->record(*event);
   waiter->wait(*event);
   try {
@@ -108,7 +119,8 @@ TEST(CpuDevice, TheComputeStreamIsTheCallingThread) {
   auto device = dsx::device::make_cpu_device();
   const auto caller = std::this_thread::get_id();
   std::thread::id ran_on;
-  device->host_task(device->compute_stream(), [&] { ran_on = std::this_thread::get_id(); }, {}, "where");
+  device->host_task(
+      device->compute_stream(), [&] { ran_on = std::this_thread::get_id(); }, {}, "where");
   EXPECT_EQ(ran_on, caller);  // at once, no synchronize needed
 }
 
@@ -118,7 +130,8 @@ TEST(CpuDevice, SumBlocksMatchesADoubleReference) {
   constexpr size_t n = 1000, blocks = 3, stride = 1200;
   std::vector<float> src(blocks * stride), dst(n, 0.5f);
   for (size_t i = 0; i < src.size(); ++i) src[i] = std::sin(static_cast<float>(i)) * 3.0f;
-  device->sum_blocks(dsx::kernels::DType::F32, src.data(), blocks, stride, 0.25f, dst.data(), n, true, *s);
+  device->sum_blocks(dsx::kernels::DType::F32, src.data(), blocks, stride, 0.25f,
+                     dsx::kernels::DType::F32, dst.data(), n, true, *s);
   s->synchronize(10s);
   for (size_t i = 0; i < n; ++i) {
     double expect = 0.5;

@@ -24,7 +24,8 @@ struct Checked {
     o.check_order = true;
     return dsx::device::make_cpu_device(o);
   }();
-  std::unique_ptr<dsx::device::Stream> a = device->create_stream("a"), b = device->create_stream("b");
+  std::unique_ptr<dsx::device::Stream> a = device->create_stream("a"),
+                                       b = device->create_stream("b");
   std::unique_ptr<dsx::device::Event> event = device->create_event();
   float* x = static_cast<float*>(device->allocate(256 * 4, Placement::Private, *a));
   float* y = static_cast<float*>(device->allocate(256 * 4, Placement::Private, *b));
@@ -62,9 +63,10 @@ TEST(StreamChecker, AReadOfAnotherStreamsWriteNeedsAnEvent) {
 TEST(StreamChecker, AWriteAfterAnotherStreamsReadNeedsAnEvent) {
   Checked c;
   c.a->record(*c.event);
-  c.b->wait(*c.event);                               // b may use x (allocated on a)
-  c.device->copy(c.y, c.x, 256 * 4, *c.b);           // b reads x
-  const std::string report = violation([&] { c.device->fill_zero(c.x, 256 * 4, *c.a); });  // a overwrites it
+  c.b->wait(*c.event);                      // b may use x (allocated on a)
+  c.device->copy(c.y, c.x, 256 * 4, *c.b);  // b reads x
+  const std::string report =
+      violation([&] { c.device->fill_zero(c.x, 256 * 4, *c.a); });  // a overwrites it
   EXPECT_NE(report.find("fill_zero on stream 'a'"), std::string::npos) << report;
   EXPECT_NE(report.find("copy on stream 'b'"), std::string::npos) << report;
 }
@@ -73,16 +75,20 @@ TEST(StreamChecker, OnlyTheTouchedBytesConflict) {
   Checked c;
   c.a->record(*c.event);
   c.b->wait(*c.event);
-  c.device->scale(DType::F32, c.x, 2.0f, 128, *c.a);            // a: the first half
-  EXPECT_EQ(violation([&] { c.device->scale(DType::F32, c.x + 128, 3.0f, 128, *c.b); }), "");  // b: the second
-  EXPECT_NE(violation([&] { c.device->scale(DType::F32, c.x + 64, 3.0f, 128, *c.b); }), "");   // overlaps a's
+  c.device->scale(DType::F32, c.x, 2.0f, 128, *c.a);  // a: the first half
+  EXPECT_EQ(violation([&] { c.device->scale(DType::F32, c.x + 128, 3.0f, 128, *c.b); }),
+            "");  // b: the second
+  EXPECT_NE(violation([&] { c.device->scale(DType::F32, c.x + 64, 3.0f, 128, *c.b); }),
+            "");  // overlaps a's
 }
 
 TEST(StreamChecker, TheHostMustSynchronizeBeforeItReads) {
   Checked c;
   c.device->scale(DType::F32, c.x, 2.0f, 256, *c.a);
   const Touch read{c.x, 16, Access::Read};
-  const std::string report = violation([&] { c.device->host_access({&read, 1}, "host reads the result"); });
+  const std::string report = violation([&] {
+    c.device->host_access({&read, 1}, "host reads the result");
+  });
   EXPECT_NE(report.find("host reads the result on host"), std::string::npos) << report;
   c.a->synchronize(10s);
   EXPECT_EQ(violation([&] { c.device->host_access({&read, 1}, "host reads the result"); }), "");
@@ -99,7 +105,11 @@ TEST(StreamChecker, TheComputeStreamIsAStreamOfItsOwn) {
   compute.wait(*c.event);  // blocks the host until a reached the event
   EXPECT_EQ(violation([&] { c.device->scale(DType::F32, c.x, 2.0f, 256, compute); }), "");
   const Touch read{c.x, 16, Access::Read};
-  EXPECT_NE(violation([&] { c.device->host_access({&read, 1}, "host reads"); }), "") << "not synchronized";
+  EXPECT_NE(violation([&] {
+              c.device->host_access({&read, 1}, "host reads");
+            }),
+            "")
+      << "not synchronized";
   compute.synchronize(10s);
   EXPECT_EQ(violation([&] { c.device->host_access({&read, 1}, "host reads"); }), "");
 }

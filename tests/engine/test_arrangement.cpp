@@ -13,7 +13,8 @@ using dsx::engine::Arrangement;
 using dsx::engine::ArrangementInputs;
 using dsx::engine::choose_arrangement;
 
-ArrangementInputs inputs(bool gpu, bool offload_optimizer, bool resident, const char* request = "auto") {
+ArrangementInputs inputs(bool gpu, bool offload_optimizer, bool resident,
+                         const char* request = "auto") {
   ArrangementInputs in;
   in.model_on_gpu = gpu;
   in.offload_optimizer = offload_optimizer;
@@ -59,7 +60,8 @@ TEST(Arrangement, WithoutDeviceResidentSupportTheOffloadArrangementRunsAndSaysSo
 }
 
 TEST(Arrangement, AnExplicitBackendIsHonouredOrRefusedWithTheReason) {
-  EXPECT_EQ(choose_arrangement(inputs(true, false, true, "ofi")).backend, "ofi");  // ofi stages GPU memory
+  EXPECT_EQ(choose_arrangement(inputs(true, false, true, "ofi")).backend,
+            "ofi");  // ofi stages GPU memory
   try {
     choose_arrangement(inputs(true, true, true, "nccl"));
     FAIL() << "nccl with host buffers must be refused";

@@ -38,7 +38,9 @@ int visible_gpus() {
 
 // Rank r's gradient of element k of layer l: a fixed pattern, written through the device.
 float grad_value(int rank, int layer, size_t k) {
-  return 0.01f * static_cast<float>((k * 7 + static_cast<size_t>(layer) * 3 + static_cast<size_t>(rank)) % 11) - 0.05f;
+  return 0.01f * static_cast<float>(
+                     (k * 7 + static_cast<size_t>(layer) * 3 + static_cast<size_t>(rank)) % 11) -
+         0.05f;
 }
 
 std::vector<float> train(dsx::device::Device& device, dsx::comm::Communicator& comm, int stage) {
@@ -88,25 +90,33 @@ std::vector<float> train(dsx::device::Device& device, dsx::comm::Communicator& c
 double worst_difference(const std::vector<float>& got, const std::vector<float>& want) {
   double worst = 0;
   for (size_t i = 0; i < want.size(); ++i) {
-    worst = std::max(worst, std::abs(double(got[i]) - want[i]) / std::max(1e-3, std::abs(double(want[i]))));
+    worst = std::max(
+        worst, std::abs(double(got[i]) - want[i]) / std::max(1e-3, std::abs(double(want[i]))));
   }
   return worst;
 }
 
 void compare(int stage, int world) {
-  auto job = dsx::test::run_job(world, dsx::test::test_options("tcp"), [&](dsx::comm::Communicator& comm, int rank) {
-    // One GPU: every rank on it, which the device choice allows when ofi carries the collectives.
-    setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
-    setenv("DSX_COMM_BACKEND", "ofi", 1);
-    auto cpu = dsx::device::make_cpu_device();
-    auto gpu = dsx::device::make_cuda_device();
-    const std::vector<float> want = train(*cpu, comm, stage);
-    const std::vector<float> got = train(*gpu, comm, stage);
-    const double worst = worst_difference(got, want);
-    if (rank == 0) std::printf("stage %d, %d rank(s): worst relative difference %.3g\n", stage, world, worst);
-    if (!(worst <= 1e-6)) throw std::runtime_error("stage " + std::to_string(stage) + ": GPU weights differ by " +
-                                                   std::to_string(worst));
-  }, 300s);
+  auto job = dsx::test::run_job(
+      world, dsx::test::test_options("tcp"),
+      [&](dsx::comm::Communicator& comm, int rank) {
+        // One GPU: every rank on it, which the device choice allows when ofi carries the
+        // collectives.
+        setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
+        setenv("DSX_COMM_BACKEND", "ofi", 1);
+        auto cpu = dsx::device::make_cpu_device();
+        auto gpu = dsx::device::make_cuda_device();
+        const std::vector<float> want = train(*cpu, comm, stage);
+        const std::vector<float> got = train(*gpu, comm, stage);
+        const double worst = worst_difference(got, want);
+        if (rank == 0)
+          std::printf("stage %d, %d rank(s): worst relative difference %.3g\n", stage, world,
+                      worst);
+        if (!(worst <= 1e-6))
+          throw std::runtime_error("stage " + std::to_string(stage) + ": GPU weights differ by " +
+                                   std::to_string(worst));
+      },
+      300s);
   EXPECT_TRUE(job.all_ok()) << job.summary();
 }
 
@@ -123,32 +133,43 @@ TEST_P(GpuZero, DeviceResidentMatchesTheCpuDevice) {
 TEST(GpuZeroNccl, DeviceResidentOverNcclMatchesTheCpuDevice) {
   if (visible_gpus() == 0) GTEST_SKIP() << "no GPU visible";
   for (int stage = 0; stage <= 3; ++stage) {
-    const std::string path = std::string(DSX_BINARY_DIR) + "/tests/gpu/zero-ref-" + std::to_string(getpid());
-    auto ref = dsx::test::run_job(1, dsx::test::test_options("tcp"), [&](dsx::comm::Communicator& comm, int) {
-      auto cpu = dsx::device::make_cpu_device();
-      const std::vector<float> w = train(*cpu, comm, stage);
-      std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(w.data()),
-                                                  static_cast<std::streamsize>(w.size() * 4));
-    }, 300s);
+    const std::string path =
+        std::string(DSX_BINARY_DIR) + "/tests/gpu/zero-ref-" + std::to_string(getpid());
+    auto ref = dsx::test::run_job(
+        1, dsx::test::test_options("tcp"),
+        [&](dsx::comm::Communicator& comm, int) {
+          auto cpu = dsx::device::make_cpu_device();
+          const std::vector<float> w = train(*cpu, comm, stage);
+          std::ofstream(path, std::ios::binary)
+              .write(reinterpret_cast<const char*>(w.data()),
+                     static_cast<std::streamsize>(w.size() * 4));
+        },
+        300s);
     ASSERT_TRUE(ref.all_ok()) << ref.summary();
     auto options = dsx::test::test_options("tcp");
     options.backend = "nccl";
-    auto job = dsx::test::run_job(1, options, [&](dsx::comm::Communicator& comm, int) {
-      auto gpu = dsx::device::make_cuda_device();  // the GPU the nccl backend chose
-      const std::vector<float> got = train(*gpu, comm, stage);
-      std::vector<float> want(got.size());
-      std::ifstream(path, std::ios::binary).read(reinterpret_cast<char*>(want.data()),
-                                                 static_cast<std::streamsize>(want.size() * 4));
-      const double worst = worst_difference(got, want);
-      std::printf("stage %d over nccl: worst relative difference %.3g\n", stage, worst);
-      if (!(worst <= 1e-6)) throw std::runtime_error("GPU weights over nccl differ by " + std::to_string(worst));
-    }, 300s);
+    auto job = dsx::test::run_job(
+        1, options,
+        [&](dsx::comm::Communicator& comm, int) {
+          auto gpu = dsx::device::make_cuda_device();  // the GPU the nccl backend chose
+          const std::vector<float> got = train(*gpu, comm, stage);
+          std::vector<float> want(got.size());
+          std::ifstream(path, std::ios::binary)
+              .read(reinterpret_cast<char*>(want.data()),
+                    static_cast<std::streamsize>(want.size() * 4));
+          const double worst = worst_difference(got, want);
+          std::printf("stage %d over nccl: worst relative difference %.3g\n", stage, worst);
+          if (!(worst <= 1e-6))
+            throw std::runtime_error("GPU weights over nccl differ by " + std::to_string(worst));
+        },
+        300s);
     std::remove(path.c_str());
     EXPECT_TRUE(job.all_ok()) << "stage " << stage << ": " << job.summary();
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Stages, GpuZero,
-                         ::testing::Combine(::testing::Values(0, 1, 2, 3), ::testing::Values(1, 2)));
+                         ::testing::Combine(::testing::Values(0, 1, 2, 3),
+                                            ::testing::Values(1, 2)));
 
 }  // namespace

@@ -41,49 +41,63 @@ class DroppingDevice final : public device::Device {
   void* allocate(size_t bytes, device::Placement p, device::Stream& s) override {
     return inner_->allocate(bytes, p, in(s));
   }
-  void free(void* data, size_t bytes, device::Stream& s) override { inner_->free(data, bytes, in(s)); }
-  void copy(void* dst, const void* src, size_t bytes, device::Stream& s) override { inner_->copy(dst, src, bytes, in(s)); }
-  void fill_zero(void* dst, size_t bytes, device::Stream& s) override { inner_->fill_zero(dst, bytes, in(s)); }
-  void scale(device::DType t, void* x, float f, size_t n, device::Stream& s) override { inner_->scale(t, x, f, n, in(s)); }
-  void cast(device::DType st, const void* src, device::DType dt, void* dst, size_t n, device::Stream& s) override {
+  void free(void* data, size_t bytes, device::Stream& s) override {
+    inner_->free(data, bytes, in(s));
+  }
+  void copy(void* dst, const void* src, size_t bytes, device::Stream& s) override {
+    inner_->copy(dst, src, bytes, in(s));
+  }
+  void fill_zero(void* dst, size_t bytes, device::Stream& s) override {
+    inner_->fill_zero(dst, bytes, in(s));
+  }
+  void scale(device::DType t, void* x, float f, size_t n, device::Stream& s) override {
+    inner_->scale(t, x, f, n, in(s));
+  }
+  void cast(device::DType st, const void* src, device::DType dt, void* dst, size_t n,
+            device::Stream& s) override {
     inner_->cast(st, src, dt, dst, n, in(s));
   }
-  void sum_blocks(device::DType t, const void* src, size_t blocks, size_t stride, float f, float* dst, size_t n,
-                  bool acc, device::Stream& s) override {
-    inner_->sum_blocks(t, src, blocks, stride, f, dst, n, acc, in(s));
+  void sum_blocks(device::DType t, const void* src, size_t blocks, size_t stride, float f,
+                  device::DType dt, void* dst, size_t n, bool acc, device::Stream& s) override {
+    inner_->sum_blocks(t, src, blocks, stride, f, dt, dst, n, acc, in(s));
   }
-  void sum_of_squares(device::DType t, const void* x, size_t n, double* out, device::Stream& s) override {
+  void sum_of_squares(device::DType t, const void* x, size_t n, double* out,
+                      device::Stream& s) override {
     inner_->sum_of_squares(t, x, n, out, in(s));
   }
-  void adam_step(const kernels::AdamHyper& h, int64_t step, float gf, float* p, const float* g, float* m, float* v,
-                 size_t n, device::Stream& s) override {
-    inner_->adam_step(h, step, gf, p, g, m, v, n, in(s));
+  void adam_step(const kernels::AdamHyper& h, int64_t step, float gf, float* p, const float* g,
+                 float* m, float* v, size_t n, kernels::ParamCopy c, device::Stream& s) override {
+    inner_->adam_step(h, step, gf, p, g, m, v, n, c, in(s));
   }
-  void lion_step(const kernels::LionHyper& h, float gf, float* p, const float* g, float* m, size_t n,
-                 device::Stream& s) override {
-    inner_->lion_step(h, gf, p, g, m, n, in(s));
+  void lion_step(const kernels::LionHyper& h, float gf, float* p, const float* g, float* m,
+                 size_t n, kernels::ParamCopy c, device::Stream& s) override {
+    inner_->lion_step(h, gf, p, g, m, n, c, in(s));
   }
-  void sgd_step(const kernels::SgdHyper& h, int64_t step, float gf, float* p, const float* g, float* m, size_t n,
-                device::Stream& s) override {
-    inner_->sgd_step(h, step, gf, p, g, m, n, in(s));
+  void sgd_step(const kernels::SgdHyper& h, int64_t step, float gf, float* p, const float* g,
+                float* m, size_t n, kernels::ParamCopy c, device::Stream& s) override {
+    inner_->sgd_step(h, step, gf, p, g, m, n, c, in(s));
   }
-  void adagrad_step(const kernels::AdagradHyper& h, float gf, float* p, const float* g, float* sq, size_t n,
+  void adagrad_step(const kernels::AdagradHyper& h, float gf, float* p, const float* g, float* sq,
+                    size_t n, kernels::ParamCopy c, device::Stream& s) override {
+    inner_->adagrad_step(h, gf, p, g, sq, n, c, in(s));
+  }
+  void lamb_prepare(const kernels::LambHyper& h, int64_t step, float gf, const float* p,
+                    const float* g, float* m, float* v, size_t n, double* norms,
                     device::Stream& s) override {
-    inner_->adagrad_step(h, gf, p, g, sq, n, in(s));
-  }
-  void lamb_prepare(const kernels::LambHyper& h, int64_t step, float gf, const float* p, const float* g, float* m,
-                    float* v, size_t n, double* norms, device::Stream& s) override {
     inner_->lamb_prepare(h, step, gf, p, g, m, v, n, norms, in(s));
   }
-  void lamb_apply(const kernels::LambHyper& h, int64_t step, float* p, const float* m, const float* v, size_t n,
-                  const double* norms, device::Stream& s) override {
-    inner_->lamb_apply(h, step, p, m, v, n, norms, in(s));
+  void lamb_apply(const kernels::LambHyper& h, int64_t step, float* p, const float* m,
+                  const float* v, size_t n, const double* norms, kernels::ParamCopy c,
+                  device::Stream& s) override {
+    inner_->lamb_apply(h, step, p, m, v, n, norms, c, in(s));
   }
   void host_task(device::Stream& s, std::function<void()> fn, std::span<const device::Touch> t,
                  const char* what) override {
     inner_->host_task(in(s), std::move(fn), t, what);
   }
-  void host_access(std::span<const device::Touch> t, const char* what) override { inner_->host_access(t, what); }
+  void host_access(std::span<const device::Touch> t, const char* what) override {
+    inner_->host_access(t, what);
+  }
   void declare(device::Stream& s, std::span<const device::Touch> t, const char* what) override {
     inner_->declare(in(s), t, what);
   }
@@ -91,7 +105,8 @@ class DroppingDevice final : public device::Device {
  private:
   class Wrapped final : public device::Stream {
    public:
-    Wrapped(device::Stream& inner, DroppingDevice& owner, bool owns) : inner_(inner), owner_(owner), owns_(owns) {}
+    Wrapped(device::Stream& inner, DroppingDevice& owner, bool owns)
+        : inner_(inner), owner_(owner), owns_(owns) {}
     ~Wrapped() override {
       if (owns_) delete &inner_;
     }

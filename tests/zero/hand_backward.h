@@ -38,7 +38,7 @@ void backward(zero::ZeroEngine& z, const std::vector<zero::ModelParam>& ps, int 
     if (compute.count() > 0) std::this_thread::sleep_for(compute);  // the layer's backward math
     for (size_t i = 0; i < ps.size(); ++i) {
       if (ps[i].info.layer != l) continue;
-      float* g = z.grad(i);
+      float* g = static_cast<float*>(z.grad(i));
       for (size_t k = 0; k < ps[i].info.numel; ++k) g[k] += value(l);
     }
     z.release(l);

@@ -44,10 +44,10 @@ void train(dsx::zero::ZeroEngine& z) {
 dsx::zero::ZeroOptions options_for(int stage) {
   dsx::zero::ZeroOptions o = dsx::test::sgd_options(stage);
   o.overlap_comm = true;
-  o.reduce_bucket_size = 150;       // several buckets per backward
-  o.prefetch_bucket_size = 250;     // stage 3 gathers ahead
+  o.reduce_bucket_size = 150;    // several buckets per backward
+  o.prefetch_bucket_size = 250;  // stage 3 gathers ahead
   o.param_persistence_threshold = 0;
-  o.max_reuse_distance = 0;         // stage 3 regathers in backward
+  o.max_reuse_distance = 0;  // stage 3 regathers in backward
   o.comm_timeout = std::chrono::seconds(10);
   return o;
 }
@@ -56,45 +56,57 @@ class DroppedWait : public ::testing::TestWithParam<int> {};
 
 TEST_P(DroppedWait, IsCaughtByTheChecker) {
   const int stage = GetParam();
-  auto job = dsx::test::run_job(1, dsx::test::test_options("tcp"), [&](dsx::comm::Communicator& comm, int) {
-    std::vector<float> init(total(kParams), 0.5f);
-    long waits = 0;
-    std::vector<std::string> waiters;
-    {
-      DroppingDevice counting(-1);
-      dsx::zero::ZeroEngine z(kParams, kLayers, init.data(), options_for(stage), comm, counting);
-      train(z);  // nothing dropped: no violation
-      waits = counting.waits();
-      waiters = counting.waiters();
-    }
-    if (waits < 3) throw std::runtime_error("only " + std::to_string(waits) + " waits in two steps");
-    int caught_comm = 0, caught_compute = 0;
-    std::string missed;
-    for (long k = 0; k < waits; ++k) {
-      DroppingDevice dropping(k);
-      std::string report;
-      try {
-        dsx::zero::ZeroEngine z(kParams, kLayers, init.data(), options_for(stage), comm, dropping);
-        train(z);
-      } catch (const dsx::Error& e) {
-        report = e.what();
-      }
-      if (!report.empty() && report.find("stream-order violation") == std::string::npos) {
-        throw std::runtime_error("dropping wait " + std::to_string(k) + " failed otherwise: " + report);
-      }
-      if (report.empty()) {
-        missed += " " + std::to_string(k);
-      } else {
-        (waiters[static_cast<size_t>(k)] == "compute" ? caught_compute : caught_comm) += 1;
-      }
-    }
-    std::printf("stage %d: %ld waits in two steps; dropped, %d of the communication stream's and %d of the compute "
-                "stream's were caught; redundant:%s\n", stage, waits, caught_comm, caught_compute, missed.c_str());
-    if (caught_comm < 2) throw std::runtime_error("the first bucket's wait of each backward must be needed");
-    if (stage > 0 && caught_compute < 2) {
-      throw std::runtime_error("the compute stream's wait for gathered parameters must be needed in both steps");
-    }
-  }, std::chrono::seconds(240));
+  auto job = dsx::test::run_job(
+      1, dsx::test::test_options("tcp"),
+      [&](dsx::comm::Communicator& comm, int) {
+        std::vector<float> init(total(kParams), 0.5f);
+        long waits = 0;
+        std::vector<std::string> waiters;
+        {
+          DroppingDevice counting(-1);
+          dsx::zero::ZeroEngine z(kParams, kLayers, init.data(), options_for(stage), comm,
+                                  counting);
+          train(z);  // nothing dropped: no violation
+          waits = counting.waits();
+          waiters = counting.waiters();
+        }
+        if (waits < 3)
+          throw std::runtime_error("only " + std::to_string(waits) + " waits in two steps");
+        int caught_comm = 0, caught_compute = 0;
+        std::string missed;
+        for (long k = 0; k < waits; ++k) {
+          DroppingDevice dropping(k);
+          std::string report;
+          try {
+            dsx::zero::ZeroEngine z(kParams, kLayers, init.data(), options_for(stage), comm,
+                                    dropping);
+            train(z);
+          } catch (const dsx::Error& e) {
+            report = e.what();
+          }
+          if (!report.empty() && report.find("stream-order violation") == std::string::npos) {
+            throw std::runtime_error("dropping wait " + std::to_string(k) +
+                                     " failed otherwise: " + report);
+          }
+          if (report.empty()) {
+            missed += " " + std::to_string(k);
+          } else {
+            (waiters[static_cast<size_t>(k)] == "compute" ? caught_compute : caught_comm) += 1;
+          }
+        }
+        std::printf(
+            "stage %d: %ld waits in two steps; dropped, %d of the communication stream's and %d of "
+            "the compute "
+            "stream's were caught; redundant:%s\n",
+            stage, waits, caught_comm, caught_compute, missed.c_str());
+        if (caught_comm < 2)
+          throw std::runtime_error("the first bucket's wait of each backward must be needed");
+        if (stage > 0 && caught_compute < 2) {
+          throw std::runtime_error(
+              "the compute stream's wait for gathered parameters must be needed in both steps");
+        }
+      },
+      std::chrono::seconds(240));
   EXPECT_TRUE(job.all_ok()) << job.summary();
 }
 
