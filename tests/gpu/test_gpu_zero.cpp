@@ -4,11 +4,13 @@
 // run the same element formulas without FMA contraction; only the sum-of-squares order of the
 // clipping norm may differ). One rank over ofi (the collectives of a world of one are copies),
 // two ranks over ofi on one GPU, staging device memory through the host, and one rank over nccl,
-// whose stream-ordered collectives run on the GPU's streams (against the cpu device over ofi).
+// whose stream-ordered collectives run on the GPU's streams (against the cpu device over ofi);
+// and a bf16 model's mixed-precision layout (16-bit copies beside fp32 masters) on one rank.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -17,6 +19,7 @@
 
 #include "device/cpu_device.h"
 #include "device/cuda_device.h"
+#include "kernels/mixed_precision.h"
 #include "tests/comm/comm_harness.h"
 #include "tests/zero/hand_backward.h"
 
@@ -43,9 +46,12 @@ float grad_value(int rank, int layer, size_t k) {
          0.05f;
 }
 
-std::vector<float> train(dsx::device::Device& device, dsx::comm::Communicator& comm, int stage) {
+std::vector<float> train(dsx::device::Device& device, dsx::comm::Communicator& comm, int stage,
+                         dsx::kernels::DType dtype = dsx::kernels::DType::F32) {
   dsx::zero::ZeroOptions o;
   o.stage = stage;
+  o.model_dtype = dtype;
+  o.comm_dtype = dtype;
   o.overlap_comm = true;
   o.reduce_bucket_size = 5000;
   o.prefetch_bucket_size = 7000;
@@ -59,6 +65,7 @@ std::vector<float> train(dsx::device::Device& device, dsx::comm::Communicator& c
   dsx::zero::ZeroEngine z(kParams, kLayers, init.data(), o, comm, device);
   auto& compute = device.compute_stream();
   std::vector<float> host;
+  std::vector<uint16_t> host16;
   for (int step = 0; step < 3; ++step) {
     z.begin_micro_step(true);
     for (int l = 0; l < kLayers; ++l) {
@@ -73,7 +80,14 @@ std::vector<float> train(dsx::device::Device& device, dsx::comm::Communicator& c
         if (kParams[i].info.layer != l) continue;
         host.resize(kParams[i].info.numel);
         for (size_t k = 0; k < host.size(); ++k) host[k] = grad_value(comm.rank(), l, k);
-        device.copy(z.grad(i), host.data(), host.size() * 4, compute);
+        if (dtype == dsx::kernels::DType::F32) {
+          device.copy(z.grad(i), host.data(), host.size() * 4, compute);
+        } else {
+          host16.resize(host.size());
+          dsx::kernels::cast(dsx::kernels::DType::F32, host.data(), dtype, host16.data(),
+                             host.size());
+          device.copy(z.grad(i), host16.data(), host16.size() * 2, compute);
+        }
         compute.synchronize(60s);  // `host` is reused
       }
       z.release(l);
@@ -166,6 +180,36 @@ TEST(GpuZeroNccl, DeviceResidentOverNcclMatchesTheCpuDevice) {
     std::remove(path.c_str());
     EXPECT_TRUE(job.all_ok()) << "stage " << stage << ": " << job.summary();
   }
+}
+
+// A bf16 model: 16-bit parameters and gradients beside fp32 master partitions on the GPU, one
+// rank, against the cpu device; the same kernels, so the weight vectors agree to 1e-3 (a value
+// near a bf16 rounding boundary may round the other way after a differently ordered norm).
+TEST(GpuZeroBf16, MixedPrecisionLayoutMatchesTheCpuDevice) {
+  if (visible_gpus() == 0) GTEST_SKIP() << "no GPU visible";
+  auto job = dsx::test::run_job(
+      1, dsx::test::test_options("tcp"),
+      [&](dsx::comm::Communicator& comm, int) {
+        setenv("DSX_COMM_BACKEND", "ofi", 1);
+        auto cpu = dsx::device::make_cpu_device();
+        auto gpu = dsx::device::make_cuda_device();
+        for (int stage = 0; stage <= 3; ++stage) {
+          const auto want = train(*cpu, comm, stage, dsx::kernels::DType::BF16);
+          const auto got = train(*gpu, comm, stage, dsx::kernels::DType::BF16);
+          double diff = 0, norm = 0;
+          for (size_t i = 0; i < want.size(); ++i) {
+            diff += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
+            norm += double(want[i]) * want[i];
+          }
+          const double rel = std::sqrt(diff / norm);
+          std::printf("stage %d bf16: relative difference %.3g\n", stage, rel);
+          if (!(rel <= 1e-3))
+            throw std::runtime_error("bf16 stage " + std::to_string(stage) + " differs by " +
+                                     std::to_string(rel));
+        }
+      },
+      300s);
+  EXPECT_TRUE(job.all_ok()) << job.summary();
 }
 
 INSTANTIATE_TEST_SUITE_P(Stages, GpuZero,
