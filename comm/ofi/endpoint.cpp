@@ -143,17 +143,17 @@ std::string Endpoint::address() const {
 }
 
 void Endpoint::insert_peers(const std::vector<std::string>& addresses) {
-  std::string packed;
-  for (const auto& a : addresses) packed += a;
-  if (!addresses.empty() && packed.size() != addresses.size() * addresses[0].size()) {
-    throw Error(ErrorKind::Comm, "ofi: ranks published fabric addresses of different lengths - every rank must "
-                                 "use the same provider (" + traits_.provider + " here); check FI_PROVIDER on all hosts");
-  }
+  // One address at a time: a provider's addresses need not all have one length (shm names grow
+  // with the pid's digits), and inserting a packed array would read them at a fixed stride.
   peers_.assign(addresses.size(), FI_ADDR_NOTAVAIL);
-  int n = fi_av_insert(av_, packed.data(), addresses.size(), peers_.data(), 0, nullptr);
-  if (n != static_cast<int>(addresses.size())) {
-    throw Error(ErrorKind::Comm, "ofi (provider " + traits_.provider + "): fi_av_insert took " + std::to_string(n) +
-                                     " of " + std::to_string(addresses.size()) + " peer addresses");
+  for (size_t i = 0; i < addresses.size(); ++i) {
+    const int n = fi_av_insert(av_, addresses[i].data(), 1, &peers_[i], 0, nullptr);
+    if (n != 1) {
+      throw Error(ErrorKind::Comm, "ofi (provider " + traits_.provider + "): fi_av_insert refused the address of rank " +
+                                       std::to_string(i) + " (" + std::to_string(addresses[i].size()) +
+                                       " bytes); every rank must use the same provider - check FI_PROVIDER on "
+                                       "all hosts");
+    }
   }
 }
 
