@@ -4,6 +4,7 @@
 #include "comm/host_memory.h"
 
 namespace dsx::comm {
+namespace {
 
 device::CpuDeviceOptions host_device_options(device::CpuDeviceOptions base) {
   base = device::cpu_device_options_from_environment(std::move(base));
@@ -13,6 +14,8 @@ device::CpuDeviceOptions host_device_options(device::CpuDeviceOptions base) {
   base.free_communicated = [](void* p) { return free_shared_host(p); };
   return base;
 }
+
+}  // namespace
 
 std::unique_ptr<device::Device> make_host_device(device::CpuDeviceOptions base) {
   return device::make_cpu_device(host_device_options(std::move(base)));

@@ -10,7 +10,6 @@
 
 namespace dsx::comm {
 
-device::CpuDeviceOptions host_device_options(device::CpuDeviceOptions base = {});
 std::unique_ptr<device::Device> make_host_device(device::CpuDeviceOptions base = {});
 
 }  // namespace dsx::comm

@@ -86,7 +86,12 @@ void GradReducer::flush() {
   for (const Entry& e : f.entries) copied_(e.layer);
   launch(f);
   unpack(f);
-  f.done = device_.create_event();
+  if (spare_events_.empty()) {
+    f.done = device_.create_event();
+  } else {
+    f.done = std::move(spare_events_.back());
+    spare_events_.pop_back();
+  }
   stream_.record(*f.done);
   in_flight_.push_back(std::move(f));
   // Without overlap the reduction is waited for now; with it, at most two stay in flight.
@@ -382,6 +387,7 @@ void GradReducer::finish_oldest() {
   if (end > start) timing_.busy_seconds += seconds(end - start);
   busy_until_ = std::max(busy_until_, end);
   give_back(std::move(f.comm));
+  spare_events_.push_back(std::move(f.done));
   in_flight_.pop_front();
 }
 

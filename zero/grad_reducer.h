@@ -73,7 +73,6 @@ class GradReducer {
   // Reduces what is left and waits for every reduction; the compute stream is ordered after them.
   void flush_and_wait();
   const CommTiming& timing() const { return timing_; }
-  size_t plans() const { return plans_.size(); }
 
  private:
   enum class Route { Allreduce, OwnerRuns, ToOwner, Shards };
@@ -140,6 +139,7 @@ class GradReducer {
   std::vector<Entry> open_;
   std::map<std::pair<size_t, size_t>, Plan> plans_;
   std::deque<InFlight> in_flight_;
+  std::vector<std::unique_ptr<device::Event>> spare_events_;  // reused: no allocation per bucket
   std::vector<Buffer<uint8_t>> spare_;  // contiguous_gradients: buffers kept for the next buckets
   size_t largest_ = 0;                  // the largest buffer a bucket has needed (bytes)
   std::chrono::steady_clock::time_point busy_until_{};

@@ -80,7 +80,6 @@ class ZeroEngine {
   LossScaler& loss_scaler() { return scaler_; }
   const MemoryLedger& memory() const { return ledger_; }
   const CommTiming& comm_timing() const { return reducer_->timing(); }
-  const GradReducer& reducer() const { return *reducer_; }
   device::Device& device() { return device_; }
   int stage() const { return options_.stage; }
   size_t numel() const { return layout_.numel(); }

@@ -9,20 +9,12 @@
 
 #include "kernels/cuda/device.h"
 #include "tests/comm/comm_harness.h"
+#include "tests/gpu/visible_gpus.h"
 
 namespace dsx::comm {
 namespace {
 
 using namespace std::chrono_literals;
-
-int visible_gpus() {
-  test::RankProcesses probe(1, [](int) {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
-    ::_exit(n);
-  });
-  return probe.wait(60s)[0];
-}
 
 void expect(bool ok, const std::string& what) {
   if (!ok) throw std::runtime_error(what);
@@ -107,37 +99,37 @@ comm::CommOptions options(const std::string& backend) {
 }
 
 TEST(NcclComm, OneRankRunsEveryCollectiveOnDeviceMemory) {
-  if (visible_gpus() < 1) GTEST_SKIP() << "no GPU visible";
+  if (test::visible_gpus() < 1) GTEST_SKIP() << "no GPU visible";
   auto result = test::run_job(1, options("nccl"), device_collectives, 120s);
   EXPECT_TRUE(result.all_ok()) << result.summary();
 }
 
 TEST(NcclComm, TwoRanksOnTwoGpus) {
-  if (visible_gpus() < 2) GTEST_SKIP() << "needs two GPUs";
+  if (test::visible_gpus() < 2) GTEST_SKIP() << "needs two GPUs";
   auto result = test::run_job(2, options("nccl"), device_collectives, 120s);
   EXPECT_TRUE(result.all_ok()) << result.summary();
 }
 
 TEST(NcclComm, SendThenReceiveToItselfDoesNotDeadlock) {
-  if (visible_gpus() < 1) GTEST_SKIP() << "no GPU visible";
+  if (test::visible_gpus() < 1) GTEST_SKIP() << "no GPU visible";
   auto result = test::run_job(1, options("nccl"), send_then_receive, 120s);
   EXPECT_TRUE(result.all_ok()) << result.summary();
 }
 
 TEST(NcclComm, TwoRanksEachSendThenReceive) {
-  if (visible_gpus() < 2) GTEST_SKIP() << "needs two GPUs";
+  if (test::visible_gpus() < 2) GTEST_SKIP() << "needs two GPUs";
   auto result = test::run_job(2, options("nccl"), send_then_receive, 120s);
   EXPECT_TRUE(result.all_ok()) << result.summary();
 }
 
 TEST(NcclComm, ClosingCompletesWorkInFlight) {
-  if (visible_gpus() < 1) GTEST_SKIP() << "no GPU visible";
+  if (test::visible_gpus() < 1) GTEST_SKIP() << "no GPU visible";
   auto result = test::run_job(1, options("nccl"), close_with_work_in_flight, 120s);
   EXPECT_TRUE(result.all_ok()) << result.summary();
 }
 
 TEST(OfiComm, DeviceBuffersAreStagedThroughHostMemory) {
-  if (visible_gpus() < 1) GTEST_SKIP() << "no GPU visible";
+  if (test::visible_gpus() < 1) GTEST_SKIP() << "no GPU visible";
   auto result = test::run_job(2, options("ofi"), device_collectives, 120s);
   EXPECT_TRUE(result.all_ok()) << result.summary();
 }

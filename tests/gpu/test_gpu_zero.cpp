@@ -21,6 +21,7 @@
 #include "device/cuda_device.h"
 #include "kernels/mixed_precision.h"
 #include "tests/comm/comm_harness.h"
+#include "tests/gpu/visible_gpus.h"
 #include "tests/zero/hand_backward.h"
 
 namespace {
@@ -29,15 +30,6 @@ using namespace std::chrono_literals;
 
 constexpr int kLayers = 4;
 const auto kParams = dsx::test::params_of(kLayers, 3001);
-
-int visible_gpus() {
-  dsx::test::RankProcesses probe(1, [](int) {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
-    ::_exit(n);
-  });
-  return probe.wait(60s)[0];
-}
 
 // Rank r's gradient of element k of layer l: a fixed pattern, written through the device.
 float grad_value(int rank, int layer, size_t k) {
@@ -137,7 +129,7 @@ void compare(int stage, int world) {
 class GpuZero : public ::testing::TestWithParam<std::tuple<int, int>> {};
 
 TEST_P(GpuZero, DeviceResidentMatchesTheCpuDevice) {
-  if (visible_gpus() == 0) GTEST_SKIP() << "no GPU visible";
+  if (dsx::test::visible_gpus() == 0) GTEST_SKIP() << "no GPU visible";
   const auto [stage, world] = GetParam();
   compare(stage, world);
 }
@@ -145,7 +137,7 @@ TEST_P(GpuZero, DeviceResidentMatchesTheCpuDevice) {
 // One rank over nccl: the reference comes from the cpu device over ofi in a job of its own (nccl
 // reads GPU memory only).
 TEST(GpuZeroNccl, DeviceResidentOverNcclMatchesTheCpuDevice) {
-  if (visible_gpus() == 0) GTEST_SKIP() << "no GPU visible";
+  if (dsx::test::visible_gpus() == 0) GTEST_SKIP() << "no GPU visible";
   for (int stage = 0; stage <= 3; ++stage) {
     const std::string path =
         std::string(DSX_BINARY_DIR) + "/tests/gpu/zero-ref-" + std::to_string(getpid());
@@ -186,7 +178,7 @@ TEST(GpuZeroNccl, DeviceResidentOverNcclMatchesTheCpuDevice) {
 // rank, against the cpu device; the same kernels, so the weight vectors agree to 1e-3 (a value
 // near a bf16 rounding boundary may round the other way after a differently ordered norm).
 TEST(GpuZeroBf16, MixedPrecisionLayoutMatchesTheCpuDevice) {
-  if (visible_gpus() == 0) GTEST_SKIP() << "no GPU visible";
+  if (dsx::test::visible_gpus() == 0) GTEST_SKIP() << "no GPU visible";
   auto job = dsx::test::run_job(
       1, dsx::test::test_options("tcp"),
       [&](dsx::comm::Communicator& comm, int) {
