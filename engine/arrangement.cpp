@@ -18,13 +18,13 @@ Arrangement choose_arrangement(const ArrangementInputs& in) {
     where = "ZeRO state in GPU memory (no offload in the config)";
   } else {
     where =
-        "ZeRO state in host memory, ZeRO-Offload: device-resident ZeRO is not yet wired to the GPU "
-        "model "
-        "(docs/gpu.md), so the offload arrangement runs although the config asks for none";
+        "ZeRO state in host memory, ZeRO-Offload: this build cannot keep ZeRO in GPU memory, so the "
+        "offload arrangement runs although the config asks for none";
   }
   const std::string& request = in.backend_request;
+  const bool shared = a.zero_on_gpu && in.ranks_share_a_gpu;
   if (request == "auto" || request.empty()) {
-    a.backend = a.zero_on_gpu ? "nccl" : "ofi";
+    a.backend = a.zero_on_gpu && !shared ? "nccl" : "ofi";
   } else if (request == "ofi") {
     a.backend = "ofi";
   } else if (request == "nccl") {
@@ -38,11 +38,20 @@ Arrangement choose_arrangement(const ArrangementInputs& in) {
     throw Error(ErrorKind::Usage, "DSX_COMM_BACKEND='" + request + "': choose ofi, nccl or auto");
   }
   const bool chosen = request == "auto" || request.empty();
-  a.summary =
-      where + "; collectives over " + a.backend +
-      (chosen ? (a.zero_on_gpu ? " (the buffers are GPU memory)" : " (the buffers are host memory)")
-              : " (DSX_COMM_BACKEND)");
+  const char* why = !chosen  ? " (DSX_COMM_BACKEND)"
+                    : shared ? " (ranks share a GPU, which NCCL refuses; ofi stages GPU memory through the host)"
+                    : a.zero_on_gpu ? " (the buffers are GPU memory)"
+                                    : " (the buffers are host memory)";
+  a.summary = where + "; collectives over " + a.backend + why;
   return a;
+}
+
+bool device_resident_zero_built() {
+#ifdef DSX_HAVE_CUDA
+  return true;
+#else
+  return false;
+#endif
 }
 
 }  // namespace dsx::engine

@@ -79,9 +79,10 @@ void write_model_states(ck::RankWriter& writer, Trainer& trainer, const models::
 void write_partition(ck::RankWriter& writer, Trainer& trainer, const models::DataLoader& loader, int rank) {
   zero::ZeroEngine& z = trainer.zero();
   const int64_t n = static_cast<int64_t>(z.master_numel());
-  std::vector<ck::TensorRef> tensors = {{"fp32_flat_partition", ck::TensorDType::F32, {n}, z.master_partition()}};
-  for (auto& [name, buffer] : z.optimizer().state()) {
-    tensors.push_back({"optimizer_state." + name, ck::TensorDType::F32, {n}, buffer->data()});
+  const zero::ZeroEngine::PartitionState state = z.save_partition();  // host copies, wherever ZeRO lives
+  std::vector<ck::TensorRef> tensors = {{"fp32_flat_partition", ck::TensorDType::F32, {n}, state.master.data()}};
+  for (const auto& [name, values] : state.optimizer) {
+    tensors.push_back({"optimizer_state." + name, ck::TensorDType::F32, {n}, values.data()});
   }
   const zero::LossScalerState& s = z.loss_scaler().state();
   const models::LoaderPosition pos = loader.position();
@@ -185,13 +186,13 @@ void restore_rank_meta(const rapidjson::Value& part, const std::string& origin, 
 
 // A checkpoint of another world size or stage (DeepSpeed's universal checkpoint): every saved
 // partition is laid back into full vectors, and this rank cuts its own partition from them.
-void load_recut(const ck::CheckpointReader& reader, int saved_world, int saved_stage, zero::ZeroEngine& z,
-                models::DataLoader& loader, std::vector<float>& master) {
+zero::ZeroEngine::PartitionState load_recut(const ck::CheckpointReader& reader, int saved_world, int saved_stage,
+                                           zero::ZeroEngine& z, models::DataLoader& loader) {
   const zero::ZeroLayout& layout = z.layout();
   const size_t numel = layout.numel();
   std::vector<float> full_master(numel);
-  auto state = z.optimizer().state();
-  std::vector<std::vector<float>> full_state(state.size(), std::vector<float>(numel));
+  const std::vector<std::string> names = z.optimizer_state_names();
+  std::vector<std::vector<float>> full_state(names.size(), std::vector<float>(numel));
   const int files = saved_stage == 0 ? 1 : saved_world;
   for (int r = 0; r < files; ++r) {
     const ck::TensorFile f = reader.read_tensor_file(ck::zero_optim_states_file_name(r, false));
@@ -199,15 +200,20 @@ void load_recut(const ck::CheckpointReader& reader, int saved_world, int saved_s
     std::vector<float> part(n);
     f.read("fp32_flat_partition", ck::TensorDType::F32, part.data(), n);
     zero::ZeroEngine::scatter_partition(layout, saved_stage, saved_world, r, part.data(), full_master.data());
-    for (size_t k = 0; k < state.size(); ++k) {
-      f.read("optimizer_state." + state[k].first, ck::TensorDType::F32, part.data(), n);
+    for (size_t k = 0; k < names.size(); ++k) {
+      f.read("optimizer_state." + names[k], ck::TensorDType::F32, part.data(), n);
       zero::ZeroEngine::scatter_partition(layout, saved_stage, saved_world, r, part.data(), full_state[k].data());
     }
     if (r == 0) restore_rank_meta(parse(f.metadata_json(), f.origin()), f.origin(), z, loader);
   }
-  master.assign(z.master_numel(), 0.0f);
-  z.take_partition(full_master.data(), master.data());
-  for (size_t k = 0; k < state.size(); ++k) z.take_partition(full_state[k].data(), state[k].second->data());
+  zero::ZeroEngine::PartitionState mine;
+  mine.master.assign(z.master_numel(), 0.0f);
+  z.take_partition(full_master.data(), mine.master.data());
+  for (size_t k = 0; k < names.size(); ++k) {
+    mine.optimizer.emplace_back(names[k], std::vector<float>(z.master_numel()));
+    z.take_partition(full_state[k].data(), mine.optimizer.back().second.data());
+  }
+  return mine;
 }
 
 }  // namespace
@@ -233,7 +239,7 @@ std::string load_training_checkpoint(const std::string& load_dir, const std::str
                                        " ranks but the model states say " + std::to_string(saved_world));
   }
 
-  std::vector<float> master;
+  zero::ZeroEngine::PartitionState state;
   if (saved_world == comm.size() && saved_stage == z.stage()) {
     const ck::TensorFile mine = reader.read_tensor_file(ck::zero_optim_states_file_name(comm.rank(), false));
     const Json part = parse(mine.metadata_json(), mine.origin());
@@ -243,16 +249,17 @@ std::string load_training_checkpoint(const std::string& load_dir, const std::str
                                          std::to_string(get_int(part, "partition_numel", mine.origin())) +
                                          " elements, this rank's has " + std::to_string(n));
     }
-    master.resize(n);
-    mine.read("fp32_flat_partition", ck::TensorDType::F32, master.data(), n);
-    for (auto& [name, buffer] : z.optimizer().state()) {
-      mine.read("optimizer_state." + name, ck::TensorDType::F32, buffer->data(), n);
+    state.master.resize(n);
+    mine.read("fp32_flat_partition", ck::TensorDType::F32, state.master.data(), n);
+    for (const std::string& name : z.optimizer_state_names()) {
+      state.optimizer.emplace_back(name, std::vector<float>(n));
+      mine.read("optimizer_state." + name, ck::TensorDType::F32, state.optimizer.back().second.data(), n);
     }
     restore_rank_meta(part, mine.origin(), z, loader);
   } else {
-    load_recut(reader, saved_world, saved_stage, z, loader, master);
+    state = load_recut(reader, saved_world, saved_stage, z, loader);
   }
-  z.load_master_partition(master.data());  // stages 1/2: an allgather, so every rank is here
+  z.load_partition(state);  // stages 1/2: an allgather, so every rank is here
   trainer.restore_counters(get_int(meta, "global_steps", states.origin()), get_int(meta, "skipped_steps", states.origin()),
                            get_int(meta, "micro_steps", states.origin()),
                            get_int(meta, "schedule_iteration", states.origin()));

@@ -19,6 +19,7 @@
 
 #include "comm/logging_communicator.h"
 #include "comm/session.h"
+#include "device/cuda_device.h"
 #include "dsx/error.h"
 #include "engine/arrangement.h"
 #include "engine/autotune/profile_metrics.h"
@@ -162,6 +163,13 @@ void write_trial_metrics(const EngineConfig& config, Trainer& trainer, const mod
   autotune::write_profile_metrics(*config.autotuning.metric_path, m);
 }
 
+// The ranks on this node, as the launcher (dsx, deepspeed, torchrun) says; 1 when it does not.
+int local_ranks() {
+  const char* v = std::getenv("LOCAL_WORLD_SIZE");
+  const int n = v ? std::atoi(v) : 0;
+  return n > 0 ? n : 1;
+}
+
 // --device: "cpu", "cuda", or "auto" (the GPU where the build has CUDA and one is visible).
 bool wants_cuda(const std::string& device) {
   if (device == "cpu") return false;
@@ -199,9 +207,14 @@ int run_training(const TrainRunOptions& o) {
   placement.offload_optimizer = config.zero_optimization.optimizer_offloaded();
   placement.offload_param = config.zero_optimization.params_offloaded();
   placement.backend_request = comm_options.backend;
+  placement.device_resident_supported = device_resident_zero_built();
+  placement.ranks_share_a_gpu = cuda && local_ranks() > models::cuda_device_count();
   const Arrangement arrangement = choose_arrangement(placement);
   comm_options.backend = arrangement.backend;
+  comm_options.buffers_on_gpu = arrangement.zero_on_gpu;
   comm::Session session(env, comm_options);
+  // Device-resident ZeRO: its state on this rank's GPU, and the model computing on its stream.
+  std::unique_ptr<device::Device> gpu = arrangement.zero_on_gpu ? device::make_cuda_device() : nullptr;
   // comms_logger: every collective of the run goes through a recording communicator.
   std::unique_ptr<comm::LoggingCommunicator> logged;
   if (config.comms_logger && config.comms_logger->enabled) {
@@ -230,6 +243,7 @@ int run_training(const TrainRunOptions& o) {
   model_options.max_batch = micro;
   model_options.max_seq = seq;
   model_options.activation_checkpointing = config.activation_checkpointing.given;
+  if (gpu) model_options.stream = gpu->compute_stream().native();
   std::unique_ptr<models::Model> model_owner = models::make_gpt2(choice.config, model_options);
   models::Model& model = *model_owner;
   if (choice.initial.empty()) {
@@ -253,7 +267,7 @@ int run_training(const TrainRunOptions& o) {
   // steps after start_profile_step.
   const bool profiling = config.autotuning.enabled && config.autotuning.metric_path.has_value();
   if (profiling) run.steps = config.autotuning.end_profile_step;
-  Trainer trainer(config, model, comm, choice.initial.data(), o.device_memory);
+  Trainer trainer(config, model, comm, choice.initial.data(), o.device_memory, gpu.get());
   // --load of a directory no save has completed in yet (no `latest`, no --tag) starts from scratch
   // with a note, as DeepSpeed does: job scripts pass the same --load/--save on every run.
   const bool nothing_to_load =

@@ -11,21 +11,30 @@ namespace {
 
 std::unique_ptr<zero::ZeroEngine> make_zero(const EngineConfig& config, models::Model& model,
                                             comm::Communicator& comm, const float* initial, size_t memory_limit,
-                                            std::vector<std::string>& notes) {
+                                            device::Device* device, std::vector<std::string>& notes) {
   zero::ZeroOptions options = zero_options_from(config, notes);
   options.memory_limit = memory_limit;
-  options.model_activation_bytes = model.on_device() ? 0 : model.activation_bytes();  // host memory only
-  return std::make_unique<zero::ZeroEngine>(zero_params_of(model), model.num_layers(), initial, options, comm);
+  if (!device) {
+    // ZeRO on the host: a CPU model's activations share its memory; a GPU model's do not.
+    options.model_activation_bytes = model.on_device() ? 0 : model.activation_bytes();
+    return std::make_unique<zero::ZeroEngine>(zero_params_of(model), model.num_layers(), initial, options, comm);
+  }
+  // ZeRO on the model's device: its working copy and gradients in the model's dtype (beside an
+  // fp32 master for a 16-bit model), and the model's activations in the same memory.
+  options.model_dtype = model.param_dtype();
+  options.model_activation_bytes = model.activation_bytes();
+  return std::make_unique<zero::ZeroEngine>(zero_params_of(model), model.num_layers(), initial, options, comm,
+                                            *device);
 }
 
 }  // namespace
 
 Trainer::Trainer(const EngineConfig& config, models::Model& model, comm::Communicator& comm, const float* initial,
-                 size_t memory_limit)
+                 size_t memory_limit, device::Device* device)
     : config_(config), model_(model), comm_(comm),
-      zero_(make_zero(config, model, comm, initial, memory_limit, notes_)),
+      zero_(make_zero(config, model, comm, initial, memory_limit, device, notes_)),
       access_(*zero_), schedule_(lr_schedule_from(config)) {
-  if (model.on_device()) {
+  if (model.on_device() && !device) {
     bridge_ = make_device_bridge(model, access_, access_);
     notes_.push_back("GPU model: ZeRO's master weights, gradients and optimizer state stay in host memory "
                      "(ZeRO-Offload); " + std::to_string(bridge_->device_bytes() / 1000000) +

@@ -2,8 +2,9 @@
 // gradient_accumulation_steps micro-batches through the model and ZeRO, then one optimizer step
 // at the accumulation boundary with the scheduler's learning rate; overflow-skipped steps do not
 // advance the schedule. Progress display, monitors and checkpoints are the driver's business
-// (tools/cmd_train.cpp); the Trainer says what happened in each step. A GPU model trains through
-// a DeviceBridge: ZeRO's state stays in host memory (ZeRO-Offload), the GPU computes.
+// (tools/cmd_train.cpp); the Trainer says what happened in each step. A GPU model trains with ZeRO
+// on its device (every buffer in GPU memory, the model computing on the device's compute stream),
+// or, given no device, through a DeviceBridge: ZeRO's state in host memory (ZeRO-Offload).
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "device/device.h"
 #include "engine/config/ds_config.h"
 #include "engine/device_bridge.h"
 #include "engine/schedule/lr_schedule.h"
@@ -37,14 +39,16 @@ class Trainer {
  public:
   // `initial` parameters in the model's flat layout (every rank the same). `memory_limit`: the
   // bytes this rank may hold, model activations included (0: no limit); past it the constructor
-  // or a step throws Error(OutOfMemory).
+  // or a step throws Error(OutOfMemory). `device`: where ZeRO keeps its state - the device the
+  // model computes on, whose compute stream the model uses; null: ZeRO in host memory, with a
+  // DeviceBridge in front of a GPU model.
   Trainer(const EngineConfig& config, models::Model& model, comm::Communicator& comm, const float* initial,
-          size_t memory_limit = 0);
+          size_t memory_limit = 0, device::Device* device = nullptr);
 
   TrainStep train_batch(models::DataLoader& loader);
 
   zero::ZeroEngine& zero() { return *zero_; }
-  // Where the model reads its parameters: ZeRO directly (CPU model) or the DeviceBridge (GPU).
+  // Where the model reads its parameters: ZeRO directly, or the DeviceBridge (ZeRO-Offload).
   models::ParamAccess& params();
   // The master parameters changed outside a step (a checkpoint load): GPU copies refresh.
   void params_changed();
@@ -67,7 +71,7 @@ class Trainer {
   std::vector<std::string> notes_;
   std::unique_ptr<zero::ZeroEngine> zero_;
   ZeroModelAccess access_;
-  std::unique_ptr<DeviceBridge> bridge_;  // GPU models only
+  std::unique_ptr<DeviceBridge> bridge_;  // GPU models with ZeRO in host memory only
   std::optional<LrSchedule> schedule_;
   models::Batch batch_;
   int64_t global_steps_ = 0, skipped_steps_ = 0, micro_steps_ = 0;

@@ -23,6 +23,8 @@ class ZeroModelAccess final : public models::ParamAccess, public models::GradSin
   void release(int layer) override { zero_.release(layer); }
   void* grad(size_t index) override { return zero_.grad(index); }
   void ready(int layer) override { zero_.grad_ready(layer); }
+  // ZeRO reads a layer's gradients on its own streams after an event on the compute stream.
+  bool orders_after_device_work() const override { return true; }
 
  private:
   zero::ZeroEngine& zero_;

@@ -67,6 +67,11 @@ class GradSink {
   virtual void* grad(size_t index) = 0;
   // Every gradient of `layer` is final for this micro-batch.
   virtual void ready(int layer) = 0;
+  // A model on a device enqueues its work on a stream. True: the sink orders its reads of the
+  // gradients after the work the model enqueued before ready() (ZeRO on the model's own device,
+  // by an event on its compute stream), so the model need not wait. False: the model waits for
+  // its stream before each ready().
+  virtual bool orders_after_device_work() const { return false; }
 };
 
 // A decoder language model trained with next-token cross-entropy.

@@ -52,6 +52,7 @@ void print_text(const std::string& file, const engine::EngineConfig& config) {
     in.model_on_gpu = gpu;
     in.offload_optimizer = config.zero_optimization.optimizer_offloaded();
     in.offload_param = config.zero_optimization.params_offloaded();
+    in.device_resident_supported = true;  // what a GPU run does: GPUs need a CUDA build, which has it
     notes.push_back(std::string(gpu ? "on GPUs: " : "on CPU ranks: ") + engine::choose_arrangement(in).summary);
   }
   std::cout << "\nnotes (dsx train prints them at start):\n";

@@ -111,24 +111,28 @@ void ZeroEngine::touch(const void* data, size_t bytes, device::Access access, co
   device_.declare(ctx_.compute, t, what);
 }
 
-void ZeroEngine::host_touch(const void* data, size_t bytes, const char* what) {
-  const std::array<device::Touch, 1> t{device::Touch{data, bytes, device::Access::Write}};
-  device_.host_access(t, what);
-}
-
 void ZeroEngine::host_sync() {
   comm_stream_->synchronize(options_.comm_timeout);
   ctx_.compute.synchronize(options_.comm_timeout);
 }
 
-float* ZeroEngine::master_partition() {
-  host_sync();
-  float* master = params_store_->master();
-  host_touch(master, master_numel() * sizeof(float), "the host's use of the master partition");
+std::vector<std::string> ZeroEngine::optimizer_state_names() {
+  std::vector<std::string> names;
+  for (auto& [name, buffer] : optimizer_->state()) names.push_back(name);
+  return names;
+}
+
+ZeroEngine::PartitionState ZeroEngine::save_partition() {
+  const size_t n = master_numel();
+  PartitionState out;
+  out.master.resize(n);
+  device_.copy(out.master.data(), params_store_->master(), n * sizeof(float), ctx_.compute);
   for (auto& [name, buffer] : optimizer_->state()) {
-    host_touch(buffer->data(), buffer->bytes(), "the host's use of the optimizer state");
+    out.optimizer.emplace_back(name, std::vector<float>(n));
+    device_.copy(out.optimizer.back().second.data(), buffer->data(), n * sizeof(float), ctx_.compute);
   }
-  return master;
+  host_sync();  // the copies, and the step and reductions before them, have run
+  return out;
 }
 
 size_t ZeroEngine::master_numel() const { return partitioning_->partition_numel(); }
@@ -255,14 +259,32 @@ StepResult ZeroEngine::step(const StepHyper& hyper) {
   return result;
 }
 
-void ZeroEngine::load_master_partition(const float* values) {
-  device_.copy(params_store_->master(), values, master_numel() * sizeof(float), ctx_.compute);
+void ZeroEngine::load_partition(const PartitionState& state) {
+  const size_t n = master_numel();
+  auto check = [&](const std::vector<float>& values, const std::string& what) {
+    if (values.size() != n) {
+      throw Error(ErrorKind::Internal, "load_partition: " + what + " has " + std::to_string(values.size()) +
+                                           " elements, this rank's partition " + std::to_string(n));
+    }
+  };
+  check(state.master, "the master partition");
+  host_sync();  // the last step has finished with the buffers overwritten here
+  device_.copy(params_store_->master(), state.master.data(), n * sizeof(float), ctx_.compute);
+  for (auto& [name, buffer] : optimizer_->state()) {
+    auto it = std::find_if(state.optimizer.begin(), state.optimizer.end(),
+                           [&](const auto& entry) { return entry.first == name; });
+    if (it == state.optimizer.end()) {
+      throw Error(ErrorKind::Internal, "load_partition: no values for the optimizer state '" + name + "'");
+    }
+    check(it->second, "optimizer state '" + name + "'");
+    device_.copy(buffer->data(), it->second.data(), n * sizeof(float), ctx_.compute);
+  }
   if (params_store_->separate_master()) {
     device_.cast(kernels::DType::F32, params_store_->master(), options_.model_dtype,
-                 params_store_->working_partition(), master_numel(), ctx_.compute);
+                 params_store_->working_partition(), n, ctx_.compute);
   }
   params_store_->after_step();  // stages 1/2: an allgather, so every rank is here
-  host_sync();                  // `values` is the caller's
+  host_sync();                  // `state` is the caller's
 }
 
 void ZeroEngine::gather_params(float* model_flat) {

@@ -25,6 +25,8 @@
 
 #include <memory>
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -87,13 +89,21 @@ class ZeroEngine {
   void gather_params(float* model_flat);
 
   // ---- checkpoints: this rank's partition ----
-  // The fp32 parameters this rank updates. The host may read and write them (and the optimizer
-  // state) directly on a host_accessible device: this waits for ZeRO's streams first.
-  float* master_partition();
+  // Host copies of the fp32 parameters this rank updates and of their optimizer state, wherever
+  // the device keeps them: read after ZeRO's streams finished, written before the next step.
+  struct PartitionState {
+    std::vector<float> master;
+    std::vector<std::pair<std::string, std::vector<float>>> optimizer;  // "exp_avg", ...
+  };
   size_t master_numel() const;
   PartitionOptimizer& optimizer() { return *optimizer_; }
-  // Overwrites this rank's partition (and, stages 0-2, the full copy) from a saved partition.
-  void load_master_partition(const float* values);
+  // The names of the optimizer's state tensors, in PartitionState::optimizer's order.
+  std::vector<std::string> optimizer_state_names();
+  PartitionState save_partition();
+  // Overwrites this rank's partition (and, stages 0-2, the full copy) and the optimizer state
+  // from host values of master_numel() elements each (state: by name, every one of
+  // optimizer_state_names()). Stages 1/2: an allgather, so every rank calls it.
+  void load_partition(const PartitionState& state);
 
   // ---- re-cutting partitions (a checkpoint saved by another world size or stage) ----
   const ZeroLayout& layout() const { return layout_; }
@@ -111,8 +121,6 @@ class ZeroEngine {
              std::unique_ptr<device::Device> owned, device::Device* device);
   // The model touches these bytes of ZeRO's memory on the compute stream.
   void touch(const void* data, size_t bytes, device::Access access, const char* what);
-  // The host itself reads and writes them (checkpoints).
-  void host_touch(const void* data, size_t bytes, const char* what);
   void host_sync();
   double read_sum_of_squares(kernels::DType dtype, const void* data, size_t count);
   size_t model_bytes(size_t count) const {

@@ -1,6 +1,7 @@
 // The nccl backend (see nccl_communicator.h).
 #include "comm/nccl/nccl_communicator.h"
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 #include <sstream>
@@ -33,6 +34,16 @@ void cuda_check(cudaError_t rc, const char* what) {
   if (rc != cudaSuccess) {
     throw Error(ErrorKind::Comm, std::string("nccl backend: ") + what + " failed: " + cudaGetErrorString(rc));
   }
+}
+
+// Memory NCCL can read: the GPU's own, or managed memory. Anything else is host memory.
+bool is_device_memory(const void* p) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    (void)cudaGetLastError();  // older runtimes report unregistered host memory as an error; clear it
+    return false;
+  }
+  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
 }
 
 std::string elements(size_t count, DType dtype) {
@@ -127,6 +138,7 @@ NcclCommunicator::~NcclCommunicator() {
     p.work->fail(Error(ErrorKind::Comm, p.work->description() + " was not completed: the communicator was closed"));
     cudaEventDestroy(p.done);
   }
+  for (auto& block : pinned_) cudaFreeHost(block->data);
   if (barrier_word_) cudaFree(barrier_word_);
   if (ready_) cudaEventDestroy(ready_);
   if (stream_) cudaStreamDestroy(stream_);
@@ -139,20 +151,37 @@ void NcclCommunicator::after_caller_locked() {
   cuda_check(cudaStreamWaitEvent(stream_, ready_, 0), "cudaStreamWaitEvent");
 }
 
-void NcclCommunicator::track_locked(WorkHandle work) {
+void NcclCommunicator::track_locked(WorkHandle work, std::function<void()> on_done) {
   cudaEvent_t done;
   cuda_check(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreate");
   cuda_check(cudaEventRecord(done, stream_), "cudaEventRecord");
-  pending_.push_back({std::move(work), done, Clock::now() + options_.timeout});
+  pending_.push_back({std::move(work), done, Clock::now() + options_.timeout, std::move(on_done)});
 }
 
 void NcclCommunicator::complete_finished_locked() {
   // One stream, so events fire in issue order.
   while (!pending_.empty() && cudaEventQuery(pending_.front().done) == cudaSuccess) {
-    cudaEventDestroy(pending_.front().done);
-    pending_.front().work->complete();
+    Pending p = std::move(pending_.front());
     pending_.pop_front();
+    cudaEventDestroy(p.done);
+    if (p.on_done) p.on_done();
+    p.work->complete();
   }
+}
+
+NcclCommunicator::PinnedBlock& NcclCommunicator::pinned_block_locked(size_t bytes) {
+  for (auto& block : pinned_) {
+    if (!block->busy && block->bytes >= bytes) {
+      block->busy = true;
+      return *block;
+    }
+  }
+  auto block = std::make_unique<PinnedBlock>();
+  cuda_check(cudaMallocHost(&block->data, bytes), "cudaMallocHost (staging a host buffer)");
+  block->bytes = bytes;
+  block->busy = true;
+  pinned_.push_back(std::move(block));
+  return *pinned_.back();
 }
 
 void NcclCommunicator::drain_locked() {
@@ -242,6 +271,11 @@ void NcclCommunicator::settle(ncclResult_t result, const std::string& what) {
 
 template <typename F>
 WorkHandle NcclCommunicator::enqueue(const std::string& name, const std::string& detail, F&& call) {
+  return enqueue(name, detail, std::forward<F>(call), [] { return std::function<void()>{}; });
+}
+
+template <typename F, typename G>
+WorkHandle NcclCommunicator::enqueue(const std::string& name, const std::string& detail, F&& call, G&& after) {
   std::string description = name + " #" + std::to_string(next_op_++) + " (" + detail + ", nccl)";
   auto work = std::make_shared<Work>(description, options_.timeout + std::chrono::seconds(30));
   std::lock_guard lock(mutex_);
@@ -254,17 +288,65 @@ WorkHandle NcclCommunicator::enqueue(const std::string& name, const std::string&
   }
   // Order after the caller's work, run on our stream, and mark the end with an event.
   after_caller_locked();
+  std::function<void()> on_done;
   try {
     settle(call(), description);
+    on_done = after();
   } catch (const Error& e) {
     work->fail(e);
     return work;
   }
-  track_locked(work);
+  track_locked(work, std::move(on_done));
   return work;
 }
 
+template <typename F>
+WorkHandle NcclCommunicator::enqueue_staged(const std::string& name, const std::string& detail, const void* in,
+                                            size_t in_bytes, void* out, size_t out_bytes, F&& call) {
+  const bool in_place = in == out;
+  const bool stage_in = !is_device_memory(in);
+  const bool stage_out = !is_device_memory(out);
+  if (!stage_in && !stage_out) return enqueue(name, detail, [&] { return call(in, out); });
+  // One pinned block and one device block: [input][output], or one region for an in-place op.
+  const size_t in_part = stage_in ? in_bytes : 0;
+  const size_t out_at = in_place ? 0 : in_part;
+  const size_t total = std::max<size_t>(1, in_place ? in_bytes : in_part + (stage_out ? out_bytes : 0));
+  PinnedBlock* block = nullptr;
+  char* device = nullptr;
+  auto run = [&] {  // under mutex_, on our stream after the caller's
+    block = &pinned_block_locked(total);
+    cuda_check(cudaMallocAsync(reinterpret_cast<void**>(&device), total, stream_), "cudaMallocAsync (staging)");
+    auto* pinned = static_cast<char*>(block->data);
+    const void* device_in = in;
+    void* device_out = out;
+    if (stage_in) {
+      std::memcpy(pinned, in, in_bytes);
+      cuda_check(cudaMemcpyAsync(device, pinned, in_bytes, cudaMemcpyHostToDevice, stream_), "staging the input");
+      device_in = device;
+    }
+    if (stage_out) device_out = device + out_at;
+    return call(device_in, device_out);
+  };
+  auto back = [&]() -> std::function<void()> {
+    auto* pinned = static_cast<char*>(block->data);
+    if (stage_out) {
+      cuda_check(cudaMemcpyAsync(pinned + out_at, device + out_at, out_bytes, cudaMemcpyDeviceToHost, stream_),
+                 "staging the result");
+    }
+    cuda_check(cudaFreeAsync(device, stream_), "cudaFreeAsync (staging)");
+    return [block, stage_out, out, from = pinned + out_at, out_bytes] {
+      if (stage_out) std::memcpy(out, from, out_bytes);
+      block->busy = false;
+    };
+  };
+  return enqueue(name, detail, run, back);
+}
+
 WorkHandle NcclCommunicator::point_to_point(bool send, void* data, size_t count, DType dtype, int peer) {
+  if (!is_device_memory(data)) {
+    throw Error(ErrorKind::Usage, std::string("nccl ") + (send ? "send" : "recv") +
+                                      " of host memory: NCCL moves GPU memory only; pass a device buffer or use ofi");
+  }
   std::string description = std::string(send ? "send" : "recv") + " #" + std::to_string(next_op_++) + " (" +
                             elements(count, dtype) + (send ? " to" : " from") + " rank " + std::to_string(peer) +
                             ", nccl)";
@@ -397,27 +479,40 @@ void NcclCommunicator::abort_locked(const std::string& reason) {
 
 WorkHandle NcclCommunicator::allreduce(void* data, size_t count, DType dtype, ReduceOp op) {
   require_nccl_support(nccl_version_, dtype, op, "allreduce");
-  return enqueue(std::string("allreduce ") + kernels::reduce_op_name(op), elements(count, dtype),
-                 [&] { return ncclAllReduce(data, data, count, nccl_type(dtype), nccl_op(op), comm_, stream_); });
+  const size_t bytes = count * kernels::dtype_size(dtype);
+  return enqueue_staged(std::string("allreduce ") + kernels::reduce_op_name(op), elements(count, dtype), data, bytes,
+                        data, bytes, [&](const void* in, void* out) {
+                          return ncclAllReduce(in, out, count, nccl_type(dtype), nccl_op(op), comm_, stream_);
+                        });
 }
 
 WorkHandle NcclCommunicator::reduce_scatter(const void* input, void* output, size_t count, DType dtype, ReduceOp op) {
   require_nccl_support(nccl_version_, dtype, op, "reduce_scatter");
-  return enqueue(std::string("reduce_scatter ") + kernels::reduce_op_name(op), elements(count, dtype) + " per rank",
-                 [&] { return ncclReduceScatter(input, output, count, nccl_type(dtype), nccl_op(op), comm_, stream_); });
+  const size_t bytes = count * kernels::dtype_size(dtype);
+  return enqueue_staged(std::string("reduce_scatter ") + kernels::reduce_op_name(op),
+                        elements(count, dtype) + " per rank", input, bytes * static_cast<size_t>(size()), output,
+                        bytes, [&](const void* in, void* out) {
+                          return ncclReduceScatter(in, out, count, nccl_type(dtype), nccl_op(op), comm_, stream_);
+                        });
 }
 
 WorkHandle NcclCommunicator::allgather(const void* input, void* output, size_t count, DType dtype) {
   require_nccl_support(nccl_version_, dtype, "allgather");
-  return enqueue("allgather", elements(count, dtype) + " per rank",
-                 [&] { return ncclAllGather(input, output, count, nccl_type(dtype), comm_, stream_); });
+  const size_t bytes = count * kernels::dtype_size(dtype);
+  return enqueue_staged("allgather", elements(count, dtype) + " per rank", input, bytes, output,
+                        bytes * static_cast<size_t>(size()), [&](const void* in, void* out) {
+                          return ncclAllGather(in, out, count, nccl_type(dtype), comm_, stream_);
+                        });
 }
 
 WorkHandle NcclCommunicator::broadcast(void* data, size_t count, DType dtype, int root) {
   if (root < 0 || root >= size()) throw Error(ErrorKind::Usage, "broadcast root " + std::to_string(root) + " is not a rank of this group");
   require_nccl_support(nccl_version_, dtype, "broadcast");
-  return enqueue("broadcast", elements(count, dtype) + " from rank " + std::to_string(root),
-                 [&] { return ncclBroadcast(data, data, count, nccl_type(dtype), root, comm_, stream_); });
+  const size_t bytes = count * kernels::dtype_size(dtype);
+  return enqueue_staged("broadcast", elements(count, dtype) + " from rank " + std::to_string(root), data, bytes, data,
+                        bytes, [&](const void* in, void* out) {
+                          return ncclBroadcast(in, out, count, nccl_type(dtype), root, comm_, stream_);
+                        });
 }
 
 WorkHandle NcclCommunicator::barrier() {

@@ -14,12 +14,18 @@
 // timeout, NCCL reports an asynchronous error, another rank publishes an abort, or a rank
 // vanishes from the store - so kernels spinning on a dead peer are released instead of hanging.
 // One mutex keeps the caller and the watchdog from ever being inside NCCL at the same time.
+// NCCL reads device memory only; a collective handed host memory (a loss to average, a timing, a
+// flag: the engine's small host values) runs on a device copy - the input through pinned memory
+// to the GPU, the result back to pinned memory on our stream, and into the caller's memory when
+// the Work completes - so every caller of the Communicator interface works over nccl. Sends and
+// receives take device memory only.
 #pragma once
 
 #include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -80,6 +86,13 @@ class NcclCommunicator final : public Communicator {
     WorkHandle work;
     cudaEvent_t done;
     Clock::time_point deadline;
+    std::function<void()> on_done;  // before the Work completes: a staged result to the caller
+  };
+  // Pinned host memory a staged collective copies through; reused once its Work has ended.
+  struct PinnedBlock {
+    void* data = nullptr;
+    size_t bytes = 0;
+    bool busy = false;
   };
   struct PointToPoint {  // a send or recv held for the next group
     bool send;
@@ -97,13 +110,24 @@ class NcclCommunicator final : public Communicator {
   };
   template <typename F>
   WorkHandle enqueue(const std::string& name, const std::string& detail, F&& call);
+  // The same with `after()` run once the operation is on our stream; the function it returns
+  // runs when the operation has completed, before its Work does.
+  template <typename F, typename G>
+  WorkHandle enqueue(const std::string& name, const std::string& detail, F&& call, G&& after);
+  // `call` runs the operation on device memory (input, output); `in`/`out` are the caller's,
+  // device memory (run as they are) or host memory (staged, see above).
+  template <typename F>
+  WorkHandle enqueue_staged(const std::string& name, const std::string& detail, const void* in, size_t in_bytes,
+                            void* out, size_t out_bytes, F&& call);
+  PinnedBlock& pinned_block_locked(size_t bytes);
   WorkHandle point_to_point(bool send, void* data, size_t count, DType dtype, int peer);
   // Runs issue() (one of the Work forms) ordered after `stream` and orders `stream` after it.
   template <typename F>
   void on_stream(device::Stream& stream, F&& issue);
   void use_device();                // our GPU, current on the calling thread
   void after_caller_locked();       // our stream waits for the caller's
-  void track_locked(WorkHandle work);  // completion event on our stream
+  // Completion event on our stream; `on_done` runs once it fired, before the Work completes.
+  void track_locked(WorkHandle work, std::function<void()> on_done = {});
   void issue_held_locked();         // the held sends/receives, as one group
   void complete_finished_locked();  // completes Works whose events fired, in issue order
   void drain_locked();              // at close: complete everything, or fail it at the deadline
@@ -132,6 +156,7 @@ class NcclCommunicator final : public Communicator {
   std::string broken_;
   bool stopping_ = false;
   std::map<std::string, int> groups_made_;
+  std::vector<std::unique_ptr<PinnedBlock>> pinned_;  // freed when the communicator closes
   std::thread watchdog_;
 };
 

@@ -20,10 +20,14 @@ std::unique_ptr<Model> make_gpt2(const GPT2Config& config, const GPT2Options& o)
     return std::make_unique<GPT2Cpu<float>>(config, o.max_batch, o.max_seq, ckpt);
   }
 #ifdef DSX_HAVE_CUDA
-  if (o.dtype == kernels::DType::F32) return std::make_unique<GPT2Cuda<float>>(config, o.max_batch, o.max_seq, ckpt);
-  if (o.dtype == kernels::DType::BF16)
-    return std::make_unique<GPT2Cuda<__nv_bfloat16>>(config, o.max_batch, o.max_seq, ckpt);
-  return std::make_unique<GPT2Cuda<__half>>(config, o.max_batch, o.max_seq, ckpt);
+  auto stream = static_cast<cudaStream_t>(o.stream);
+  if (o.dtype == kernels::DType::F32) {
+    return std::make_unique<GPT2Cuda<float>>(config, o.max_batch, o.max_seq, ckpt, stream);
+  }
+  if (o.dtype == kernels::DType::BF16) {
+    return std::make_unique<GPT2Cuda<__nv_bfloat16>>(config, o.max_batch, o.max_seq, ckpt, stream);
+  }
+  return std::make_unique<GPT2Cuda<__half>>(config, o.max_batch, o.max_seq, ckpt, stream);
 #else
   throw Error(ErrorKind::Unsupported, "this dsx was built without CUDA; rebuild with -DDSX_CUDA=ON on a machine with nvcc");
 #endif

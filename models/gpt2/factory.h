@@ -15,6 +15,9 @@ struct GPT2Options {
   kernels::DType dtype = kernels::DType::F32;  // CPU: F32; CUDA: F32, BF16 or F16
   int max_batch = 1, max_seq = 1;
   bool activation_checkpointing = false;     // the ds_config's activation_checkpointing block
+  // CUDA: the stream to compute on (a cudaStream_t: the compute stream of the device ZeRO keeps
+  // its state on); null: a stream of the model's own.
+  void* stream = nullptr;
 };
 
 // Throws Error(Unsupported) for a combination this build cannot run (CUDA without a CUDA build,

@@ -91,22 +91,25 @@ GPT2Cuda<T>::RankDevice::RankDevice() {
 }
 
 template <class T>
-GPT2Cuda<T>::Stream::Stream() {
+GPT2Cuda<T>::Stream::Stream(cudaStream_t given) : s_(given) {
+  if (s_) return;
   cuda_check(cudaStreamCreate(&s_), "cudaStreamCreate");
+  owned_ = true;
 }
 
 template <class T>
 GPT2Cuda<T>::Stream::~Stream() {
-  if (s_) {
+  if (s_ && owned_) {
     cudaStreamSynchronize(s_);
     cudaStreamDestroy(s_);
   }
 }
 
 template <class T>
-GPT2Cuda<T>::GPT2Cuda(const GPT2Config& config, int max_batch, int max_seq, bool activation_checkpointing)
+GPT2Cuda<T>::GPT2Cuda(const GPT2Config& config, int max_batch, int max_seq, bool activation_checkpointing,
+                      cudaStream_t stream)
     : config_(config), specs_(gpt2_param_specs(config)), max_batch_(max_batch), max_seq_(max_seq),
-      checkpointing_(activation_checkpointing) {
+      checkpointing_(activation_checkpointing), stream_(stream) {
   if (max_batch < 1 || max_seq < 1 || max_seq > config.max_seq_len)
     throw Error(ErrorKind::Config, "GPT-2: sequence " + std::to_string(max_seq) + " must be in [1, " +
                                        std::to_string(config.max_seq_len) + "] and the batch positive");
@@ -296,8 +299,10 @@ void GPT2Cuda<T>::backward(ParamAccess& access, GradSink& sink, float grad_scale
                               dln_.data(), residual_[L].data(),
                               static_cast<const T*>(access.param(gpt2_param_index(config_, kLnfw, 0))),
                               lnf_mean_.data(), lnf_rstd_.data(), N, C, s);
-  // Gradients are final when the stream has run the kernels that write them.
-  cuda_check(cudaStreamSynchronize(s), "backward");
+  // Gradients are final when the stream has run the kernels that write them: ZeRO on this
+  // device orders its reads by an event; anyone else reads once the stream is done.
+  const bool wait_for_stream = !sink.orders_after_device_work();
+  if (wait_for_stream) cuda_check(cudaStreamSynchronize(s), "backward");
   sink.ready(L + 1);
   access.release(L + 1);
   for (int l = L - 1; l >= 0; --l) {
@@ -307,18 +312,19 @@ void GPT2Cuda<T>::backward(ParamAccess& access, GradSink& sink, float grad_scale
     BlockActs& a = acts_of(l);
     if (checkpointing_) block_forward(a, tmp_.data(), residual_[l].data(), p);
     block_backward(dres_.data(), a, residual_[l].data(), p, block_grads(sink, l));
-    cuda_check(cudaStreamSynchronize(s), "backward");
+    if (wait_for_stream) cuda_check(cudaStreamSynchronize(s), "backward");
     sink.ready(l + 1);
     access.release(l + 1);
   }
   T* dwpe = static_cast<T*>(sink.grad(gpt2_param_index(config_, kWpe, 0)));
   // wte's gradient rows summed per token in row order (no atomics): grouped on the host.
-  const kernels::TokenRows rows = kernels::group_rows_by_token(host_inputs_.data(), N, V);
-  cuda_check(cudaMemcpyAsync(token_rows_.data(), rows.packed.data(), rows.packed.size() * 4,
+  // A member: the copy may still read it after this returns (the next forward waits for it).
+  token_rows_host_ = kernels::group_rows_by_token(host_inputs_.data(), N, V);
+  cuda_check(cudaMemcpyAsync(token_rows_.data(), token_rows_host_.packed.data(), token_rows_host_.packed.size() * 4,
                              cudaMemcpyHostToDevice, s),
              "copy token rows");
-  kc::gpt2_encoder_backward(dwte, dwpe, dres_.data(), token_rows_.data(), rows.distinct, B_, T_, C, s);
-  cuda_check(cudaStreamSynchronize(s), "backward");
+  kc::gpt2_encoder_backward(dwte, dwpe, dres_.data(), token_rows_.data(), token_rows_host_.distinct, B_, T_, C, s);
+  if (wait_for_stream) cuda_check(cudaStreamSynchronize(s), "backward");
   sink.ready(0);
   access.release(0);
 }

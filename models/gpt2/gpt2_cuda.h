@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/cuda/gpt2_layers.h"
+#include "kernels/token_rows.h"
 #include "models/gpt2/config.h"
 #include "models/model.h"
 
@@ -44,7 +45,10 @@ void download_as(float* host, const T* device, size_t n);
 template <class T>
 class GPT2Cuda final : public Model {
  public:
-  GPT2Cuda(const GPT2Config& config, int max_batch, int max_seq, bool activation_checkpointing = false);
+  // `stream`: where the model enqueues its work - the compute stream of the device ZeRO keeps
+  // its state on, so that ZeRO's events order the two; null: a stream of the model's own.
+  GPT2Cuda(const GPT2Config& config, int max_batch, int max_seq, bool activation_checkpointing = false,
+           cudaStream_t stream = nullptr);
   ~GPT2Cuda() override;
 
   const std::vector<ParamSpec>& params() const override { return specs_; }
@@ -86,9 +90,9 @@ class GPT2Cuda final : public Model {
   struct RankDevice {
     RankDevice();
   };
-  class Stream {
+  class Stream {  // the caller's, or one made (and destroyed) here
    public:
-    Stream();
+    explicit Stream(cudaStream_t given);
     ~Stream();
     Stream(const Stream&) = delete;
     Stream& operator=(const Stream&) = delete;
@@ -96,6 +100,7 @@ class GPT2Cuda final : public Model {
 
    private:
     cudaStream_t s_ = nullptr;
+    bool owned_ = false;
   };
 
   GPT2Config config_;
@@ -107,6 +112,7 @@ class GPT2Cuda final : public Model {
   Stream stream_;
   kernels::cuda::GPT2Blas blas_;
   std::vector<int32_t> host_inputs_;  // this batch's tokens: grouped by token for the embedding backward
+  kernels::TokenRows token_rows_host_;
 
   int B_ = 0, T_ = 0;
   size_t counted_ = 0;

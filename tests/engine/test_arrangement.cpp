@@ -56,7 +56,23 @@ TEST(Arrangement, WithoutDeviceResidentSupportTheOffloadArrangementRunsAndSaysSo
   const Arrangement a = choose_arrangement(inputs(true, false, false));
   EXPECT_FALSE(a.zero_on_gpu);
   EXPECT_EQ(a.backend, "ofi");
-  EXPECT_NE(a.summary.find("not yet wired"), std::string::npos) << a.summary;
+  EXPECT_NE(a.summary.find("cannot keep ZeRO in GPU memory"), std::string::npos) << a.summary;
+}
+
+TEST(Arrangement, RanksSharingAGpuStayDeviceResidentOverOfi) {
+  ArrangementInputs in = inputs(true, false, true);
+  in.ranks_share_a_gpu = true;
+  Arrangement a = choose_arrangement(in);
+  EXPECT_TRUE(a.zero_on_gpu);
+  EXPECT_EQ(a.backend, "ofi");
+  EXPECT_NE(a.summary.find("ranks share a GPU"), std::string::npos) << a.summary;
+  in.backend_request = "nccl";  // asked for: NCCL itself then says what is wrong
+  EXPECT_EQ(choose_arrangement(in).backend, "nccl");
+  in = inputs(true, true, true);  // offload: host buffers, ofi as always
+  in.ranks_share_a_gpu = true;
+  a = choose_arrangement(in);
+  EXPECT_FALSE(a.zero_on_gpu);
+  EXPECT_EQ(a.summary.find("share"), std::string::npos) << a.summary;
 }
 
 TEST(Arrangement, AnExplicitBackendIsHonouredOrRefusedWithTheReason) {

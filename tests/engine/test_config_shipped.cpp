@@ -140,6 +140,10 @@ TEST(ConfigCheckCli, SaysWhichArrangementRunsAndWhy) {
   EXPECT_CONTAINS(r.output, "on CPU ranks: ZeRO state in host memory");
   EXPECT_CONTAINS(r.output, "on GPUs: ZeRO state in host memory, ZeRO-Offload (offload_optimizer.device cpu)");
   EXPECT_CONTAINS(r.output, "collectives over ofi (the buffers are host memory)");
+  // Without offload a GPU run keeps ZeRO in GPU memory and talks over NCCL.
+  r = run_dsx("config check " + shipped("zero2.json"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_CONTAINS(r.output, "on GPUs: ZeRO state in GPU memory (no offload in the config); collectives over nccl");
 }
 
 TEST(ConfigCheckCli, UsageErrors) {
