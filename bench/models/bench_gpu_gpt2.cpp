@@ -44,6 +44,7 @@ class DeviceParams final : public ParamAccess, public GradSink {
   const void* param(size_t i) override { return params_.data() + specs_[i].offset; }
   void* grad(size_t i) override { return grads_.data() + specs_[i].offset; }
   void ready(int) override {}
+  bool orders_after_device_work() const override { return true; }  // nothing reads them mid-step
 
  private:
   std::vector<ParamSpec> specs_;
