@@ -25,6 +25,13 @@
 #include "engine/autotune/profile_metrics.h"
 #include "engine/config/ds_config.h"
 #include "engine/monitor/monitor_master.h"
+#include "engine/observers/flops_profile_writer.h"
+#include "engine/observers/monitor_writer.h"
+#include "engine/observers/periodic_action.h"
+#include "engine/observers/progress_updater.h"
+#include "engine/observers/run_totals.h"
+#include "engine/observers/step_log_printer.h"
+#include "engine/observers/throughput_printer.h"
 #include "engine/progress/progress_display.h"
 #include "engine/progress/step_log.h"
 #include "engine/flops_profiler.h"
@@ -328,8 +335,6 @@ int run_training(const TrainRunOptions& o) {
   const double start = now_seconds();
   display.start(start);
   throughput.start(start);
-  int64_t samples_seen = 0;
-  double profile_start = start, last_step_end = start;
   auto evaluate = [&](int64_t step) {
     if (o.data != "addition") return;
     trainer.zero().begin_micro_step(false);
@@ -340,87 +345,44 @@ int run_training(const TrainRunOptions& o) {
     say(line.str());
   };
 
+  // What acts between steps, in the order it acts (engine/observers/).
+  std::vector<std::unique_ptr<StepObserver>> observers;
+  observers.push_back(std::make_unique<RunTotals>(summary));
+  auto window = std::make_unique<ProfileWindow>(config.autotuning.start_profile_step, start);
+  ProfileWindow& profiled = *window;
+  observers.push_back(std::move(window));
+  if (lead) {
+    observers.push_back(std::make_unique<MonitorWriter>(config, monitors));
+    observers.push_back(std::make_unique<StepLogPrinter>(config, trainer, rank, say));
+    if (config.flops_profiler.enabled) {
+      observers.push_back(std::make_unique<FlopsProfileWriter>(config, gpt2_forward_flops(choice.config, micro, seq),
+                                                               model.num_params(), comm.size(), say));
+    }
+  }
+  observers.push_back(
+      std::make_unique<ThroughputPrinter>(throughput, static_cast<int>(config.gradient_accumulation_steps), rank, say));
+  if (lead) observers.push_back(std::make_unique<ProgressUpdater>(display));
+  observers.push_back(std::make_unique<PeriodicAction>(o.eval_interval, evaluate));
+  if (!o.save_dir.empty()) {
+    observers.push_back(std::make_unique<PeriodicAction>(
+        o.save_interval, [&](int64_t) { save("every " + std::to_string(o.save_interval) + " steps"); }));
+  }
+
   double comm_wait_before = 0;  // waiting for gradient reductions, up to the previous step
   while (trainer.global_steps() < run.steps) {
-    TrainStep step = trainer.train_batch(*loader);
+    const TrainStep step = trainer.train_batch(*loader);
     const double comm_wait = trainer.zero().comm_timing().exposed_seconds - comm_wait_before;
     comm_wait_before += comm_wait;
-    const double t = now_seconds();
-    samples_seen += step.samples;
-    last_step_end = t;
-    if (profiling && step.global_step == config.autotuning.start_profile_step) profile_start = t;
-    summary.tokens += step.tokens;
-    if (!summary.first_loss) summary.first_loss = step.loss;
-    summary.final_loss = step.loss;
-    if (!summary.lowest_loss || step.loss < *summary.lowest_loss) {
-      summary.lowest_loss = step.loss;
-      summary.lowest_loss_step = step.global_step;
-    }
-    if (lead) {
-      std::vector<monitor::Event> events = {{monitor::names::kTrainLoss, step.loss, samples_seen},
-                                            {monitor::names::kLr, step.lr, samples_seen}};
-      if (config.fp16.enabled) events.push_back({monitor::names::kLossScale, step.zero.loss_scale, samples_seen});
-      if (config.wall_clock_breakdown) {
-        events.push_back({monitor::names::kForwardMs, step.forward_seconds * 1e3, samples_seen});
-        events.push_back({monitor::names::kBackwardMs, step.backward_seconds * 1e3, samples_seen});
-        events.push_back({monitor::names::kStepMs, step.step_seconds * 1e3, samples_seen});
-      }
-      monitors.write_events(events);
-      if (config.steps_per_print && step.global_step % *config.steps_per_print == 0) {
-        progress::GroupState group{step.lr, trainer.momentum()};
-        say(progress::log_prefix(std::chrono::system_clock::now(), rank) +
-            progress::format_step_line(step.global_step, trainer.skipped_steps(), {&group, 1}));
-        if (config.wall_clock_breakdown) {
-          std::ostringstream w;
-          w.precision(2);
-          w << std::fixed << "time (ms) | fwd: " << step.forward_seconds * 1e3
-            << " | bwd: " << step.backward_seconds * 1e3 << " | step: " << step.step_seconds * 1e3
-            << " | comm wait: " << comm_wait * 1e3 << " | comm hidden behind backward: " << trainer.zero().comm_timing().hidden_fraction() * 100 << "%";
-          say(progress::log_prefix(std::chrono::system_clock::now(), rank) + w.str());
-        }
-      }
-    }
-    if (lead && config.flops_profiler.enabled && step.global_step == config.flops_profiler.profile_step) {
-      FlopsProfile p;
-      p.step = step.global_step;
-      p.params = model.num_params();
-      p.forward_flops = gpt2_forward_flops(choice.config, micro, seq);
-      p.micro_batches = config.gradient_accumulation_steps;
-      p.forward_seconds = step.forward_seconds;
-      p.backward_seconds = step.backward_seconds;
-      p.step_seconds = step.step_seconds;
-      p.iteration_seconds = step.total_seconds;
-      p.samples = step.samples;
-      p.ranks = comm.size();
-      p.peak_flops_per_second = measured_sgemm_flops_per_second();
-      const std::string report = format_flops_profile(p);
-      if (config.flops_profiler.output_file) {
-        std::ofstream(*config.flops_profiler.output_file) << report;
-        say("flops profile written to " + *config.flops_profiler.output_file);
-      } else {
-        std::istringstream lines(report);
-        for (std::string line; std::getline(lines, line);) say(line);
-      }
-    }
-    for (int j = 0; j + 1 < config.gradient_accumulation_steps; ++j) throughput.stop(t, false, false);
-    if (auto line = throughput.stop(t, true, lead); line && lead) say(progress::log_prefix(std::chrono::system_clock::now(), rank) + *line);
-    if (lead) display.update(step.global_step, step.loss, step.lr, step.tokens, t);
-    if (o.eval_interval > 0 && step.global_step % o.eval_interval == 0 && step.global_step != run.steps) {
-      evaluate(step.global_step);
-    }
-    if (!o.save_dir.empty() && o.save_interval > 0 && step.global_step % o.save_interval == 0 &&
-        step.global_step != run.steps) {
-      save("every " + std::to_string(o.save_interval) + " steps");
-    }
+    const StepEvent event{step, now_seconds(), comm_wait, step.global_step >= run.steps};
+    for (auto& observer : observers) observer->after_step(event);
   }
   summary.steps = trainer.global_steps();
   summary.skipped_steps = trainer.skipped_steps();
-  summary.samples = samples_seen;
   summary.seconds = now_seconds() - start;
   if (lead) display.finish(now_seconds());
   if (profiling) {
     write_trial_metrics(config, trainer, model, choice.config, seq,
-                        run.steps - config.autotuning.start_profile_step, last_step_end - profile_start, store,
+                        run.steps - config.autotuning.start_profile_step, profiled.seconds(), store,
                         rank, comm.size(), o.device_memory);
     if (lead) std::cout << "dsx train: metrics of steps " << config.autotuning.start_profile_step + 1 << "-"
                         << run.steps << " written to " << *config.autotuning.metric_path << "\n";
