@@ -170,6 +170,39 @@ void write_trial_metrics(const EngineConfig& config, Trainer& trainer, const mod
   autotune::write_profile_metrics(*config.autotuning.metric_path, m);
 }
 
+// The closing summary's rows of what rank 0 held and how much gradient traffic it sent.
+void add_resource_rows(progress::RunSummary& summary, zero::ZeroEngine& zero, int ranks) {
+  const zero::MemoryLedger& m = zero.memory();
+  const zero::CommTiming& c = zero.comm_timing();
+  std::ostringstream mem, com;
+  mem.precision(6);
+  mem << "params " << m.bytes(zero::MemoryKind::Params) / 1e6 << " MB, grads " << m.bytes(zero::MemoryKind::Grads) / 1e6
+      << " MB, optimizer " << m.bytes(zero::MemoryKind::OptimizerState) / 1e6 << " MB, activations "
+      << m.bytes(zero::MemoryKind::Activations) / 1e6 << " MB (peak buffers " << m.peak(zero::MemoryKind::Buffers) / 1e6
+      << " MB, peak total " << m.peak_total() / 1e6 << " MB)";
+  summary.extra.push_back({"rank 0 holds", mem.str()});
+  if (ranks > 1) {
+    com.precision(3);
+    com << c.bus_bytes / 1e6 << " MB sent by rank 0 in " << c.operations << " reductions (" << c.reduce_scatters
+        << " reduce-scatters), " << static_cast<int>(c.hidden_fraction() * 100 + 0.5) << "% hidden behind backward";
+    summary.extra.push_back({"gradient comm", com.str()});
+  }
+}
+
+// Greedy answers of the trained model to sums it never trained on, computed on the host.
+void print_samples(const models::GPT2Config& shape, const std::vector<float>& weights, const models::AdditionTask& task,
+                   int seq, uint64_t seed, int count) {
+  std::cout << "samples from the trained model (greedy; sums it never trained on):\n";
+  models::GPT2Cpu<float> sampler(shape, 1, seq);  // on the host, whatever trained
+  models::LocalParams<float> local(sampler);
+  std::copy(weights.begin(), weights.end(), local.params());
+  for (int i = 0; i < count; ++i) {
+    uint64_t a, b;
+    task.pair(seed + 99, static_cast<uint64_t>(i), true, a, b);
+    std::cout << answer_line(sampler, local, task, a, b) << "\n";
+  }
+}
+
 // The ranks on this node, as the launcher (dsx, deepspeed, torchrun) says; 1 when it does not.
 int local_ranks() {
   const char* v = std::getenv("LOCAL_WORLD_SIZE");
@@ -395,24 +428,7 @@ int run_training(const TrainRunOptions& o) {
     std::istringstream lines("comms_logger (rank 0):\n" + logged->summary());
     for (std::string line; std::getline(lines, line);) say(line);
   }
-  {
-    const zero::MemoryLedger& m = trainer.zero().memory();
-    const zero::CommTiming& c = trainer.zero().comm_timing();
-    std::ostringstream mem, com;
-    mem.precision(6);
-    mem << "params " << m.bytes(zero::MemoryKind::Params) / 1e6 << " MB, grads " << m.bytes(zero::MemoryKind::Grads) / 1e6
-        << " MB, optimizer " << m.bytes(zero::MemoryKind::OptimizerState) / 1e6 << " MB, activations "
-        << m.bytes(zero::MemoryKind::Activations) / 1e6 << " MB (peak buffers " << m.peak(zero::MemoryKind::Buffers) / 1e6
-        << " MB, peak total " << m.peak_total() / 1e6 << " MB)";
-    summary.extra.push_back({"rank 0 holds", mem.str()});
-    if (comm.size() > 1) {
-      com.precision(3);
-      com << c.bus_bytes / 1e6 << " MB sent by rank 0 in " << c.operations << " reductions ("
-          << c.reduce_scatters << " reduce-scatters), "
-          << static_cast<int>(c.hidden_fraction() * 100 + 0.5) << "% hidden behind backward";
-      summary.extra.push_back({"gradient comm", com.str()});
-    }
-  }
+  add_resource_rows(summary, trainer.zero(), comm.size());
   monitors.flush();
 
   // The trained weights, full, for `dsx sample` and Hugging Face (a collective at stage 3).
@@ -432,15 +448,7 @@ int run_training(const TrainRunOptions& o) {
   if (lead) {
     std::cout << progress::format_summary(summary);
     if (o.data == "addition" && o.samples_to_show > 0) {
-      std::cout << "samples from the trained model (greedy; sums it never trained on):\n";
-      models::GPT2Cpu<float> sampler(choice.config, 1, seq);  // on the host, whatever trained
-      models::LocalParams<float> local(sampler);
-      std::copy(weights.begin(), weights.end(), local.params());
-      for (int i = 0; i < o.samples_to_show; ++i) {
-        uint64_t a, b;
-        task.pair(o.seed + 99, static_cast<uint64_t>(i), true, a, b);
-        std::cout << answer_line(sampler, local, task, a, b) << "\n";
-      }
+      print_samples(choice.config, weights, task, seq, o.seed, o.samples_to_show);
     }
     std::cout.flush();
   }
