@@ -125,18 +125,8 @@ NvLinks nvlinks_of(const Nvml& nvml, nvmlDevice dev) {
   return links;
 }
 
-}  // namespace
-
-GpuTopology probe_gpu_topology() {
-  GpuTopology topo;
-  void* lib = dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL);
-  if (!lib) {
-    topo.unavailable_reason =
-        std::string("NVML not found (") + dlerror() +
-        "): no NVIDIA driver on this host, so no GPU can be used; dsx runs on "
-        "CPUs with the libfabric backend";
-    return topo;
-  }
+// The NVML calls dsx makes, bound from the loaded library (null where it lacks one).
+Nvml bind_nvml(void* lib) {
   Nvml nvml{};
   bind(lib, nvml.init, "nvmlInit_v2");
   bind(lib, nvml.shutdown, "nvmlShutdown");
@@ -151,29 +141,12 @@ GpuTopology probe_gpu_topology() {
   bind(lib, nvml.nvlink_state, "nvmlDeviceGetNvLinkState");
   bind(lib, nvml.nvlink_remote_pci, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
   bind(lib, nvml.nvlink_remote_type, "nvmlDeviceGetNvLinkRemoteDeviceType");
-  if (!nvml.init || !nvml.count || !nvml.handle || !nvml.error_string) {
-    topo.unavailable_reason =
-        "libnvidia-ml.so.1 lacks nvmlInit_v2/nvmlDeviceGetCount_v2: the driver is too old";
-    return topo;
-  }
-  topo.nvml_loaded = true;
-  if (int rc = nvml.init(); rc != kNvmlSuccess) {
-    topo.unavailable_reason = std::string("NVML could not start: ") + nvml.error_string(rc) +
-                              " (is the NVIDIA kernel module loaded? try nvidia-smi)";
-    return topo;
-  }
-  char text[96] = {};
-  if (nvml.driver_version && nvml.driver_version(text, sizeof text) == kNvmlSuccess)
-    topo.driver_version = text;
-  unsigned count = 0;
-  if (int rc = nvml.count(&count); rc != kNvmlSuccess) {
-    topo.unavailable_reason = std::string("NVML could not count GPUs: ") + nvml.error_string(rc);
-    return topo;
-  }
-  if (count == 0) topo.unavailable_reason = "the driver sees no GPU";
+  return nvml;
+}
 
-  std::vector<nvmlDevice> devices;
-  std::vector<NvLinks> nvlinks;
+// Each GPU NVML sees: its name, memory, PCI address and NUMA node, and its NVLinks.
+void read_gpus(const Nvml& nvml, unsigned count, GpuTopology& topo, std::vector<nvmlDevice>& devices,
+               std::vector<NvLinks>& nvlinks) {
   for (unsigned i = 0; i < count; ++i) {
     nvmlDevice dev = nullptr;
     if (nvml.handle(i, &dev) != kNvmlSuccess) continue;
@@ -191,7 +164,12 @@ GpuTopology probe_gpu_topology() {
     devices.push_back(dev);
     nvlinks.push_back(nvlinks_of(nvml, dev));
   }
+}
 
+// How each pair of GPUs is connected: NVLink (direct or through NVSwitch), else the PCIe level
+// of their closest common ancestor.
+void link_gpus(const Nvml& nvml, const std::vector<nvmlDevice>& devices, const std::vector<NvLinks>& nvlinks,
+               GpuTopology& topo) {
   const size_t n = devices.size();
   topo.links.assign(n, std::vector<GpuLink>(n, GpuLink::Unknown));
   topo.nvlink_counts.assign(n, std::vector<int>(n, 0));
@@ -215,6 +193,46 @@ GpuTopology probe_gpu_topology() {
       }
     }
   }
+}
+
+}  // namespace
+
+GpuTopology probe_gpu_topology() {
+  GpuTopology topo;
+  void* lib = dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (!lib) {
+    topo.unavailable_reason =
+        std::string("NVML not found (") + dlerror() +
+        "): no NVIDIA driver on this host, so no GPU can be used; dsx runs on "
+        "CPUs with the libfabric backend";
+    return topo;
+  }
+  const Nvml nvml = bind_nvml(lib);
+  if (!nvml.init || !nvml.count || !nvml.handle || !nvml.error_string) {
+    topo.unavailable_reason =
+        "libnvidia-ml.so.1 lacks nvmlInit_v2/nvmlDeviceGetCount_v2: the driver is too old";
+    return topo;
+  }
+  topo.nvml_loaded = true;
+  if (int rc = nvml.init(); rc != kNvmlSuccess) {
+    topo.unavailable_reason = std::string("NVML could not start: ") + nvml.error_string(rc) +
+                              " (is the NVIDIA kernel module loaded? try nvidia-smi)";
+    return topo;
+  }
+  char text[96] = {};
+  if (nvml.driver_version && nvml.driver_version(text, sizeof text) == kNvmlSuccess)
+    topo.driver_version = text;
+  unsigned count = 0;
+  if (int rc = nvml.count(&count); rc != kNvmlSuccess) {
+    topo.unavailable_reason = std::string("NVML could not count GPUs: ") + nvml.error_string(rc);
+    return topo;
+  }
+  if (count == 0) topo.unavailable_reason = "the driver sees no GPU";
+
+  std::vector<nvmlDevice> devices;
+  std::vector<NvLinks> nvlinks;
+  read_gpus(nvml, count, topo, devices, nvlinks);
+  link_gpus(nvml, devices, nvlinks, topo);
   if (nvml.shutdown) nvml.shutdown();
   return topo;
 }
