@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "cloud/embedded_files.h"
-#include "cloud/shell_quote.h"
+#include "dsx/shell_quote.h"
 
 namespace dsx::cloud {
 

@@ -16,8 +16,8 @@
 #include <sstream>
 #include <string_view>
 
-#include "cloud/shell_quote.h"
 #include "dsx/error.h"
+#include "dsx/shell_quote.h"
 
 namespace dsx::cloud {
 

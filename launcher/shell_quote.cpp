@@ -1,4 +1,4 @@
-// Shell quoting and splitting.
+// Joining and splitting shell words.
 #include "launcher/shell_quote.h"
 
 #include <cctype>
@@ -7,23 +7,6 @@
 #include "dsx/error.h"
 
 namespace dsx::launcher {
-
-std::string shell_quote(const std::string& word) {
-  bool safe = !word.empty();
-  for (char c : word) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && !std::strchr("_@%+=:,./-", c)) safe = false;
-  }
-  if (safe) return word;
-  std::string out = "'";
-  for (char c : word) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
 
 std::string shell_join(const std::vector<std::string>& words) {
   std::string out;

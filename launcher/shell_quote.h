@@ -1,14 +1,15 @@
-// Quoting words for a remote shell (ssh and pdsh hand the command to `sh -c` on the far side).
-// Single quotes with '\'' for embedded quotes: no value or argument can inject a command.
+// Words for a remote shell (ssh and pdsh hand the command to `sh -c` on the far side): quoted
+// (dsx/shell_quote.h), joined, and split as Python's shlex does.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "dsx/shell_quote.h"
+
 namespace dsx::launcher {
 
-// `word` unchanged when it only has [A-Za-z0-9_@%+=:,./-] (and is not empty), else single-quoted.
-std::string shell_quote(const std::string& word);
+using dsx::shell_quote;
 
 // The words quoted and joined by spaces.
 std::string shell_join(const std::vector<std::string>& words);

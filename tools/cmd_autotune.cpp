@@ -128,12 +128,6 @@ bool names_a_stage(const std::string& text, const std::string& path) {
   return z && z->type == engine::json::Type::Object && z->find("stage");
 }
 
-std::string command_line(const std::vector<std::string>& words) {
-  std::string out;
-  for (const auto& w : words) out += (out.empty() ? "" : " ") + launcher::shell_quote(w);
-  return out;
-}
-
 int autotune(const AutotuneFlags& flags, const std::vector<std::string>& words, bool then_train) {
   // The launch command: runner flags, then `dsx train ...`.
   launcher::LaunchOptions launch;
@@ -249,11 +243,11 @@ int autotune(const AutotuneFlags& flags, const std::vector<std::string>& words, 
     return c;
   };
   const std::vector<std::string> command = tuned_command("dsx");
-  engine::checkpoint::write_file_durably(results_dir + "/cmd_optimal.txt", command_line(command) + "\n");
+  engine::checkpoint::write_file_durably(results_dir + "/cmd_optimal.txt", launcher::shell_join(command) + "\n");
   std::cout << "\nbest: " << best.name << " (ZeRO stage " << best.stage << ", micro-batch " << best.micro_batch
             << " x accumulation " << best.accumulation << " x " << setup.world << " ranks)\nwritten: " << optimal
             << ", " << results_dir << "/summary.md, " << results_dir << "/cmd_optimal.txt\nrun it: "
-            << command_line(command) << std::endl;
+            << launcher::shell_join(command) << std::endl;
   if (!then_train) return 0;
   std::cout << "\ndsx launch --autotuning run: training with the tuned config" << std::endl;
   std::vector<std::string> exec_words = tuned_command(setup.dsx);

@@ -36,6 +36,18 @@ void for_each_decay_run(const std::vector<Segment>& segments, Fn&& fn) {
   }
 }
 
+// The spec's hyper-parameters with this step's lr and, for optimizers with betas, the
+// scheduler's betas (OneCycle's momentum cycling).
+template <class H>
+H scheduled(H h, const StepHyper& hyper) {
+  h.lr = static_cast<float>(hyper.lr);
+  if constexpr (requires { h.beta1; }) {
+    if (hyper.beta1) h.beta1 = static_cast<float>(*hyper.beta1);
+    if (hyper.beta2) h.beta2 = static_cast<float>(*hyper.beta2);
+  }
+  return h;
+}
+
 }  // namespace
 
 const char* optimizer_type_name(OptimizerType type) {
@@ -107,65 +119,43 @@ void PartitionOptimizer::step(float* param, const float* grad, float grad_factor
     return c;
   };
   ++steps_;
-  const float lr = static_cast<float>(hyper.lr);
   float* a = state_a_.data();
   float* b = state_b_.data();
+  // Runs step(run_hyper, begin, count) over each run of equal decay, weight decay off where the
+  // tensors take none (biases, norms).
+  auto for_each_run = [&](const auto& h, const auto& step) {
+    for_each_decay_run(segments_, [&](size_t begin, size_t count, bool decay) {
+      auto run = h;
+      if (!decay) run.weight_decay = 0;
+      step(run, begin, count);
+    });
+  };
   switch (spec_.type) {
-    case OptimizerType::Adam: {
-      kernels::AdamHyper h = spec_.adam;
-      h.lr = lr;
-      if (hyper.beta1) h.beta1 = static_cast<float>(*hyper.beta1);
-      if (hyper.beta2) h.beta2 = static_cast<float>(*hyper.beta2);
-      for_each_decay_run(segments_, [&](size_t begin, size_t count, bool decay) {
-        kernels::AdamHyper run = h;
-        if (!decay) run.weight_decay = 0;
-        device_.adam_step(run, steps_, grad_factor, param + begin, grad + begin, a + begin, b + begin, count,
+    case OptimizerType::Adam:
+      for_each_run(scheduled(spec_.adam, hyper), [&](const kernels::AdamHyper& h, size_t begin, size_t count) {
+        device_.adam_step(h, steps_, grad_factor, param + begin, grad + begin, a + begin, b + begin, count,
                           copy_at(begin), stream_);
       });
       break;
-    }
-    case OptimizerType::Lion: {
-      kernels::LionHyper h = spec_.lion;
-      h.lr = lr;
-      if (hyper.beta1) h.beta1 = static_cast<float>(*hyper.beta1);
-      if (hyper.beta2) h.beta2 = static_cast<float>(*hyper.beta2);
-      for_each_decay_run(segments_, [&](size_t begin, size_t count, bool decay) {
-        kernels::LionHyper run = h;
-        if (!decay) run.weight_decay = 0;
-        device_.lion_step(run, grad_factor, param + begin, grad + begin, a + begin, count, copy_at(begin), stream_);
+    case OptimizerType::Lion:
+      for_each_run(scheduled(spec_.lion, hyper), [&](const kernels::LionHyper& h, size_t begin, size_t count) {
+        device_.lion_step(h, grad_factor, param + begin, grad + begin, a + begin, count, copy_at(begin), stream_);
       });
       break;
-    }
-    case OptimizerType::Sgd: {
-      kernels::SgdHyper h = spec_.sgd;
-      h.lr = lr;
-      for_each_decay_run(segments_, [&](size_t begin, size_t count, bool decay) {
-        kernels::SgdHyper run = h;
-        if (!decay) run.weight_decay = 0;
-        device_.sgd_step(run, steps_, grad_factor, param + begin, grad + begin, a ? a + begin : nullptr, count,
+    case OptimizerType::Sgd:
+      for_each_run(scheduled(spec_.sgd, hyper), [&](const kernels::SgdHyper& h, size_t begin, size_t count) {
+        device_.sgd_step(h, steps_, grad_factor, param + begin, grad + begin, a ? a + begin : nullptr, count,
                          copy_at(begin), stream_);
       });
       break;
-    }
-    case OptimizerType::Adagrad: {
-      kernels::AdagradHyper h = spec_.adagrad;
-      h.lr = lr;
-      for_each_decay_run(segments_, [&](size_t begin, size_t count, bool decay) {
-        kernels::AdagradHyper run = h;
-        if (!decay) run.weight_decay = 0;
-        device_.adagrad_step(run, grad_factor, param + begin, grad + begin, a + begin, count, copy_at(begin),
-                             stream_);
+    case OptimizerType::Adagrad:
+      for_each_run(scheduled(spec_.adagrad, hyper), [&](const kernels::AdagradHyper& h, size_t begin, size_t count) {
+        device_.adagrad_step(h, grad_factor, param + begin, grad + begin, a + begin, count, copy_at(begin), stream_);
       });
       break;
-    }
-    case OptimizerType::Lamb: {
-      kernels::LambHyper h = spec_.lamb;
-      h.lr = lr;
-      if (hyper.beta1) h.beta1 = static_cast<float>(*hyper.beta1);
-      if (hyper.beta2) h.beta2 = static_cast<float>(*hyper.beta2);
-      step_lamb(param, grad, grad_factor, h, sum_across_ranks, copy);
+    case OptimizerType::Lamb:
+      step_lamb(param, grad, grad_factor, scheduled(spec_.lamb, hyper), sum_across_ranks, copy);
       break;
-    }
   }
 }
 

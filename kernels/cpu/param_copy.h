@@ -34,6 +34,23 @@ void with_param_copy(const ParamCopy& copy, const F& f) {
   }
 }
 
+// The fused pass of an optimizer with one state tensor (Lion's exp_avg, Adagrad's sum):
+// element(p, g, s) updates the parameter and the state in registers; both go back, and the
+// parameter also to the copy.
+template <class Element>
+void step_with_one_state(const ParamCopy& copy, size_t count, float* param, const float* grad, float* state,
+                         const Element& element) {
+  with_param_copy(copy, [&](auto store) {
+    for_each_element(count, [=](size_t i) DSX_ALWAYS_INLINE {
+      float p = param[i], s = state[i];
+      element(p, grad[i], s);
+      param[i] = p;
+      state[i] = s;
+      store(i, p);
+    });
+  });
+}
+
 // Steps count from 1; 0 or less is a bug in the caller.
 inline void check_step(const char* kernel, int64_t step) {
   if (step < 1)

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "models/gpt2/block_tensors.h"
 #include "models/gpt2/config.h"
 #include "models/model.h"
 
@@ -42,16 +43,8 @@ class GPT2Cpu final : public Model {
     std::vector<T> ln1, ln1_mean, ln1_rstd, qkv, att, atty, res2, ln2, ln2_mean, ln2_rstd, fch,
         fch_gelu;
   };
-  struct BlockParams {
-    const T *ln1w, *ln1b, *qkvw, *qkvb, *attprojw, *attprojb, *ln2w, *ln2b, *fcw, *fcb, *fcprojw,
-        *fcprojb;
-  };
-  struct BlockGrads {
-    T *ln1w, *ln1b, *qkvw, *qkvb, *attprojw, *attprojb, *ln2w, *ln2b, *fcw, *fcb, *fcprojw, *fcprojb;
-  };
-
-  BlockParams block_params(ParamAccess& access, int block) const;
-  BlockGrads block_grads(GradSink& sink, int block) const;
+  using BlockParams = GPT2BlockTensors<const T*>;
+  using BlockGrads = GPT2BlockTensors<T*>;
   BlockActs& acts_of(int block) { return checkpointing_ ? blocks_[0] : blocks_[block]; }
   void block_forward(BlockActs& a, T* res_out, const T* res_in, const BlockParams& p);
   void block_backward(T* dres, BlockActs& a, const T* res_in, const BlockParams& p,

@@ -174,20 +174,6 @@ void GPT2Cuda<T>::init_params(void* flat, uint64_t seed) const {
 }
 
 template <class T>
-typename GPT2Cuda<T>::BlockParams GPT2Cuda<T>::block_params(ParamAccess& access, int block) const {
-  auto get = [&](GPT2Tensor k) { return static_cast<const T*>(access.param(gpt2_param_index(config_, k, block))); };
-  return {get(kLn1w), get(kLn1b), get(kQkvw), get(kQkvb), get(kAttprojw), get(kAttprojb),
-          get(kLn2w), get(kLn2b), get(kFcw),  get(kFcb),  get(kFcprojw),  get(kFcprojb)};
-}
-
-template <class T>
-typename GPT2Cuda<T>::BlockGrads GPT2Cuda<T>::block_grads(GradSink& sink, int block) const {
-  auto get = [&](GPT2Tensor k) { return static_cast<T*>(sink.grad(gpt2_param_index(config_, k, block))); };
-  return {get(kLn1w), get(kLn1b), get(kQkvw), get(kQkvb), get(kAttprojw), get(kAttprojb),
-          get(kLn2w), get(kLn2b), get(kFcw),  get(kFcb),  get(kFcprojw),  get(kFcprojb)};
-}
-
-template <class T>
 void GPT2Cuda<T>::block_forward(BlockActs& a, T* res_out, const T* res_in, const BlockParams& p) {
   const size_t N = size_t(B_) * T_;
   const int C = config_.channels, NH = config_.num_heads;
@@ -249,7 +235,8 @@ float GPT2Cuda<T>::forward(const int32_t* inputs, const int32_t* targets, int B,
   for (int l = 0; l < L; ++l) {
     access.acquire(l + 1);
     access.prefetch(l + 2);
-    block_forward(acts_of(l), residual_[l + 1].data(), residual_[l].data(), block_params(access, l));
+    block_forward(acts_of(l), residual_[l + 1].data(), residual_[l].data(),
+                  gpt2_block_params<T>(config_, access, l));
     access.release(l + 1);
   }
   access.acquire(L + 1);
@@ -308,10 +295,10 @@ void GPT2Cuda<T>::backward(ParamAccess& access, GradSink& sink, float grad_scale
   for (int l = L - 1; l >= 0; --l) {
     access.acquire(l + 1);
     access.prefetch(l);
-    BlockParams p = block_params(access, l);
+    BlockParams p = gpt2_block_params<T>(config_, access, l);
     BlockActs& a = acts_of(l);
     if (checkpointing_) block_forward(a, tmp_.data(), residual_[l].data(), p);
-    block_backward(dres_.data(), a, residual_[l].data(), p, block_grads(sink, l));
+    block_backward(dres_.data(), a, residual_[l].data(), p, gpt2_block_grads<T>(config_, sink, l));
     if (wait_for_stream) cuda_check(cudaStreamSynchronize(s), "backward");
     sink.ready(l + 1);
     access.release(l + 1);

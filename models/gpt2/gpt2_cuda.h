@@ -13,6 +13,7 @@
 
 #include "kernels/cuda/gpt2_layers.h"
 #include "kernels/token_rows.h"
+#include "models/gpt2/block_tensors.h"
 #include "models/gpt2/config.h"
 #include "models/model.h"
 
@@ -73,14 +74,8 @@ class GPT2Cuda final : public Model {
     DeviceArray<T> ln1, qkv, atty, res2, ln2, fch, fch_gelu;
     DeviceArray<float> ln1_mean, ln1_rstd, ln2_mean, ln2_rstd, att;
   };
-  struct BlockParams {
-    const T *ln1w, *ln1b, *qkvw, *qkvb, *attprojw, *attprojb, *ln2w, *ln2b, *fcw, *fcb, *fcprojw, *fcprojb;
-  };
-  struct BlockGrads {
-    T *ln1w, *ln1b, *qkvw, *qkvb, *attprojw, *attprojb, *ln2w, *ln2b, *fcw, *fcb, *fcprojw, *fcprojb;
-  };
-  BlockParams block_params(ParamAccess& access, int block) const;
-  BlockGrads block_grads(GradSink& sink, int block) const;
+  using BlockParams = GPT2BlockTensors<const T*>;
+  using BlockGrads = GPT2BlockTensors<T*>;
   BlockActs& acts_of(int block) { return checkpointing_ ? blocks_[0] : blocks_[block]; }
   void block_forward(BlockActs& a, T* res_out, const T* res_in, const BlockParams& p);
   void block_backward(T* dres, BlockActs& a, const T* res_in, const BlockParams& p, const BlockGrads& g);
