@@ -1,6 +1,6 @@
 // `dsx report`: this machine as a multi-GPU job sees it (ds_report and `nvidia-smi topo -m` in
 // one), then checks with advice. Parses flags and prints; the probes and checks are in
-// engine/report/.
+// tools/report/.
 #include <rapidjson/prettywriter.h>
 #include <rapidjson/stringbuffer.h>
 
@@ -8,10 +8,10 @@
 #include <iostream>
 
 #include "dsx/error.h"
-#include "engine/report/checks.h"
-#include "engine/report/cuda_libraries.h"
-#include "engine/report/environment.h"
-#include "engine/report/variable_catalog.h"
+#include "tools/report/checks.h"
+#include "tools/report/cuda_libraries.h"
+#include "tools/report/environment.h"
+#include "tools/report/variable_catalog.h"
 #include "tools/cli.h"
 
 namespace dsx::tools {

@@ -4,9 +4,9 @@
 
 #include <algorithm>
 
-#include "engine/report/checks.h"
-#include "engine/report/cuda_libraries.h"
-#include "engine/report/variable_catalog.h"
+#include "tools/report/checks.h"
+#include "tools/report/cuda_libraries.h"
+#include "tools/report/variable_catalog.h"
 
 namespace rep = dsx::report;
 

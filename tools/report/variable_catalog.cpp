@@ -1,5 +1,5 @@
 // The catalog. NCCL_TIMEOUT is deliberately absent: it does not exist (ref: comm.md 2.3).
-#include "engine/report/variable_catalog.h"
+#include "tools/report/variable_catalog.h"
 
 #include <algorithm>
 #include <array>

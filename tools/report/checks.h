@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/report/environment.h"
+#include "tools/report/environment.h"
 
 namespace dsx::report {
 

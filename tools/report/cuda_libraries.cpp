@@ -1,7 +1,7 @@
 // Each library is looked up by soname on the loader's path first, then in the CUDA toolkit
 // directories ($CUDA_HOME, /usr/local/cuda). Handles are never closed: CUDA libraries do not
 // like being unloaded, and the process is short-lived.
-#include "engine/report/cuda_libraries.h"
+#include "tools/report/cuda_libraries.h"
 
 #include <dlfcn.h>
 

@@ -1,11 +1,11 @@
 // probe_environment: runs every probe once. Each probe catches its own trouble and records it
 // as text, so the report always completes.
-#include "engine/report/environment.h"
+#include "tools/report/environment.h"
 
-#include "engine/report/cuda_libraries.h"
-#include "engine/report/fabric_providers.h"
-#include "engine/report/gpu_topology.h"
-#include "engine/report/host_info.h"
+#include "tools/report/cuda_libraries.h"
+#include "tools/report/fabric_providers.h"
+#include "tools/report/gpu_topology.h"
+#include "tools/report/host_info.h"
 
 // A CUDA build records the header versions it was compiled against, to compare with what loads.
 #if defined(DSX_HAVE_CUDA) && __has_include(<cuda_runtime_api.h>)

@@ -1,6 +1,6 @@
 // NVML's C API is declared here by hand (the few calls we make, with the structs as nvml.h
 // defines them) so the CPU-only build needs no NVIDIA headers.
-#include "engine/report/gpu_topology.h"
+#include "tools/report/gpu_topology.h"
 
 #include <dlfcn.h>
 

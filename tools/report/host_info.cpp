@@ -1,6 +1,6 @@
 // Reads /proc, /sys, the environment and the interface list; nothing here can fail loudly: a
 // missing file just leaves a field empty.
-#include "engine/report/host_info.h"
+#include "tools/report/host_info.h"
 
 #include <dirent.h>
 #include <net/if.h>

@@ -1,7 +1,7 @@
 // The hints are the ones the ofi backend asks for (ref: comm.md 1.2): FI_EP_RDM with FI_MSG |
 // FI_TAGGED, every mr_mode bit we can cope with. FI_PROVIDER still filters, so a provider it
 // excludes shows as not usable, as it would be for a training run.
-#include "engine/report/fabric_providers.h"
+#include "tools/report/fabric_providers.h"
 
 #include <rdma/fabric.h>
 

@@ -3,7 +3,7 @@
 // GPU, a driver or a CUDA toolkit, and in CPU-only builds.
 #pragma once
 
-#include "engine/report/environment.h"
+#include "tools/report/environment.h"
 
 namespace dsx::report {
 

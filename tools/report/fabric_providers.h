@@ -2,7 +2,7 @@
 // ofi backend needs), found by asking fi_getinfo for each one.
 #pragma once
 
-#include "engine/report/environment.h"
+#include "tools/report/environment.h"
 
 namespace dsx::report {
 

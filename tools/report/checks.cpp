@@ -1,14 +1,14 @@
 // One function per concern; each appends findings. Order: what stops a job (errors) is found
 // by the same pass as what slows it (warnings); the printer sorts by severity.
-#include "engine/report/checks.h"
+#include "tools/report/checks.h"
 
 #include <algorithm>
 #include <cctype>
 #include <sstream>
 
 #include "dsx/join.h"
-#include "engine/report/cuda_libraries.h"
-#include "engine/report/variable_catalog.h"
+#include "tools/report/cuda_libraries.h"
+#include "tools/report/variable_catalog.h"
 
 namespace dsx::report {
 

@@ -3,7 +3,7 @@
 // GPUs and says why.
 #pragma once
 
-#include "engine/report/environment.h"
+#include "tools/report/environment.h"
 
 namespace dsx::report {
 
