@@ -17,6 +17,7 @@
 #include "dsx/error.h"
 #include "engine/arrangement.h"
 #include "engine/flops_profiler.h"
+#include "engine/observers/divergence_guard.h"
 #include "engine/observers/flops_profile_writer.h"
 #include "engine/observers/monitor_writer.h"
 #include "engine/observers/periodic_action.h"
@@ -161,6 +162,7 @@ class TrainingRun {
         throughput_(config_.train_batch_size, config_.steps_per_print) {}
 
   int run() {
+    if (!o_.save_dir.empty()) require_writable_directory(o_.save_dir, "--save");
     resume();
     print_header();
     const double start = now_seconds();
@@ -233,6 +235,7 @@ class TrainingRun {
     const Say say = [this](const std::string& line) { this->say(line); };
     std::vector<std::unique_ptr<StepObserver>> observers;
     observers.push_back(std::make_unique<RunTotals>(summary_));
+    observers.push_back(std::make_unique<DivergenceGuard>(o_.max_nonfinite_steps));
     if (lead_) {
       observers.push_back(std::make_unique<MonitorWriter>(config_, monitors_));
       observers.push_back(std::make_unique<StepLogPrinter>(config_, trainer_, rank_, say));

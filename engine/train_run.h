@@ -32,6 +32,7 @@ struct TrainRunOptions {
   std::string device = "auto";          // --device: auto | cpu | cuda
   size_t device_memory = 0;             // --device_memory: bytes a rank may hold (0: no limit)
   std::optional<std::string> progress;  // "auto" (default), "bar", "plain"
+  int64_t max_nonfinite_steps = 3;      // end the run after this many steps with a NaN/inf loss (0: never)
 };
 
 // Returns the process exit code; throws dsx::Error for what the user must fix.

@@ -1,10 +1,13 @@
 // See train_run_parts.h.
 #include "engine/train_run_parts.h"
 
+#include <unistd.h>
+
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -167,6 +170,24 @@ void print_samples(const models::GPT2Config& shape, const std::vector<float>& we
     uint64_t a, b;
     task.pair(seed + 99, static_cast<uint64_t>(i), true, a, b);
     std::cout << answer_line(sampler, local, task, a, b) << "\n";
+  }
+}
+
+void require_writable_directory(const std::string& dir, const std::string& flag) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  const std::string probe = dir + "/.dsx-write-test-" + std::to_string(::getpid());
+  if (!ec) {
+    std::ofstream out(probe, std::ios::binary);
+    out << "dsx";
+    out.flush();
+    if (!out) ec = std::error_code(errno ? errno : EIO, std::generic_category());
+  }
+  std::error_code ignored;
+  std::filesystem::remove(probe, ignored);
+  if (ec) {
+    throw Error(ErrorKind::Io, flag + " " + dir + ": cannot write there (" + ec.message() +
+                                   "); choose a directory this user can create and write, on a disk with room");
   }
 }
 

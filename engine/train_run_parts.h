@@ -58,6 +58,10 @@ void add_resource_rows(progress::RunSummary& summary, zero::ZeroEngine& zero, in
 void print_samples(const models::GPT2Config& shape, const std::vector<float>& weights, const models::AdditionTask& task,
                    int seq, uint64_t seed, int count);
 
+// Creates `dir` if need be and writes and removes a file there; Error(Io) naming `flag`, the
+// directory and the reason when that fails - before any training time is spent.
+void require_writable_directory(const std::string& dir, const std::string& flag);
+
 // The ranks on this node, as the launcher (dsx, deepspeed, torchrun) says; 1 when it does not.
 int local_ranks();
 

@@ -30,12 +30,14 @@ int run_train(int argc, char** argv) {
       ("samples", po::value(&o.samples_to_show)->default_value(o.samples_to_show), "answers to show at the end")
       ("strict", po::bool_switch(&o.strict_config), "treat every config warning as an error")
       ("device", po::value(&o.device)->default_value(o.device),
-       "auto | cpu | cuda: where the model computes (auto: the GPU in a CUDA build with one visible); ZeRO's "
-       "state stays in host memory either way")
+       "auto | cpu | cuda: where the model computes (auto: the GPU in a CUDA build with one visible); on a GPU "
+       "ZeRO's state is in GPU memory, or in host memory with offload_optimizer/offload_param")
       ("device_memory", po::value<std::string>(),
        "bytes one rank may hold (model states, buffers, activations), e.g. 2GiB; past it the run stops with "
        "an out-of-memory error, as on a GPU of that size (default: DSX_DEVICE_MEMORY, else no limit)")
-      ("progress", po::value<std::string>(), "auto | bar | plain (auto: a bar on a terminal)");
+      ("progress", po::value<std::string>(), "auto | bar | plain (auto: a bar on a terminal)")
+      ("max_nonfinite_steps", po::value(&o.max_nonfinite_steps)->default_value(o.max_nonfinite_steps),
+       "end the run with an error once the loss has been NaN or inf for N consecutive steps (0: never)");
   auto args = parse_args(argc, argv, "dsx train --deepspeed_config FILE [options]", options);
   if (args.help) return 0;
   if (args.vars.count("progress")) o.progress = args.vars["progress"].as<std::string>();

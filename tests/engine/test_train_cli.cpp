@@ -291,6 +291,32 @@ TEST(TrainCli, EpochsOverTextData) {
   EXPECT_NE(e.output.find("--epochs needs data of finite size"), std::string::npos) << e.output;
 }
 
+// A --save directory that cannot be written fails at start-up, before any step is trained.
+TEST(TrainCli, UnwritableSaveDirectoryIsRefusedBeforeTraining) {
+  dsx::test::TempDir dir;
+  std::ofstream(dir.file("a_file")) << "not a directory";
+  const std::string save = dir.file("a_file/checkpoints");
+  auto r = train(2, "--deepspeed_config " + config_file(dir, 2) + " --steps 50 --save " + save);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("--save " + save + ": cannot write there"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("step=5,"), std::string::npos) << "no step may be trained first:\n" << r.output;
+}
+
+// A loss that goes NaN/inf (lr 1e20) ends the run with an error after --max_nonfinite_steps
+// steps in a row, on every rank; 0 lets it train on, as DeepSpeed does.
+TEST(TrainCli, ADivergedLossEndsTheRunWithTheReason) {
+  dsx::test::TempDir dir;
+  const std::string cfg = dir.file("diverge.json");
+  std::ofstream(cfg) << R"({"train_micro_batch_size_per_gpu": 8, "steps_per_print": 100,
+    "optimizer": {"type": "AdamW", "params": {"lr": 1e20}}, "zero_optimization": {"stage": 1}})";
+  auto r = train(2, "--deepspeed_config " + cfg + " --steps 40 --eval_interval 0");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("the loss has been NaN or inf for 3 consecutive steps"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("training summary"), std::string::npos) << r.output;
+  auto on = train(1, "--deepspeed_config " + cfg + " --steps 8 --eval_interval 0 --max_nonfinite_steps 0");
+  EXPECT_EQ(on.exit_code, 0) << on.output;
+}
+
 TEST(TrainCli, MissingConfigSaysWhatToPass) {
   auto r = run_command(std::string(DSX_EXE) + " train --steps 1");
   EXPECT_NE(r.exit_code, 0);
