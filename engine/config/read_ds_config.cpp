@@ -58,6 +58,9 @@ void read_block(ReadContext& ctx, BlockReader& top, const char* key, Block& bloc
 // A batch key: a number, "auto" (then the command-line flag, or solved by the triad), or absent
 // (then the flag if given). A flag that contradicts a number in the file is an error, as in
 // Hugging Face's integration.
+// The largest batch size, micro-batch or accumulation count: the training loop holds them in int.
+constexpr int64_t kMaxBatchValue = 2147483647;
+
 std::optional<int64_t> read_batch_key(ReadContext& ctx, BlockReader& top, const char* key,
                                       std::optional<int64_t> flag, const char* flag_name, bool& was_auto) {
   const json::Member* m = top.take(key);
@@ -65,11 +68,20 @@ std::optional<int64_t> read_batch_key(ReadContext& ctx, BlockReader& top, const 
   was_auto = m && m->value.is_string("auto");
   if (m && !was_auto) {
     std::string why;
-    if (!convert(m->value, value, Spec{}, why)) {
-      ctx.error(key, m->value.pos, why);
+    // The engine counts samples and steps in int: larger values would wrap, never train.
+    Spec fits;
+    fits.max = kMaxBatchValue;
+    if (!convert(m->value, value, fits, why)) {
+      ctx.error(key, m->value.pos, why + " (the most dsx can hold)");
       return std::nullopt;
     }
     if (value) ctx.record(key, Source::File, m->value.pos);
+  }
+  if (flag && (*flag < 1 || *flag > kMaxBatchValue)) {
+    ctx.error(key, m ? m->value.pos : json::Position{},
+              std::string(flag_name) + " must be between 1 and " + std::to_string(kMaxBatchValue) + ", got " +
+                  std::to_string(*flag));
+    return std::nullopt;
   }
   if (flag) {
     if (value && *value != *flag) {

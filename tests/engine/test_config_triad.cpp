@@ -105,6 +105,24 @@ TEST(ConfigTriad, HugeValuesDoNotOverflow) {
   EXPECT_CONTAINS(b.error, "does not fit in 64 bits");
 }
 
+// Values the engine cannot hold are errors at their place in the file, never wrapped: 2^32 + 1
+// must not train with micro-batch 1, 2^31 must not fail later blaming something else.
+TEST(ConfigTriad, ValuesPastWhatTheEngineHoldsAreRefusedWhereTheyAre) {
+  for (const char* key : {"train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "train_batch_size"}) {
+    for (const char* value : {"4294967297", "2147483648"}) {
+      SCOPED_TRACE(std::string(key) + " = " + value);
+      const std::string text = std::string(R"({"optimizer": {"type": "AdamW"}, ")") + key + "\": " + value + "}";
+      const std::string e = text_error(text);
+      EXPECT_CONTAINS(e, key);
+      EXPECT_CONTAINS(e, "must be at most 2147483647");
+      EXPECT_CONTAINS(e, ":1:");  // where: line 1 of the file
+    }
+  }
+  EXPECT_EQ(read_text(R"({"optimizer": {"type": "AdamW"}, "train_micro_batch_size_per_gpu": 2147483647})")
+                .train_micro_batch_size_per_gpu,
+            2147483647);
+}
+
 TEST(ConfigTriad, SequenceParallelDividesTheWorld) {
   auto c = read_case("rule_sequence_parallel");  // world size 8
   EXPECT_EQ(c.dp_world_size, 4);
