@@ -171,10 +171,20 @@ TEST(CloudFacts, Base64MatchesKnownVectors) {
 TEST(CloudFacts, GcpMachineTypes) {
   EXPECT_EQ(gcp_machine_type("a2-highgpu-8g").gpu_nics, 0);
   EXPECT_EQ(gcp_machine_type("a2-ultragpu-8g").gpu_nics, 0);
+  EXPECT_EQ(gcp_machine_type("a2-megagpu-16g").gpus, 16);  // 16 A100s on one host: 16 slots
+  EXPECT_EQ(gcp_machine_type("a2-megagpu-16g").gpudirect, GpuDirect::None);
   EXPECT_EQ(gcp_machine_type("a3-highgpu-8g").gpu_nics, 4);
   EXPECT_EQ(gcp_machine_type("a3-megagpu-8g").gpu_nics, 8);
   EXPECT_EQ(gcp_machine_type("a3-highgpu-8g").gpudirect, GpuDirect::Tcpx);
   EXPECT_EQ(gcp_machine_type("a3-megagpu-8g").gpudirect, GpuDirect::Tcpxo);
   EXPECT_EQ(gcp_machine_type("a2-highgpu-8g").gpudirect, GpuDirect::None);
   EXPECT_THROW(gcp_machine_type("n1-standard-8"), dsx::Error);
+  try {  // a machine GCP sells whose RDMA network dsx does not set up: named, with what to use
+    gcp_machine_type("a3-ultragpu-8g");
+    FAIL() << "a3-ultragpu-8g has no template";
+  } catch (const dsx::Error& e) {
+    EXPECT_EQ(e.kind(), dsx::ErrorKind::Unsupported);
+    EXPECT_NE(std::string(e.what()).find("RoCE"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("a3-megagpu-8g"), std::string::npos) << e.what();
+  }
 }

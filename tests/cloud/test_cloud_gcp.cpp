@@ -173,8 +173,8 @@ TEST_P(CloudGcpMachine, DownDeletesInDependencyOrder) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, CloudGcpMachine,
-                         ::testing::Values("a2-highgpu-8g", "a2-ultragpu-8g", "a3-highgpu-8g",
-                                           "a3-megagpu-8g"));
+                         ::testing::Values("a2-highgpu-8g", "a2-megagpu-16g", "a2-ultragpu-8g",
+                                           "a3-highgpu-8g", "a3-megagpu-8g"));
 
 TEST(CloudGcpOptions, BadValuesNameTheFlag) {
   auto o = options("a3-highgpu-8g");
