@@ -4,6 +4,8 @@
 #include <rapidjson/document.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <vector>
 
 #include "dsx/error.h"
@@ -22,6 +24,19 @@ int member(const rapidjson::Value& obj, const char* key, const std::string& orig
                                        "\" (was it saved by dsx train?)");
   }
   return it->value.GetInt();
+}
+
+
+// The config.json written beside the export may replace only itself (a re-export): another
+// file of that name - a different model's, a project's own - is never overwritten.
+void refuse_foreign_config(const std::filesystem::path& path, const std::string& ours) {
+  if (!std::filesystem::exists(path)) return;
+  std::ifstream in(path, std::ios::binary);
+  const std::string theirs((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (theirs == ours) return;
+  throw Error(ErrorKind::Usage, path.string() + " exists and is not this model's config.json, which the "
+                                "export writes beside the weights; export into a directory of its own "
+                                "(--out DIR/model.safetensors) or move that file");
 }
 
 }  // namespace
@@ -51,10 +66,12 @@ std::string export_checkpoint(const std::string& checkpoint_dir, const std::stri
     states.read("module." + spec.name, checkpoint::TensorDType::F32, flat.data() + spec.offset, spec.numel);
   }
   const std::filesystem::path out(out_path);
+  const std::filesystem::path config_path =
+      (out.has_parent_path() ? out.parent_path() : std::filesystem::path(".")) / "config.json";
+  refuse_foreign_config(config_path, models::gpt2_hf_config_json(c));
   if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());
   models::write_gpt2_safetensors(out_path, c, flat.data(), dtype);
-  models::write_gpt2_hf_config((out.has_parent_path() ? out.parent_path() : std::filesystem::path(".")) / "config.json",
-                               c);
+  models::write_gpt2_hf_config(config_path, c);
   return reader.tag();
 }
 

@@ -231,7 +231,7 @@ void write_gpt2_safetensors(const std::string& path, const GPT2Config& c, const 
   out.write(path);
 }
 
-void write_gpt2_hf_config(const std::string& path, const GPT2Config& c) {
+std::string gpt2_hf_config_json(const GPT2Config& c) {
   std::ostringstream s;
   s << "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n"
     << "  \"vocab_size\": " << c.vocab_size << ",\n  \"n_positions\": " << c.max_seq_len << ",\n"
@@ -240,7 +240,11 @@ void write_gpt2_hf_config(const std::string& path, const GPT2Config& c) {
     << "  \"activation_function\": \"gelu_new\",\n  \"layer_norm_epsilon\": 1e-05,\n"
     << "  \"resid_pdrop\": 0.0,\n  \"embd_pdrop\": 0.0,\n  \"attn_pdrop\": 0.0,\n"
     << "  \"tie_word_embeddings\": true\n}\n";
-  std::string text = s.str();
+  return s.str();
+}
+
+void write_gpt2_hf_config(const std::string& path, const GPT2Config& c) {
+  const std::string text = gpt2_hf_config_json(c);
   AtomicWriter out(path);
   out.write(text.data(), text.size());
   out.commit();

@@ -37,6 +37,7 @@ GPT2Weights read_gpt2_safetensors(const std::string& path, int num_heads = 0);
 void write_gpt2_safetensors(const std::string& path, const GPT2Config& config, const float* params,
                             kernels::DType dtype = kernels::DType::F32);
 // Hugging Face config.json for GPT2LMHeadModel (model_type gpt2, n_embd, n_head, n_layer, ...).
+std::string gpt2_hf_config_json(const GPT2Config& config);
 void write_gpt2_hf_config(const std::string& path, const GPT2Config& config);
 
 // Either format, told apart by the first bytes (llm.c magic or a safetensors header).

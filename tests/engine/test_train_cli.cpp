@@ -317,6 +317,27 @@ TEST(TrainCli, ADivergedLossEndsTheRunWithTheReason) {
   EXPECT_EQ(on.exit_code, 0) << on.output;
 }
 
+// dsx export writes config.json beside the weights: it replaces its own (a re-export), never a
+// file of that name that belongs to something else, and then writes nothing at all.
+TEST(TrainCli, ExportNeverOverwritesAForeignConfigJson) {
+  dsx::test::TempDir dir;
+  auto r = train(1, "--deepspeed_config " + config_file(dir, 1) + " --steps 2 --eval_interval 0 --save " +
+                        dir.file("ck"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::filesystem::create_directories(dir.file("project"));
+  std::ofstream(dir.file("project/config.json")) << "{\"mine\": true}\n";
+  const std::string exp = std::string(DSX_EXE) + " export " + dir.file("ck") + " --out ";
+  auto refused = run_command(exp + dir.file("project/model.safetensors"));
+  EXPECT_NE(refused.exit_code, 0) << refused.output;
+  EXPECT_NE(refused.output.find("project/config.json exists and is not this model's"), std::string::npos)
+      << refused.output;
+  EXPECT_EQ(read_all(dir.file("project/config.json")), "{\"mine\": true}\n");
+  EXPECT_FALSE(std::filesystem::exists(dir.file("project/model.safetensors")));
+  ASSERT_EQ(run_command(exp + dir.file("out/model.safetensors")).exit_code, 0);
+  auto again = run_command(exp + dir.file("out/model.safetensors"));  // its own config.json: fine
+  EXPECT_EQ(again.exit_code, 0) << again.output;
+}
+
 TEST(TrainCli, MissingConfigSaysWhatToPass) {
   auto r = run_command(std::string(DSX_EXE) + " train --steps 1");
   EXPECT_NE(r.exit_code, 0);
