@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "dsx/error.h"
+#include "dsx/join.h"
 #include "engine/checkpoint/layout.h"
 #include "engine/checkpoint/load.h"
 #include "tools/cli.h"
@@ -40,6 +41,20 @@ uint64_t total_bytes(const ck::CheckpointManifest& m) {
   return total;
 }
 
+// A tag folder holds a save's files (or the marker of one that did not finish); anything else in
+// a save directory - the monitors' logs, a user's own folder - is not a damaged checkpoint.
+bool looks_like_checkpoint(const std::filesystem::path& folder, bool named_by_latest) {
+  if (named_by_latest || folder.filename().string().starts_with(".")) return true;
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+    const std::string file = entry.path().filename().string();
+    if (file == "manifest.json" || file.find("model_states") != std::string::npos ||
+        file.find("optim_states") != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
 int list(const std::string& dir) {
   if (!std::filesystem::is_directory(dir))
     throw Error(ErrorKind::Io, dir + " is not a directory: pass the directory a save wrote to");
@@ -48,10 +63,14 @@ int list(const std::string& dir) {
     latest = ck::read_latest_tag(dir);
   } catch (const Error&) {
   }
-  std::vector<std::string> names;
-  for (const auto& entry : std::filesystem::directory_iterator(dir))
-    if (entry.is_directory()) names.push_back(entry.path().filename().string());
+  std::vector<std::string> names, others;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (!entry.is_directory()) continue;
+    const std::string name = entry.path().filename().string();
+    (looks_like_checkpoint(entry.path(), name == latest) ? names : others).push_back(name);
+  }
   std::sort(names.begin(), names.end());
+  std::sort(others.begin(), others.end());
   std::cout << "checkpoints in " << dir << " (latest: " << (latest.empty() ? "none" : latest)
             << ")\n";
   for (const auto& name : names) {
@@ -68,6 +87,7 @@ int list(const std::string& dir) {
       std::cout << (is_latest ? "  * " : "    ") << name << "  not loadable: " << e.what() << "\n";
     }
   }
+  if (!others.empty()) std::cout << "other folders (not checkpoints): " << join(others, ", ") << "\n";
   return 0;
 }
 

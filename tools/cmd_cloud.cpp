@@ -145,8 +145,16 @@ void run_or_print(const cloud::Plan& plan, bool dry_run, const std::string& undo
   }
 }
 
-void print_written(const std::vector<std::string>& files) {
-  for (const auto& f : files) std::cout << "wrote " << f << "\n";
+// What render wrote. Before `up` these are notes (stderr): with --dry-run, standard output is
+// the script alone, so `dsx cloud ... up --dry-run > up.sh` gives a script that runs.
+void print_written(const std::vector<std::string>& files, const std::string& verb, bool dry_run,
+                   const std::string& out_dir) {
+  std::ostream& out = verb == "up" ? std::cerr : std::cout;
+  if (verb == "up" && dry_run) {
+    out << "dsx: --dry-run runs no cloud call, but the printed commands read files that are rendered now, "
+           "into " << out_dir << " (with the cluster's new SSH key pair, cluster_key):\n";
+  }
+  for (const auto& f : files) out << "wrote " << f << "\n";
 }
 
 int run_aws(const std::string& verb, int argc, char** argv) {
@@ -185,7 +193,7 @@ int run_aws(const std::string& verb, int argc, char** argv) {
   if (args.help) return 0;
   o.efa_only = !no_efa_only;
   if (verb == "render" || verb == "up") {
-    print_written(cloud::render_aws(o));
+    print_written(cloud::render_aws(o), verb, c.dry_run, o.out_dir);
     if (verb == "up") {
       run_or_print(cloud::aws_up_plan(o), c.dry_run,
                    "dsx cloud aws down --cluster " + o.cluster + " --region " + o.region);
@@ -243,7 +251,7 @@ int run_gcp(const std::string& verb, int argc, char** argv) {
   auto args = parse_args(argc, argv, std::string("dsx cloud gcp ") + verb + " [options]", d);
   if (args.help) return 0;
   if (verb == "render" || verb == "up") {
-    print_written(cloud::render_gcp(o));
+    print_written(cloud::render_gcp(o), verb, c.dry_run, o.out_dir);
     if (verb == "up") {
       run_or_print(cloud::gcp_up_plan(o), c.dry_run,
                    "dsx cloud gcp down --cluster " + o.cluster + " --project " + o.project +

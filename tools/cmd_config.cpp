@@ -119,10 +119,17 @@ int run_check(int argc, char** argv) {
 }  // namespace
 
 int run_config(int argc, char** argv) {
-  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+  if (argc < 2) {
     std::cout << "usage: dsx config check FILE [options]    read a ds_config, print every effective value\n"
-                 "       dsx config check --help            the options\n";
-    return argc < 2 ? 2 : 0;
+                 "       dsx config --help                  the options\n";
+    return 2;
+  }
+  if (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    // The one verb's help, options and all: `dsx config --help` hides nothing.
+    std::cout << "dsx config check: read a ds_config as DeepSpeed does and print every effective value\n\n";
+    std::string prog = "dsx config check", help = "--help";
+    char* check_help[] = {prog.data(), help.data(), nullptr};
+    return run_check(2, check_help);
   }
   if (std::strcmp(argv[1], "check") != 0) {
     throw Error(ErrorKind::Usage, std::string("dsx config: unknown verb '") + argv[1] + "'; the verb is 'check' (see --help)");

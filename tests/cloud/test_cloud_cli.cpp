@@ -90,6 +90,17 @@ TEST(CloudCli, DryRunUpPrintsEveryCallAndRunsNone) {
   EXPECT_TRUE(std::filesystem::exists(dir / "aws/launch-template.json"));
   EXPECT_FALSE(std::filesystem::exists(dir / "aws/launch-template.filled.json"))
       << "dry-run fills nothing";
+  EXPECT_NE(r.output.find("with the cluster's new SSH key pair"), std::string::npos)
+      << "the files --dry-run writes are said:\n" << r.output;
+  // Standard output alone is the script: no notes mixed in.
+  auto script = dsx::test::run_command(
+      "{ " + std::string(DSX_EXE) +
+      " cloud aws up --dry-run --cluster ci --region us-east-1 --count 4 --instance-type p4d.24xlarge "
+      "--subnet subnet-0aaa --ssh-cidr 10.0.0.0/16 --security-group sg-0123 --out " + dir.path() +
+      " 2>/dev/null; }");
+  ASSERT_EQ(script.exit_code, 0);
+  EXPECT_EQ(script.output.find("wrote "), std::string::npos) << script.output;
+  EXPECT_NE(script.output.find("create-placement-group"), std::string::npos) << script.output;
 
   r = run_dsx(
       "cloud gcp down --dry-run --cluster ci --project proj-1 --zone us-central1-a --machine-type "

@@ -15,6 +15,8 @@ TEST(CheckpointCli, ListsTagsAndVerifiesTheLatest) {
   dsx::test::save_test_checkpoint(tmp.path(), "global_step1", 2, 1, 1000);
   dsx::test::save_test_checkpoint(tmp.path(), "global_step2", 2, 2, 1000);
   std::filesystem::create_directory(tmp.file(".global_step3.saving"));
+  std::filesystem::create_directories(tmp.file("logs/run1"));  // a monitor's output_path, say
+  std::ofstream(tmp.file("logs/run1/events.csv")) << "step,loss\n";
 
   auto list = run_dsx("checkpoint list " + tmp.path());
   EXPECT_EQ(list.exit_code, 0) << list.output;
@@ -23,6 +25,8 @@ TEST(CheckpointCli, ListsTagsAndVerifiesTheLatest) {
       << list.output;
   EXPECT_NE(list.output.find("  * global_step2  2 ranks"), std::string::npos) << list.output;
   EXPECT_NE(list.output.find(".global_step3.saving  incomplete"), std::string::npos) << list.output;
+  EXPECT_EQ(list.output.find("logs  not loadable"), std::string::npos) << list.output;
+  EXPECT_NE(list.output.find("other folders (not checkpoints): logs"), std::string::npos) << list.output;
 
   auto verify = run_dsx("checkpoint verify " + tmp.path());
   EXPECT_EQ(verify.exit_code, 0) << verify.output;

@@ -154,6 +154,10 @@ TEST(ConfigCheckCli, UsageErrors) {
   auto h = run_dsx("config check --help");
   EXPECT_EQ(h.exit_code, 0);
   EXPECT_CONTAINS(h.output, "--hidden-size");
+  auto top = run_dsx("config --help");  // the verb's options are not hidden one level up
+  EXPECT_EQ(top.exit_code, 0);
+  EXPECT_CONTAINS(top.output, "--hidden-size");
+  EXPECT_CONTAINS(top.output, "--world-size");
 }
 
 TEST(ConfigCheckCli, HfAutoNeedsItsFlags) {
