@@ -238,18 +238,21 @@ void print_plan(std::ostream& out, const Plan& plan) {
       indent = "  ";
     }
     if (!step.fill_from.empty()) {
-      out << indent << "sed";
       std::ifstream in(step.fill_from);
       std::stringstream text;
       text << in.rdbuf();
       std::vector<std::string> names;
+      std::string expressions;
       for (const auto& s : split_vars(text.str())) {
         if (s.is_var && std::find(names.begin(), names.end(), s.text) == names.end()) {
           names.push_back(s.text);
-          out << " -e \"s|\\${" << s.text << "}|${" << s.text << "}|g\"";
+          expressions += " -e \"s|\\${" + s.text + "}|${" + s.text + "}|g\"";
         }
       }
-      out << " " << shell_quote(step.fill_from) << " > " << shell_quote(step.fill_to) << "\n";
+      // Nothing left to fill (every value was known at render time): a copy. A bare `sed FILE`
+      // would read the file's name as its script.
+      out << indent << (names.empty() ? "cp" : "sed" + expressions) << " " << shell_quote(step.fill_from)
+          << (names.empty() ? " " : " > ") << shell_quote(step.fill_to) << "\n";
     }
     bool splits = false;
     for (const auto& word : step.argv) splits = splits || print_word(word, lists).find("${") == 0;

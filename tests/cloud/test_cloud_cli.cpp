@@ -101,6 +101,13 @@ TEST(CloudCli, DryRunUpPrintsEveryCallAndRunsNone) {
   ASSERT_EQ(script.exit_code, 0);
   EXPECT_EQ(script.output.find("wrote "), std::string::npos) << script.output;
   EXPECT_NE(script.output.find("create-placement-group"), std::string::npos) << script.output;
+  // With the security group given, the template has nothing left to fill: a copy, never a bare
+  // `sed FILE > OUT`, which would read the file's name as the sed script.
+  EXPECT_NE(script.output.find("cp " + dir.path() + "/aws/launch-template.json " + dir.path() +
+                               "/aws/launch-template.filled.json"),
+            std::string::npos)
+      << script.output;
+  EXPECT_EQ(script.output.find("sed " + dir.path()), std::string::npos) << script.output;
 
   r = run_dsx(
       "cloud gcp down --dry-run --cluster ci --project proj-1 --zone us-central1-a --machine-type "
