@@ -86,8 +86,12 @@ Value capacity(const AwsClusterOptions& o, Allocator& a) {
 std::vector<EfaInterface> efa_interfaces(const AwsInstanceType& type, bool efa_only) {
   std::vector<EfaInterface> list;
   list.push_back({0, 0, "efa"});
-  const char* secondary = efa_only && type.supports_efa_only ? "efa-only" : "efa";
-  for (int card = 1; card < type.network_cards; ++card) list.push_back({card, 0, secondary});
+  // Secondary cards: an `efa-only` interface at device 0, or, with an address, an `efa` (EFA with
+  // ENA) interface at device 1 as AWS documents it for secondary cards.
+  const bool without_ip = efa_only && type.supports_efa_only;
+  for (int card = 1; card < type.network_cards; ++card) {
+    list.push_back({card, without_ip ? 0 : 1, without_ip ? "efa-only" : "efa"});
+  }
   return list;
 }
 

@@ -67,8 +67,12 @@ TEST(CloudFacts, OneInterfacePerCardPrimaryCarriesTheAddress) {
     EXPECT_EQ(*cards.begin(), 0);
     EXPECT_EQ(*cards.rbegin(), type.network_cards - 1);
   }
+  // --no-efa-only: `efa` (EFA with ENA) everywhere, at DeviceIndex 1 on the secondary cards.
   auto with_ip = efa_interfaces(aws_instance_type("p4d.24xlarge"), /*efa_only=*/false);
-  for (const auto& nic : with_ip) EXPECT_EQ(nic.interface_type, "efa");
+  for (const auto& nic : with_ip) {
+    EXPECT_EQ(nic.interface_type, "efa");
+    EXPECT_EQ(nic.device_index, nic.network_card_index == 0 ? 0 : 1) << "card " << nic.network_card_index;
+  }
 }
 
 TEST(CloudFacts, LaunchTemplateCarriesEveryPiece) {
