@@ -157,6 +157,10 @@ struct OffloadOptimizerConfig {
   double cpuadam_cores_perc = 0.8;
 };
 
+// DeepSpeed's zero_optimization.leaf_module when the file has none: the sparse MoE blocks of
+// Mixtral, Qwen2-MoE and Qwen3-MoE are gathered whole at stage 3.
+json::Value default_leaf_module();
+
 struct ZeroConfig {
   int64_t stage = 0;
   bool contiguous_gradients = true;
@@ -196,7 +200,7 @@ struct ZeroConfig {
   bool enable_sanity_checks = false;
   bool save_muon_momentum_buffer_in_memory = false;
   json::Value zenflow;      // kept as written (null = off)
-  json::Value leaf_module;  // kept as written (null = DeepSpeed's MoE defaults)
+  json::Value leaf_module = default_leaf_module();  // kept as written
 
   bool optimizer_offloaded() const { return offload_optimizer && offload_optimizer->device != "none"; }
   bool params_offloaded() const { return offload_param && offload_param->device != "none"; }
@@ -296,6 +300,9 @@ struct AutotuningConfig {
   int64_t min_train_micro_batch_size_per_gpu = 1;
   int64_t num_tuning_micro_batch_sizes = 3;
   int64_t mp_size = 1;
+  json::Value arg_mappings;                // kept as written (DeepSpeed's autotuner reads them)
+  json::Value model_info;                  // kept as written
+  std::optional<std::string> model_info_path;
 };
 
 // ---- the whole config -----------------------------------------------------------------------

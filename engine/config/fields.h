@@ -266,6 +266,9 @@ void visit(V& v, AutotuningConfig& c) {
   v.field("min_train_micro_batch_size_per_gpu", c.min_train_micro_batch_size_per_gpu, at_least(1));
   v.field("num_tuning_micro_batch_sizes", c.num_tuning_micro_batch_sizes, at_least(1));
   v.field("mp_size", c.mp_size, at_least(1));
+  v.field("arg_mappings", c.arg_mappings);
+  v.field("model_info", c.model_info);
+  v.field("model_info_path", c.model_info_path);
 }
 
 template <class V>

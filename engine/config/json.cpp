@@ -239,6 +239,8 @@ std::string where(const std::string& source, Position p) {
 }  // namespace
 
 Value parse(std::string_view text, const std::string& source) {
+  // A UTF-8 byte order mark, as some Windows editors write one, is not part of the JSON.
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
   LineMap lines(text);
   if (size_t nul = text.find('\0'); nul != std::string_view::npos) {
     throw Error(ErrorKind::Config, where(source, lines.at(nul)) +

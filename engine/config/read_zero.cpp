@@ -122,3 +122,15 @@ void read_zero(ReadContext& ctx, const json::Member* member, const json::Value& 
 }
 
 }  // namespace dsx::engine::detail
+
+namespace dsx::engine {
+
+json::Value default_leaf_module() {
+  return json::parse(R"({"classes": ["transformers.models.mixtral.modeling_mixtral.MixtralSparseMoeBlock",
+                                     "transformers.models.qwen2_moe.modeling_qwen2_moe.Qwen2MoeSparseMoeBlock",
+                                     "transformers.models.qwen3_moe.modeling_qwen3_moe.Qwen3MoeSparseMoeBlock"],
+                         "names": [], "name_suffixes": []})",
+                     "DeepSpeed's leaf_module default");
+}
+
+}  // namespace dsx::engine

@@ -261,3 +261,32 @@ TEST(ConfigBlocks, HugeUnknownKeysAreShortenedAndCheap) {
   ASSERT_EQ(c.warnings.size(), 1u);
   EXPECT_LT(c.warnings[0].message.size(), 300u);
 }
+
+// Keys DeepSpeed 0.19.8 reads in the autotuning block are known keys, not typos: no warning,
+// and --strict accepts the file.
+TEST(ConfigBlocks, AutotuningKeysDeepSpeedReadsAreKnown) {
+  const std::string text = R"({"train_batch_size": 8, "optimizer": {"type": "AdamW"},
+    "autotuning": {"enabled": false, "arg_mappings": {"train_micro_batch_size_per_gpu": "--per_device_train_batch_size"},
+                   "model_info": {"num_params": 1000}, "model_info_path": "model_info.json"}})";
+  auto c = read_text(text);
+  EXPECT_TRUE(c.warnings.empty()) << c.warnings.front().path << ": " << c.warnings.front().message;
+  EXPECT_EQ(c.autotuning.model_info_path, "model_info.json");
+  EXPECT_CONTAINS(value_at(c, "autotuning.arg_mappings"), "--per_device_train_batch_size");
+}
+
+// leaf_module's default is DeepSpeed's: the three sparse MoE block classes.
+TEST(ConfigBlocks, LeafModuleDefaultsToDeepSpeedsMoeBlocks) {
+  auto c = read_text(R"({"train_batch_size": 8, "optimizer": {"type": "AdamW"}, "zero_optimization": {"stage": 3}})");
+  const std::string v = value_at(c, "zero_optimization.leaf_module");
+  EXPECT_CONTAINS(v, "transformers.models.mixtral.modeling_mixtral.MixtralSparseMoeBlock");
+  EXPECT_CONTAINS(v, "Qwen2MoeSparseMoeBlock");
+  EXPECT_CONTAINS(v, "Qwen3MoeSparseMoeBlock");
+}
+
+// A UTF-8 byte order mark (as some Windows editors save files) is read past, as Python's json
+// does with utf-8-sig; positions of errors after it stay right.
+TEST(ConfigBlocks, AByteOrderMarkIsReadPast) {
+  auto c = read_text("\xEF\xBB\xBF{\"train_batch_size\": 8, \"optimizer\": {\"type\": \"AdamW\"}}");
+  EXPECT_EQ(c.train_batch_size, 8);
+  EXPECT_CONTAINS(text_error("\xEF\xBB\xBF{\"train_batch_size\": 8,\n \"fp16\": 3}"), ":2:");
+}
