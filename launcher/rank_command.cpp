@@ -21,13 +21,17 @@ std::string real_path(const std::string& path) {
   return ::realpath(path.c_str(), buf) ? std::string(buf) : path;
 }
 
-bool is_dsx_binary(const std::string& program) {
-  std::string resolved = resolve_program(program);
-  if (resolved.empty()) return false;
+// This process's binary ("" when /proc does not say).
+std::string self_executable() {
   char self[PATH_MAX];
   ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) return false;
-  self[n] = '\0';
+  return n > 0 ? std::string(self, static_cast<size_t>(n)) : std::string();
+}
+
+bool is_dsx_binary(const std::string& program) {
+  std::string resolved = resolve_program(program);
+  const std::string self = self_executable();
+  if (resolved.empty() || self.empty()) return false;
   return real_path(resolved) == real_path(self);
 }
 
@@ -74,13 +78,15 @@ bool runs_without_python(const std::string& script) {
 
 std::vector<std::string> rank_argv(const ProgramSpec& p, int local_rank, const std::string& python) {
   std::vector<std::string> argv;
-  bool direct = p.no_python || (!p.module && runs_without_python(p.script));
+  // `dsx launch ... dsx train` from a build tree, with no dsx on PATH: the launcher's own binary.
+  const std::string script = p.script == "dsx" && resolve_program("dsx").empty() ? self_executable() : p.script;
+  bool direct = p.no_python || (!p.module && runs_without_python(script));
   if (!direct) {
     argv = {python, "-u"};
     if (p.module) argv.push_back("-m");
   }
-  argv.push_back(p.script);
-  bool dsx_itself = direct && is_dsx_binary(p.script);
+  argv.push_back(script);
+  bool dsx_itself = direct && is_dsx_binary(script);
   if (!p.no_local_rank && !dsx_itself) argv.push_back("--local_rank=" + std::to_string(local_rank));
   argv.insert(argv.end(), p.args.begin(), p.args.end());
   return argv;

@@ -21,6 +21,7 @@
 #include "engine/config/ds_config.h"
 #include "engine/config/json.h"
 #include "launcher/launch.h"
+#include "launcher/rank_command.h"
 #include "launcher/shell_quote.h"
 #include "tools/autotune_trials.h"
 #include "tools/cli.h"
@@ -242,7 +243,9 @@ int autotune(const AutotuneFlags& flags, const std::vector<std::string>& words, 
     c.insert(c.end(), rest.begin(), rest.end());
     return c;
   };
-  const std::vector<std::string> command = tuned_command("dsx");
+  // As the user can type it: `dsx` where it is on PATH, else this binary's path (a build tree).
+  const std::vector<std::string> command =
+      tuned_command(launcher::resolve_program("dsx").empty() ? setup.dsx : std::string("dsx"));
   engine::checkpoint::write_file_durably(results_dir + "/cmd_optimal.txt", launcher::shell_join(command) + "\n");
   std::cout << "\nbest: " << best.name << " (ZeRO stage " << best.stage << ", micro-batch " << best.micro_batch
             << " x accumulation " << best.accumulation << " x " << setup.world << " ranks)\nwritten: " << optimal

@@ -105,7 +105,13 @@ TEST(AutotuneCli, FindsTheLargestMicroBatchAndTheFastestSplit) {
   auto check = run_command(std::string(DSX_EXE) + " config check --world-size 2 " + results + "/ds_config_optimal.json");
   EXPECT_EQ(check.exit_code, 0) << check.output;
   EXPECT_NE(read_all(results + "/summary.md").find(best_name + " (best)"), std::string::npos);
-  EXPECT_NE(read_all(results + "/cmd_optimal.txt").find("dsx launch --num_gpus 2 dsx train --deepspeed_config"), std::string::npos);
+  // The command as the user can run it: `dsx` where it is on PATH, else the binary's own path
+  // (here, a build tree: no dsx on PATH).
+  const std::string self = std::filesystem::canonical(DSX_EXE).string();
+  const std::string cmd = read_all(results + "/cmd_optimal.txt");
+  EXPECT_TRUE(cmd.find(self + " launch --num_gpus 2 " + self + " train --deepspeed_config") != std::string::npos ||
+              cmd.find("dsx launch --num_gpus 2 dsx train --deepspeed_config") == 0)
+      << cmd;
 }
 
 TEST(AutotuneCli, OverwriteFalseReusesFinishedTrials) {

@@ -349,3 +349,13 @@ TEST_F(LocalLaunch, ElasticIsRejectedAndAutotuningOnlyTunesDsxTrain) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("tunes a `dsx train` job"), std::string::npos) << r.output;
 }
+
+// `dsx launch ... dsx <command>` from a build tree, where no `dsx` is on PATH: the ranks run the
+// launcher's own binary (not `python -u dsx`).
+TEST_F(LocalLaunch, DsxWithoutDsxOnPathRunsTheLaunchersOwnBinary) {
+  auto r = run_command("env PATH=/usr/bin:/bin " + std::string(DSX_EXE) + " launch --num_gpus 2 --master_port " +
+                       std::to_string(port) + " dsx version");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("[rank0]: dsx "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("[rank1]: dsx "), std::string::npos) << r.output;
+}
