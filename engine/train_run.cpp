@@ -48,6 +48,11 @@ EngineConfig read_config(const TrainRunOptions& o, const ModelChoice& choice, co
   inputs.world_size = env.world_size;
   inputs.hidden_size = choice.config.channels;
   inputs.total_steps = o.steps;
+  inputs.total_steps_flag = "--steps";
+  inputs.micro_batch = o.micro_batch;
+  inputs.grad_accum = o.grad_accum;
+  inputs.learning_rate = o.learning_rate;
+  inputs.warmup_steps = o.warmup_steps;
   inputs.strict = o.strict_config;
   return read_ds_config_file(o.config_path, inputs);
 }

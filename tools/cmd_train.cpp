@@ -36,11 +36,20 @@ int run_train(int argc, char** argv) {
        "bytes one rank may hold (model states, buffers, activations), e.g. 2GiB; past it the run stops with "
        "an out-of-memory error, as on a GPU of that size (default: DSX_DEVICE_MEMORY, else no limit)")
       ("progress", po::value<std::string>(), "auto | bar | plain (auto: a bar on a terminal)")
+      ("micro-batch", po::value<int64_t>(), "fills an \"auto\" train_micro_batch_size_per_gpu (Hugging Face's "
+       "per_device_train_batch_size)")
+      ("grad-accum", po::value<int64_t>(), "fills an \"auto\" gradient_accumulation_steps")
+      ("lr", po::value<double>(), "fills \"auto\" learning rates (default 5e-5, as Hugging Face)")
+      ("warmup-steps", po::value<int64_t>(), "fills an \"auto\" warmup_num_steps")
       ("max_nonfinite_steps", po::value(&o.max_nonfinite_steps)->default_value(o.max_nonfinite_steps),
        "end the run with an error once the loss has been NaN or inf for N consecutive steps (0: never)");
   auto args = parse_args(argc, argv, "dsx train --deepspeed_config FILE [options]", options);
   if (args.help) return 0;
   if (args.vars.count("progress")) o.progress = args.vars["progress"].as<std::string>();
+  if (args.vars.count("micro-batch")) o.micro_batch = args.vars["micro-batch"].as<int64_t>();
+  if (args.vars.count("grad-accum")) o.grad_accum = args.vars["grad-accum"].as<int64_t>();
+  if (args.vars.count("lr")) o.learning_rate = args.vars["lr"].as<double>();
+  if (args.vars.count("warmup-steps")) o.warmup_steps = args.vars["warmup-steps"].as<int64_t>();
   if (args.vars.count("device_memory")) {
     o.device_memory = parse_byte_size(args.vars["device_memory"].as<std::string>(), "dsx train: --device_memory");
   } else if (const char* env = std::getenv("DSX_DEVICE_MEMORY"); env && *env) {

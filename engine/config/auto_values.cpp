@@ -47,8 +47,8 @@ AutoResolution resolve_hf_auto(const ReadContext& ctx, const std::string& path) 
     return resolved(json::make_int(1), "Hugging Face's max(1, warmup_steps) without --warmup-steps");
   }
   if (path == "scheduler.params.total_num_steps") {
-    if (in.total_steps) return resolved(json::make_int(*in.total_steps), "--total-steps");
-    return needs("--total-steps");
+    if (in.total_steps) return resolved(json::make_int(*in.total_steps), in.total_steps_flag);
+    return needs(in.total_steps_flag);
   }
   if (path == "zero_optimization.reduce_bucket_size") {
     if (h) return resolved(json::make_int(*h * *h), "hidden_size^2 (--hidden-size)");

@@ -376,6 +376,7 @@ struct ConfigInputs {
   std::optional<int64_t> grad_accum;        // --grad-accum (gradient_accumulation_steps)
   std::optional<double> learning_rate;      // --lr (default 5e-5, as Hugging Face)
   std::optional<int64_t> total_steps;       // --total-steps (num_training_steps)
+  std::string total_steps_flag = "--total-steps";  // how the command that reads the file names it
   std::optional<int64_t> warmup_steps;      // --warmup-steps (default 0, as Hugging Face)
   bool strict = false;                      // --strict: every warning is an error
 };

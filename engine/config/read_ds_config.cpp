@@ -77,12 +77,6 @@ std::optional<int64_t> read_batch_key(ReadContext& ctx, BlockReader& top, const 
     }
     if (value) ctx.record(key, Source::File, m->value.pos);
   }
-  if (flag && (*flag < 1 || *flag > kMaxBatchValue)) {
-    ctx.error(key, m ? m->value.pos : json::Position{},
-              std::string(flag_name) + " must be between 1 and " + std::to_string(kMaxBatchValue) + ", got " +
-                  std::to_string(*flag));
-    return std::nullopt;
-  }
   if (flag) {
     if (value && *value != *flag) {
       ctx.error(key, m->value.pos,
@@ -314,7 +308,7 @@ void check_inputs(const ConfigInputs& in) {
     bad("--micro-batch must be a positive number.");
   if (in.grad_accum && (*in.grad_accum < 1 || *in.grad_accum > 1'000'000'000))
     bad("--grad-accum must be a positive number.");
-  if (in.total_steps && *in.total_steps < 1) bad("--total-steps must be a positive number.");
+  if (in.total_steps && *in.total_steps < 1) bad(in.total_steps_flag + " must be a positive number.");
   if (in.warmup_steps && *in.warmup_steps < 1) bad("--warmup-steps must be a positive number.");
   if (in.learning_rate && !(*in.learning_rate >= 0)) bad("--lr must be a non-negative number.");
 }

@@ -85,11 +85,14 @@ void check_optimizer(ReadContext& ctx) {
                 "the fused Adam does not support amsgrad. Set it to false (or torch_adam: true).");
     }
   } else {
+    // What dsx train then runs, said plainly: it trains, so this is a note, not an error.
+    const std::string runs = "dsx train then uses AdamW with DeepSpeed's Adam defaults (lr 0.001, betas (0.9, "
+                             "0.999), eps 1e-8, weight_decay 0). Add \"optimizer\": {\"type\": \"AdamW\", "
+                             "\"params\": {...}} to choose.";
     ctx.warn("optimizer", {},
              z.stage == 1 || z.stage == 2
-                 ? "no optimizer block: DeepSpeed needs the client to pass one for ZeRO stage " + stage +
-                       ", and dsx train needs it here. Add \"optimizer\": {\"type\": \"AdamW\", ...}."
-                 : "no optimizer block: dsx train needs one. Add \"optimizer\": {\"type\": \"AdamW\", ...}.");
+                 ? "no optimizer block: DeepSpeed needs the client to pass one for ZeRO stage " + stage + "; " + runs
+                 : "no optimizer block: " + runs);
   }
 }
 

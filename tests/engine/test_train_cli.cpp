@@ -338,6 +338,22 @@ TEST(TrainCli, ExportNeverOverwritesAForeignConfigJson) {
   EXPECT_EQ(again.exit_code, 0) << again.output;
 }
 
+// A Hugging Face style config ("auto" everywhere) trains with the flags that fill it, named as
+// dsx config check names them; a bad --steps is called --steps.
+TEST(TrainCli, HfAutoConfigTrainsWithItsFillFlags) {
+  const std::string cfg = std::string(DSX_SOURCE_DIR) + "/configs/hf_auto.json";
+  auto r = train(2, "--deepspeed_config " + cfg + " --micro-batch 4 --grad-accum 2 --lr 1e-3 --steps 4 --eval_interval 0");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("batch 16 = 4 x 2 x 2"), std::string::npos) << r.output;
+  auto missing = train(1, "--deepspeed_config " + cfg + " --steps 4");
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.output.find("pass --micro-batch"), std::string::npos) << missing.output;
+  auto zero = train(1, "--deepspeed_config " + cfg + " --micro-batch 4 --steps 0");
+  EXPECT_NE(zero.exit_code, 0);
+  EXPECT_NE(zero.output.find("--steps must be a positive number"), std::string::npos) << zero.output;
+  EXPECT_EQ(zero.output.find("--total-steps"), std::string::npos) << zero.output;
+}
+
 TEST(TrainCli, MissingConfigSaysWhatToPass) {
   auto r = run_command(std::string(DSX_EXE) + " train --steps 1");
   EXPECT_NE(r.exit_code, 0);
