@@ -12,7 +12,8 @@ struct LaunchOptions {
   std::string include;
   std::string exclude;
   int num_nodes = -1;
-  int num_gpus = -1;  // also --num_accelerators
+  int num_gpus = -1;
+  int num_accelerators = -1;  // DeepSpeed's other name for num_gpus (used when num_gpus is not given)
   int min_elastic_nodes = -1;
   int max_elastic_nodes = -1;
   int master_port = 29500;

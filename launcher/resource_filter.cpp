@@ -25,7 +25,11 @@ std::vector<std::string> split(const std::string& s, char sep) {
   }
 }
 
-int parse_slot(const std::string& text, const std::string& flag, const std::string& filter) {
+int parse_slot(const std::string& written, const std::string& flag, const std::string& filter) {
+  // Spaces around a number are fine, as Python's int() takes them (DeepSpeed: -i "worker-0: 1").
+  const size_t first = written.find_first_not_of(" \t");
+  const std::string text =
+      first == std::string::npos ? "" : written.substr(first, written.find_last_not_of(" \t") - first + 1);
   bool digits = !text.empty() && text.size() < 9 &&
                 std::all_of(text.begin(), text.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
   if (!digits) {

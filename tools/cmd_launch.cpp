@@ -25,7 +25,7 @@ po::options_description launch_options(LaunchOptions& o) {
       ("exclude,e", po::value(&o.exclude)->default_value(""), "leave out these hosts/slots (same syntax)")
       ("num_nodes", po::value(&o.num_nodes)->default_value(-1), "use the first N hosts of the hostfile")
       ("num_gpus", po::value(&o.num_gpus)->default_value(-1), "ranks per node (slots 0..N-1)")
-      ("num_accelerators", po::value(&o.num_gpus), "same as --num_gpus")
+      ("num_accelerators", po::value(&o.num_accelerators)->default_value(-1), "same as --num_gpus")
       ("min_elastic_nodes", po::value(&o.min_elastic_nodes)->default_value(-1), "elastic training (not supported)")
       ("max_elastic_nodes", po::value(&o.max_elastic_nodes)->default_value(-1), "elastic training (not supported)")
       ("master_port", po::value(&o.master_port)->default_value(29500), "MASTER_PORT for the ranks")
@@ -82,7 +82,14 @@ int find_program(int argc, char** argv, const po::options_description& options) 
     bool is_long = word.rfind("--", 0) == 0;
     std::string name = is_long ? word.substr(2) : word.substr(1, 1);
     if (!is_long && word.size() > 2) continue;  // -Hfile
-    const auto* opt = is_long ? options.find_nothrow(name, false) : options.find_nothrow(name, false, false, true);
+    // Long flags may be abbreviated to a unique prefix (--num_gpu), as argparse allows.
+    const po::option_description* opt = nullptr;
+    try {
+      opt = is_long ? options.find_nothrow(name, true) : options.find_nothrow(name, false, false, true);
+    } catch (const po::ambiguous_option&) {
+      ++i;  // taken as a flag with its value: the parse below names the candidates
+      continue;
+    }
     if (!is_long && !opt) {
       for (const auto& o : options.options())
         if (o->canonical_display_name(po::command_line_style::allow_dash_for_short) == word) opt = o.get();
@@ -110,6 +117,15 @@ int run_launch(int argc, char** argv) {
       break;
     }
   }
+  // `--include=` (empty), as argparse takes it: the flag with an empty value.
+  for (size_t i = 1; i < words.size(); ++i) {
+    if (words[i] == "--") break;
+    if (words[i].size() > 3 && words[i].rfind("--", 0) == 0 && words[i].find('=') == words[i].size() - 1) {
+      words[i].pop_back();
+      words.insert(words.begin() + static_cast<std::ptrdiff_t>(i) + 1, std::string());
+      ++i;
+    }
+  }
   std::vector<char*> args;
   for (auto& w : words) args.push_back(w.data());
 
@@ -127,6 +143,7 @@ int run_launch(int argc, char** argv) {
   if (parsed.help) return 0;
 
   o.launcher_given = !parsed.vars["launcher"].defaulted();
+  if (o.num_gpus < 0) o.num_gpus = o.num_accelerators;  // DeepSpeed's other name for --num_gpus
   if (o.quiet) o.log_level = "error";
   for (int i = program_at; i < static_cast<int>(args.size()); ++i) {
     if (i == program_at) {

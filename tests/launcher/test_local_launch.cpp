@@ -359,3 +359,24 @@ TEST_F(LocalLaunch, DsxWithoutDsxOnPathRunsTheLaunchersOwnBinary) {
   EXPECT_NE(r.output.find("[rank0]: dsx "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("[rank1]: dsx "), std::string::npos) << r.output;
 }
+
+// Spellings DeepSpeed's argparse takes: --num_accelerators (its other name for --num_gpus),
+// unique prefixes of long flags, `--include=` (empty: no filter) and spaces around a slot number.
+TEST_F(LocalLaunch, FlagSpellingsDeepSpeedAcceptsAreAccepted) {
+  const std::string launch = std::string(DSX_EXE) + " launch --dry_run --master_port 1234 ";
+  const std::string two_ranks = "rank 1: MASTER_ADDR=127.0.0.1 MASTER_PORT=1234 WORLD_SIZE=2 ";
+  for (const char* flags : {"--num_accelerators 2", "--num_gpu 2", "--num_gpus=2 --include="}) {
+    auto r = run_command(launch + flags + " train.py");
+    EXPECT_EQ(r.exit_code, 0) << flags << "\n" << r.output;
+    EXPECT_NE(r.output.find(two_ranks), std::string::npos) << flags << "\n" << r.output;
+  }
+  auto addr = run_command(launch + "--num_gpus 1 --master_add 10.1.2.3 train.py");
+  EXPECT_NE(addr.output.find("MASTER_ADDR=10.1.2.3"), std::string::npos) << addr.output;
+  auto ambiguous = run_command(launch + "--num 2 train.py");
+  EXPECT_EQ(ambiguous.exit_code, 2) << ambiguous.output;
+  EXPECT_NE(ambiguous.output.find("'--num' is ambiguous"), std::string::npos) << ambiguous.output;
+  std::ofstream(dir / "hostfile") << "127.0.0.1 slots=4\n";
+  auto spaced = run_command(launch + "-H " + (dir / "hostfile") + " -i \"127.0.0.1: 1, 3\" train.py");
+  EXPECT_EQ(spaced.exit_code, 0) << spaced.output;
+  EXPECT_NE(spaced.output.find("CUDA_VISIBLE_DEVICES=1,3"), std::string::npos) << spaced.output;
+}
