@@ -24,6 +24,7 @@ namespace est = dsx::estimate;
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr int64_t kMostGpus = 8192;  // the largest cluster "fewest GPUs" tries
 
 // One option per line reads as a table.
 // clang-format off
@@ -248,7 +249,20 @@ void apply_ds_config(const po::variables_map& vars, est::EstimateRequest& r,
 struct Row {
   est::MemoryEstimate estimate;
   std::optional<est::Cluster> fewest;
+  int64_t floor_per_gpu = 0;  // no cluster fits: what one GPU still holds at the largest size tried
 };
+
+// The fewest GPUs that fit, and when none does, why more would not help.
+Row row_for(const est::EstimateRequest& request, est::ZeroOption option) {
+  Row row{est::estimate_memory(request, option), est::fewest_gpus(request, option, kMostGpus), 0};
+  if (!row.fewest) {
+    est::EstimateRequest largest = request;
+    const int64_t per_node = request.cluster.gpus_per_node;
+    largest.cluster = est::Cluster{per_node, std::max<int64_t>(1, kMostGpus / per_node)};
+    row.floor_per_gpu = est::estimate_memory(largest, option).gpu_total();
+  }
+  return row;
+}
 
 std::string gib(int64_t bytes) {
   char text[32];
@@ -256,8 +270,9 @@ std::string gib(int64_t bytes) {
   return text;
 }
 
-std::string cluster_text(const std::optional<est::Cluster>& c) {
-  if (!c) return "none <= 8192";
+std::string cluster_text(const Row& row) {
+  const std::optional<est::Cluster>& c = row.fewest;
+  if (!c) return "never: >= " + gib(row.floor_per_gpu) + " GiB per GPU however many";
   return std::to_string(c->total_gpus()) + " (" + std::to_string(c->gpus_per_node) + "x" +
          std::to_string(c->nodes) + ")";
 }
@@ -289,7 +304,7 @@ void print_table(const est::EstimateRequest& r, const std::vector<Row>& rows,
                 gib(e.gpu_activations).c_str(), gib(e.gpu_buffers + e.gpu_reserve).c_str(),
                 gib(e.gpu_total()).c_str(), gib(e.cpu_model_states).c_str(),
                 e.fits() ? "yes" : "no", static_cast<long long>(e.max_micro_batch),
-                cluster_text(row.fewest).c_str());
+                cluster_text(row).c_str());
   }
   for (const auto& row : rows) {
     if (row.estimate.gpu_activations + row.estimate.gpu_reserve > r.gpu_memory_bytes) {
@@ -460,7 +475,7 @@ int run_estimate(int argc, char** argv) {
   est::validate(request);
   std::vector<Row> rows;
   for (const auto& option : options) {
-    rows.push_back({est::estimate_memory(request, option), est::fewest_gpus(request, option)});
+    rows.push_back(row_for(request, option));
   }
   if (vars["json"].as<bool>()) {
     print_json(request, rows);

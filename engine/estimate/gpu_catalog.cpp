@@ -3,6 +3,7 @@
 #include "engine/estimate/gpu_catalog.h"
 
 #include <array>
+#include <cctype>
 
 #include "dsx/error.h"
 
@@ -23,14 +24,23 @@ std::span<const GpuType> gpu_types() {
   return types;
 }
 
-GpuType find_gpu_type(const std::string& name) {
+GpuType find_gpu_type(const std::string& written) {
+  // Short names as people write them; an A100 without its size is taken as the 40 GB part, the
+  // smaller of the two, so what fits it fits the 80 GB one too.
+  std::string name;
+  for (char c : written) name += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (name == "h100" || name == "h100-sxm" || name == "h100-80g") name = "h100-80gb";
+  if (name == "a100" || name == "a100-40g") name = "a100-40gb";
+  if (name == "a100-80g") name = "a100-80gb";
+  if (name == "4090" || name == "rtx-4090") name = "rtx4090";
+  if (name == "h200-141gb") name = "h200";
   std::string known;
   for (const auto& t : gpu_types()) {
     if (name == t.name) return t;
     known += known.empty() ? "" : ", ";
     known += t.name;
   }
-  throw Error(ErrorKind::Usage, "unknown GPU type '" + name + "'; known types: " + known +
+  throw Error(ErrorKind::Usage, "unknown GPU type '" + written + "'; known types: " + known +
                                     " (or give the memory size with --gpu-mem-gib)");
 }
 

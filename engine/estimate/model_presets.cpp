@@ -3,6 +3,9 @@
 #include "engine/estimate/model_presets.h"
 
 #include <array>
+#include <cctype>
+#include <string>
+#include <utility>
 
 #include "dsx/error.h"
 
@@ -40,14 +43,45 @@ std::span<const ModelPreset> model_presets() {
   return presets;
 }
 
-ModelShape find_model_preset(const std::string& name) {
+namespace {
+
+// A name as people write it: lower case, without '-', '_', '.' or spaces ("Llama-2_7B" and
+// "llama2-7b" are one name).
+std::string folded(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    if (c == '-' || c == '_' || c == '.' || c == ' ') continue;
+    out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+
+// Other names of the presets: dsx train's GPT-2 presets (gpt2-124M, ...) and the common
+// "llama-7b" for the Llama 2 shapes.
+constexpr std::array<std::pair<const char*, const char*>, 7> kAliases = {{
+    {"gpt2124m", "gpt2"},
+    {"gpt2350m", "gpt2-medium"},
+    {"gpt2774m", "gpt2-large"},
+    {"gpt21558m", "gpt2-xl"},
+    {"llama7b", "llama2-7b"},
+    {"llama13b", "llama2-13b"},
+    {"llama70b", "llama2-70b"},
+}};
+
+}  // namespace
+
+ModelShape find_model_preset(const std::string& written) {
+  std::string name = written;
+  for (const auto& [alias, preset] : kAliases) {
+    if (folded(written) == alias) name = preset;
+  }
   std::string known;
   for (const auto& p : model_presets()) {
-    if (name == p.name) return p.shape;
+    if (name == p.name || folded(name) == folded(p.name)) return p.shape;
     known += known.empty() ? "" : ", ";
     known += p.name;
   }
-  throw Error(ErrorKind::Usage, "unknown model preset '" + name + "'; known presets: " + known +
+  throw Error(ErrorKind::Usage, "unknown model preset '" + written + "'; known presets: " + known +
                                     " (or give --hf-config config.json, or the shape with --layers "
                                     "--hidden --heads --vocab)");
 }

@@ -178,3 +178,35 @@ TEST(EstimateCli, DsConfigErrorsNameTheFile) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("test_estimate_cli_nvme.json"), std::string::npos) << r.output;
 }
+
+// The names people write: dsx train's GPT-2 presets, "llama-7b", any case and separators, and
+// GPUs without their memory size; each gives the same figures as the canonical name.
+TEST(EstimateCli, CommonSpellingsNameThePresets) {
+  struct Case {
+    const char* written;
+    const char* canonical;
+  } cases[] = {
+      {"--model gpt2-124M", "--model gpt2"},
+      {"--model gpt2-350M", "--model gpt2-medium"},
+      {"--model llama-7b", "--model llama2-7b"},
+      {"--model Llama-2-70B", "--model llama2-70b"},
+      {"--model llama2-7b --gpu h100", "--model llama2-7b --gpu h100-80gb"},
+      {"--model llama2-7b --gpu A100", "--model llama2-7b --gpu a100-40gb"},
+  };
+  for (const auto& c : cases) {
+    auto a = run_dsx(std::string("estimate --json ") + c.written);
+    auto b = run_dsx(std::string("estimate --json ") + c.canonical);
+    ASSERT_EQ(a.exit_code, 0) << c.written << "\n" << a.output;
+    EXPECT_EQ(a.output, b.output) << c.written;
+  }
+}
+
+// When no cluster fits (stage 0 replicates everything), the table says more GPUs never help,
+// with what one GPU would still hold, instead of a bound on the search.
+TEST(EstimateCli, AConfigNoClusterFitsSaysWhy) {
+  auto r = run_dsx("estimate --model llama2-70b --gpu a100-40gb --stage 0 --offload none");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("none <= 8192"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("never: >= "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("GiB per GPU however many"), std::string::npos) << r.output;
+}
