@@ -17,6 +17,7 @@
 #include "dsx/error.h"
 #include "launcher/core_binding.h"
 #include "launcher/env_export.h"
+#include "launcher/shm_cleanup.h"
 
 namespace dsx::launcher {
 namespace {
@@ -88,6 +89,7 @@ std::vector<Member> rank_members(const AgentOptions& o, const std::string& pytho
   std::vector<Member> members;
   for (const auto& p : placements) {
     Member m;
+    m.is_rank = true;
     m.name = "rank " + std::to_string(p.rank);
     m.prefix = "[rank" + std::to_string(p.rank) + "]: ";
     m.spawn.argv = rank_argv(o.program, p.local_rank, python);
@@ -122,6 +124,7 @@ int run_node_agent(const AgentOptions& o) {
   // A remote agent outlives its runner's connection long enough to stop its ranks.
   if (o.tethered) ::signal(SIGPIPE, SIG_IGN);
   if (o.each_rank_log != "None") prepare_log_dir(o.each_rank_log);
+  remove_orphaned_shm_regions();  // left by ranks of earlier jobs that were killed
   auto members = rank_members(o, find_python(), local_timestamp());
   PidFile pid_file(o.save_pid);
   if (members.empty()) {

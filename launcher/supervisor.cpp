@@ -14,6 +14,7 @@
 #include <iostream>
 
 #include "dsx/error.h"
+#include "launcher/shm_cleanup.h"
 
 namespace dsx::launcher {
 namespace {
@@ -244,6 +245,7 @@ class Job {
       if (got != r.child.pid) continue;
       r.done = true;
       r.status = status;
+      if (r.member.is_rank) remove_shm_regions_of(r.child.pid);  // a killed rank leaves them
       if (r.child.stdin_fd >= 0) {
         ::close(r.child.stdin_fd);
         r.child.stdin_fd = -1;

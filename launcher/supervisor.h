@@ -24,6 +24,7 @@ struct Member {
   // Stop by closing stdin first (a remote agent tears its node down on EOF) instead of SIGTERM.
   bool stop_by_closing_stdin = false;
   bool watch_failure_marker = false;  // output lines with kAgentFailureMarker count as a failure
+  bool is_rank = false;  // a rank on this host: its libfabric shm regions are removed once it is reaped
 };
 
 struct SupervisorOptions {

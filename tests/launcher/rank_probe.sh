@@ -29,6 +29,9 @@ case "${DSX_TEST_MODE:-ok}" in
   selfkill)
     if [ "$RANK" = "$DSX_TEST_RANK" ]; then nap 0.3; kill -9 $$; fi
     nap 60; exit 0 ;;
+  shm_selfkill)  # a region named as libfabric's shm names its own, then SIGKILL before closing it
+    head -c 4096 /dev/zero > "$DSX_TEST_SHM/$$:0:0"
+    kill -9 $$ ;;
   ignore_term)  # every rank ignores SIGTERM: only SIGKILL stops it
     trap '' TERM
     if [ "$RANK" = "$DSX_TEST_RANK" ]; then nap 0.3; exit "$DSX_TEST_CODE"; fi

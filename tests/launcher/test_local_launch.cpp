@@ -380,3 +380,33 @@ TEST_F(LocalLaunch, FlagSpellingsDeepSpeedAcceptsAreAccepted) {
   EXPECT_EQ(spaced.exit_code, 0) << spaced.output;
   EXPECT_NE(spaced.output.find("CUDA_VISIBLE_DEVICES=1,3"), std::string::npos) << spaced.output;
 }
+
+// A rank killed before it closes its libfabric shm endpoint leaves /dev/shm/<pid>:0:0 (16 MiB
+// each): the launcher removes it once the rank is reaped.
+TEST_F(LocalLaunch, AKilledRanksShmRegionIsRemoved) {
+  std::vector<std::string> e = env("shm_selfkill");
+  e.push_back("DSX_TEST_SHM=/dev/shm");
+  Background run(launch({"--num_gpus", "1"}), e, dir / "launch.out");
+  EXPECT_EQ(run.wait(30), 128 + SIGKILL) << output();
+  const std::string pid = read_text(dir / "rank0.pid").substr(0, read_text(dir / "rank0.pid").find('\n'));
+  ASSERT_FALSE(pid.empty());
+  EXPECT_FALSE(exists("/dev/shm/" + pid + ":0:0")) << "the killed rank's region is left behind";
+}
+
+// At start-up the launcher removes this user's regions whose process is gone, and no other.
+TEST_F(LocalLaunch, StartUpRemovesTheRegionsOfDeadProcessesOnly) {
+  const pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  ASSERT_GT(dead, 0);
+  ::waitpid(dead, nullptr, 0);
+  const std::string stale = "/dev/shm/" + std::to_string(dead) + ":7:7";
+  const std::string live = "/dev/shm/" + std::to_string(::getpid()) + ":7:7";
+  std::ofstream(stale) << "x";
+  std::ofstream(live) << "x";
+  Background run(launch({"--num_gpus", "1"}), env("ok"), dir / "launch.out");
+  EXPECT_EQ(run.wait(30), 0) << output();
+  EXPECT_FALSE(exists(stale));
+  EXPECT_TRUE(exists(live)) << "a living process's region must stay";
+  std::remove(live.c_str());
+  std::remove(stale.c_str());
+}
