@@ -3,10 +3,12 @@
 
 #include "engine/train_run.h"
 #include "tools/cli.h"
+#include "tools/rank_signals.h"
 
 namespace dsx::tools {
 
 int run_train(int argc, char** argv) {
+  end_promptly_on_signals();  // first: before any thread starts
   engine::TrainRunOptions o;
   po::options_description options("dsx train");
   options.add_options()

@@ -257,6 +257,52 @@ TEST(TrainCli, KilledWhileSavingNeverBreaksLatest) {
   EXPECT_NE(r.output.find("resumed from"), std::string::npos) << r.output;
 }
 
+// The pids of processes whose command line holds `marker`.
+std::vector<pid_t> processes_with(const std::string& marker) {
+  std::vector<pid_t> found;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
+    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
+    const std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (cmdline.find(marker) != std::string::npos) found.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  return found;
+}
+
+// No rank outlives its launcher, whatever it is doing when the launcher dies: killed at many
+// moments of start-up (inside libfabric's set-up too, where a SIGTERM handler once deadlocked),
+// the ranks are gone within seconds.
+TEST(TrainCli, RanksNeverOutliveAKilledLauncher) {
+  dsx::test::TempDir dir;
+  const std::string config = config_file(dir, 2);
+  for (int delay_ms : {50, 150, 250, 350, 450, 550, 700, 900, 1200}) {
+    const std::string save = dir.file("orphan-check-" + std::to_string(delay_ms));
+    const std::string port = std::to_string(dsx::test::free_port());
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::setpgid(0, 0);
+      const int null = ::open("/dev/null", O_WRONLY);
+      ::dup2(null, 1), ::dup2(null, 2);
+      ::execl(DSX_EXE, DSX_EXE, "launch", "--num_gpus", "2", "--master_port", port.c_str(), DSX_EXE, "train",
+              "--deepspeed_config", config.c_str(), "--steps", "100000", "--save", save.c_str(), "--progress", "plain",
+              nullptr);
+      ::_exit(127);
+    }
+    ASSERT_GT(pid, 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    std::vector<pid_t> left = processes_with(save);
+    for (int i = 0; i < 100 && !left.empty(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      left = processes_with(save);
+    }
+    EXPECT_TRUE(left.empty()) << left.size() << " rank(s) outlived a launcher killed after " << delay_ms << " ms";
+    for (pid_t p : left) ::kill(p, SIGKILL);  // clean up what the failure left
+  }
+}
+
 TEST(TrainCli, LoadFromADirectoryWithNoSaveYetStartsFromScratch) {
   dsx::test::TempDir dir;
   const std::string config = "--deepspeed_config " + config_file(dir, 2) + " --eval_interval 0 ";
