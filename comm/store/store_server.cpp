@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <iostream>
+#include <optional>
 
 #include "comm/store/protocol.h"
 #include "comm/store/secret.h"
@@ -25,6 +26,7 @@ constexpr auto kReplyTimeout = std::chrono::seconds(10);
 
 struct StoreServer::Connection {
   Fd fd;
+  Clock::time_point accepted = Clock::now();
   std::string inbox;
   std::string nonce;
   bool joined = false;
@@ -33,8 +35,11 @@ struct StoreServer::Connection {
   sp::Role role = sp::Role::Helper;
 };
 
-StoreServer::StoreServer(const std::string& host, uint16_t port, int world_size, std::string secret)
-    : world_size_(world_size), secret_(std::move(secret)) {
+StoreServer::StoreServer(const std::string& host, uint16_t port, int world_size, std::string secret,
+                         StoreServerLimits limits)
+    : world_size_(world_size), secret_(std::move(secret)), limits_(limits) {
+  // A whole job may connect at once: its ranks never count against the cap of pending ones.
+  limits_.pending_connections = std::max(limits_.pending_connections, 2 * static_cast<size_t>(world_size));
   // The backlog covers a whole job connecting at once (TCPStore warns when somaxconn is lower).
   listener_ = listen_tcp(host, port, std::max(128, 2 * world_size));
   port_ = local_port(listener_.get());
@@ -71,12 +76,22 @@ void StoreServer::serve() {
       if (it != connections_.end() && !read_from(*it->second)) close_connection(fds[i].fd);
     }
     expire_waiters();
+    drop_stale_pending();
   }
 }
 
 void StoreServer::accept_one() {
   int fd = ::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
   if (fd < 0) return;
+  // At the cap of connections that have not joined, the oldest of them goes: a rank joins within
+  // milliseconds of its hello, so the oldest pending one is the likeliest to be idle on purpose.
+  std::vector<std::pair<Clock::time_point, int>> pending;
+  for (const auto& [other_fd, other] : connections_) {
+    if (!other->joined) pending.emplace_back(other->accepted, other_fd);
+  }
+  if (pending.size() >= limits_.pending_connections) {
+    close_connection(std::min_element(pending.begin(), pending.end())->second);
+  }
   auto conn = std::make_unique<Connection>();
   conn->fd = Fd(fd);
   conn->nonce = secret_.empty() ? std::string(sp::kNonceBytes, '\0') : make_nonce();
@@ -107,7 +122,7 @@ bool StoreServer::read_from(Connection& c) {
   while (c.inbox.size() >= 4) {
     uint32_t len;
     std::memcpy(&len, c.inbox.data(), 4);
-    if (len > sp::kMaxFrame) return false;
+    if (len > (c.joined ? sp::kMaxFrame : limits_.join_frame_bytes)) return false;  // before a join: small
     if (c.inbox.size() < 4 + size_t{len}) break;
     std::string body = c.inbox.substr(4, len);
     c.inbox.erase(0, 4 + size_t{len});
@@ -273,12 +288,26 @@ void StoreServer::expire_waiters() {
   for (int fd : gone) close_connection(fd);
 }
 
+void StoreServer::drop_stale_pending() {
+  const auto now = Clock::now();
+  std::vector<int> stale;
+  for (const auto& [fd, c] : connections_) {
+    if (!c->joined && now - c->accepted > limits_.join_timeout) stale.push_back(fd);
+  }
+  for (int fd : stale) close_connection(fd);
+}
+
 int StoreServer::poll_timeout_ms() const {
-  if (waiters_.empty()) return -1;
-  auto next = std::min_element(waiters_.begin(), waiters_.end(), [](const Waiter& a, const Waiter& b) {
-                return a.deadline < b.deadline;
-              })->deadline;
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now()).count() + 1;
+  std::optional<Clock::time_point> next;
+  for (const Waiter& w : waiters_) {
+    if (!next || w.deadline < *next) next = w.deadline;
+  }
+  for (const auto& [fd, c] : connections_) {
+    const auto limit = c->accepted + limits_.join_timeout;
+    if (!c->joined && (!next || limit < *next)) next = limit;
+  }
+  if (!next) return -1;
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*next - Clock::now()).count() + 1;
   return static_cast<int>(std::clamp<long long>(ms, 0, 1 << 30));
 }
 

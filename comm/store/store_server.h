@@ -6,6 +6,7 @@
 // goodbye under store_protocol::kDeadRanksKey.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -17,10 +18,20 @@
 
 namespace dsx::comm {
 
+// What a connection may do before it has joined (proved the secret): nothing that costs the
+// server much, so that a stranger on the network cannot exhaust rank 0's memory or crowd out
+// the job's ranks.
+struct StoreServerLimits {
+  size_t join_frame_bytes = 4096;                 // a join is ~100 bytes
+  std::chrono::milliseconds join_timeout{10000};  // a rank joins right after the hello
+  size_t pending_connections = 256;  // (at least 2 x world) then the oldest pending is dropped
+};
+
 class StoreServer {
  public:
   // Listens on host:port (port 0: any free port, see port()). `secret` "" = no secret.
-  StoreServer(const std::string& host, uint16_t port, int world_size, std::string secret);
+  StoreServer(const std::string& host, uint16_t port, int world_size, std::string secret,
+              StoreServerLimits limits = {});
   ~StoreServer();
   StoreServer(const StoreServer&) = delete;
   StoreServer& operator=(const StoreServer&) = delete;
@@ -45,12 +56,14 @@ class StoreServer {
   void close_connection(int fd);
   void wake_waiters(const std::string& key);
   void expire_waiters();
+  void drop_stale_pending();  // unjoined connections past the join timeout
   int poll_timeout_ms() const;
 
   Fd listener_;
   uint16_t port_ = 0;
   int world_size_;
   std::string secret_;
+  StoreServerLimits limits_;
   int wake_pipe_[2] = {-1, -1};
   std::map<int, std::unique_ptr<Connection>> connections_;  // by fd
   std::map<std::string, std::string> data_;

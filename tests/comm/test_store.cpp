@@ -2,7 +2,10 @@
 // server on 127.0.0.1, and every failure (timeout, busy port, unreachable master, wrong secret,
 // wrong world size, duplicate or missing rank, a vanished rank) is an error that says what and
 // where - never a hang.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <thread>
@@ -126,6 +129,65 @@ TEST(Store, SecretKeepsOutWhoeverDoesNotKnowIt) {
   Job open(1);
   msg = error_of([&] { open.rank(0, "s3cret"); });
   EXPECT_NE(msg.find("started without one"), std::string::npos) << msg;
+}
+
+// A plain TCP connection to the store, as a stranger on the network makes one (no join).
+struct RawConnection {
+  int fd = -1;
+  explicit RawConnection(uint16_t port) {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) ADD_FAILURE() << "connect failed";
+    timeval tv{3, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  ~RawConnection() { ::close(fd); }
+  // True when the server closed the connection (reads end) before the 3 s receive timeout.
+  bool closed_by_server() {
+    char buf[4096];
+    for (;;) {
+      ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n == 0) return true;
+      if (n < 0) return errno == ECONNRESET;
+    }
+  }
+};
+
+// Before a connection has joined it may send only a small frame: a stranger announcing 256 MiB
+// is cut off at once instead of making rank 0 hold it.
+TEST(Store, AStrangersHugeFrameIsRefusedBeforeItJoins) {
+  Job job(1, "s3cret");
+  RawConnection stranger(job.server.port());
+  const uint32_t len = (256u << 20) - 1;
+  ASSERT_EQ(::send(stranger.fd, &len, 4, MSG_NOSIGNAL), 4);
+  const std::string filler(65536, 'x');
+  (void)::send(stranger.fd, filler.data(), filler.size(), MSG_NOSIGNAL);
+  EXPECT_TRUE(stranger.closed_by_server());
+  EXPECT_EQ(job.rank(0, "s3cret")->add("alive", 1), 1);  // the job's own rank is unaffected
+}
+
+// A connection that does not join is dropped after the join timeout, and a crowd of idle ones
+// cannot keep the job's ranks out: past the cap the oldest pending connection goes.
+TEST(Store, IdleConnectionsAreDroppedAndCannotCrowdOutRanks) {
+  StoreServerLimits limits;
+  limits.join_timeout = 300ms;
+  StoreServer server("127.0.0.1", 0, 2, "s3cret", limits);
+  {
+    RawConnection idle(server.port());
+    EXPECT_TRUE(idle.closed_by_server()) << "an unjoined connection outlived the join timeout";
+  }
+  limits.join_timeout = 60s;
+  limits.pending_connections = 16;
+  StoreServer crowded("127.0.0.1", 0, 2, "s3cret", limits);
+  std::vector<std::unique_ptr<RawConnection>> crowd;
+  for (int i = 0; i < 100; ++i) crowd.push_back(std::make_unique<RawConnection>(crowded.port()));
+  Store rank(StoreAddress{"127.0.0.1", crowded.port()}, StoreIdentity{0, 2, "s3cret"}, 2s);
+  rank.set("k", "v");
+  EXPECT_EQ(rank.get("k", 1s), "v");
+  EXPECT_TRUE(crowd.front()->closed_by_server()) << "the oldest idle connection is the one dropped";
 }
 
 TEST(Store, WorldSizeMismatchAndDuplicateRankAreRefused) {
