@@ -46,6 +46,23 @@ int equal_slots(const RemoteJob& job) {
   return per_node;
 }
 
+// The job's store secret among the exports, or null.
+const std::string* store_secret(const RemoteJob& job) {
+  for (const auto& [k, v] : job.exports) {
+    if (k == kStoreSecretVar) return &v;
+  }
+  return nullptr;
+}
+
+// Hydra's mpirun (MPICH, Intel MPI, MVAPICH2): the secret by name, its value from the environment.
+void pass_secret_by_name(const std::vector<EnvVar>& exports, BackendCommand& c) {
+  for (const auto& [k, v] : exports) {
+    if (k != kStoreSecretVar) continue;
+    append(c.argv, {"-genvlist", k});
+    c.env.emplace_back(k, v);
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> agent_argv(const RemoteJob& job, const std::string& node_rank, const std::string& tether) {
@@ -68,8 +85,18 @@ std::vector<std::string> agent_argv(const RemoteJob& job, const std::string& nod
 
 std::string remote_shell_command(const RemoteJob& job, const std::string& node_rank, const std::string& tether) {
   std::string cmd;
+  if (store_secret(job)) {
+    // Not on the command line: the first line of stdin (ssh fan-out) or ssh's environment (pdsh).
+    cmd += tether == "stdin"
+               ? std::string("IFS= read -r ") + kStoreSecretVar + " && export " + kStoreSecretVar + "; "
+               : std::string("export ") + kStoreSecretVar + "=\"${" + kStoreSecretOverSsh +
+                     ":?no store secret reached this node - its sshd must accept LC_ variables, "
+                     "AcceptEnv LANG LC_*, or use --launcher ssh}\"; unset " + kStoreSecretOverSsh + "; ";
+  }
   if (!job.options.venv_script.empty()) cmd += "source " + shell_quote(job.options.venv_script) + "; ";
-  for (const auto& [k, v] : job.exports) cmd += "export " + k + "=" + shell_quote(v) + "; ";
+  for (const auto& [k, v] : job.exports) {
+    if (k != kStoreSecretVar) cmd += "export " + k + "=" + shell_quote(v) + "; ";
+  }
   cmd += "cd " + shell_quote(job.cwd) + " && exec ";
   // pdsh substitutes %n (the node's index) in the words it sends; keep that one unquoted.
   cmd += join(agent_argv(job, node_rank, tether), " ",
@@ -98,6 +125,7 @@ BackendCommand pdsh_command(const RemoteJob& job) {
   append(c.argv, shell_split(job.options.launcher_args));
   c.argv.push_back(remote_shell_command(job, "%n", "parent"));
   c.env.emplace_back("PDSH_RCMD_TYPE", "ssh");
+  if (const std::string* secret = store_secret(job)) c.env.emplace_back(kStoreSecretOverSsh, *secret);
   return c;
 }
 
@@ -111,6 +139,7 @@ std::vector<BackendCommand> ssh_commands(const RemoteJob& job) {
     append(c.argv, opts);
     c.argv.push_back(c.node);
     c.argv.push_back(remote_shell_command(job, std::to_string(n), "stdin"));
+    if (const std::string* secret = store_secret(job)) c.stdin_text = *secret + "\n";
     commands.push_back(std::move(c));
   }
   return commands;
@@ -129,7 +158,14 @@ BackendCommand mpi_command(const RemoteJob& job) {
     c.argv = {"mpirun", "-n", std::to_string(total), "--host", hosts, "--mca", "btl", "^openib"};
     append(c.argv, user_args);
     exports.emplace_back("UCX_TLS", "tcp");
-    for (const auto& [k, v] : exports) append(c.argv, {"-x", k + "=" + v});
+    for (const auto& [k, v] : exports) {
+      if (k == kStoreSecretVar) {
+        append(c.argv, {"-x", k});  // by name: mpirun sends the value from its environment
+        c.env.emplace_back(k, v);
+      } else {
+        append(c.argv, {"-x", k + "=" + v});
+      }
+    }
   } else if (o.launcher == "mpich" || o.launcher == "impi") {
     int per_node = equal_slots(job);
     c.argv = {"mpirun", "-n", std::to_string(total), "-ppn", std::to_string(per_node)};
@@ -137,7 +173,10 @@ BackendCommand mpi_command(const RemoteJob& job) {
     exports.emplace_back("WORLD_SIZE", std::to_string(total));
     exports.emplace_back("LOCAL_SIZE", std::to_string(per_node));
     if (o.launcher == "impi") exports.emplace_back("I_MPI_PIN", "0");
-    for (const auto& [k, v] : exports) append(c.argv, {"-genv", k, v});
+    for (const auto& [k, v] : exports) {
+      if (k != kStoreSecretVar) append(c.argv, {"-genv", k, v});
+    }
+    pass_secret_by_name(exports, c);
     append(c.argv, {"-hosts", host_list(job.world)});
   } else if (o.launcher == "mvapich") {
     int per_node = equal_slots(job);
@@ -147,7 +186,10 @@ BackendCommand mpi_command(const RemoteJob& job) {
                                               {"MV2_SUPPORT_DL", "1"}, {"MV2_ENABLE_AFFINITY", "0"},
                                               {"MV2_INTER_ALLGATHER_TUNING", "5"}, {"MV2_CUDA_USE_NAIVE", "0"}})
       exports.push_back(kv);
-    for (const auto& [k, v] : exports) append(c.argv, {"-env", k + "=" + v});
+    for (const auto& [k, v] : exports) {
+      if (k != kStoreSecretVar) append(c.argv, {"-env", k + "=" + v});
+    }
+    pass_secret_by_name(exports, c);
   } else {
     throw Error(ErrorKind::Usage, "Unknown launcher " + o.launcher);
   }

@@ -25,10 +25,18 @@ struct RemoteJob {
   LaunchOptions options;
 };
 
+// The job's store secret (DSX_STORE_SECRET) never appears on a command line, where `ps` on any
+// node shows it to every user: the ssh fan-out sends it as the first line of the remote shell's
+// stdin, pdsh through ssh's environment (LC_DSX_STORE_SECRET, which sshd accepts by its usual
+// `AcceptEnv LANG LC_*`), mpirun and srun through their environment by name.
+inline constexpr const char* kStoreSecretVar = "DSX_STORE_SECRET";
+inline constexpr const char* kStoreSecretOverSsh = "LC_DSX_STORE_SECRET";
+
 struct BackendCommand {
   std::string node;                 // the host this command is for; "" = all nodes at once
   std::vector<std::string> argv;
   std::vector<EnvVar> env;          // set on top of the runner's environment
+  std::string stdin_text;           // written to the command's stdin first (the ssh fan-out's secret)
 };
 
 // `dsx launch --world_info=...` with the per-node flags: the node agent.

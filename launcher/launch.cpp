@@ -130,6 +130,7 @@ int run_multi_node(const LaunchOptions& o, const LaunchPlan& plan, const std::st
       m.spawn.argv = commands[n].argv;
       m.spawn.env = env;
       m.spawn.stdin_pipe = true;
+      m.spawn.stdin_text = commands[n].stdin_text;
       m.stop_by_closing_stdin = true;
       m.watch_failure_marker = true;
       members.push_back(std::move(m));
@@ -142,6 +143,11 @@ int run_multi_node(const LaunchOptions& o, const LaunchPlan& plan, const std::st
       if (o.ssh_port > 0) {
         if (!append.empty()) append += ' ';
         append += "-p " + std::to_string(o.ssh_port);
+      }
+      for (const auto& [k, v] : command.env) {
+        if (k != kStoreSecretOverSsh) continue;  // the secret travels in ssh's environment
+        if (!append.empty()) append += ' ';
+        append += std::string("-o SendEnv=") + kStoreSecretOverSsh;
       }
       if (!append.empty()) command.env.emplace_back("PDSH_SSH_ARGS_APPEND", append);
     } else if (backend == "slurm") {

@@ -136,6 +136,10 @@ Child spawn_child(const SpawnSpec& spec) {
   child.pid = pid;
   child.output_fd = out[0];
   child.stdin_fd = in[1];
+  if (in[1] >= 0 && !spec.stdin_text.empty()) {
+    // Fits the pipe's buffer (64 KiB), so this returns at once whatever the child does.
+    (void)!::write(in[1], spec.stdin_text.data(), spec.stdin_text.size());
+  }
   return child;
 }
 

@@ -18,6 +18,7 @@ struct SpawnSpec {
   std::vector<EnvVar> env;     // the complete environment of the child
   std::string log_path;        // non-empty: stdout and stderr appended to this file
   bool stdin_pipe = false;     // stdin is a pipe the parent writes (else /dev/null)
+  std::string stdin_text;      // with stdin_pipe: written first (small: it fits the pipe's buffer)
   std::vector<int> cpus;       // non-empty: sched_setaffinity to these CPUs before exec
   // A process group of its own (stopping the child stops what it started). Off under a
   // scheduler that tracks the job by the process group it created (Slurm's proctrack/pgid).

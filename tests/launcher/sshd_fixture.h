@@ -46,7 +46,8 @@ class SshdFixture : public testing::Test {
                                        << "HostKey " << (dir / "hostkey") << "\nPidFile " << (dir / "sshd.pid") << "\n"
                                        << "AuthorizedKeysFile " << (dir / "authorized_keys") << "\n"
                                        << "PermitRootLogin prohibit-password\nPasswordAuthentication no\n"
-                                       << "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nPrintMotd no\n";
+                                       << "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nPrintMotd no\n"
+                                       << "AcceptEnv LANG LC_*\n";  // as Debian's and Ubuntu's sshd do
     client_config = dir / "ssh_config";
     std::ofstream(client_config) << "Host *\n  Port " << port << "\n  User " << ::getpwuid(::geteuid())->pw_name
                                  << "\n  IdentityFile " << (dir / "userkey") << "\n  IdentitiesOnly yes\n"

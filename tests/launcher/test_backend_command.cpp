@@ -120,3 +120,43 @@ TEST(BackendCommand, SlurmUsesNodelistAndCountsFromTheActiveWorld) {
   EXPECT_EQ(display_command(c).rfind("NCCL_DEBUG=INFO PYTHONPATH='/work dir' MASTER_ADDR=10.0.0.1 MASTER_PORT=29500 srun", 0), 0u)
       << display_command(c);
 }
+
+// The store secret is on no backend's command line: by name for the schedulers, in stdin for the
+// ssh fan-out, in ssh's LC_ environment for pdsh.
+TEST(BackendCommand, TheStoreSecretIsPassedOffTheCommandLine) {
+  const std::string secret = "0123456789abcdef0123456789abcdef";
+  auto with_secret = [&](const std::string& launcher) {
+    RemoteJob j = job(launcher);
+    j.exports.emplace_back("DSX_STORE_SECRET", secret);
+    return j;
+  };
+  auto nowhere = [&](const BackendCommand& c, const std::string& what) {
+    for (const auto& word : c.argv) EXPECT_EQ(word.find(secret), std::string::npos) << what << ": " << word;
+  };
+  auto value_in_env = [&](const BackendCommand& c, const std::string& name) {
+    for (const auto& [k, v] : c.env) {
+      if (k == name) return v == secret;
+    }
+    return false;
+  };
+  const BackendCommand openmpi = mpi_command(with_secret("openmpi"));
+  nowhere(openmpi, "openmpi");
+  EXPECT_TRUE(has(openmpi.argv, {"-x", "DSX_STORE_SECRET"}));
+  EXPECT_TRUE(value_in_env(openmpi, "DSX_STORE_SECRET"));
+  for (const char* hydra : {"mpich", "impi", "mvapich"}) {
+    const BackendCommand c = mpi_command(with_secret(hydra));
+    nowhere(c, hydra);
+    EXPECT_TRUE(has(c.argv, {"-genvlist", "DSX_STORE_SECRET"})) << hydra;
+    EXPECT_TRUE(value_in_env(c, "DSX_STORE_SECRET")) << hydra;
+  }
+  const BackendCommand slurm = slurm_command(with_secret("slurm"));
+  nowhere(slurm, "slurm");
+  EXPECT_TRUE(value_in_env(slurm, "DSX_STORE_SECRET"));
+  const BackendCommand pdsh = pdsh_command(with_secret("pdsh"));
+  nowhere(pdsh, "pdsh");
+  EXPECT_TRUE(value_in_env(pdsh, "LC_DSX_STORE_SECRET"));
+  for (const BackendCommand& c : ssh_commands(with_secret("ssh"))) {
+    nowhere(c, "ssh");
+    EXPECT_EQ(c.stdin_text, secret + "\n");
+  }
+}

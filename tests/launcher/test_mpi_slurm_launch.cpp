@@ -38,6 +38,9 @@ class SchedulerLaunch : public testing::Test {
       EXPECT_EQ(e["LOCAL_WORLD_SIZE"], std::to_string(n));
       EXPECT_EQ(e["NODE_RANK"], "0");
       EXPECT_EQ(e["MASTER_ADDR"], "127.0.0.1");
+      // The job's store secret arrives by name, through the scheduler's environment.
+      EXPECT_EQ(e["DSX_STORE_SECRET"].size(), 32u);
+      EXPECT_EQ(e["DSX_STORE_SECRET"], read_env(rank_file(0, "env"))["DSX_STORE_SECRET"]);
       EXPECT_EQ(read_text(rank_file(r, "args")), "--local_rank=" + std::to_string(r) + "\nq\n");
       EXPECT_NE(output().find("[rank" + std::to_string(r) + "]: rank " + std::to_string(r) + " says hello"), std::string::npos) << output();
     }

@@ -89,6 +89,31 @@ TEST_F(RemoteLaunch, PdshStartsBothNodesWithEnvironmentAndEnvFile) {
   EXPECT_NE(output().find("127.0.0.2: [rank2]: rank 2 says hello"), std::string::npos) << output();
 }
 
+// The job's store secret reaches every rank on every node but no process's command line, where
+// `ps` shows it to every user of the node.
+class RemoteSecret : public RemoteLaunch, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(RemoteSecret, TheStoreSecretIsOnNoCommandLine) {
+  const std::string launcher = GetParam();
+  if (launcher == "pdsh" && !exists("/usr/bin/pdsh")) GTEST_SKIP() << "pdsh is not installed (Debian package pdsh)";
+  const std::string secret = "5ecret" + std::to_string(::getpid()) + "f00dfacecafe";
+  std::vector<std::string> e = env("sleep");
+  e.push_back("DSX_STORE_SECRET=" + secret);
+  Background run(launch(launcher), e, dir / "launch.out");
+  ASSERT_TRUE(wait_for([&] { return exists(rank_file(0, "env")) && exists(rank_file(3, "env")); }, 30)) << output();
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
+    const std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(cmdline.find(secret), std::string::npos) << entry.path() << " shows the secret: " << cmdline;
+  }
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(read_env(rank_file(r, "env"))["DSX_STORE_SECRET"], secret) << "rank " << r;
+  run.signal(SIGINT);
+  run.wait(30);
+  expect_all_ranks_gone();
+}
+
+INSTANTIATE_TEST_SUITE_P(Runners, RemoteSecret, ::testing::Values("ssh", "pdsh"));
+
 TEST_F(RemoteLaunch, SshFailureOnOneNodeStopsTheOtherNode) {
   auto start = Clock::now();
   Background run(launch("ssh"), env("fail", 1, 9), dir / "launch.out");
