@@ -188,7 +188,7 @@ class TrainingRun {
     summary_.skipped_steps = trainer_.skipped_steps();
     summary_.seconds = now_seconds() - start;
     if (lead_) display_.finish(now_seconds());
-    if (profiling_) return end_trial(window.seconds());
+    if (profiling_) return end_trial(window);
     return finish();
   }
 
@@ -279,10 +279,10 @@ class TrainingRun {
   }
 
   // An autotuning trial ends with its metrics file instead of the usual end.
-  int end_trial(double seconds) {
+  int end_trial(const ProfileWindow& window) {
     write_trial_metrics(config_, trainer_, *model_, choice_.config, seq_,
-                        steps_ - config_.autotuning.start_profile_step, seconds, session_.rendezvous().store(), rank_,
-                        comm_.size(), o_.device_memory);
+                        steps_ - config_.autotuning.start_profile_step, window.seconds(), window.spread(),
+                        session_.rendezvous().store(), rank_, comm_.size(), o_.device_memory);
     if (lead_) {
       std::cout << "dsx train: metrics of steps " << config_.autotuning.start_profile_step + 1 << "-" << steps_
                 << " written to " << *config_.autotuning.metric_path << "\n";

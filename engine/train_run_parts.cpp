@@ -123,7 +123,7 @@ std::string run_description(const models::GPT2Config& c, uint64_t seed, const st
 
 void write_trial_metrics(const EngineConfig& config, Trainer& trainer, const models::Model& model,
                          const models::GPT2Config& shape, int seq, int64_t profiled_steps, double seconds,
-                         comm::Store& store, int rank, int world, size_t memory_limit) {
+                         double spread, comm::Store& store, int rank, int world, size_t memory_limit) {
   store.set("autotune/peak/" + std::to_string(rank), std::to_string(trainer.zero().memory().peak_total()));
   if (rank != 0) return;
   autotune::ProfileMetrics m;
@@ -139,6 +139,7 @@ void write_trial_metrics(const EngineConfig& config, Trainer& trainer, const mod
                     static_cast<double>(config.gradient_accumulation_steps) / m.latency;
   m.activation_bytes = static_cast<int64_t>(model.activation_bytes());
   m.memory_limit_bytes = static_cast<int64_t>(memory_limit);
+  m.latency_spread = spread;
   autotune::write_profile_metrics(*config.autotuning.metric_path, m);
 }
 

@@ -47,9 +47,10 @@ std::string run_description(const models::GPT2Config& c, uint64_t seed, const st
 
 // Under DeepSpeed's autotuner the engine times steps (start_profile_step, end_profile_step],
 // writes the metrics file and ends the run; dsx adds the most memory any rank held.
+// `spread`: the timed steps' relative standard deviation (ProfileWindow::spread).
 void write_trial_metrics(const EngineConfig& config, Trainer& trainer, const models::Model& model,
                          const models::GPT2Config& shape, int seq, int64_t profiled_steps, double seconds,
-                         comm::Store& store, int rank, int world, size_t memory_limit);
+                         double spread, comm::Store& store, int rank, int world, size_t memory_limit);
 
 // The closing summary's rows of what rank 0 held and how much gradient traffic it sent.
 void add_resource_rows(progress::RunSummary& summary, zero::ZeroEngine& zero, int ranks);

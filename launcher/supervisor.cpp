@@ -103,7 +103,9 @@ class Job {
 
     while (!all_done()) {
       poll_once(signals.fd());
-      if (stopping_ && !killed_ && Clock::now() >= kill_at_) kill_all(SIGKILL);
+      if (stopping_ && !killed_ && Clock::now() >= kill_at_) {
+        kill_all("still running after " + std::to_string(options_.kill_grace_s) + " s; sending SIGKILL");
+      }
       if (killed_ && Clock::now() >= kill_at_ + std::chrono::seconds(10)) {
         message("some processes survived SIGKILL for 10 s (stuck in the kernel?); giving up on them");
         break;
@@ -146,14 +148,15 @@ class Job {
     }
   }
 
-  void kill_all(int sig) {
+  // SIGKILL to everything still running; `why` says so for each (the grace ran out, or a second
+  // interrupt asked for it).
+  void kill_all(const std::string& why) {
     killed_ = true;
     kill_at_ = Clock::now();
     for (auto& r : running_) {
       if (!r.done && r.child.pid > 0) {
-        message(r.member.name + " (pid " + std::to_string(r.child.pid) + ") still running after " +
-                std::to_string(options_.kill_grace_s) + " s; sending SIGKILL");
-        signal_tree(r.child.pid, sig);
+        message(r.member.name + " (pid " + std::to_string(r.child.pid) + ") " + why);
+        signal_tree(r.child.pid, SIGKILL);
       }
     }
   }
@@ -227,7 +230,7 @@ class Job {
       if (stopping_) {
         if (!killed_) {
           message(std::string("second ") + strsignal(sig) + ": killing everything now");
-          kill_all(SIGKILL);
+          kill_all("still running; sending SIGKILL (second " + std::string(strsignal(sig)) + ")");
         }
         continue;
       }

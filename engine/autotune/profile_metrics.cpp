@@ -24,6 +24,7 @@ void write_profile_metrics(const std::string& path, const ProfileMetrics& m) {
   w.Key("activation_bytes"), w.Int64(m.activation_bytes);
   w.Key("memory_limit_bytes"), w.Int64(m.memory_limit_bytes);
   w.Key("profiled_steps"), w.Int64(m.profiled_steps);
+  w.Key("latency_spread"), w.Double(m.latency_spread);
   w.EndObject();
   const std::string parent = checkpoint::parent_directory(path);
   if (!parent.empty()) checkpoint::make_directories(parent);
@@ -53,6 +54,8 @@ ProfileMetrics read_profile_metrics(const std::string& path) {
   m.activation_bytes = static_cast<int64_t>(number("activation_bytes"));
   m.memory_limit_bytes = static_cast<int64_t>(number("memory_limit_bytes"));
   m.profiled_steps = static_cast<int64_t>(number("profiled_steps"));
+  auto spread = d.FindMember("latency_spread");  // absent in files of older dsx builds
+  m.latency_spread = spread != d.MemberEnd() && spread->value.IsNumber() ? spread->value.GetDouble() : 0.0;
   return m;
 }
 

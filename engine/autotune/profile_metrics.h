@@ -18,6 +18,9 @@ struct ProfileMetrics {
   int64_t activation_bytes = 0;    // of that, the model's activations (rank 0)
   int64_t memory_limit_bytes = 0;  // 0: none
   int64_t profiled_steps = 0;
+  // How much the profiled steps' times varied: their standard deviation over their mean (0 when
+  // fewer than two steps were timed). Differences between trials below it are noise.
+  double latency_spread = 0;
 };
 
 // Written atomically (a reader never sees half a file). Throws dsx::Error(Io).

@@ -119,9 +119,17 @@ std::vector<int64_t> split_candidates(int64_t per_rank_batch, int64_t min_micro,
   return out;
 }
 
-bool better(const Trial& a, const Trial& b, Metric metric) {
+// The least relative difference between two timed trials that is not noise: a short timed window
+// on a shared machine varies about this much from run to run even when its steps agree.
+constexpr double kMinNoise = 0.02;
+
+// `a` beats `b` only by more than the noise of the two measurements (their larger relative
+// spread, at least kMinNoise). Within it the earlier trial keeps the lead, so two runs of the same
+// search agree on the winner instead of following the noise.
+bool clearly_better(const Trial& a, const Trial& b, Metric metric) {
   const double x = metric_value(a, metric), y = metric_value(b, metric);
-  return metric == Metric::Latency ? x < y : x > y;
+  const double noise = std::max({a.metrics.latency_spread, b.metrics.latency_spread, kMinNoise});
+  return metric == Metric::Latency ? x < y * (1 - noise) : x > y * (1 + noise);
 }
 
 TuneResult tune(const TuneRequest& r, const TrialRunner& run) {
@@ -135,7 +143,9 @@ TuneResult tune(const TuneRequest& r, const TrialRunner& run) {
       run_kept(run, {experiment_name(sm.stage, micro, gas, true), sm.stage, micro, gas, true}, result);
       const Trial& t = result.trials.back();
       if (t.status != TrialStatus::Ok) continue;
-      if (!result.best || better(t, result.trials[*result.best], r.metric)) result.best = result.trials.size() - 1;
+      if (!result.best || clearly_better(t, result.trials[*result.best], r.metric)) {
+        result.best = result.trials.size() - 1;
+      }
     }
   }
   return result;
@@ -167,22 +177,29 @@ std::string format_report(const TuneRequest& r, const TuneResult& result) {
   std::snprintf(line, sizeof line, "\nsplits of the global batch %lld (micro-batch x accumulation x %lld ranks), timed:\n\n",
                 static_cast<long long>(r.train_batch_size), static_cast<long long>(r.world));
   out += line;
-  out += "| experiment | stage | micro-batch | accumulation | status | peak MB | samples/s | ms/step | vs best |\n";
-  out += "|---|---:|---:|---:|---|---:|---:|---:|---:|\n";
+  out += "| experiment | stage | micro-batch | accumulation | status | peak MB | samples/s | ms/step | spread | vs best |\n";
+  out += "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|\n";
   for (size_t i = 0; i < result.trials.size(); ++i) {
     const Trial& t = result.trials[i];
     if (!t.experiment.timed) continue;
     const bool ok = t.status == TrialStatus::Ok;
     const double v = ok ? metric_value(t, r.metric) : 0;
     const double ratio = !ok || best <= 0 || v <= 0 ? 0 : (r.metric == Metric::Latency ? best / v : v / best);
-    std::snprintf(line, sizeof line, "| %s%s | %d | %lld | %lld | %s | %s | %.1f | %.2f | %s |\n",
+    std::snprintf(line, sizeof line, "| %s%s | %d | %lld | %lld | %s | %s | %.1f | %.2f | %s | %s |\n",
                   t.experiment.name.c_str(), result.best == i ? " (best)" : "", t.experiment.stage,
                   static_cast<long long>(t.experiment.micro_batch), static_cast<long long>(t.experiment.accumulation),
                   to_string(t.status), ok ? megabytes(t.metrics.peak_memory_bytes).c_str() : "-",
                   ok ? t.metrics.throughput : 0.0, ok ? t.metrics.latency * 1e3 : 0.0,
+                  ok ? ("±" + std::to_string(static_cast<int>(t.metrics.latency_spread * 100 + 0.5)) + "%").c_str() : "-",
                   ok ? (std::to_string(static_cast<int>(ratio * 100 + 0.5)) + "%").c_str() : "-");
     out += line;
   }
+  std::snprintf(line, sizeof line,
+                "\nA split wins only when it beats the leader by more than the noise (the larger spread of the "
+                "two, at least %d%%); within it the split tried first keeps the lead, so a repeated search "
+                "picks the same one.\n",
+                static_cast<int>(kMinNoise * 100));
+  out += line;
   return out;
 }
 

@@ -84,6 +84,13 @@ std::optional<int64_t> read_batch_key(ReadContext& ctx, BlockReader& top, const 
                     std::to_string(*flag) + ". Set it to \"auto\" in the file, or drop the flag.");
       return value;
     }
+    if (!m) {
+      // Hugging Face fills only "auto" values; an absent key stays DeepSpeed's default there.
+      ctx.warn(key, {},
+               std::string("not in the file: ") + flag_name + " " + std::to_string(*flag) +
+                   " fills it (the Hugging Face route fills only \"auto\" values and would use the default); "
+                   "write \"" + key + "\": \"auto\" to say so in the file");
+    }
     ctx.record(key, Source::Auto, m ? m->value.pos : json::Position{}, flag_name);
     return flag;
   }

@@ -175,3 +175,36 @@ TEST(AutotuneSearch, ImpossibleRequestsAreRefused) {
   EXPECT_THROW(at::tune(r, std::ref(m)), dsx::Error);
   EXPECT_TRUE(m.ran.empty()) << "nothing runs before the request is checked";
 }
+
+// A split takes the lead only by beating it by more than the noise (the larger measured spread of
+// the two, at least 2%): a 3% edge within a 5% spread is noise, so the split tried first stays
+// the winner and a repeated search picks it again; a 10% edge is not noise.
+TEST(AutotuneSearch, AWinnerMustBeatTheNoise) {
+  auto run_with = [](std::vector<double> throughputs, double spread) {
+    size_t next = 0;
+    auto runner = [&, throughputs, spread](const at::Experiment& e) {
+      at::Trial t;
+      t.status = at::TrialStatus::Ok;
+      t.metrics.peak_memory_bytes = 100 + e.micro_batch;
+      t.metrics.activation_bytes = e.micro_batch;
+      if (e.timed) {
+        t.metrics.throughput = throughputs.at(next++ % throughputs.size());
+        t.metrics.latency = 1.0 / t.metrics.throughput;
+        t.metrics.latency_spread = spread;
+      }
+      return t;
+    };
+    at::TuneRequest r = request({2}, 2 * 12);
+    r.splits_per_stage = 2;
+    r.memory_limit = 0;
+    return at::tune(r, runner);
+  };
+  auto winner = [](const at::TuneResult& result) {
+    return result.trials[*result.best].metrics.throughput;
+  };
+  EXPECT_EQ(winner(run_with({100, 103}, 0.05)), 100) << "a 3% edge inside a 5% spread is noise";
+  EXPECT_EQ(winner(run_with({100, 110}, 0.05)), 110) << "a 10% edge is not";
+  EXPECT_EQ(winner(run_with({100, 101.5}, 0.0)), 100) << "below the 2% floor, even with no measured spread";
+  const std::string report = at::format_report(request({2}, 24), run_with({100, 103}, 0.05));
+  EXPECT_NE(report.find("±5%"), std::string::npos) << report;
+}

@@ -142,6 +142,14 @@ TEST(ConfigTriad, FlagsFillAutoAndConflictWithNumbers) {
   EXPECT_EQ(c.train_batch_size, 24);
   EXPECT_EQ(c.origin("train_batch_size").source, dsx::engine::Source::Auto);
   EXPECT_EQ(c.origin("train_micro_batch_size_per_gpu").note, "--micro-batch");
+  EXPECT_TRUE(c.warnings.empty()) << "\"auto\" keys are filled without a word";
+  // A key the file does not have is filled too, and said: Hugging Face would leave it default.
+  auto absent = dsx::engine::read_ds_config_text(
+      R"({"train_micro_batch_size_per_gpu": "auto", "optimizer": {"type": "AdamW"}})", "t.json", in);
+  EXPECT_EQ(absent.gradient_accumulation_steps, 3);
+  ASSERT_EQ(absent.warnings.size(), 1u);
+  EXPECT_EQ(absent.warnings[0].path, "gradient_accumulation_steps");
+  EXPECT_CONTAINS(absent.warnings[0].message, "not in the file: --grad-accum 3 fills it");
   auto e = error_of([&] {
     dsx::engine::read_ds_config_text(R"({"train_micro_batch_size_per_gpu": 8})", "t.json", in);
   });

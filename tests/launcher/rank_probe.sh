@@ -37,6 +37,9 @@ case "${DSX_TEST_MODE:-ok}" in
     if [ "$RANK" = "$DSX_TEST_RANK" ]; then nap 0.3; exit "$DSX_TEST_CODE"; fi
     nap 60; exit 0 ;;
   sleep) nap 60; exit 0 ;;
+  ignore_stops)  # ignores SIGTERM and SIGINT: only SIGKILL stops it
+    trap '' TERM INT
+    nap 60; exit 0 ;;
   bar)  # a progress bar: a redraw without a newline, then a long pause, then the end of the line
     printf '\rstep 1 of 2'
     nap 3; printf '\rstep 2 of 2\n'; exit 0 ;;

@@ -410,3 +410,16 @@ TEST_F(LocalLaunch, StartUpRemovesTheRegionsOfDeadProcessesOnly) {
   std::remove(live.c_str());
   std::remove(stale.c_str());
 }
+
+// A second Ctrl-C kills at once and says so, without claiming the grace period has passed.
+TEST_F(LocalLaunch, ASecondInterruptKillsAtOnceAndSaysWhy) {
+  Background run(launch({"--num_gpus", "2"}), env("ignore_stops"), dir / "launch.out");
+  ASSERT_TRUE(wait_for([&] { return exists(dir / "rank0.pid") && exists(dir / "rank1.pid"); }, 20)) << output();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // traps installed
+  run.signal(SIGINT);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  run.signal(SIGINT);
+  EXPECT_EQ(run.wait(10), 128 + SIGINT) << output();
+  EXPECT_NE(output().find("still running; sending SIGKILL (second Interrupt)"), std::string::npos) << output();
+  EXPECT_EQ(output().find("still running after"), std::string::npos) << output();
+}
