@@ -5,6 +5,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "comm/host_device.h"
@@ -195,8 +196,8 @@ double ZeroEngine::read_sum_of_squares(kernels::DType dtype, const void* data, s
 
 // Host values summed over the ranks, in fp32 as DeepSpeed's norm allreduce is, through device
 // memory (nccl reads only that) on the communication stream.
-void ZeroEngine::sum_across_ranks(double* values, size_t n) {
-  if (!partitioning_->partitioned()) return;
+void ZeroEngine::sum_across_ranks(double* values, size_t n, bool always) {
+  if (!partitioning_->partitioned() && !always) return;
   if (rank_sums_.size() < n)
     rank_sums_ = Buffer<float>(device_, *comm_stream_, scratch_ledger_, MemoryKind::Buffers, n);
   std::vector<float> f(values, values + n);
@@ -206,6 +207,35 @@ void ZeroEngine::sum_across_ranks(double* values, size_t n) {
   device_.copy(f.data(), rank_sums_.data(), n * sizeof(float), *comm_stream_);
   comm_stream_->synchronize(options_.comm_timeout);
   for (size_t i = 0; i < n; ++i) values[i] = f[i];
+}
+
+// DeepSpeed's stage-0 engine clips through its clip_grad_norm_, not ZeRO's formula: each tensor's
+// norm as an fp32 value, their squares added in double in the model's order, the total rounded to
+// fp32 before its square root, and that norm averaged over the data-parallel ranks through an
+// fp32 allreduce of norm / world. Followed step by step: the rounding is what makes stage 0 with
+// gradient_clipping train as DeepSpeed's stage 0 does.
+double ZeroEngine::stage0_clip_norm(const void* grads) {
+  const size_t n = params_.size();
+  if (tensor_sums_.size() < n) {
+    tensor_sums_ = Buffer<double>(device_, ctx_.compute, scratch_ledger_, MemoryKind::Buffers, n);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const float* tensor = static_cast<const float*>(grads) + layout_.flat_offset(i);
+    device_.sum_of_squares(kernels::DType::F32, tensor, params_[i].info.numel, tensor_sums_.data() + i,
+                           ctx_.compute);
+  }
+  std::vector<double> sums(n);
+  device_.copy(sums.data(), tensor_sums_.data(), n * sizeof(double), ctx_.compute);
+  ctx_.compute.synchronize(options_.comm_timeout);
+  double total = 0;
+  for (double s : sums) {
+    const double tensor_norm = static_cast<float>(std::sqrt(s));
+    total += tensor_norm * tensor_norm;
+  }
+  const double norm = std::sqrt(static_cast<double>(static_cast<float>(total)));
+  double averaged = static_cast<float>(norm / comm_.size());
+  sum_across_ranks(&averaged, 1, /*always=*/true);
+  return averaged;
 }
 
 StepResult ZeroEngine::step(const StepHyper& hyper) {
@@ -228,15 +258,26 @@ StepResult ZeroEngine::step(const StepHyper& hyper) {
   }
   result.grad_norm = finite ? std::sqrt(sum_sq) / result.loss_scale : -1.0;
 
-  // Unscale and clip in one factor (DeepSpeed's ZeRO formula), with the scale backward used.
+  // Unscale and clip in one factor, with the scale backward used: DeepSpeed's ZeRO formula, or
+  // at stage 0 (fp32, no loss scale) the coefficient of its stage-0 engine.
   double combined = result.loss_scale;
-  if (options_.gradient_clipping > 0.0 && finite) {
+  const bool stage0_engine =
+      options_.stage == 0 && dtype == kernels::DType::F32 && result.loss_scale == 1.0;
+  std::optional<float> stage0_factor;
+  if (options_.gradient_clipping > 0.0 && finite && stage0_engine) {
+    const double coefficient = options_.gradient_clipping / (stage0_clip_norm(grads) + 1e-6);
+    if (coefficient < 1.0) {
+      stage0_factor = static_cast<float>(coefficient);  // grad.mul_(clip_coef) in fp32
+      result.clip_coefficient = coefficient;
+    }
+  } else if (options_.gradient_clipping > 0.0 && finite) {
     const double c = (result.grad_norm + 1e-6) / options_.gradient_clipping;
     if (c > 1.0) {
       combined *= c;
       result.clip_coefficient = 1.0 / c;
     }
   }
+  const float grad_factor = stage0_factor.value_or(static_cast<float>(1.0 / combined));
   // The optimizer reads fp32 gradients: a 16-bit model's are widened for the step only. It writes
   // the fp32 master and, for a 16-bit model, the working copy of the partition.
   const float* grads32 = static_cast<const float*>(grads);
@@ -249,7 +290,7 @@ StepResult ZeroEngine::step(const StepHyper& hyper) {
     copy = {dtype, params_store_->working_partition()};
   }
   optimizer_->step(
-      params_store_->master(), grads32, static_cast<float>(1.0 / combined), hyper,
+      params_store_->master(), grads32, grad_factor, hyper,
       [this](double* values, size_t n) { sum_across_ranks(values, n); }, copy);
   widened.reset(ctx_.compute);
   scaler_.update(false);

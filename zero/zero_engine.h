@@ -126,7 +126,11 @@ class ZeroEngine {
   size_t model_bytes(size_t count) const {
     return count * kernels::dtype_size(options_.model_dtype);
   }
-  void sum_across_ranks(double* values, size_t n);
+  // Adds host values over the ranks (fp32, as DeepSpeed's norm allreduce); `always`: also when
+  // the state is not partitioned.
+  void sum_across_ranks(double* values, size_t n, bool always = false);
+  // DeepSpeed's stage-0 clipping norm (clip_grad_norm_'s arithmetic; see zero_engine.cpp).
+  double stage0_clip_norm(const void* grads);
 
   std::unique_ptr<device::Device> owned_device_;  // first: destroyed last, after everything on it
   device::Device& device_;
@@ -147,6 +151,7 @@ class ZeroEngine {
   // the reported ledger: they are not model state and would blur its exact counts.
   MemoryLedger scratch_ledger_;
   Buffer<double> scalar_;
+  Buffer<double> tensor_sums_;  // one sum of squares per parameter (stage 0 clipping)
   Buffer<float> rank_sums_;
   LossScaler scaler_;
   bool boundary_ = true;

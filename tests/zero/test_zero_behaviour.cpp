@@ -270,6 +270,43 @@ TEST_P(ZeroClipping, GlobalNormAndClipFactorFollowTheFormula) {
 
 INSTANTIATE_TEST_SUITE_P(Stages, ZeroClipping, ::testing::Values(0, 1, 2, 3));
 
+// Stage 0 clips as DeepSpeed's stage-0 engine (clip_grad_norm_), not with ZeRO's formula: per
+// tensor an fp32 norm, their squares added in double, the total rounded to fp32 before its
+// square root, averaged over the ranks through fp32, coefficient max_norm / (norm + 1e-6). The
+// coefficient must be that arithmetic's to the last bit; gradients differ per tensor and rank.
+TEST(ZeroClipping, StageZeroFollowsDeepSpeedsClipGradNormArithmetic) {
+  const auto ps = params_of(4, 97);
+  const size_t n = total(ps);
+  auto job = dsx::test::run_job(2, dsx::test::test_options("tcp"), [&](dsx::comm::Communicator& comm, int rank) {
+    ZeroOptions o = sgd_options(0);
+    o.gradient_clipping = 0.05;
+    std::vector<float> init(n, 0.0f);
+    ZeroEngine z(ps, 4, init.data(), o, comm);
+    auto grad_of = [](int layer, int r) { return 0.003f * static_cast<float>(layer + 1) + 0.0007f * static_cast<float>(r); };
+    backward(z, ps, 4, [&](int layer) { return grad_of(layer, rank); });
+    const auto result = z.step({1.0, {}, {}});
+    // The reference: averaged gradients (fp32, as the engine holds them), DeepSpeed's steps.
+    double total_sq = 0;
+    for (const auto& p : ps) {
+      const float g = (grad_of(p.info.layer, 0) + grad_of(p.info.layer, 1)) * 0.5f;
+      double s = 0;
+      for (size_t i = 0; i < p.info.numel; ++i) s += double(g) * double(g);
+      const double tensor_norm = static_cast<float>(std::sqrt(s));
+      total_sq += tensor_norm * tensor_norm;
+    }
+    const double norm = std::sqrt(double(static_cast<float>(total_sq)));
+    const float averaged = static_cast<float>(norm / 2) + static_cast<float>(norm / 2);
+    const double coefficient = 0.05 / (double(averaged) + 1e-6);
+    if (result.clip_coefficient != coefficient) {
+      char text[160];
+      std::snprintf(text, sizeof text, "clip coefficient %.17g, DeepSpeed's arithmetic gives %.17g",
+                    result.clip_coefficient, coefficient);
+      throw std::runtime_error(text);
+    }
+  });
+  EXPECT_TRUE(job.all_ok()) << job.summary();
+}
+
 // With overlap_comm the reductions of the upper layers run while the lower layers compute, so
 // part of the communication is hidden; without it, none is.
 TEST(ZeroOverlap, CommunicationHidesBehindBackward) {
