@@ -42,6 +42,18 @@ bool write_all(int fd, const std::string& text) {
   return true;
 }
 
+// A carriage return sends the terminal's cursor back to the start of the line, over the prefix
+// put there: a progress bar's redraws (and the lines it prints between them) get it again.
+std::string prefixed_after_returns(const std::string& text, const std::string& prefix) {
+  if (prefix.empty() || text.find('\r') == std::string::npos) return text;
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    out += text[i];
+    if (text[i] == '\r' && (i + 1 == text.size() || text[i + 1] != '\n')) out += prefix;
+  }
+  return out;
+}
+
 int exit_code_of(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
@@ -123,7 +135,17 @@ class Job {
   }
 
   void message(const std::string& text) {
-    if (!options_.quiet) std::cerr << "dsx launch: " << text << std::endl;
+    if (options_.quiet) return;
+    // A rank's progress bar may be mid-line: end it, so that the message gets a line of its own
+    // and the bar's next redraw starts a fresh one (with its prefix).
+    bool ended = false;
+    for (auto& r : running_) {
+      if (!r.mid_line) continue;
+      r.mid_line = false;
+      ended = true;
+    }
+    if (ended) write_all(1, "\n");
+    std::cerr << "dsx launch: " << text << std::endl;
   }
 
   // Records the first failure and starts stopping everybody.
@@ -273,7 +295,7 @@ class Job {
     while ((nl = r.partial.find('\n', start)) != std::string::npos) {
       std::string line = r.partial.substr(start, nl - start);
       if (r.member.watch_failure_marker) check_marker(r, line);
-      out += (r.mid_line ? "" : r.member.prefix) + line + "\n";
+      out += (r.mid_line ? "" : r.member.prefix) + prefixed_after_returns(line, r.member.prefix) + "\n";
       r.mid_line = false;
       start = nl + 1;
     }
@@ -282,7 +304,7 @@ class Job {
     // on now rather than at the next newline. So does output with no newline in sight.
     if (r.partial.find('\r') != std::string::npos || r.partial.size() > kMaxLine) {
       if (r.member.watch_failure_marker) check_marker(r, r.partial);
-      out += (r.mid_line ? "" : r.member.prefix) + r.partial;
+      out += (r.mid_line ? "" : r.member.prefix) + prefixed_after_returns(r.partial, r.member.prefix);
       r.mid_line = true;
       r.partial.clear();
     }
@@ -292,7 +314,7 @@ class Job {
   void flush_partial(Running& r) {
     if (r.partial.empty() && !r.mid_line) return;
     if (r.member.watch_failure_marker) check_marker(r, r.partial);
-    write_all(1, (r.mid_line ? "" : r.member.prefix) + r.partial + "\n");
+    write_all(1, (r.mid_line ? "" : r.member.prefix) + prefixed_after_returns(r.partial, r.member.prefix) + "\n");
     r.partial.clear();
     r.mid_line = false;
   }

@@ -74,11 +74,12 @@ TEST_F(LocalLaunch, ProgressBarRedrawsPassThroughAtOnce) {
   bool seen = false;
   for (int i = 0; i < 40 && !seen; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    seen = output().find("[rank0]: \rstep 1 of 2") != std::string::npos;
+    seen = output().find("[rank0]: \r[rank0]: step 1 of 2") != std::string::npos;
   }
   EXPECT_TRUE(seen) << "the redraw was held back: " << output();
   ASSERT_EQ(run.wait(30), 0) << output();
-  EXPECT_NE(output().find("\rstep 1 of 2\rstep 2 of 2\n"), std::string::npos) << output();
+  // Every redraw starts with the rank's prefix: the carriage return would otherwise draw over it.
+  EXPECT_NE(output().find("\r[rank0]: step 1 of 2\r[rank0]: step 2 of 2\n"), std::string::npos) << output();
 }
 
 TEST_F(LocalLaunch, VisibleDevicesAndIncludePickSlots) {
@@ -422,4 +423,18 @@ TEST_F(LocalLaunch, ASecondInterruptKillsAtOnceAndSaysWhy) {
   EXPECT_EQ(run.wait(10), 128 + SIGINT) << output();
   EXPECT_NE(output().find("still running; sending SIGKILL (second Interrupt)"), std::string::npos) << output();
   EXPECT_EQ(output().find("still running after"), std::string::npos) << output();
+}
+
+// A launcher message (here: Ctrl-C) while a rank's progress bar is mid-line gets a line of its
+// own instead of being glued to the bar.
+TEST_F(LocalLaunch, AMessageNeverLandsInsideAProgressBarLine) {
+  Background run(launch({"--num_gpus", "1"}), env("bar"), dir / "launch.out");
+  ASSERT_TRUE(wait_for([&] { return output().find("step 1 of 2") != std::string::npos; }, 20)) << output();
+  run.signal(SIGINT);
+  run.wait(20);
+  const std::string out = output();
+  const size_t message = out.find("dsx launch: received Interrupt");
+  ASSERT_NE(message, std::string::npos) << out;
+  ASSERT_GT(message, 0u);
+  EXPECT_EQ(out[message - 1], '\n') << "the message shares the bar's line:\n" << out;
 }
