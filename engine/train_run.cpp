@@ -241,6 +241,8 @@ class TrainingRun {
     std::vector<std::unique_ptr<StepObserver>> observers;
     observers.push_back(std::make_unique<RunTotals>(summary_));
     observers.push_back(std::make_unique<DivergenceGuard>(o_.max_nonfinite_steps));
+    // The bar first: lines printed below then redraw it at this step, never behind it.
+    if (lead_) observers.push_back(std::make_unique<ProgressUpdater>(display_));
     if (lead_) {
       observers.push_back(std::make_unique<MonitorWriter>(config_, monitors_));
       observers.push_back(std::make_unique<StepLogPrinter>(config_, trainer_, rank_, say));
@@ -251,7 +253,6 @@ class TrainingRun {
     }
     observers.push_back(std::make_unique<ThroughputPrinter>(
         throughput_, static_cast<int>(config_.gradient_accumulation_steps), rank_, say));
-    if (lead_) observers.push_back(std::make_unique<ProgressUpdater>(display_));
     observers.push_back(std::make_unique<PeriodicAction>(o_.eval_interval, [this](int64_t s) { evaluate(s); }));
     if (!o_.save_dir.empty()) {
       observers.push_back(std::make_unique<PeriodicAction>(

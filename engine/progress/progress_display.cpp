@@ -185,12 +185,15 @@ void ProgressDisplay::draw(double now, bool force) {
 }
 
 void ProgressDisplay::print_line(const std::string& line) {
-  if (terminal_ && bar_on_screen_)
+  if (terminal_ && bar_on_screen_) {
     // The bar comes back after a carriage return like every redraw, so that whoever passes our
-    // output on (dsx launch's rank prefixes) sees a redraw, not a line of its own.
+    // output on (dsx launch's rank prefixes) sees a redraw, not a line of its own - and with the
+    // latest state, not the last one drawn, so that it never shows an older step than the line.
+    last_line_ = render_terminal_line(state_, terminal_width(), unicode_);
     write_all(std::string("\r") + kEraseToEnd + line + "\n\r" + last_line_ + kEraseToEnd);
-  else
+  } else {
     write_all(line + "\n");
+  }
 }
 
 void ProgressDisplay::finish(double now) {

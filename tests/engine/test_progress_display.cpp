@@ -236,3 +236,32 @@ TEST(ProgressDisplay, OneUpdatingLineOnAPseudoTerminal) {
   std::string first = text.substr(1, text.find_first_of("\r\n", 1) - 1);
   EXPECT_LE(display_width(first), 59);
 }
+
+// A line printed while the bar waits for its next redraw (throttled) brings the bar back at the
+// latest step, not at the step it last drew: the bar never lags behind the lines above it.
+TEST(ProgressDisplay, APrintedLineRedrawsTheBarAtTheLatestStep) {
+  int master = -1, slave = -1;
+  winsize size{};
+  size.ws_col = 80;
+  size.ws_row = 24;
+  ASSERT_EQ(openpty(&master, &slave, nullptr, nullptr, &size), 0);
+  termios raw{};
+  tcgetattr(slave, &raw);
+  cfmakeraw(&raw);
+  tcsetattr(slave, TCSANOW, &raw);
+  std::string out;
+  {
+    ProgressDisplay display(slave, 100, {ProgressDisplay::Mode::Terminal, 10, 1000.0});  // redraws throttled
+    display.update(1, 5.0, 1e-4, 512, 0.1);   // drawn
+    display.update(2, 4.0, 1e-4, 512, 0.2);   // throttled: not drawn
+    display.print_line("step=2, skipped=0");
+    out = drain(master);
+  }
+  close(slave);
+  close(master);
+  const size_t line = out.find("step=2, skipped=0");
+  ASSERT_NE(line, std::string::npos) << out;
+  const std::string after = out.substr(line);
+  EXPECT_NE(after.find("2/100 loss 4.0000"), std::string::npos) << after;
+  EXPECT_EQ(after.find("1/100"), std::string::npos) << "the bar came back at step 1: " << after;
+}
