@@ -211,7 +211,13 @@ int run_launch(const LaunchOptions& options) {
       check_ssh_reachable(plan.world, probe_ssh_options(o, backend), o.ssh_port, o.hostfile);
     }
   }
-  if (plan.master_addr.empty()) plan.master_addr = resolve_master_addr(plan.world.front().host);
+  if (plan.master_addr.empty()) {
+    const std::string& first = plan.world.front().host;
+    // Other nodes must reach node 0 at an address node 0 has: ask it over ssh unless it is this
+    // machine by a loopback name (or Slurm, whose nodes need not take ssh, or a dry run).
+    const bool ask = plan.multi_node && !o.dry_run && backend != "slurm" && !is_loopback_host(first);
+    plan.master_addr = ask ? ask_master_addr(first, probe_ssh_options(o, backend)) : resolve_master_addr(first);
+  }
   info(o, "world " + describe(plan.world) + ", master " + plan.master_addr + ":" + std::to_string(o.master_port) +
               (plan.multi_node ? ", runner " + backend : ", local"));
   if (o.master_port == 0) {

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <sstream>
 
 #include "dsx/error.h"
 #include "launcher/env_export.h"
@@ -80,6 +81,33 @@ void check_hosts_resolve(const World& world) {
   }
 }
 
+namespace {
+
+// Reads a child's output until it ends or `deadline` passes (then kills it) and reaps it.
+// Returns its wait status.
+int collect_output(Child& child, std::chrono::steady_clock::time_point deadline, std::string& output) {
+  if (child.exec_errno) throw Error(ErrorKind::Launch, std::string("cannot run ssh: ") + std::strerror(child.exec_errno));
+  char buf[4096];
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    pollfd fd{child.output_fd, POLLIN, 0};
+    if (left <= 0 || ::poll(&fd, 1, static_cast<int>(left)) <= 0) {
+      ::killpg(child.pid, SIGKILL);
+      output += "(no answer in time)";
+      break;
+    }
+    ssize_t n = ::read(child.output_fd, buf, sizeof buf);
+    if (n <= 0) break;
+    output.append(buf, n);
+  }
+  ::close(child.output_fd);
+  int status = -1;
+  ::waitpid(child.pid, &status, 0);
+  return status;
+}
+
+}  // namespace
+
 void check_ssh_reachable(const World& world, const std::vector<std::string>& ssh_options, int port,
                          const std::string& hostfile) {
   struct Probe {
@@ -98,24 +126,7 @@ void check_ssh_reachable(const World& world, const std::vector<std::string>& ssh
     probes.push_back({h.host, spawn_child(spec), "", -1});
   }
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  for (auto& p : probes) {
-    if (p.child.exec_errno) throw Error(ErrorKind::Launch, std::string("cannot run ssh: ") + std::strerror(p.child.exec_errno));
-    char buf[4096];
-    for (;;) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
-      pollfd fd{p.child.output_fd, POLLIN, 0};
-      if (left <= 0 || ::poll(&fd, 1, static_cast<int>(left)) <= 0) {
-        ::killpg(p.child.pid, SIGKILL);
-        p.output += "(no answer within 30 s)";
-        break;
-      }
-      ssize_t n = ::read(p.child.output_fd, buf, sizeof buf);
-      if (n <= 0) break;
-      p.output.append(buf, n);
-    }
-    ::close(p.child.output_fd);
-    ::waitpid(p.child.pid, &p.status, 0);
-  }
+  for (auto& p : probes) p.status = collect_output(p.child, deadline, p.output);
   std::string bad;
   for (const auto& p : probes) {
     if (WIFEXITED(p.status) && WEXITSTATUS(p.status) == 0) continue;
@@ -127,6 +138,32 @@ void check_ssh_reachable(const World& world, const std::vector<std::string>& ssh
                                        "\nSet up passwordless ssh (key in ~/.ssh/authorized_keys), give --ssh_port, or "
                                        "for a single node remove the hostfile. --no_ssh_check skips this check.");
   }
+}
+
+std::string ask_master_addr(const std::string& host, const std::vector<std::string>& ssh_options) {
+  SpawnSpec spec;
+  spec.argv = {"ssh", "-o", "PasswordAuthentication=no", "-o", "ConnectTimeout=10"};
+  spec.argv.insert(spec.argv.end(), ssh_options.begin(), ssh_options.end());
+  spec.argv.insert(spec.argv.end(), {host, "hostname -I"});
+  spec.env = current_environment();
+  Child child = spawn_child(spec);
+  std::string output;
+  const int status = collect_output(child, std::chrono::steady_clock::now() + std::chrono::seconds(30), output);
+  std::istringstream words(output);
+  std::string first;
+  words >> first;
+  unsigned char probe[sizeof(in6_addr)];
+  const bool address = ::inet_pton(AF_INET, first.c_str(), probe) == 1 || ::inet_pton(AF_INET6, first.c_str(), probe) == 1;
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !address) {
+    throw Error(ErrorKind::Launch, "cannot find the master address: asked " + host + " over ssh ('hostname -I'), "
+                                   "as DeepSpeed does, and got: " + trim_output(output) + "; pass --master_addr");
+  }
+  return first;
+}
+
+bool is_loopback_host(const std::string& host) {
+  const std::string name = bare_host(host);
+  return name == "localhost" || name == "::1" || name.rfind("127.", 0) == 0;
 }
 
 std::string resolve_master_addr(const std::string& host) {

@@ -28,6 +28,15 @@ void check_ssh_reachable(const World& world, const std::vector<std::string>& ssh
 // here (IPv4 preferred). Throws asking for --master_addr when it does not resolve.
 std::string resolve_master_addr(const std::string& host);
 
+// Node 0's address as node 0 itself gives it: its first `hostname -I` address, asked over ssh (as
+// DeepSpeed's runner does), so that a name this machine maps to a loopback address (Debian's
+// 127.0.1.1 for its own hostname) never becomes a multi-node MASTER_ADDR. Throws asking for
+// --master_addr when it gets no address within 30 s.
+std::string ask_master_addr(const std::string& host, const std::vector<std::string>& ssh_options);
+
+// localhost, ::1 or 127.x: a "node" on this very machine.
+bool is_loopback_host(const std::string& host);
+
 // Throws when `port` is already bound on `addr` and `addr` belongs to this machine (a remote
 // master cannot be checked from here and is skipped).
 void check_master_port_free(const std::string& addr, int port);

@@ -1,6 +1,8 @@
 // Two "nodes" (127.0.0.1 and 127.0.0.2) behind a real sshd: launches through dsx's ssh fan-out
 // and through pdsh, cross-node fail-fast, Ctrl-C and a killed runner reaching remote ranks, and
 // the errors for unreachable, unresolvable and missing tools.
+#include "dsx/error.h"
+#include "launcher/preflight.h"
 #include "tests/launcher/sshd_fixture.h"
 
 using namespace dsx::test;
@@ -198,4 +200,25 @@ TEST_F(RemoteLaunch, AutotuningTunesATwoNodeJob) {
   EXPECT_NE(probe.find("127.0.0.2: "), std::string::npos) << "the trial did not run on the second node:\n" << probe;
   EXPECT_TRUE(exists(dir / "results/ds_config_optimal.json")) << output();
   expect_nothing_left("DSX_TEST_OUT=" + out);
+}
+
+// Without --master_addr, node 0 is asked for its own address over ssh ('hostname -I'), as
+// DeepSpeed's runner does; the answer is an address node 0 has (read, never connected to here).
+// A node that does not answer is a clear error asking for --master_addr. Loopback "nodes" keep
+// their loopback address (every test launch above relies on it).
+TEST_F(RemoteLaunch, MasterAddressIsAskedOfNodeZero) {
+  const std::vector<std::string> opts = {"-o", "BatchMode=yes", "-F", client_config};
+  const std::string addr = dsx::launcher::ask_master_addr("127.0.0.2", opts);
+  unsigned char parsed[16];
+  EXPECT_TRUE(::inet_pton(AF_INET, addr.c_str(), parsed) == 1 || ::inet_pton(AF_INET6, addr.c_str(), parsed) == 1)
+      << addr;
+  try {
+    dsx::launcher::ask_master_addr("127.0.0.3", opts);  // no sshd there
+    FAIL() << "an unreachable node 0 gave an address";
+  } catch (const dsx::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("pass --master_addr"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(dsx::launcher::is_loopback_host("127.0.0.2"));
+  EXPECT_TRUE(dsx::launcher::is_loopback_host("localhost"));
+  EXPECT_FALSE(dsx::launcher::is_loopback_host("worker-0"));
 }
