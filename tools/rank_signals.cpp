@@ -5,13 +5,15 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <thread>
 
 namespace dsx::tools {
 
 void end_promptly_on_signals() {
-  if (std::getenv("RANK") || std::getenv("LOCAL_RANK")) ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  // Only where the launcher asked for a parent-death signal (dsx launch does; it survives exec):
+  // a process a user started by hand keeps running when its shell goes.
+  int asked = 0;
+  if (::prctl(PR_GET_PDEATHSIG, &asked) == 0 && asked != 0) ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   sigset_t stop;
   sigemptyset(&stop);
   for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT}) sigaddset(&stop, sig);

@@ -2,7 +2,7 @@
 // own signal handler can deadlock when the signal lands inside a call of that library: libfabric's
 // shm provider handles SIGTERM by calling exit(), whose destructors then wait for a lock that the
 // interrupted fi_getinfo holds - and a rank whose launcher was killed stayed alive forever. So:
-//   - the parent-death signal becomes SIGKILL: a rank never outlives its launcher;
+//   - a parent-death signal the launcher set becomes SIGKILL: a rank never outlives its launcher;
 //   - SIGTERM, SIGINT, SIGHUP and SIGQUIT are blocked and taken by one thread of our own, which
 //     ends the process at once with _exit(128 + signal): no destructor runs inside a library call.
 // Checkpoint files are written atomically, and the launcher removes the shm regions left behind.
