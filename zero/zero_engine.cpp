@@ -214,7 +214,7 @@ void ZeroEngine::sum_across_ranks(double* values, size_t n, bool always) {
 // fp32 before its square root, and that norm averaged over the data-parallel ranks through an
 // fp32 allreduce of norm / world. Followed step by step: the rounding is what makes stage 0 with
 // gradient_clipping train as DeepSpeed's stage 0 does.
-double ZeroEngine::stage0_clip_norm(const void* grads) {
+std::vector<double> ZeroEngine::tensor_sums_of_squares(const void* grads) {
   const size_t n = params_.size();
   if (tensor_sums_.size() < n) {
     tensor_sums_ = Buffer<double>(device_, ctx_.compute, scratch_ledger_, MemoryKind::Buffers, n);
@@ -227,8 +227,12 @@ double ZeroEngine::stage0_clip_norm(const void* grads) {
   std::vector<double> sums(n);
   device_.copy(sums.data(), tensor_sums_.data(), n * sizeof(double), ctx_.compute);
   ctx_.compute.synchronize(options_.comm_timeout);
+  return sums;
+}
+
+double ZeroEngine::stage0_clip_norm(const std::vector<double>& tensor_sums) {
   double total = 0;
-  for (double s : sums) {
+  for (double s : tensor_sums) {
     const double tensor_norm = static_cast<float>(std::sqrt(s));
     total += tensor_norm * tensor_norm;
   }
@@ -245,9 +249,21 @@ StepResult ZeroEngine::step(const StepHyper& hyper) {
   void* grads = grads_->partition();
   const size_t count = master_numel();
 
-  // Sum of squares of this rank's partition, summed over ranks (stage 0: every rank holds all).
-  double sum_sq = read_sum_of_squares(dtype, grads, count);
-  sum_across_ranks(&sum_sq, 1);
+  // Stage 0 in fp32 without a loss scale clips as DeepSpeed's stage-0 engine, from per-tensor
+  // sums of squares; the same pass then gives the global norm.
+  const bool stage0_engine =
+      options_.stage == 0 && dtype == kernels::DType::F32 && result.loss_scale == 1.0;
+  const bool stage0_clipping = stage0_engine && options_.gradient_clipping > 0.0;
+  std::vector<double> tensor_sums;
+  double sum_sq = 0;
+  if (stage0_clipping) {
+    tensor_sums = tensor_sums_of_squares(grads);
+    for (double t : tensor_sums) sum_sq += t;  // stage 0: every rank holds the whole sum
+  } else {
+    // Sum of squares of this rank's partition, summed over ranks (stage 0: every rank holds all).
+    sum_sq = read_sum_of_squares(dtype, grads, count);
+    sum_across_ranks(&sum_sq, 1);
+  }
   const bool finite = std::isfinite(sum_sq);
   if (!finite && options_.check_overflow) {
     scaler_.update(true);  // may throw at the minimum scale (ZeRO)
@@ -261,11 +277,9 @@ StepResult ZeroEngine::step(const StepHyper& hyper) {
   // Unscale and clip in one factor, with the scale backward used: DeepSpeed's ZeRO formula, or
   // at stage 0 (fp32, no loss scale) the coefficient of its stage-0 engine.
   double combined = result.loss_scale;
-  const bool stage0_engine =
-      options_.stage == 0 && dtype == kernels::DType::F32 && result.loss_scale == 1.0;
   std::optional<float> stage0_factor;
-  if (options_.gradient_clipping > 0.0 && finite && stage0_engine) {
-    const double coefficient = options_.gradient_clipping / (stage0_clip_norm(grads) + 1e-6);
+  if (stage0_clipping && finite) {
+    const double coefficient = options_.gradient_clipping / (stage0_clip_norm(tensor_sums) + 1e-6);
     if (coefficient < 1.0) {
       stage0_factor = static_cast<float>(coefficient);  // grad.mul_(clip_coef) in fp32
       result.clip_coefficient = coefficient;

@@ -129,8 +129,10 @@ class ZeroEngine {
   // Adds host values over the ranks (fp32, as DeepSpeed's norm allreduce); `always`: also when
   // the state is not partitioned.
   void sum_across_ranks(double* values, size_t n, bool always = false);
-  // DeepSpeed's stage-0 clipping norm (clip_grad_norm_'s arithmetic; see zero_engine.cpp).
-  double stage0_clip_norm(const void* grads);
+  // Each parameter's sum of squares (fp32 gradients), host values in the model's order.
+  std::vector<double> tensor_sums_of_squares(const void* grads);
+  // DeepSpeed's stage-0 clipping norm from them (clip_grad_norm_'s arithmetic; zero_engine.cpp).
+  double stage0_clip_norm(const std::vector<double>& tensor_sums);
 
   std::unique_ptr<device::Device> owned_device_;  // first: destroyed last, after everything on it
   device::Device& device_;
