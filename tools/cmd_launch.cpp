@@ -99,39 +99,60 @@ int find_program(int argc, char** argv, const po::options_description& options) 
   return argc;
 }
 
-int run_launch(int argc, char** argv) {
-  LaunchOptions o;
-  std::string world_info, tether, save_pid_value;
-  bool shim = false;
-  po::options_description all = launch_options(o);
-  po::options_description internal = agent_options(world_info, tether, shim);
+namespace {
 
-  // DeepSpeed's node launcher takes `--save_pid <runner pid>`; the runner's --save_pid is a flag.
-  std::vector<std::string> words(argv, argv + argc);
+// DeepSpeed's per-node launcher takes `--save_pid <runner pid>`, where the runner's --save_pid is a
+// switch: in agent mode (--world_info) the pair is taken out of `words` and the pid returned.
+std::string take_agent_save_pid(std::vector<std::string>& words) {
   bool agent = false;
   for (const auto& w : words) agent = agent || w.rfind("--world_info", 0) == 0;
   for (size_t i = 1; agent && i + 1 < words.size(); ++i) {
     if (words[i] == "--save_pid" && !words[i + 1].empty() && std::isdigit(static_cast<unsigned char>(words[i + 1][0]))) {
-      save_pid_value = words[i + 1];
-      words.erase(words.begin() + i, words.begin() + i + 2);
-      break;
+      std::string pid = words[i + 1];
+      words.erase(words.begin() + static_cast<std::ptrdiff_t>(i), words.begin() + static_cast<std::ptrdiff_t>(i) + 2);
+      return pid;
     }
   }
-  // `--include=` (empty), as argparse takes it: the flag with an empty value.
-  for (size_t i = 1; i < words.size(); ++i) {
-    if (words[i] == "--") break;
-    if (words[i].size() > 3 && words[i].rfind("--", 0) == 0 && words[i].find('=') == words[i].size() - 1) {
-      words[i].pop_back();
-      words.insert(words.begin() + static_cast<std::ptrdiff_t>(i) + 1, std::string());
-      ++i;
+  return "";
+}
+
+// `--include=` (an empty value, as argparse takes it) becomes the flag and "": among the launcher's
+// flags only (before `program_at`), never the program's arguments. Returns the new program_at.
+int split_empty_values(std::vector<std::string>& words, int program_at) {
+  for (int i = 1; i < program_at; ++i) {
+    std::string& w = words[static_cast<size_t>(i)];
+    if (w.size() > 3 && w.rfind("--", 0) == 0 && w.find('=') == w.size() - 1) {
+      w.pop_back();
+      words.insert(words.begin() + i + 1, std::string());
+      ++i, ++program_at;
     }
   }
+  return program_at;
+}
+
+std::vector<char*> pointers_to(std::vector<std::string>& words) {
   std::vector<char*> args;
   for (auto& w : words) args.push_back(w.data());
+  return args;
+}
 
+}  // namespace
+
+int run_launch(int argc, char** argv) {
+  LaunchOptions o;
+  std::string world_info, tether;
+  bool shim = false;
+  po::options_description all = launch_options(o);
+  po::options_description internal = agent_options(world_info, tether, shim);
+
+  std::vector<std::string> words(argv, argv + argc);
+  const std::string save_pid_value = take_agent_save_pid(words);
   po::options_description parse_set;
   parse_set.add(all).add(internal);
+  std::vector<char*> args = pointers_to(words);
   int program_at = find_program(static_cast<int>(args.size()), args.data(), parse_set);
+  program_at = split_empty_values(words, program_at);
+  args = pointers_to(words);
   bool wants_help = false;
   for (int i = 1; i < program_at; ++i) wants_help = wants_help || !std::strcmp(args[i], "--help") || !std::strcmp(args[i], "-h");
   auto parsed = parse_args(program_at, args.data(),

@@ -371,6 +371,8 @@ TEST_F(LocalLaunch, FlagSpellingsDeepSpeedAcceptsAreAccepted) {
     EXPECT_EQ(r.exit_code, 0) << flags << "\n" << r.output;
     EXPECT_NE(r.output.find(two_ranks), std::string::npos) << flags << "\n" << r.output;
   }
+  auto program_args = run_command(launch + "--num_gpus 1 train.py --out= x");  // the program's words stay
+  EXPECT_NE(program_args.output.find(" train.py --local_rank=0 --out= x\n"), std::string::npos) << program_args.output;
   auto addr = run_command(launch + "--num_gpus 1 --master_add 10.1.2.3 train.py");
   EXPECT_NE(addr.output.find("MASTER_ADDR=10.1.2.3"), std::string::npos) << addr.output;
   auto ambiguous = run_command(launch + "--num 2 train.py");
