@@ -21,6 +21,7 @@
 #include "engine/observers/flops_profile_writer.h"
 #include "engine/observers/monitor_writer.h"
 #include "engine/observers/periodic_action.h"
+#include "engine/observers/profile_window.h"
 #include "engine/observers/progress_updater.h"
 #include "engine/observers/run_totals.h"
 #include "engine/observers/step_log_printer.h"

@@ -37,6 +37,20 @@ void replace_all(std::string& s, const std::string& from, const std::string& to)
     s.replace(p, from.size(), to);
 }
 
+// A pseudo-terminal `columns` wide in raw mode (no "\n" -> "\r\n" translation: the master reads
+// exactly what was written to the slave). False when none can be opened.
+bool open_raw_pty(unsigned short columns, int& master, int& slave) {
+  winsize size{};
+  size.ws_col = columns;
+  size.ws_row = 24;
+  if (openpty(&master, &slave, nullptr, nullptr, &size) != 0) return false;
+  termios raw{};
+  tcgetattr(slave, &raw);
+  cfmakeraw(&raw);
+  tcsetattr(slave, TCSANOW, &raw);
+  return true;
+}
+
 }  // namespace
 
 TEST(ProgressStepLog, DeepSpeedsStepLine) {
@@ -180,14 +194,7 @@ TEST(ProgressDisplay, PlainLinesOnAPipe) {
 
 TEST(ProgressDisplay, OneUpdatingLineOnAPseudoTerminal) {
   int master = -1, slave = -1;
-  winsize size{};
-  size.ws_col = 60;
-  size.ws_row = 24;
-  ASSERT_EQ(openpty(&master, &slave, nullptr, nullptr, &size), 0);
-  termios raw{};
-  tcgetattr(slave, &raw);
-  cfmakeraw(&raw);  // no "\n" -> "\r\n" translation: we read exactly what was written
-  tcsetattr(slave, TCSANOW, &raw);
+  ASSERT_TRUE(open_raw_pty(60, master, slave));
   std::string out;
   {
     ProgressDisplay display(slave, 100, {});
@@ -196,8 +203,10 @@ TEST(ProgressDisplay, OneUpdatingLineOnAPseudoTerminal) {
       display.update(step, 5.0 - step * 0.01, 1e-4, 512, step * 0.02);  // 50 updates a second
       if (step == 50) {
         display.print_line("[Rank 0] step=50, skipped=0");
-        size.ws_col = 100;  // the user widens the window
-        ioctl(master, TIOCSWINSZ, &size);
+        winsize wider{};  // the user widens the window
+        wider.ws_col = 100;
+        wider.ws_row = 24;
+        ioctl(master, TIOCSWINSZ, &wider);
       }
       out += drain(master);
     }
@@ -241,14 +250,7 @@ TEST(ProgressDisplay, OneUpdatingLineOnAPseudoTerminal) {
 // latest step, not at the step it last drew: the bar never lags behind the lines above it.
 TEST(ProgressDisplay, APrintedLineRedrawsTheBarAtTheLatestStep) {
   int master = -1, slave = -1;
-  winsize size{};
-  size.ws_col = 80;
-  size.ws_row = 24;
-  ASSERT_EQ(openpty(&master, &slave, nullptr, nullptr, &size), 0);
-  termios raw{};
-  tcgetattr(slave, &raw);
-  cfmakeraw(&raw);
-  tcsetattr(slave, TCSANOW, &raw);
+  ASSERT_TRUE(open_raw_pty(80, master, slave));
   std::string out;
   {
     ProgressDisplay display(slave, 100, {ProgressDisplay::Mode::Terminal, 10, 1000.0});  // redraws throttled
