@@ -3,6 +3,8 @@
 
 #include <utility>
 
+#include "trace/trace.h"
+
 namespace dsx::device::cpu {
 
 void Fence::signal(const std::optional<Error>& error) {
@@ -63,6 +65,7 @@ void CpuStream::enqueue(std::function<void()> work) {
 }
 
 void CpuStream::run_worker() {
+  trace::name_this_thread("stream " + name_);
   std::uniform_int_distribution<unsigned> delay(0, max_delay_us_);
   for (;;) {
     Item item;

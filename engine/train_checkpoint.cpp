@@ -14,6 +14,7 @@
 #include "engine/checkpoint/load.h"
 #include "engine/checkpoint/save.h"
 #include "engine/checkpoint/tag_validation.h"
+#include "trace/trace.h"
 
 namespace dsx::engine {
 namespace {
@@ -111,12 +112,18 @@ std::string save_training_checkpoint(const std::string& save_dir, const std::str
   const std::string tag = tag_in.empty() ? ck::default_tag(trainer.global_steps()) : tag_in;
   const int rank = comm.rank();
   const int world = comm.size();
+  trace::Scope save_span("save checkpoint", "phase");
+  save_span.add({"tag", tag});
   std::vector<float> weights(model.num_params());
-  trainer.zero().gather_params(weights.data());  // a collective at stage 3: before anything can fail
+  {
+    trace::Scope gather("gather weights", "checkpoint");
+    trainer.zero().gather_params(weights.data());  // a collective at stage 3: before anything can fail
+  }
 
   // Keys unique to this save, so that saving the same tag twice never reads old answers.
   const std::string key = "dsx/checkpoint/" + tag + "/" + std::to_string(trainer.micro_steps()) + "/";
   try {
+    trace::Scope write("write files", "checkpoint");
     ck::RankWriter writer(save_dir, tag, rank);
     if (rank == 0) write_model_states(writer, trainer, model, weights, world, model_json);
     write_partition(writer, trainer, loader, rank);
@@ -150,6 +157,7 @@ std::string save_training_checkpoint(const std::string& save_dir, const std::str
     }
     if (outcome == "ok") {
       try {
+        trace::Scope commit("verify and commit", "checkpoint");
         ck::commit(save_dir, tag, manifests);
       } catch (const Error& e) {
         outcome = e.what();
@@ -157,7 +165,10 @@ std::string save_training_checkpoint(const std::string& save_dir, const std::str
     }
     store.set(key + "outcome", outcome);
   }
-  const std::string outcome = store.get(key + "outcome", kSaveTimeout);
+  const std::string outcome = [&] {
+    trace::Scope wait("wait for the commit", "wait");
+    return store.get(key + "outcome", kSaveTimeout);
+  }();
   if (outcome != "ok") {
     throw Error(ErrorKind::Io, "saving checkpoint " + tag + " in " + save_dir + " failed (the previous checkpoint is "
                                "untouched): " + outcome);

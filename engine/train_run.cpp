@@ -26,6 +26,7 @@
 #include "engine/observers/run_totals.h"
 #include "engine/observers/step_log_printer.h"
 #include "engine/observers/throughput_printer.h"
+#include "engine/observers/trace_window.h"
 #include "engine/train_checkpoint.h"
 #include "engine/train_run_parts.h"
 #include "models/gpt2/factory.h"
@@ -136,6 +137,22 @@ int64_t steps_to_run(const TrainRunOptions& o, const EngineConfig& config, const
   }
   if (config.autotuning.enabled && config.autotuning.metric_path) steps = config.autotuning.end_profile_step;
   return steps;
+}
+
+// --profile / --profile_schedule, else the config's "trace" block; nothing when neither asks.
+std::optional<TraceSettings> trace_settings(const TrainRunOptions& o, const EngineConfig& config) {
+  if (o.profile_dir.empty() && !config.trace.enabled) {
+    if (o.profile_schedule) throw Error(ErrorKind::Usage, "--profile_schedule needs --profile DIR");
+    return std::nullopt;
+  }
+  TraceSettings s;
+  s.dir = o.profile_dir.empty() ? config.trace.output_path : o.profile_dir;
+  if (o.profile_schedule) {
+    s.schedule = trace::parse_profile_schedule(*o.profile_schedule);
+  } else {
+    s.schedule = {config.trace.wait, config.trace.warmup, config.trace.active, config.trace.repeat};
+  }
+  return s;
 }
 
 progress::ProgressDisplay::Options display_options(const TrainRunOptions& o, int64_t steps) {
@@ -259,11 +276,18 @@ class TrainingRun {
       observers.push_back(std::make_unique<PeriodicAction>(
           o_.save_interval, [this](int64_t) { save("every " + std::to_string(o_.save_interval) + " steps"); }));
     }
+    // Last: what the others do after a traced step (an evaluation, a save) is in its window.
+    if (auto settings = trace_settings(o_, config_)) {
+      observers.push_back(std::make_unique<TraceWindow>(
+          *settings, rank_, comm_.size(), session_.rendezvous().store(),
+          [this] { return trainer_.zero().comm_timing(); }, say, trainer_.global_steps()));
+    }
     return observers;
   }
 
   void evaluate(int64_t step) {
     if (o_.data != "addition") return;
+    trace::Scope span("evaluation", "phase");
     trainer_.zero().begin_micro_step(false);
     const double acc = models::addition_accuracy(*model_, trainer_.params(), task_, o_.eval_samples, micro_);
     std::ostringstream line;

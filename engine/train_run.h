@@ -33,6 +33,8 @@ struct TrainRunOptions {
   size_t device_memory = 0;             // --device_memory: bytes a rank may hold (0: no limit)
   std::optional<std::string> progress;  // "auto" (default), "bar", "plain"
   int64_t max_nonfinite_steps = 3;      // end the run after this many steps with a NaN/inf loss (0: never)
+  std::string profile_dir;              // --profile: per-rank timelines (docs/profiling.md)
+  std::optional<std::string> profile_schedule;  // --profile_schedule wait,warmup,active[,repeat]
   // What fills a Hugging Face config's "auto" values, as `dsx config check` takes them.
   std::optional<int64_t> micro_batch;   // --micro-batch
   std::optional<int64_t> grad_accum;    // --grad-accum

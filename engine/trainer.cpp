@@ -5,6 +5,7 @@
 
 #include "dsx/error.h"
 #include "engine/training_setup.h"
+#include "trace/trace.h"
 
 namespace dsx::engine {
 namespace {
@@ -97,13 +98,17 @@ void Trainer::restore_counters(int64_t global_steps, int64_t skipped_steps, int6
 TrainStep Trainer::train_batch(models::DataLoader& loader) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
+  trace::Scope step_span(trace::kStepName, static_cast<int>(global_steps_ + 1), trace::kStepCategory);
   const int gas = static_cast<int>(config_.gradient_accumulation_steps);
   TrainStep out;
   double loss_sum = 0;
   int64_t tokens = 0;
   const float grad_scale = static_cast<float>(zero_->loss_scale() / gas);
   for (int j = 0; j < gas; ++j) {
-    loader.next(batch_);
+    {
+      trace::Scope data("data", "phase");
+      loader.next(batch_);
+    }
     if (bridge_) bridge_->begin_micro_step();
     models::ParamAccess& access = params();
     models::GradSink& sink = bridge_ ? static_cast<models::GradSink&>(*bridge_) : access_;
@@ -117,7 +122,10 @@ TrainStep Trainer::train_batch(models::DataLoader& loader) {
   }
   const zero::StepHyper hyper = next_hyper();
   const auto step_start = Clock::now();
-  out.zero = zero_->step(hyper);
+  {
+    trace::Scope optimizer("optimizer step", "phase");
+    out.zero = zero_->step(hyper);
+  }
   if (out.zero.applied) params_changed();
   out.step_seconds = std::chrono::duration<double>(Clock::now() - step_start).count();
   if (out.zero.applied) {
@@ -128,7 +136,10 @@ TrainStep Trainer::train_batch(models::DataLoader& loader) {
   ++global_steps_;
   // The loss every rank reports: the mean over micro-batches and ranks.
   float stats[2] = {static_cast<float>(loss_sum / gas), static_cast<float>(tokens)};
-  comm_.allreduce(stats, 2, kernels::DType::F32, kernels::ReduceOp::Sum)->wait();
+  {
+    trace::Scope wait("loss allreduce", "wait");
+    comm_.allreduce(stats, 2, kernels::DType::F32, kernels::ReduceOp::Sum)->wait();
+  }
   out.loss = stats[0] / comm_.size();
   out.tokens = static_cast<int64_t>(stats[1]);
   out.samples = config_.train_batch_size;

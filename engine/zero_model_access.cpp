@@ -3,6 +3,8 @@
 
 #include <chrono>
 
+#include "trace/trace.h"
+
 namespace dsx::engine {
 
 std::vector<zero::ModelParam> zero_params_of(const models::Model& model) {
@@ -26,11 +28,17 @@ MicroStepResult train_micro_step(models::Model& model, zero::ZeroEngine& zero, m
   MicroStepResult r;
   zero.begin_micro_step(boundary);
   const auto t0 = Clock::now();
-  r.loss = model.forward(inputs, targets, B, T, access);
+  {
+    trace::Scope forward("forward", "phase");
+    r.loss = model.forward(inputs, targets, B, T, access);
+  }
   const auto t1 = Clock::now();
-  zero.begin_backward();
-  model.backward(access, sink, grad_scale);
-  zero.end_micro_step();
+  {
+    trace::Scope backward("backward", "phase");
+    zero.begin_backward();
+    model.backward(access, sink, grad_scale);
+    zero.end_micro_step();
+  }
   r.forward_seconds = std::chrono::duration<double>(t1 - t0).count();
   r.backward_seconds = std::chrono::duration<double>(Clock::now() - t1).count();
   return r;

@@ -44,9 +44,14 @@ int run_train(int argc, char** argv) {
       ("lr", po::value<double>(), "fills \"auto\" learning rates (default 5e-5, as Hugging Face)")
       ("warmup-steps", po::value<int64_t>(), "fills an \"auto\" warmup_num_steps")
       ("max_nonfinite_steps", po::value(&o.max_nonfinite_steps)->default_value(o.max_nonfinite_steps),
-       "end the run with an error once the loss has been NaN or inf for N consecutive steps (0: never)");
+       "end the run with an error once the loss has been NaN or inf for N consecutive steps (0: never)")
+      ("profile", po::value(&o.profile_dir), "write each rank's timeline to DIR/rank<r>.trace.json (Perfetto, "
+       "chrome://tracing, TensorBoard) and print a per-phase summary over the ranks; see docs/profiling.md")
+      ("profile_schedule", po::value<std::string>(), "wait,warmup,active[,repeat]: the steps --profile records, "
+       "as torch.profiler's schedule (default 1,1,3,1)");
   auto args = parse_args(argc, argv, "dsx train --deepspeed_config FILE [options]", options);
   if (args.help) return 0;
+  if (args.vars.count("profile_schedule")) o.profile_schedule = args.vars["profile_schedule"].as<std::string>();
   if (args.vars.count("progress")) o.progress = args.vars["progress"].as<std::string>();
   if (args.vars.count("micro-batch")) o.micro_batch = args.vars["micro-batch"].as<int64_t>();
   if (args.vars.count("grad-accum")) o.grad_accum = args.vars["grad-accum"].as<int64_t>();

@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <array>
+#include <string>
+
+#include "trace/trace.h"
 
 namespace dsx::zero {
 namespace {
@@ -77,11 +80,16 @@ void GradReducer::add(int layer, void* grad) {
 void GradReducer::flush() {
   if (open_.empty()) return;
   InFlight f;
+  f.ready = Clock::now();
   f.entries = std::move(open_);
   open_.clear();
   f.plan = &plan_for(f.entries);
   // The communication stream starts on the bucket once the compute stream has written it.
   ctx_.order(ctx_.compute, stream_, *grads_written_);
+  if (trace::recording()) {
+    f.started = std::make_shared<Clock::time_point>();
+    device_.host_task(stream_, [started = f.started] { *started = Clock::now(); }, {}, "time stamp");
+  }
   pack(f);
   for (const Entry& e : f.entries) copied_(e.layer);
   launch(f);
@@ -382,6 +390,7 @@ void GradReducer::finish_oldest() {
   const auto waited_from = Clock::now();
   ctx_.wait_for(*f.done, "a gradient reduction");
   timing_.exposed_seconds += seconds(Clock::now() - waited_from);
+  if (trace::recording()) trace_bucket(f, waited_from);
   const auto start = std::max(f.launched, busy_until_);
   const auto end = std::max(f.launched, *f.finished);
   if (end > start) timing_.busy_seconds += seconds(end - start);
@@ -389,6 +398,21 @@ void GradReducer::finish_oldest() {
   give_back(std::move(f.comm));
   spare_events_.push_back(std::move(f.done));
   in_flight_.pop_front();
+}
+
+// The bucket on the "gradient reductions" track, from when the stream began it to when its
+// collective finished, and the host's wait for it on the waiting thread's track.
+void GradReducer::trace_bucket(const InFlight& f, Clock::time_point waited_from) const {
+  trace::span("wait for gradient reduction", "wait", waited_from, Clock::now());
+  if (!f.started) return;  // launched before the trace began
+  static const char* const kCollective[] = {"allreduce", "reduce-scatter (owner runs)", "reduce to owner",
+                                            "reduce-scatter (shards)"};
+  const Plan& p = *f.plan;
+  trace::span(trace::track("gradient reductions"), std::string("bucket ") + kCollective[static_cast<int>(p.route)],
+              "comm", *f.started, std::max(*f.started, *f.finished),
+              {{"bytes", static_cast<double>(p.numel * esize())},
+               {"layers", std::to_string(f.entries.back().layer) + "-" + std::to_string(f.entries.front().layer)},
+               {"queued_ms", seconds(std::max(*f.started, f.ready) - f.ready) * 1e3}});
 }
 
 // contiguous_gradients: a kept buffer that fits (zeroed: padding must read as zero); when none

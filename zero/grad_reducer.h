@@ -98,10 +98,14 @@ class GradReducer {
     std::unique_ptr<device::Event> done;
     std::shared_ptr<std::chrono::steady_clock::time_point> finished;
     std::chrono::steady_clock::time_point launched;
+    // Traced runs only: when the communication stream began the bucket (after its gradients).
+    std::shared_ptr<std::chrono::steady_clock::time_point> started;
+    std::chrono::steady_clock::time_point ready;  // when its last layer's gradients were final
   };
 
   void flush();
   void finish_oldest();
+  void trace_bucket(const InFlight& f, std::chrono::steady_clock::time_point waited_from) const;
   const Plan& plan_for(const std::vector<Entry>& entries);
   Route route_for(size_t begin, size_t end) const;
   Range run_of(int rank, size_t begin,

@@ -1,6 +1,11 @@
 // Stage 3 gathers (see param_gatherer.h).
 #include "zero/param_gatherer.h"
 
+#include <memory>
+#include <string>
+
+#include "trace/trace.h"
+
 namespace dsx::zero {
 
 ParamGatherer::ParamGatherer(const ZeroLayout& layout, const ShardedParams& shards,
@@ -37,7 +42,7 @@ ParamGatherer::~ParamGatherer() {
   }
 }
 
-ParamGatherer::Gathered& ParamGatherer::start_gather(int layer) {
+ParamGatherer::Gathered& ParamGatherer::start_gather(int layer, const char* why) {
   const size_t first = layout_.layer_first(layer);
   const size_t last = layout_.layer_last(layer);
   const size_t shard_begin = shards_.shard_offset(first);
@@ -54,9 +59,25 @@ ParamGatherer::Gathered& ParamGatherer::start_gather(int layer) {
       ctx_.buffer<uint8_t>(MemoryKind::Buffers, layout_.layer_numel(layer) * esize_, stream);
   Buffer<uint8_t> received = ctx_.buffer<uint8_t>(MemoryKind::Buffers, k * world * esize_, stream);
   uint8_t* mine = received.data() + static_cast<size_t>(ctx_.comm.rank()) * k * esize_;
+  std::shared_ptr<trace::Clock::time_point> began;
+  if (trace::recording()) {
+    began = std::make_shared<trace::Clock::time_point>();
+    ctx_.device.host_task(stream, [began] { *began = trace::Clock::now(); }, {}, "time stamp");
+  }
   ctx_.device.copy(mine, partition_ + shard_begin * esize_, k * esize_, stream);
   ctx_.comm.allgather_on(ctx_.device, stream, mine, received.data(), k, dtype_);
   unpack(layer, received.data(), slot->full.data());
+  if (began) {
+    // The gather on the "parameter gathers" track, from when the stream began it to its end.
+    const double bytes = static_cast<double>(k * world * esize_);
+    ctx_.device.host_task(
+        stream,
+        [began, layer, bytes, why] {
+          trace::span(trace::track("parameter gathers"), std::string(why) + " layer " + std::to_string(layer),
+                      "comm", *began, trace::Clock::now(), {{"bytes", bytes}});
+        },
+        {}, "trace span");
+  }
   received.reset(stream);
   slot->ready = ctx_.device.create_event();
   stream.record(*slot->ready);
@@ -94,13 +115,13 @@ void ParamGatherer::prefetch(int layer) {
       live_ + numel > options.max_live_parameters) {
     return;
   }
-  start_gather(layer).prefetched = true;
+  start_gather(layer, "prefetch").prefetched = true;
   prefetched_ += numel;
 }
 
 const void* ParamGatherer::acquire(int layer) {
   auto& slot = layers_[static_cast<size_t>(layer)];
-  if (!slot) start_gather(layer);
+  if (!slot) start_gather(layer, "gather");
   if (slot->prefetched) {
     prefetched_ -= layout_.layer_numel(layer);
     slot->prefetched = false;

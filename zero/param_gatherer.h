@@ -59,7 +59,7 @@ class ParamGatherer {
     bool used = false;  // the compute stream waited for `ready`
   };
 
-  Gathered& start_gather(int layer);
+  Gathered& start_gather(int layer, const char* why);  // why: "gather" or "prefetch", for traces
   void drop(int layer);
   void unpack(int layer, const uint8_t* received, uint8_t* full);
 

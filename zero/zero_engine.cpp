@@ -11,6 +11,7 @@
 #include "comm/host_device.h"
 #include "dsx/error.h"
 #include "kernels/mixed_precision.h"
+#include "trace/trace.h"
 
 namespace dsx::zero {
 namespace {
@@ -187,6 +188,7 @@ void ZeroEngine::end_micro_step() {
 }
 
 double ZeroEngine::read_sum_of_squares(kernels::DType dtype, const void* data, size_t count) {
+  trace::Scope span("overflow check and gradient norm", "zero");
   double value = 0;
   device_.sum_of_squares(dtype, data, count, scalar_.data(), ctx_.compute);
   device_.copy(&value, scalar_.data(), sizeof value, ctx_.compute);
@@ -198,6 +200,7 @@ double ZeroEngine::read_sum_of_squares(kernels::DType dtype, const void* data, s
 // memory (nccl reads only that) on the communication stream.
 void ZeroEngine::sum_across_ranks(double* values, size_t n, bool always) {
   if (!partitioning_->partitioned() && !always) return;
+  trace::Scope span("sum across ranks", "wait");
   if (rank_sums_.size() < n)
     rank_sums_ = Buffer<float>(device_, *comm_stream_, scratch_ledger_, MemoryKind::Buffers, n);
   std::vector<float> f(values, values + n);
@@ -303,11 +306,15 @@ StepResult ZeroEngine::step(const StepHyper& hyper) {
     grads32 = widened.data();
     copy = {dtype, params_store_->working_partition()};
   }
-  optimizer_->step(
-      params_store_->master(), grads32, grad_factor, hyper,
-      [this](double* values, size_t n) { sum_across_ranks(values, n); }, copy);
+  {
+    trace::Scope span("optimizer", "zero");
+    optimizer_->step(
+        params_store_->master(), grads32, grad_factor, hyper,
+        [this](double* values, size_t n) { sum_across_ranks(values, n); }, copy);
+  }
   widened.reset(ctx_.compute);
   scaler_.update(false);
+  trace::Scope span("parameters after step", "zero");  // stages 1/2: the allgather of the partitions
   params_store_->after_step();
   grads_->zero();
   result.applied = true;

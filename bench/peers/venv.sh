@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Creates (once) the Python virtual environment that holds dsx's peers and oracles: PyTorch,
-# DeepSpeed, transformers, safetensors, TensorBoard. Used only by compatibility scripts and
+# DeepSpeed, transformers, safetensors, TensorBoard (and its PyTorch profiler plugin). Used only by compatibility scripts and
 # benchmarks, never by CI. Prints the venv's python on the last line.
 # Usage: bash bench/peers/venv.sh   (env DSX_PEERS_VENV overrides the location)
 set -euo pipefail
@@ -18,4 +18,7 @@ if [[ ! -f "$venv/.complete" ]]; then
   "$venv/bin/pip" install -q transformers accelerate safetensors tensorboard hjson pydantic
   touch "$venv/.complete"
 fi
+# TensorBoard's PyTorch profiler plugin reads dsx's --profile traces (bench/trace/); added later
+# than the rest, so a venv made before it gets it here.
+"$venv/bin/python" -c "import torch_tb_profiler" 2>/dev/null || "$venv/bin/pip" install -q torch-tb-profiler
 echo "$venv/bin/python"

@@ -9,6 +9,8 @@
 #include <sstream>
 #include <thread>
 
+#include "trace/trace.h"
+
 namespace dsx::comm::ofi {
 
 namespace {
@@ -73,7 +75,9 @@ void ProgressEngine::attempt_then_submit(const WorkHandle& work, const std::func
     }
     running_ = true;
   }
+  const auto begin = trace::Clock::now();
   const Outcome outcome = execute(work, attempt);
+  if (trace::recording()) trace::span(work->description(), "progress", begin, trace::Clock::now());
   bool queued;
   {
     std::lock_guard lock(mutex_);
@@ -94,6 +98,7 @@ void ProgressEngine::attempt_then_submit(const WorkHandle& work, const std::func
 }
 
 void ProgressEngine::run() {
+  trace::name_this_thread("comm progress");
   for (;;) {
     std::unique_lock lock(mutex_);
     // Idle: wake now and then to drive the fabric (manual-progress providers move nothing,
@@ -112,10 +117,12 @@ void ProgressEngine::run() {
     auto [work, task] = std::move(queue_.front());
     queue_.pop_front();
     lock.unlock();
+    const auto begin = trace::Clock::now();
     const Outcome outcome = execute(work, [&task] {
       task();
       return true;
     });
+    if (trace::recording()) trace::span(work->description(), "progress", begin, trace::Clock::now());
     lock.lock();
     running_ = false;
     reporting_ = true;

@@ -255,6 +255,17 @@ struct CometConfig {
   std::optional<bool> online;
 };
 
+// dsx's own block (DeepSpeed ignores it): per-rank timelines, as `dsx train --profile DIR` and
+// --profile_schedule wait,warmup,active,repeat (docs/profiling.md). The flags win over the block.
+struct TraceConfig {
+  bool enabled = false;
+  std::string output_path = "dsx_trace";  // rank<r>.trace.json files go here
+  int64_t wait = 1;                       // torch.profiler's schedule, per cycle
+  int64_t warmup = 1;
+  int64_t active = 3;
+  int64_t repeat = 1;  // cycles (0: until the run ends)
+};
+
 struct CommsLoggerConfig {
   bool enabled = false;
   bool verbose = false;
@@ -346,6 +357,7 @@ struct EngineConfig {
   DataTypesConfig data_types;
   ActivationCheckpointingConfig activation_checkpointing;
   FlopsProfilerConfig flops_profiler;
+  TraceConfig trace;
   TensorboardConfig tensorboard;
   CsvMonitorConfig csv_monitor;
   WandbConfig wandb;

@@ -219,6 +219,16 @@ void visit(V& v, CometConfig& c) {
 }
 
 template <class V>
+void visit(V& v, TraceConfig& c) {
+  v.field("enabled", c.enabled);
+  v.field("output_path", c.output_path);
+  v.field("wait", c.wait, between(0, 1000000));
+  v.field("warmup", c.warmup, between(0, 1000000));
+  v.field("active", c.active, between(1, 1000000));
+  v.field("repeat", c.repeat, between(0, 1000000));
+}
+
+template <class V>
 void visit(V& v, CommsLoggerConfig& c) {
   v.field("enabled", c.enabled);
   v.field("verbose", c.verbose);

@@ -106,6 +106,7 @@ std::vector<FlatEntry> flatten(const EngineConfig& config) {
 
   print_block(c, out, "activation_checkpointing", c.activation_checkpointing);
   print_block(c, out, "flops_profiler", c.flops_profiler);
+  print_block(c, out, "trace", c.trace);
   print_block(c, out, "tensorboard", c.tensorboard);
   print_block(c, out, "csv_monitor", c.csv_monitor);
   print_block(c, out, "wandb", c.wandb);

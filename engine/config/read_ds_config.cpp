@@ -286,6 +286,7 @@ void read_top(ReadContext& ctx, const json::Value& root) {
   c.activation_checkpointing.given = root.find("activation_checkpointing") != nullptr;
   read_block(ctx, top, "activation_checkpointing", c.activation_checkpointing, Extra::Warn);
   read_block(ctx, top, "flops_profiler", c.flops_profiler, Extra::Warn);
+  read_block(ctx, top, "trace", c.trace, Extra::Forbid);
   read_block(ctx, top, "autotuning", c.autotuning, Extra::Warn);
   reject_removed_top_level_keys(ctx, top, &root);
   for (const auto& name : kKeptBlocks)

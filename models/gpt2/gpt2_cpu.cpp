@@ -3,11 +3,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <random>
 #include <string>
 
 #include "dsx/error.h"
 #include "kernels/cpu/gpt2_layers.h"
+#include "trace/trace.h"
 
 namespace dsx::models {
 
@@ -160,10 +162,14 @@ float GPT2Cpu<T>::forward(const int32_t* inputs, const int32_t* targets, int B, 
   for (int l = 0; l < L; ++l) {
     access.acquire(l + 1);
     access.prefetch(l + 2);
-    block_forward(acts_of(l), residual_[l + 1].data(), residual_[l].data(),
-                  gpt2_block_params<T>(config_, access, l));
+    {
+      trace::Scope span("forward layer", l + 1, "layer");
+      block_forward(acts_of(l), residual_[l + 1].data(), residual_[l].data(),
+                    gpt2_block_params<T>(config_, access, l));
+    }
     access.release(l + 1);
   }
+  trace::Scope head("forward head", "layer");  // the final layer norm, logits and loss
   access.acquire(L + 1);
   const T* lnfw = static_cast<const T*>(access.param(gpt2_param_index(config_, kLnfw, 0)));
   const T* lnfb = static_cast<const T*>(access.param(gpt2_param_index(config_, kLnfb, 0)));
@@ -192,6 +198,7 @@ void GPT2Cpu<T>::backward(ParamAccess& access, GradSink& sink, float grad_scale)
   has_targets_ = false;  // the logits become their gradient below
 
   // Head: logits = lnf(residual_L) @ wte^T, tied to the embedding (layer 0).
+  auto head = std::make_optional<trace::Scope>("backward head", "layer");
   access.acquire(L + 1);
   access.acquire(0);
   access.prefetch(L);
@@ -206,6 +213,7 @@ void GPT2Cpu<T>::backward(ParamAccess& access, GradSink& sink, float grad_scale)
                               residual_[L].data(),
                               static_cast<const T*>(access.param(gpt2_param_index(config_, kLnfw, 0))),
                               lnf_mean_.data(), lnf_rstd_.data(), N, C);
+  head.reset();
   sink.ready(L + 1);
   access.release(L + 1);
 
@@ -214,8 +222,11 @@ void GPT2Cpu<T>::backward(ParamAccess& access, GradSink& sink, float grad_scale)
     access.prefetch(l);
     BlockParams p = gpt2_block_params<T>(config_, access, l);
     BlockActs& a = acts_of(l);
-    if (checkpointing_) block_forward(a, tmp_.data() /* output not needed again */, residual_[l].data(), p);
-    block_backward(dres_.data(), a, residual_[l].data(), p, gpt2_block_grads<T>(config_, sink, l));
+    {
+      trace::Scope span("backward layer", l + 1, "layer");
+      if (checkpointing_) block_forward(a, tmp_.data() /* output not needed again */, residual_[l].data(), p);
+      block_backward(dres_.data(), a, residual_[l].data(), p, gpt2_block_grads<T>(config_, sink, l));
+    }
     sink.ready(l + 1);
     access.release(l + 1);
   }
