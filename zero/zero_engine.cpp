@@ -9,6 +9,7 @@
 #include <string>
 
 #include "comm/host_device.h"
+#include "device/stream_span.h"
 #include "dsx/error.h"
 #include "kernels/mixed_precision.h"
 #include "trace/trace.h"
@@ -308,6 +309,8 @@ StepResult ZeroEngine::step(const StepHyper& hyper) {
   }
   {
     trace::Scope span("optimizer", "zero");
+    device::StreamSpan on_stream(device_, ctx_.compute, "optimizer kernel", "zero",
+                                 {{"elements", static_cast<double>(count)}});
     optimizer_->step(
         params_store_->master(), grads32, grad_factor, hyper,
         [this](double* values, size_t n) { sum_across_ranks(values, n); }, copy);
@@ -315,6 +318,7 @@ StepResult ZeroEngine::step(const StepHyper& hyper) {
   widened.reset(ctx_.compute);
   scaler_.update(false);
   trace::Scope span("parameters after step", "zero");  // stages 1/2: the allgather of the partitions
+  device::StreamSpan on_stream(device_, ctx_.compute, "parameters after step", "zero");
   params_store_->after_step();
   grads_->zero();
   result.applied = true;

@@ -203,8 +203,10 @@ std::vector<Span> backward_layers(const Trace& t) {
 
 TEST(ProfileTraces, EveryRanksTimelineIsWellFormedWithBucketsInsideStepsAndOverlapVisible) {
   dsx::test::TempDir dir;
-  Job job(2, "--deepspeed_config " + config_file(dir, 2, true) + " --steps 7 --profile " + dir.file("traces") +
-                 " --profile_schedule 1,1,3",
+  // byte-small: a layer's backward (about 1 ms) outlasts the scheduler's delay in waking the
+  // communication stream's thread, so on two busy cores the overlap shows in every run.
+  Job job(2, "--deepspeed_config " + config_file(dir, 2, true) + " --model byte-small --steps 6 --eval_interval 0" +
+                 " --profile " + dir.file("traces") + " --profile_schedule 1,1,3",
           dir);
   ASSERT_TRUE(job.wait_all(std::chrono::seconds(240))) << job.output(0) << job.output(1);
   const std::string out = job.output(0);
@@ -237,6 +239,17 @@ TEST(ProfileTraces, EveryRanksTimelineIsWellFormedWithBucketsInsideStepsAndOverl
       for (const Span& l : backward_layers(trace)) overlapping += overlap(b, l);
     }
     EXPECT_GT(overlapping, 0) << "with overlap_comm the reductions run beside backward";
+    // The optimizer's kernel as its stream ran it, on the device's track for that stream.
+    int kernels = 0;
+    for (const Span& s : trace.spans) {
+      if (s.name != "optimizer kernel") continue;
+      ++kernels;
+      EXPECT_EQ(s.track.rfind("cpu ", 0), 0u) << s.track;
+      bool inside = false;
+      for (const Span& step : steps) inside = inside || (s.begin >= step.begin - kRounding && s.end <= step.end + kRounding);
+      EXPECT_TRUE(inside);
+    }
+    EXPECT_EQ(kernels, 3) << "one per traced step";
     // Both ranks read one machine's clock: the measured offset is within its uncertainty.
     EXPECT_LE(std::abs(trace.clock_offset_us), trace.clock_uncertainty_us + 1.0);
   }
@@ -261,8 +274,8 @@ TEST(ProfileTraces, EveryRanksTimelineIsWellFormedWithBucketsInsideStepsAndOverl
 
 TEST(ProfileTraces, WithoutOverlapCommNoReductionOverlapsBackward) {
   dsx::test::TempDir dir;
-  Job job(2, "--deepspeed_config " + config_file(dir, 2, false) + " --steps 5 --profile " + dir.file("traces") +
-                 " --profile_schedule 1,1,2",
+  Job job(2, "--deepspeed_config " + config_file(dir, 2, false) + " --model byte-small --steps 4 --eval_interval 0" +
+                 " --profile " + dir.file("traces") + " --profile_schedule 1,1,2",
           dir);
   ASSERT_TRUE(job.wait_all(std::chrono::seconds(240))) << job.output(0) << job.output(1);
   for (int rank = 0; rank < 2; ++rank) {
