@@ -235,6 +235,7 @@ std::vector<double> ZeroEngine::tensor_sums_of_squares(const void* grads) {
 }
 
 double ZeroEngine::stage0_clip_norm(const std::vector<double>& tensor_sums) {
+  trace::Scope span("clip norm (stage 0)", "zero");
   double total = 0;
   for (double s : tensor_sums) {
     const double tensor_norm = static_cast<float>(std::sqrt(s));
