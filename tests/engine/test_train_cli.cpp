@@ -319,6 +319,44 @@ TEST(TrainCli, LoadFromADirectoryWithNoSaveYetStartsFromScratch) {
   EXPECT_NE(tagged.output.find("global_step99"), std::string::npos) << tagged.output;
 }
 
+// Whether the run resumed or starts from scratch is said before training starts, also when the
+// output goes to a file (fully buffered): a log read while the run is alive, or after it was
+// killed, holds the line.
+TEST(TrainCli, ResumeMessagesReachAFileBeforeTrainingEnds) {
+  dsx::test::TempDir dir;
+  const std::string config = config_file(dir, 2);
+  const std::string ck = dir.file("ck");
+  auto saved = train(1, "--deepspeed_config " + config + " --eval_interval 0 --steps 2 --save " + ck);
+  ASSERT_EQ(saved.exit_code, 0) << saved.output;
+  struct Case {
+    std::string load, expected;
+  };
+  for (const Case& c : {Case{dir.file("empty"), "no checkpoint in " + dir.file("empty") + " yet"},
+                        Case{ck, "resumed from " + ck + "/global_step2 at step 2"}}) {
+    const std::string log = dir.file("train.log");
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      const int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      const int null = ::open("/dev/null", O_WRONLY);
+      ::dup2(out, 1), ::dup2(null, 2);
+      ::setenv("OMP_NUM_THREADS", "1", 1);
+      ::execl(DSX_EXE, DSX_EXE, "train", "--deepspeed_config", config.c_str(), "--steps", "1000000",
+              "--eval_interval", "0", "--samples", "0", "--progress", "plain", "--load", c.load.c_str(), nullptr);
+      ::_exit(127);
+    }
+    ASSERT_GT(pid, 0);
+    bool said = false, alive = true;
+    for (int i = 0; i < 600 && !said && alive; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      said = read_all(log).find(c.expected) != std::string::npos;
+      alive = ::waitpid(pid, nullptr, WNOHANG) == 0;
+    }
+    if (alive) ::kill(pid, SIGKILL), ::waitpid(pid, nullptr, 0);
+    EXPECT_TRUE(said) << "'" << c.expected << "' not in the log of a running train (alive: " << alive
+                      << "):\n" << read_all(log);
+  }
+}
+
 TEST(TrainCli, EpochsOverTextData) {
   dsx::test::TempDir dir;
   const std::string text = dir.file("text.txt");
