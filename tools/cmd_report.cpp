@@ -285,6 +285,18 @@ void print_json(const rep::Environment& env, const std::vector<rep::Finding>& fi
   std::cout << buffer.GetString() << "\n";
 }
 
+// --check: each error as "dsx report: <id>: <what>; <what to do>"; 1 when there is one.
+int print_errors(const std::vector<rep::Finding>& findings) {
+  int errors = 0;
+  for (const auto& f : findings) {
+    if (f.severity != rep::Severity::Error) continue;
+    std::cout << "dsx report: " << f.id << ": " << f.message << "; " << f.advice << "\n";
+    ++errors;
+  }
+  if (errors == 0) std::cout << "dsx report: no errors\n";
+  return errors == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int run_report(int argc, char** argv) {
@@ -292,14 +304,17 @@ int run_report(int argc, char** argv) {
   // clang-format off
   options.add_options()
       ("nodes", po::value<int>()->default_value(0), "nodes the job will span (default: from WORLD_SIZE etc.)")
-      ("json", po::bool_switch(), "print JSON");
+      ("json", po::bool_switch(), "print JSON")
+      ("check", po::bool_switch(), "print only the errors, one line each, and exit 1 if there is one "
+                                   "(a node's readiness check)");
   // clang-format on
-  auto args = parse_args(argc, argv, "dsx report [--nodes N] [--json]", options);
+  auto args = parse_args(argc, argv, "dsx report [--nodes N] [--json | --check]", options);
   if (args.help) return 0;
   const int nodes = args.vars["nodes"].as<int>();
   if (nodes < 0) throw Error(ErrorKind::Usage, "dsx report: --nodes must not be negative");
   const auto env = rep::probe_environment(DSX_VERSION, nodes);
   const auto findings = rep::run_checks(env);
+  if (args.vars["check"].as<bool>()) return print_errors(findings);
   if (args.vars["json"].as<bool>()) {
     print_json(env, findings);
   } else {

@@ -73,9 +73,23 @@ TEST(ReportChecks, NoGpuIsAnInfoNotAnError) {
 
 TEST(ReportChecks, MismatchedVersions) {
   auto env = healthy_node();
-  env.cuda.runtime.version_code = 12060;  // runtime newer than the driver supports
-  env.cuda.runtime.version = "12.6";
-  EXPECT_TRUE(fires(env, "driver-too-old"));
+  env.cuda.runtime.version_code = 12090;  // a newer 12.x runtime: minor-version compatible
+  env.cuda.runtime.version = "12.9";
+  EXPECT_FALSE(fires(env, "driver-too-old"));
+  EXPECT_TRUE(fires(env, "driver-older-minor"));
+  env.cuda.runtime.version_code = 13000;  // a CUDA 13 build on a CUDA 12 driver cannot run
+  env.cuda.runtime.version = "13.0";
+  env.gpus.driver_version = "550.90.07";
+  bool named = false;
+  for (const auto& f : rep::run_checks(env)) {
+    if (f.id != "driver-too-old") continue;
+    named = true;
+    EXPECT_EQ(f.severity, rep::Severity::Error);
+    EXPECT_NE(f.message.find(">= 580"), std::string::npos) << f.message;
+    EXPECT_NE(f.message.find("driver 550.90.07"), std::string::npos) << f.message;
+    EXPECT_NE(f.advice.find("dsx build for CUDA 12"), std::string::npos) << f.advice;
+  }
+  EXPECT_TRUE(named);
   env = healthy_node();
   env.cuda.cudnn_cudart_code = 11080;
   EXPECT_TRUE(fires(env, "cudnn-cuda-mismatch"));

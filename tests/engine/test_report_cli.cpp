@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 
+#include <algorithm>
 #include <string>
 
 #include "tests/tools/run_command.h"
@@ -79,6 +80,19 @@ TEST(ReportCli, SocketIfnameNamingNoInterface) {
                   .has("socket-ifname-loopback"));
   EXPECT_TRUE(report("FI_TCP_IFACE=nosuch0").has("socket-ifname"));
   EXPECT_TRUE(report("NCCL_IB_HCA=nosuch_0:1").has("ib-hca"));
+}
+
+// --check is a node's readiness check: errors one line each and exit 1, else exit 0.
+TEST(ReportCli, CheckPrintsEachErrorOnALineAndFails) {
+  auto bad = report("NCCL_SOCKET_IFNAME=nosuch0", "--check");
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_NE(bad.output.find("dsx report: socket-ifname: NCCL_SOCKET_IFNAME=nosuch0 matches no network interface"),
+            std::string::npos)
+      << bad.output;
+  EXPECT_EQ(std::count(bad.output.begin(), bad.output.end(), '\n'), 1) << bad.output;
+  auto good = report("NCCL_SOCKET_IFNAME=lo", "--check");
+  EXPECT_EQ(good.exit_code, 0) << good.output;
+  EXPECT_EQ(good.output, "dsx report: no errors\n");
 }
 
 TEST(ReportCli, MultiNodeChecksUseJobVariablesOrFlag) {

@@ -162,18 +162,50 @@ void check_build_versions(const Environment& env, Findings& out) {
   }
 }
 
+// The NVIDIA driver a CUDA major release needs at least: within a major release a newer runtime
+// runs on an older driver of the same major (minor-version compatibility), across majors not.
+const char* minimum_driver(int cuda_major) {
+  switch (cuda_major) {
+    case 11: return "450.80.02";
+    case 12: return "525.60.13";
+    case 13: return "580";
+    default: return "";
+  }
+}
+
+void check_driver(const Environment& env, Findings& out) {
+  const auto& c = env.cuda;
+  if (!c.runtime.found || !c.driver.found || c.driver.version_code <= 0 ||
+      c.runtime.version_code <= c.driver.version_code) {
+    return;
+  }
+  const int runtime_major = c.runtime.version_code / 1000;
+  const std::string driver =
+      "CUDA " + c.driver.version +
+      (env.gpus.driver_version.empty() ? "" : " (driver " + env.gpus.driver_version + ")");
+  if (runtime_major > c.driver.version_code / 1000) {
+    const std::string needed = minimum_driver(runtime_major);
+    out.push_back({Severity::Error, "driver-too-old",
+                   "CUDA runtime " + c.runtime.version + " needs a driver for CUDA " +
+                       std::to_string(runtime_major) +
+                       (needed.empty() ? "" : " (>= " + needed + ")") + "; this one supports " +
+                       driver,
+                   "every CUDA call fails with cudaErrorInsufficientDriver: install an NVIDIA "
+                   "driver for CUDA " + std::to_string(runtime_major) +
+                       ", or install the dsx build for CUDA " +
+                       std::to_string(c.driver.version_code / 1000)});
+    return;
+  }
+  out.push_back({Severity::Info, "driver-older-minor",
+                 "CUDA runtime " + c.runtime.version + " on a driver for " + driver +
+                     ": runs through CUDA's minor-version compatibility",
+                 "fine for dsx's kernels (compiled for the GPUs it targets); only PTX compiled "
+                 "at run time for a newer GPU would need a newer driver"});
+}
+
 void check_versions(const Environment& env, Findings& out) {
   const auto& c = env.cuda;
-  if (c.runtime.found && c.driver.found && c.driver.version_code > 0 &&
-      c.runtime.version_code > c.driver.version_code) {
-    out.push_back({Severity::Error, "driver-too-old",
-                   "CUDA runtime " + c.runtime.version + " is newer than the CUDA " +
-                       c.driver.version + " the driver supports",
-                   "CUDA calls fail with cudaErrorInsufficientDriver; update the NVIDIA driver or "
-                   "use a build "
-                   "for CUDA " +
-                       c.driver.version});
-  }
+  check_driver(env, out);
   const int runtime_major = c.runtime.version_code / 1000;
   if (c.runtime.found && c.cudnn.found && c.cudnn_cudart_code > 0 &&
       c.cudnn_cudart_code / 1000 != runtime_major) {
