@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "cloud/dsx_package.h"
 #include "cloud/instance_types.h"
 #include "dsx/error.h"
 
@@ -59,9 +60,7 @@ void validate(const AwsClusterOptions& o) {
           "--capacity-block needs --capacity-reservation with the block's cr-... id");
   require(o.security_group.empty() || starts_with(o.security_group, "sg-"),
           "--security-group must be a security group id (sg-...)");
-  require(o.dsx_package.empty() || starts_with(o.dsx_package, "s3://") ||
-              starts_with(o.dsx_package, "https://"),
-          "--dsx-package must be an s3:// or https:// URL of a dsx tarball");
+  validate_dsx_package(o.dsx_package, "s3://");
   require(!o.out_dir.empty(), "--out must name a directory");
 }
 

@@ -5,6 +5,7 @@
 #include <regex>
 
 #include "cloud/aws_cluster.h"
+#include "cloud/dsx_package.h"
 #include "dsx/error.h"
 
 namespace dsx::cloud {
@@ -15,8 +16,6 @@ void require(bool ok, const std::string& message) {
   if (!ok) throw Error(ErrorKind::Usage, message);
 }
 
-bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
-
 // The images GCP documents for GPUDirect-TCPX (A3 High) and TCPXO (A3 Mega); pin what you test.
 constexpr const char* kTcpxPlugin =
     "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev:v3.1.9";
@@ -26,6 +25,30 @@ constexpr const char* kTcpxoPlugin =
     "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.8";
 constexpr const char* kTcpxoRxdm =
     "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.14";
+// The gIB NCCL plugin installer for GPUDirect RDMA (A3 Ultra); it needs no RXDM.
+constexpr const char* kGibPlugin =
+    "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.2";
+
+// A reservation's name, or the path of one shared from another project.
+bool valid_reservation(const std::string& name) {
+  static const std::regex pattern(
+      "(projects/[a-z][-a-z0-9.:]*/reservations/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?");
+  return std::regex_match(name, pattern);
+}
+
+// Machines without on-demand capacity only start from a reservation or as spot VMs; refusing
+// here is clearer than the capacity error GCP would give after the networks are made.
+void validate_capacity(const GcpClusterOptions& o) {
+  require(!(o.spot && !o.reservation.empty()),
+          "--spot and --reservation exclude each other: spot VMs take no reserved capacity");
+  require(o.reservation.empty() || valid_reservation(o.reservation),
+          "--reservation must name a reservation (or projects/P/reservations/NAME), got '" +
+              o.reservation + "'");
+  require(gcp_machine_type(o.machine_type).on_demand || o.spot || !o.reservation.empty(),
+          o.machine_type +
+              " (A3 Ultra) has no on-demand capacity: its VMs come from a reservation or "
+              "are spot VMs; pass --reservation NAME or --spot");
+}
 
 }  // namespace
 
@@ -45,10 +68,9 @@ void validate(const GcpClusterOptions& o) {
   require(!o.network.empty() && !o.subnet.empty(), "--network and --subnet must not be empty");
   require(o.boot_disk_gb >= 50 && o.boot_disk_gb <= 65536,
           "--boot-disk-gb must be between 50 and 65536");
-  require(o.dsx_package.empty() || starts_with(o.dsx_package, "gs://") ||
-              starts_with(o.dsx_package, "https://"),
-          "--dsx-package must be a gs:// or https:// URL of a dsx tarball");
+  validate_dsx_package(o.dsx_package, "gs://");
   require(!o.out_dir.empty(), "--out must name a directory");
+  validate_capacity(o);
 }
 
 std::string gcp_region(const GcpClusterOptions& o) { return o.zone.substr(0, o.zone.rfind('-')); }
@@ -56,14 +78,28 @@ std::string gcp_resource_name(const GcpClusterOptions& o) { return "dsx-" + o.cl
 std::string gcp_gpu_network(const GcpClusterOptions& o, int nic) {
   return "dsx-" + o.cluster + "-gpu-" + std::to_string(nic);
 }
+std::string gcp_rdma_network(const GcpClusterOptions& o) { return "dsx-" + o.cluster + "-rdma"; }
+std::string gcp_rdma_subnet(const GcpClusterOptions& o, int nic) {
+  return gcp_rdma_network(o) + "-" + std::to_string(nic);
+}
+std::string gcp_rdma_profile(const GcpClusterOptions& o) { return o.zone + "-vpc-roce"; }
 std::string gcp_key_secret(const GcpClusterOptions& o) {
   return "dsx-" + o.cluster + "-cluster-key";
 }
 
 std::string gcp_plugin_image(const GcpClusterOptions& o) {
   if (!o.gpudirect_plugin_image.empty()) return o.gpudirect_plugin_image;
-  auto path = gcp_machine_type(o.machine_type).gpudirect;
-  return path == GpuDirect::Tcpx ? kTcpxPlugin : path == GpuDirect::Tcpxo ? kTcpxoPlugin : "";
+  switch (gcp_machine_type(o.machine_type).gpudirect) {
+    case GpuDirect::Tcpx:
+      return kTcpxPlugin;
+    case GpuDirect::Tcpxo:
+      return kTcpxoPlugin;
+    case GpuDirect::Rdma:
+      return kGibPlugin;
+    case GpuDirect::None:
+      break;
+  }
+  return "";
 }
 
 std::string gcp_rxdm_image(const GcpClusterOptions& o) {

@@ -23,8 +23,12 @@ struct GcpClusterOptions {
   int boot_disk_gb = 500;
   std::string boot_disk_type;          // "" = the machine type's default
   std::string service_account;         // "" = the project's default compute service account
-  std::string gpudirect_plugin_image;  // "" = the default for TCPX / TCPXO
-  std::string rxdm_image;              // "" = the default for TCPX / TCPXO
+  std::string gpudirect_plugin_image;  // "" = the default for TCPX / TCPXO / RDMA (gIB)
+  std::string rxdm_image;              // "" = the default for TCPX / TCPXO (RDMA has none)
+  // Capacity. A reservation is consumed by name (or projects/P/reservations/NAME for a shared
+  // one); spot VMs may be deleted whenever GCP needs the capacity back. At most one of them.
+  std::string reservation;
+  bool spot = false;
   std::string dsx_package;             // gs:// or https:// tarball of an installed dsx tree
   std::string os_user = "dsx";
   std::string out_dir = "dsx-cloud";
@@ -36,6 +40,11 @@ void validate(const GcpClusterOptions& options);
 std::string gcp_region(const GcpClusterOptions& options);                // zone without its -letter
 std::string gcp_resource_name(const GcpClusterOptions& options);         // dsx-<cluster>
 std::string gcp_gpu_network(const GcpClusterOptions& options, int nic);  // dsx-<cluster>-gpu-<nic>
+// RDMA machines: the one RoCE VPC (dsx-<cluster>-rdma) and the subnet of MRDMA NIC `nic`, 1..8
+// (dsx-<cluster>-rdma-<nic>), and the zone's RDMA network profile (<zone>-vpc-roce).
+std::string gcp_rdma_network(const GcpClusterOptions& options);
+std::string gcp_rdma_subnet(const GcpClusterOptions& options, int nic);
+std::string gcp_rdma_profile(const GcpClusterOptions& options);
 std::string gcp_key_secret(const GcpClusterOptions& options);  // dsx-<cluster>-cluster-key
 std::string gcp_plugin_image(const GcpClusterOptions& options);
 std::string gcp_rxdm_image(const GcpClusterOptions& options);

@@ -33,28 +33,70 @@ void add_gpu_networks(Plan& plan, const GcpClusterOptions& o, int nics) {
   }
 }
 
+// RDMA machines: one VPC with the zone's RoCE network profile and one subnet per MRDMA NIC. Such
+// a VPC takes no firewall rules (traffic between its MRDMA NICs is always allowed).
+void add_rdma_network(Plan& plan, const GcpClusterOptions& o, int nics) {
+  const std::string net = gcp_rdma_network(o);
+  plan.steps.push_back(
+      {"create RoCE VPC " + net + " for the " + std::to_string(nics) + " MRDMA NICs",
+       gcloud(o, {"compute", "networks", "create", net, "--network-profile=" + gcp_rdma_profile(o),
+                  "--subnet-mode=custom", "--mtu=8896"})});
+  for (int nic = 1; nic <= nics; ++nic) {
+    const std::string subnet = gcp_rdma_subnet(o, nic);
+    plan.steps.push_back(
+        {"create subnet " + subnet + " (" + subnet_range(nic) + ") for MRDMA NIC " +
+             std::to_string(nic),
+         gcloud(o, {"compute", "networks", "subnets", "create", subnet, "--network=" + net,
+                    "--region=" + gcp_region(o), "--range=" + subnet_range(nic)})});
+  }
+}
+
+// NIC 0 on the primary VPC, then the GPU NICs: gVNICs in VPCs of their own (TCPX/TCPXO) or
+// MRDMA NICs in the one RoCE VPC, none with an external address.
+void add_network_interfaces(std::vector<std::string>& words, const GcpClusterOptions& o,
+                            const GcpMachineType& type) {
+  words.push_back("--network-interface=nic-type=GVNIC,network=" + o.network +
+                  ",subnet=" + o.subnet);
+  for (int nic = 1; nic <= type.gpu_nics; ++nic) {
+    const bool rdma = type.gpudirect == GpuDirect::Rdma;
+    const std::string net = rdma ? gcp_rdma_network(o) : gcp_gpu_network(o, nic);
+    const std::string subnet = rdma ? gcp_rdma_subnet(o, nic) : net;
+    words.push_back(std::string("--network-interface=nic-type=") + (rdma ? "MRDMA" : "GVNIC") +
+                    ",network=" + net + ",subnet=" + subnet + ",no-address");
+  }
+}
+
+// Where the VMs' capacity comes from. GPU VMs cannot live-migrate, so every VM stops for host
+// maintenance; spot VMs are deleted when preempted and cannot be restarted on failure.
+void add_scheduling(std::vector<std::string>& words, const GcpClusterOptions& o,
+                    const GcpMachineType& type) {
+  words.push_back("--maintenance-policy=TERMINATE");
+  if (o.spot) {
+    words.push_back("--provisioning-model=SPOT");
+    words.push_back("--instance-termination-action=DELETE");
+    return;
+  }
+  words.push_back("--restart-on-failure");
+  if (o.reservation.empty()) return;
+  words.push_back("--reservation-affinity=specific");
+  words.push_back("--reservation=" + o.reservation);
+  if (!type.on_demand) {  // such VMs live as long as the reservation they are bound to
+    words.push_back("--provisioning-model=RESERVATION_BOUND");
+    words.push_back("--instance-termination-action=DELETE");
+  }
+}
+
 std::vector<std::string> template_command(const GcpClusterOptions& o) {
   const auto& type = gcp_machine_type(o.machine_type);
   const std::string name = gcp_resource_name(o);
-  std::vector<std::string> words = {
-      "compute",
-      "instance-templates",
-      "create",
-      name,
-      "--machine-type=" + o.machine_type,
-      "--maintenance-policy=TERMINATE",
-      "--restart-on-failure",
-      "--boot-disk-size=" + std::to_string(o.boot_disk_gb) + "GB",
-      "--boot-disk-type=" +
-          (o.boot_disk_type.empty() ? std::string(type.boot_disk_type) : o.boot_disk_type),
-      "--region=" + gcp_region(o),
-      "--network-interface=nic-type=GVNIC,network=" + o.network + ",subnet=" + o.subnet,
-  };
-  for (int nic = 1; nic <= type.gpu_nics; ++nic) {
-    const std::string net = gcp_gpu_network(o, nic);
-    words.push_back("--network-interface=nic-type=GVNIC,network=" + net + ",subnet=" + net +
-                    ",no-address");
-  }
+  std::vector<std::string> words = {"compute", "instance-templates", "create", name,
+                                    "--machine-type=" + o.machine_type};
+  add_scheduling(words, o, type);
+  words.push_back("--boot-disk-size=" + std::to_string(o.boot_disk_gb) + "GB");
+  words.push_back("--boot-disk-type=" +
+                  (o.boot_disk_type.empty() ? std::string(type.boot_disk_type) : o.boot_disk_type));
+  words.push_back("--region=" + gcp_region(o));
+  add_network_interfaces(words, o, type);
   if (o.image.empty()) {
     words.push_back("--image-project=" + o.image_project);
     words.push_back("--image-family=" + o.image_family);
@@ -74,6 +116,38 @@ std::vector<std::string> template_command(const GcpClusterOptions& o) {
   return gcloud(o, words);
 }
 
+// Tear-down steps may find their resource gone already (a half-finished up, a second down).
+Step may_fail_step(const GcpClusterOptions& o, std::string what, std::vector<std::string> words) {
+  Step step{std::move(what), gcloud(o, std::move(words))};
+  step.may_fail = true;
+  return step;
+}
+
+// A VPC can be deleted only once its subnets and firewall rules are gone.
+void delete_gpu_networks(Plan& plan, const GcpClusterOptions& o, int nics) {
+  for (int nic = 1; nic <= nics; ++nic) {
+    const std::string net = gcp_gpu_network(o, nic);
+    plan.steps.push_back(may_fail_step(o, "delete firewall rule " + net + "-internal",
+                                       {"compute", "firewall-rules", "delete", net + "-internal"}));
+    plan.steps.push_back(may_fail_step(
+        o, "delete subnet " + net,
+        {"compute", "networks", "subnets", "delete", net, "--region=" + gcp_region(o)}));
+    plan.steps.push_back(
+        may_fail_step(o, "delete VPC " + net, {"compute", "networks", "delete", net}));
+  }
+}
+
+void delete_rdma_network(Plan& plan, const GcpClusterOptions& o, int nics) {
+  for (int nic = 1; nic <= nics; ++nic) {
+    const std::string subnet = gcp_rdma_subnet(o, nic);
+    plan.steps.push_back(may_fail_step(
+        o, "delete subnet " + subnet,
+        {"compute", "networks", "subnets", "delete", subnet, "--region=" + gcp_region(o)}));
+  }
+  plan.steps.push_back(may_fail_step(o, "delete RoCE VPC " + gcp_rdma_network(o),
+                                     {"compute", "networks", "delete", gcp_rdma_network(o)}));
+}
+
 }  // namespace
 
 std::string gcp_startup_script_path(const GcpClusterOptions& o) {
@@ -89,7 +163,11 @@ Plan gcp_up_plan(const GcpClusterOptions& o) {
   plan.steps.push_back({"enable the Compute Engine and Secret Manager APIs",
                         gcloud(o, {"services", "enable", "compute.googleapis.com",
                                    "secretmanager.googleapis.com"})});
-  add_gpu_networks(plan, o, type.gpu_nics);
+  if (type.gpudirect == GpuDirect::Rdma) {
+    add_rdma_network(plan, o, type.gpu_nics);
+  } else {
+    add_gpu_networks(plan, o, type.gpu_nics);
+  }
   plan.steps.push_back({"allow all traffic between the cluster's VMs on " + o.network,
                         gcloud(o, {"compute", "firewall-rules", "create", name + "-internal",
                                    "--network=" + o.network, "--action=ALLOW", "--rules=all",
@@ -147,22 +225,17 @@ Plan gcp_down_plan(const GcpClusterOptions& o) {
   remove.timeout_s = 1200;
   plan.steps.push_back(remove);
   auto may_fail = [&](std::string what, std::vector<std::string> words) {
-    Step s{std::move(what), gcloud(o, std::move(words))};
-    s.may_fail = true;
-    plan.steps.push_back(s);
+    plan.steps.push_back(may_fail_step(o, std::move(what), std::move(words)));
   };
   may_fail("delete instance template " + name, {"compute", "instance-templates", "delete", name});
   may_fail("delete placement policy " + name,
            {"compute", "resource-policies", "delete", name, "--region=" + gcp_region(o)});
   may_fail("delete firewall rules",
            {"compute", "firewall-rules", "delete", name + "-internal", name + "-ssh"});
-  for (int nic = 1; nic <= type.gpu_nics; ++nic) {
-    const std::string net = gcp_gpu_network(o, nic);
-    may_fail("delete firewall rule " + net + "-internal",
-             {"compute", "firewall-rules", "delete", net + "-internal"});
-    may_fail("delete subnet " + net,
-             {"compute", "networks", "subnets", "delete", net, "--region=" + gcp_region(o)});
-    may_fail("delete VPC " + net, {"compute", "networks", "delete", net});
+  if (type.gpudirect == GpuDirect::Rdma) {
+    delete_rdma_network(plan, o, type.gpu_nics);
+  } else {
+    delete_gpu_networks(plan, o, type.gpu_nics);
   }
   may_fail("delete the cluster key", {"secrets", "delete", gcp_key_secret(o)});
   return plan;

@@ -10,9 +10,10 @@ namespace dsx::cloud {
 
 std::string gcp_startup_script_path(const GcpClusterOptions& options);  // gcp/startup.sh
 
-// A3: one VPC + subnet + firewall rule per GPU NIC. Then firewall rules on the primary VPC
-// (all traffic between cluster VMs, SSH from the CIDR), a compact placement policy, the cluster
-// key in Secret Manager, the instance template, and all VMs in one bulk create.
+// A3 High/Mega: one VPC + subnet + firewall rule per GPU NIC; A3 Ultra: one RoCE VPC with a
+// subnet per MRDMA NIC (no firewall rule: such VPCs take none). Then firewall rules on the
+// primary VPC (all traffic between cluster VMs, SSH from the CIDR), a compact placement policy,
+// the cluster key in Secret Manager, the instance template, and all VMs in one bulk create.
 Plan gcp_up_plan(const GcpClusterOptions& options);
 // Deletes the VMs and everything up created; each step may find it gone.
 Plan gcp_down_plan(const GcpClusterOptions& options);

@@ -22,7 +22,7 @@ std::string gcp_startup_script(const GcpClusterOptions& o, const std::string& pu
       {"DSX_GPUS", std::to_string(type.gpus)},
       {"DSX_GPU_NICS", std::to_string(type.gpu_nics)},
       {"DSX_GPUDIRECT", to_string(type.gpudirect)},
-      {"DSX_TCPX_PLUGIN_IMAGE", gcp_plugin_image(o)},
+      {"DSX_PLUGIN_IMAGE", gcp_plugin_image(o)},
       {"DSX_RXDM_IMAGE", gcp_rxdm_image(o)},
       {"DSX_OS_USER", o.os_user},
       {"DSX_KEY_SECRET", gcp_key_secret(o)},

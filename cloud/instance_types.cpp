@@ -18,13 +18,16 @@ constexpr std::array kAws = {
     AwsInstanceType{"p5en.48xlarge", "H200 141GB", 8, 16, 200, true, 8},
 };
 
-// A2 has one NIC and no GPUDirect path; A3 High adds 4 GPU NICs (TCPX), A3 Mega 8 (TCPXO).
+// A2 has one NIC and no GPUDirect path; A3 High adds 4 GPU NICs (TCPX), A3 Mega 8 (TCPXO), A3
+// Ultra 8 ConnectX-7 RoCE NICs (RDMA). A3 Ultra boots from Hyperdisk only.
 constexpr std::array kGcp = {
     GcpMachineType{"a2-highgpu-8g", "A100 40GB", 8, 0, GpuDirect::None, "pd-balanced"},
     GcpMachineType{"a2-megagpu-16g", "A100 40GB", 16, 0, GpuDirect::None, "pd-balanced"},
     GcpMachineType{"a2-ultragpu-8g", "A100 80GB", 8, 0, GpuDirect::None, "pd-balanced"},
     GcpMachineType{"a3-highgpu-8g", "H100 80GB", 8, 4, GpuDirect::Tcpx, "pd-balanced"},
     GcpMachineType{"a3-megagpu-8g", "H100 80GB", 8, 8, GpuDirect::Tcpxo, "pd-balanced"},
+    GcpMachineType{"a3-ultragpu-8g", "H200 141GB", 8, 8, GpuDirect::Rdma, "hyperdisk-balanced",
+                   /*on_demand=*/false},
 };
 
 template <typename Table>
@@ -48,12 +51,13 @@ const AwsInstanceType& aws_instance_type(std::string_view name) {
 }
 
 const GcpMachineType& gcp_machine_type(std::string_view name) {
-  // Known machines whose network dsx cannot set up yet: say so rather than "unknown".
-  if (name == "a3-ultragpu-8g" || name == "a4-highgpu-8g") {
-    throw Error(ErrorKind::Unsupported,
-                std::string(name) + " talks GPUDirect RDMA over RoCE (a RoCE VPC with the RDMA network profile and "
-                "the gIB NCCL plugin), which dsx's GCP templates do not set up yet; use a3-megagpu-8g or "
-                "a3-highgpu-8g, or create the cluster with Google's Cluster Toolkit and run `dsx launch` on it");
+  // A machine GCP sells that dsx cannot set up yet: say why rather than "unknown".
+  if (name == "a4-highgpu-8g") {
+    throw Error(
+        ErrorKind::Unsupported,
+        "a4-highgpu-8g (B200) needs its own image, driver and gIB plugin build, which dsx's GCP "
+        "templates do not set up yet; for GPUDirect RDMA over RoCE use a3-ultragpu-8g (H200), or "
+        "create the cluster with Google's Cluster Toolkit and run `dsx launch` on it");
   }
   return find_by_name(kGcp, name, "GCP machine type");
 }
@@ -66,6 +70,8 @@ const char* to_string(GpuDirect path) {
       return "tcpx";
     case GpuDirect::Tcpxo:
       return "tcpxo";
+    case GpuDirect::Rdma:
+      return "rdma";
   }
   return "none";
 }

@@ -19,16 +19,23 @@ struct AwsInstanceType {
   int nvme_drives;         // local instance-store drives, assembled into RAID0 on /scratch
 };
 
-// The NCCL network path a GCP machine offers between hosts.
-enum class GpuDirect { None, Tcpx, Tcpxo };
+// The NCCL network path a GCP machine offers between hosts: sockets on NIC 0 (A2),
+// GPUDirect-TCPX/TCPXO over extra gVNICs with a receive-datapath manager (A3 High/Mega), or
+// GPUDirect RDMA over ConnectX-7 RoCE NICs with Google's gIB NCCL plugin (A3 Ultra).
+enum class GpuDirect { None, Tcpx, Tcpxo, Rdma };
 
 struct GcpMachineType {
   std::string_view name;  // "a3-highgpu-8g"
   std::string_view gpu;
   int gpus;
-  int gpu_nics;  // extra gVNICs, each in its own VPC (0 on A2)
+  // The NICs after NIC 0 that carry NCCL traffic (0 on A2). TCPX/TCPXO: gVNICs, each in a VPC
+  // of its own. RDMA: MRDMA (ConnectX-7) NICs, all in one VPC with the RoCE network profile.
+  int gpu_nics;
   GpuDirect gpudirect;
   std::string_view boot_disk_type;  // a type the machine series accepts
+  // False where GCP sells no on-demand capacity (A3 Ultra): VMs come from a reservation
+  // (provisioning model RESERVATION_BOUND) or are spot VMs.
+  bool on_demand = true;
 };
 
 std::span<const AwsInstanceType> aws_instance_types();

@@ -1,6 +1,6 @@
 // `dsx cloud aws|gcp render|up|status|hostfile|down`: provisions GPU clusters on AWS (p4d/p5,
-// EFA) and GCP (a2/a3, GPUDirect-TCPX/O) and writes the hostfile for `dsx launch`. The work is
-// in cloud/; this file maps flags to options and verbs to plans.
+// EFA) and GCP (a2/a3, GPUDirect-TCPX/O and RDMA) and writes the hostfile for `dsx launch`. The
+// work is in cloud/; this file maps flags to options and verbs to plans.
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -186,7 +186,7 @@ int run_aws(const std::string& verb, int argc, char** argv) {
       "instance-profile", po::value(&o.instance_profile),
       "use this instance profile instead of creating one")(
       "dsx-package", po::value(&o.dsx_package),
-      "s3:// or https:// tarball of an installed dsx tree")(
+      "s3:// or https:// URL of dsx_*.deb, or a .tar.gz of an installed dsx or of its sources")(
       "os-user", po::value(&o.os_user)->default_value(o.os_user), "login user of the image");
   add_common(d, c, o.out_dir);
   auto args = parse_args(argc, argv, std::string("dsx cloud aws ") + verb + " [options]", d);
@@ -224,7 +224,8 @@ int run_gcp(const std::string& verb, int argc, char** argv) {
       "project", po::value(&o.project)->required(), "GCP project id")(
       "zone", po::value(&o.zone)->required(), "zone, e.g. us-central1-a (all VMs in one zone)")(
       "machine-type", po::value(&o.machine_type)->default_value(o.machine_type),
-      "a2-highgpu-8g, a2-ultragpu-8g, a3-highgpu-8g, a3-megagpu-8g")(
+      "a2-highgpu-8g, a2-megagpu-16g, a2-ultragpu-8g, a3-highgpu-8g, a3-megagpu-8g, "
+      "a3-ultragpu-8g (needs --reservation or --spot)")(
       "count", po::value(&o.count)->default_value(o.count), "number of VMs")(
       "network", po::value(&o.network)->default_value(o.network), "primary VPC")(
       "subnet", po::value(&o.subnet)->default_value(o.subnet), "primary subnet")(
@@ -240,11 +241,14 @@ int run_gcp(const std::string& verb, int argc, char** argv) {
       "boot disk type (default: what the machine series takes)")(
       "service-account", po::value(&o.service_account),
       "VM service account (default: the project's compute default)")(
+      "reservation", po::value(&o.reservation),
+      "render/up: take the VMs from this reservation (name or projects/P/reservations/NAME)")(
+      "spot", po::bool_switch(&o.spot), "render/up: spot VMs (deleted when GCP reclaims them)")(
       "gpudirect-plugin-image", po::value(&o.gpudirect_plugin_image),
-      "A3: TCPX/TCPXO NCCL plugin installer image")("rxdm-image", po::value(&o.rxdm_image),
-                                                    "A3: receive-datapath manager image")(
+      "A3: TCPX/TCPXO/gIB NCCL plugin installer image")(
+      "rxdm-image", po::value(&o.rxdm_image), "A3 High/Mega: receive-datapath manager image")(
       "dsx-package", po::value(&o.dsx_package),
-      "gs:// or https:// tarball of an installed dsx tree")(
+      "gs:// or https:// URL of dsx_*.deb, or a .tar.gz of an installed dsx or of its sources")(
       "os-user", po::value(&o.os_user)->default_value(o.os_user),
       "user that gets the cluster SSH key");
   add_common(d, c, o.out_dir);

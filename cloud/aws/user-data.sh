@@ -80,6 +80,9 @@ install_dsx "$DSX_PACKAGE"
 step peers
 wait_for_peers
 
+step report
+check_dsx_report
+
 step ready
 report_status yes
 log "ready: $(imds local-ipv4) is one of $DSX_NODE_COUNT nodes; hostfile in /etc/dsx/hostfile"

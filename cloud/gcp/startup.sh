@@ -1,8 +1,9 @@
 # shellcheck shell=bash
 # GCP steps of the node script (the instance template's startup-script; runs as root at every
 # boot, so each step is safe to repeat): GPUs, limits, local SSD, the NIC names, GPUDirect-TCPX
-# (A3 High) or TCPXO (A3 Mega) with their receive-datapath manager, NCCL environment, SSH
-# between nodes, dsx, peers and the hostfile, and the label dsx-ready=yes.
+# (A3 High) or TCPXO (A3 Mega) with their receive-datapath manager or GPUDirect RDMA with the
+# gIB plugin (A3 Ultra), NCCL environment, SSH between nodes, dsx, peers and the hostfile, and
+# the label dsx-ready=yes.
 
 md() {
   curl -fsS --max-time 10 --retry 5 -H 'Metadata-Flavor: Google' \
@@ -23,6 +24,20 @@ nic_name() {
   mac=$(md "instance/network-interfaces/$1/mac")
   ip -o link | awk -v mac="$mac" '$0 ~ mac {sub(":", "", $2); print $2; exit}'
 }
+# env_from_profile FILE: the `export NAME=value` lines of a plugin's shell profile, as env_set
+# lines (dsx launch forwards the env file, it does not source scripts). A value that refers to
+# another variable cannot be copied as text, so it is left out and logged.
+env_from_profile() {
+  local key value lines
+  lines=$(grep -E '^export [A-Z0-9_]+=' "$1") || fail "$1 exports no variable: its format changed"
+  while IFS='=' read -r key value; do
+    if [[ $value == *'$'* ]]; then
+      log "not copied from $1: $key=$value"
+    else
+      env_set "$key" "$value"
+    fi
+  done < <(sed -e 's/^export //' -e "s/[\"']//g" <<<"$lines")
+}
 
 step identity
 NODE_NAME=$(md instance/name)
@@ -40,10 +55,16 @@ fi
 step network
 primary=$(nic_name 0)
 [[ -n $primary ]] || fail "no interface has the MAC of network-interfaces/0"
+# The GPU NICs are gVNICs in VPCs of their own (TCPX/TCPXO) or ConnectX-7 NICs of type MRDMA
+# in the one RoCE VPC (RDMA); either way the metadata lists them after NIC 0.
+case $DSX_GPUDIRECT in
+  rdma) wanted="$DSX_GPU_NICS MRDMA NICs in the cluster's RoCE VPC" ;;
+  *) wanted="$DSX_GPU_NICS extra gVNICs, each in a VPC of its own" ;;
+esac
 gpu_nics=()
 for ((i = 1; i <= DSX_GPU_NICS; i++)); do
   name=$(nic_name "$i")
-  [[ -n $name ]] || fail "GPU NIC $i is missing: the template needs $DSX_GPU_NICS extra gVNICs in their own VPCs"
+  [[ -n $name ]] || fail "GPU NIC $i is missing: the template needs $wanted"
   gpu_nics+=("$name")
 done
 gpu_list=$(IFS=,; echo "${gpu_nics[*]}")
@@ -54,7 +75,7 @@ env_set NCCL_SOCKET_IFNAME "$primary"
 case $DSX_GPUDIRECT in
   tcpx)
     # The plugin and its NCCL go to /var/lib/tcpx; RXDM serves the receive path over /run/tcpx.
-    docker run --rm -v /var/lib:/var/lib "$DSX_TCPX_PLUGIN_IMAGE" install --install-nccl
+    docker run --rm -v /var/lib:/var/lib "$DSX_PLUGIN_IMAGE" install --install-nccl
     docker rm -f receive-datapath-manager >/dev/null 2>&1 || true
     docker run --detach --pull=always --name receive-datapath-manager --privileged \
       --cap-add=NET_ADMIN --network=host --volume /var/lib/nvidia/lib64:/usr/local/nvidia/lib64 \
@@ -87,7 +108,7 @@ case $DSX_GPUDIRECT in
   tcpxo)
     # The plugin ships its tuned settings as nccl-env-profile.sh; copy its exports, then name
     # this node's interfaces (shared/ref/cloud.md 2.5).
-    docker run --rm -v /var/lib:/var/lib "$DSX_TCPX_PLUGIN_IMAGE" install --install-nccl
+    docker run --rm -v /var/lib:/var/lib "$DSX_PLUGIN_IMAGE" install --install-nccl
     docker rm -f receive-datapath-manager >/dev/null 2>&1 || true
     docker run --detach --pull=always --name receive-datapath-manager --privileged \
       --network=host --volume /var/lib/nvidia/lib64:/usr/local/nvidia/lib64 \
@@ -96,12 +117,22 @@ case $DSX_GPUDIRECT in
       --num_hops=2 --num_nics=8 --uid= --alsologtostderr
     profile="$DSX_ROOT/var/lib/tcpxo/lib64/nccl-env-profile.sh"
     [[ -e $profile ]] || fail "$profile is missing: the TCPXO plugin install did not complete"
-    grep -E '^export [A-Z0-9_]+=' "$profile" | sed -e 's/^export //' -e "s/[\"']//g" |
-      while IFS='=' read -r key value; do env_set "$key" "$value"; done
+    env_from_profile "$profile"
     env_set LD_LIBRARY_PATH /var/lib/tcpxo/lib64:/usr/local/nvidia/lib64
     env_set NCCL_FASTRAK_CTRL_DEV "$primary"
     env_set NCCL_FASTRAK_IFNAME "$gpu_list"
     env_set NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY /dev/aperture_devices
+    ;;
+  rdma)
+    # The gIB plugin drives the MRDMA NICs itself (no receive-datapath manager). Its installer
+    # puts NCCL and the plugin in /usr/local/gib, with the tuned settings in set_nccl_env.sh.
+    docker run --rm --volume /usr/local/gib:/var/lib/gib "$DSX_PLUGIN_IMAGE" install --install-nccl
+    profile="$DSX_ROOT/usr/local/gib/scripts/set_nccl_env.sh"
+    [[ -e $profile ]] || fail "$profile is missing: the gIB plugin install ($DSX_PLUGIN_IMAGE) did not complete"
+    env_from_profile "$profile"
+    env_set LD_LIBRARY_PATH /usr/local/gib/lib64:/usr/local/nvidia/lib64
+    # NCCL's bootstrap and socket traffic stay on the host's gVNIC, whatever the profile says.
+    env_set NCCL_SOCKET_IFNAME "$primary"
     ;;
   *) log "no GPUDirect path on $DSX_MACHINE_TYPE: NCCL uses sockets on $primary" ;;
 esac
@@ -116,6 +147,9 @@ install_dsx "$DSX_PACKAGE"
 
 step peers
 wait_for_peers
+
+step report
+check_dsx_report
 
 step ready
 report_status yes

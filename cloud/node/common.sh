@@ -95,28 +95,91 @@ SSH
   chown -R "$user:" "$home/.ssh"
 }
 
-# install_dsx URL: unpack a dsx tarball (made with cmake --install) into /opt/dsx.
+# install_dsx URL: installs dsx from what --dsx-package names, by its kind:
+#   dsx_<version>_<arch>.deb        (cpack -G DEB) apt installs it with its Depends
+#   .tar.gz of an installed tree    (cpack -G TGZ, bin/dsx at its root) unpacked into /opt/dsx
+#   .tar.gz of dsx's sources        (git archive) built here with the image's CUDA, into /opt/dsx
 install_dsx() {
-  local url=$1 tmp
+  local url=$1 tmp file listing
   if [[ -z $url ]]; then
     log "no --dsx-package given: install dsx yourself (docs/cloud.md)"
     return 0
   fi
   tmp=$(mktemp -d)
+  file="$tmp/${url##*/}"
   case $url in
-    s3://*) aws s3 cp --only-show-errors "$url" "$tmp/dsx.tar.gz" ;;
-    gs://*) gcloud storage cp "$url" "$tmp/dsx.tar.gz" ;;
-    *) curl -fsSL --max-time 600 --retry 5 -o "$tmp/dsx.tar.gz" "$url" ;;
+    s3://*) aws s3 cp --only-show-errors "$url" "$file" ;;
+    gs://*) gcloud storage cp "$url" "$file" ;;
+    *) curl -fsSL --max-time 600 --retry 5 -o "$file" "$url" ;;
   esac
-  mkdir -p "$DSX_ROOT/opt/dsx" "$DSX_ROOT/usr/local/bin"
-  tar -xzf "$tmp/dsx.tar.gz" -C "$DSX_ROOT/opt/dsx"
+  [[ -s $file ]] || fail "downloading $url gave no file"
+  case $file in
+    *.deb)
+      DSX_BIN="$DSX_ROOT/usr/bin/dsx"
+      apt-get install -y -qq --no-install-recommends "$file" ||
+        fail "apt-get could not install $url: was it built on this image's OS (docs/cloud.md)?"
+      ;;
+    *.tar.gz | *.tgz)
+      listing=$(tar -tzf "$file") || fail "$url is not a gzip tarball"
+      if grep -qE '^(\./)?bin/dsx$' <<<"$listing"; then
+        install_dsx_tree "$file"
+      elif grep -qE '^(\./)?([^/]+/)?CMakeLists\.txt$' <<<"$listing"; then
+        build_dsx_from_source "$file" "$tmp"
+      else
+        fail "$url holds neither an installed dsx (bin/dsx) nor dsx's sources (CMakeLists.txt)"
+      fi
+      ;;
+    *) fail "--dsx-package $url: expected a .deb, or a .tar.gz of an installed dsx or of its sources" ;;
+  esac
   rm -rf "$tmp"
+  LD_LIBRARY_PATH=/opt/amazon/efa/lib "$DSX_BIN" version ||
+    fail "the installed dsx does not run: build the package on this image's OS (docs/cloud.md)"
+}
+
+install_dsx_tree() {
+  DSX_BIN="$DSX_ROOT/opt/dsx/bin/dsx"
+  mkdir -p "$DSX_ROOT/opt/dsx" "$DSX_ROOT/usr/local/bin"
+  tar -xzf "$1" -C "$DSX_ROOT/opt/dsx"
   ln -sf /opt/dsx/bin/dsx "$DSX_ROOT/usr/local/bin/dsx"
   # The shared libraries dsx links (Ubuntu 22.04 / Debian 11+ names); EFA's libfabric comes first.
   apt-get install -y -qq --no-install-recommends libboost-program-options1.74.0 libopenblas0 \
     libgomp1 libfabric1 || log "WARNING: apt-get could not install dsx's runtime libraries"
-  LD_LIBRARY_PATH=/opt/amazon/efa/lib "$DSX_ROOT/opt/dsx/bin/dsx" version ||
-    fail "the installed dsx does not run: build the package on this image's OS (docs/cloud.md)"
+}
+
+# build_dsx_from_source TARBALL TMP: the image's own CUDA (/usr/local/cuda) when it has one.
+build_dsx_from_source() {
+  local src="$2/src" cmake_cuda=OFF
+  DSX_BIN="$DSX_ROOT/opt/dsx/bin/dsx"
+  mkdir -p "$src"
+  tar -xzf "$1" -C "$src"
+  [[ -e $src/CMakeLists.txt ]] || src=$(dirname "$(find "$src" -maxdepth 2 -name CMakeLists.txt | head -1)")
+  [[ -x /usr/local/cuda/bin/nvcc ]] && cmake_cuda=ON && export PATH=$PATH:/usr/local/cuda/bin
+  log "building dsx from source (CUDA: $cmake_cuda)"
+  bash "$src/tools/setup.sh" || fail "tools/setup.sh could not install dsx's build dependencies"
+  local cmake=cmake
+  [[ -x $src/.cache/cmake/bin/cmake ]] && cmake=$src/.cache/cmake/bin/cmake
+  "$cmake" -S "$src" -B "$src/build" -DDSX_CUDA=$cmake_cuda -DDSX_BUILD_TESTS=OFF \
+    -DDSX_BUILD_BENCH=OFF >/dev/null || fail "configuring dsx from source failed"
+  "$cmake" --build "$src/build" -j "$(nproc)" >/dev/null || fail "building dsx from source failed"
+  "$cmake" --install "$src/build" --prefix "$DSX_ROOT/opt/dsx" >/dev/null ||
+    fail "installing the dsx build failed"
+  mkdir -p "$DSX_ROOT/usr/local/bin"
+  ln -sf /opt/dsx/bin/dsx "$DSX_ROOT/usr/local/bin/dsx"
+}
+
+# check_dsx_report: the node is ready only if `dsx report` finds no error in the environment the
+# ranks get (a driver too old for dsx's CUDA, an interface the NCCL/FI variables name that is
+# missing, ...); each error is one line in the log with what to do.
+check_dsx_report() {
+  [[ -n ${DSX_BIN:-} ]] || { log "no dsx installed here: dsx report not run"; return 0; }
+  local line out vars=()
+  while IFS= read -r line; do
+    if [[ $line == *=* ]]; then vars+=("$line"); fi
+  done <"$DSX_ENV_FILE"
+  if ! out=$(env "${vars[@]}" "$DSX_BIN" report --check --nodes "$DSX_NODE_COUNT" 2>&1); then
+    fail "dsx report found errors on this node: $(tr '\n' ' ' <<<"$out")"
+  fi
+  log "$out"
 }
 
 # wait_for_peers: polls list_peer_ips (the cloud's own) until DSX_NODE_COUNT nodes are running,

@@ -42,9 +42,13 @@ case $name in
       *"secrets versions access"*) printf '%s\n' '-----BEGIN OPENSSH PRIVATE KEY-----' 'cluster-private-key' '-----END OPENSSH PRIVATE KEY-----' ;;
     esac
     ;;
+  apt-get)
+    # A .deb is "installed" by unpacking it under the scratch root.
+    for a in "$@"; do [[ $a == *.deb ]] && dpkg-deb -x "$a" "$DSX_ROOT"; done
+    ;;
   ip)
     echo "1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536 qdisc noqueue state UNKNOWN mode DEFAULT group default qlen 1000\\    link/loopback 00:00:00:00:00:00 brd 00:00:00:00:00:00"
-    for n in 0 1 2 3 4 5 6 7 8; do
+    for ((n = 0; n < ${DSX_TEST_NICS:-9}; n++)); do
       echo "$((n + 2)): ens$((n + 4)): <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 8244 qdisc mq state UP mode DEFAULT group default qlen 1000\\    link/ether 42:01:0a:00:00:0$n brd ff:ff:ff:ff:ff:ff"
     done
     ;;

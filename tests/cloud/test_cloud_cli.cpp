@@ -125,6 +125,52 @@ TEST(CloudCli, DryRunUpPrintsEveryCallAndRunsNone) {
       << r.output;
 }
 
+// A3 Ultra has no on-demand capacity: up says so before it writes or creates anything, and
+// takes the VMs from a reservation (bound to it) or as spot VMs.
+TEST(CloudCli, GcpA3UltraNeedsAReservationOrSpot) {
+  auto r = run_dsx("cloud gcp up --help");
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* flag : {"--reservation", "--spot", "a3-ultragpu-8g"}) {
+    EXPECT_NE(r.output.find(flag), std::string::npos) << flag << "\n" << r.output;
+  }
+  dsx::test::TempDir dir;
+  const std::string up =
+      "cloud gcp up --dry-run --cluster ci --project proj-1 --zone us-central1-b --count 2 "
+      "--machine-type a3-ultragpu-8g --ssh-cidr 35.235.240.0/20 --out " +
+      dir.path();
+  r = run_dsx(up);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("pass --reservation NAME or --spot"), std::string::npos) << r.output;
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path())) << "nothing is written on a usage error";
+  r = run_dsx(up + " --reservation res-1 --spot");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--spot and --reservation exclude each other"), std::string::npos)
+      << r.output;
+  r = run_dsx(up + " --reservation res-1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* word :
+       {"gcloud compute networks create dsx-ci-rdma --network-profile=us-central1-b-vpc-roce",
+        "--network-interface=nic-type=MRDMA,network=dsx-ci-rdma,subnet=dsx-ci-rdma-8,no-address",
+        "--reservation-affinity=specific --reservation=res-1 "
+        "--provisioning-model=RESERVATION_BOUND"}) {
+    EXPECT_NE(r.output.find(word), std::string::npos) << word << "\n" << r.output;
+  }
+  r = run_dsx(up + " --spot");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("--provisioning-model=SPOT --instance-termination-action=DELETE"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(dsx::test::read_text(dir / "gcp/startup.sh").find("DSX_GPUDIRECT=rdma"),
+            std::string::npos);
+  r = run_dsx(
+      "cloud gcp down --dry-run --cluster ci --project proj-1 --zone us-central1-b "
+      "--machine-type a3-ultragpu-8g");
+  ASSERT_EQ(r.exit_code, 0) << r.output << "down needs no capacity flag";
+  EXPECT_NE(r.output.find("gcloud compute networks delete dsx-ci-rdma --project=proj-1 --quiet"),
+            std::string::npos)
+      << r.output;
+}
+
 // A real run reaches the CLI: with a stand-in `aws` that fails, up stops at the first call and
 // says how to clean up.
 TEST(CloudCli, AFailedCallStopsUpWithTheWayBack) {

@@ -183,12 +183,29 @@ TEST(CloudFacts, GcpMachineTypes) {
   EXPECT_EQ(gcp_machine_type("a3-megagpu-8g").gpudirect, GpuDirect::Tcpxo);
   EXPECT_EQ(gcp_machine_type("a2-highgpu-8g").gpudirect, GpuDirect::None);
   EXPECT_THROW(gcp_machine_type("n1-standard-8"), dsx::Error);
-  try {  // a machine GCP sells whose RDMA network dsx does not set up: named, with what to use
-    gcp_machine_type("a3-ultragpu-8g");
-    FAIL() << "a3-ultragpu-8g has no template";
+  for (const auto& t : gcp_machine_types()) {
+    EXPECT_EQ(t.on_demand, t.name != "a3-ultragpu-8g") << t.name;
+  }
+}
+
+TEST(CloudFacts, GcpA3UltraTalksRdmaOverEightMrdmaNics) {
+  const auto& ultra = gcp_machine_type("a3-ultragpu-8g");
+  EXPECT_EQ(ultra.gpu, "H200 141GB");
+  EXPECT_EQ(ultra.gpus, 8);
+  EXPECT_EQ(ultra.gpu_nics, 8);
+  EXPECT_EQ(ultra.gpudirect, GpuDirect::Rdma);
+  EXPECT_STREQ(to_string(ultra.gpudirect), "rdma");
+  EXPECT_EQ(ultra.boot_disk_type, "hyperdisk-balanced") << "A3 Ultra boots from Hyperdisk only";
+  EXPECT_FALSE(ultra.on_demand) << "capacity from a reservation or spot";
+}
+
+TEST(CloudFacts, GcpA4IsRefusedWithItsReasonAndTheRdmaTypeDsxSetsUp) {
+  try {  // a machine GCP sells that dsx does not set up: named, with what to use instead
+    gcp_machine_type("a4-highgpu-8g");
+    FAIL() << "a4-highgpu-8g has no template";
   } catch (const dsx::Error& e) {
     EXPECT_EQ(e.kind(), dsx::ErrorKind::Unsupported);
-    EXPECT_NE(std::string(e.what()).find("RoCE"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("a3-megagpu-8g"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("B200"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("a3-ultragpu-8g"), std::string::npos) << e.what();
   }
 }

@@ -193,3 +193,144 @@ TEST(CloudGcpOptions, BadValuesNameTheFlag) {
   EXPECT_THROW(validate(o), dsx::Error);
   EXPECT_EQ(gcp_region(options("a3-highgpu-8g")), "us-central1");
 }
+
+namespace {
+
+GcpClusterOptions ultra(const std::string& reservation = "res-a3u", bool spot = false) {
+  auto o = options("a3-ultragpu-8g");
+  o.zone = "us-central1-b";
+  o.reservation = reservation;
+  o.spot = spot;
+  return o;
+}
+
+std::vector<std::string> instance_template(const GcpClusterOptions& o) {
+  auto templates = commands(gcp_up_plan(o), {"compute", "instance-templates", "create"});
+  return templates.size() == 1 ? templates[0] : std::vector<std::string>{};
+}
+
+std::string usage_error(const GcpClusterOptions& o) {
+  try {
+    validate(o);
+  } catch (const dsx::Error& e) {
+    EXPECT_EQ(e.kind(), dsx::ErrorKind::Usage);
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+// A3 Ultra: one VPC with the zone's RoCE network profile and one subnet per MRDMA NIC; RDMA VPCs
+// take no firewall rule, so only the primary VPC's two rules are made.
+TEST(CloudGcpRdma, OneRoceVpcWithASubnetPerMrdmaNicAndNoFirewallRule) {
+  auto plan = gcp_up_plan(ultra());
+  auto networks = commands(plan, {"compute", "networks", "create"});
+  ASSERT_EQ(networks.size(), 1u);
+  EXPECT_EQ(networks[0][4], "dsx-ci-rdma");
+  EXPECT_TRUE(has(networks[0], "--network-profile=us-central1-b-vpc-roce"));
+  EXPECT_TRUE(has(networks[0], "--subnet-mode=custom"));
+  EXPECT_TRUE(has(networks[0], "--mtu=8896"));
+  auto subnets = commands(plan, {"compute", "networks", "subnets", "create"});
+  ASSERT_EQ(subnets.size(), 8u);
+  for (int i = 0; i < 8; ++i) {
+    const std::string n = std::to_string(i + 1);
+    EXPECT_EQ(subnets[i][5], "dsx-ci-rdma-" + n);
+    EXPECT_TRUE(has(subnets[i], "--network=dsx-ci-rdma"));
+    EXPECT_TRUE(has(subnets[i], "--region=us-central1"));
+    EXPECT_TRUE(has(subnets[i], "--range=192.168." + n + ".0/24"));
+  }
+  auto rules = commands(plan, {"compute", "firewall-rules", "create"});
+  ASSERT_EQ(rules.size(), 2u);
+  for (const auto& rule : rules) EXPECT_TRUE(has(rule, "--network=default")) << rule[4];
+  EXPECT_EQ(commands(plan, {"compute", "resource-policies", "create", "group-placement"}).size(),
+            1u);
+  EXPECT_EQ(plan.steps.back().argv, commands(plan, {"compute", "instances", "bulk", "create"})[0]);
+}
+
+TEST(CloudGcpRdma, TemplateHasEightMrdmaNicsAndIsBoundToTheReservation) {
+  auto t = instance_template(ultra());
+  ASSERT_FALSE(t.empty());
+  EXPECT_EQ(count_prefix(t, "--network-interface="), 9);
+  EXPECT_EQ(count_prefix(t, "--network-interface=nic-type=GVNIC"), 1) << "gVNIC for the host only";
+  EXPECT_TRUE(has(t, "--network-interface=nic-type=GVNIC,network=default,subnet=default"));
+  for (int nic = 1; nic <= 8; ++nic) {
+    EXPECT_TRUE(
+        has(t, "--network-interface=nic-type=MRDMA,network=dsx-ci-rdma,subnet=dsx-ci-rdma-" +
+                   std::to_string(nic) + ",no-address"))
+        << nic;
+  }
+  EXPECT_TRUE(has(t, "--boot-disk-type=hyperdisk-balanced"));
+  EXPECT_TRUE(has(t, "--maintenance-policy=TERMINATE"));
+  EXPECT_TRUE(has(t, "--reservation-affinity=specific"));
+  EXPECT_TRUE(has(t, "--reservation=res-a3u"));
+  EXPECT_TRUE(has(t, "--provisioning-model=RESERVATION_BOUND"));
+  EXPECT_TRUE(has(t, "--instance-termination-action=DELETE"));
+  EXPECT_TRUE(has(t, "--resource-policies=dsx-ci"));
+}
+
+TEST(CloudGcpRdma, SpotVmsAreDeletedWhenReclaimedAndNotRestarted) {
+  auto t = instance_template(ultra("", /*spot=*/true));
+  ASSERT_FALSE(t.empty());
+  EXPECT_TRUE(has(t, "--provisioning-model=SPOT"));
+  EXPECT_TRUE(has(t, "--instance-termination-action=DELETE"));
+  EXPECT_TRUE(has(t, "--maintenance-policy=TERMINATE"));
+  EXPECT_FALSE(has(t, "--restart-on-failure")) << "spot VMs cannot restart on failure";
+  EXPECT_EQ(count_prefix(t, "--reservation"), 0);
+}
+
+// On machines GCP sells on demand, a reservation only says where the VMs come from.
+TEST(CloudGcpOptions, AReservationOnAnOnDemandTypeSetsOnlyTheAffinity) {
+  auto o = options("a3-megagpu-8g");
+  o.reservation = "projects/shared-proj/reservations/mega-1";
+  EXPECT_EQ(usage_error(o), "");
+  auto t = instance_template(o);
+  EXPECT_TRUE(has(t, "--reservation-affinity=specific"));
+  EXPECT_TRUE(has(t, "--reservation=projects/shared-proj/reservations/mega-1"));
+  EXPECT_TRUE(has(t, "--restart-on-failure"));
+  EXPECT_EQ(count_prefix(t, "--provisioning-model"), 0);
+  EXPECT_EQ(count_prefix(t, "--instance-termination-action"), 0);
+  o.reservation.clear();
+  o.spot = true;
+  t = instance_template(o);
+  EXPECT_TRUE(has(t, "--provisioning-model=SPOT"));
+  EXPECT_FALSE(has(t, "--restart-on-failure"));
+}
+
+TEST(CloudGcpOptions, A3UltraNeedsAReservationOrSpot) {
+  std::string message = usage_error(ultra(""));
+  EXPECT_NE(message.find("a3-ultragpu-8g"), std::string::npos) << message;
+  EXPECT_NE(message.find("--reservation NAME"), std::string::npos) << message;
+  EXPECT_NE(message.find("--spot"), std::string::npos) << message;
+  EXPECT_EQ(usage_error(ultra("res-a3u")), "");
+  EXPECT_EQ(usage_error(ultra("", /*spot=*/true)), "");
+  message = usage_error(ultra("res-a3u", /*spot=*/true));
+  EXPECT_NE(message.find("--spot and --reservation"), std::string::npos) << message;
+  message = usage_error(ultra("res a3u,x"));
+  EXPECT_NE(message.find("--reservation must name"), std::string::npos) << message;
+}
+
+TEST(CloudGcpRdma, DownDeletesTheSubnetsThenTheRoceVpc) {
+  auto plan = gcp_down_plan(ultra());
+  auto position = [&](const std::vector<std::string>& words) {
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+      const auto& a = plan.steps[i].argv;
+      if (std::search(a.begin(), a.end(), words.begin(), words.end()) != a.end()) return int(i);
+    }
+    return -1;
+  };
+  const int network = position({"networks", "delete", "dsx-ci-rdma"});
+  ASSERT_GE(network, 0);
+  EXPECT_TRUE(plan.steps[network].may_fail);
+  EXPECT_LT(position({"instances", "delete"}), network);
+  for (int nic = 1; nic <= 8; ++nic) {
+    const std::string subnet = "dsx-ci-rdma-" + std::to_string(nic);
+    int at = position({"subnets", "delete", subnet, "--region=us-central1"});
+    ASSERT_GE(at, 0) << subnet;
+    EXPECT_LT(at, network);
+    EXPECT_TRUE(plan.steps[at].may_fail);
+  }
+  EXPECT_EQ(commands(plan, {"compute", "firewall-rules", "delete"}).size(), 1u)
+      << "only the primary VPC's rules: the RoCE VPC has none";
+  EXPECT_EQ(position({"dsx-ci-gpu-1"}), -1);
+}

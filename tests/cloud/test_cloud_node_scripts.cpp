@@ -22,6 +22,14 @@ namespace {
 constexpr const char* kPublicKey =
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyTestKeyTestKey dsx-ci";
 constexpr const char* kRecorded = DSX_SOURCE_DIR "/tests/cloud/recorder.sh";
+constexpr const char* kFakeDsx =
+    "#!/bin/sh\n"
+    "case $1 in\n"
+    "  version) echo \"dsx 0.1.0\" ;;\n"
+    "  report) echo \"dsx $* with NCCL_SOCKET_IFNAME=$NCCL_SOCKET_IFNAME\" >>\"$DSX_TEST_LOG\"\n"
+    "    if [ -n \"$DSX_TEST_REPORT_ERROR\" ]; then echo \"dsx report: $DSX_TEST_REPORT_ERROR\"; exit 1; fi\n"
+    "    echo \"dsx report: no errors\" ;;\n"
+    "esac\n";
 
 class CloudNodeScript : public ::testing::Test {
  protected:
@@ -31,11 +39,19 @@ class CloudNodeScript : public ::testing::Test {
           "mount", "useradd", "chown", "docker", "apt-get"}) {
       std::filesystem::create_symlink(kRecorded, bin_ / name);
     }
-    // A dsx "install tree" whose binary answers `version`, packed as the real tarball would be.
-    write_text(pkg_ / "tree/bin/dsx", "#!/bin/sh\necho \"dsx 0.1.0\"\n", true);
+    // A dsx "install tree" whose binary answers `version` and `report --check` (recording the
+    // environment it ran in), packed as the real tarball and the real .deb would be.
+    write_text(pkg_ / "tree/bin/dsx", kFakeDsx, true);
     auto tar =
         dsx::test::run_command("tar -czf " + pkg_ / "dsx.tar.gz" + " -C " + pkg_ / "tree" + " .");
     ASSERT_EQ(tar.exit_code, 0) << tar.output;
+    write_text(pkg_ / "deb/usr/bin/dsx", kFakeDsx, true);
+    write_text(pkg_ / "deb/DEBIAN/control",
+               "Package: dsx\nVersion: 0.1.0\nArchitecture: all\nMaintainer: ci <ci@dsx.invalid>\n"
+               "Description: test package\n");
+    auto deb = dsx::test::run_command("dpkg-deb --build --root-owner-group " + pkg_ / "deb" + " " +
+                                      pkg_ / "dsx_0.1.0_amd64.deb");
+    ASSERT_EQ(deb.exit_code, 0) << deb.output;
     std::filesystem::create_directories(root_ / "home");
   }
 
@@ -43,12 +59,13 @@ class CloudNodeScript : public ::testing::Test {
   dsx::test::CommandResult run(const std::string& script, const std::string& peers, int efa = 0,
                                int peer_timeout_s = 5) {
     write_text(pkg_ / "node.sh", script, true);
-    std::string command = "env -i PATH=" + bin_.path() + ":/usr/bin:/bin DSX_ROOT=" + root_.path() +
-                          " DSX_POLL_S=0 DSX_PEER_TIMEOUT_S=" + std::to_string(peer_timeout_s) +
-                          " DSX_TEST_LOG=" + (pkg_ / "calls.log") +
-                          " DSX_TEST_PACKAGE=" + (pkg_ / "dsx.tar.gz") +
-                          " DSX_TEST_EFA=" + std::to_string(efa) + " DSX_TEST_PEERS='" + peers +
-                          "'" + " timeout 60 bash " + (pkg_ / "node.sh");
+    std::string command =
+        "env -i PATH=" + bin_.path() + ":/usr/bin:/bin DSX_ROOT=" + root_.path() +
+        " DSX_POLL_S=0 DSX_PEER_TIMEOUT_S=" + std::to_string(peer_timeout_s) +
+        " DSX_TEST_LOG=" + (pkg_ / "calls.log") + " DSX_TEST_PACKAGE=" + (pkg_ / package_) +
+        " DSX_TEST_REPORT_ERROR='" + report_error_ + "'" +
+        " DSX_TEST_EFA=" + std::to_string(efa) + " DSX_TEST_PEERS='" + peers + "'" +
+        " DSX_TEST_NICS=" + std::to_string(nics_) + " timeout 60 bash " + (pkg_ / "node.sh");
     return dsx::test::run_command(command);
   }
 
@@ -84,6 +101,9 @@ class CloudNodeScript : public ::testing::Test {
   }
 
   TempDir root_, bin_, pkg_;
+  std::string package_ = "dsx.tar.gz";  // what the fake storage serves for --dsx-package
+  std::string report_error_;            // the error the fake `dsx report --check` finds
+  int nics_ = 9;  // network interfaces the fake `ip` lists (NIC 0 and 8 GPU NICs)
 };
 
 }  // namespace
@@ -147,6 +167,9 @@ TEST_F(CloudNodeScript, AwsUserDataSetsUpAP4dNode) {
       called("apt-get install -y -qq --no-install-recommends libboost-program-options1.74.0"));
   EXPECT_TRUE(std::filesystem::exists(root_ / "opt/dsx/bin/dsx"));
   EXPECT_EQ(std::filesystem::read_symlink(root_ / "usr/local/bin/dsx"), "/opt/dsx/bin/dsx");
+  // Readiness: dsx report checks the node in the environment the ranks get.
+  EXPECT_TRUE(called("dsx report --check --nodes 3 with NCCL_SOCKET_IFNAME=^docker,lo,veth\n"))
+      << calls();
   // The readiness tag is the last AWS call.
   std::string log = calls();
   size_t last = log.rfind("\naws ") + 1;
@@ -165,6 +188,50 @@ TEST_F(CloudNodeScript, AwsNodeWithoutEfaReportsTheFailedStep) {
       called("create-tags --resources i-0abc1234 --tags Key=dsx-ready\\,Value=failed-efa\n"))
       << calls();
   EXPECT_FALSE(std::filesystem::exists(root_ / "etc/dsx/hostfile"));
+}
+
+TEST_F(CloudNodeScript, AwsNodeInstallsTheDebPackageWithApt) {
+  write_text(root_ / "opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so", "");
+  package_ = "dsx_0.1.0_amd64.deb";
+  auto o = aws_options();
+  o.dsx_package = "s3://dsx-artifacts/dsx_0.1.0_amd64.deb";
+  auto r = run(aws_user_data(o, kPublicKey), "10.0.1.12\\t10.0.1.7\\n10.0.1.9", /*efa=*/4);
+  ASSERT_EQ(r.exit_code, 0) << r.output << calls();
+  EXPECT_TRUE(called("aws s3 cp --only-show-errors s3://dsx-artifacts/dsx_0.1.0_amd64.deb")) << calls();
+  EXPECT_TRUE(called("apt-get install -y -qq --no-install-recommends /")) << calls();
+  EXPECT_TRUE(std::filesystem::exists(root_ / "usr/bin/dsx"));  // unpacked by the fake apt-get
+  EXPECT_FALSE(std::filesystem::exists(root_ / "opt/dsx"));
+  EXPECT_TRUE(called("dsx report --check --nodes 3")) << calls();
+}
+
+TEST_F(CloudNodeScript, NodeWhoseDsxReportFindsAnErrorIsNotReady) {
+  write_text(root_ / "opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so", "");
+  report_error_ = "driver-too-old: CUDA runtime 13.0 needs a driver for CUDA 13 (>= 580)";
+  auto r = run(aws_user_data(aws_options(), kPublicKey), "10.0.1.12\\t10.0.1.7\\n10.0.1.9", /*efa=*/4);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("FAILED in step report: dsx report found errors on this node: dsx report: "
+                          "driver-too-old: CUDA runtime 13.0 needs a driver for CUDA 13 (>= 580)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_TRUE(called("Key=dsx-ready\\,Value=failed-report\n")) << calls();
+  EXPECT_FALSE(called("Key=dsx-ready\\,Value=yes")) << calls();
+}
+
+TEST_F(CloudNodeScript, TarballThatIsNeitherATreeNorSourcesIsRefused) {
+  write_text(root_ / "opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so", "");
+  write_text(pkg_ / "other/notes.txt", "not dsx\n");
+  ASSERT_EQ(dsx::test::run_command("tar -czf " + pkg_ / "other.tar.gz" + " -C " + pkg_ / "other" + " .")
+                .exit_code,
+            0);
+  package_ = "other.tar.gz";
+  auto o = aws_options();
+  o.dsx_package = "s3://dsx-artifacts/other.tar.gz";
+  auto r = run(aws_user_data(o, kPublicKey), "10.0.1.7", /*efa=*/4);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("FAILED in step dsx: s3://dsx-artifacts/other.tar.gz holds neither an installed "
+                          "dsx (bin/dsx) nor dsx's sources (CMakeLists.txt)"),
+            std::string::npos)
+      << r.output;
 }
 
 TEST_F(CloudNodeScript, AwsNodeGivesUpWhenPeersNeverArrive) {
@@ -239,4 +306,68 @@ TEST_F(CloudNodeScript, GcpA2UsesSocketsOnThePrimaryNic) {
   EXPECT_EQ(read_text(root_ / "etc/dsx/env"), "NCCL_SOCKET_IFNAME=ens4\n");
   EXPECT_FALSE(called("docker"));
   EXPECT_NE(r.output.find("no local NVMe drives"), std::string::npos);
+}
+
+TEST_F(CloudNodeScript, GcpA3UltraInstallsGibAndTakesItsSettings) {
+  // What the gIB installer leaves behind; a value built from another variable cannot be copied.
+  write_text(root_ / "usr/local/gib/scripts/set_nccl_env.sh",
+             "#!/bin/bash\n"
+             "export NCCL_NET=gIB\n"
+             "export NCCL_IB_TC=\"52\"\n"
+             "export NCCL_TUNER_CONFIG_PATH=/usr/local/gib/configs/tuner_config_a3u.txtpb\n"
+             "export NCCL_SOCKET_IFNAME=eth0\n"
+             "export LD_LIBRARY_PATH=/usr/local/gib/lib64:$LD_LIBRARY_PATH\n"
+             "NOT_EXPORTED=1\n");
+  auto r =
+      run(gcp_startup_script(gcp_options("a3-ultragpu-8g"), kPublicKey), "10.128.0.5\\n10.128.0.7");
+  ASSERT_EQ(r.exit_code, 0) << r.output << calls();
+  std::string env = read_text(root_ / "etc/dsx/env");
+  for (const char* line : {"NCCL_NET=gIB\n", "NCCL_IB_TC=52\n",
+                           "NCCL_TUNER_CONFIG_PATH=/usr/local/gib/configs/tuner_config_a3u.txtpb\n",
+                           "LD_LIBRARY_PATH=/usr/local/gib/lib64:/usr/local/nvidia/lib64\n",
+                           "NCCL_SOCKET_IFNAME=ens4\n"}) {
+    EXPECT_NE(env.find(line), std::string::npos) << line << "\n" << env;
+  }
+  EXPECT_EQ(env.find("NOT_EXPORTED"), std::string::npos) << env;
+  EXPECT_EQ(env.find("NCCL_SOCKET_IFNAME=eth0"), std::string::npos) << "the host gVNIC wins";
+  EXPECT_EQ(env.find("$LD_LIBRARY_PATH"), std::string::npos) << env;
+  EXPECT_TRUE(
+      called("docker run --rm --volume /usr/local/gib:/var/lib/gib "
+             "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.2 install "
+             "--install-nccl\n"))
+      << calls();
+  EXPECT_FALSE(called("receive-datapath-manager")) << "gIB needs no RXDM";
+  EXPECT_NE(r.output.find("GPU NICs ens5,ens6,ens7,ens8,ens9,ens10,ens11,ens12"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(read_text(root_ / "etc/dsx/hostfile"), "10.128.0.5 slots=8\n10.128.0.7 slots=8\n");
+  EXPECT_TRUE(called("--labels=dsx-ready=yes\n")) << calls();
+}
+
+TEST_F(CloudNodeScript, GcpA3UltraFailsWhenTheGibInstallLeftNoSettings) {
+  auto o = gcp_options("a3-ultragpu-8g");
+  o.gpudirect_plugin_image = "registry.example/gib:test";
+  auto r = run(gcp_startup_script(o, kPublicKey), "10.128.0.5\\n10.128.0.7");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find(
+                "FAILED in step gpudirect: " + root_ / "usr/local/gib/scripts/set_nccl_env.sh" +
+                " is missing: the gIB plugin install (registry.example/gib:test) did not complete"),
+            std::string::npos)
+      << r.output;
+  EXPECT_TRUE(
+      called("docker run --rm --volume /usr/local/gib:/var/lib/gib registry.example/gib:test"))
+      << calls();
+  EXPECT_TRUE(called("--labels=dsx-ready=failed-gpudirect\n")) << calls();
+  EXPECT_FALSE(std::filesystem::exists(root_ / "etc/dsx/hostfile"));
+}
+
+TEST_F(CloudNodeScript, GcpA3UltraWithoutItsMrdmaNicsSaysWhatTheTemplateNeeds) {
+  nics_ = 5;  // NIC 0 and four more: MRDMA NIC 5 never shows up
+  auto r = run(gcp_startup_script(gcp_options("a3-ultragpu-8g"), kPublicKey), "10.128.0.5");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(
+      r.output.find("FAILED in step network: GPU NIC 5 is missing: the template needs 8 MRDMA "
+                    "NICs in the cluster's RoCE VPC"),
+      std::string::npos)
+      << r.output;
+  EXPECT_TRUE(called("--labels=dsx-ready=failed-network\n")) << calls();
 }

@@ -56,6 +56,7 @@ TEST(CloudScripts, EveryRenderedScriptPassesShellcheck) {
     o.zone = "europe-west4-b";
     o.machine_type = std::string(type.name);
     o.ssh_cidr = "35.235.240.0/20";
+    if (!type.on_demand) o.reservation = "lint-reservation";  // else render refuses the type
     o.out_dir = dir / ("gcp-" + o.machine_type);
     for (const auto& f : render_gcp(o)) {
       if (f.ends_with(".sh") || f.ends_with(".sbatch")) scripts.push_back(f);
