@@ -5,5 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh
 DSX_BUILD_DIR=${DSX_BUILD_DIR:-build} bash tools/build.sh -DDSX_CUDA=OFF -DDSX_BUILD_TESTS=ON -DDSX_BUILD_BENCH=ON
+[[ -x .cache/cmake/bin/ctest ]] && PATH=$PWD/.cache/cmake/bin:$PATH  # as build.sh
 cd "${DSX_BUILD_DIR:-build}"
 ctest --output-on-failure -j "$(nproc)" --timeout 600
