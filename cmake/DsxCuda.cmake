@@ -6,6 +6,23 @@ if(NOT DSX_CUDA STREQUAL "OFF")
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
     set(DSX_CUDA_ENABLED ON)
+    # Refuse a CUDA older than 12.4 before enable_language() commits to it; with AUTO the
+    # configuration goes on without CUDA. (A compiler whose --version names no release, such as
+    # clang, is checked through the toolkit's version below.)
+    execute_process(COMMAND "${CMAKE_CUDA_COMPILER}" --version OUTPUT_VARIABLE _dsx_nvcc_version
+                    ERROR_QUIET RESULT_VARIABLE _dsx_nvcc_rc)
+    if(_dsx_nvcc_rc EQUAL 0 AND _dsx_nvcc_version MATCHES "release ([0-9]+\\.[0-9]+)")
+      set(_dsx_nvcc_release ${CMAKE_MATCH_1})
+      if(_dsx_nvcc_release VERSION_LESS 12.4)
+        set(_dsx_old "dsx: ${CMAKE_CUDA_COMPILER} is CUDA ${_dsx_nvcc_release}; dsx needs CUDA 12.4 "
+                     "or newer (12.x or 13.x). Point CMAKE_CUDA_COMPILER at a newer nvcc")
+        if(DSX_CUDA STREQUAL "ON")
+          message(FATAL_ERROR "${_dsx_old}, or configure with -DDSX_CUDA=OFF.")
+        endif()
+        message(WARNING "${_dsx_old}; building without CUDA.")
+        set(DSX_CUDA_ENABLED OFF)
+      endif()
+    endif()
   elseif(DSX_CUDA STREQUAL "ON")
     message(FATAL_ERROR "dsx: DSX_CUDA=ON but no nvcc was found. Put the CUDA toolkit's bin/ on "
                         "PATH (or set CMAKE_CUDA_COMPILER), or configure with -DDSX_CUDA=OFF.")
@@ -22,6 +39,29 @@ if(DSX_CUDA_ENABLED)
   set(CMAKE_CUDA_STANDARD_REQUIRED ON)
   enable_language(CUDA)
   find_package(CUDAToolkit REQUIRED)
+  if(CUDAToolkit_VERSION VERSION_LESS 12.4)
+    message(FATAL_ERROR "dsx: the CUDA toolkit at ${CUDAToolkit_BIN_DIR} is ${CUDAToolkit_VERSION}; "
+                        "dsx needs CUDA 12.4 or newer (12.x or 13.x), or -DDSX_CUDA=OFF.")
+  endif()
+  # The runtime headers' own version (CUDART_VERSION), which decides the code's
+  # `#if CUDART_VERSION >= 13000` paths. It is the compiler's except in a prefix such as
+  # tools/cuda12_prefix.sh makes: CUDA 12.9's headers and libraries, a CUDA 13 compiler.
+  find_file(DSX_CUDA_RUNTIME_API_H cuda_runtime_api.h PATHS ${CUDAToolkit_INCLUDE_DIRS} NO_DEFAULT_PATH)
+  set(DSX_CUDART_VERSION "")
+  if(DSX_CUDA_RUNTIME_API_H)
+    file(STRINGS "${DSX_CUDA_RUNTIME_API_H}" _dsx_cudart REGEX "^#define CUDART_VERSION +[0-9]+")
+    if(_dsx_cudart MATCHES "([0-9]+)$")
+      math(EXPR _dsx_major "${CMAKE_MATCH_1} / 1000")
+      math(EXPR _dsx_minor "${CMAKE_MATCH_1} % 1000 / 10")
+      set(DSX_CUDART_VERSION "${_dsx_major}.${_dsx_minor}")
+    endif()
+  endif()
+  if(DSX_CUDART_VERSION AND DSX_CUDART_VERSION VERSION_LESS 12.4)
+    message(FATAL_ERROR "dsx: ${DSX_CUDA_RUNTIME_API_H} is CUDA ${DSX_CUDART_VERSION}'s runtime; "
+                        "dsx needs CUDA 12.4 or newer (12.x or 13.x), or -DDSX_CUDA=OFF.")
+  endif()
+  message(STATUS "dsx: CUDA compiler ${CMAKE_CUDA_COMPILER_VERSION} (${CMAKE_CUDA_COMPILER}), "
+                 "runtime headers and libraries ${DSX_CUDART_VERSION} (${CUDAToolkit_LIBRARY_DIR})")
 
   find_path(CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
   find_library(CUDNN_LIBRARY cudnn HINTS ${CUDAToolkit_LIBRARY_DIR})

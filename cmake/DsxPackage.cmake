@@ -23,7 +23,6 @@ set(CPACK_PACKAGE_CONTACT "dsx maintainers <maintainers@dsx.invalid>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
     "training engine that reads DeepSpeed's ds_config (ZeRO 0-3, NCCL or libfabric)")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
-set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_STRIP_FILES ON)
 set(CPACK_PACKAGE_DIRECTORY ${PROJECT_BINARY_DIR}/packages)
 # The tarball unpacks to bin/, share/ at its root, as the node scripts unpack it into /opt/dsx.
