@@ -6,7 +6,9 @@
 #include <rapidjson/writer.h>
 
 #include <chrono>
+#include <cstdio>
 #include <iostream>
+#include <random>
 #include <vector>
 
 #include "dsx/error.h"
@@ -14,6 +16,7 @@
 #include "engine/checkpoint/load.h"
 #include "engine/checkpoint/save.h"
 #include "engine/checkpoint/tag_validation.h"
+#include "engine/node_checkpoint.h"
 #include "trace/trace.h"
 
 namespace dsx::engine {
@@ -105,50 +108,32 @@ void write_partition(ck::RankWriter& writer, Trainer& trainer, const models::Dat
 
 }  // namespace
 
-std::string save_training_checkpoint(const std::string& save_dir, const std::string& tag_in, Trainer& trainer,
-                                     const models::Model& model, const models::DataLoader& loader,
-                                     comm::Communicator& comm, comm::Store& store, const std::string& model_json,
-                                     const std::string& tag_validation) {
-  const std::string tag = tag_in.empty() ? ck::default_tag(trainer.global_steps()) : tag_in;
-  const int rank = comm.rank();
-  const int world = comm.size();
-  trace::Scope save_span("save checkpoint", "phase");
-  save_span.add({"tag", tag});
-  std::vector<float> weights(model.num_params());
-  {
-    trace::Scope gather("gather weights", "checkpoint");
-    trainer.zero().gather_params(weights.data());  // a collective at stage 3: before anything can fail
-  }
+namespace {
 
-  // Keys unique to this save, so that saving the same tag twice never reads old answers.
-  const std::string key = "dsx/checkpoint/" + tag + "/" + std::to_string(trainer.micro_steps()) + "/";
-  try {
-    trace::Scope write("write files", "checkpoint");
-    ck::RankWriter writer(save_dir, tag, rank);
-    if (rank == 0) write_model_states(writer, trainer, model, weights, world, model_json);
-    write_partition(writer, trainer, loader, rank);
-    store.set(key + "rank/" + std::to_string(rank), writer.manifest().to_json());
-  } catch (const Error& e) {
-    store.set(key + "rank/" + std::to_string(rank), std::string("error:") + e.what());
-  }
-
+// Rank 0's verdict on the ranks' tags before any file is checked: "ok" or why not to commit.
+std::string check_tags(comm::Store& store, const std::string& key, int rank, int world, const std::string& tag,
+                       const std::string& tag_validation) {
   const ck::TagValidation validation = ck::parse_tag_validation(tag_validation);
-  if (validation != ck::TagValidation::Ignore) store.set(key + "tag/" + std::to_string(rank), tag);
+  if (validation == ck::TagValidation::Ignore) return "ok";
+  store.set(key + "tag/" + std::to_string(rank), tag);
+  if (rank != 0) return "ok";
+  std::vector<std::string> tags;
+  for (int r = 0; r < world; ++r) tags.push_back(store.get(key + "tag/" + std::to_string(r), kSaveTimeout));
+  try {
+    if (auto warning = ck::check_tag_agreement(validation, 0, tags)) std::cerr << "dsx: warning: " << *warning << "\n";
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "ok";
+}
+
+// Rank 0 commits a save whose files all lie in one directory it sees; every rank learns the outcome.
+std::string commit_shared(comm::Store& store, const std::string& key, int rank, int world, const std::string& save_dir,
+                          const std::string& tag, std::string outcome) {
   if (rank == 0) {
-    std::string outcome = "ok";
-    if (validation != ck::TagValidation::Ignore) {
-      std::vector<std::string> tags;
-      for (int r = 0; r < world; ++r) tags.push_back(store.get(key + "tag/" + std::to_string(r), kSaveTimeout));
-      try {
-        if (auto warning = ck::check_tag_agreement(validation, 0, tags)) std::cerr << "dsx: warning: " << *warning << "\n";
-      } catch (const Error& e) {
-        outcome = e.what();
-      }
-    }
     std::vector<ck::RankManifest> manifests;
     for (int r = 0; r < world; ++r) {
-      const std::string name = key + "rank/" + std::to_string(r);
-      const std::string value = store.get(name, kSaveTimeout);
+      const std::string value = store.get(key + "rank/" + std::to_string(r), kSaveTimeout);
       if (value.rfind("error:", 0) == 0) {
         if (outcome == "ok") outcome = "rank " + std::to_string(r) + ": " + value.substr(6);
         continue;
@@ -165,15 +150,85 @@ std::string save_training_checkpoint(const std::string& save_dir, const std::str
     }
     store.set(key + "outcome", outcome);
   }
-  const std::string outcome = [&] {
-    trace::Scope wait("wait for the commit", "wait");
-    return store.get(key + "outcome", kSaveTimeout);
-  }();
+  trace::Scope wait("wait for the commit", "wait");
+  return store.get(key + "outcome", kSaveTimeout);
+}
+
+// A random id for this save, from rank 0, so that nodes tell two saves of one tag apart.
+std::string agree_on_save_id(comm::Store& store, const std::string& key, int rank) {
+  if (rank == 0) {
+    std::random_device random;
+    char id[32];
+    std::snprintf(id, sizeof id, "%08x%08x", random(), random());
+    store.set(key + "save_id", id);
+  }
+  return store.get(key + "save_id", kSaveTimeout);
+}
+
+NodeCommit node_commit(comm::Store& store, const std::string& key, int rank, int world) {
+  return NodeCommit{store, key, rank, world,
+                    discover_node_layout(store, key + "nodes/", rank, world, node_name_from_environment(), kSaveTimeout),
+                    kSaveTimeout};
+}
+
+}  // namespace
+
+std::string save_training_checkpoint(const std::string& save_dir, const std::string& tag_in, Trainer& trainer,
+                                     const models::Model& model, const models::DataLoader& loader,
+                                     comm::Communicator& comm, comm::Store& store, const std::string& model_json,
+                                     const SaveOptions& options) {
+  const std::string tag = tag_in.empty() ? ck::default_tag(trainer.global_steps()) : tag_in;
+  const int rank = comm.rank();
+  const int world = comm.size();
+  trace::Scope save_span("save checkpoint", "phase");
+  save_span.add({"tag", tag});
+  std::vector<float> weights(model.num_params());
+  {
+    trace::Scope gather("gather weights", "checkpoint");
+    trainer.zero().gather_params(weights.data());  // a collective at stage 3: before anything can fail
+  }
+
+  // Keys unique to this save, so that saving the same tag twice never reads old answers.
+  const std::string key = "dsx/checkpoint/" + tag + "/" + std::to_string(trainer.micro_steps()) + "/";
+  const NodeCommit nodes = node_commit(store, key, rank, world);
+  const bool leader = nodes.layout.leads(rank);
+  const bool node_local =
+      options.node_local_storage || (nodes.layout.nodes > 1 && !save_directory_shared(nodes, save_dir));
+  if (node_local && !options.node_local_storage && rank == 0) {
+    std::cerr << "dsx: note: " << save_dir << " is not one directory the " << nodes.layout.nodes
+              << " nodes share: each node keeps its own ranks' files, as with checkpoint.use_node_local_storage "
+                 "(a resume needs the same nodes; docs/checkpoints.md)\n";
+  }
+  try {
+    trace::Scope write("write files", "checkpoint");
+    ck::RankWriter writer(save_dir, tag, rank);
+    if (node_local ? leader : rank == 0) write_model_states(writer, trainer, model, weights, world, model_json);
+    write_partition(writer, trainer, loader, rank);
+    if (node_local && leader) checkpoint_fault_point("write", nodes.layout.node);
+    store.set(key + "rank/" + std::to_string(rank), writer.manifest().to_json());
+  } catch (const Error& e) {
+    store.set(key + "rank/" + std::to_string(rank), std::string("error:") + e.what());
+  }
+
+  const std::string precheck = check_tags(store, key, rank, world, tag, options.tag_validation);
+  std::string outcome;
+  if (node_local) {
+    trace::Scope commit("verify and commit on every node", "checkpoint");
+    outcome = commit_on_nodes(nodes, save_dir, tag, agree_on_save_id(store, key, rank), trainer.global_steps(),
+                              precheck);
+  } else {
+    outcome = commit_shared(store, key, rank, world, save_dir, tag, precheck);
+  }
   if (outcome != "ok") {
     throw Error(ErrorKind::Io, "saving checkpoint " + tag + " in " + save_dir + " failed (the previous checkpoint is "
                                "untouched): " + outcome);
   }
   return tag;
+}
+
+ResumePoint find_resume_point(const std::string& load_dir, const std::string& tag, comm::Communicator& comm,
+                              comm::Store& store) {
+  return agree_on_resume(node_commit(store, "dsx/resume/", comm.rank(), comm.size()), load_dir, tag);
 }
 
 namespace {
@@ -250,6 +305,19 @@ std::string load_training_checkpoint(const std::string& load_dir, const std::str
                                        " ranks but the model states say " + std::to_string(saved_world));
   }
 
+  const auto& node = reader.manifest().node;
+  if (node && (saved_world != comm.size() || saved_stage != z.stage())) {
+    throw Error(ErrorKind::Usage, where + " lies on the nodes' own disks (node " + std::to_string(node->index) +
+                                      " of " + std::to_string(node->count) + " here), saved by " +
+                                      std::to_string(saved_world) + " ranks at ZeRO stage " + std::to_string(saved_stage) +
+                                      ": it resumes only on the same ranks and stage. To change them, copy every "
+                                      "node's tag directory into one and merge their manifests (docs/checkpoints.md)");
+  }
+  if (node && !reader.contains(ck::zero_optim_states_file_name(comm.rank(), false))) {
+    throw Error(ErrorKind::Usage, where + " (node " + std::to_string(node->index) + " of the save) holds no files of rank " +
+                                      std::to_string(comm.rank()) + ": start the ranks on the nodes that saved them, in "
+                                      "the same order (the same hostfile)");
+  }
   zero::ZeroEngine::PartitionState state;
   if (saved_world == comm.size() && saved_stage == z.stage()) {
     const ck::TensorFile mine = reader.read_tensor_file(ck::zero_optim_states_file_name(comm.rank(), false));

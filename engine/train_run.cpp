@@ -219,14 +219,16 @@ class TrainingRun {
   // scratch with a note, as DeepSpeed does: job scripts pass the same --load/--save on every run.
   void resume() {
     if (o_.load_dir.empty()) return;
-    if (o_.load_tag.empty() && !std::filesystem::exists(o_.load_dir + "/latest")) {
+    const ResumePoint point = find_resume_point(o_.load_dir, o_.load_tag, comm_, session_.rendezvous().store());
+    if (!point.found) {
       if (lead_) {
         std::cout << "dsx train: no checkpoint in " << o_.load_dir << " yet (no 'latest' file): starting from scratch"
                   << std::endl;  // before training starts, even when the output is piped
       }
       return;
     }
-    const std::string tag = load_training_checkpoint(o_.load_dir, o_.load_tag, trainer_, *model_, *loader_, comm_);
+    if (lead_ && !point.note.empty()) std::cout << "dsx train: note: " << point.note << std::endl;
+    const std::string tag = load_training_checkpoint(o_.load_dir, point.tag, trainer_, *model_, *loader_, comm_);
     trainer_.params_changed();
     if (lead_) {
       std::cout << "dsx train: resumed from " << o_.load_dir << "/" << tag << " at step " << trainer_.global_steps()
@@ -299,7 +301,8 @@ class TrainingRun {
   std::string save(const std::string& why) {
     const std::string tag = save_training_checkpoint(
         o_.save_dir, "", trainer_, *model_, *loader_, comm_, session_.rendezvous().store(),
-        run_description(choice_.config, o_.seed, o_.config_path), config_.checkpoint.tag_validation);
+        run_description(choice_.config, o_.seed, o_.config_path),
+        SaveOptions{config_.checkpoint.tag_validation, config_.checkpoint.use_node_local_storage});
     say(std::string("saved checkpoint ") + o_.save_dir + "/" + tag + " (" + why + ")");
     return tag;
   }

@@ -24,8 +24,14 @@ constexpr const char* kUsage =
     "       dsx checkpoint verify DIR [--tag T]  check every file of a checkpoint (default: "
     "latest)";
 
-std::string ranks_text(int ranks) {
-  return std::to_string(ranks) + (ranks == 1 ? " rank, " : " ranks, ");
+// "2 ranks, ", or on node-local storage which part this directory holds: "node 1 of 2: ranks 2-3
+// of 4, ".
+std::string ranks_text(const ck::CheckpointManifest& m) {
+  if (!m.node) return std::to_string(m.world_size) + (m.world_size == 1 ? " rank, " : " ranks, ");
+  const int first = m.ranks.front().rank, last = m.ranks.back().rank;
+  return "node " + std::to_string(m.node->index) + " of " + std::to_string(m.node->count) + ": " +
+         (first == last ? "rank " + std::to_string(first) : "ranks " + std::to_string(first) + "-" + std::to_string(last)) +
+         " of " + std::to_string(m.world_size) + ", ";
 }
 
 std::string megabytes(uint64_t bytes) {
@@ -81,7 +87,7 @@ int list(const std::string& dir) {
     }
     try {
       auto reader = ck::CheckpointReader::open(dir, name);
-      std::cout << (is_latest ? "  * " : "    ") << name << "  " << ranks_text(reader.world_size())
+      std::cout << (is_latest ? "  * " : "    ") << name << "  " << ranks_text(reader.manifest())
                 << megabytes(total_bytes(reader.manifest())) << "\n";
     } catch (const Error& e) {
       std::cout << (is_latest ? "  * " : "    ") << name << "  not loadable: " << e.what() << "\n";
@@ -96,9 +102,11 @@ int verify(const std::string& dir, const std::string& tag) {
   reader.verify_all();
   size_t files = 0;
   for (const auto& r : reader.manifest().ranks) files += r.files.size();
-  std::cout << "checkpoint " << reader.directory() << ": " << ranks_text(reader.world_size())
+  std::cout << "checkpoint " << reader.directory() << ": " << ranks_text(reader.manifest())
             << files << " files, " << megabytes(total_bytes(reader.manifest()))
             << "; every size and CRC32C matches its manifest\n";
+  if (reader.manifest().node)
+    std::cout << "the other ranks' files are on the other nodes' disks: verify there too\n";
   return 0;
 }
 

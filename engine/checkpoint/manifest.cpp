@@ -91,6 +91,43 @@ RankManifest read_rank(const rapidjson::Value& obj, const std::string& origin) {
   return m;
 }
 
+// The optional fields: node-local placement, the save's id and step.
+void read_placement(const rapidjson::Value& doc, const std::string& origin, CheckpointManifest& m) {
+  if (doc.HasMember("node")) {
+    NodePart part{read_int(doc, "node", origin), read_int(doc, "nodes", origin)};
+    if (part.count < 1 || part.index >= part.count)
+      bad(origin, "\"node\" " + std::to_string(part.index) + " is not one of " +
+                      std::to_string(part.count) + " nodes");
+    m.node = part;
+  }
+  if (auto it = doc.FindMember("save_id"); it != doc.MemberEnd()) {
+    if (!it->value.IsString()) bad(origin, "\"save_id\" is not a string");
+    m.save_id = it->value.GetString();
+  }
+  if (auto it = doc.FindMember("step"); it != doc.MemberEnd()) {
+    if (!it->value.IsInt64() || it->value.GetInt64() < 0) bad(origin, "\"step\" is not a count");
+    m.step = it->value.GetInt64();
+  }
+}
+
+// Shared storage: one entry per rank, 0..world-1. A node's copy: its ranks, ascending.
+void check_rank_entries(const CheckpointManifest& m, const std::string& origin) {
+  if (m.node) {
+    if (m.ranks.empty()) bad(origin, "a node's manifest lists no rank");
+    for (size_t i = 0; i < m.ranks.size(); ++i)
+      if (m.ranks[i].rank >= m.world_size || (i > 0 && m.ranks[i].rank <= m.ranks[i - 1].rank))
+        bad(origin, "rank entries are not ascending ranks below world size " +
+                        std::to_string(m.world_size));
+    return;
+  }
+  if (static_cast<int>(m.ranks.size()) != m.world_size)
+    bad(origin, "it lists " + std::to_string(m.ranks.size()) + " ranks for world size " +
+                    std::to_string(m.world_size));
+  for (int i = 0; i < m.world_size; ++i)
+    if (m.ranks[i].rank != i)
+      bad(origin, "rank entries are not in rank order 0.." + std::to_string(m.world_size - 1));
+}
+
 }  // namespace
 
 std::string RankManifest::to_json() const {
@@ -120,6 +157,20 @@ std::string CheckpointManifest::to_json() const {
   w.String(tag.c_str(), static_cast<rapidjson::SizeType>(tag.size()));
   w.Key("world_size");
   w.Int(world_size);
+  if (node) {
+    w.Key("node");
+    w.Int(node->index);
+    w.Key("nodes");
+    w.Int(node->count);
+  }
+  if (!save_id.empty()) {
+    w.Key("save_id");
+    w.String(save_id.c_str(), static_cast<rapidjson::SizeType>(save_id.size()));
+  }
+  if (step >= 0) {
+    w.Key("step");
+    w.Int64(step);
+  }
   w.Key("ranks");
   w.StartArray();
   for (const auto& r : ranks) {
@@ -159,12 +210,8 @@ CheckpointManifest CheckpointManifest::from_json(std::string_view json, const st
     for (const auto& f : m.ranks.back().files)
       if (!names.insert(f.name).second) bad(origin, "file \"" + f.name + "\" is listed twice");
   }
-  if (static_cast<int>(m.ranks.size()) != m.world_size)
-    bad(origin, "it lists " + std::to_string(m.ranks.size()) + " ranks for world size " +
-                    std::to_string(m.world_size));
-  for (int i = 0; i < m.world_size; ++i)
-    if (m.ranks[i].rank != i)
-      bad(origin, "rank entries are not in rank order 0.." + std::to_string(m.world_size - 1));
+  read_placement(doc, origin, m);
+  check_rank_entries(m, origin);
   return m;
 }
 

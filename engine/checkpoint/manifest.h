@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -29,11 +30,24 @@ struct RankManifest {
   bool operator==(const RankManifest&) const = default;
 };
 
-// The whole checkpoint's manifest, written by commit() as `<tag>/manifest.json`.
+// Where a checkpoint's files are: on one directory every rank sees, or spread over the nodes'
+// own disks (checkpoint.use_node_local_storage), each node holding its ranks' files.
+struct NodePart {
+  int index = 0;  // this node, 0..count-1 (nodes numbered by their lowest rank)
+  int count = 1;
+};
+
+// The whole checkpoint's manifest, written by commit() as `<tag>/manifest.json`. On node-local
+// storage each node's copy lists only that node's ranks, and `node` says which node it is.
 struct CheckpointManifest {
   std::string tag;
   int world_size = 0;
-  std::vector<RankManifest> ranks;  // ordered by rank
+  std::vector<RankManifest> ranks;  // ordered by rank; on node-local storage, this node's only
+  std::optional<NodePart> node;
+  // Which save wrote it: the same tag saved twice has two ids, so nodes can tell whether their
+  // copies of a tag are one checkpoint. `step` orders saves. Empty / -1 in older manifests.
+  std::string save_id;
+  int64_t step = -1;
 
   std::string to_json() const;
   static CheckpointManifest from_json(std::string_view json, const std::string& origin);

@@ -105,40 +105,64 @@ const FileRecord& RankWriter::write_tensor_file(const std::string& file_name,
                     [&](DurableFile& file) { write_safetensors(file, tensors, metadata_json); });
 }
 
-void commit(const std::string& save_dir, const std::string& tag,
-            std::span<const RankManifest> manifests, const CommitOptions& options) {
+CheckpointManifest gather_manifest(const std::string& tag, int world_size,
+                                   std::span<const RankManifest> manifests) {
   check_tag(tag);
   CheckpointManifest all;
   all.tag = tag;
-  all.world_size = static_cast<int>(manifests.size());
+  all.world_size = world_size;
   all.ranks.assign(manifests.begin(), manifests.end());
   std::sort(all.ranks.begin(), all.ranks.end(),
             [](const RankManifest& a, const RankManifest& b) { return a.rank < b.rank; });
+  std::set<std::string> listed;
+  for (const auto& rank : all.ranks)
+    for (const auto& file : rank.files)
+      if (!listed.insert(file.name).second)
+        throw Error(ErrorKind::Internal,
+                    "commit of " + tag + ": file " + file.name + " is written by two ranks");
+  return all;
+}
+
+void check_staged(const std::string& save_dir, const CheckpointManifest& manifest,
+                  const CommitOptions& options) {
+  const std::string staging = staging_directory(save_dir, manifest.tag);
+  std::set<std::string> listed{kManifestFile};
+  for (const auto& rank : manifest.ranks) {
+    for (const auto& file : rank.files) {
+      listed.insert(file.name);
+      verify_file(staging + "/" + file.name, file, options.verify);
+    }
+  }
+  remove_unlisted(staging, listed);
+}
+
+void install_staged(const std::string& save_dir, const CheckpointManifest& manifest) {
+  const std::string staging = staging_directory(save_dir, manifest.tag);
+  // Also makes every rank's rename into the staging directory durable (one directory fsync).
+  write_file_durably(staging + "/" + kManifestFile, manifest.to_json());
+  swap_into_place(staging, tag_directory(save_dir, manifest.tag));
+  fsync_directory(save_dir);
+  write_file_durably(latest_file(save_dir), manifest.tag);  // DeepSpeed writes the bare tag
+  remove_abandoned_saves(save_dir);
+}
+
+void abandon_staged(const std::string& save_dir, const std::string& tag) {
+  std::error_code ec;
+  std::filesystem::remove_all(staging_directory(save_dir, tag), ec);
+}
+
+void commit(const std::string& save_dir, const std::string& tag,
+            std::span<const RankManifest> manifests, const CommitOptions& options) {
+  const CheckpointManifest all =
+      gather_manifest(tag, static_cast<int>(manifests.size()), manifests);
   for (int r = 0; r < all.world_size; ++r)
     if (all.ranks[r].rank != r)
       throw Error(ErrorKind::Internal, "commit of " + tag +
                                            ": the manifests are not one per "
                                            "rank 0.." +
                                            std::to_string(all.world_size - 1));
-
-  const std::string staging = staging_directory(save_dir, tag);
-  std::set<std::string> listed{kManifestFile};
-  for (const auto& rank : all.ranks) {
-    for (const auto& file : rank.files) {
-      if (!listed.insert(file.name).second)
-        throw Error(ErrorKind::Internal,
-                    "commit of " + tag + ": file " + file.name + " is written by two ranks");
-      verify_file(staging + "/" + file.name, file, options.verify);
-    }
-  }
-  remove_unlisted(staging, listed);
-  // Also makes every rank's rename into the staging directory durable (one directory fsync).
-  write_file_durably(staging + "/" + kManifestFile, all.to_json());
-
-  swap_into_place(staging, tag_directory(save_dir, tag));
-  fsync_directory(save_dir);
-  write_file_durably(latest_file(save_dir), tag);  // DeepSpeed writes the bare tag
-  remove_abandoned_saves(save_dir);
+  check_staged(save_dir, all, options);
+  install_staged(save_dir, all);
 }
 
 }  // namespace dsx::engine::checkpoint

@@ -9,8 +9,9 @@
 //
 // Each file is written to a temporary name, fsync'd and renamed (DurableFile). commit() checks
 // every rank's files against their manifests, writes `<tag>/manifest.json`, swaps the staging
-// directory into place atomically and only then replaces `latest` (temp, fsync, rename). Saving
-// needs a file system that all ranks share, as DeepSpeed's does.
+// directory into place atomically and only then replaces `latest` (temp, fsync, rename). On a
+// file system all ranks share, rank 0 commits; on nodes' own disks (node_checkpoint.h) each node
+// commits its part, in two phases across the nodes.
 #pragma once
 
 #include <functional>
@@ -56,7 +57,22 @@ struct CommitOptions {
 
 // Rank 0, after every rank's RankWriter has finished. Throws (and leaves `latest` and every
 // committed tag untouched) when a file is missing, short or differs from its manifest.
+// The same as check_staged + install_staged of the manifest of all ranks.
 void commit(const std::string& save_dir, const std::string& tag,
             std::span<const RankManifest> manifests, const CommitOptions& options = {});
+
+// The two phases of a commit, for saves whose files lie on several nodes' own disks: each node
+// checks its staged files (phase 1); only when every node has, each installs its part (phase 2).
+// `manifest` lists the ranks whose files are staged here. check_staged throws as commit does and
+// removes staged files no rank lists; install_staged writes manifest.json, swaps the staging
+// directory in as `<tag>` and then moves `latest`.
+void check_staged(const std::string& save_dir, const CheckpointManifest& manifest,
+                  const CommitOptions& options = {});
+void install_staged(const std::string& save_dir, const CheckpointManifest& manifest);
+// Removes the staging directory of a save that will not be committed here.
+void abandon_staged(const std::string& save_dir, const std::string& tag);
+// Every rank's manifest as one, ordered by rank; throws when a file is listed twice.
+CheckpointManifest gather_manifest(const std::string& tag, int world_size,
+                                   std::span<const RankManifest> manifests);
 
 }  // namespace dsx::engine::checkpoint

@@ -118,7 +118,10 @@ TEST(CheckpointDurableFile, MissingDirectoryNamesThePath) {
 TEST(CheckpointManifest, RoundTripsThroughJson) {
   RankManifest m{3, {{"a.safetensors", 1234, 0xdeadbeef}, {"b.safetensors", 0, 0}}};
   EXPECT_EQ(RankManifest::from_json(m.to_json(), "test"), m);
-  CheckpointManifest all{"global_step7", 2, {{0, {{"x", 1, 2}}}, {1, {{"y", 3, 4}}}}};
+  CheckpointManifest all;
+  all.tag = "global_step7";
+  all.world_size = 2;
+  all.ranks = {{0, {{"x", 1, 2}}}, {1, {{"y", 3, 4}}}};
   auto back = CheckpointManifest::from_json(all.to_json(), "test");
   EXPECT_EQ(back.tag, "global_step7");
   EXPECT_EQ(back.world_size, 2);
@@ -127,6 +130,34 @@ TEST(CheckpointManifest, RoundTripsThroughJson) {
   ASSERT_NE(back.find("y"), nullptr);
   EXPECT_EQ(back.find("y")->crc32c, 4u);
   EXPECT_EQ(back.find("z"), nullptr);
+  EXPECT_FALSE(back.node);
+  EXPECT_EQ(back.step, -1);
+}
+
+// A node's copy on node-local storage lists only its ranks, and says which node it is.
+TEST(CheckpointManifest, NodePartRoundTripsAndIsChecked) {
+  CheckpointManifest part;
+  part.tag = "global_step4";
+  part.world_size = 4;
+  part.ranks = {{2, {{"a", 1, 2}}}, {3, {{"b", 3, 4}}}};
+  part.node = NodePart{1, 2};
+  part.save_id = "00ff00ff00ff00ff";
+  part.step = 4;
+  auto back = CheckpointManifest::from_json(part.to_json(), "test");
+  ASSERT_TRUE(back.node);
+  EXPECT_EQ(back.node->index, 1);
+  EXPECT_EQ(back.node->count, 2);
+  EXPECT_EQ(back.save_id, "00ff00ff00ff00ff");
+  EXPECT_EQ(back.step, 4);
+  ASSERT_EQ(back.ranks.size(), 2u);
+  EXPECT_EQ(back.ranks[0].rank, 2);
+  part.ranks = {{3, {}}, {2, {}}};  // not ascending
+  EXPECT_NE(error_of([&] { CheckpointManifest::from_json(part.to_json(), "m"); }).find("ascending"),
+            std::string::npos);
+  part.ranks = {{2, {}}};
+  part.node = NodePart{2, 2};  // no node 2 of 2
+  EXPECT_NE(error_of([&] { CheckpointManifest::from_json(part.to_json(), "m"); }).find("is not one of 2 nodes"),
+            std::string::npos);
 }
 
 TEST(CheckpointManifest, RefusesMalformedInputNamingIt) {
@@ -144,7 +175,10 @@ TEST(CheckpointManifest, RefusesMalformedInputNamingIt) {
     std::string msg = error_of([&] { RankManifest::from_json(text, "rank 5's manifest"); });
     EXPECT_NE(msg.find("rank 5's manifest"), std::string::npos) << text << " -> " << msg;
   }
-  CheckpointManifest all{"t", 2, {{0, {{"x", 1, 2}}}, {1, {{"x", 3, 4}}}}};
+  CheckpointManifest all;
+  all.tag = "t";
+  all.world_size = 2;
+  all.ranks = {{0, {{"x", 1, 2}}}, {1, {{"x", 3, 4}}}};
   EXPECT_NE(
       error_of([&] { CheckpointManifest::from_json(all.to_json(), "m"); }).find("listed twice"),
       std::string::npos);
