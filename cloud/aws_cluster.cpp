@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "cloud/aws_storage.h"
 #include "cloud/dsx_package.h"
 #include "cloud/instance_types.h"
 #include "dsx/error.h"
@@ -37,6 +38,13 @@ void validate_cluster_name(const std::string& name) {
                   name + ")");
 }
 
+void validate_shared_dir(const std::string& path) {
+  require(path.size() > 1 && path[0] == '/' &&
+              path.find_first_of(" \t'\"\\$`") == std::string::npos,
+          "--shared-dir must be an absolute path (not /) without spaces or quotes, got '" + path +
+              "'");
+}
+
 void validate(const AwsClusterOptions& o) {
   validate_cluster_name(o.cluster);
   aws_instance_type(o.instance_type);
@@ -61,6 +69,7 @@ void validate(const AwsClusterOptions& o) {
   require(o.security_group.empty() || starts_with(o.security_group, "sg-"),
           "--security-group must be a security group id (sg-...)");
   validate_dsx_package(o.dsx_package, "s3://");
+  validate_aws_storage(o);
   require(!o.out_dir.empty(), "--out must name a directory");
 }
 
@@ -70,6 +79,9 @@ std::string aws_key_parameter(const AwsClusterOptions& o) {
   return "/dsx/" + o.cluster + "/cluster-key";
 }
 bool aws_creates_security_group(const AwsClusterOptions& o) { return o.security_group.empty(); }
+std::string aws_security_group_id(const AwsClusterOptions& o) {
+  return aws_creates_security_group(o) ? "${SG_ID}" : o.security_group;
+}
 bool aws_creates_instance_profile(const AwsClusterOptions& o) { return o.instance_profile.empty(); }
 bool aws_uses_placement_group(const AwsClusterOptions& o) { return o.capacity_reservation.empty(); }
 

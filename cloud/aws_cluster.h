@@ -31,6 +31,14 @@ struct AwsClusterOptions {
   std::string dsx_package;           // s3:// or https:// tarball of an installed dsx tree
   std::string os_user = "ubuntu";    // the image's login user: gets the cluster SSH key
   std::string out_dir = "dsx-cloud";
+  // Shared storage made with the cluster, mounted at shared_dir on every node: none, fsx-lustre
+  // (FSx for Lustre) or efs (EFS, elastic throughput). See cloud/aws_storage.h.
+  std::string storage = "none";
+  int storage_gb = 1200;                        // FSx: 1200, 2400, then steps of 2400 GiB
+  std::string fsx_deployment = "PERSISTENT_2";  // or SCRATCH_2
+  int fsx_throughput = 0;  // PERSISTENT_2: 125/250/500/1000 MB/s per TiB; 0 = 250
+  bool keep_storage = false;                    // down leaves the file system
+  std::string shared_dir = "/shared";
 };
 
 // Throws dsx::Error(Usage) naming the flag when a value is missing or malformed.
@@ -41,11 +49,15 @@ std::string aws_resource_name(const AwsClusterOptions& options);   // dsx-<clust
 std::string aws_node_role_name(const AwsClusterOptions& options);  // dsx-<cluster>-node
 std::string aws_key_parameter(const AwsClusterOptions& options);   // /dsx/<cluster>/cluster-key
 bool aws_creates_security_group(const AwsClusterOptions& options);
+// The security group the nodes (and the shared storage) are in: "${SG_ID}" when up creates it.
+std::string aws_security_group_id(const AwsClusterOptions& options);
 bool aws_creates_instance_profile(const AwsClusterOptions& options);
 // Targeted capacity reservations may lie outside a new placement group (ref 1.2.3): skip it.
 bool aws_uses_placement_group(const AwsClusterOptions& options);
 
 // A cluster name usable in every AWS and GCP resource name; throws dsx::Error(Usage) otherwise.
 void validate_cluster_name(const std::string& name);
+// --shared-dir: an absolute path the node scripts can use unquoted in fstab; throws otherwise.
+void validate_shared_dir(const std::string& path);
 
 }  // namespace dsx::cloud

@@ -5,7 +5,9 @@
 #include <rapidjson/prettywriter.h>
 #include <rapidjson/stringbuffer.h>
 
+#include "cloud/aws_storage.h"
 #include "cloud/base64.h"
+#include "cloud/gzip.h"
 #include "dsx/error.h"
 
 namespace dsx::cloud {
@@ -29,6 +31,9 @@ Value tags_for(const char* resource_type, const AwsClusterOptions& o, Allocator&
   };
   add("Name", aws_resource_name(o));
   add("dsx-cluster", o.cluster);
+  // Where the node mounts the shared storage from, filled in by up once it exists.
+  if (aws_has_storage(o) && std::string(resource_type) == "instance")
+    add("dsx-shared-source", "${SHARED_SOURCE}");
   Value spec(rapidjson::kObjectType);
   spec.AddMember("ResourceType", Value(resource_type, a), a);
   spec.AddMember("Tags", tags, a);
@@ -95,15 +100,24 @@ std::vector<EfaInterface> efa_interfaces(const AwsInstanceType& type, bool efa_o
   return list;
 }
 
-std::string render_launch_template(const AwsClusterOptions& o, const std::string& sg,
-                                   const std::string& user_data_script) {
-  std::string user_data = base64_encode(user_data_script);
+std::string aws_user_data_field(const std::string& script) {
+  std::string user_data = base64_encode(script);
+  if (user_data.size() > kAwsUserDataLimit && gzip_available()) {
+    user_data = base64_encode(gzip(script));  // cloud-init unpacks gzip user data
+  }
   if (user_data.size() > kAwsUserDataLimit) {
     throw Error(ErrorKind::Config,
                 "the user data is " + std::to_string(user_data.size()) +
-                    " bytes of base64, over EC2's limit of " + std::to_string(kAwsUserDataLimit) +
+                    " bytes of base64" + (gzip_available() ? " after gzip" : "") +
+                    ", over EC2's limit of " + std::to_string(kAwsUserDataLimit) +
                     ": shorten the node script (cloud/aws/user-data.sh) or fetch parts from S3");
   }
+  return user_data;
+}
+
+std::string render_launch_template(const AwsClusterOptions& o, const std::string& sg,
+                                   const std::string& user_data_script) {
+  std::string user_data = aws_user_data_field(user_data_script);
   rapidjson::Document doc(rapidjson::kObjectType);
   auto& a = doc.GetAllocator();
   doc.AddMember("ImageId", str(o.image, a), a);
@@ -125,6 +139,8 @@ std::string render_launch_template(const AwsClusterOptions& o, const std::string
   metadata.AddMember("HttpTokens", "required", a);
   metadata.AddMember("HttpEndpoint", "enabled", a);
   metadata.AddMember("HttpPutResponseHopLimit", 2, a);  // containers on the node reach IMDSv2
+  // The node reads its dsx-shared-source tag from instance metadata (tags/instance/...).
+  if (aws_has_storage(o)) metadata.AddMember("InstanceMetadataTags", "enabled", a);
   doc.AddMember("MetadataOptions", metadata, a);
   doc.AddMember("CapacityReservationSpecification", capacity(o, a), a);
   if (o.capacity_block) {

@@ -24,6 +24,10 @@ std::vector<EfaInterface> efa_interfaces(const AwsInstanceType& type, bool efa_o
 // EC2 accepts at most 16 KB of user data, counted as the base64 text in a launch template.
 inline constexpr size_t kAwsUserDataLimit = size_t{16} * 1024;
 
+// The UserData field: base64 of the script, or of its gzip (which cloud-init unpacks) when the
+// plain text would be over the limit. Throws dsx::Error(Config) when even that is too large.
+std::string aws_user_data_field(const std::string& script);
+
 // The LaunchTemplateData JSON (pretty-printed). `security_group_id` may be "${SG_ID}", filled in
 // by `up` once the group exists. Throws dsx::Error(Config) when the user data is too large.
 std::string render_launch_template(const AwsClusterOptions& options,

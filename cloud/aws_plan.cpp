@@ -1,14 +1,14 @@
 // AWS plans. Every call names the region and tags what it creates with dsx-cluster=<cluster>.
 #include "cloud/aws_plan.h"
 
+#include "cloud/aws_storage.h"
+
 namespace dsx::cloud {
 
 namespace {
 
 std::vector<std::string> aws(const AwsClusterOptions& o, std::vector<std::string> words) {
-  std::vector<std::string> argv = {"aws", "--region", o.region};
-  argv.insert(argv.end(), words.begin(), words.end());
-  return argv;
+  return aws_command(o, std::move(words));
 }
 
 std::string tag_spec(const char* resource_type, const AwsClusterOptions& o) {
@@ -95,6 +95,12 @@ void add_instance_profile(Plan& plan, const AwsClusterOptions& o) {
 
 }  // namespace
 
+std::vector<std::string> aws_command(const AwsClusterOptions& o, std::vector<std::string> words) {
+  std::vector<std::string> argv = {"aws", "--region", o.region};
+  argv.insert(argv.end(), words.begin(), words.end());
+  return argv;
+}
+
 std::string aws_launch_template_path(const AwsClusterOptions& o) {
   return o.out_dir + "/aws/launch-template.json";
 }
@@ -108,6 +114,7 @@ Plan aws_up_plan(const AwsClusterOptions& o) {
             {}};
   const std::string name = aws_resource_name(o);
   if (aws_creates_security_group(o)) add_security_group(plan, o);
+  add_aws_storage_create(plan, o);
   if (aws_uses_placement_group(o)) {
     plan.steps.push_back(
         {"create cluster placement group " + name,
@@ -120,6 +127,7 @@ Plan aws_up_plan(const AwsClusterOptions& o) {
        aws(o, {"ssm", "put-parameter", "--name", aws_key_parameter(o), "--type", "SecureString",
                "--overwrite", "--value", "file://" + o.out_dir + "/cluster_key"})});
   plan.steps.back().quiet = true;
+  add_aws_storage_wait(plan, o);
   Step template_step{
       "create launch template " + name,
       aws(o, {"ec2", "create-launch-template", "--launch-template-name", name,
@@ -173,7 +181,9 @@ Plan aws_down_plan(const AwsClusterOptions& o) {
     may_fail("delete placement group " + name,
              {"ec2", "delete-placement-group", "--group-name", name});
   }
-  if (aws_creates_security_group(o)) {
+  add_aws_storage_delete(plan, o);
+  // A kept file system's interfaces stay in the group, so the group stays too.
+  if (aws_creates_security_group(o) && !(o.keep_storage && aws_has_storage(o))) {
     plan.steps.push_back(
         {"find security group " + name,
          aws(o, {"ec2", "describe-security-groups", "--filters", "Name=group-name,Values=" + name,

@@ -2,11 +2,16 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "cloud/aws_cluster.h"
 #include "cloud/plan.h"
 
 namespace dsx::cloud {
+
+// `aws --region <region> <words...>`: how every call of the plans starts.
+std::vector<std::string> aws_command(const AwsClusterOptions& options,
+                                     std::vector<std::string> words);
 
 // Where render puts each file, under options.out_dir.
 std::string aws_launch_template_path(const AwsClusterOptions& options);  // aws/launch-template.json

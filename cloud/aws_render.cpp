@@ -26,6 +26,8 @@ std::string aws_user_data(const AwsClusterOptions& o, const std::string& public_
       {"DSX_KEY_PARAMETER", aws_key_parameter(o)},
       {"DSX_CLUSTER_PUBKEY", public_key},
       {"DSX_PACKAGE", o.dsx_package},
+      {"DSX_STORAGE", o.storage},
+      {"DSX_SHARED_DIR", o.shared_dir},
   };
   return render_node_script("dsx node set-up for AWS cluster " + o.cluster, settings,
                             "aws/user-data.sh", /*strip_comments=*/true);
@@ -42,7 +44,7 @@ std::vector<std::string> render_aws(const AwsClusterOptions& o) {
   const auto& type = aws_instance_type(o.instance_type);
   std::string public_key = ensure_cluster_key(o.out_dir, "dsx-" + o.cluster);
   std::string user_data = aws_user_data(o, public_key);
-  std::string sg = aws_creates_security_group(o) ? "${SG_ID}" : o.security_group;
+  std::string sg = aws_security_group_id(o);
   std::vector<std::string> written = {o.out_dir + "/cluster_key", o.out_dir + "/cluster_key.pub"};
   auto write = [&](const std::string& path, const std::string& text, unsigned mode) {
     write_file_atomically(path, text, mode);

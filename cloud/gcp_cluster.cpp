@@ -6,6 +6,7 @@
 
 #include "cloud/aws_cluster.h"
 #include "cloud/dsx_package.h"
+#include "cloud/gcp_storage.h"
 #include "dsx/error.h"
 
 namespace dsx::cloud {
@@ -71,6 +72,7 @@ void validate(const GcpClusterOptions& o) {
   validate_dsx_package(o.dsx_package, "gs://");
   require(!o.out_dir.empty(), "--out must name a directory");
   validate_capacity(o);
+  validate_gcp_storage(o);
 }
 
 std::string gcp_region(const GcpClusterOptions& o) { return o.zone.substr(0, o.zone.rfind('-')); }

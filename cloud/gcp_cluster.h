@@ -32,6 +32,13 @@ struct GcpClusterOptions {
   std::string dsx_package;             // gs:// or https:// tarball of an installed dsx tree
   std::string os_user = "dsx";
   std::string out_dir = "dsx-cloud";
+  // Shared storage made with the cluster, mounted at shared_dir on every VM: none or filestore
+  // (a Filestore instance on the primary VPC). See cloud/gcp_storage.h.
+  std::string storage = "none";
+  std::string filestore_tier = "BASIC_SSD";  // BASIC_HDD, BASIC_SSD or ZONAL
+  int storage_gb = 2560;                     // BASIC_SSD: 2560 at least; the others 1024
+  bool keep_storage = false;                 // down leaves the instance
+  std::string shared_dir = "/shared";
 };
 
 // Throws dsx::Error(Usage) naming the flag when a value is missing or malformed.

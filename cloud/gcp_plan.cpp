@@ -1,16 +1,14 @@
 // GCP plans. Every call names the project and runs with --quiet, so gcloud never waits on a prompt.
 #include "cloud/gcp_plan.h"
 
+#include "cloud/gcp_storage.h"
+
 namespace dsx::cloud {
 
 namespace {
 
 std::vector<std::string> gcloud(const GcpClusterOptions& o, std::vector<std::string> words) {
-  std::vector<std::string> argv = {"gcloud"};
-  argv.insert(argv.end(), words.begin(), words.end());
-  argv.push_back("--project=" + o.project);
-  argv.push_back("--quiet");
-  return argv;
+  return gcloud_command(o, std::move(words));
 }
 
 std::string subnet_range(int nic) { return "192.168." + std::to_string(nic) + ".0/24"; }
@@ -103,7 +101,8 @@ std::vector<std::string> template_command(const GcpClusterOptions& o) {
   } else {
     words.push_back("--image=" + o.image);
   }
-  words.push_back("--metadata=install-nvidia-driver=True,dsx-cluster=" + o.cluster);
+  words.push_back("--metadata=install-nvidia-driver=True,dsx-cluster=" + o.cluster +
+                  (gcp_has_storage(o) ? ",dsx-shared-source=" + gcp_shared_source(o) : ""));
   words.push_back("--metadata-from-file=startup-script=" + gcp_startup_script_path(o));
   words.push_back("--labels=dsx-cluster=" + o.cluster);
   words.push_back("--tags=" + name);
@@ -150,6 +149,15 @@ void delete_rdma_network(Plan& plan, const GcpClusterOptions& o, int nics) {
 
 }  // namespace
 
+std::vector<std::string> gcloud_command(const GcpClusterOptions& o,
+                                        std::vector<std::string> words) {
+  std::vector<std::string> argv = {"gcloud"};
+  argv.insert(argv.end(), words.begin(), words.end());
+  argv.push_back("--project=" + o.project);
+  argv.push_back("--quiet");
+  return argv;
+}
+
 std::string gcp_startup_script_path(const GcpClusterOptions& o) {
   return o.out_dir + "/gcp/startup.sh";
 }
@@ -160,9 +168,13 @@ Plan gcp_up_plan(const GcpClusterOptions& o) {
   Plan plan{"dsx cloud gcp up: " + std::to_string(o.count) + " x " + o.machine_type + " in " +
                 o.zone + " as cluster " + o.cluster,
             {}};
-  plan.steps.push_back({"enable the Compute Engine and Secret Manager APIs",
-                        gcloud(o, {"services", "enable", "compute.googleapis.com",
-                                   "secretmanager.googleapis.com"})});
+  std::vector<std::string> apis = {"services", "enable", "compute.googleapis.com",
+                                   "secretmanager.googleapis.com"};
+  if (gcp_has_storage(o)) apis.push_back("file.googleapis.com");
+  plan.steps.push_back(
+      {std::string("enable the Compute Engine, Secret Manager") +
+           (gcp_has_storage(o) ? " and Filestore" : "") + " APIs",
+       gcloud(o, apis)});
   if (type.gpudirect == GpuDirect::Rdma) {
     add_rdma_network(plan, o, type.gpu_nics);
   } else {
@@ -199,6 +211,7 @@ Plan gcp_up_plan(const GcpClusterOptions& o) {
        gcloud(o, {"secrets", "add-iam-policy-binding", gcp_key_secret(o), "--member=" + member,
                   "--role=roles/secretmanager.secretAccessor"})});
   plan.steps.back().quiet = true;
+  add_gcp_storage_create(plan, o);
   plan.steps.push_back({"create instance template " + name, template_command(o)});
   Step create{"create all " + std::to_string(o.count) + " VMs in one request",
               gcloud(o, {"compute", "instances", "bulk", "create",
@@ -227,6 +240,7 @@ Plan gcp_down_plan(const GcpClusterOptions& o) {
   auto may_fail = [&](std::string what, std::vector<std::string> words) {
     plan.steps.push_back(may_fail_step(o, std::move(what), std::move(words)));
   };
+  add_gcp_storage_delete(plan, o);
   may_fail("delete instance template " + name, {"compute", "instance-templates", "delete", name});
   may_fail("delete placement policy " + name,
            {"compute", "resource-policies", "delete", name, "--region=" + gcp_region(o)});

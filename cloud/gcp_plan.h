@@ -2,11 +2,16 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "cloud/gcp_cluster.h"
 #include "cloud/plan.h"
 
 namespace dsx::cloud {
+
+// `gcloud <words...> --project=<project> --quiet`: every call of the plans.
+std::vector<std::string> gcloud_command(const GcpClusterOptions& options,
+                                        std::vector<std::string> words);
 
 std::string gcp_startup_script_path(const GcpClusterOptions& options);  // gcp/startup.sh
 

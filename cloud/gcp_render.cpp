@@ -28,6 +28,8 @@ std::string gcp_startup_script(const GcpClusterOptions& o, const std::string& pu
       {"DSX_KEY_SECRET", gcp_key_secret(o)},
       {"DSX_CLUSTER_PUBKEY", public_key},
       {"DSX_PACKAGE", o.dsx_package},
+      {"DSX_STORAGE", o.storage},
+      {"DSX_SHARED_DIR", o.shared_dir},
   };
   return render_node_script("dsx node set-up for GCP cluster " + o.cluster, settings,
                             "gcp/startup.sh", /*strip_comments=*/false);

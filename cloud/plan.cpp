@@ -11,10 +11,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string_view>
+#include <thread>
 
 #include "dsx/error.h"
 #include "dsx/shell_quote.h"
@@ -224,47 +226,113 @@ std::vector<std::string> resolve_argv(const Step& step, const Vars& vars,
   return words;
 }
 
+namespace {
+
+// The sed (or cp) line that fills step.fill_to from step.fill_from with the shell's variables.
+std::string fill_line(const Step& step) {
+  std::ifstream in(step.fill_from);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::vector<std::string> names;
+  std::string expressions;
+  for (const auto& s : split_vars(text.str())) {
+    if (s.is_var && std::find(names.begin(), names.end(), s.text) == names.end()) {
+      names.push_back(s.text);
+      expressions += " -e \"s|\\${" + s.text + "}|${" + s.text + "}|g\"";
+    }
+  }
+  // Nothing left to fill (every value was known at render time): a copy. A bare `sed FILE`
+  // would read the file's name as its script.
+  return (names.empty() ? "cp" : "sed" + expressions) + " " + shell_quote(step.fill_from) +
+         (names.empty() ? " " : " > ") + shell_quote(step.fill_to);
+}
+
+std::string command_line(const Step& step, const std::vector<std::string>& lists) {
+  std::string line;
+  for (size_t i = 0; i < step.argv.size(); ++i)
+    line += (i ? " " : "") + print_word(step.argv[i], lists);
+  return line;
+}
+
+// A polling step: the call again every poll_s seconds until it prints the wanted value.
+void print_until(std::ostream& out, const Step& step, const std::string& indent,
+                 const std::string& command) {
+  out << indent << "deadline=$((SECONDS + " << step.timeout_s << "))\n"
+      << indent << "until [[ \"$(" << command << ")\" == " << shell_quote(step.until)
+      << " ]]; do\n"
+      << indent << "  ((SECONDS < deadline)) || { echo " << shell_quote("not " + step.until +
+                                                                         " in time: " + step.what)
+      << " >&2; exit 1; }\n"
+      << indent << "  sleep " << step.poll_s << "\n"
+      << indent << "done\n";
+}
+
+void print_step(std::ostream& out, const Step& step, const std::vector<std::string>& lists) {
+  out << "\n# " << step.what << "\n";
+  std::string indent;
+  if (!step.skip_if_empty.empty()) {
+    const std::string v = "${" + step.skip_if_empty + "}";
+    out << "if [[ -n \"" << v << "\" && \"" << v << "\" != None ]]; then\n";
+    indent = "  ";
+  }
+  if (!step.fill_from.empty()) out << indent << fill_line(step) << "\n";
+  bool splits = false;
+  for (const auto& word : step.argv) splits = splits || print_word(word, lists).find("${") == 0;
+  if (splits) out << indent << "# shellcheck disable=SC2086  # one word per item\n";
+  const std::string command = command_line(step, lists);
+  if (!step.until.empty()) {
+    print_until(out, step, indent, command);
+  } else {
+    out << indent << (step.capture.empty() ? "" : step.capture + "=$(") << command
+        << (step.capture.empty() ? "" : ")") << (step.quiet ? " >/dev/null" : "")
+        << (step.may_fail ? " || true" : "") << "\n";
+  }
+  if (!step.check_what.empty()) out << indent << "# dsx then checks: " << step.check_what << "\n";
+  if (!indent.empty()) out << "fi\n";
+}
+
+}  // namespace
+
 void print_plan(std::ostream& out, const Plan& plan) {
   const auto lists = list_captures(plan);
   out << "#!/bin/bash\n# " << plan.title
       << "\n# Printed by dsx --dry-run; each step is one CLI call.\n"
       << "set -euo pipefail\n";
-  for (const auto& step : plan.steps) {
-    out << "\n# " << step.what << "\n";
-    std::string indent;
-    if (!step.skip_if_empty.empty()) {
-      const std::string v = "${" + step.skip_if_empty + "}";
-      out << "if [[ -n \"" << v << "\" && \"" << v << "\" != None ]]; then\n";
-      indent = "  ";
+  for (const auto& step : plan.steps) print_step(out, step, lists);
+}
+
+namespace {
+
+// The step's call, once, or (with `until`) until it prints the wanted value or time runs out.
+RunResult run_step(const Step& step, const std::vector<std::string>& argv) {
+  const bool capture = !step.capture.empty() || step.quiet || !step.until.empty();
+  if (step.until.empty()) return run_argv(argv, capture, step.timeout_s);
+  const char* poll_env = std::getenv("DSX_CLOUD_POLL_S");
+  const int poll_s = poll_env ? std::max(0, std::atoi(poll_env)) : step.poll_s;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(step.timeout_s);
+  while (true) {
+    auto left = std::chrono::duration_cast<std::chrono::seconds>(
+                    deadline - std::chrono::steady_clock::now())
+                    .count();
+    auto result = run_argv(argv, true, int(std::max<long>(1, std::min<long>(left, 120))));
+    if (result.exit_code != 0 || trim(result.out) == step.until) return result;
+    if (!step.stop_if.empty() && trim(result.out) == step.stop_if) {
+      throw Error(ErrorKind::Launch, "step '" + step.what + "': the cloud reports " +
+                                         step.stop_if +
+                                         "; see why in its console, then run down and up again");
     }
-    if (!step.fill_from.empty()) {
-      std::ifstream in(step.fill_from);
-      std::stringstream text;
-      text << in.rdbuf();
-      std::vector<std::string> names;
-      std::string expressions;
-      for (const auto& s : split_vars(text.str())) {
-        if (s.is_var && std::find(names.begin(), names.end(), s.text) == names.end()) {
-          names.push_back(s.text);
-          expressions += " -e \"s|\\${" + s.text + "}|${" + s.text + "}|g\"";
-        }
-      }
-      // Nothing left to fill (every value was known at render time): a copy. A bare `sed FILE`
-      // would read the file's name as its script.
-      out << indent << (names.empty() ? "cp" : "sed" + expressions) << " " << shell_quote(step.fill_from)
-          << (names.empty() ? " " : " > ") << shell_quote(step.fill_to) << "\n";
+    if (left <= poll_s) {
+      throw Error(ErrorKind::Timeout, "step '" + step.what + "': still '" + trim(result.out) +
+                                          "' after " + std::to_string(step.timeout_s) +
+                                          " s, not '" + step.until +
+                                          "'; check it in the cloud's console, then run up "
+                                          "again or down");
     }
-    bool splits = false;
-    for (const auto& word : step.argv) splits = splits || print_word(word, lists).find("${") == 0;
-    if (splits) out << indent << "# shellcheck disable=SC2086  # one word per item\n";
-    out << indent << (step.capture.empty() ? "" : step.capture + "=$(");
-    for (size_t i = 0; i < step.argv.size(); ++i)
-      out << (i ? " " : "") << print_word(step.argv[i], lists);
-    out << (step.capture.empty() ? "" : ")") << (step.quiet ? " >/dev/null" : "")
-        << (step.may_fail ? " || true" : "") << "\n";
-    if (!indent.empty()) out << "fi\n";
+    std::this_thread::sleep_for(std::chrono::seconds(poll_s));
   }
 }
+
+}  // namespace
 
 Vars execute_plan(const Plan& plan, std::ostream& log, Vars vars) {
   const auto lists = list_captures(plan);
@@ -276,25 +344,24 @@ Vars execute_plan(const Plan& plan, std::ostream& log, Vars vars) {
     log << "-- " << step.what << "\n" << std::flush;
     if (!step.fill_from.empty()) fill_file(step, vars);
     auto argv = resolve_argv(step, vars, lists);
-    auto result = run_argv(argv, !step.capture.empty() || step.quiet, step.timeout_s);
+    auto result = run_step(step, argv);
     if (result.exit_code == 127) {
       throw Error(ErrorKind::Unsupported, "'" + argv[0] + "' was not found on PATH: install " +
                                               package_of(argv[0]) +
                                               " (or use --dry-run to print the commands)");
     }
-    if (result.exit_code != 0) {
-      if (step.may_fail) {
-        log << "   (failed with exit code " << result.exit_code << "; continuing)\n";
-        continue;
-      }
+    if (result.exit_code != 0 && !step.may_fail) {
       throw Error(ErrorKind::Launch, "step '" + step.what + "' failed: " + argv[0] +
                                          " exited with " + std::to_string(result.exit_code) +
                                          " (its message is above)");
     }
-    if (!step.capture.empty()) {
+    if (result.exit_code != 0) {
+      log << "   (failed with exit code " << result.exit_code << "; continuing)\n";
+    } else if (!step.capture.empty()) {
       vars[step.capture] = trim(result.out);
       if (vars[step.capture] == "None") vars[step.capture].clear();
     }
+    if (step.check) step.check(vars);
   }
   return vars;
 }

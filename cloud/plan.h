@@ -3,6 +3,7 @@
 // is data that can be printed as a bash script (--dry-run), executed, or checked by tests.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <ostream>
 #include <string>
@@ -27,7 +28,16 @@ struct Step {
   std::string skip_if_empty;      // skip when this variable is empty (nothing to act on)
   // When set, write `fill_to` from `fill_from` with ${NAME}s replaced before the call runs.
   std::string fill_from, fill_to;
-  int timeout_s = 300;
+  int timeout_s = 300;  // with `until`: for all the calls together
+  // When set, the call is repeated every `poll_s` seconds (DSX_CLOUD_POLL_S overrides it) until
+  // its trimmed stdout is this value (a resource that becomes AVAILABLE), at most timeout_s.
+  std::string until;
+  std::string stop_if;  // ... but stops the plan at once when it prints this (FAILED)
+  int poll_s = 15;
+  // Run after the step (and its capture), with every variable captured so far; throws to stop
+  // the plan (pre-flight checks). `check_what` is the line print_plan shows for it.
+  std::function<void(const Vars&)> check;
+  std::string check_what;
 };
 
 struct Plan {

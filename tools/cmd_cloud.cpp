@@ -187,7 +187,19 @@ int run_aws(const std::string& verb, int argc, char** argv) {
       "use this instance profile instead of creating one")(
       "dsx-package", po::value(&o.dsx_package),
       "s3:// or https:// URL of dsx_*.deb, or a .tar.gz of an installed dsx or of its sources")(
-      "os-user", po::value(&o.os_user)->default_value(o.os_user), "login user of the image");
+      "os-user", po::value(&o.os_user)->default_value(o.os_user), "login user of the image")(
+      "storage", po::value(&o.storage)->default_value(o.storage),
+      "shared storage made with the cluster and mounted on every node: fsx-lustre, efs or none")(
+      "storage-gb", po::value(&o.storage_gb)->default_value(o.storage_gb),
+      "fsx-lustre: capacity in GiB (1200, 2400, then steps of 2400)")(
+      "fsx-deployment", po::value(&o.fsx_deployment)->default_value(o.fsx_deployment),
+      "fsx-lustre: PERSISTENT_2 (replicated) or SCRATCH_2")(
+      "fsx-throughput", po::value(&o.fsx_throughput),
+      "fsx-lustre PERSISTENT_2: MB/s per TiB, 125, 250 (default), 500 or 1000")(
+      "shared-dir", po::value(&o.shared_dir)->default_value(o.shared_dir),
+      "where every node mounts the shared storage")(
+      "keep-storage", po::bool_switch(&o.keep_storage),
+      "down: leave the shared file system (and its security group)");
   add_common(d, c, o.out_dir);
   auto args = parse_args(argc, argv, std::string("dsx cloud aws ") + verb + " [options]", d);
   if (args.help) return 0;
@@ -250,7 +262,16 @@ int run_gcp(const std::string& verb, int argc, char** argv) {
       "dsx-package", po::value(&o.dsx_package),
       "gs:// or https:// URL of dsx_*.deb, or a .tar.gz of an installed dsx or of its sources")(
       "os-user", po::value(&o.os_user)->default_value(o.os_user),
-      "user that gets the cluster SSH key");
+      "user that gets the cluster SSH key")(
+      "storage", po::value(&o.storage)->default_value(o.storage),
+      "shared storage made with the cluster and mounted on every VM: filestore or none")(
+      "filestore-tier", po::value(&o.filestore_tier)->default_value(o.filestore_tier),
+      "filestore: BASIC_HDD, BASIC_SSD or ZONAL")(
+      "storage-gb", po::value(&o.storage_gb)->default_value(o.storage_gb),
+      "filestore: capacity in GiB (BASIC_SSD 2560 at least, the others 1024)")(
+      "shared-dir", po::value(&o.shared_dir)->default_value(o.shared_dir),
+      "where every VM mounts the shared storage")(
+      "keep-storage", po::bool_switch(&o.keep_storage), "down: leave the Filestore instance");
   add_common(d, c, o.out_dir);
   auto args = parse_args(argc, argv, std::string("dsx cloud gcp ") + verb + " [options]", d);
   if (args.help) return 0;

@@ -14,6 +14,19 @@ aws_cli() { aws --region "$DSX_REGION" --cli-connect-timeout 10 --cli-read-timeo
 report_status() {
   [[ -n ${INSTANCE_ID:-} ]] && aws_cli ec2 create-tags --resources "$INSTANCE_ID" --tags "Key=dsx-ready,Value=$1"
 }
+shared_source() { imds tags/instance/dsx-shared-source; }
+# The Lustre client from AWS's FSx package repository, for this kernel, unless the image has it.
+ensure_lustre_client() {
+  command -v mount.lustre >/dev/null && return 0
+  local codename keyring=/usr/share/keyrings/fsx-ubuntu-public-key.gpg
+  codename=$(sed -n 's/^VERSION_CODENAME=//p' "$DSX_ROOT/etc/os-release")
+  curl -fsSL --retry 5 https://fsx-lustre-client-repo-public-keys.s3.amazonaws.com/fsx-ubuntu-public-key.asc |
+    gpg --dearmor >"$DSX_ROOT$keyring"
+  echo "deb [signed-by=$keyring] https://fsx-lustre-client-repo.s3.amazonaws.com/ubuntu $codename main" \
+    >"$DSX_ROOT/etc/apt/sources.list.d/fsxlustreclientrepo.list"
+  { apt-get update -qq && apt-get install -y -qq "lustre-client-modules-$(uname -r)"; } ||
+    fail "could not install the Lustre client for kernel $(uname -r) (docs/cloud.md section 6)"
+}
 list_peer_ips() {
   aws_cli ec2 describe-instances --output text \
     --filters "Name=tag:dsx-cluster,Values=$DSX_CLUSTER" Name=instance-state-name,Values=running \
@@ -73,6 +86,9 @@ step ssh
 private_key=$(aws_cli ssm get-parameter --name "$DSX_KEY_PARAMETER" --with-decryption \
   --query Parameter.Value --output text)
 setup_ssh "$DSX_OS_USER" "$DSX_CLUSTER_PUBKEY" "$private_key"
+
+step storage
+if [[ $DSX_STORAGE != none ]]; then mount_shared; fi
 
 step dsx
 install_dsx "$DSX_PACKAGE"

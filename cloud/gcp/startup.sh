@@ -13,6 +13,7 @@ report_status() {
   [[ -n ${NODE_NAME:-} ]] && gcloud compute instances add-labels "$NODE_NAME" --quiet \
     --project="$DSX_PROJECT" --zone="$DSX_ZONE" --labels="dsx-ready=$1"
 }
+shared_source() { md instance/attributes/dsx-shared-source; }
 list_peer_ips() {
   gcloud compute instances list --quiet --project="$DSX_PROJECT" \
     --filter="labels.dsx-cluster=$DSX_CLUSTER AND status=RUNNING" \
@@ -141,6 +142,9 @@ export_env_to_shells
 step ssh
 private_key=$(gcloud secrets versions access latest --quiet --project="$DSX_PROJECT" --secret="$DSX_KEY_SECRET")
 setup_ssh "$DSX_OS_USER" "$DSX_CLUSTER_PUBKEY" "$private_key"
+
+step storage
+if [[ $DSX_STORAGE != none ]]; then mount_shared; fi
 
 step dsx
 install_dsx "$DSX_PACKAGE"

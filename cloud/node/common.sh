@@ -7,6 +7,7 @@ umask 022
 : "${DSX_ROOT:=}"
 : "${DSX_PEER_TIMEOUT_S:=1800}"
 : "${DSX_POLL_S:=15}"
+: "${DSX_STORAGE_TIMEOUT_S:=900}"
 DSX_ENV_FILE="$DSX_ROOT/etc/dsx/env"
 DSX_HOSTFILE="$DSX_ROOT/etc/dsx/hostfile"
 DSX_LOG="$DSX_ROOT/var/log/dsx-node-setup.log"
@@ -73,6 +74,35 @@ mount_scratch() {
   mount -o noatime,nofail "$dev" "$DSX_ROOT/scratch"
   chmod 1777 "$DSX_ROOT/scratch"
   log "mounted ${#drives[@]} NVMe drive(s) on /scratch"
+}
+
+# mount_shared: the cluster's shared file system (DSX_STORAGE: fsx-lustre, efs, filestore) on
+# DSX_SHARED_DIR, from the address shared_source (the cloud's own) reads from the instance's
+# tags or metadata. Retries for DSX_STORAGE_TIMEOUT_S, as the file system may still be starting.
+# Checkpoints and logs go there by default (DSX_CHECKPOINT_DIR, DSX_LOG_DIR in the environment).
+mount_shared() {
+  local src type opts dir="$DSX_ROOT$DSX_SHARED_DIR" deadline=$((SECONDS + DSX_STORAGE_TIMEOUT_S))
+  src=$(shared_source) || fail "this node has no dsx-shared-source tag/metadata: was it launched by dsx cloud up with --storage?"
+  case $DSX_STORAGE in
+    fsx-lustre) type=lustre opts=relatime,flock,_netdev && ensure_lustre_client ;;
+    efs) type=nfs4 opts=nfsvers=4.1,rsize=1048576,wsize=1048576,hard,timeo=600,retrans=2,noresvport,_netdev src="$src:/" ;;
+    filestore) type=nfs opts=hard,timeo=600,retrans=3,_netdev ;;
+  esac
+  [[ $type == lustre ]] || command -v "mount.$type" >/dev/null || apt-get install -y -qq nfs-common ||
+    fail "apt-get could not install the NFS client (nfs-common)"
+  mkdir -p "$dir"
+  until mountpoint -q "$dir" || mount -t "$type" -o "$opts" "$src" "$dir"; do
+    ((SECONDS < deadline)) || fail "$DSX_STORAGE $src did not mount on $DSX_SHARED_DIR within ${DSX_STORAGE_TIMEOUT_S}s: check that it is available and that the nodes' security group/firewall lets them reach it (Lustre TCP 988 and 1018-1023, NFS TCP 2049)"
+    sleep "$DSX_POLL_S"
+  done
+  grep -qs " $DSX_SHARED_DIR " "$DSX_ROOT/etc/fstab" || printf '%s %s %s %s 0 0\n' "$src" "$DSX_SHARED_DIR" "$type" "$opts" >>"$DSX_ROOT/etc/fstab"
+  mkdir -p "$dir/checkpoints" "$dir/logs"
+  chown "$DSX_OS_USER:" "$dir/checkpoints" "$dir/logs"
+  env_set DSX_SHARED_DIR "$DSX_SHARED_DIR"
+  env_set DSX_CHECKPOINT_DIR "$DSX_SHARED_DIR/checkpoints"
+  env_set DSX_LOG_DIR "$DSX_SHARED_DIR/logs"
+  export_env_to_shells
+  log "mounted $DSX_STORAGE $src on $DSX_SHARED_DIR; checkpoints go to $DSX_SHARED_DIR/checkpoints"
 }
 
 # setup_ssh USER PUBLIC_KEY PRIVATE_KEY: every node trusts the cluster key and can use it.

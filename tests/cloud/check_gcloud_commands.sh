@@ -21,11 +21,11 @@ trap 'rm -rf "$work"' EXIT
 export CLOUDSDK_CONFIG="$work/gcloud" CLOUDSDK_AUTH_DISABLE_CREDENTIALS=true
 export CLOUDSDK_CORE_CHECK_GCE_METADATA=false CLOUDSDK_CORE_DISABLE_USAGE_REPORTING=1
 export CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK=1
-for api in COMPUTE SECRETMANAGER CLOUDRESOURCEMANAGER SERVICEUSAGE; do
+for api in COMPUTE SECRETMANAGER CLOUDRESOURCEMANAGER SERVICEUSAGE FILE; do
   export "CLOUDSDK_API_ENDPOINT_OVERRIDES_$api=http://127.0.0.1:9/"
 done
 # Values the printed scripts capture from earlier calls.
-export PROJECT_NUMBER=123456789012 NAMES="dsx-check-0001 dsx-check-0002"
+export PROJECT_NUMBER=123456789012 NAMES="dsx-check-0001 dsx-check-0002" FILESTORE_IP=10.20.0.2
 
 # The flags without which up refuses a type: A3 Ultra has no on-demand capacity.
 default_flags() {

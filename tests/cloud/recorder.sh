@@ -25,6 +25,10 @@ case $name in
       *meta-data/local-ipv4*) echo 10.0.1.7 ;;
       *instance/name*) echo dsx-ci-0001 ;;
       *network-interfaces/0/ip*) echo 10.128.0.5 ;;
+      *tags/instance/dsx-shared-source* | *attributes/dsx-shared-source*)
+        [[ -n $DSX_TEST_SHARED_SOURCE ]] || exit 22
+        echo "$DSX_TEST_SHARED_SOURCE"
+        ;;
       *network-interfaces/*/mac*) n=${args#*network-interfaces/}; echo "42:01:0a:00:00:0${n%%/*}" ;;
       *) echo "recorder: unexpected curl $args" >&2; exit 22 ;;
     esac
@@ -41,6 +45,10 @@ case $name in
       *"compute instances list"*) printf '%b\n' "$DSX_TEST_PEERS" ;;
       *"secrets versions access"*) printf '%s\n' '-----BEGIN OPENSSH PRIVATE KEY-----' 'cluster-private-key' '-----END OPENSSH PRIVATE KEY-----' ;;
     esac
+    ;;
+  mount)
+    # A shared file system that never answers (DSX_TEST_MOUNT_FAIL): mount.nfs/lustre exit 32.
+    [[ -n $DSX_TEST_MOUNT_FAIL && $args == "-t "[ln]* ]] && exit 32
     ;;
   apt-get)
     # A .deb is "installed" by unpacking it under the scratch root.

@@ -98,6 +98,10 @@ class CloudAwsCli : public ::testing::Test {
   void expect_every_call_valid(const Plan& plan) {
     Vars vars = {{"VPC_ID", "vpc-0123456789abcdef0"},
                  {"SG_ID", "sg-0123456789abcdef0"},
+                 {"FSX_ID", "fs-0123456789abcdef0"},
+                 {"EFS_ID", "fs-0123abcd"},
+                 {"EFS_MOUNT_TARGET", "fsmt-0123abcd"},
+                 {"SHARED_SOURCE", "fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com@tcp:/abcdefgh"},
                  {"INSTANCE_IDS", "i-0123456789abcdef0 i-0fedcba9876543210"}};
     const auto lists = list_captures(plan);
     std::vector<std::vector<std::string>> commands;
@@ -147,6 +151,28 @@ TEST_F(CloudAwsCli, EveryCallOfAP5ClusterPassesTheApiChecks) {
   Plan all = aws_up_plan(o);
   for (auto& step : aws_down_plan(o).steps) all.steps.push_back(step);
   all.steps.push_back(aws_describe_step(o));
+  expect_every_call_valid(all);
+}
+
+// Shared storage: the FSx and EFS calls of up and down (and the launch template with its tag and
+// metadata option) pass the FSx, EFS and EC2 models.
+TEST_F(CloudAwsCli, EveryStorageCallPassesTheApiChecks) {
+  Plan all{"storage", {}};
+  for (const char* kind : {"fsx-lustre", "efs"}) {
+    auto o = options("p5.48xlarge");
+    o.storage = kind;
+    o.out_dir = out_ / kind;
+    render_aws(o);
+    for (auto& step : aws_up_plan(o).steps) all.steps.push_back(step);
+    for (auto& step : aws_down_plan(o).steps) all.steps.push_back(step);
+  }
+  auto scratch = options("p4d.24xlarge");
+  scratch.storage = "fsx-lustre";
+  scratch.fsx_deployment = "SCRATCH_2";
+  scratch.storage_gb = 2400;
+  for (auto& step : aws_up_plan(scratch).steps) {
+    if (step.argv.size() > 4 && step.argv[4] == "create-file-system") all.steps.push_back(step);
+  }
   expect_every_call_valid(all);
 }
 

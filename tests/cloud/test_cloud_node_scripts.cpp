@@ -36,7 +36,8 @@ class CloudNodeScript : public ::testing::Test {
   void SetUp() override {
     for (const char* name :
          {"fi_info", "nvidia-smi", "curl", "aws", "gcloud", "ip", "systemctl", "mdadm", "mkfs.ext4",
-          "mount", "useradd", "chown", "docker", "apt-get"}) {
+          "mount", "useradd", "chown", "docker", "apt-get", "mount.lustre", "mount.nfs",
+          "mount.nfs4"}) {
       std::filesystem::create_symlink(kRecorded, bin_ / name);
     }
     // A dsx "install tree" whose binary answers `version` and `report --check` (recording the
@@ -65,6 +66,8 @@ class CloudNodeScript : public ::testing::Test {
         " DSX_TEST_LOG=" + (pkg_ / "calls.log") + " DSX_TEST_PACKAGE=" + (pkg_ / package_) +
         " DSX_TEST_REPORT_ERROR='" + report_error_ + "'" +
         " DSX_TEST_EFA=" + std::to_string(efa) + " DSX_TEST_PEERS='" + peers + "'" +
+        " DSX_TEST_SHARED_SOURCE='" + shared_source_ + "' DSX_TEST_MOUNT_FAIL=" + mount_fail_ +
+        " DSX_STORAGE_TIMEOUT_S=1" +
         " DSX_TEST_NICS=" + std::to_string(nics_) + " timeout 60 bash " + (pkg_ / "node.sh");
     return dsx::test::run_command(command);
   }
@@ -104,6 +107,8 @@ class CloudNodeScript : public ::testing::Test {
   std::string package_ = "dsx.tar.gz";  // what the fake storage serves for --dsx-package
   std::string report_error_;            // the error the fake `dsx report --check` finds
   int nics_ = 9;  // network interfaces the fake `ip` lists (NIC 0 and 8 GPU NICs)
+  std::string shared_source_;  // the node's dsx-shared-source tag / metadata value
+  std::string mount_fail_;     // non-empty: mounting the shared file system fails
 };
 
 }  // namespace
@@ -370,4 +375,83 @@ TEST_F(CloudNodeScript, GcpA3UltraWithoutItsMrdmaNicsSaysWhatTheTemplateNeeds) {
       std::string::npos)
       << r.output;
   EXPECT_TRUE(called("--labels=dsx-ready=failed-network\n")) << calls();
+}
+
+// --storage fsx-lustre: the node mounts the address up tagged it with, keeps it in fstab, and
+// points checkpoints and logs there for every rank and login shell.
+TEST_F(CloudNodeScript, AwsNodeMountsFsxLustreForCheckpoints) {
+  write_text(root_ / "opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so", "");
+  shared_source_ = "fs-0abc.fsx.us-west-2.amazonaws.com@tcp:/abcdefgh";
+  auto o = aws_options();
+  o.storage = "fsx-lustre";
+  auto r = run(aws_user_data(o, kPublicKey), "10.0.1.12\\t10.0.1.7\\n10.0.1.9", /*efa=*/4);
+  ASSERT_EQ(r.exit_code, 0) << r.output << calls();
+  EXPECT_TRUE(called("curl -fsS --max-time 10 --retry 5 -H X-aws-ec2-metadata-token:\\ TOKEN123 "
+                     "http://169.254.169.254/latest/meta-data/tags/instance/dsx-shared-source\n"))
+      << calls();
+  EXPECT_TRUE(called("mount -t lustre -o relatime\\,flock\\,_netdev "
+                     "fs-0abc.fsx.us-west-2.amazonaws.com@tcp:/abcdefgh " + root_ / "shared\n"))
+      << calls();
+  EXPECT_EQ(read_text(root_ / "etc/fstab"),
+            "fs-0abc.fsx.us-west-2.amazonaws.com@tcp:/abcdefgh /shared lustre "
+            "relatime,flock,_netdev 0 0\n");
+  EXPECT_TRUE(std::filesystem::is_directory(root_ / "shared/checkpoints"));
+  EXPECT_TRUE(called("chown ubuntu: " + root_ / "shared/checkpoints " + root_ / "shared/logs"))
+      << calls();
+  std::string env = read_text(root_ / "etc/dsx/env");
+  for (const char* line : {"DSX_SHARED_DIR=/shared\n", "DSX_CHECKPOINT_DIR=/shared/checkpoints\n",
+                           "DSX_LOG_DIR=/shared/logs\n"}) {
+    EXPECT_NE(env.find(line), std::string::npos) << line << env;
+  }
+  EXPECT_NE(read_text(root_ / "etc/profile.d/dsx.sh").find("export DSX_CHECKPOINT_DIR="),
+            std::string::npos);
+  EXPECT_EQ(read_text(root_ / "home/ubuntu/.deepspeed_env"), env);
+  EXPECT_FALSE(called("apt-get update")) << "mount.lustre is there: no client install";
+}
+
+TEST_F(CloudNodeScript, SharedStorageThatNeverMountsFailsTheNodeWithWhatToCheck) {
+  write_text(root_ / "opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so", "");
+  shared_source_ = "10.0.1.200";
+  mount_fail_ = "1";
+  auto o = aws_options();
+  o.storage = "efs";
+  auto r = run(aws_user_data(o, kPublicKey), "10.0.1.7", /*efa=*/4);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("FAILED in step storage: efs 10.0.1.200:/ did not mount on /shared "
+                          "within 1s: check that it is available and that the nodes' security "
+                          "group/firewall lets them reach it"),
+            std::string::npos)
+      << r.output;
+  EXPECT_TRUE(called("mount -t nfs4 -o nfsvers=4.1\\,rsize=1048576\\,wsize=1048576\\,hard\\,"
+                     "timeo=600\\,retrans=2\\,noresvport\\,_netdev 10.0.1.200:/ "))
+      << calls();
+  EXPECT_TRUE(called("Key=dsx-ready\\,Value=failed-storage\n")) << calls();
+  EXPECT_FALSE(std::filesystem::exists(root_ / "etc/dsx/hostfile"));
+}
+
+TEST_F(CloudNodeScript, AwsNodeLaunchedWithoutTheSourceTagSaysSo) {
+  write_text(root_ / "opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so", "");
+  auto o = aws_options();
+  o.storage = "fsx-lustre";
+  auto r = run(aws_user_data(o, kPublicKey), "10.0.1.7", /*efa=*/4);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("FAILED in step storage: this node has no dsx-shared-source"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST_F(CloudNodeScript, GcpVmMountsFilestoreOverNfs) {
+  shared_source_ = "10.20.0.2:/shared";
+  auto o = gcp_options("a2-highgpu-8g");
+  o.storage = "filestore";
+  o.shared_dir = "/mnt/team";
+  auto r = run(gcp_startup_script(o, kPublicKey), "10.128.0.5\\n10.128.0.7");
+  ASSERT_EQ(r.exit_code, 0) << r.output << calls();
+  EXPECT_TRUE(called("instance/attributes/dsx-shared-source\n")) << calls();
+  EXPECT_TRUE(called("mount -t nfs -o hard\\,timeo=600\\,retrans=3\\,_netdev 10.20.0.2:/shared " +
+                     root_ / "mnt/team\n"))
+      << calls();
+  EXPECT_NE(read_text(root_ / "etc/dsx/env").find("DSX_CHECKPOINT_DIR=/mnt/team/checkpoints\n"),
+            std::string::npos);
+  EXPECT_TRUE(std::filesystem::is_directory(root_ / "mnt/team/logs"));
 }

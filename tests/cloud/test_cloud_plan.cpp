@@ -4,6 +4,8 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <sstream>
 
 #include "cloud/plan.h"
@@ -122,4 +124,79 @@ TEST(CloudPlan, ACallPastItsTimeoutIsStoppedAndReaped) {
     pid_t pid = std::stoi(dsx::test::read_text(dir / "pid"));
     EXPECT_NE(kill(pid, 0), 0) << "the stopped call is gone";
   }
+}
+
+// A polling step calls again until the resource reports the wanted state, stops at once on the
+// failure state, and the printed script loops the same way.
+TEST(CloudPlan, PollingStepWaitsForTheStateAndStopsOnFailure) {
+  dsx::test::TempDir dir;
+  // Prints CREATING twice, then the state in $FINAL.
+  dsx::test::write_text(dir / "state",
+                        "#!/bin/sh\nn=$(cat \"$0.n\" 2>/dev/null || echo 0); n=$((n + 1))\n"
+                        "echo $n > \"$0.n\"\n[ $n -le 2 ] && echo CREATING || echo \"$FINAL\"\n",
+                        true);
+  setenv("DSX_CLOUD_POLL_S", "0", 1);
+  Step wait{"wait for it", {dir / "state"}};
+  wait.until = "AVAILABLE";
+  wait.stop_if = "FAILED";
+  wait.timeout_s = 20;
+  Plan plan{"poll", {wait}};
+  std::ostringstream log;
+  setenv("FINAL", "AVAILABLE", 1);
+  EXPECT_NO_THROW(execute_plan(plan, log));
+  EXPECT_EQ(dsx::test::read_text(dir / "state.n"), "3\n");
+
+  std::filesystem::remove(dir / "state.n");
+  setenv("FINAL", "FAILED", 1);
+  try {
+    execute_plan(plan, log);
+    ADD_FAILURE() << "FAILED must stop the plan";
+  } catch (const dsx::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'wait for it': the cloud reports FAILED"),
+              std::string::npos)
+        << e.what();
+  }
+
+  std::filesystem::remove(dir / "state.n");
+  setenv("FINAL", "CREATING", 1);
+  plan.steps[0].timeout_s = 1;
+  try {
+    execute_plan(plan, log);
+    ADD_FAILURE() << "a state that never comes must time out";
+  } catch (const dsx::Error& e) {
+    EXPECT_EQ(e.kind(), dsx::ErrorKind::Timeout);
+    EXPECT_NE(std::string(e.what()).find("still 'CREATING' after 1 s, not 'AVAILABLE'"),
+              std::string::npos)
+        << e.what();
+  }
+
+  std::filesystem::remove(dir / "state.n");
+  setenv("FINAL", "AVAILABLE", 1);
+  plan.steps[0].poll_s = 0;
+  plan.steps[0].timeout_s = 20;
+  std::ostringstream script;
+  print_plan(script, plan);
+  dsx::test::write_text(dir / "poll.sh", script.str(), true);
+  auto r = dsx::test::run_command("bash " + dir / "poll.sh");
+  EXPECT_EQ(r.exit_code, 0) << script.str() << r.output;
+  EXPECT_EQ(dsx::test::read_text(dir / "state.n"), "3\n") << script.str();
+  unsetenv("DSX_CLOUD_POLL_S");
+  unsetenv("FINAL");
+}
+
+// A check runs after its step with what was captured, and its exception stops the plan there.
+TEST(CloudPlan, CheckSeesTheCapturesAndStopsThePlan) {
+  Step probe{"probe", {"/bin/echo", "p5.48xlarge"}, "TYPE"};
+  probe.check = [](const Vars& vars) {
+    if (vars.at("TYPE") != "p4d.24xlarge") throw dsx::Error(dsx::ErrorKind::Config, "wrong type");
+  };
+  probe.check_what = "the type is p4d";
+  dsx::test::TempDir dir;
+  Plan plan{"check", {probe, Step{"never", {"/usr/bin/touch", dir / "ran"}}}};
+  std::ostringstream log;
+  EXPECT_THROW(execute_plan(plan, log), dsx::Error);
+  EXPECT_FALSE(std::filesystem::exists(dir / "ran"));
+  std::ostringstream script;
+  print_plan(script, plan);
+  EXPECT_NE(script.str().find("# dsx then checks: the type is p4d\n"), std::string::npos);
 }
