@@ -1,6 +1,7 @@
 // AWS plans. Every call names the region and tags what it creates with dsx-cluster=<cluster>.
 #include "cloud/aws_plan.h"
 
+#include "cloud/aws_preflight.h"
 #include "cloud/aws_storage.h"
 
 namespace dsx::cloud {
@@ -113,6 +114,7 @@ Plan aws_up_plan(const AwsClusterOptions& o) {
                 o.region + " as cluster " + o.cluster,
             {}};
   const std::string name = aws_resource_name(o);
+  add_aws_preflight(plan, o);
   if (aws_creates_security_group(o)) add_security_group(plan, o);
   add_aws_storage_create(plan, o);
   if (aws_uses_placement_group(o)) {

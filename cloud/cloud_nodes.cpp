@@ -2,7 +2,6 @@
 #include "cloud/cloud_nodes.h"
 
 #include <rapidjson/document.h>
-#include <rapidjson/error/en.h>
 
 #include <algorithm>
 #include <cctype>
@@ -10,29 +9,12 @@
 #include <cstdio>
 #include <sstream>
 
+#include "cloud/cli_json.h"
 #include "dsx/error.h"
 
 namespace dsx::cloud {
 
 namespace {
-
-rapidjson::Document parse(std::string_view json, const char* source) {
-  rapidjson::Document doc;
-  doc.Parse(json.data(), json.size());
-  if (doc.HasParseError()) {
-    throw Error(ErrorKind::Format, std::string(source) + " output is not JSON (offset " +
-                                       std::to_string(doc.GetErrorOffset()) + ": " +
-                                       rapidjson::GetParseError_En(doc.GetParseError()) +
-                                       "): run it with --output json / --format=json");
-  }
-  return doc;
-}
-
-std::string string_at(const rapidjson::Value& object, const char* key) {
-  if (!object.IsObject()) return "";
-  auto it = object.FindMember(key);
-  return it != object.MemberEnd() && it->value.IsString() ? it->value.GetString() : "";
-}
 
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(),
@@ -54,7 +36,7 @@ uint32_t ipv4_key(const std::string& ip) {
 }  // namespace
 
 std::vector<CloudNode> parse_aws_describe_instances(std::string_view json) {
-  auto doc = parse(json, "aws ec2 describe-instances");
+  auto doc = parse_cli_json(json, "aws ec2 describe-instances");
   if (!doc.IsObject() || !doc.HasMember("Reservations") || !doc["Reservations"].IsArray()) {
     throw Error(ErrorKind::Format, "aws ec2 describe-instances output has no Reservations list");
   }
@@ -85,7 +67,7 @@ std::vector<CloudNode> parse_aws_describe_instances(std::string_view json) {
 }
 
 std::vector<CloudNode> parse_gcp_instances_list(std::string_view json) {
-  auto doc = parse(json, "gcloud compute instances list");
+  auto doc = parse_cli_json(json, "gcloud compute instances list");
   if (!doc.IsArray()) {
     throw Error(ErrorKind::Format, "gcloud compute instances list output is not a JSON list");
   }

@@ -1,6 +1,7 @@
 // GCP plans. Every call names the project and runs with --quiet, so gcloud never waits on a prompt.
 #include "cloud/gcp_plan.h"
 
+#include "cloud/gcp_preflight.h"
 #include "cloud/gcp_storage.h"
 
 namespace dsx::cloud {
@@ -168,6 +169,7 @@ Plan gcp_up_plan(const GcpClusterOptions& o) {
   Plan plan{"dsx cloud gcp up: " + std::to_string(o.count) + " x " + o.machine_type + " in " +
                 o.zone + " as cluster " + o.cluster,
             {}};
+  add_gcp_preflight(plan, o);
   std::vector<std::string> apis = {"services", "enable", "compute.googleapis.com",
                                    "secretmanager.googleapis.com"};
   if (gcp_has_storage(o)) apis.push_back("file.googleapis.com");

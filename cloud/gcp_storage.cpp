@@ -45,7 +45,7 @@ void add_gcp_storage_create(Plan& plan, const GcpClusterOptions& o) {
   if (!gcp_has_storage(o)) return;
   const std::string name = gcp_resource_name(o);
   Step create{"create Filestore " + name + " (" + o.filestore_tier + ", " +
-                  std::to_string(o.storage_gb) + " GiB) on " + o.network + "; gcloud waits until it is ready",
+                  std::to_string(o.storage_gb) + " GiB) on " + o.network + " (the call returns once it is ready)",
               gcloud_command(o, {"filestore", "instances", "create", name, "--zone=" + o.zone,
                                  "--tier=" + o.filestore_tier,
                                  std::string("--file-share=name=") + kShare +

@@ -267,7 +267,22 @@ void print_until(std::ostream& out, const Step& step, const std::string& indent,
       << indent << "done\n";
 }
 
-void print_step(std::ostream& out, const Step& step, const std::vector<std::string>& lists) {
+// Every ${NAME} the plan's words refer to.
+std::vector<std::string> used_names(const Plan& plan) {
+  std::vector<std::string> names;
+  for (const auto& step : plan.steps) {
+    for (const auto& word : step.argv) {
+      for (const auto& s : split_vars(word)) {
+        if (s.is_var) names.push_back(s.text);
+      }
+    }
+    if (!step.skip_if_empty.empty()) names.push_back(step.skip_if_empty);
+  }
+  return names;
+}
+
+void print_step(std::ostream& out, const Step& step, const std::vector<std::string>& lists,
+                const std::vector<std::string>& used) {
   out << "\n# " << step.what << "\n";
   std::string indent;
   if (!step.skip_if_empty.empty()) {
@@ -280,6 +295,9 @@ void print_step(std::ostream& out, const Step& step, const std::vector<std::stri
   for (const auto& word : step.argv) splits = splits || print_word(word, lists).find("${") == 0;
   if (splits) out << indent << "# shellcheck disable=SC2086  # one word per item\n";
   const std::string command = command_line(step, lists);
+  if (!step.capture.empty() && !contains(used, step.capture)) {
+    out << indent << "# shellcheck disable=SC2034  # for dsx's check, not a later call\n";
+  }
   if (!step.until.empty()) {
     print_until(out, step, indent, command);
   } else {
@@ -298,7 +316,8 @@ void print_plan(std::ostream& out, const Plan& plan) {
   out << "#!/bin/bash\n# " << plan.title
       << "\n# Printed by dsx --dry-run; each step is one CLI call.\n"
       << "set -euo pipefail\n";
-  for (const auto& step : plan.steps) print_step(out, step, lists);
+  const auto used = used_names(plan);
+  for (const auto& step : plan.steps) print_step(out, step, lists, used);
 }
 
 namespace {

@@ -139,7 +139,7 @@ void run_or_print(const cloud::Plan& plan, bool dry_run, const std::string& undo
   try {
     cloud::execute_plan(plan, std::cerr);
   } catch (const Error& e) {
-    if (undo.empty()) throw;
+    if (undo.empty() || e.kind() == ErrorKind::Config) throw;  // pre-flight: nothing was made
     throw Error(e.kind(), std::string(e.what()) + ". Fix the cause, then run `" + undo +
                               "` to remove what was created, and up again");
   }

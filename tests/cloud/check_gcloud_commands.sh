@@ -48,7 +48,7 @@ for spec in "${types[@]}"; do
   flags=(--cluster check --project proj-1 --zone us-central1-a --machine-type "$type")
   "$dsx" cloud gcp up --dry-run "${flags[@]}" "${extra_flags[@]}" --ssh-cidr 35.235.240.0/20 \
     --out "$work/$type" >"$work/up.sh"
-  "$dsx" cloud gcp down --dry-run "${flags[@]}" >"$work/down.sh"
+  "$dsx" cloud gcp down --dry-run "${flags[@]}" "${extra_flags[@]}" >"$work/down.sh"
   # shellcheck disable=SC2016  # the sed patterns match a literal $(
   while read -r line; do
     set +e

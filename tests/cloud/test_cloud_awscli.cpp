@@ -97,6 +97,7 @@ class CloudAwsCli : public ::testing::Test {
   // Runs every step of `plan` as `up`/`down` would, with plausible values for the captures.
   void expect_every_call_valid(const Plan& plan) {
     Vars vars = {{"VPC_ID", "vpc-0123456789abcdef0"},
+                 {"SUBNET_AZ", "us-east-1a"},
                  {"SG_ID", "sg-0123456789abcdef0"},
                  {"FSX_ID", "fs-0123456789abcdef0"},
                  {"EFS_ID", "fs-0123abcd"},

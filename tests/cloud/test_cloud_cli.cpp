@@ -173,11 +173,23 @@ TEST(CloudCli, GcpA3UltraNeedsAReservationOrSpot) {
 
 // A real run reaches the CLI: with a stand-in `aws` that fails, up stops at the first call and
 // says how to clean up.
+// A stand-in `aws` that answers the pre-flight calls from the recorded responses and fails at
+// the first create.
+std::string fake_aws(const std::string& quota_json) {
+  const std::string d = DSX_SOURCE_DIR "/tests/cloud/data/";
+  return "#!/bin/sh\ncase \"$*\" in\n"
+         "  *AvailabilityZone*) echo us-east-1a ;;\n"
+         "  *VpcId*) echo vpc-0abc ;;\n"
+         "  *describe-instance-type-offerings*) cat " + d + "aws-instance-type-offerings-p5.json ;;\n"
+         "  *describe-instance-types*) cat " + d + "aws-instance-types-p5.json ;;\n"
+         "  *get-service-quota*) cat " + quota_json + " ;;\n"
+         "  *) echo \"An error occurred (UnauthorizedOperation)\" >&2; exit 254 ;;\n"
+         "esac\n";
+}
+
 TEST(CloudCli, AFailedCallStopsUpWithTheWayBack) {
   dsx::test::TempDir dir;
-  dsx::test::write_text(
-      dir / "bin/aws",
-      "#!/bin/sh\necho \"An error occurred (UnauthorizedOperation)\" >&2\nexit 254\n", true);
+  dsx::test::write_text(dir / "bin/aws", fake_aws(DSX_SOURCE_DIR "/tests/cloud/data/aws-service-quota-p.json"), true);
   auto r =
       dsx::test::run_command("env PATH=" + dir / "bin" + ":/usr/bin:/bin " + std::string(DSX_EXE) +
                              " cloud aws up --cluster ci --region us-east-1 --subnet subnet-0aaa "
@@ -185,9 +197,27 @@ TEST(CloudCli, AFailedCallStopsUpWithTheWayBack) {
                              dir / "out");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("UnauthorizedOperation"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("step 'find the VPC of subnet subnet-0aaa' failed: aws exited with 254"),
+  EXPECT_NE(r.output.find("step 'create security group dsx-ci' failed: aws exited with 254"),
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("dsx cloud aws down --cluster ci --region us-east-1"), std::string::npos)
       << r.output;
+}
+
+// A pre-flight failure stops up before anything exists: no create call, no `down` to run.
+TEST(CloudCli, PreflightStopsUpBeforeTheFirstCreate) {
+  dsx::test::TempDir dir;
+  dsx::test::write_text(dir / "quota.json", "{\"Quota\": {\"QuotaCode\": \"L-417A185B\", \"Value\": 192.0}}");
+  dsx::test::write_text(dir / "bin/aws", fake_aws(dir / "quota.json"), true);
+  auto r =
+      dsx::test::run_command("env PATH=" + dir / "bin" + ":/usr/bin:/bin " + std::string(DSX_EXE) +
+                             " cloud aws up --cluster ci --region us-east-1 --subnet subnet-0aaa "
+                             "--ssh-cidr 10.0.0.0/16 --count 2 --out " + dir / "out");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("pre-flight found 1 problem(s); nothing was created:\n  - 2 x p5.48xlarge "
+                          "need 384 vCPUs"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("create security group"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("down --cluster"), std::string::npos) << r.output;
 }
