@@ -6,6 +6,7 @@
 #include "cloud/aws_launch_template.h"
 #include "cloud/aws_plan.h"
 #include "cloud/cluster_key.h"
+#include "cloud/health_reference.h"
 #include "cloud/embedded_files.h"
 #include "cloud/instance_types.h"
 #include "cloud/node_script.h"
@@ -28,6 +29,7 @@ std::string aws_user_data(const AwsClusterOptions& o, const std::string& public_
       {"DSX_PACKAGE", o.dsx_package},
       {"DSX_STORAGE", o.storage},
       {"DSX_SHARED_DIR", o.shared_dir},
+      {"DSX_HEALTH_BENCH", std::string(health_bench(o.instance_type).args)},
   };
   return render_node_script("dsx node set-up for AWS cluster " + o.cluster, settings,
                             "aws/user-data.sh", /*strip_comments=*/true);

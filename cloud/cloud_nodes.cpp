@@ -22,6 +22,32 @@ std::string lower(std::string s) {
   return s;
 }
 
+// GCP label values hold no '.': the node script writes 78.5 as 78_5.
+std::string label_number(std::string value) {
+  std::replace(value.begin(), value.end(), '_', '.');
+  return value;
+}
+
+// The bench column: "78.5", "20.0 slow", or "-" before the bench.
+std::string bench_cell(const CloudNode& n) {
+  if (n.busbw.empty() || n.busbw == "-") return n.health == "failed" ? "failed" : "-";
+  return n.health.empty() || n.health == "ok" ? n.busbw : n.busbw + " " + n.health;
+}
+
+// The cluster's line: its all-nodes figure beside the reference.
+std::string bench_summary(const std::vector<CloudNode>& nodes, std::string_view reference) {
+  std::string all;
+  for (const auto& n : nodes) {
+    if (!n.busbw_all.empty() && n.busbw_all != "-") all = n.busbw_all;
+  }
+  std::string line = all.empty() ? "cluster bench: not run yet (the lowest node runs it once "
+                                   "every node passed its checks)"
+                                 : "cluster bench: " + all +
+                                       " GB/s busbw over all nodes; per node, its better "
+                                       "neighbour pair";
+  return line + "; " + std::string(reference) + "\n";
+}
+
 // An IPv4 address as one number, for ordering; throws on anything else.
 uint32_t ipv4_key(const std::string& ip) {
   unsigned a, b, c, d;
@@ -56,7 +82,11 @@ std::vector<CloudNode> parse_aws_describe_instances(std::string_view json) {
       }
       if (instance.IsObject() && instance.HasMember("Tags") && instance["Tags"].IsArray()) {
         for (const auto& tag : instance["Tags"].GetArray()) {
-          if (string_at(tag, "Key") == "dsx-ready") node.ready = string_at(tag, "Value");
+          const std::string key = string_at(tag, "Key");
+          if (key == "dsx-ready") node.ready = string_at(tag, "Value");
+          if (key == "dsx-busbw") node.busbw = string_at(tag, "Value");
+          if (key == "dsx-busbw-all") node.busbw_all = string_at(tag, "Value");
+          if (key == "dsx-health") node.health = string_at(tag, "Value");
         }
       }
       if (node.id.empty()) throw Error(ErrorKind::Format, "an instance without InstanceId");
@@ -81,7 +111,11 @@ std::vector<CloudNode> parse_gcp_instances_list(std::string_view json) {
       node.private_ip = string_at(instance["networkInterfaces"][0], "networkIP");
     }
     if (instance.IsObject() && instance.HasMember("labels")) {
-      node.ready = string_at(instance["labels"], "dsx-ready");
+      const auto& labels = instance["labels"];
+      node.ready = string_at(labels, "dsx-ready");
+      node.busbw = label_number(string_at(labels, "dsx-busbw"));
+      node.busbw_all = label_number(string_at(labels, "dsx-busbw-all"));
+      node.health = string_at(labels, "dsx-health");
     }
     if (node.id.empty()) throw Error(ErrorKind::Format, "an instance without a name");
     nodes.push_back(node);
@@ -103,19 +137,21 @@ std::string render_hostfile(const std::vector<CloudNode>& nodes, int slots) {
   return out;
 }
 
-std::string render_status(const std::vector<CloudNode>& nodes, int expected) {
+std::string render_status(const std::vector<CloudNode>& nodes, int expected,
+                          std::string_view reference) {
   std::ostringstream out;
-  char line[160];
-  std::snprintf(line, sizeof line, "%-22s %-16s %-12s %s\n", "instance", "private ip", "state",
-                "dsx-ready");
+  char line[200];
+  std::snprintf(line, sizeof line, "%-22s %-16s %-12s %-14s %s\n", "instance", "private ip",
+                "state", "dsx-ready", "busbw GB/s");
   out << line;
   int running = 0, ready = 0;
   for (const auto& n : nodes) {
-    std::snprintf(line, sizeof line, "%-22s %-16s %-12s %s\n", n.id.c_str(),
+    std::snprintf(line, sizeof line, "%-22s %-16s %-12s %-14s %s\n", n.id.c_str(),
                   n.private_ip.empty() ? "-" : n.private_ip.c_str(), n.state.c_str(),
                   !n.ready.empty()       ? n.ready.c_str()
                   : n.state == "running" ? "(setting up)"
-                                         : "-");
+                                         : "-",
+                  bench_cell(n).c_str());
     out << line;
     running += n.state == "running";
     ready += n.state == "running" && n.ready == "yes";
@@ -125,6 +161,7 @@ std::string render_status(const std::vector<CloudNode>& nodes, int expected) {
     out << ": write the hostfile with `hostfile` and start with dsx launch --hostfile";
   }
   out << "\n";
+  if (!reference.empty()) out << bench_summary(nodes, reference);
   return out.str();
 }
 

@@ -13,6 +13,9 @@ struct CloudNode {
   std::string private_ip;  // primary interface; "" while pending
   std::string state;       // lower case: pending, running, terminated, ...
   std::string ready;       // the dsx-ready tag/label the node script sets: yes, failed-<step>, ""
+  // The cluster bench's tags/labels (GCP's '_' read back as '.'): this node's better neighbour
+  // pair and the all-nodes figure, in GB/s busbw, and its verdict (ok, slow, failed); "" before.
+  std::string busbw, busbw_all, health;
 };
 
 // Throw dsx::Error(Format) naming what is missing when the text is not the CLI's JSON.
@@ -23,7 +26,9 @@ std::vector<CloudNode> parse_gcp_instances_list(std::string_view json);
 // octet) so that the first line (rank 0, MASTER_ADDR) is the same every time it is made.
 std::string render_hostfile(const std::vector<CloudNode>& nodes, int slots);
 
-// A table of the nodes and a summary line ("3 of 4 running, 2 ready").
-std::string render_status(const std::vector<CloudNode>& nodes, int expected);
+// A table of the nodes with their bench figures and a summary line ("3 of 4 running, 2 ready");
+// with a `reference` (health_reference_line), a line of the cluster's figure beside it.
+std::string render_status(const std::vector<CloudNode>& nodes, int expected,
+                          std::string_view reference = "");
 
 }  // namespace dsx::cloud

@@ -5,6 +5,7 @@
 
 #include "cloud/aws_render.h"
 #include "cloud/cluster_key.h"
+#include "cloud/health_reference.h"
 #include "cloud/gcp_plan.h"
 #include "cloud/node_script.h"
 #include "cloud/render_files.h"
@@ -30,6 +31,7 @@ std::string gcp_startup_script(const GcpClusterOptions& o, const std::string& pu
       {"DSX_PACKAGE", o.dsx_package},
       {"DSX_STORAGE", o.storage},
       {"DSX_SHARED_DIR", o.shared_dir},
+      {"DSX_HEALTH_BENCH", std::string(health_bench(o.machine_type).args)},
   };
   return render_node_script("dsx node set-up for GCP cluster " + o.cluster, settings,
                             "gcp/startup.sh", /*strip_comments=*/false);

@@ -40,7 +40,8 @@ std::string render_node_script(std::string_view title, const ScriptSettings& set
                     "\n# Rendered by dsx cloud; the log is /var/log/dsx-node-setup.log.\n";
   for (const auto& [name, value] : settings) out += name + "=" + shell_quote(value) + "\n";
   std::string body =
-      std::string(embedded_file("node/common.sh")) + "\n" + std::string(embedded_file(cloud_part));
+      std::string(embedded_file("node/common.sh")) + "\n" +
+      std::string(embedded_file("node/health.sh")) + "\n" + std::string(embedded_file(cloud_part));
   return out + (strip_comments ? without_comments(body) : body);
 }
 

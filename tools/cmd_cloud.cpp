@@ -15,6 +15,7 @@
 #include "cloud/cloud_nodes.h"
 #include "cloud/gcp_plan.h"
 #include "cloud/gcp_render.h"
+#include "cloud/health_reference.h"
 #include "cloud/render_files.h"
 #include "dsx/error.h"
 #include "tools/cli.h"
@@ -62,12 +63,13 @@ std::string read_file(const std::string& path) {
 // `count` is the --count flag when the user gave it, else 0. Status expects `count` nodes (else
 // the ones it finds not terminated); hostfile requires --expect running nodes, else `count`.
 int report_nodes(const std::string& verb, const std::vector<CloudNode>& nodes, int slots, int count,
-                 const CommonFlags& c, const std::string& out_dir) {
+                 const CommonFlags& c, const std::string& out_dir, std::string_view machine) {
   if (verb == "status") {
     int alive = int(std::count_if(nodes.begin(), nodes.end(), [](const CloudNode& n) {
       return n.state != "terminated" && n.state != "shutting-down";
     }));
-    std::cout << cloud::render_status(nodes, count > 0 ? count : alive);
+    std::cout << cloud::render_status(nodes, count > 0 ? count : alive,
+                                      cloud::health_reference_line(machine));
     return 0;
   }
   std::string text = cloud::render_hostfile(nodes, slots);
@@ -100,7 +102,8 @@ using NodeParser = std::vector<CloudNode> (*)(std::string_view json);
 // DSX_CLOUD_POLL_S seconds (15) for up to --wait seconds until the expected nodes report ready,
 // then prints the table or writes the hostfile. With --dry-run, prints the listing call.
 int list_nodes(const std::string& verb, const cloud::Step& list_step, NodeParser parse, int slots,
-               int count, const CommonFlags& c, const std::string& out_dir) {
+               int count, const CommonFlags& c, const std::string& out_dir,
+               std::string_view machine) {
   cloud::Plan plan{"list the cluster", {list_step}};
   if (c.dry_run && c.from_json.empty()) {
     cloud::print_plan(std::cout, plan);
@@ -122,7 +125,7 @@ int list_nodes(const std::string& verb, const cloud::Step& list_step, NodeParser
     auto left = std::chrono::duration_cast<std::chrono::seconds>(deadline -
                                                                  std::chrono::steady_clock::now());
     if (c.wait_s <= 0 || ready >= want || left.count() <= 0) {
-      return report_nodes(verb, nodes, slots, count, c, out_dir);
+      return report_nodes(verb, nodes, slots, count, c, out_dir, machine);
     }
     std::cerr << "dsx: " << ready << " of " << want << " nodes ready; checking again ("
               << left.count() << " s left)\n";
@@ -224,7 +227,7 @@ int run_aws(const std::string& verb, int argc, char** argv) {
   }
   return list_nodes(verb, cloud::aws_describe_step(o), cloud::parse_aws_describe_instances,
                     cloud::aws_instance_type(o.instance_type).gpus,
-                    args.vars["count"].defaulted() ? 0 : o.count, c, o.out_dir);
+                    args.vars["count"].defaulted() ? 0 : o.count, c, o.out_dir, o.instance_type);
 }
 
 int run_gcp(const std::string& verb, int argc, char** argv) {
@@ -296,7 +299,7 @@ int run_gcp(const std::string& verb, int argc, char** argv) {
   }
   return list_nodes(verb, cloud::gcp_list_step(o), cloud::parse_gcp_instances_list,
                     cloud::gcp_machine_type(o.machine_type).gpus,
-                    args.vars["count"].defaulted() ? 0 : o.count, c, o.out_dir);
+                    args.vars["count"].defaulted() ? 0 : o.count, c, o.out_dir, o.machine_type);
 }
 
 }  // namespace

@@ -27,6 +27,15 @@ ensure_lustre_client() {
   { apt-get update -qq && apt-get install -y -qq "lustre-client-modules-$(uname -r)"; } ||
     fail "could not install the Lustre client for kernel $(uname -r) (docs/cloud.md section 6)"
 }
+my_ip() { imds local-ipv4; }
+list_peer_states() {
+  aws_cli ec2 describe-instances --output text \
+    --filters "Name=tag:dsx-cluster,Values=$DSX_CLUSTER" Name=instance-state-name,Values=running \
+    --query "Reservations[].Instances[].[PrivateIpAddress,InstanceId,Tags[?Key=='dsx-ready']|[0].Value,Tags[?Key=='dsx-health']|[0].Value]"
+}
+tag_health() {
+  aws_cli ec2 create-tags --resources "$1" --tags "Key=dsx-busbw,Value=$2" "Key=dsx-busbw-all,Value=$3" "Key=dsx-health,Value=$4"
+}
 list_peer_ips() {
   aws_cli ec2 describe-instances --output text \
     --filters "Name=tag:dsx-cluster,Values=$DSX_CLUSTER" Name=instance-state-name,Values=running \
@@ -99,6 +108,10 @@ wait_for_peers
 step report
 check_dsx_report
 
+step health
+check_cluster_health
+
 step ready
+publish_hostfile
 report_status yes
 log "ready: $(imds local-ipv4) is one of $DSX_NODE_COUNT nodes; hostfile in /etc/dsx/hostfile"

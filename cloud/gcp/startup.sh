@@ -14,6 +14,17 @@ report_status() {
     --project="$DSX_PROJECT" --zone="$DSX_ZONE" --labels="dsx-ready=$1"
 }
 shared_source() { md instance/attributes/dsx-shared-source; }
+my_ip() { md instance/network-interfaces/0/ip; }
+list_peer_states() {
+  gcloud compute instances list --quiet --project="$DSX_PROJECT" \
+    --filter="labels.dsx-cluster=$DSX_CLUSTER AND status=RUNNING" \
+    --format='value(networkInterfaces[0].networkIP,name,labels.dsx-ready,labels.dsx-health)'
+}
+# Label values take no '.': 78.5 GB/s is written 78_5.
+tag_health() {
+  gcloud compute instances add-labels "$1" --quiet --project="$DSX_PROJECT" --zone="$DSX_ZONE" \
+    --labels="dsx-busbw=${2//./_},dsx-busbw-all=${3//./_},dsx-health=$4"
+}
 list_peer_ips() {
   gcloud compute instances list --quiet --project="$DSX_PROJECT" \
     --filter="labels.dsx-cluster=$DSX_CLUSTER AND status=RUNNING" \
@@ -155,6 +166,10 @@ wait_for_peers
 step report
 check_dsx_report
 
+step health
+check_cluster_health
+
 step ready
+publish_hostfile
 report_status yes
 log "ready: $(md instance/network-interfaces/0/ip) is one of $DSX_NODE_COUNT nodes; hostfile in /etc/dsx/hostfile"

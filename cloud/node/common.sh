@@ -10,6 +10,7 @@ umask 022
 : "${DSX_STORAGE_TIMEOUT_S:=900}"
 DSX_ENV_FILE="$DSX_ROOT/etc/dsx/env"
 DSX_HOSTFILE="$DSX_ROOT/etc/dsx/hostfile"
+DSX_CANDIDATES="$DSX_ROOT/etc/dsx/hostfile.candidate"
 DSX_LOG="$DSX_ROOT/var/log/dsx-node-setup.log"
 DSX_STEP=start
 mkdir -p "$DSX_ROOT/etc/dsx" "$DSX_ROOT/var/log" "$DSX_ROOT/var/lib/dsx"
@@ -202,18 +203,26 @@ build_dsx_from_source() {
 # missing, ...); each error is one line in the log with what to do.
 check_dsx_report() {
   [[ -n ${DSX_BIN:-} ]] || { log "no dsx installed here: dsx report not run"; return 0; }
-  local line out vars=()
-  while IFS= read -r line; do
-    if [[ $line == *=* ]]; then vars+=("$line"); fi
-  done <"$DSX_ENV_FILE"
-  if ! out=$(env "${vars[@]}" "$DSX_BIN" report --check --nodes "$DSX_NODE_COUNT" 2>&1); then
+  local out
+  rank_env_vars
+  if ! out=$(env "${RANK_ENV[@]}" "$DSX_BIN" report --check --nodes "$DSX_NODE_COUNT" 2>&1); then
     fail "dsx report found errors on this node: $(tr '\n' ' ' <<<"$out")"
   fi
   log "$out"
 }
 
+# rank_env_vars: RANK_ENV holds the KEY=VALUE lines of the environment file, for `env`.
+rank_env_vars() {
+  local line
+  RANK_ENV=()
+  while IFS= read -r line; do
+    if [[ $line == *=* ]]; then RANK_ENV+=("$line"); fi
+  done <"$DSX_ENV_FILE"
+}
+
 # wait_for_peers: polls list_peer_ips (the cloud's own) until DSX_NODE_COUNT nodes are running,
-# then writes the hostfile, "IP slots=N" sorted by address so that rank 0 is the same everywhere.
+# then writes the candidate hostfile, "IP slots=N" sorted by address so that rank 0 is the same
+# everywhere. It becomes the hostfile once the cluster bench passed (publish_hostfile).
 wait_for_peers() {
   local deadline=$((SECONDS + DSX_PEER_TIMEOUT_S)) ips home="$DSX_ROOT/home/$DSX_OS_USER"
   while true; do
@@ -222,7 +231,15 @@ wait_for_peers() {
     ((SECONDS < deadline)) || fail "only $(grep -c . <<<"$ips" || true) of $DSX_NODE_COUNT nodes are running after ${DSX_PEER_TIMEOUT_S}s"
     sleep "$DSX_POLL_S"
   done
-  awk -v slots="$DSX_GPUS" '{print $1 " slots=" slots}' <<<"$ips" >"$DSX_HOSTFILE"
+  awk -v slots="$DSX_GPUS" '{print $1 " slots=" slots}' <<<"$ips" >"$DSX_CANDIDATES"
+  cp "$DSX_ENV_FILE" "$home/.deepspeed_env"
+  chown "$DSX_OS_USER:" "$home/.deepspeed_env"
+  log "$(wc -l <"$DSX_CANDIDATES") nodes are running"
+}
+
+publish_hostfile() {
+  local home="$DSX_ROOT/home/$DSX_OS_USER"
+  cp "$DSX_CANDIDATES" "$DSX_HOSTFILE"
   cp "$DSX_HOSTFILE" "$home/hostfile"
   cp "$DSX_ENV_FILE" "$home/.deepspeed_env"
   chown "$DSX_OS_USER:" "$home/hostfile" "$home/.deepspeed_env"

@@ -9,6 +9,17 @@ name=$(basename "$0")
   printf '\n'
 } >>"$DSX_TEST_LOG"
 args="$*"
+# The peers' states for the cluster bench (IP, id, dsx-ready, dsx-health; tab-separated): the
+# test's own, or every peer checked and without a verdict.
+states() {
+  if [[ -n $DSX_TEST_STATES ]]; then
+    printf '%b\n' "$DSX_TEST_STATES"
+  else
+    printf '%b\n' "$DSX_TEST_PEERS" | tr -s ' \t' '\n' | grep . | while read -r ip; do
+      printf '%s\t%s\tchecked\t%s\n' "$ip" "id-$ip" "$1"
+    done
+  fi
+}
 case $name in
   fi_info)
     for ((i = 0; i < ${DSX_TEST_EFA:-0}; i++)); do
@@ -35,6 +46,7 @@ case $name in
     ;;
   aws)
     case $args in
+      *"ec2 describe-instances"*dsx-health*) states None ;;
       *"ec2 describe-instances"*) printf '%b\n' "$DSX_TEST_PEERS" ;;
       *"ssm get-parameter"*) printf '%s\n' '-----BEGIN OPENSSH PRIVATE KEY-----' 'cluster-private-key' '-----END OPENSSH PRIVATE KEY-----' ;;
       *"s3 cp"*) cp "$DSX_TEST_PACKAGE" "${!#}" ;;
@@ -42,9 +54,17 @@ case $name in
     ;;
   gcloud)
     case $args in
+      *"compute instances list"*dsx-health*) states "" ;;
+      *"storage cp"*) cp "$DSX_TEST_PACKAGE" "${!#}" ;;
       *"compute instances list"*) printf '%b\n' "$DSX_TEST_PEERS" ;;
       *"secrets versions access"*) printf '%s\n' '-----BEGIN OPENSSH PRIVATE KEY-----' 'cluster-private-key' '-----END OPENSSH PRIVATE KEY-----' ;;
     esac
+    ;;
+  runuser)
+    # Runs the command as given (the test runs as one user): what follows `--`.
+    while (($#)) && [[ $1 != -- ]]; do shift; done
+    shift
+    exec "$@"
     ;;
   mount)
     # A shared file system that never answers (DSX_TEST_MOUNT_FAIL): mount.nfs/lustre exit 32.

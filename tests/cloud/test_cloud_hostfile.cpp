@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "cloud/cloud_nodes.h"
+#include "cloud/health_reference.h"
 #include "dsx/error.h"
 #include "tests/cloud/temp_dir.h"
 #include "tests/tools/run_command.h"
@@ -71,7 +72,7 @@ TEST(CloudHostfile, MalformedListingsSayWhatIsWrong) {
     EXPECT_EQ(e.kind(), dsx::ErrorKind::Format);
     EXPECT_NE(std::string(e.what()).find("--output json"), std::string::npos) << e.what();
   }
-  std::vector<CloudNode> bad = {{"i-1", "10.0.0.300", "running", ""}};
+  std::vector<CloudNode> bad = {{"i-1", "10.0.0.300", "running", "", "", "", ""}};
   EXPECT_THROW(render_hostfile(bad, 8), dsx::Error);
 }
 
@@ -149,4 +150,47 @@ TEST(CloudHostfile, WaitPollsUntilTheNodesAreReady) {
   r = run_dsx("cloud aws status --cluster ci --region us-east-1 --wait 5 --from-json " +
               dir / "1.json");
   EXPECT_EQ(r.exit_code, 2) << "--wait without a count: " << r.output;
+}
+
+// status shows each node's bench figure (GCP's 49_8 read as 49.8), a slow node as such, and the
+// cluster's all-nodes figure beside the reference recorded for the machine, or says none is.
+TEST(CloudHostfile, StatusShowsTheBenchFiguresBesideTheReference) {
+  auto gcp = parse_gcp_instances_list(read_text(kData + "gcloud-instances-list.json"));
+  ASSERT_EQ(gcp.size(), 3u);
+  EXPECT_EQ(gcp[0].busbw, "49.8");
+  EXPECT_EQ(gcp[0].busbw_all, "48.1");
+  std::string status = render_status(gcp, 3, health_reference_line("a3-highgpu-8g"));
+  EXPECT_NE(status.find("dsx-ci-0002            10.128.0.21      running      yes            49.8\n"),
+            std::string::npos)
+      << status;
+  EXPECT_NE(status.find("failed-health  12.0 slow\n"), std::string::npos) << status;
+  EXPECT_NE(status.find("cluster bench: 48.1 GB/s busbw over all nodes; per node, its better "
+                        "neighbour pair; reference: 2 x a3-highgpu-8g (TCPX): all_gather busbw "
+                        "~50 GB/s\n"),
+            std::string::npos)
+      << status;
+
+  auto aws = parse_aws_describe_instances(read_text(kData + "aws-describe-instances.json"));
+  status = render_status(aws, 4, health_reference_line("p5.48xlarge"));
+  EXPECT_NE(status.find("reference: 2 x p5: all_reduce busbw 487 GB/s at 16 GiB"),
+            std::string::npos)
+      << status;
+  EXPECT_NE(status.find("cluster bench: 471.0 GB/s"), std::string::npos) << status;
+  EXPECT_EQ(std::string(health_reference_line("p5en.48xlarge")), "reference: none recorded");
+  EXPECT_EQ(std::string(health_reference_line("a2-highgpu-8g")), "reference: none recorded");
+  std::vector<CloudNode> fresh = {{"i-1", "10.0.0.1", "running", "checked", "", "", ""}};
+  EXPECT_NE(render_status(fresh, 1, "reference: none recorded")
+                .find("cluster bench: not run yet (the lowest node runs it once every node passed "
+                      "its checks); reference: none recorded"),
+            std::string::npos);
+}
+
+TEST(CloudHostfile, StatusCommandPrintsTheReferenceOfTheType) {
+  auto r = run_dsx("cloud aws status --cluster ci --region us-east-1 --instance-type p4d.24xlarge "
+                   "--from-json " + kData + "aws-describe-instances.json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("reference: 2 x p4de (same 4 x 100 Gbps EFA): all_reduce busbw 78.3 GB/s "
+                          "at 2 GiB"),
+            std::string::npos)
+      << r.output;
 }

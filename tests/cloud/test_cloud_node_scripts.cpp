@@ -29,6 +29,19 @@ constexpr const char* kFakeDsx =
     "  report) echo \"dsx $* with NCCL_SOCKET_IFNAME=$NCCL_SOCKET_IFNAME\" >>\"$DSX_TEST_LOG\"\n"
     "    if [ -n \"$DSX_TEST_REPORT_ERROR\" ]; then echo \"dsx report: $DSX_TEST_REPORT_ERROR\"; exit 1; fi\n"
     "    echo \"dsx report: no errors\" ;;\n"
+    // The cluster bench: a bench table whose largest size has DSX_TEST_BUSBW, 20.000 for a pair
+    // with DSX_TEST_SLOW_HOST in it.
+    "  launch) echo \"dsx launch $*\" >>\"$DSX_TEST_LOG\"\n"
+    "    [ -n \"$DSX_TEST_BENCH_FAIL\" ] && { echo \"rank 9: allreduce failed\"; exit 1; }\n"
+    "    bw=${DSX_TEST_BUSBW:-78.500}\n"
+    "    if [ -n \"$DSX_TEST_SLOW_HOST\" ]; then\n"
+    "      case \"$*\" in *--include*\"$DSX_TEST_SLOW_HOST\"*) bw=20.000 ;; esac\n"
+    "    fi\n"
+    "    echo \"# dsx bench comm: allreduce, fp32, sum, 24 ranks, backend nccl\"\n"
+    "    echo \"#      size(B)        count   type  redop     time(us)  algbw(GB/s)  busbw(GB/s)   #wrong\"\n"
+    "    echo \"     268435456     67108864   fp32    sum      5000.00       40.000       30.000        0\"\n"
+    "    echo \"    2147483648    536870912   fp32    sum     30000.00       41.800       $bw        0\"\n"
+    "    echo \"# Avg bus bandwidth    : 50.000 GB/s\" ;;\n"
     "esac\n";
 
 class CloudNodeScript : public ::testing::Test {
@@ -37,7 +50,7 @@ class CloudNodeScript : public ::testing::Test {
     for (const char* name :
          {"fi_info", "nvidia-smi", "curl", "aws", "gcloud", "ip", "systemctl", "mdadm", "mkfs.ext4",
           "mount", "useradd", "chown", "docker", "apt-get", "mount.lustre", "mount.nfs",
-          "mount.nfs4"}) {
+          "mount.nfs4", "runuser"}) {
       std::filesystem::create_symlink(kRecorded, bin_ / name);
     }
     // A dsx "install tree" whose binary answers `version` and `report --check` (recording the
@@ -67,7 +80,8 @@ class CloudNodeScript : public ::testing::Test {
         " DSX_TEST_REPORT_ERROR='" + report_error_ + "'" +
         " DSX_TEST_EFA=" + std::to_string(efa) + " DSX_TEST_PEERS='" + peers + "'" +
         " DSX_TEST_SHARED_SOURCE='" + shared_source_ + "' DSX_TEST_MOUNT_FAIL=" + mount_fail_ +
-        " DSX_STORAGE_TIMEOUT_S=1" +
+        " DSX_STORAGE_TIMEOUT_S=1 DSX_HEALTH_TIMEOUT_S=2 DSX_TEST_STATES='" + states_ +
+        "' DSX_TEST_SLOW_HOST=" + slow_host_ + " DSX_TEST_BENCH_FAIL=" + bench_fail_ +
         " DSX_TEST_NICS=" + std::to_string(nics_) + " timeout 60 bash " + (pkg_ / "node.sh");
     return dsx::test::run_command(command);
   }
@@ -109,6 +123,9 @@ class CloudNodeScript : public ::testing::Test {
   int nics_ = 9;  // network interfaces the fake `ip` lists (NIC 0 and 8 GPU NICs)
   std::string shared_source_;  // the node's dsx-shared-source tag / metadata value
   std::string mount_fail_;     // non-empty: mounting the shared file system fails
+  std::string states_;         // the peers' states the cluster bench sees ("" = all checked)
+  std::string slow_host_;      // pairs with this node bench at 20 GB/s
+  std::string bench_fail_;     // non-empty: dsx launch of the bench fails
 };
 
 }  // namespace
@@ -454,4 +471,127 @@ TEST_F(CloudNodeScript, GcpVmMountsFilestoreOverNfs) {
   EXPECT_NE(read_text(root_ / "etc/dsx/env").find("DSX_CHECKPOINT_DIR=/mnt/team/checkpoints\n"),
             std::string::npos);
   EXPECT_TRUE(std::filesystem::is_directory(root_ / "mnt/team/logs"));
+}
+
+// The cluster bench: this node (10.0.1.7) has the lowest address, so once every node reports
+// checked it benches all three nodes and the three neighbour pairs, tags every node with its
+// figures and verdict, and only then writes the hostfile and reports ready.
+TEST_F(CloudNodeScript, LowestNodeBenchesAllNodesAndPairsBeforeTheHostfile) {
+  write_text(root_ / "opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so", "");
+  auto r = run(aws_user_data(aws_options(), kPublicKey), "10.0.1.12\\t10.0.1.7\\n10.0.1.9", 4);
+  ASSERT_EQ(r.exit_code, 0) << r.output << calls();
+  const std::string hosts = root_ / "etc/dsx/hostfile.candidate";
+  const std::string dsx = root_ / "opt/dsx/bin/dsx";
+  EXPECT_TRUE(called("dsx launch --hostfile " + hosts + " --no_python --no_local_rank " + dsx +
+                     " bench comm --backend nccl --op allreduce -b 256M -e 2G -f 2\n"))
+      << calls();
+  for (const char* pair : {"10.0.1.7@10.0.1.9", "10.0.1.9@10.0.1.12", "10.0.1.12@10.0.1.7"}) {
+    EXPECT_TRUE(called("dsx launch --hostfile " + hosts + " --include " + pair + " ")) << pair;
+  }
+  EXPECT_TRUE(called("runuser -u ubuntu -- env HOME=/home/ubuntu FI_PROVIDER=efa")) << calls();
+  for (const char* ip : {"10.0.1.7", "10.0.1.9", "10.0.1.12"}) {
+    EXPECT_TRUE(called(std::string("ec2 create-tags --resources id-") + ip +
+                       " --tags Key=dsx-busbw\\,Value=78.5 Key=dsx-busbw-all\\,Value=78.5 "
+                       "Key=dsx-health\\,Value=ok\n"))
+        << ip << calls();
+  }
+  const std::string log = calls();
+  EXPECT_LT(log.find("Key=dsx-ready\\,Value=checked"), log.find("dsx launch"));
+  EXPECT_LT(log.find("Key=dsx-health"), log.find("Key=dsx-ready\\,Value=yes"));
+  EXPECT_EQ(read_text(root_ / "var/lib/dsx/bench/summary"),
+            "10.0.1.7 78.5 ok\n10.0.1.9 78.5 ok\n10.0.1.12 78.5 ok\n");
+  EXPECT_NE(read_text(root_ / "var/lib/dsx/bench/pair-1.txt").find("busbw(GB/s)"),
+            std::string::npos);
+}
+
+// Both pairs of 10.0.1.12 are slow, so its better pair is far under the median: it is tagged
+// slow, the others ok (and this node goes on).
+TEST_F(CloudNodeScript, ThePairsFindTheSlowNode) {
+  write_text(root_ / "opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so", "");
+  slow_host_ = "10.0.1.12";
+  auto r = run(aws_user_data(aws_options(), kPublicKey), "10.0.1.12\\t10.0.1.7\\n10.0.1.9", 4);
+  ASSERT_EQ(r.exit_code, 0) << r.output << calls();
+  EXPECT_TRUE(called("--resources id-10.0.1.12 --tags Key=dsx-busbw\\,Value=20.0 "
+                     "Key=dsx-busbw-all\\,Value=78.5 Key=dsx-health\\,Value=slow\n"))
+      << calls();
+  EXPECT_TRUE(called("--resources id-10.0.1.9 --tags Key=dsx-busbw\\,Value=78.5 "
+                     "Key=dsx-busbw-all\\,Value=78.5 Key=dsx-health\\,Value=ok\n"))
+      << calls();
+  EXPECT_TRUE(called("Key=dsx-ready\\,Value=yes")) << calls();
+}
+
+// Another node has the lowest address: this one waits for its verdict, then goes on or fails.
+TEST_F(CloudNodeScript, OtherNodesWaitForTheirVerdict) {
+  write_text(root_ / "opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so", "");
+  const std::string peers = "10.0.1.3\\t10.0.1.7";
+  states_ = "10.0.1.3\\ti-0first\\tchecked\\tok\\n10.0.1.7\\ti-0abc1234\\tchecked\\tok";
+  auto o = aws_options();
+  o.count = 2;
+  auto r = run(aws_user_data(o, kPublicKey), peers, 4);
+  ASSERT_EQ(r.exit_code, 0) << r.output << calls();
+  EXPECT_FALSE(called("dsx launch")) << "only the lowest node benches";
+  EXPECT_EQ(read_text(root_ / "etc/dsx/hostfile"), "10.0.1.3 slots=8\n10.0.1.7 slots=8\n");
+
+  std::filesystem::remove(pkg_ / "calls.log");
+  std::filesystem::remove(root_ / "etc/dsx/hostfile");
+  states_ = "10.0.1.3\\ti-0first\\tchecked\\tok\\n10.0.1.7\\ti-0abc1234\\tchecked\\tslow";
+  r = run(aws_user_data(o, kPublicKey), peers, 4);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("FAILED in step health: the cluster bench found this node slow"),
+            std::string::npos)
+      << r.output;
+  EXPECT_TRUE(called("Key=dsx-ready\\,Value=failed-health\n")) << calls();
+  EXPECT_FALSE(std::filesystem::exists(root_ / "etc/dsx/hostfile"));
+
+  states_ = "10.0.1.3\\ti-0first\\tchecked\\tNone\\n10.0.1.7\\ti-0abc1234\\tchecked\\tNone";
+  r = run(aws_user_data(o, kPublicKey), peers, 4);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("no verdict from the cluster bench on 10.0.1.3 within 2s"),
+            std::string::npos)
+      << r.output;
+}
+
+// A node that failed its own checks, or a bench that fails, gives every node the verdict
+// failed, so that none waits for the timeout.
+TEST_F(CloudNodeScript, ABrokenPeerOrBenchFailsEveryNode) {
+  write_text(root_ / "opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so", "");
+  auto o = aws_options();
+  o.count = 2;
+  states_ = "10.0.1.7\\ti-0abc1234\\tchecked\\tNone\\n10.0.1.9\\ti-0second\\tfailed-gpus\\tNone";
+  auto r = run(aws_user_data(o, kPublicKey), "10.0.1.7\\t10.0.1.9", 4);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("FAILED in step health: node 10.0.1.9 (dsx-ready=failed-gpus) failed its "
+                          "own checks; the cluster bench needs every node"),
+            std::string::npos)
+      << r.output;
+  for (const char* id : {"i-0abc1234", "i-0second"}) {
+    EXPECT_TRUE(called(std::string("--resources ") + id + " --tags Key=dsx-busbw\\,Value=- "
+                       "Key=dsx-busbw-all\\,Value=- Key=dsx-health\\,Value=failed\n"))
+        << id << calls();
+  }
+  states_.clear();
+  bench_fail_ = "1";
+  r = run(aws_user_data(o, kPublicKey), "10.0.1.7\\t10.0.1.9", 4);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("the bench over all 2 nodes failed: see " +
+                          root_ / "var/lib/dsx/bench/all.txt"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(read_text(root_ / "var/lib/dsx/bench/all.txt").find("rank 9: allreduce failed"),
+            std::string::npos);
+}
+
+// GCP labels cannot hold '.': the figures are written with '_', and A3 High benches all_gather,
+// the collective its reference figure is for.
+TEST_F(CloudNodeScript, GcpBenchLabelsTheFiguresWithoutDots) {
+  package_ = "dsx.tar.gz";
+  auto o = gcp_options("a3-highgpu-8g");
+  o.dsx_package = "gs://dsx-artifacts/dsx.tar.gz";
+  auto r = run(gcp_startup_script(o, kPublicKey), "10.128.0.7\\n10.128.0.5");
+  ASSERT_EQ(r.exit_code, 0) << r.output << calls();
+  EXPECT_TRUE(called("bench comm --backend nccl --op allgather -b 256M -e 2G -f 2\n")) << calls();
+  EXPECT_TRUE(called("gcloud compute instances add-labels id-10.128.0.7 --quiet --project=proj-1 "
+                     "--zone=us-central1-a "
+                     "--labels=dsx-busbw=78_5\\,dsx-busbw-all=78_5\\,dsx-health=ok\n"))
+      << calls();
 }

@@ -26,7 +26,7 @@ TEST(CloudScripts, SourceScriptsPassShellcheck) {
   ASSERT_EQ(dsx::test::run_command("shellcheck --version").exit_code, 0)
       << "shellcheck is missing: run tools/setup.sh (Debian package shellcheck)";
   const std::string root = DSX_SOURCE_DIR;
-  EXPECT_EQ(shellcheck({root + "/cloud/node/common.sh", root + "/cloud/aws/user-data.sh",
+  EXPECT_EQ(shellcheck({root + "/cloud/node/common.sh", root + "/cloud/node/health.sh", root + "/cloud/aws/user-data.sh",
                         root + "/cloud/gcp/startup.sh", root + "/cloud/slurm/dsx-train.sbatch",
                         root + "/tests/cloud/recorder.sh",
                         root + "/tests/cloud/check_gcloud_commands.sh"}),
