@@ -231,3 +231,36 @@ TEST_F(CloudAwsCli, ABrokenLaunchTemplateIsCaughtBeforeTheNetwork) {
         << r.output;
   }
 }
+
+// The calls the node script makes for the cluster bench and the shared storage's address, as
+// cloud/aws/user-data.sh writes them (with the values of a run).
+TEST_F(CloudAwsCli, TheNodeScriptsBenchCallsPassTheApiChecks) {
+  const std::vector<std::string> aws = {"aws", "--region", "us-east-1", "--cli-connect-timeout",
+                                        "10", "--cli-read-timeout", "60"};
+  auto with = [&](std::vector<std::string> words) {
+    std::vector<std::string> argv = aws;
+    argv.insert(argv.end(), words.begin(), words.end());
+    return argv;
+  };
+  auto results = run(
+      {with({"ec2", "create-tags", "--resources", "i-0123456789abcdef0", "--tags",
+             "Key=dsx-ready,Value=checked"}),
+       with({"ec2", "create-tags", "--resources", "i-0123456789abcdef0", "--tags",
+             "Key=dsx-busbw,Value=78.5", "Key=dsx-busbw-all,Value=78.5", "Key=dsx-health,Value=ok"}),
+       with({"ec2", "describe-instances", "--output", "text", "--filters",
+             "Name=tag:dsx-cluster,Values=ci", "Name=instance-state-name,Values=running", "--query",
+             "Reservations[].Instances[].[PrivateIpAddress,InstanceId,Tags[?Key=='dsx-ready']|[0]."
+             "Value,Tags[?Key=='dsx-health']|[0].Value]"})});
+  ASSERT_EQ(results.size(), 3u);
+  for (const auto& r : results) {
+    EXPECT_EQ(r.exit_code, 255) << r.output;
+    EXPECT_NE(r.output.find("Could not connect to the endpoint URL"), std::string::npos) << r.output;
+  }
+  const std::string script = dsx::test::read_text(DSX_SOURCE_DIR "/cloud/aws/user-data.sh");
+  EXPECT_NE(script.find("\"Key=dsx-busbw,Value=$2\" \"Key=dsx-busbw-all,Value=$3\" "
+                        "\"Key=dsx-health,Value=$4\""),
+            std::string::npos)
+      << "the script's tag call changed: update this test";
+  EXPECT_NE(script.find("Tags[?Key=='dsx-ready']|[0].Value,Tags[?Key=='dsx-health']|[0].Value]"),
+            std::string::npos);
+}
