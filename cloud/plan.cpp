@@ -277,6 +277,14 @@ std::vector<std::string> used_names(const Plan& plan) {
       }
     }
     if (!step.skip_if_empty.empty()) names.push_back(step.skip_if_empty);
+    if (!step.fill_from.empty()) {
+      std::ifstream in(step.fill_from);
+      std::stringstream text;
+      text << in.rdbuf();
+      for (const auto& s : split_vars(text.str())) {
+        if (s.is_var) names.push_back(s.text);
+      }
+    }
   }
   return names;
 }
