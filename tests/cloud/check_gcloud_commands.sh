@@ -13,7 +13,7 @@ dsx=${1:?usage: $0 path/to/dsx [machine-type[" extra flags"]...]}
 shift
 types=("$@")
 ((${#types[@]})) || types=(a2-highgpu-8g a2-ultragpu-8g a3-highgpu-8g a3-megagpu-8g a3-ultragpu-8g
-  "a3-ultragpu-8g --spot" "a3-highgpu-8g --reservation r1")
+  "a3-ultragpu-8g --spot" "a3-highgpu-8g --reservation r1" "a2-highgpu-8g --storage filestore")
 command -v gcloud >/dev/null || { echo "gcloud is not installed" >&2; exit 2; }
 
 work=$(mktemp -d)
