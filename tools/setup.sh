@@ -15,6 +15,7 @@ packages=(
   libboost-program-options-dev  # every command line
   libfabric-dev libfabric-bin   # the ofi communication backend (tcp, shm, efa)
   libssl-dev                    # the rendezvous store: HMAC of its shared secret (OpenSSL)
+  zlib1g-dev                    # dsx cloud: AWS user data over 16 KB goes gzipped
   libopenblas-dev               # CPU matmuls
   libgtest-dev libgmock-dev     # tests
   libbenchmark-dev              # micro-benchmarks
