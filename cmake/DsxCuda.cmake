@@ -14,8 +14,8 @@ if(NOT DSX_CUDA STREQUAL "OFF")
     if(_dsx_nvcc_rc EQUAL 0 AND _dsx_nvcc_version MATCHES "release ([0-9]+\\.[0-9]+)")
       set(_dsx_nvcc_release ${CMAKE_MATCH_1})
       if(_dsx_nvcc_release VERSION_LESS 12.4)
-        set(_dsx_old "dsx: ${CMAKE_CUDA_COMPILER} is CUDA ${_dsx_nvcc_release}; dsx needs CUDA 12.4 "
-                     "or newer (12.x or 13.x). Point CMAKE_CUDA_COMPILER at a newer nvcc")
+        string(CONCAT _dsx_old "dsx: ${CMAKE_CUDA_COMPILER} is CUDA ${_dsx_nvcc_release}; dsx "
+               "needs CUDA 12.4 or newer (12.x or 13.x). Point CMAKE_CUDA_COMPILER at a newer nvcc")
         if(DSX_CUDA STREQUAL "ON")
           message(FATAL_ERROR "${_dsx_old}, or configure with -DDSX_CUDA=OFF.")
         endif()
@@ -40,13 +40,15 @@ if(DSX_CUDA_ENABLED)
   enable_language(CUDA)
   find_package(CUDAToolkit REQUIRED)
   if(CUDAToolkit_VERSION VERSION_LESS 12.4)
-    message(FATAL_ERROR "dsx: the CUDA toolkit at ${CUDAToolkit_BIN_DIR} is ${CUDAToolkit_VERSION}; "
-                        "dsx needs CUDA 12.4 or newer (12.x or 13.x), or -DDSX_CUDA=OFF.")
+    message(FATAL_ERROR "dsx: the CUDA toolkit at ${CUDAToolkit_BIN_DIR} is "
+                        "${CUDAToolkit_VERSION}; dsx needs CUDA 12.4 or newer (12.x or 13.x), "
+                        "or -DDSX_CUDA=OFF.")
   endif()
   # The runtime headers' own version (CUDART_VERSION), which decides the code's
   # `#if CUDART_VERSION >= 13000` paths. It is the compiler's except in a prefix such as
   # tools/cuda12_prefix.sh makes: CUDA 12.9's headers and libraries, a CUDA 13 compiler.
-  find_file(DSX_CUDA_RUNTIME_API_H cuda_runtime_api.h PATHS ${CUDAToolkit_INCLUDE_DIRS} NO_DEFAULT_PATH)
+  find_file(DSX_CUDA_RUNTIME_API_H cuda_runtime_api.h PATHS ${CUDAToolkit_INCLUDE_DIRS}
+            NO_DEFAULT_PATH)
   set(DSX_CUDART_VERSION "")
   if(DSX_CUDA_RUNTIME_API_H)
     file(STRINGS "${DSX_CUDA_RUNTIME_API_H}" _dsx_cudart REGEX "^#define CUDART_VERSION +[0-9]+")
@@ -57,8 +59,8 @@ if(DSX_CUDA_ENABLED)
     endif()
   endif()
   if(DSX_CUDART_VERSION AND DSX_CUDART_VERSION VERSION_LESS 12.4)
-    message(FATAL_ERROR "dsx: ${DSX_CUDA_RUNTIME_API_H} is CUDA ${DSX_CUDART_VERSION}'s runtime; "
-                        "dsx needs CUDA 12.4 or newer (12.x or 13.x), or -DDSX_CUDA=OFF.")
+    message(FATAL_ERROR "dsx: ${DSX_CUDA_RUNTIME_API_H} is CUDA ${DSX_CUDART_VERSION}'s "
+                        "runtime; dsx needs CUDA 12.4 or newer (12.x or 13.x), or -DDSX_CUDA=OFF.")
   endif()
   message(STATUS "dsx: CUDA compiler ${CMAKE_CUDA_COMPILER_VERSION} (${CMAKE_CUDA_COMPILER}), "
                  "runtime headers and libraries ${DSX_CUDART_VERSION} (${CUDAToolkit_LIBRARY_DIR})")
