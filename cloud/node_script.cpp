@@ -45,4 +45,23 @@ std::string render_node_script(std::string_view title, const ScriptSettings& set
   return out + (strip_comments ? without_comments(body) : body);
 }
 
+std::vector<std::string> node_script_steps(std::string_view cloud_part) {
+  std::vector<std::string> steps;
+  std::istringstream in{std::string(embedded_file(cloud_part))};
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with("step ")) steps.push_back(line.substr(5, line.find_first_of(" \t#", 5) - 5));
+  }
+  return steps;
+}
+
+std::string node_steps_comment(std::string_view cloud_part) {
+  std::string names;
+  for (const auto& step : node_script_steps(cloud_part)) names += (names.empty() ? "" : ", ") + step;
+  return "# Then each node runs its set-up script (" + std::string(cloud_part) +
+         ") at first boot, in steps:\n#   " + names +
+         "\n# storage mounts --storage at --shared-dir; report is dsx report --check in the ranks'\n"
+         "# environment; health runs dsx bench comm over all nodes, then in pairs, and fails a slow\n"
+         "# node before any hostfile is written; a failed step tags the node dsx-ready=failed-<step>.\n";
+}
+
 }  // namespace dsx::cloud

@@ -16,6 +16,7 @@
 #include "cloud/gcp_plan.h"
 #include "cloud/gcp_render.h"
 #include "cloud/health_reference.h"
+#include "cloud/node_script.h"
 #include "cloud/render_files.h"
 #include "dsx/error.h"
 #include "tools/cli.h"
@@ -212,6 +213,7 @@ int run_aws(const std::string& verb, int argc, char** argv) {
     if (verb == "up") {
       run_or_print(cloud::aws_up_plan(o), c.dry_run,
                    "dsx cloud aws down --cluster " + o.cluster + " --region " + o.region);
+      if (c.dry_run) std::cout << cloud::node_steps_comment("aws/user-data.sh");
     }
     if (verb == "up" && !c.dry_run) {
       std::cout << "launched; nodes set themselves up for a few minutes. Next: dsx cloud aws status"
@@ -284,6 +286,7 @@ int run_gcp(const std::string& verb, int argc, char** argv) {
       run_or_print(cloud::gcp_up_plan(o), c.dry_run,
                    "dsx cloud gcp down --cluster " + o.cluster + " --project " + o.project +
                        " --zone " + o.zone + " --machine-type " + o.machine_type);
+      if (c.dry_run) std::cout << cloud::node_steps_comment("gcp/startup.sh");
     }
     if (verb == "up" && !c.dry_run) {
       std::cout << "created; VMs set themselves up for a few minutes. Next: dsx cloud gcp status"

@@ -127,6 +127,29 @@ TEST(CloudCli, DryRunUpPrintsEveryCallAndRunsNone) {
 
 // A3 Ultra has no on-demand capacity: up says so before it writes or creates anything, and
 // takes the VMs from a reservation (bound to it) or as spot VMs.
+// The dry run shows the whole way to a ready cluster: the read-only pre-flight first, the shared
+// storage among the calls, and the steps each node then runs (its checks and the health bench).
+TEST(CloudCli, DryRunUpShowsPreflightStorageAndTheNodesHealthSteps) {
+  dsx::test::TempDir dir;
+  auto aws = run_dsx(
+      "cloud aws up --dry-run --cluster ci --region us-east-1 --count 2 --instance-type p5.48xlarge "
+      "--subnet subnet-0aaa --ssh-cidr 10.0.0.0/16 --storage fsx-lustre --out " + dir.path());
+  ASSERT_EQ(aws.exit_code, 0) << aws.output;
+  const size_t preflight = aws.output.find("# pre-flight: is p5.48xlarge offered there");
+  const size_t storage = aws.output.find("# create FSx for Lustre dsx-ci");
+  ASSERT_NE(preflight, std::string::npos) << aws.output;
+  ASSERT_NE(storage, std::string::npos) << aws.output;
+  EXPECT_LT(preflight, storage);
+  EXPECT_NE(aws.output.find("ssh, storage, dsx, peers, report, health, ready"), std::string::npos) << aws.output;
+  auto gcp = run_dsx(
+      "cloud gcp up --dry-run --cluster ci --project p-1 --zone us-central1-a --machine-type a3-megagpu-8g "
+      "--count 2 --ssh-cidr 35.235.240.0/20 --storage filestore --out " + dir.path());
+  ASSERT_EQ(gcp.exit_code, 0) << gcp.output;
+  EXPECT_NE(gcp.output.find("gcp/startup.sh) at first boot"), std::string::npos) << gcp.output;
+  EXPECT_NE(gcp.output.find("report, health, ready"), std::string::npos) << gcp.output;
+  EXPECT_NE(gcp.output.find("filestore"), std::string::npos) << gcp.output;
+}
+
 TEST(CloudCli, GcpA3UltraNeedsAReservationOrSpot) {
   auto r = run_dsx("cloud gcp up --help");
   EXPECT_EQ(r.exit_code, 0);
