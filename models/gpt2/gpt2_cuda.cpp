@@ -9,6 +9,7 @@
 #include "kernels/cuda/device.h"
 #include "kernels/token_rows.h"
 #include "models/gpt2/gpt2_cpu.h"
+#include "models/gpt2/gpu_layer_span.h"
 
 namespace dsx::models {
 
@@ -235,6 +236,7 @@ float GPT2Cuda<T>::forward(const int32_t* inputs, const int32_t* targets, int B,
   for (int l = 0; l < L; ++l) {
     access.acquire(l + 1);
     access.prefetch(l + 2);
+    GpuLayerSpan on_gpu(stream, "forward layer", l + 1);
     block_forward(acts_of(l), residual_[l + 1].data(), residual_[l].data(),
                   gpt2_block_params<T>(config_, access, l));
     access.release(l + 1);
@@ -297,6 +299,7 @@ void GPT2Cuda<T>::backward(ParamAccess& access, GradSink& sink, float grad_scale
     access.prefetch(l);
     BlockParams p = gpt2_block_params<T>(config_, access, l);
     BlockActs& a = acts_of(l);
+    GpuLayerSpan on_gpu(s, "backward layer", l + 1);
     if (checkpointing_) block_forward(a, tmp_.data(), residual_[l].data(), p);
     block_backward(dres_.data(), a, residual_[l].data(), p, gpt2_block_grads<T>(config_, sink, l));
     if (wait_for_stream) cuda_check(cudaStreamSynchronize(s), "backward");
