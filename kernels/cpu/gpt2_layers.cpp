@@ -22,9 +22,6 @@ namespace {
 // a descheduled thread.
 constexpr size_t kLayerParallelMin = size_t(1) << 18;
 
-using std::log;
-using std::sqrt;
-
 }  // namespace
 
 template <class T>
@@ -63,15 +60,15 @@ void gpt2_layernorm_forward(T* out, T* mean, T* rstd, const T* inp, const T* wei
 #pragma omp parallel for if (N * C >= kLayerParallelMin)
   for (size_t r = 0; r < N; ++r) {
     const T* x = inp + r * C;
-    T m = 0;
-    for (int i = 0; i < C; ++i) m += x[i];
-    m /= C;
+    T sum = 0;
+    for (int i = 0; i < C; ++i) sum += x[i];
+    const T m = gpt2::layernorm_mean(sum, C);
     T v = 0;
     for (int i = 0; i < C; ++i) v += (x[i] - m) * (x[i] - m);
-    v /= C;
-    T s = T(1) / sqrt(v + T(gpt2::kLayerNormEps));
+    const T s = gpt2::layernorm_rstd(v, C);
     T* o = out + r * C;
-    for (int i = 0; i < C; ++i) o[i] = (x[i] - m) * s * weight[i] + bias[i];
+    for (int i = 0; i < C; ++i)
+      o[i] = gpt2::layernorm_affine(gpt2::layernorm_xhat(x[i], m, s), weight[i], bias[i]);
     mean[r] = m;
     rstd[r] = s;
   }
@@ -95,20 +92,20 @@ void gpt2_layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const
       T m = mean[r], s = rstd[r];
       T g_mean = 0, g_xhat_mean = 0;
       for (int i = 0; i < C; ++i) {
-        T xhat = (x[i] - m) * s;
-        T gx = g[i] * weight[i];
+        T xhat = gpt2::layernorm_xhat(x[i], m, s);
+        T gx = gpt2::layernorm_dnorm(g[i], weight[i]);
         g_mean += gx;
         g_xhat_mean += gx * xhat;
         dw[i] += g[i] * xhat;
         db[i] += g[i];
       }
-      g_mean /= C;
-      g_xhat_mean /= C;
+      g_mean = gpt2::layernorm_mean(g_mean, C);
+      g_xhat_mean = gpt2::layernorm_mean(g_xhat_mean, C);
       T* d = dinp + r * C;
-      for (int i = 0; i < C; ++i) {
-        T xhat = (x[i] - m) * s;
-        d[i] += (g[i] * weight[i] - g_mean - xhat * g_xhat_mean) * s;
-      }
+      for (int i = 0; i < C; ++i)
+        d[i] += gpt2::layernorm_dinp_given(gpt2::layernorm_dnorm(g[i], weight[i]),
+                                           gpt2::layernorm_xhat(x[i], m, s), g_mean, g_xhat_mean,
+                                           s);
     }
   }
   for (int th = 0; th < threads; ++th) {
@@ -224,7 +221,7 @@ constexpr int kAttBlock = 64;
 template <class T>
 void gpt2_attention_forward(T* out, T* att, const T* qkv, int B, int Tn, int C, int NH) {
   const int hs = C / NH;
-  const T scale = T(1) / sqrt(T(hs));
+  const T scale = gpt2::attention_scale<T>(hs);
   const size_t C3 = 3 * static_cast<size_t>(C);
   const bool parallel = size_t(B) * NH * Tn * Tn * hs / 2 >= kLayerParallelMin;
   SingleThreadedBlas single;
@@ -243,7 +240,7 @@ void gpt2_attention_forward(T* out, T* att, const T* qkv, int B, int Tn, int C, 
                   a + size_t(r0) * Tn, Tn);
       for (int t = r0; t < r1; ++t) {
         T* row = a + static_cast<size_t>(t) * Tn;
-        T inv = T(1) / row_exp_in_place(row, t + 1, row_max(row, t + 1));
+        T inv = gpt2::softmax_inv_sum(row_exp_in_place(row, t + 1, row_max(row, t + 1)));
         for (int t2 = 0; t2 <= t; ++t2) row[t2] *= inv;
         std::fill(row + t + 1, row + Tn, T(0));  // the masked keys: zero weight, read by backward
       }
@@ -257,7 +254,7 @@ template <class T>
 void gpt2_attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, int B, int Tn,
                              int C, int NH) {
   const int hs = C / NH;
-  const T scale = T(1) / sqrt(T(hs));
+  const T scale = gpt2::attention_scale<T>(hs);
   const size_t C3 = 3 * static_cast<size_t>(C);
   SingleThreadedBlas single;
 #pragma omp parallel if (size_t(B) * NH * Tn * Tn * hs / 2 >= kLayerParallelMin)
@@ -283,7 +280,8 @@ void gpt2_attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att,
           T* drow = d + static_cast<size_t>(t) * Tn;
           T dot = 0;
           for (int t2 = 0; t2 <= t; ++t2) dot += arow[t2] * drow[t2];
-          for (int t2 = 0; t2 <= t; ++t2) drow[t2] = arow[t2] * (drow[t2] - dot) * scale;
+          for (int t2 = 0; t2 <= t; ++t2)
+            drow[t2] = gpt2::softmax_backward_given(arow[t2], drow[t2], dot) * scale;
           std::fill(drow + t + 1, drow + r1, T(0));
         }
         // scores = q @ k^T: dq = dpre @ k
@@ -333,10 +331,10 @@ size_t gpt2_crossentropy_forward(T* losses, T* lse, const T* logits, const int32
   for (size_t r = 0; r < N; ++r) {
     const T* z = logits + r * Vp;
     T maxv = row_max(z, V);
-    lse[r] = maxv + log(row_sum_exp(z, V, maxv));
-    int32_t y = targets[r];
-    losses[r] = y >= 0 ? lse[r] - z[y] : T(0);
-    counted += y >= 0;
+    lse[r] = gpt2::logsumexp_given(maxv, row_sum_exp(z, V, maxv));
+    const int32_t y = targets[r];
+    losses[r] = gpt2::crossentropy_loss(lse[r], y, [&] { return z[y]; });
+    counted += gpt2::crossentropy_counted(y);
   }
   return counted;
 }
@@ -347,13 +345,13 @@ void gpt2_crossentropy_backward(T* logits_to_dlogits, const T* lse, const int32_
 #pragma omp parallel for if (N * V >= kLayerParallelMin)
   for (size_t r = 0; r < N; ++r) {
     T* z = logits_to_dlogits + r * Vp;
-    int32_t y = targets[r];
-    if (y < 0) {
+    const int32_t y = targets[r];
+    if (!gpt2::crossentropy_counted(y)) {
       std::fill(z, z + Vp, T(0));
       continue;
     }
-    row_exp_scale(z, V, lse[r], dloss);
-    z[y] -= dloss;
+    row_exp_scale(z, V, lse[r], dloss);  // exp(z - lse) * dloss: every entry but the target's
+    z[y] = gpt2::crossentropy_dlogit_given(z[y], true, dloss);
     std::fill(z + V, z + Vp, T(0));
   }
 }

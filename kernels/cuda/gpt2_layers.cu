@@ -95,12 +95,13 @@ __global__ void layernorm_forward_kernel(T* out, float* mean, float* rstd, const
   const T* x = inp + row * C;
   float s = 0;
   for (int i = lane; i < C; i += kWarp) s += to_f(x[i]);
-  float m = warp_sum(s) / C;
+  float m = gpt2::layernorm_mean(warp_sum(s), C);
   float v = 0;
   for (int i = lane; i < C; i += kWarp) v += (to_f(x[i]) - m) * (to_f(x[i]) - m);
-  float r = rsqrtf(warp_sum(v) / C + float(gpt2::kLayerNormEps));
+  float r = gpt2::layernorm_rstd(warp_sum(v), C);
   for (int i = lane; i < C; i += kWarp)
-    out[row * C + i] = from_f<T>((to_f(x[i]) - m) * r * to_f(weight[i]) + to_f(bias[i]));
+    out[row * C + i] =
+        from_f<T>(gpt2::layernorm_affine(gpt2::layernorm_xhat(to_f(x[i]), m, r), to_f(weight[i]), to_f(bias[i])));
   if (lane == 0) mean[row] = m, rstd[row] = r;
 }
 
@@ -116,15 +117,16 @@ __global__ void layernorm_backward_kernel(T* dinp, const T* dout, const T* inp, 
   float m = mean[row], r = rstd[row];
   float g_mean = 0, g_xhat_mean = 0;
   for (int i = lane; i < C; i += kWarp) {
-    float xhat = gpt2::layernorm_xhat(to_f(x[i]), m, r), gx = to_f(g[i]) * to_f(weight[i]);
+    float xhat = gpt2::layernorm_xhat(to_f(x[i]), m, r), gx = gpt2::layernorm_dnorm(to_f(g[i]), to_f(weight[i]));
     g_mean += gx;
     g_xhat_mean += gx * xhat;
   }
-  g_mean = warp_sum(g_mean) / C;
-  g_xhat_mean = warp_sum(g_xhat_mean) / C;
+  g_mean = gpt2::layernorm_mean(warp_sum(g_mean), C);
+  g_xhat_mean = gpt2::layernorm_mean(warp_sum(g_xhat_mean), C);
   for (int i = lane; i < C; i += kWarp) {
     float xhat = gpt2::layernorm_xhat(to_f(x[i]), m, r);
-    float d = (to_f(g[i]) * to_f(weight[i]) - g_mean - xhat * g_xhat_mean) * r;
+    float d = gpt2::layernorm_dinp_given(gpt2::layernorm_dnorm(to_f(g[i]), to_f(weight[i])), xhat, g_mean,
+                                         g_xhat_mean, r);
     dinp[row * C + i] = from_f<T>(to_f(dinp[row * C + i]) + d);
   }
 }
@@ -151,7 +153,7 @@ __global__ void attention_forward_kernel(T* out, float* att, const T* qkv, int B
   const int t = static_cast<int>(w % Tn), h = static_cast<int>((w / Tn) % NH), b = static_cast<int>(w / Tn / NH);
   const int hs = C / NH;
   const size_t C3 = 3 * size_t(C);
-  const float scale = rsqrtf(float(hs));
+  const float scale = gpt2::attention_scale<float>(hs);
   const T* q = qkv + (size_t(b) * Tn + t) * C3 + h * hs;
   float* a = att + w * Tn;
   float maxv = -FLT_MAX;
@@ -168,7 +170,7 @@ __global__ void attention_forward_kernel(T* out, float* att, const T* qkv, int B
     a[t2] = expf(a[t2] - maxv);
     sum += a[t2];
   }
-  float inv = 1.0f / warp_sum(sum);
+  float inv = gpt2::softmax_inv_sum(warp_sum(sum));
   for (int t2 = lane; t2 <= t; t2 += kWarp) a[t2] *= inv;
   __syncwarp();
   for (int i = lane; i < hs; i += kWarp) {
@@ -188,7 +190,7 @@ __global__ void attention_backward_query_kernel(T* dqkv, float* dpre, const T* d
   const int t = static_cast<int>(w % Tn), h = static_cast<int>((w / Tn) % NH), b = static_cast<int>(w / Tn / NH);
   const int hs = C / NH;
   const size_t C3 = 3 * size_t(C);
-  const float scale = rsqrtf(float(hs));
+  const float scale = gpt2::attention_scale<float>(hs);
   const T* g = dout + (size_t(b) * Tn + t) * C + h * hs;
   const float* a = att + w * Tn;
   float* dp = dpre + w * Tn;
@@ -201,7 +203,7 @@ __global__ void attention_backward_query_kernel(T* dqkv, float* dpre, const T* d
     rowdot += d * a[t2];
   }
   rowdot = warp_sum(rowdot);
-  for (int t2 = lane; t2 <= t; t2 += kWarp) dp[t2] = a[t2] * (dp[t2] - rowdot) * scale;
+  for (int t2 = lane; t2 <= t; t2 += kWarp) dp[t2] = gpt2::softmax_backward_given(a[t2], dp[t2], rowdot) * scale;
   __syncwarp();
   for (int i = lane; i < hs; i += kWarp) {
     float dq = 0;
@@ -263,10 +265,10 @@ __global__ void crossentropy_forward_kernel(float* losses, float* lse, const T* 
   for (int i = threadIdx.x; i < V; i += blockDim.x) s += expf(to_f(z[i]) - m);
   s = block_sum(s, shared);
   if (threadIdx.x == 0) {
-    float l = m + logf(s);
+    float l = gpt2::logsumexp_given(m, s);
     int32_t y = targets[blockIdx.x];
     lse[blockIdx.x] = l;
-    losses[blockIdx.x] = y >= 0 ? l - to_f(z[y]) : 0.0f;
+    losses[blockIdx.x] = gpt2::crossentropy_loss(l, y, [&] { return to_f(z[y]); });
   }
 }
 
@@ -278,7 +280,8 @@ __global__ void crossentropy_backward_kernel(T* z_to_dz, const float* lse, const
   float l = lse[blockIdx.x];
   for (int i = threadIdx.x; i < Vp; i += blockDim.x) {
     float d = 0.0f;
-    if (y >= 0 && i < V) d = (expf(to_f(z[i]) - l) - (i == y ? 1.0f : 0.0f)) * dloss;
+    if (gpt2::crossentropy_counted(y) && i < V)
+      d = gpt2::crossentropy_dlogit_given(expf(to_f(z[i]) - l) * dloss, i == y, dloss);
     z[i] = from_f<T>(d);
   }
 }
