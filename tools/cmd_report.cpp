@@ -152,10 +152,8 @@ void write_strings(Writer& w, const char* key, const std::vector<std::string>& i
   w.EndArray();
 }
 
-void print_json(const rep::Environment& env, const std::vector<rep::Finding>& findings) {
-  rapidjson::StringBuffer buffer;
-  Writer w(buffer);
-  w.StartObject();
+// The sections of `dsx report --json`, in order.
+void write_build(Writer& w, const rep::Environment& env) {
   w.Key("dsx");
   w.StartObject();
   w.Key("version");
@@ -175,6 +173,9 @@ void print_json(const rep::Environment& env, const std::vector<rep::Finding>& fi
   w.Key("built_cudnn_code");
   w.Int(env.build.cudnn_code);
   w.EndObject();
+}
+
+void write_cpu(Writer& w, const rep::Environment& env) {
   w.Key("cpu");
   w.StartObject();
   w.Key("model");
@@ -185,6 +186,9 @@ void print_json(const rep::Environment& env, const std::vector<rep::Finding>& fi
   w.Key("kernel_simd");
   w.String(env.cpu.kernel_simd.c_str());
   w.EndObject();
+}
+
+void write_cuda(Writer& w, const rep::Environment& env) {
   w.Key("cuda");
   w.StartObject();
   write_library(w, "runtime", env.cuda.runtime);
@@ -193,6 +197,9 @@ void print_json(const rep::Environment& env, const std::vector<rep::Finding>& fi
   write_library(w, "cudnn", env.cuda.cudnn);
   write_library(w, "nccl", env.cuda.nccl);
   w.EndObject();
+}
+
+void write_fabric(Writer& w, const rep::Environment& env) {
   w.Key("libfabric");
   w.StartObject();
   w.Key("version");
@@ -213,6 +220,9 @@ void print_json(const rep::Environment& env, const std::vector<rep::Finding>& fi
   }
   w.EndArray();
   w.EndObject();
+}
+
+void write_gpus(Writer& w, const rep::Environment& env) {
   w.Key("gpus");
   w.StartObject();
   w.Key("nvml_loaded");
@@ -249,6 +259,9 @@ void print_json(const rep::Environment& env, const std::vector<rep::Finding>& fi
   }
   w.EndArray();
   w.EndObject();
+}
+
+void write_host(Writer& w, const rep::Environment& env) {
   write_strings(w, "interfaces", env.interfaces);
   write_strings(w, "rdma_devices", env.rdma_devices);
   w.Key("nodes");
@@ -266,6 +279,9 @@ void print_json(const rep::Environment& env, const std::vector<rep::Finding>& fi
     w.EndObject();
   }
   w.EndArray();
+}
+
+void write_findings(Writer& w, const std::vector<rep::Finding>& findings) {
   w.Key("findings");
   w.StartArray();
   for (const auto& f : findings) {
@@ -281,6 +297,19 @@ void print_json(const rep::Environment& env, const std::vector<rep::Finding>& fi
     w.EndObject();
   }
   w.EndArray();
+}
+
+void print_json(const rep::Environment& env, const std::vector<rep::Finding>& findings) {
+  rapidjson::StringBuffer buffer;
+  Writer w(buffer);
+  w.StartObject();
+  write_build(w, env);
+  write_cpu(w, env);
+  write_cuda(w, env);
+  write_fabric(w, env);
+  write_gpus(w, env);
+  write_host(w, env);
+  write_findings(w, findings);
   w.EndObject();
   std::cout << buffer.GetString() << "\n";
 }
