@@ -46,6 +46,14 @@ die() { echo "cuda12_prefix: $*" >&2; exit 1; }
 
 [[ -x $compiler_from/bin/nvcc ]] ||
   die "no nvcc at $compiler_from/bin/nvcc to take the compiler from (set DSX_CUDA12_COMPILER_FROM)"
+# The toolkit the nvcc really runs from: some machines put `exec /usr/local/cuda-13.0/bin/nvcc`
+# wrappers in /usr/local/bin, and a copied wrapper would run that toolkit with its own headers.
+# nvcc's dry run names the folder of the real program.
+nvcc_home=$("$compiler_from/bin/nvcc" --dryrun -c -x cu /dev/null -o /dev/null 2>&1 |
+  sed -n 's/^#\$ _HERE_=//p' | head -1)
+[[ -n $nvcc_home && -f $nvcc_home/nvcc.profile ]] ||
+  die "$compiler_from/bin/nvcc --dryrun names no folder with nvcc.profile (got '${nvcc_home}')"
+compiler_from=$(realpath "$nvcc_home/..")
 compiler_version=$("$compiler_from/bin/nvcc" --version | tail -1)
 stamp_text="wheels: ${wheels[*]}
 compiler: $compiler_version ($(realpath "$compiler_from"))"
@@ -105,6 +113,8 @@ compiler_include=$compiler_from/include
 mkdir -p "$stage/bin" "$stage/nvvm/bin"
 for tool in nvcc cudafe++ fatbinary nvlink ptxas bin2c; do
   if [[ -x $compiler_from/bin/$tool ]]; then
+    [[ $(head -c 4 "$compiler_from/bin/$tool") == $'\x7fELF' ]] ||
+      die "$compiler_from/bin/$tool is not a program but a script; name the real toolkit in DSX_CUDA12_COMPILER_FROM"
     cp -L "$compiler_from/bin/$tool" "$stage/bin/"
   elif [[ $tool != bin2c ]]; then
     die "$compiler_from/bin/$tool is missing"
