@@ -51,3 +51,24 @@ if(DSX_BUILD_BENCH)
     dsx_missing("Google Benchmark" "libbenchmark-dev")
   endif()
 endif()
+
+# Tokenizers (tokenizer/): PCRE2 runs the pre-tokenizer regexes, utf8proc normalizes (NFC) and
+# classifies characters, libsentencepiece reads tokenizer.model files. find_path/find_library
+# rather than pkg-config, so tests/gpu/gpu_deps.sh's private prefix is searched too.
+foreach(dep IN ITEMS "pcre2;pcre2.h;pcre2-8;PCRE2;libpcre2-dev"
+                     "utf8proc;utf8proc.h;utf8proc;utf8proc;libutf8proc-dev"
+                     "sentencepiece;sentencepiece_processor.h;sentencepiece;SentencePiece;libsentencepiece-dev")
+  list(GET dep 0 name)
+  list(GET dep 1 header)
+  list(GET dep 2 library)
+  list(GET dep 3 what)
+  list(GET dep 4 package)
+  find_path(DSX_${name}_INCLUDE_DIR ${header})
+  find_library(DSX_${name}_LIBRARY ${library})
+  if(NOT DSX_${name}_INCLUDE_DIR OR NOT DSX_${name}_LIBRARY)
+    dsx_missing("${what}" "${package}")
+  endif()
+  add_library(dsx_${name} INTERFACE)
+  target_include_directories(dsx_${name} SYSTEM INTERFACE ${DSX_${name}_INCLUDE_DIR})
+  target_link_libraries(dsx_${name} INTERFACE ${DSX_${name}_LIBRARY})
+endforeach()

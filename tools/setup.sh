@@ -17,6 +17,9 @@ packages=(
   libssl-dev                    # the rendezvous store: HMAC of its shared secret (OpenSSL)
   zlib1g-dev                    # dsx cloud: AWS user data over 16 KB goes gzipped
   libopenblas-dev               # CPU matmuls
+  libpcre2-dev                  # tokenizers: the pre-tokenizer regexes (Unicode classes, JIT)
+  libutf8proc-dev               # tokenizers: NFC normalization and Unicode categories
+  libsentencepiece-dev          # tokenizers: SentencePiece tokenizer.model files (Llama 2, Mistral)
   libgtest-dev libgmock-dev     # tests
   libbenchmark-dev              # micro-benchmarks
   libomp-dev                    # OpenMP (gcc uses libgomp; clang builds of the fuzzers use this)

@@ -38,6 +38,9 @@ packages=(
   libpsm2-2 libpsm-infinipath1 libnuma1 libatomic1 libuuid1
   libssl-dev libssl3                               # the store's HMAC (OpenSSL)
   libopenblas-dev libopenblas-pthread-dev libopenblas0-pthread libopenblas0 libgfortran5 libquadmath0
+  libpcre2-dev libpcre2-8-0 libpcre2-16-0 libpcre2-32-0 libpcre2-posix3  # tokenizers: regexes
+  libutf8proc-dev libutf8proc2                     # tokenizers: NFC
+  libsentencepiece-dev libsentencepiece0 libprotobuf-lite32  # tokenizers: tokenizer.model
   libgtest-dev                                     # GPU tests
   libbenchmark-dev libbenchmark1debian             # GPU benchmarks
 )

@@ -1,0 +1,161 @@
+"""Trains the tokenizer fixtures of tests/tokenizer/data/ and writes the ids the Python libraries
+give for them (cases.json), so the C++ tests compare against `tokenizers` and `sentencepiece`
+without running Python. Run once by hand in a venv with tokenizers and sentencepiece:
+
+    python3 tests/tokenizer/compat/make_fixtures.py tests/tokenizer/data
+
+Each fixture folder looks like a Hugging Face model folder (tokenizer.json or tokenizer.model, and
+tokenizer_config.json). The fixtures are small (vocabularies of 300-1000) but use the real
+components: GPT-2's ByteLevel regex, Llama 3's Split regex with ignore_merges and a BOS template,
+Qwen2's NFC normalizer and single-digit regex, and a SentencePiece BPE model with byte fallback."""
+
+import json
+import os
+import sys
+
+import sentencepiece as spm
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers
+from tokenizers import pre_tokenizers, processors, trainers
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from multilingual_text import make_text  # noqa: E402
+
+LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
+                  r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+QWEN2_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}|"
+                 r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+
+CORPUS = [make_text(seed, 2000) for seed in range(100)]
+SAMPLE = make_text(7, 6000)
+
+
+def byte_level_trainer(vocab_size, specials):
+    return trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials, show_progress=False,
+                               initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+
+
+def gpt2_style():
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.post_processor = processors.ByteLevel(trim_offsets=False)
+    tok.train_from_iterator(CORPUS, byte_level_trainer(800, ["<|endoftext|>"]))
+    tok.add_special_tokens([AddedToken("<mask>", lstrip=True, special=True),
+                            AddedToken("[WORD]", single_word=True, special=True)])
+    tok.add_tokens([AddedToken(" dsx engine", normalized=True, special=False)])
+    config = {"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>",
+              "unk_token": "<|endoftext|>", "add_prefix_space": False,
+              "tokenizer_class": "GPT2Tokenizer"}
+    return tok, config
+
+
+def llama3_style():
+    specials = ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>",
+                "<|end_header_id|>", "<|eot_id|>"]
+    tok = Tokenizer(models.BPE(ignore_merges=True))
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(LLAMA3_PATTERN), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(CORPUS, byte_level_trainer(1000, []))
+    tok.add_special_tokens([AddedToken(s, special=True) for s in specials])
+    tok.add_special_tokens([AddedToken("<|rstrip|>", rstrip=True, special=True)])
+    bos = tok.token_to_id("<|begin_of_text|>")
+    tok.post_processor = processors.Sequence([
+        processors.ByteLevel(trim_offsets=False),
+        processors.TemplateProcessing(single="<|begin_of_text|> $A",
+                                      pair="<|begin_of_text|> $A <|begin_of_text|> $B:1",
+                                      special_tokens=[("<|begin_of_text|>", bos)])])
+    config = {"bos_token": "<|begin_of_text|>", "eos_token": "<|end_of_text|>",
+              "tokenizer_class": "PreTrainedTokenizerFast"}
+    return tok, config
+
+
+def qwen2_style():
+    tok = Tokenizer(models.BPE())
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(QWEN2_PATTERN), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tok.decoder = decoders.ByteLevel()
+    tok.post_processor = processors.ByteLevel(trim_offsets=False)
+    tok.train_from_iterator(CORPUS, byte_level_trainer(900, ["<|endoftext|>"]))
+    tok.add_special_tokens([AddedToken("<|im_start|>", special=True),
+                            AddedToken("<|im_end|>", special=True)])
+    config = {"bos_token": None, "eos_token": "<|endoftext|>", "pad_token": "<|endoftext|>",
+              "add_prefix_space": False, "tokenizer_class": "Qwen2Tokenizer"}
+    return tok, config
+
+
+def short_cases(specials):
+    texts = ["", " ", "Hello world! It's 12345  x\n\ny", "  leading and trailing  ",
+             "cafe\u0301 café", "\r\n\r\n", "a" * 300, "1234567890", "👨‍👩‍👧‍👦👍🏽",
+             "It'S WE'LL i'M", "\u00a0\u3000\t x"]
+    texts += [f"before{s}after" for s in specials]
+    texts += [f"two {specials[0]}  {specials[-1]}   tokens" for _ in [0]]
+    return texts
+
+
+def write_json_fixture(folder, name, tok, config, specials):
+    os.makedirs(os.path.join(folder, name), exist_ok=True)
+    tok.save(os.path.join(folder, name, "tokenizer.json"))
+    with open(os.path.join(folder, name, "tokenizer_config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+    cases = []
+    for text in [SAMPLE] + short_cases(specials):
+        for add_special in (True, False):
+            cases.append({"text": text, "add_special_tokens": add_special, "split_special_tokens": False,
+                          "ids": tok.encode(text, add_special_tokens=add_special).ids})
+    tok.encode_special_tokens = True
+    for text in short_cases(specials)[-len(specials) - 1:]:
+        cases.append({"text": text, "add_special_tokens": False, "split_special_tokens": True,
+                      "ids": tok.encode(text, add_special_tokens=False).ids})
+    with open(os.path.join(folder, name, "cases.json"), "w") as f:
+        json.dump(cases, f, ensure_ascii=True, indent=0)
+
+
+def write_sentencepiece_fixture(folder):
+    out = os.path.join(folder, "spm")
+    os.makedirs(out, exist_ok=True)
+    corpus_file = os.path.join(out, "corpus.tmp")
+    with open(corpus_file, "w") as f:
+        for text in CORPUS:
+            f.write(text.replace("\r", "") + "\n")
+    spm.SentencePieceTrainer.train(input=corpus_file, model_prefix=os.path.join(out, "tokenizer"),
+                                   vocab_size=600, model_type="bpe", byte_fallback=True,
+                                   character_coverage=0.995, unk_id=0, bos_id=1, eos_id=2,
+                                   pad_id=-1, minloglevel=2,
+                                   # Llama 2's settings: no normalization, digits split,
+                                   # whitespace kept as it is.
+                                   normalization_rule_name="identity", split_digits=True,
+                                   remove_extra_whitespaces=False, allow_whitespace_only_pieces=True)
+    os.remove(corpus_file)
+    os.remove(os.path.join(out, "tokenizer.vocab"))
+    config = {"add_bos_token": True, "add_eos_token": False, "bos_token": "<s>", "eos_token": "</s>",
+              "unk_token": "<unk>", "tokenizer_class": "LlamaTokenizer"}
+    with open(os.path.join(out, "tokenizer_config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+    sp = spm.SentencePieceProcessor(model_file=os.path.join(out, "tokenizer.model"))
+    cases = []
+    for text in [SAMPLE] + short_cases(["<s>", "</s>"]):
+        cases.append({"text": text, "add_special_tokens": True, "split_special_tokens": False,
+                      "ids": [sp.bos_id()] + sp.encode(text)})
+        cases.append({"text": text, "add_special_tokens": False, "split_special_tokens": False,
+                      "ids": sp.encode(text)})
+    with open(os.path.join(out, "cases.json"), "w") as f:
+        json.dump(cases, f, ensure_ascii=True, indent=0)
+
+
+def main():
+    folder = sys.argv[1]
+    tok, config = gpt2_style()
+    write_json_fixture(folder, "gpt2", tok, config, ["<|endoftext|>", "<mask>", "[WORD]", " dsx engine"])
+    tok, config = llama3_style()
+    write_json_fixture(folder, "llama3", tok, config, ["<|begin_of_text|>", "<|eot_id|>", "<|rstrip|>"])
+    tok, config = qwen2_style()
+    write_json_fixture(folder, "qwen2", tok, config, ["<|endoftext|>", "<|im_start|>", "<|im_end|>"])
+    write_sentencepiece_fixture(folder)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+// A BPE model as tokenizer.json describes it: a vocabulary (token string -> id), merges ranked by
+// their position in the list, and the rules for a word: ignore_merges (a word that is a token is
+// that token, Llama 3) and unk_token / fuse_unk for characters outside the vocabulary. The model
+// sees words in its own alphabet (byte-level BPE: after byte_level::to_alphabet).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "tokenizer/pair_table.h"
+#include "tokenizer/tokenizer.h"
+
+namespace dsx::tokenizer {
+
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+using Vocabulary = std::unordered_map<std::string, TokenId, StringHash, std::equal_to<>>;
+
+struct BpeOptions {
+  bool ignore_merges = false;
+  std::optional<TokenId> unk_id;
+  bool fuse_unk = false;
+};
+
+class BpeModel {
+ public:
+  // Throws dsx::Error (Format) naming `where` when a merge names a token the vocabulary lacks.
+  BpeModel(Vocabulary vocab, const std::vector<std::pair<std::string, std::string>>& merges,
+           BpeOptions options, const std::string& where);
+
+  // Appends the ids of one word (a pre-token in the model's alphabet).
+  void encode_word(std::string_view word, std::vector<TokenId>& out) const;
+
+  std::optional<TokenId> token_to_id(std::string_view token) const;
+  // The token string of an id, or nullptr when the vocabulary has no such id.
+  const std::string* id_to_token(TokenId id) const;
+  TokenId max_id() const { return static_cast<TokenId>(tokens_.size()) - 1; }
+  size_t merge_count() const { return merge_count_; }
+  const PairTable& merges() const { return merges_; }
+
+ private:
+  void initial_symbols(std::string_view word, std::vector<TokenId>& symbols) const;
+
+  Vocabulary vocab_;
+  std::vector<std::string> tokens_;  // id -> token ("" for ids the vocabulary skips)
+  std::vector<bool> has_token_;
+  std::vector<TokenId> id_of_small_char_;  // code points below 0x200 (the byte-level alphabet)
+  PairTable merges_;
+  size_t merge_count_ = 0;
+  BpeOptions options_;
+};
+
+}  // namespace dsx::tokenizer

@@ -1,0 +1,118 @@
+// BOS and EOS come from tokenizer_config.json (bos_token, eos_token). What encode adds: when the
+// config sets add_bos_token or add_eos_token, exactly that (transformers rebuilds the
+// post-processor from them); otherwise what tokenizer.json's post-processor adds (Llama 3's
+// TemplateProcessing adds <|begin_of_text|>; GPT-2 and Qwen2 add nothing).
+#include "tokenizer/load_tokenizer.h"
+
+#include <filesystem>
+
+#include "dsx/error.h"
+#include "tokenizer/hf_bpe_tokenizer.h"
+#include "tokenizer/read_tokenizer_json.h"
+#include "tokenizer/sentencepiece_tokenizer.h"
+#include "tokenizer/tokenizer_config.h"
+
+namespace dsx::tokenizer {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::optional<TokenId> find_token(const HfBpeParts& parts, const std::string& token) {
+  for (const AddedToken& added : parts.added_tokens) {
+    if (added.content == token) return added.id;
+  }
+  return parts.model->token_to_id(token);
+}
+
+std::optional<TokenId> config_token(const HfBpeParts& parts, const TokenizerConfig& config,
+                                    const std::optional<std::string>& token, const char* field) {
+  if (!token) return std::nullopt;
+  auto id = find_token(parts, *token);
+  if (!id) {
+    throw Error(ErrorKind::Format, config.source + ": " + field + " is \"" + *token + "\", which " +
+                                       parts.source +
+                                       " does not have (are the two files from different models?)");
+  }
+  return id;
+}
+
+std::unique_ptr<Tokenizer> load_json(const std::string& json_path, const TokenizerConfig& config) {
+  HfBpeParts parts = read_tokenizer_json(json_path);
+  parts.bos = config_token(parts, config, config.bos_token, "bos_token");
+  parts.eos = config_token(parts, config, config.eos_token, "eos_token");
+  if (config.add_bos_token || config.add_eos_token) {
+    parts.special_template = {};
+    if (config.add_bos_token.value_or(false)) {
+      if (!parts.bos) {
+        throw Error(ErrorKind::Format, config.source +
+                                           ": add_bos_token is true but bos_token is "
+                                           "not set (name the BOS token)");
+      }
+      parts.special_template.prefix.push_back(*parts.bos);
+    }
+    if (config.add_eos_token.value_or(false)) {
+      if (!parts.eos) {
+        throw Error(ErrorKind::Format, config.source +
+                                           ": add_eos_token is true but eos_token is "
+                                           "not set (name the EOS token)");
+      }
+      parts.special_template.suffix.push_back(*parts.eos);
+    }
+  }
+  return std::make_unique<HfBpeTokenizer>(std::move(parts));
+}
+
+std::unique_ptr<Tokenizer> load_sentencepiece(const std::string& model_path,
+                                              const TokenizerConfig& config) {
+  SentencePieceRules rules;
+  rules.add_bos = config.add_bos_token.value_or(true);
+  rules.add_eos = config.add_eos_token.value_or(false);
+  rules.bos_token = config.bos_token;
+  rules.eos_token = config.eos_token;
+  return std::make_unique<SentencePieceTokenizer>(model_path, rules);
+}
+
+[[noreturn]] void no_tokenizer_in(const fs::path& dir) {
+  std::string present;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (!present.empty()) present += ", ";
+    present += entry.path().filename().string();
+    if (present.size() > 200) {
+      present += ", ...";
+      break;
+    }
+  }
+  throw Error(ErrorKind::Io,
+              dir.string() + ": holds neither tokenizer.json nor tokenizer.model " +
+                  (present.empty() ? "(it is empty)" : "(it holds " + present + ")") +
+                  "; copy the tokenizer files of the Hugging Face model into it "
+                  "(they sit beside config.json)");
+}
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path) {
+  std::error_code ec;
+  fs::path given(path);
+  if (!fs::exists(given, ec)) {
+    throw Error(ErrorKind::Io, path +
+                                   ": no such file or folder (give a Hugging Face model folder "
+                                   "or its tokenizer.json / tokenizer.model)");
+  }
+  fs::path dir = fs::is_directory(given, ec) ? given : given.parent_path();
+  if (dir.empty()) dir = ".";
+  TokenizerConfig config = read_tokenizer_config((dir / "tokenizer_config.json").string());
+  if (!fs::is_directory(given, ec)) {
+    if (given.extension() == ".model") return load_sentencepiece(given.string(), config);
+    return load_json(given.string(), config);
+  }
+  if (fs::exists(dir / "tokenizer.json", ec))
+    return load_json((dir / "tokenizer.json").string(), config);
+  if (fs::exists(dir / "tokenizer.model", ec)) {
+    return load_sentencepiece((dir / "tokenizer.model").string(), config);
+  }
+  no_tokenizer_in(dir);
+}
+
+}  // namespace dsx::tokenizer

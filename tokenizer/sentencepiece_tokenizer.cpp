@@ -1,0 +1,96 @@
+#include "tokenizer/sentencepiece_tokenizer.h"
+
+#include <sentencepiece_processor.h>
+
+#include <filesystem>
+
+#include "dsx/error.h"
+#include "tokenizer/utf8.h"
+
+namespace dsx::tokenizer {
+
+SentencePieceTokenizer::SentencePieceTokenizer(const std::string& model_path,
+                                               const SentencePieceRules& rules)
+    : processor_(std::make_unique<sentencepiece::SentencePieceProcessor>()), source_(model_path) {
+  if (!std::filesystem::exists(model_path)) {
+    throw Error(ErrorKind::Io, model_path + ": no such file");
+  }
+  auto status = processor_->Load(model_path);
+  if (!status.ok()) {
+    throw Error(ErrorKind::Format, model_path +
+                                       ": not a SentencePiece model that the "
+                                       "sentencepiece library can load: " +
+                                       status.ToString() + " (copy the file again)");
+  }
+  bos_ = rules.bos_token ? piece_id(*rules.bos_token, "bos_token")
+                         : (processor_->bos_id() >= 0 ? std::optional<TokenId>(processor_->bos_id())
+                                                      : std::nullopt);
+  eos_ = rules.eos_token ? piece_id(*rules.eos_token, "eos_token")
+                         : (processor_->eos_id() >= 0 ? std::optional<TokenId>(processor_->eos_id())
+                                                      : std::nullopt);
+  add_bos_ = rules.add_bos && bos_;
+  add_eos_ = rules.add_eos && eos_;
+  if (rules.add_eos && !eos_) {
+    throw Error(ErrorKind::Format, model_path +
+                                       ": add_eos_token is true but the model has no EOS "
+                                       "piece (set eos_token in tokenizer_config.json)");
+  }
+}
+
+SentencePieceTokenizer::~SentencePieceTokenizer() = default;
+
+std::optional<TokenId> SentencePieceTokenizer::piece_id(const std::string& piece,
+                                                        const char* field) const {
+  int id = processor_->PieceToId(piece);
+  if (id == processor_->unk_id() && piece != processor_->IdToPiece(id)) {
+    throw Error(ErrorKind::Format, source_ + ": tokenizer_config.json's " + field + " \"" + piece +
+                                       "\" is not a piece of the model");
+  }
+  return id;
+}
+
+void SentencePieceTokenizer::encode_into(std::string_view text, const EncodeOptions& options,
+                                         std::vector<TokenId>& out) const {
+  utf8::require_valid(text, "the text to encode");
+  std::vector<int> ids;
+  auto status = processor_->Encode(text, &ids);
+  if (!status.ok()) {
+    throw Error(ErrorKind::Internal,
+                source_ + ": sentencepiece failed to encode: " + status.ToString());
+  }
+  if (options.add_special_tokens && add_bos_) out.push_back(*bos_);
+  out.insert(out.end(), ids.begin(), ids.end());
+  if (options.add_special_tokens && add_eos_) out.push_back(*eos_);
+}
+
+std::string SentencePieceTokenizer::decode(std::span<const TokenId> ids,
+                                           const DecodeOptions& options) const {
+  std::vector<int> kept;
+  const int size = processor_->GetPieceSize();
+  for (TokenId id : ids) {
+    if (id < 0 || id >= size) continue;
+    if (options.skip_special_tokens && processor_->IsControl(id)) continue;
+    kept.push_back(id);
+  }
+  std::string text;
+  auto status = processor_->Decode(kept, &text);
+  if (!status.ok()) {
+    throw Error(ErrorKind::Internal,
+                source_ + ": sentencepiece failed to decode: " + status.ToString());
+  }
+  return text;
+}
+
+TokenId SentencePieceTokenizer::vocab_size() const { return processor_->GetPieceSize(); }
+
+std::optional<TokenId> SentencePieceTokenizer::token_to_id(std::string_view token) const {
+  int id = processor_->PieceToId(token);
+  if (id == processor_->unk_id() && token != processor_->IdToPiece(id)) return std::nullopt;
+  return id;
+}
+
+std::string SentencePieceTokenizer::describe() const {
+  return "SentencePiece from " + source_ + " (vocab " + std::to_string(vocab_size()) + ")";
+}
+
+}  // namespace dsx::tokenizer

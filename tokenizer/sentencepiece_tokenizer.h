@@ -1,0 +1,53 @@
+// A SentencePiece model (tokenizer.model: Llama 2, Mistral) through Google's sentencepiece
+// library, behind the Tokenizer interface. The library does the normalization, byte fallback and
+// merges; this class adds BOS / EOS as tokenizer_config.json says. Special-token strings in the
+// text are text, as sentencepiece itself treats them.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "tokenizer/tokenizer.h"
+
+namespace sentencepiece {
+class SentencePieceProcessor;
+}
+
+namespace dsx::tokenizer {
+
+struct SentencePieceRules {
+  bool add_bos = true;  // Llama 2's and Mistral's default
+  bool add_eos = false;
+  std::optional<std::string> bos_token;  // overrides the model's own BOS piece
+  std::optional<std::string> eos_token;
+};
+
+class SentencePieceTokenizer : public Tokenizer {
+ public:
+  // Throws dsx::Error (Io or Format) with sentencepiece's message when the model cannot load.
+  SentencePieceTokenizer(const std::string& model_path, const SentencePieceRules& rules);
+  ~SentencePieceTokenizer() override;
+
+  void encode_into(std::string_view text, const EncodeOptions& options,
+                   std::vector<TokenId>& out) const override;
+  using Tokenizer::decode;
+  std::string decode(std::span<const TokenId> ids, const DecodeOptions& options) const override;
+  std::optional<TokenId> bos_id() const override { return bos_; }
+  std::optional<TokenId> eos_id() const override { return eos_; }
+  TokenId vocab_size() const override;
+  std::optional<TokenId> token_to_id(std::string_view token) const override;
+  std::string describe() const override;
+
+ private:
+  std::optional<TokenId> piece_id(const std::string& piece, const char* field) const;
+
+  std::unique_ptr<sentencepiece::SentencePieceProcessor> processor_;
+  std::string source_;
+  std::optional<TokenId> bos_;
+  std::optional<TokenId> eos_;
+  bool add_bos_ = false;
+  bool add_eos_ = false;
+};
+
+}  // namespace dsx::tokenizer

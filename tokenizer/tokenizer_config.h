@@ -1,0 +1,24 @@
+// tokenizer_config.json, the transformers side of a tokenizer: which tokens are BOS and EOS and
+// whether encoding adds them (add_bos_token, add_eos_token). Other fields (chat_template,
+// model_max_length, ...) are not read here.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace dsx::tokenizer {
+
+struct TokenizerConfig {
+  std::string source;  // the file, or "" when the folder has none
+  std::optional<std::string> bos_token;
+  std::optional<std::string> eos_token;
+  std::optional<std::string> unk_token;
+  std::optional<std::string> pad_token;
+  std::optional<bool> add_bos_token;
+  std::optional<bool> add_eos_token;
+};
+
+// A missing file is an empty config; a malformed one a dsx::Error naming the field.
+TokenizerConfig read_tokenizer_config(const std::string& path);
+
+}  // namespace dsx::tokenizer
