@@ -49,7 +49,8 @@ MatchScratch& scratch() {
 
 RegexSplitter::RegexSplitter(const std::string& pattern, bool literal, const std::string& where)
     : compiled_(std::make_unique<Compiled>()), pattern_(pattern), where_(where) {
-  uint32_t options = PCRE2_UTF | PCRE2_UCP | (literal ? PCRE2_LITERAL : 0);
+  // PCRE2_LITERAL refuses PCRE2_UCP (nothing in a literal depends on character classes).
+  uint32_t options = PCRE2_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
   int error = 0;
   PCRE2_SIZE error_offset = 0;
   compiled_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),

@@ -51,3 +51,29 @@ def make_text(seed, size):
         parts.append(piece)
         total += len(piece)
     return "".join(parts)
+
+
+# Code point ranges for random "soup": Latin with diacritics, combining marks, Greek, Cyrillic,
+# Hebrew and Arabic, Devanagari, Thai, Hangul Jamo, general punctuation (with the odd spaces),
+# CJK punctuation and kana, CJK ideographs, Hangul syllables, emoji.
+SOUP_RANGES = [(0x20, 0x7E), (0xA0, 0x24F), (0x300, 0x36F), (0x370, 0x3FF), (0x400, 0x4FF),
+               (0x590, 0x6FF), (0x900, 0x97F), (0xE00, 0xE7F), (0x1100, 0x11FF), (0x2000, 0x206F),
+               (0x3000, 0x30FF), (0x4E00, 0x4FFF), (0xAC00, 0xAD00), (0x1F300, 0x1F6FF)]
+SOUP_EXTRAS = ["\r\n", "\n", "\t", "\u0085", "\u2028", "  ", "'s", "'LL", "123456"]
+
+
+def make_soup(seed, size):
+    """About `size` characters of random code points from SOUP_RANGES, in runs of one script."""
+    rng = random.Random(seed)
+    out = []
+    total = 0
+    while total < size:
+        if rng.random() < 0.1:
+            piece = rng.choice(SOUP_EXTRAS)
+        else:
+            lo, hi = rng.choice(SOUP_RANGES)
+            piece = "".join(chr(rng.randint(lo, hi)) for _ in range(rng.randint(1, 8)))
+            piece += " " if rng.random() < 0.6 else ""
+        out.append(piece)
+        total += len(piece)
+    return "".join(out)

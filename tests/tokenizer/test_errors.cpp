@@ -1,0 +1,169 @@
+// Bad inputs are dsx::Errors that name the file, what is wrong and what to do; never a crash
+// and never ids that differ from Hugging Face's.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "dsx/error.h"
+#include "tokenizer/load_tokenizer.h"
+#include "tokenizer_test_util.h"
+
+namespace dsx::tokenizer {
+namespace {
+
+using testing_util::fixture;
+using testing_util::TempDir;
+
+// The message of the dsx::Error that loading `path` throws, with its kind checked.
+std::string load_error(const std::string& path, ErrorKind kind) {
+  try {
+    load_tokenizer(path);
+  } catch (const Error& e) {
+    EXPECT_EQ(to_string(e.kind()), std::string(to_string(kind))) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "loading " << path << " did not fail";
+  return "";
+}
+
+// The gpt2 fixture's tokenizer.json with `from` replaced by `to` (once), in a scratch folder.
+class EditedGpt2 {
+ public:
+  EditedGpt2(const std::string& from, const std::string& to) {
+    std::string json = testing_util::read(fixture("gpt2") + "/tokenizer.json");
+    size_t pos = json.find(from);
+    EXPECT_NE(pos, std::string::npos) << from;
+    if (pos != std::string::npos) json.replace(pos, from.size(), to);
+    dir_.write("tokenizer.json", json);
+  }
+  std::string path() const { return dir_.path(); }
+
+ private:
+  TempDir dir_;
+};
+
+#define EXPECT_HAS(message, part) \
+  EXPECT_NE((message).find(part), std::string::npos) << "message: " << (message)
+
+TEST(TokenizerErrors, MissingFolder) {
+  auto m = load_error("/nonexistent/model", ErrorKind::Io);
+  EXPECT_HAS(m, "/nonexistent/model: no such file or folder");
+}
+
+TEST(TokenizerErrors, FolderWithoutTokenizerNamesWhatItHolds) {
+  TempDir dir;
+  dir.write("config.json", "{}");
+  auto m = load_error(dir.path(), ErrorKind::Io);
+  EXPECT_HAS(m, "holds neither tokenizer.json nor tokenizer.model");
+  EXPECT_HAS(m, "config.json");
+}
+
+TEST(TokenizerErrors, TruncatedJsonGivesLineAndColumn) {
+  TempDir dir;
+  std::string json = testing_util::read(fixture("gpt2") + "/tokenizer.json");
+  dir.write("tokenizer.json", json.substr(0, json.size() / 2));
+  auto m = load_error(dir.path(), ErrorKind::Format);
+  EXPECT_HAS(m, dir.file("tokenizer.json") + ":");
+  EXPECT_HAS(m, "not valid JSON");
+  EXPECT_HAS(m, "is the file complete?");
+}
+
+TEST(TokenizerErrors, WrongTypeNamesTheJsonPath) {
+  EditedGpt2 edited("\"vocab\": {", "\"vocab\": 7, \"x\": {");
+  auto m = load_error(edited.path(), ErrorKind::Format);
+  EXPECT_HAS(m, "model.vocab must be an object, found a number");
+}
+
+TEST(TokenizerErrors, WrongTypeInAnAddedToken) {
+  EditedGpt2 edited("\"id\": 0,", "\"id\": \"zero\",");
+  auto m = load_error(edited.path(), ErrorKind::Format);
+  EXPECT_HAS(m, "added_tokens[0].id must be an integer, found a string");
+}
+
+TEST(TokenizerErrors, UnsupportedModelTypeIsNamed) {
+  EditedGpt2 edited("\"type\": \"BPE\"", "\"type\": \"Unigram\"");
+  auto m = load_error(edited.path(), ErrorKind::Unsupported);
+  EXPECT_HAS(m, "model.type is \"Unigram\"");
+  EXPECT_HAS(m, "tokenizer.json");
+}
+
+TEST(TokenizerErrors, ByteFallbackIsRefused) {
+  EditedGpt2 edited("\"byte_fallback\": false", "\"byte_fallback\": true");
+  auto m = load_error(edited.path(), ErrorKind::Unsupported);
+  EXPECT_HAS(m, "model.byte_fallback is true");
+  EXPECT_HAS(m, "tokenizer.model");
+}
+
+TEST(TokenizerErrors, UnknownNormalizerIsNamed) {
+  EditedGpt2 edited("\"normalizer\": null", "\"normalizer\": {\"type\": \"Lowercase\"}");
+  auto m = load_error(edited.path(), ErrorKind::Unsupported);
+  EXPECT_HAS(m, "normalizer.type is the normalizer \"Lowercase\"");
+}
+
+TEST(TokenizerErrors, UnknownPreTokenizerIsNamed) {
+  EditedGpt2 edited(
+      "\"type\": \"ByteLevel\",\n    \"add_prefix_space\": false,\n    \"trim_offsets\": true,\n   "
+      " \"use_regex\": true",
+      "\"type\": \"Metaspace\"");
+  auto m = load_error(edited.path(), ErrorKind::Unsupported);
+  EXPECT_HAS(m, "pre_tokenizer.type is the pre-tokenizer \"Metaspace\"");
+}
+
+TEST(TokenizerErrors, TruncationIsRefused) {
+  EditedGpt2 edited("\"truncation\": null", "\"truncation\": {\"max_length\": 512}");
+  auto m = load_error(edited.path(), ErrorKind::Unsupported);
+  EXPECT_HAS(m, "truncation is set");
+}
+
+TEST(TokenizerErrors, MergeWithATokenOutsideTheVocabulary) {
+  EditedGpt2 edited("\"merges\": [", "\"merges\": [[\"zz\", \"qq\"], ");
+  auto m = load_error(edited.path(), ErrorKind::Format);
+  EXPECT_HAS(m, "model.merges[0] (\"zz\", \"qq\") uses the token \"zz\"");
+}
+
+TEST(TokenizerErrors, BadRegexNamesThePattern) {
+  TempDir dir;
+  std::string json = testing_util::read(fixture("llama3") + "/tokenizer.json");
+  json.replace(json.find("\"Regex\": \""), 10, "\"Regex\": \"(?<");
+  dir.write("tokenizer.json", json);
+  auto m = load_error(dir.path(), ErrorKind::Format);
+  EXPECT_HAS(m, "pre_tokenizer.pretokenizers[0].pattern");
+  EXPECT_HAS(m, "does not compile with PCRE2");
+}
+
+TEST(TokenizerErrors, ConfigTokenMissingFromTheVocabulary) {
+  TempDir dir;
+  std::filesystem::copy_file(fixture("gpt2") + "/tokenizer.json", dir.file("tokenizer.json"));
+  dir.write("tokenizer_config.json", R"({"bos_token": "<s>"})");
+  auto m = load_error(dir.path(), ErrorKind::Format);
+  EXPECT_HAS(m, "tokenizer_config.json: bos_token is \"<s>\"");
+}
+
+TEST(TokenizerErrors, ConfigWithAWrongType) {
+  TempDir dir;
+  std::filesystem::copy_file(fixture("gpt2") + "/tokenizer.json", dir.file("tokenizer.json"));
+  dir.write("tokenizer_config.json", R"({"add_bos_token": "yes"})");
+  auto m = load_error(dir.path(), ErrorKind::Format);
+  EXPECT_HAS(m, "add_bos_token must be a boolean, found a string");
+}
+
+TEST(TokenizerErrors, CorruptSentencePieceModel) {
+  TempDir dir;
+  dir.write("tokenizer.model", "this is not a protobuf");
+  auto m = load_error(dir.path(), ErrorKind::Format);
+  EXPECT_HAS(m, "tokenizer.model: not a SentencePiece model");
+}
+
+TEST(TokenizerErrors, InvalidUtf8TextNamesTheByte) {
+  auto tok = load_tokenizer(fixture("gpt2"));
+  try {
+    tok->encode(std::string("ok \xC3\x28 bad"));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Format);
+    EXPECT_HAS(std::string(e.what()), "byte 3");
+  }
+}
+
+}  // namespace
+}  // namespace dsx::tokenizer

@@ -1,0 +1,57 @@
+// The SentencePiece tokenizer behind the common interface: BOS by tokenizer_config.json, byte
+// fallback round trips, the model's special ids.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "tokenizer/load_tokenizer.h"
+#include "tokenizer_test_util.h"
+
+namespace dsx::tokenizer {
+namespace {
+
+using testing_util::fixture;
+using testing_util::TempDir;
+
+TEST(SentencePiece, IdsAndRulesOfALlama2StyleModel) {
+  auto tok = load_tokenizer(fixture("spm"));
+  EXPECT_EQ(tok->bos_id(), 1);
+  EXPECT_EQ(tok->eos_id(), 2);
+  EXPECT_EQ(tok->vocab_size(), 600);
+  auto ids = tok->encode("héllo 你");
+  ASSERT_GT(ids.size(), 2u);
+  EXPECT_EQ(ids.front(), 1);  // add_bos_token: true
+  EXPECT_EQ(tok->decode(ids), "héllo 你");
+  EXPECT_NE(tok->describe().find("SentencePiece"), std::string::npos);
+}
+
+TEST(SentencePiece, RareCharactersFallBackToBytesAndBack) {
+  auto tok = load_tokenizer(fixture("spm"));
+  const std::string text = "ᚠᛇᚻ 𝔘𝔫𝔦";  // runes and math letters: surely not in 600 pieces
+  auto ids = tok->encode(text, {.add_special_tokens = false});
+  EXPECT_GE(ids.size(), 12u);  // at least a byte piece per UTF-8 byte of some of them
+  for (TokenId id : ids) EXPECT_LT(id, 600);
+  EXPECT_EQ(tok->decode(ids), text);
+}
+
+TEST(SentencePiece, ConfigTurnsBosOffAndEosOn) {
+  TempDir dir;
+  std::filesystem::copy_file(fixture("spm") + "/tokenizer.model", dir.file("tokenizer.model"));
+  dir.write("tokenizer_config.json", R"({"add_bos_token": false, "add_eos_token": true})");
+  auto tok = load_tokenizer(dir.path());
+  auto ids = tok->encode("abc");
+  ASSERT_FALSE(ids.empty());
+  EXPECT_NE(ids.front(), 1);
+  EXPECT_EQ(ids.back(), 2);
+}
+
+TEST(SentencePiece, TokenizerJsonIsPreferredWhenBothArePresent) {
+  TempDir dir;
+  std::filesystem::copy_file(fixture("spm") + "/tokenizer.model", dir.file("tokenizer.model"));
+  std::filesystem::copy_file(fixture("gpt2") + "/tokenizer.json", dir.file("tokenizer.json"));
+  auto tok = load_tokenizer(dir.path());
+  EXPECT_NE(tok->describe().find("tokenizer.json"), std::string::npos) << tok->describe();
+}
+
+}  // namespace
+}  // namespace dsx::tokenizer
