@@ -1,6 +1,8 @@
 // The encode pipeline; the JSON is read elsewhere (read_tokenizer_json.cpp).
 #include "tokenizer/hf_bpe_tokenizer.h"
 
+#include <cctype>
+
 #include "tokenizer/byte_level.h"
 #include "tokenizer/utf8.h"
 #include "tokenizer/word_cache.h"
@@ -24,6 +26,15 @@ HfBpeTokenizer::HfBpeTokenizer(HfBpeParts parts)
   raw_matcher_ = std::make_unique<AddedTokenMatcher>(std::move(raw), std::move(raw_patterns));
   normalized_matcher_ =
       std::make_unique<AddedTokenMatcher>(std::move(normalized), std::move(normalized_patterns));
+  cuts_at_line_starts_ = parts_.pre_tokenizer.splits_only_by_known_patterns();
+  for (const AddedToken& token : parts_.added_tokens) {
+    // A token with '\n' could span a cut; one that lstrips and starts with a letter could take
+    // the '\n' before the cut into itself.
+    bool starts_with_letter = std::isalpha(static_cast<unsigned char>(token.content[0]));
+    if (token.content.find('\n') != std::string::npos || (token.lstrip && starts_with_letter)) {
+      cuts_at_line_starts_ = false;
+    }
+  }
   vocab_size_ = parts_.model->max_id() + 1;
   for (size_t i = 0; i < parts_.added_tokens.size(); ++i) {
     added_by_id_[parts_.added_tokens[i].id] = i;

@@ -18,13 +18,6 @@
 
 namespace dsx::tokenizer {
 
-// What encode adds around a text with add_special_tokens (TemplateProcessing's single template,
-// or tokenizer_config.json's add_bos_token / add_eos_token).
-struct SpecialTokenTemplate {
-  std::vector<TokenId> prefix;
-  std::vector<TokenId> suffix;
-};
-
 struct HfBpeParts {
   std::string source;  // the tokenizer.json path, for messages
   Normalizer normalizer;
@@ -49,6 +42,9 @@ class HfBpeTokenizer : public Tokenizer {
   TokenId vocab_size() const override { return vocab_size_; }
   std::optional<TokenId> token_to_id(std::string_view token) const override;
   std::string describe() const override;
+  // TemplateProcessing's single template, or tokenizer_config.json's add_bos/eos_token.
+  SpecialTokenTemplate special_template() const override { return parts_.special_template; }
+  bool cuts_at_line_starts() const override { return cuts_at_line_starts_; }
 
   const HfBpeParts& parts() const { return parts_; }
 
@@ -62,6 +58,7 @@ class HfBpeTokenizer : public Tokenizer {
   std::unordered_map<TokenId, size_t> added_by_id_;        // index in parts_.added_tokens
   TokenId vocab_size_ = 0;
   uint64_t cache_owner_;
+  bool cuts_at_line_starts_ = false;
 };
 
 }  // namespace dsx::tokenizer

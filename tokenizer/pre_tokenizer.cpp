@@ -101,6 +101,19 @@ void PreTokenizer::apply_split(const PreTokenizeStep& step, std::string_view pie
   }
 }
 
+bool PreTokenizer::splits_only_by_known_patterns() const {
+  if (steps_.empty()) return false;
+  for (const PreTokenizeStep& step : steps_) {
+    if (step.kind != PreTokenizeStep::Kind::Split || step.behavior != SplitBehavior::Isolated ||
+        step.invert) {
+      return false;
+    }
+    const std::string& p = step.regex->pattern();
+    if (p != kGpt2Pattern && p != kLlama3Pattern && p != kQwen2Pattern) return false;
+  }
+  return true;
+}
+
 void PreTokenizer::split(std::string_view text, PreTokenizeScratch& scratch) const {
   scratch.pieces.clear();
   scratch.owned.clear();

@@ -22,6 +22,13 @@ enum class SplitBehavior { Removed, Isolated, MergedWithPrevious, MergedWithNext
 inline constexpr const char* kGpt2Pattern =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
+// Llama 3's and Qwen2's Split patterns as Hugging Face's converters write them (Qwen2 takes
+// single digits).
+inline constexpr const char* kLlama3Pattern =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+inline constexpr const char* kQwen2Pattern =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
 struct PreTokenizeStep {
   enum class Kind { Split, PrefixSpace } kind;
   std::shared_ptr<const RegexSplitter> regex;  // Split only
@@ -44,6 +51,10 @@ class PreTokenizer {
   // The pieces are in the model's byte-level alphabet only after byte_level::to_alphabet.
   bool byte_level() const { return byte_level_; }
   bool has_steps() const { return !steps_.empty(); }
+  // True when the steps are Isolated splits by GPT-2's, Llama 3's or Qwen2's pattern only: each
+  // of them ends a piece at a '\n' between a non-space ASCII character and an ASCII letter, and
+  // starts the next piece at the letter (what parallel encoding needs).
+  bool splits_only_by_known_patterns() const;
 
   // Cuts `text` into non-empty pieces in scratch.pieces (views into `text` or scratch.owned).
   void split(std::string_view text, PreTokenizeScratch& scratch) const;

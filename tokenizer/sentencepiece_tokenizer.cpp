@@ -81,6 +81,13 @@ std::string SentencePieceTokenizer::decode(std::span<const TokenId> ids,
   return text;
 }
 
+SpecialTokenTemplate SentencePieceTokenizer::special_template() const {
+  SpecialTokenTemplate t;
+  if (add_bos_) t.prefix.push_back(*bos_);
+  if (add_eos_) t.suffix.push_back(*eos_);
+  return t;
+}
+
 TokenId SentencePieceTokenizer::vocab_size() const { return processor_->GetPieceSize(); }
 
 std::optional<TokenId> SentencePieceTokenizer::token_to_id(std::string_view token) const {

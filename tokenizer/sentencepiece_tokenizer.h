@@ -38,6 +38,7 @@ class SentencePieceTokenizer : public Tokenizer {
   TokenId vocab_size() const override;
   std::optional<TokenId> token_to_id(std::string_view token) const override;
   std::string describe() const override;
+  SpecialTokenTemplate special_template() const override;
 
  private:
   std::optional<TokenId> piece_id(const std::string& piece, const char* field) const;

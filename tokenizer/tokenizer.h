@@ -24,6 +24,13 @@ struct EncodeOptions {
   bool split_special_tokens = false;
 };
 
+// What encode adds around a text with add_special_tokens (BOS before, EOS after, as the
+// tokenizer's rules say).
+struct SpecialTokenTemplate {
+  std::vector<TokenId> prefix;
+  std::vector<TokenId> suffix;
+};
+
 struct DecodeOptions {
   bool skip_special_tokens = false;
 };
@@ -43,6 +50,11 @@ class Tokenizer {
   // One past the largest id this tokenizer can produce (the embedding's row count at least).
   virtual TokenId vocab_size() const = 0;
   virtual std::optional<TokenId> token_to_id(std::string_view token) const = 0;
+  virtual SpecialTokenTemplate special_template() const = 0;
+  // Whether a cut right after a '\n' that follows a printable ASCII character and precedes an
+  // ASCII letter never changes the ids (every pre-token ends there): parallel_encode.h cuts
+  // large texts there. False unless the tokenizer knows it.
+  virtual bool cuts_at_line_starts() const { return false; }
   // What was loaded, for logs: "byte-level BPE from DIR/tokenizer.json (vocab 128256)".
   virtual std::string describe() const = 0;
 

@@ -7,9 +7,6 @@
 namespace dsx::tokenizer {
 namespace {
 
-constexpr const char* kLlama3Pattern =
-    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-
 std::vector<std::string> pieces(const PreTokenizer& pre, std::string_view text) {
   PreTokenizeScratch scratch;
   pre.split(text, scratch);
