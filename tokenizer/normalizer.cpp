@@ -6,8 +6,10 @@
 #include <utf8proc.h>
 
 #include <cstdlib>
+#include <cstring>
 
 #include "dsx/error.h"
+#include "tokenizer/utf8.h"
 
 namespace dsx::tokenizer {
 namespace {
@@ -33,10 +35,64 @@ bool is_ascii(std::string_view text) {
   return true;
 }
 
+// The code points below kInertLimit that NFC leaves alone wherever they stand: NFC maps the
+// character to itself, it is a starter (combining class 0, not a mark) and it cannot be the
+// second of a composition (marks, and the Hangul jamo V and T, are the only ones that can).
+// A text of inert characters only is its own NFC (the quick check of UAX #15 with Maybe
+// counted as No), so most text skips utf8proc_map. Built once, from utf8proc's own answers.
+constexpr char32_t kInertLimit = 0x30000;
+
+bool nfc_keeps(char32_t cp) {
+  utf8proc_uint8_t in[4];
+  utf8proc_ssize_t n = utf8proc_encode_char(static_cast<utf8proc_int32_t>(cp), in);
+  utf8proc_uint8_t* out = nullptr;
+  utf8proc_ssize_t m =
+      utf8proc_map(in, n, &out, static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+  bool same = m == n && std::memcmp(in, out, size_t(n)) == 0;
+  std::free(out);
+  return same;
+}
+
+const std::vector<bool>& nfc_inert() {
+  static const std::vector<bool> inert = [] {
+    std::vector<bool> bits(kInertLimit, false);
+    for (char32_t cp = 0; cp < kInertLimit; ++cp) {
+      if (cp >= 0xD800 && cp <= 0xDFFF) continue;  // surrogates: not characters
+      if ((cp >= 0x1100 && cp <= 0x11FF) || (cp >= 0xA960 && cp <= 0xA97F) ||
+          (cp >= 0xD7B0 && cp <= 0xD7FF)) {
+        continue;  // Hangul jamo: compose algorithmically
+      }
+      const utf8proc_property_t* p = utf8proc_get_property(static_cast<utf8proc_int32_t>(cp));
+      bool mark = p->category == UTF8PROC_CATEGORY_MN || p->category == UTF8PROC_CATEGORY_MC ||
+                  p->category == UTF8PROC_CATEGORY_ME;
+      if (p->combining_class != 0 || mark) continue;
+      bits[cp] = cp < 0x80 || nfc_keeps(cp);
+    }
+    return bits;
+  }();
+  return inert;
+}
+
+bool nfc_unchanged(std::string_view text) {
+  const std::vector<bool>& inert = nfc_inert();
+  for (size_t pos = 0; pos < text.size();) {
+    auto c = static_cast<unsigned char>(text[pos]);
+    if (c < 0x80) {
+      ++pos;
+      continue;
+    }
+    auto cp = utf8::decode_at(text, pos);
+    if (cp.value >= kInertLimit || !inert[cp.value]) return false;
+    pos += cp.length;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string_view Normalizer::apply(std::string_view text, std::string& out) const {
   if (forms_.empty() || is_ascii(text)) return text;
+  if (forms_.size() == 1 && forms_[0] == UnicodeForm::NFC && nfc_unchanged(text)) return text;
   out.assign(text);
   for (UnicodeForm form : forms_) {
     utf8proc_uint8_t* result = nullptr;

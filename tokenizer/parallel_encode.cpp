@@ -1,13 +1,16 @@
-// Work is handed out through one atomic counter: each thread takes the next unencoded item, so
-// uneven documents balance themselves and no queue or lock is needed. Every item's ids go to
-// their own slot; the result is the concatenation in order.
+// Work is handed out through one atomic counter: each thread of the shared WorkerPool takes the
+// next unencoded item, so uneven documents balance themselves and no queue is needed. Every item's
+// ids go to their own slot; the result is the concatenation in order.
 #include "tokenizer/parallel_encode.h"
 
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <thread>
+
+#include "tokenizer/worker_pool.h"
 
 namespace dsx::tokenizer {
 namespace {
@@ -18,12 +21,11 @@ unsigned thread_count(unsigned threads, size_t items) {
 }
 
 // Runs job(i) for i in [0, count) on `threads` threads; the first exception is rethrown here.
-template <typename Job>
-void for_each_index(size_t count, unsigned threads, const Job& job) {
+void for_each_index(size_t count, unsigned threads, const std::function<void(size_t)>& job) {
   std::atomic<size_t> next{0};
   std::exception_ptr error;
   std::mutex error_mutex;
-  auto worker = [&] {
+  std::function<void()> worker = [&] {
     for (size_t i; (i = next.fetch_add(1)) < count;) {
       try {
         job(i);
@@ -34,10 +36,7 @@ void for_each_index(size_t count, unsigned threads, const Job& job) {
       }
     }
   };
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
+  WorkerPool::shared().run(threads, worker);
   if (error) std::rethrow_exception(error);
 }
 
