@@ -4,6 +4,7 @@
 #include "tokenizer/added_tokens.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "tokenizer/unicode_class.h"
 #include "tokenizer/utf8.h"
@@ -17,6 +18,11 @@ AddedTokenMatcher::AddedTokenMatcher(std::vector<AddedToken> tokens,
     if (patterns_[i].empty()) continue;
     by_first_byte_[static_cast<unsigned char>(patterns_[i][0])].push_back(i);
   }
+  int distinct = 0;
+  for (int b = 0; b < 256; ++b) {
+    if (!by_first_byte_[b].empty()) ++distinct, only_first_byte_ = b;
+  }
+  if (distinct != 1) only_first_byte_ = -1;
   for (auto& bucket : by_first_byte_) {
     std::stable_sort(bucket.begin(), bucket.end(),
                      [&](size_t a, size_t b) { return patterns_[a].size() > patterns_[b].size(); });
@@ -25,8 +31,16 @@ AddedTokenMatcher::AddedTokenMatcher(std::vector<AddedToken> tokens,
 
 std::optional<AddedTokenMatcher::Found> AddedTokenMatcher::find_from(std::string_view text,
                                                                      size_t from) const {
+  if (tokens_.empty()) return std::nullopt;
   for (size_t pos = from; pos < text.size(); ++pos) {
+    if (only_first_byte_ >= 0) {
+      // Every token starts with the same byte (Llama 3's "<|"): memchr skips to it.
+      const void* hit = std::memchr(text.data() + pos, only_first_byte_, text.size() - pos);
+      if (!hit) return std::nullopt;
+      pos = size_t(static_cast<const char*>(hit) - text.data());
+    }
     const auto& bucket = by_first_byte_[static_cast<unsigned char>(text[pos])];
+    if (bucket.empty()) continue;
     for (size_t index : bucket) {
       const std::string& p = patterns_[index];
       if (text.compare(pos, p.size(), p) == 0) return Found{index, pos, pos + p.size()};

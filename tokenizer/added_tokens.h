@@ -53,6 +53,7 @@ class AddedTokenMatcher {
   std::vector<AddedToken> tokens_;
   std::vector<std::string> patterns_;
   std::array<std::vector<size_t>, 256> by_first_byte_;  // token indices, longest pattern first
+  int only_first_byte_ = -1;  // the first byte of every pattern, when they all share one
 };
 
 }  // namespace dsx::tokenizer

@@ -1,6 +1,8 @@
 // UTF-8 by the rules of RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF.
 #include "tokenizer/utf8.h"
 
+#include <cstring>
+
 #include "dsx/error.h"
 
 namespace dsx::tokenizer::utf8 {
@@ -10,6 +12,14 @@ std::optional<size_t> first_invalid_byte(std::string_view text) {
   const size_t n = text.size();
   size_t i = 0;
   while (i < n) {
+    // ASCII runs, 8 bytes at a time: most text is mostly ASCII.
+    while (i + 8 <= n) {
+      uint64_t word;
+      std::memcpy(&word, s + i, 8);
+      if (word & 0x8080808080808080ull) break;
+      i += 8;
+    }
+    if (i >= n) break;
     unsigned char c = s[i];
     if (c < 0x80) {
       ++i;
