@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "dsx/error.h"
-#include "engine/checkpoint/layout.h"
-#include "engine/checkpoint/load.h"
+#include "checkpoint/layout.h"
+#include "checkpoint/load.h"
 #include "models/gpt2/config.h"
 #include "models/io/gpt2_weights.h"
 

@@ -1,26 +1,14 @@
-// ds_config's flops_profiler for the built-in GPT-2: the floating-point work of a training step
-// counted exactly from the model's shape (every matmul, causal attention as computed), the time it
-// took, and the model FLOPs utilisation against the peak this machine measurably reaches — on a
-// CPU, an SGEMM with the rank's threads, measured in the same run (a CPU has no datasheet peak
-// that means anything under shared load). Printed once, at profile_step, as DeepSpeed does.
+// ds_config's flops_profiler: the floating-point work of a training step as the model counts it
+// (Model::forward_flops: every matmul, causal attention as computed), the time it took, and the
+// model FLOPs utilisation against the peak this machine measurably reaches - on a CPU, an SGEMM
+// with the rank's threads, measured in the same run (a CPU has no datasheet peak that means
+// anything under shared load). Printed once, at profile_step, as DeepSpeed does.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
-#include "models/gpt2/config.h"
-
 namespace dsx::engine {
-
-// FLOPs of one forward pass over B rows of T tokens: 2 per multiply-add of every matmul (the
-// four per block, the tied classifier over the padded vocabulary) and of causal attention
-// (scores and weighted sum over the t+1 positions each token sees).
-double gpt2_forward_flops(const models::GPT2Config& config, int64_t B, int64_t T);
-
-// Multiply-adds of the same, DeepSpeed's "MACs".
-inline double gpt2_forward_macs(const models::GPT2Config& config, int64_t B, int64_t T) {
-  return gpt2_forward_flops(config, B, T) / 2;
-}
 
 // FLOPs per second of a 512x512x512 SGEMM on this thread count, best of a few runs.
 double measured_sgemm_flops_per_second();

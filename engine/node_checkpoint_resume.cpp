@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "dsx/error.h"
-#include "engine/checkpoint/layout.h"
-#include "engine/checkpoint/load.h"
+#include "checkpoint/layout.h"
+#include "checkpoint/load.h"
 #include "engine/node_checkpoint.h"
 
 namespace dsx::engine {

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "dsx/error.h"
-#include "engine/checkpoint/durable_file.h"
-#include "engine/checkpoint/manifest.h"
-#include "engine/checkpoint/save.h"
+#include "checkpoint/durable_file.h"
+#include "checkpoint/manifest.h"
+#include "checkpoint/save.h"
 #include "engine/node_checkpoint.h"
 
 namespace dsx::engine {

@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "dsx/error.h"
-#include "engine/checkpoint/layout.h"
-#include "engine/checkpoint/load.h"
-#include "engine/checkpoint/save.h"
-#include "engine/checkpoint/tag_validation.h"
+#include "checkpoint/layout.h"
+#include "checkpoint/load.h"
+#include "checkpoint/save.h"
+#include "checkpoint/tag_validation.h"
 #include "engine/node_checkpoint.h"
 #include "trace/trace.h"
 

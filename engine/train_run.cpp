@@ -45,8 +45,8 @@ const TrainRunOptions& with_config(const TrainRunOptions& o) {
   return o;
 }
 
-EngineConfig read_config(const TrainRunOptions& o, const ModelChoice& choice, const comm::RankEnv& env) {
-  ConfigInputs inputs;
+config::EngineConfig read_config(const TrainRunOptions& o, const ModelChoice& choice, const comm::RankEnv& env) {
+  config::ConfigInputs inputs;
   inputs.world_size = env.world_size;
   inputs.hidden_size = choice.config.channels;
   inputs.total_steps = o.steps;
@@ -56,11 +56,11 @@ EngineConfig read_config(const TrainRunOptions& o, const ModelChoice& choice, co
   inputs.learning_rate = o.learning_rate;
   inputs.warmup_steps = o.warmup_steps;
   inputs.strict = o.strict_config;
-  return read_ds_config_file(o.config_path, inputs);
+  return config::read_ds_config_file(o.config_path, inputs);
 }
 
 // Where ZeRO's state lives decides the backend (never only whether a GPU is visible).
-Arrangement arrange(const EngineConfig& config, bool cuda) {
+Arrangement arrange(const config::EngineConfig& config, bool cuda) {
   ArrangementInputs placement;
   placement.model_on_gpu = cuda;
   placement.offload_optimizer = config.zero_optimization.optimizer_offloaded();
@@ -79,7 +79,7 @@ comm::CommOptions comm_options_for(const Arrangement& arrangement) {
 }
 
 // comms_logger: every collective of the run goes through a recording communicator.
-std::unique_ptr<comm::LoggingCommunicator> comms_logger_for(const EngineConfig& config, comm::Session& session) {
+std::unique_ptr<comm::LoggingCommunicator> comms_logger_for(const config::EngineConfig& config, comm::Session& session) {
   if (!config.comms_logger || !config.comms_logger->enabled) return nullptr;
   const auto& c = *config.comms_logger;
   return std::make_unique<comm::LoggingCommunicator>(
@@ -97,7 +97,7 @@ int sequence_length(const TrainRunOptions& o, const models::AdditionTask& task, 
 }
 
 // `gpu`: the device ZeRO keeps its state on, whose compute stream the model computes on.
-std::unique_ptr<models::Model> build_model(const EngineConfig& config, const models::GPT2Config& shape, bool cuda,
+std::unique_ptr<models::Model> build_model(const config::EngineConfig& config, const models::GPT2Config& shape, bool cuda,
                                            int micro, int seq, device::Device* gpu) {
   models::GPT2Options options;
   options.cuda = cuda;
@@ -123,7 +123,7 @@ const float* initial_weights(ModelChoice& choice, const models::Model& model, ui
 
 // --epochs becomes a number of steps once the data is known; a profiled autotuning trial trains
 // to end_profile_step.
-int64_t steps_to_run(const TrainRunOptions& o, const EngineConfig& config, const models::DataLoader& loader,
+int64_t steps_to_run(const TrainRunOptions& o, const config::EngineConfig& config, const models::DataLoader& loader,
                      const models::Model& model) {
   if (loader.vocab_size() > model.vocab_size()) {
     throw Error(ErrorKind::Usage, "the data has " + std::to_string(loader.vocab_size()) + " token ids but model " +
@@ -140,7 +140,7 @@ int64_t steps_to_run(const TrainRunOptions& o, const EngineConfig& config, const
 }
 
 // --profile / --profile_schedule, else the config's "trace" block; nothing when neither asks.
-std::optional<TraceSettings> trace_settings(const TrainRunOptions& o, const EngineConfig& config) {
+std::optional<TraceSettings> trace_settings(const TrainRunOptions& o, const config::EngineConfig& config) {
   if (o.profile_dir.empty() && !config.trace.enabled) {
     if (o.profile_schedule) throw Error(ErrorKind::Usage, "--profile_schedule needs --profile DIR");
     return std::nullopt;
@@ -268,7 +268,7 @@ class TrainingRun {
       observers.push_back(std::make_unique<StepLogPrinter>(config_, trainer_, rank_, say));
       if (config_.flops_profiler.enabled) {
         observers.push_back(std::make_unique<FlopsProfileWriter>(
-            config_, gpt2_forward_flops(choice_.config, micro_, seq_), model_->num_params(), comm_.size(), say));
+            config_, model_->forward_flops(micro_, seq_), model_->num_params(), comm_.size(), say));
       }
     }
     observers.push_back(std::make_unique<ThroughputPrinter>(
@@ -309,7 +309,7 @@ class TrainingRun {
 
   // An autotuning trial ends with its metrics file instead of the usual end.
   int end_trial(const ProfileWindow& window) {
-    write_trial_metrics(config_, trainer_, *model_, choice_.config, seq_,
+    write_trial_metrics(config_, trainer_, *model_, seq_,
                         steps_ - config_.autotuning.start_profile_step, window.seconds(), window.spread(),
                         session_.rendezvous().store(), rank_, comm_.size(), o_.device_memory);
     if (lead_) {
@@ -361,7 +361,7 @@ class TrainingRun {
   const TrainRunOptions& o_;
   ModelChoice choice_;
   comm::RankEnv env_;
-  EngineConfig config_;
+  config::EngineConfig config_;
   bool cuda_;
   Arrangement arrangement_;
   comm::Session session_;

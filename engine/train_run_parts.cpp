@@ -17,7 +17,7 @@
 #include <sstream>
 
 #include "dsx/error.h"
-#include "engine/autotune/profile_metrics.h"
+#include "engine/observers/profile_metrics.h"
 #include "engine/flops_profiler.h"
 #include "models/data/token_loader.h"
 #include "models/gpt2/factory.h"
@@ -61,7 +61,7 @@ comm::RankEnv rank_env() {
   return env;
 }
 
-monitor::MonitorSettings monitor_settings(const EngineConfig& c) {
+monitor::MonitorSettings monitor_settings(const config::EngineConfig& c) {
   monitor::MonitorSettings s;
   s.tensorboard = {c.tensorboard.enabled, c.tensorboard.output_path, c.tensorboard.job_name};
   s.csv_monitor = {c.csv_monitor.enabled, c.csv_monitor.output_path, c.csv_monitor.job_name};
@@ -121,12 +121,12 @@ std::string run_description(const models::GPT2Config& c, uint64_t seed, const st
   return buffer.GetString();
 }
 
-void write_trial_metrics(const EngineConfig& config, Trainer& trainer, const models::Model& model,
-                         const models::GPT2Config& shape, int seq, int64_t profiled_steps, double seconds,
+void write_trial_metrics(const config::EngineConfig& config, Trainer& trainer, const models::Model& model,
+                         int seq, int64_t profiled_steps, double seconds,
                          double spread, comm::Store& store, int rank, int world, size_t memory_limit) {
   store.set("autotune/peak/" + std::to_string(rank), std::to_string(trainer.zero().memory().peak_total()));
   if (rank != 0) return;
-  autotune::ProfileMetrics m;
+  ProfileMetrics m;
   for (int r = 0; r < world; ++r) {
     const std::string peak = store.get("autotune/peak/" + std::to_string(r), std::chrono::minutes(2));
     m.peak_memory_bytes = std::max<int64_t>(m.peak_memory_bytes, std::stoll(peak));
@@ -135,12 +135,12 @@ void write_trial_metrics(const EngineConfig& config, Trainer& trainer, const mod
   m.profiled_steps = profiled_steps;
   m.latency = seconds / static_cast<double>(profiled_steps);
   m.throughput = static_cast<double>(config.train_batch_size) / m.latency;
-  m.flops_per_gpu = 3 * gpt2_forward_flops(shape, static_cast<int64_t>(micro), seq) *
+  m.flops_per_gpu = 3 * model.forward_flops(static_cast<int64_t>(micro), seq) *
                     static_cast<double>(config.gradient_accumulation_steps) / m.latency;
   m.activation_bytes = static_cast<int64_t>(model.activation_bytes());
   m.memory_limit_bytes = static_cast<int64_t>(memory_limit);
   m.latency_spread = spread;
-  autotune::write_profile_metrics(*config.autotuning.metric_path, m);
+  write_profile_metrics(*config.autotuning.metric_path, m);
 }
 
 void add_resource_rows(progress::RunSummary& summary, zero::ZeroEngine& zero, int ranks) {

@@ -10,7 +10,7 @@
 
 #include "comm/rendezvous.h"
 #include "comm/store/store.h"
-#include "engine/config/ds_config.h"
+#include "config/ds_config.h"
 #include "engine/monitor/monitor_master.h"
 #include "engine/progress/progress_display.h"
 #include "engine/train_run.h"
@@ -27,7 +27,7 @@ double now_seconds();
 // The rank environment of a launcher, or a job of one when there is none.
 comm::RankEnv rank_env();
 
-monitor::MonitorSettings monitor_settings(const EngineConfig& c);
+monitor::MonitorSettings monitor_settings(const config::EngineConfig& c);
 
 // The model: a preset trained from scratch, or weights from a file to fine-tune.
 struct ModelChoice {
@@ -48,8 +48,8 @@ std::string run_description(const models::GPT2Config& c, uint64_t seed, const st
 // Under DeepSpeed's autotuner the engine times steps (start_profile_step, end_profile_step],
 // writes the metrics file and ends the run; dsx adds the most memory any rank held.
 // `spread`: the timed steps' relative standard deviation (ProfileWindow::spread).
-void write_trial_metrics(const EngineConfig& config, Trainer& trainer, const models::Model& model,
-                         const models::GPT2Config& shape, int seq, int64_t profiled_steps, double seconds,
+void write_trial_metrics(const config::EngineConfig& config, Trainer& trainer, const models::Model& model,
+                         int seq, int64_t profiled_steps, double seconds,
                          double spread, comm::Store& store, int rank, int world, size_t memory_limit);
 
 // The closing summary's rows of what rank 0 held and how much gradient traffic it sent.

@@ -10,7 +10,7 @@
 namespace dsx::engine {
 namespace {
 
-std::unique_ptr<zero::ZeroEngine> make_zero(const EngineConfig& config, models::Model& model,
+std::unique_ptr<zero::ZeroEngine> make_zero(const config::EngineConfig& config, models::Model& model,
                                             comm::Communicator& comm, const float* initial, size_t memory_limit,
                                             device::Device* device, std::vector<std::string>& notes) {
   zero::ZeroOptions options = zero_options_from(config, notes);
@@ -30,7 +30,7 @@ std::unique_ptr<zero::ZeroEngine> make_zero(const EngineConfig& config, models::
 
 }  // namespace
 
-Trainer::Trainer(const EngineConfig& config, models::Model& model, comm::Communicator& comm, const float* initial,
+Trainer::Trainer(const config::EngineConfig& config, models::Model& model, comm::Communicator& comm, const float* initial,
                  size_t memory_limit, device::Device* device)
     : config_(config), model_(model), comm_(comm),
       zero_(make_zero(config, model, comm, initial, memory_limit, device, notes_)),

@@ -15,7 +15,7 @@
 
 #include "comm/communicator.h"
 #include "device/device.h"
-#include "engine/config/ds_config.h"
+#include "config/ds_config.h"
 #include "engine/device_bridge.h"
 #include "engine/schedule/lr_schedule.h"
 #include "engine/zero_model_access.h"
@@ -42,7 +42,7 @@ class Trainer {
   // or a step throws Error(OutOfMemory). `device`: where ZeRO keeps its state - the device the
   // model computes on, whose compute stream the model uses; null: ZeRO in host memory, with a
   // DeviceBridge in front of a GPU model.
-  Trainer(const EngineConfig& config, models::Model& model, comm::Communicator& comm, const float* initial,
+  Trainer(const config::EngineConfig& config, models::Model& model, comm::Communicator& comm, const float* initial,
           size_t memory_limit = 0, device::Device* device = nullptr);
 
   TrainStep train_batch(models::DataLoader& loader);
@@ -65,7 +65,7 @@ class Trainer {
   std::vector<double> momentum() const;
 
  private:
-  const EngineConfig& config_;
+  const config::EngineConfig& config_;
   models::Model& model_;
   comm::Communicator& comm_;
   std::vector<std::string> notes_;

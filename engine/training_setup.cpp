@@ -12,13 +12,13 @@ kernels::DType dtype_named(const std::string& name) {
   return kernels::DType::F32;
 }
 
-float beta(const OptimizerParams& p, size_t i, float fallback) {
+float beta(const config::OptimizerParams& p, size_t i, float fallback) {
   return p.betas.size() > i ? static_cast<float>(p.betas[i]) : fallback;
 }
 
-zero::OptimizerSpec optimizer_from(const OptimizerConfig& o) {
+zero::OptimizerSpec optimizer_from(const config::OptimizerConfig& o) {
   zero::OptimizerSpec spec;
-  const OptimizerParams& p = o.params;
+  const config::OptimizerParams& p = o.params;
   const std::string& name = o.name;
   if (!o.type || name == "adam" || name == "adamw") {
     // No optimizer block: DeepSpeed would take the client's optimizer; dsx trains with AdamW.
@@ -74,8 +74,8 @@ zero::OptimizerSpec optimizer_from(const OptimizerConfig& o) {
 
 // zero_optimization keys DeepSpeed honours at stages 0-3 that change nothing in a dsx run on the
 // host, said at start-up when they are set away from their defaults (docs/zero.md lists them).
-void note_ignored_zero_keys(const ZeroConfig& z, std::vector<std::string>& notes) {
-  const ZeroConfig d;
+void note_ignored_zero_keys(const config::ZeroConfig& z, std::vector<std::string>& notes) {
+  const config::ZeroConfig d;
   auto note = [&](bool set, const std::string& key, const std::string& why) {
     if (set) notes.push_back("zero_optimization." + key + " changes nothing in dsx: " + why);
   };
@@ -105,8 +105,8 @@ void note_ignored_zero_keys(const ZeroConfig& z, std::vector<std::string>& notes
 
 }  // namespace
 
-zero::ZeroOptions zero_options_from(const EngineConfig& config, std::vector<std::string>& notes) {
-  const ZeroConfig& z = config.zero_optimization;
+zero::ZeroOptions zero_options_from(const config::EngineConfig& config, std::vector<std::string>& notes) {
+  const config::ZeroConfig& z = config.zero_optimization;
   zero::ZeroOptions o;
   o.stage = static_cast<int>(z.stage);
   o.overlap_comm = z.overlap_comm;
@@ -157,10 +157,10 @@ zero::ZeroOptions zero_options_from(const EngineConfig& config, std::vector<std:
   return o;
 }
 
-std::optional<LrSchedule> lr_schedule_from(const EngineConfig& config) {
-  const SchedulerConfig& s = config.scheduler;
+std::optional<LrSchedule> lr_schedule_from(const config::EngineConfig& config) {
+  const config::SchedulerConfig& s = config.scheduler;
   if (!s.type) return std::nullopt;
-  const SchedulerParams& p = s.params;
+  const config::SchedulerParams& p = s.params;
   const double optimizer_lr = config.optimizer.params.lr;
   auto warmup_type = p.warmup_type == "linear" ? WarmupType::Linear : WarmupType::Log;
   const std::string& type = *s.type;

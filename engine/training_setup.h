@@ -1,4 +1,4 @@
-// Turns a resolved EngineConfig into what the training pieces take: ZeRO's options (stage,
+// Turns a resolved config::EngineConfig into what the training pieces take: ZeRO's options (stage,
 // buckets, averaging, precision, optimizer) and the learning-rate schedule. Every ds_config key
 // that changes training passes through here; what dsx cannot do on this build is refused with
 // a message that says what to change.
@@ -8,16 +8,16 @@
 #include <string>
 #include <vector>
 
-#include "engine/config/ds_config.h"
+#include "config/ds_config.h"
 #include "engine/schedule/lr_schedule.h"
 #include "zero/zero_options.h"
 
 namespace dsx::engine {
 
 // `notes` collects what the user should know (e.g. offload on a CPU-only run).
-zero::ZeroOptions zero_options_from(const EngineConfig& config, std::vector<std::string>& notes);
+zero::ZeroOptions zero_options_from(const config::EngineConfig& config, std::vector<std::string>& notes);
 
 // The scheduler block, or nullopt when there is none (constant lr).
-std::optional<LrSchedule> lr_schedule_from(const EngineConfig& config);
+std::optional<LrSchedule> lr_schedule_from(const config::EngineConfig& config);
 
 }  // namespace dsx::engine

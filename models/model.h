@@ -109,6 +109,9 @@ class Model {
   // Bytes of activations and scratch the model holds (allocated for its largest batch), so that
   // the engine's memory ledger and `dsx autotune` see them.
   virtual size_t activation_bytes() const = 0;
+  // Floating-point operations of one forward pass over B rows of T tokens, counted from the
+  // model's shape (2 per multiply-add), for the flops profiler and autotune's FLOPS_per_gpu.
+  virtual double forward_flops(int64_t B, int64_t T) const = 0;
 };
 
 }  // namespace dsx::models

@@ -14,8 +14,8 @@
 #include <thread>
 
 #include "dsx/error.h"
-#include "engine/autotune/config_variant.h"
-#include "engine/checkpoint/durable_file.h"
+#include "tools/autotune/config_variant.h"
+#include "checkpoint/durable_file.h"
 #include "launcher/env_export.h"
 #include "launcher/process.h"
 #include "models/data/token_loader.h"
@@ -23,7 +23,7 @@
 namespace dsx::tools {
 namespace {
 
-namespace at = engine::autotune;
+namespace at = autotune;
 using Clock = std::chrono::steady_clock;
 
 constexpr int kOutOfMemoryExit = 3;  // tools/main.cpp
@@ -94,13 +94,13 @@ at::Trial run_trial(const TrialSetup& s, const at::Experiment& e) {
   if (s.reuse_results && std::filesystem::exists(metrics_path) && read_text(config_path) == config) {
     at::Trial reused;
     reused.experiment = e;
-    reused.metrics = at::read_profile_metrics(metrics_path);
+    reused.metrics = engine::read_profile_metrics(metrics_path);
     reused.status = at::TrialStatus::Ok;
     return reused;
   }
   std::filesystem::remove(metrics_path);
   std::filesystem::remove(log_path);
-  engine::checkpoint::write_file_durably(config_path, config);
+  checkpoint::write_file_durably(config_path, config);
 
   launcher::SpawnSpec spawn;
   spawn.argv = {s.dsx, "launch"};
@@ -130,7 +130,7 @@ at::Trial run_trial(const TrialSetup& s, const at::Experiment& e) {
   }
   const int code = WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status);
   if (code == 0 && std::filesystem::exists(metrics_path)) {
-    trial.metrics = at::read_profile_metrics(metrics_path);
+    trial.metrics = engine::read_profile_metrics(metrics_path);
     trial.status = at::TrialStatus::Ok;
   } else if (code == kOutOfMemoryExit || code == 128 + SIGKILL || log_says(log_path, "out_of_memory error")) {
     trial.status = at::TrialStatus::OutOfMemory;

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/autotune/search.h"
+#include "tools/autotune/search.h"
 
 namespace dsx::tools {
 
@@ -31,6 +31,6 @@ struct TrialSetup {
   bool reuse_results = false;
 };
 
-engine::autotune::Trial run_trial(const TrialSetup& setup, const engine::autotune::Experiment& experiment);
+autotune::Trial run_trial(const TrialSetup& setup, const autotune::Experiment& experiment);
 
 }  // namespace dsx::tools

@@ -15,11 +15,11 @@
 
 #include "dsx/error.h"
 #include "dsx/join.h"
-#include "engine/autotune/config_variant.h"
-#include "engine/autotune/search.h"
-#include "engine/checkpoint/durable_file.h"
-#include "engine/config/ds_config.h"
-#include "engine/config/json.h"
+#include "tools/autotune/config_variant.h"
+#include "tools/autotune/search.h"
+#include "checkpoint/durable_file.h"
+#include "config/ds_config.h"
+#include "config/json.h"
 #include "launcher/launch.h"
 #include "launcher/rank_command.h"
 #include "launcher/shell_quote.h"
@@ -30,7 +30,7 @@
 namespace dsx::tools {
 namespace {
 
-namespace at = engine::autotune;
+namespace at = autotune;
 
 constexpr const char* kUsage =
     "dsx autotune [autotune flags] [dsx launch flags] dsx train --deepspeed_config FILE [dsx train flags]\n\n"
@@ -124,9 +124,9 @@ std::string self_path() {
 }
 
 bool names_a_stage(const std::string& text, const std::string& path) {
-  const engine::json::Value root = engine::json::parse(text, path);
-  const engine::json::Value* z = root.type == engine::json::Type::Object ? root.find("zero_optimization") : nullptr;
-  return z && z->type == engine::json::Type::Object && z->find("stage");
+  const config::json::Value root = config::json::parse(text, path);
+  const config::json::Value* z = root.type == config::json::Type::Object ? root.find("zero_optimization") : nullptr;
+  return z && z->type == config::json::Type::Object && z->find("stage");
 }
 
 int autotune(const AutotuneFlags& flags, const std::vector<std::string>& words, bool then_train) {
@@ -165,10 +165,10 @@ int autotune(const AutotuneFlags& flags, const std::vector<std::string>& words, 
   setup.base_text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 
   setup.world = world.ranks;
-  engine::ConfigInputs inputs;
+  config::ConfigInputs inputs;
   inputs.world_size = setup.world;
-  const engine::EngineConfig base = engine::read_ds_config_file(setup.base_path, inputs);
-  const engine::AutotuningConfig& tuning = base.autotuning;
+  const config::EngineConfig base = config::read_ds_config_file(setup.base_path, inputs);
+  const config::AutotuningConfig& tuning = base.autotuning;
 
   at::TuneRequest request;
   request.world = setup.world;
@@ -228,11 +228,11 @@ int autotune(const AutotuneFlags& flags, const std::vector<std::string>& words, 
   }
   const at::Experiment& best = result.trials[*result.best].experiment;
   const std::string optimal = results_dir + "/ds_config_optimal.json";
-  engine::checkpoint::make_directories(results_dir);
-  engine::checkpoint::write_file_durably(
+  checkpoint::make_directories(results_dir);
+  checkpoint::write_file_durably(
       optimal, at::config_variant(setup.base_text, setup.base_path,
                                   {best.stage, best.micro_batch, best.accumulation, request.train_batch_size}));
-  engine::checkpoint::write_file_durably(results_dir + "/summary.md", report);
+  checkpoint::write_file_durably(results_dir + "/summary.md", report);
   std::vector<std::string> rest = user_train_words;
   take_flags(rest, [](const std::string& f) { return f == "--deepspeed_config"; });
   // The tuned job: the user's command with the optimal config.
@@ -246,7 +246,7 @@ int autotune(const AutotuneFlags& flags, const std::vector<std::string>& words, 
   // As the user can type it: `dsx` where it is on PATH, else this binary's path (a build tree).
   const std::vector<std::string> command =
       tuned_command(launcher::resolve_program("dsx").empty() ? setup.dsx : std::string("dsx"));
-  engine::checkpoint::write_file_durably(results_dir + "/cmd_optimal.txt", launcher::shell_join(command) + "\n");
+  checkpoint::write_file_durably(results_dir + "/cmd_optimal.txt", launcher::shell_join(command) + "\n");
   std::cout << "\nbest: " << best.name << " (ZeRO stage " << best.stage << ", micro-batch " << best.micro_batch
             << " x accumulation " << best.accumulation << " x " << setup.world << " ranks)\nwritten: " << optimal
             << ", " << results_dir << "/summary.md, " << results_dir << "/cmd_optimal.txt\nrun it: "

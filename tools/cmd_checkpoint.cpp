@@ -10,14 +10,14 @@
 
 #include "dsx/error.h"
 #include "dsx/join.h"
-#include "engine/checkpoint/layout.h"
-#include "engine/checkpoint/load.h"
+#include "checkpoint/layout.h"
+#include "checkpoint/load.h"
 #include "tools/cli.h"
 
 namespace dsx::tools {
 namespace {
 
-namespace ck = dsx::engine::checkpoint;
+namespace ck = dsx::checkpoint;
 
 constexpr const char* kUsage =
     "dsx checkpoint list DIR              the tags in DIR, the one `latest` names, their sizes\n"

@@ -11,7 +11,7 @@
 
 #include "dsx/error.h"
 #include "engine/arrangement.h"
-#include "engine/config/ds_config.h"
+#include "config/ds_config.h"
 #include "engine/training_setup.h"
 #include "tools/cli.h"
 
@@ -23,15 +23,15 @@ constexpr const char* kUsage =
     "dsx config check FILE [--world-size N] [--hidden-size H] [--micro-batch M] [--grad-accum G]\n"
     "                        [--lr LR] [--total-steps N] [--warmup-steps N] [--strict] [--json]";
 
-std::string describe(const engine::Origin& origin) {
-  std::string s = engine::to_string(origin.source);
+std::string describe(const config::Origin& origin) {
+  std::string s = config::to_string(origin.source);
   if (origin.pos.line > 0) s += " " + std::to_string(origin.pos.line) + ":" + std::to_string(origin.pos.column);
   if (!origin.note.empty()) s += " (" + origin.note + ")";
   return s;
 }
 
-void print_text(const std::string& file, const engine::EngineConfig& config) {
-  auto entries = engine::flatten(config);
+void print_text(const std::string& file, const config::EngineConfig& config) {
+  auto entries = config::flatten(config);
   size_t key_width = 0, value_width = 0;
   for (const auto& e : entries) {
     key_width = std::max(key_width, e.path.size());
@@ -67,11 +67,11 @@ void print_text(const std::string& file, const engine::EngineConfig& config) {
   }
 }
 
-void print_json(const engine::EngineConfig& config) {
+void print_json(const config::EngineConfig& config) {
   rapidjson::StringBuffer buffer;
   rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
   w.StartObject();
-  for (const auto& e : engine::flatten(config)) {
+  for (const auto& e : config::flatten(config)) {
     w.Key(e.path.c_str(), static_cast<rapidjson::SizeType>(e.path.size()));
     w.RawValue(e.value.c_str(), e.value.size(), rapidjson::kObjectType);
   }
@@ -100,7 +100,7 @@ int run_check(int argc, char** argv) {
   if (args.help) return 0;
   const auto& vars = args.vars;
   if (!vars.count("file")) throw Error(ErrorKind::Usage, "dsx config check: give the config FILE (see --help)");
-  engine::ConfigInputs inputs;
+  config::ConfigInputs inputs;
   inputs.world_size = vars["world-size"].as<int64_t>();
   if (vars.count("hidden-size")) inputs.hidden_size = vars["hidden-size"].as<int64_t>();
   if (vars.count("micro-batch")) inputs.micro_batch = vars["micro-batch"].as<int64_t>();
@@ -110,7 +110,7 @@ int run_check(int argc, char** argv) {
   if (vars.count("warmup-steps")) inputs.warmup_steps = vars["warmup-steps"].as<int64_t>();
   inputs.strict = vars.count("strict") > 0;
   const std::string file = vars["file"].as<std::string>();
-  engine::EngineConfig config = engine::read_ds_config_file(file, inputs);
+  config::EngineConfig config = config::read_ds_config_file(file, inputs);
   if (vars.count("json")) print_json(config);
   else print_text(file, config);
   return 0;

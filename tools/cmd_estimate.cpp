@@ -10,11 +10,11 @@
 #include <sstream>
 
 #include "dsx/error.h"
-#include "engine/estimate/ds_config_choices.h"
-#include "engine/estimate/gpu_catalog.h"
-#include "engine/estimate/hf_config.h"
-#include "engine/estimate/memory_model.h"
-#include "engine/estimate/model_presets.h"
+#include "tools/estimate/ds_config_choices.h"
+#include "tools/estimate/gpu_catalog.h"
+#include "tools/estimate/hf_config.h"
+#include "tools/estimate/memory_model.h"
+#include "tools/estimate/model_presets.h"
 #include "tools/cli.h"
 
 namespace dsx::tools {

@@ -22,15 +22,15 @@
 #include <string>
 #include <vector>
 
-#include "engine/checkpoint/crc32c.h"
-#include "engine/checkpoint/layout.h"
-#include "engine/checkpoint/load.h"
-#include "engine/checkpoint/save.h"
+#include "checkpoint/crc32c.h"
+#include "checkpoint/layout.h"
+#include "checkpoint/load.h"
+#include "checkpoint/save.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-namespace ck = dsx::engine::checkpoint;
+namespace ck = dsx::checkpoint;
 
 // Best wall time in seconds of `reps` runs after one warm-up: on a shared machine the fastest run
 // is the one least disturbed (the peers script does the same). `prepare` runs untimed before each.

@@ -16,7 +16,7 @@
 
 #include "comm/session.h"
 #include "device/cuda_device.h"
-#include "engine/config/ds_config.h"
+#include "config/ds_config.h"
 #include "engine/trainer.h"
 #include "models/data/loader.h"
 #include "models/gpt2/config.h"
@@ -63,7 +63,7 @@ Result train(int stage, bool offload, int B, int T, int steps, uint16_t port) {
       "zero_optimization": {"stage": )" + std::to_string(stage) +
                            R"(, "overlap_comm": true, "contiguous_gradients": true)" +
                            (offload ? R"(, "offload_optimizer": {"device": "cpu"})" : "") + "}}";
-  const dsx::engine::EngineConfig config = dsx::engine::read_ds_config_text(text, "bench config", {});
+  const dsx::config::EngineConfig config = dsx::config::read_ds_config_text(text, "bench config", {});
   dsx::comm::RankEnv env;
   env.master.port = port;
   dsx::comm::CommOptions comm_options;

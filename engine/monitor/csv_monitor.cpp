@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "dsx/error.h"
-#include "engine/checkpoint/durable_file.h"
+#include "checkpoint/durable_file.h"
 #include "engine/monitor/python_float.h"
 
 namespace dsx::engine::monitor {

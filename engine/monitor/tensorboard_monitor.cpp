@@ -11,7 +11,7 @@
 #include <filesystem>
 
 #include "dsx/error.h"
-#include "engine/checkpoint/durable_file.h"
+#include "checkpoint/durable_file.h"
 #include "engine/monitor/tfrecord.h"
 
 namespace dsx::engine::monitor {

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "dsx/error.h"
-#include "engine/checkpoint/crc32c.h"
+#include "checkpoint/crc32c.h"
 
 namespace dsx::engine::monitor {
 namespace {

@@ -2,7 +2,7 @@
 // every step, indexed by the samples seen so far. Rank 0 only.
 #pragma once
 
-#include "engine/config/ds_config.h"
+#include "config/ds_config.h"
 #include "engine/monitor/monitor_master.h"
 #include "engine/observers/step_observer.h"
 
@@ -10,11 +10,11 @@ namespace dsx::engine {
 
 class MonitorWriter final : public StepObserver {
  public:
-  MonitorWriter(const EngineConfig& config, monitor::MonitorMaster& monitors) : config_(config), monitors_(monitors) {}
+  MonitorWriter(const config::EngineConfig& config, monitor::MonitorMaster& monitors) : config_(config), monitors_(monitors) {}
   void after_step(const StepEvent& event) override;
 
  private:
-  const EngineConfig& config_;
+  const config::EngineConfig& config_;
   monitor::MonitorMaster& monitors_;
   int64_t samples_seen_ = 0;
 };

@@ -3,19 +3,19 @@
 // reductions and the share of communication hidden behind backward. Rank 0 only.
 #pragma once
 
-#include "engine/config/ds_config.h"
+#include "config/ds_config.h"
 #include "engine/observers/step_observer.h"
 
 namespace dsx::engine {
 
 class StepLogPrinter final : public StepObserver {
  public:
-  StepLogPrinter(const EngineConfig& config, Trainer& trainer, int rank, Say say)
+  StepLogPrinter(const config::EngineConfig& config, Trainer& trainer, int rank, Say say)
       : config_(config), trainer_(trainer), rank_(rank), say_(std::move(say)) {}
   void after_step(const StepEvent& event) override;
 
  private:
-  const EngineConfig& config_;
+  const config::EngineConfig& config_;
   Trainer& trainer_;
   int rank_;
   Say say_;

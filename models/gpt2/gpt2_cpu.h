@@ -10,6 +10,7 @@
 
 #include "models/gpt2/block_tensors.h"
 #include "models/gpt2/config.h"
+#include "models/gpt2/flops.h"
 #include "models/model.h"
 
 namespace dsx::models {
@@ -33,6 +34,7 @@ class GPT2Cpu final : public Model {
   int vocab_size() const override { return config_.vocab_size; }
   int max_seq_len() const override { return max_seq_; }
   size_t activation_bytes() const override;
+  double forward_flops(int64_t rows, int64_t tokens) const override { return gpt2_forward_flops(config_, rows, tokens); }
 
   const GPT2Config& config() const { return config_; }
   // Mean loss of the last forward in the model's own precision (the double reference needs it).

@@ -15,6 +15,7 @@
 #include "kernels/token_rows.h"
 #include "models/gpt2/block_tensors.h"
 #include "models/gpt2/config.h"
+#include "models/gpt2/flops.h"
 #include "models/model.h"
 
 namespace dsx::models {
@@ -65,6 +66,7 @@ class GPT2Cuda final : public Model {
   int vocab_size() const override { return config_.vocab_size; }
   int max_seq_len() const override { return max_seq_; }
   size_t activation_bytes() const override;  // device bytes
+  double forward_flops(int64_t rows, int64_t tokens) const override { return gpt2_forward_flops(config_, rows, tokens); }
   cudaStream_t stream() const { return stream_.get(); }
   // The cuBLASLt state: the benchmark reads how many matmul plans were built.
   const kernels::cuda::GPT2Blas& blas() const { return blas_; }

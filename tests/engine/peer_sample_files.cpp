@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint_test_util.h"
+#include "tests/checkpoint/checkpoint_test_util.h"
 #include "engine/monitor/csv_monitor.h"
 #include "engine/monitor/python_float.h"
 #include "engine/monitor/tensorboard_monitor.h"
@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
       csv.write_events(batch);
     }
   }
-  dsx::test::save_test_checkpoint(out + "/checkpoint", checkpoint::default_tag(7), 2, 7, 1000);
+  dsx::test::save_test_checkpoint(out + "/checkpoint", dsx::checkpoint::default_tag(7), 2, 7, 1000);
 
   std::printf("[");
   for (size_t i = 0; i < events.size(); ++i)

@@ -4,7 +4,7 @@
 
 #include <fstream>
 
-#include "checkpoint_test_util.h"
+#include "tests/checkpoint/checkpoint_test_util.h"
 #include "tests/tools/run_command.h"
 
 using dsx::test::run_dsx;

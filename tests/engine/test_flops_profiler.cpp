@@ -2,8 +2,9 @@
 #include <gtest/gtest.h>
 
 #include "engine/flops_profiler.h"
+#include "models/gpt2/flops.h"
 
-using dsx::engine::gpt2_forward_flops;
+using dsx::models::gpt2_forward_flops;
 
 // Walks the forward pass as the CPU model runs it and adds 2 FLOPs per multiply-add.
 double counted_forward_flops(const dsx::models::GPT2Config& c, int B, int T) {

@@ -12,7 +12,7 @@
 #include <regex>
 #include <sstream>
 
-#include "checkpoint_test_util.h"
+#include "tests/checkpoint/checkpoint_test_util.h"
 #include "dsx/error.h"
 #include "engine/monitor/csv_monitor.h"
 #include "engine/monitor/monitor_master.h"

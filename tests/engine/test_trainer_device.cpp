@@ -12,7 +12,7 @@
 
 #include "device/cpu_device.h"
 #include "dsx/error.h"
-#include "engine/config/ds_config.h"
+#include "config/ds_config.h"
 #include "engine/trainer.h"
 #include "models/data/addition.h"
 #include "models/gpt2/gpt2_cpu.h"
@@ -20,18 +20,18 @@
 
 namespace {
 
-using dsx::engine::EngineConfig;
+using dsx::config::EngineConfig;
 using dsx::engine::Trainer;
 
-EngineConfig config_for(int stage, int world) {
+dsx::config::EngineConfig config_for(int stage, int world) {
   const std::string text = R"({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 2,
     "gradient_clipping": 1.0, "optimizer": {"type": "AdamW", "params": {"lr": 0.01, "weight_decay": 0.1}},
     "zero_optimization": {"stage": )" + std::to_string(stage) +
                            R"(, "overlap_comm": true, "reduce_bucket_size": 4000,
     "stage3_prefetch_bucket_size": 2000, "stage3_param_persistence_threshold": 100}})";
-  dsx::engine::ConfigInputs inputs;
+  dsx::config::ConfigInputs inputs;
   inputs.world_size = world;
-  return dsx::engine::read_ds_config_text(text, "test config", inputs);
+  return dsx::config::read_ds_config_text(text, "test config", inputs);
 }
 
 struct TrainedRun {
@@ -40,7 +40,7 @@ struct TrainedRun {
 };
 
 // Three steps of byte-tiny on the addition task; `device` null: ZeRO on the host.
-TrainedRun train(const EngineConfig& config, dsx::comm::Communicator& comm, dsx::device::Device* device,
+TrainedRun train(const dsx::config::EngineConfig& config, dsx::comm::Communicator& comm, dsx::device::Device* device,
           const std::vector<float>& initial, std::unique_ptr<Trainer>* keep = nullptr,
           std::unique_ptr<dsx::models::Model>* keep_model = nullptr) {
   const dsx::models::AdditionTask task(2);
@@ -81,7 +81,7 @@ class TrainerOnDevice : public ::testing::TestWithParam<int> {};
 TEST_P(TrainerOnDevice, TrainsExactlyAsZeroOnTheHost) {
   const int stage = GetParam();
   auto job = dsx::test::run_job(2, dsx::test::test_options("shm"), [&](dsx::comm::Communicator& comm, int) {
-    const EngineConfig config = config_for(stage, comm.size());
+    const dsx::config::EngineConfig config = config_for(stage, comm.size());
     const std::vector<float> initial = initial_params();
     const TrainedRun host = train(config, comm, nullptr, initial);
     auto device = dsx::device::make_cpu_device(dsx::device::cpu_device_options_from_environment({}));
@@ -102,7 +102,7 @@ INSTANTIATE_TEST_SUITE_P(Stages, TrainerOnDevice, ::testing::Values(0, 1, 2, 3),
 // the next step is the step the saved state would have taken.
 TEST(TrainerOnDevice, PartitionStateRoundTripsThroughHostCopies) {
   auto job = dsx::test::run_job(2, dsx::test::test_options("shm"), [&](dsx::comm::Communicator& comm, int) {
-    const EngineConfig config = config_for(2, comm.size());
+    const dsx::config::EngineConfig config = config_for(2, comm.size());
     const std::vector<float> initial = initial_params();
     auto device = dsx::device::make_cpu_device(dsx::device::cpu_device_options_from_environment({}));
     std::unique_ptr<Trainer> trainer;

@@ -345,7 +345,7 @@ TEST_F(LocalLaunch, ElasticIsRejectedAndAutotuningOnlyTunesDsxTrain) {
   auto r = run_dsx("launch --elastic_training --master_addr 127.0.0.1 x.py");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("elastic training"), std::string::npos);
-  // --autotuning runs dsx autotune (tests/engine/test_autotune_cli.cpp), which tunes dsx train jobs.
+  // --autotuning runs dsx autotune (tests/tools/test_autotune_cli.cpp), which tunes dsx train jobs.
   r = run_dsx("launch --autotuning tune x.py");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("tunes a `dsx train` job"), std::string::npos) << r.output;

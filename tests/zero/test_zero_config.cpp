@@ -10,10 +10,10 @@
 
 namespace {
 
-dsx::engine::EngineConfig read(const std::string& zero_block) {
-  dsx::engine::ConfigInputs in;
+dsx::config::EngineConfig read(const std::string& zero_block) {
+  dsx::config::ConfigInputs in;
   in.world_size = 2;
-  return dsx::engine::read_ds_config_text(
+  return dsx::config::read_ds_config_text(
       R"({"train_micro_batch_size_per_gpu": 1, "optimizer": {"type": "AdamW", "params": {"lr": 1e-3}},
           "zero_optimization": )" + zero_block + "}",
       "test.json", in);

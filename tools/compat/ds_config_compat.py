@@ -2,7 +2,7 @@
 """DeepSpeed as the oracle for `dsx config check`.
 
 Feeds every shipped config (configs/*.json) and every config of the test suite
-(tests/engine/configs/*.json) to DeepSpeed's own DeepSpeedConfig and to `dsx config check
+(tests/config/configs/*.json) to DeepSpeed's own DeepSpeedConfig and to `dsx config check
 --json`, and lists every resolved value on which they differ, and every file that one accepts
 and the other refuses.
 

@@ -20,7 +20,7 @@ import subprocess
 import sys
 
 # (dsx preset name, transformers config class, its arguments). Shapes as published by the
-# model authors; the dsx presets in engine/estimate/model_presets.cpp must match.
+# model authors; the dsx presets in tools/estimate/model_presets.cpp must match.
 PRESETS = [
     ("gpt2", "GPT2Config", dict(n_layer=12, n_embd=768, n_head=12)),
     ("gpt2-medium", "GPT2Config", dict(n_layer=24, n_embd=1024, n_head=16)),

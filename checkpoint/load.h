@@ -1,0 +1,39 @@
+// Opening a checkpoint for loading: resolves `latest`, checks the tag directory against its
+// manifest (every file present with its recorded size) and hands out its files, each checked
+// against its CRC32C when it is opened for reading.
+// A truncated, corrupt or incomplete checkpoint is refused with an error naming the file.
+#pragma once
+
+#include <string>
+
+#include "checkpoint/manifest.h"
+#include "checkpoint/tensor_file.h"
+
+namespace dsx::checkpoint {
+
+class CheckpointReader {
+ public:
+  // `tag` empty: the tag named by `<save_dir>/latest`. check_all_sizes: stat every rank's file
+  // (a truncated one is refused here); with hundreds of ranks each opening the checkpoint on a
+  // shared file system, pass false: each rank's own files are still checked when it reads them.
+  static CheckpointReader open(const std::string& save_dir, const std::string& tag = "",
+                               bool check_all_sizes = true);
+
+  const std::string& tag() const { return manifest_.tag; }
+  const std::string& directory() const { return directory_; }
+  const CheckpointManifest& manifest() const { return manifest_; }
+  int world_size() const { return manifest_.world_size; }
+  bool contains(const std::string& file_name) const { return manifest_.find(file_name) != nullptr; }
+
+  // Reads `file_name` whole, checks its CRC32C and parses it as safetensors.
+  TensorFile read_tensor_file(const std::string& file_name) const;
+
+  // Re-reads every file and checks its CRC32C (what `open` skips to stay cheap).
+  void verify_all() const;
+
+ private:
+  std::string directory_;
+  CheckpointManifest manifest_;
+};
+
+}  // namespace dsx::checkpoint

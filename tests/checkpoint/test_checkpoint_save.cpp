@@ -1,0 +1,215 @@
+// The save/commit/load protocol: what lands on disk (DeepSpeed's layout), that `latest` moves only
+// after every rank's files are verified, that a damaged checkpoint is refused with an error naming
+// the file, and that saving a tag again replaces it without a moment of it being incomplete.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "checkpoint_test_util.h"
+#include "dsx/error.h"
+#include "tests/engine/test_files.h"
+
+using dsx::test::read_all;
+using dsx::test::error_of;
+
+using namespace dsx::checkpoint;
+using dsx::test::load_and_check;
+using dsx::test::save_test_checkpoint;
+using dsx::test::TempDir;
+
+namespace {
+
+void flip_byte(const std::string& path, long offset) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(offset);
+  char c = 0;
+  f.read(&c, 1);
+  c ^= 0x01;
+  f.seekp(offset);
+  f.write(&c, 1);
+}
+
+#define EXPECT_CONTAINS(haystack, needle) \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
+
+}  // namespace
+
+TEST(CheckpointSave, WritesDeepSpeedLayoutAndLoadsBitExactly) {
+  TempDir tmp;
+  save_test_checkpoint(tmp.path(), "global_step10", 3, 10, 1000);
+  EXPECT_EQ(read_all(tmp.file("latest")), "global_step10");
+  std::set<std::string> names;
+  for (auto& e : std::filesystem::directory_iterator(tmp.file("global_step10")))
+    names.insert(e.path().filename().string());
+  EXPECT_EQ(names, (std::set<std::string>{"manifest.json", "mp_rank_00_model_states.safetensors",
+                                          "zero_pp_rank_0_mp_rank_00_optim_states.safetensors",
+                                          "zero_pp_rank_1_mp_rank_00_optim_states.safetensors",
+                                          "zero_pp_rank_2_mp_rank_00_optim_states.safetensors"}));
+  EXPECT_FALSE(std::filesystem::exists(tmp.file(".global_step10.saving")));  // staging gone
+  EXPECT_EQ(load_and_check(tmp.path()), 10);
+  auto reader = CheckpointReader::open(tmp.path());
+  EXPECT_EQ(reader.tag(), "global_step10");
+  EXPECT_EQ(reader.world_size(), 3);
+  EXPECT_TRUE(reader.contains("zero_pp_rank_2_mp_rank_00_optim_states.safetensors"));
+}
+
+TEST(CheckpointSave, LatestFollowsTheNewestCommitAndOlderTagsStayLoadable) {
+  TempDir tmp;
+  save_test_checkpoint(tmp.path(), default_tag(1), 2, 1, 64);
+  save_test_checkpoint(tmp.path(), default_tag(2), 2, 2, 64);
+  EXPECT_EQ(read_all(tmp.file("latest")), "global_step2");
+  EXPECT_EQ(load_and_check(tmp.path()), 2);
+  EXPECT_EQ(load_and_check(tmp.path(), "global_step1"), 1);
+}
+
+TEST(CheckpointSave, SavingTheSameTagAgainReplacesItWhole) {
+  TempDir tmp;
+  save_test_checkpoint(tmp.path(), "final", 3, 5, 100);
+  save_test_checkpoint(tmp.path(), "final", 2, 6, 100);  // smaller world: rank 2's file must go
+  EXPECT_EQ(load_and_check(tmp.path()), 6);
+  EXPECT_FALSE(std::filesystem::exists(
+      tmp.file("final/zero_pp_rank_2_mp_rank_00_optim_states.safetensors")));
+  EXPECT_FALSE(std::filesystem::exists(tmp.file(".final.saving")));
+}
+
+TEST(CheckpointSave, InterruptedSaveLeavesLatestOnThePreviousCheckpoint) {
+  TempDir tmp;
+  save_test_checkpoint(tmp.path(), default_tag(1), 2, 1, 64);
+  {
+    RankWriter w(tmp.path(), default_tag(2), 0);  // rank 0 writes, nobody commits: a crash
+    std::vector<float> x(64, 1.0f);
+    TensorRef t{"master.0", TensorDType::F32, {64}, x.data()};
+    w.write_tensor_file(zero_optim_states_file_name(0, false), {&t, 1}, "{}");
+  }
+  EXPECT_EQ(read_all(tmp.file("latest")), "global_step1");
+  EXPECT_EQ(load_and_check(tmp.path()), 1);
+  std::string msg = error_of([&] { CheckpointReader::open(tmp.path(), "global_step2"); });
+  EXPECT_CONTAINS(msg, "interrupted");
+  // The next save of that tag completes normally over the leftovers.
+  save_test_checkpoint(tmp.path(), default_tag(2), 1, 2, 64);
+  EXPECT_EQ(load_and_check(tmp.path()), 2);
+}
+
+TEST(CheckpointSave, ACommitRemovesWhatKilledSavesLeftBehind) {
+  TempDir tmp;
+  {
+    RankWriter w(tmp.path(), "global_step7", 0);  // killed before its commit
+    std::vector<float> x(64, 1.0f);
+    TensorRef t{"master.0", TensorDType::F32, {64}, x.data()};
+    w.write_tensor_file(zero_optim_states_file_name(0, false), {&t, 1}, "{}");
+  }
+  ASSERT_TRUE(std::filesystem::exists(tmp.file(".global_step7.saving")));
+  save_test_checkpoint(tmp.path(), default_tag(8), 1, 8, 64);
+  EXPECT_FALSE(std::filesystem::exists(tmp.file(".global_step7.saving")));
+  EXPECT_EQ(load_and_check(tmp.path()), 8);
+}
+
+TEST(CheckpointSave, CommitRefusesATruncatedOrCorruptRankFileAndKeepsLatest) {
+  TempDir tmp;
+  save_test_checkpoint(tmp.path(), default_tag(1), 2, 1, 256);
+  for (bool truncate : {true, false}) {
+    std::vector<RankManifest> manifests;
+    for (int rank = 0; rank < 2; ++rank) {
+      RankWriter w(tmp.path(), default_tag(2), rank);
+      std::vector<float> x(256, 2.0f);
+      TensorRef t{"master.0", TensorDType::F32, {256}, x.data()};
+      w.write_tensor_file(zero_optim_states_file_name(rank, false), {&t, 1}, "{}");
+      manifests.push_back(w.manifest());
+    }
+    std::string victim =
+        tmp.file(".global_step2.saving/zero_pp_rank_1_mp_rank_00_optim_states.safetensors");
+    if (truncate)
+      std::filesystem::resize_file(victim, 100);
+    else
+      flip_byte(victim, 500);
+    std::string msg = error_of([&] { commit(tmp.path(), default_tag(2), manifests); });
+    EXPECT_CONTAINS(msg, "zero_pp_rank_1_mp_rank_00_optim_states.safetensors");
+    EXPECT_CONTAINS(msg, truncate ? "is truncated: 100 bytes" : "is corrupt");
+    EXPECT_EQ(read_all(tmp.file("latest")), "global_step1");
+    EXPECT_FALSE(std::filesystem::exists(tmp.file("global_step2")));
+    EXPECT_EQ(load_and_check(tmp.path()), 1);
+  }
+}
+
+TEST(CheckpointSave, CommitRefusesManifestsThatAreNotOnePerRank) {
+  TempDir tmp;
+  RankWriter w(tmp.path(), "t", 1);
+  std::vector<RankManifest> only_rank1 = {w.manifest()};
+  EXPECT_THROW(commit(tmp.path(), "t", only_rank1), dsx::Error);
+}
+
+TEST(CheckpointLoad, RefusesDamagedFilesNamingThem) {
+  TempDir tmp;
+  save_test_checkpoint(tmp.path(), default_tag(3), 2, 3, 512);
+  const std::string rank1 =
+      tmp.file("global_step3/zero_pp_rank_1_mp_rank_00_optim_states.safetensors");
+  const std::string original = read_all(rank1);
+
+  // A flipped bit in the data: open succeeds (sizes match), reading the file is refused.
+  flip_byte(rank1, static_cast<long>(original.size()) - 10);
+  auto reader = CheckpointReader::open(tmp.path());
+  std::string msg =
+      error_of([&] { reader.read_tensor_file(zero_optim_states_file_name(1, false)); });
+  EXPECT_CONTAINS(msg, rank1);
+  EXPECT_CONTAINS(msg, "is corrupt: its CRC32C is");
+  EXPECT_CONTAINS(error_of([&] { reader.verify_all(); }), rank1);
+  EXPECT_NO_THROW(reader.read_tensor_file(zero_optim_states_file_name(0, false)));
+
+  // Truncated: refused at open.
+  std::filesystem::resize_file(rank1, original.size() / 2);
+  msg = error_of([&] { CheckpointReader::open(tmp.path()); });
+  EXPECT_CONTAINS(msg, rank1);
+  EXPECT_CONTAINS(msg, "is truncated: " + std::to_string(original.size() / 2) +
+                           " bytes, the manifest says " + std::to_string(original.size()));
+
+  // Without the all-files check, open succeeds and the damaged file is refused when read.
+  auto lazy = CheckpointReader::open(tmp.path(), "", /*check_all_sizes=*/false);
+  EXPECT_NO_THROW(lazy.read_tensor_file(zero_optim_states_file_name(0, false)));
+  msg = error_of([&] { lazy.read_tensor_file(zero_optim_states_file_name(1, false)); });
+  EXPECT_CONTAINS(msg, rank1 + " is truncated");
+
+  // Missing.
+  std::filesystem::remove(rank1);
+  msg = error_of([&] { CheckpointReader::open(tmp.path()); });
+  EXPECT_CONTAINS(msg, rank1);
+  EXPECT_CONTAINS(msg, "is missing");
+}
+
+TEST(CheckpointLoad, ExplainsMissingOrBrokenLatestAndManifest) {
+  TempDir tmp;
+  std::string msg = error_of([&] { CheckpointReader::open(tmp.path()); });
+  EXPECT_CONTAINS(msg, tmp.file("latest") + " does not exist");
+
+  save_test_checkpoint(tmp.path(), default_tag(4), 1, 4, 16);
+  write_file_durably(tmp.file("latest"), "../../etc");
+  msg = error_of([&] { CheckpointReader::open(tmp.path()); });
+  EXPECT_CONTAINS(msg, "does not hold a valid tag");
+
+  write_file_durably(tmp.file("latest"), "global_step99\n");
+  msg = error_of([&] { CheckpointReader::open(tmp.path()); });
+  EXPECT_CONTAINS(msg, tmp.file("global_step99") + " does not exist");
+
+  write_file_durably(tmp.file("latest"), "  global_step4\n");  // DeepSpeed strips whitespace
+  EXPECT_EQ(load_and_check(tmp.path()), 4);
+
+  write_file_durably(tmp.file("global_step4/manifest.json"), "{\"format\": \"dsx-checkpoint\",");
+  msg = error_of([&] { CheckpointReader::open(tmp.path()); });
+  EXPECT_CONTAINS(msg, tmp.file("global_step4/manifest.json"));
+  EXPECT_CONTAINS(msg, "malformed JSON");
+
+  std::filesystem::remove(tmp.file("global_step4/manifest.json"));
+  msg = error_of([&] { CheckpointReader::open(tmp.path()); });
+  EXPECT_CONTAINS(msg, "has no manifest.json");
+}
+
+TEST(CheckpointLoad, FileOfAnotherWorldSizeIsNamedAsSuch) {
+  TempDir tmp;
+  save_test_checkpoint(tmp.path(), "t", 2, 1, 16);
+  auto reader = CheckpointReader::open(tmp.path(), "t");
+  std::string msg =
+      error_of([&] { reader.read_tensor_file(zero_optim_states_file_name(5, false)); });
+  EXPECT_CONTAINS(msg, "zero_pp_rank_5_mp_rank_00_optim_states.safetensors");
+  EXPECT_CONTAINS(msg, "different world size");
+}

@@ -1,0 +1,212 @@
+// `dsx estimate` as a user runs it: the JSON a script reads, the table, and the errors.
+#include <gtest/gtest.h>
+#include <rapidjson/document.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "tests/tools/run_command.h"
+
+using dsx::test::run_dsx;
+
+namespace {
+
+rapidjson::Document parse(const std::string& text) {
+  rapidjson::Document doc;
+  doc.Parse(text.c_str());
+  EXPECT_FALSE(doc.HasParseError()) << text;
+  return doc;
+}
+
+}  // namespace
+
+// Llama-2-7B, 8 GPUs, one node: DeepSpeed 0.19.8's figures
+// (tests/tools/test_estimate_deepspeed.cpp).
+TEST(EstimateCli, JsonCarriesDeepSpeedFiguresForA7bModel) {
+  auto r = run_dsx("estimate --model llama2-7b --gpus-per-node 8 --stage 2,3 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto doc = parse(r.output);
+  EXPECT_EQ(doc["model"]["params"].GetInt64(), 6738415616);
+  const auto& rows = doc["rows"];
+  ASSERT_EQ(rows.Size(), 5u);
+  EXPECT_EQ(rows[0]["stage"].GetInt(), 2);
+  EXPECT_STREQ(rows[0]["offload_optimizer"].GetString(), "none");
+  EXPECT_EQ(rows[0]["gpu"]["model_states"].GetInt64(), 28638266368);
+  EXPECT_EQ(rows[0]["cpu_per_node"]["model_states"].GetInt64(), 323443949568);
+  EXPECT_EQ(rows[2]["gpu"]["model_states"].GetInt64(), 15685723136);  // stage 3, no offload
+  for (const auto& row : rows.GetArray()) {
+    const auto& gpu = row["gpu"];
+    EXPECT_EQ(gpu["total"].GetInt64(), gpu["model_states"].GetInt64() +
+                                           gpu["activations"].GetInt64() +
+                                           gpu["buffers"].GetInt64() + gpu["reserve"].GetInt64());
+    EXPECT_EQ(row["fits"].GetBool(),
+              gpu["total"].GetInt64() <= doc["setup"]["gpu_memory_bytes"].GetInt64());
+  }
+}
+
+TEST(EstimateCli, TableShowsEveryStageAndOffload) {
+  auto r = run_dsx("estimate --model gpt2 --gpu rtx4090 --micro-batch 8");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("124439808 params"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("fewest GPUs"), std::string::npos);
+  EXPECT_NE(r.output.find("optimizer+param"), std::string::npos);
+  EXPECT_NE(r.output.find("\n0     none"), std::string::npos);
+}
+
+TEST(EstimateCli, HfConfigAndRawShapeGiveTheSameCount) {
+  const std::string path = std::string(DSX_BINARY_DIR) + "/test_estimate_cli_config.json";
+  std::ofstream(path) << R"({"model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "vocab_size": 32000,
+    "max_position_embeddings": 4096, "tie_word_embeddings": false})";
+  auto from_file = run_dsx("estimate --hf-config " + path + " --json");
+  std::remove(path.c_str());
+  auto raw = run_dsx(
+      "estimate --layers 32 --hidden 4096 --heads 32 --vocab 32000 --intermediate 11008 "
+      "--seq-len 4096 --json");
+  ASSERT_EQ(from_file.exit_code, 0) << from_file.output;
+  ASSERT_EQ(raw.exit_code, 0) << raw.output;
+  EXPECT_EQ(parse(from_file.output)["model"]["params"].GetInt64(), 6738415616);
+  EXPECT_EQ(parse(raw.output)["model"]["params"].GetInt64(), 6738415616);
+}
+
+TEST(EstimateCli, ParamsOverrideTheCount) {
+  auto r = run_dsx(
+      "estimate --layers 32 --hidden 4096 --heads 32 --vocab 32000 --seq-len 2048 --params 7e9 "
+      "--stage 2 --offload none --gpus-per-node 8 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto doc = parse(r.output);
+  EXPECT_EQ(doc["model"]["params"].GetInt64(), 7000000000);
+  // DeepSpeed: 2P + int(18P/8) = 29750000000 bytes (27.71 GiB, the 7B worked example).
+  EXPECT_EQ(doc["rows"][0]["gpu"]["model_states"].GetInt64(), 29750000000);
+}
+
+TEST(EstimateCli, BadInputIsAClearUsageError) {
+  struct Case {
+    const char* args;
+    const char* says;
+  } cases[] = {
+      {"estimate --model gpt5", "known presets: gpt2"},
+      {"estimate --model gpt2 --hf-config x.json", "exactly one model"},
+      {"estimate --model gpt2 --stage 5", "--stage takes 0, 1, 2 or 3"},
+      {"estimate --model gpt2 --offload nvme", "--offload takes none, optimizer or param"},
+      {"estimate --model gpt2 --gpu v100", "known types: rtx4090"},
+      {"estimate --model gpt2 --micro-batch 0", "--micro-batch must be at least 1"},
+      {"estimate --model gpt2 --precision int8", "--precision must be bf16, fp16 or fp32"},
+      {"estimate --layers 2 --hidden 64 --heads 4 --vocab 100 --params lots", "--params 'lots'"},
+      {"estimate --layers 2 --hidden 64 --heads 4 --vocab 100", "give --seq-len"},
+      {"estimate --model gpt2 --stage 0 --offload param", "no valid stage/offload pair"},
+  };
+  for (const auto& c : cases) {
+    auto r = run_dsx(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.says), std::string::npos) << c.args << "\n" << r.output;
+  }
+}
+
+TEST(EstimateCli, AbsurdSizesAreRefusedNotOverflowed) {
+  auto r = run_dsx("estimate --layers 2 --hidden 99999999999 --heads 1 --vocab 10 --seq-len 8");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("sizes beyond any real model"), std::string::npos) << r.output;
+  r = run_dsx(
+      "estimate --layers 16384 --hidden 1048576 --heads 16 --vocab 1000 --seq-len 1000000 "
+      "--micro-batch 100000");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("more than an exabyte"), std::string::npos) << r.output;
+}
+
+TEST(EstimateCli, UnreadableOrBrokenConfigNamesTheFile) {
+  auto r = run_dsx("estimate --hf-config /nonexistent/config.json");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("io error: cannot open '/nonexistent/config.json'"), std::string::npos)
+      << r.output;
+  const std::string path = std::string(DSX_BINARY_DIR) + "/test_estimate_cli_broken.json";
+  std::ofstream(path) << "{\n  \"hidden_size\": 64,\n  \"n_layer\": }\n";
+  r = run_dsx("estimate --hf-config " + path);
+  std::remove(path.c_str());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("test_estimate_cli_broken.json:3: invalid JSON"), std::string::npos)
+      << r.output;
+}
+
+// --ds-config: the shipped configs/zero3_offload.json (bf16, stage 3, optimizer and parameters on
+// the CPU, micro-batch 4) sizes exactly that run.
+TEST(EstimateCli, DsConfigDecidesStageOffloadBatchAndPrecision) {
+  const std::string config = std::string(DSX_SOURCE_DIR) + "/configs/zero3_offload.json";
+  auto r = run_dsx("estimate --model llama2-7b --gpus-per-node 8 --json --ds-config " + config);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto doc = parse(r.output);
+  ASSERT_EQ(doc["rows"].Size(), 1u);
+  const auto& row = doc["rows"][0];
+  EXPECT_EQ(row["stage"].GetInt(), 3);
+  EXPECT_STREQ(row["offload_param"].GetString(), "cpu");
+  EXPECT_EQ(row["gpu"]["model_states"].GetInt64(), 524288000);  // DeepSpeed: 4 x largest layer
+  EXPECT_EQ(doc["setup"]["micro_batch"].GetInt(), 4);
+  EXPECT_STREQ(doc["setup"]["precision"].GetString(), "bf16");
+  // reduce_bucket_size and stage3_prefetch_bucket_size are 5e7 there: 2 x 5e7 x 2 bytes.
+  EXPECT_EQ(row["gpu"]["buffers"].GetInt64(), 200000000);
+
+  // A micro-batch that contradicts the file is the reader's error, as in `dsx config check`.
+  auto conflict = run_dsx("estimate --model llama2-7b --micro-batch 2 --ds-config " + config);
+  EXPECT_EQ(conflict.exit_code, 1);
+  EXPECT_NE(conflict.output.find("the file says 4 but --micro-batch says 2"), std::string::npos)
+      << conflict.output;
+  auto stage_flag =
+      parse(run_dsx("estimate --model llama2-7b --json --stage 2 --ds-config " + config).output);
+  EXPECT_EQ(stage_flag["rows"][0]["stage"].GetInt(), 2);  // an explicit --stage wins
+}
+
+TEST(EstimateCli, DsConfigOverlapCommDoublesTheBucket) {
+  // configs/zero2.json: fp32, stage 2, overlap_comm on, reduce_bucket_size 5e7.
+  auto r = run_dsx("estimate --model gpt2 --json --ds-config " + std::string(DSX_SOURCE_DIR) +
+                   "/configs/zero2.json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto doc = parse(r.output);
+  EXPECT_STREQ(doc["setup"]["precision"].GetString(), "fp32");
+  EXPECT_EQ(doc["rows"][0]["gpu"]["buffers"].GetInt64(), 2 * 50000000 * 4);
+}
+
+TEST(EstimateCli, DsConfigErrorsNameTheFile) {
+  const std::string nvme = std::string(DSX_BINARY_DIR) + "/test_estimate_cli_nvme.json";
+  std::ofstream(nvme) << R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true},
+    "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "nvme", "nvme_path": "/tmp"}}})";
+  auto r = run_dsx("estimate --model gpt2 --ds-config " + nvme);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("offload_optimizer.device is nvme"), std::string::npos) << r.output;
+  std::ofstream(nvme) << "{\"zero_optimization\": {\"stage\": 7}}";
+  r = run_dsx("estimate --model gpt2 --ds-config " + nvme);
+  std::remove(nvme.c_str());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("test_estimate_cli_nvme.json"), std::string::npos) << r.output;
+}
+
+// The names people write: dsx train's GPT-2 presets, "llama-7b", any case and separators, and
+// GPUs without their memory size; each gives the same figures as the canonical name.
+TEST(EstimateCli, CommonSpellingsNameThePresets) {
+  struct Case {
+    const char* written;
+    const char* canonical;
+  } cases[] = {
+      {"--model gpt2-124M", "--model gpt2"},
+      {"--model gpt2-350M", "--model gpt2-medium"},
+      {"--model llama-7b", "--model llama2-7b"},
+      {"--model Llama-2-70B", "--model llama2-70b"},
+      {"--model llama2-7b --gpu h100", "--model llama2-7b --gpu h100-80gb"},
+      {"--model llama2-7b --gpu A100", "--model llama2-7b --gpu a100-40gb"},
+  };
+  for (const auto& c : cases) {
+    auto a = run_dsx(std::string("estimate --json ") + c.written);
+    auto b = run_dsx(std::string("estimate --json ") + c.canonical);
+    ASSERT_EQ(a.exit_code, 0) << c.written << "\n" << a.output;
+    EXPECT_EQ(a.output, b.output) << c.written;
+  }
+}
+
+// When no cluster fits (stage 0 replicates everything), the table says more GPUs never help,
+// with what one GPU would still hold, instead of a bound on the search.
+TEST(EstimateCli, AConfigNoClusterFitsSaysWhy) {
+  auto r = run_dsx("estimate --model llama2-70b --gpu a100-40gb --stage 0 --offload none");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("none <= 8192"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("never: >= "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("GiB per GPU however many"), std::string::npos) << r.output;
+}

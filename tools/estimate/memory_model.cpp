@@ -1,0 +1,186 @@
+// Per-parameter accounting (bytes, mixed precision): 16-bit params 2, 16-bit grads 2, and per
+// partitioned element fp32 grads 4 + fp32 master 4 + Adam m and v 8 = 16; DeepSpeed's "18" is
+// these 16 plus the 16-bit grad. fp32 training has no master copy and no second grad copy:
+// params 4, grads 4, Adam 8.
+#include "tools/estimate/memory_model.h"
+
+#include <algorithm>
+
+#include "dsx/error.h"
+
+namespace dsx::estimate {
+
+const char* to_string(Precision p) {
+  switch (p) {
+    case Precision::Bf16:
+      return "bf16";
+    case Precision::Fp16:
+      return "fp16";
+    case Precision::Fp32:
+      return "fp32";
+  }
+  return "?";
+}
+
+const char* to_string(Offload o) {
+  switch (o) {
+    case Offload::None:
+      return "none";
+    case Offload::Optimizer:
+      return "optimizer";
+    case Offload::OptimizerAndParams:
+      return "optimizer+param";
+  }
+  return "?";
+}
+
+std::vector<ZeroOption> zero_options(const std::vector<int>& stages,
+                                     const std::vector<Offload>& offloads) {
+  std::vector<ZeroOption> options;
+  for (int stage : stages) {
+    for (Offload offload : offloads) {
+      if (stage == 0 && offload != Offload::None) continue;
+      if (stage < 3 && offload == Offload::OptimizerAndParams) continue;
+      options.push_back({stage, offload});
+    }
+  }
+  return options;
+}
+
+namespace {
+
+constexpr const char* kDeepSpeedZero2 = "deepspeed estimate_zero2_model_states_mem_needs";
+constexpr const char* kDeepSpeedZero3 = "deepspeed estimate_zero3_model_states_mem_needs";
+constexpr const char* kDsxFormula = "dsx (DeepSpeed's per-parameter terms, see docs/estimate.md)";
+
+int64_t weight_bytes(Precision p) { return p == Precision::Fp32 ? 4 : 2; }
+
+// Bytes per parameter that ZeRO partitions across GPUs besides the weights: the optimizer
+// side (fp32 grads, master, m, v; or just m, v in fp32 training) and, from stage 2 on, the
+// 16-bit gradient as well.
+int64_t optimizer_bytes(Precision p) { return p == Precision::Fp32 ? 8 : 16; }
+
+int64_t per_gpu(int64_t bytes_per_param, int64_t params, int64_t gpus) {
+  return static_cast<int64_t>(static_cast<double>(bytes_per_param * params) /
+                              static_cast<double>(gpus));
+}
+
+}  // namespace
+
+ModelStateBytes model_state_bytes(int64_t P, int64_t L, Precision precision, const Cluster& c,
+                                  ZeroOption opt, bool zero_init, double f, const char** formula) {
+  const bool mixed = precision != Precision::Fp32;
+  const bool offload = opt.offload != Offload::None;
+  const int64_t wb = weight_bytes(precision), G = c.total_gpus();
+  const int64_t X = optimizer_bytes(precision), S = wb + X;
+  const char* source = kDsxFormula;
+  // DeepSpeed's CPU figures: the fp32 model on the host at start-up, or the offloaded states.
+  ModelStateBytes m = deepspeed_zero2_model_states(P, c.gpus_per_node, c.nodes, offload, f);
+  switch (opt.stage) {
+    case 0:
+      m.gpu = wb * P + S * P;
+      break;
+    case 1:
+      m.gpu = offload ? 2 * wb * P : 2 * wb * P + per_gpu(X, P, G);
+      break;
+    case 2:
+      if (mixed) {
+        source = kDeepSpeedZero2;
+      } else {
+        m.gpu = offload ? wb * P : wb * P + per_gpu(S, P, G);
+      }
+      break;
+    case 3: {
+      // fp32 has no separate 16-bit copy to offload with the parameters: its CPU side is the
+      // optimizer-offload figure.
+      const bool offload_params = opt.offload == Offload::OptimizerAndParams;
+      m = deepspeed_zero3_model_states(P, L, c.gpus_per_node, c.nodes, offload,
+                                       offload_params && mixed, zero_init, f);
+      if (mixed) {
+        source = kDeepSpeedZero3;
+      } else {
+        const int64_t layer = 2 * wb * L;
+        m.gpu = offload_params ? layer : layer + per_gpu(offload ? wb : S, P, G);
+      }
+      break;
+    }
+    default:
+      throw Error(ErrorKind::Usage,
+                  "ZeRO stage " + std::to_string(opt.stage) + " does not exist; use 0, 1, 2 or 3");
+  }
+  if (formula) *formula = source;
+  return m;
+}
+
+namespace {
+
+int64_t buffer_bytes(const EstimateRequest& r, int stage, int64_t params) {
+  const int64_t wb = weight_bytes(r.precision);
+  // A bucket never needs to hold more than the whole model.
+  const int64_t reduce = std::min(params, r.reduce_bucket_size) * wb;
+  if (stage == 3) return reduce + std::min(params, r.prefetch_bucket_size) * wb;
+  // Below stage 3, overlap_comm double-buffers the bucket (off by default there).
+  return r.overlap_comm.value_or(false) ? 2 * reduce : reduce;
+}
+
+}  // namespace
+
+void validate(const EstimateRequest& r) {
+  validate(r.model);
+  const auto& a = r.activations;
+  if (a.seq_len < 1 || a.micro_batch < 1 || r.cluster.gpus_per_node < 1 || r.cluster.nodes < 1) {
+    throw Error(ErrorKind::Config,
+                "sequence length, micro-batch, GPUs per node and nodes must be at least 1");
+  }
+  // The same sums in floating point, only to see that the exact ones cannot overflow.
+  const double tokens = static_cast<double>(a.seq_len) * static_cast<double>(a.micro_batch);
+  const double per_token =
+      static_cast<double>(r.model.layers) * 16.0 *
+          static_cast<double>(r.model.hidden + r.model.intermediate + r.model.heads * a.seq_len) +
+      8.0 * static_cast<double>(r.model.vocab);
+  const double params = static_cast<double>(parameter_count(r.model));
+  constexpr double kExabyte = 1e18;
+  if (tokens * per_token > kExabyte || 24.0 * params > kExabyte ||
+      static_cast<double>(r.cluster.gpus_per_node) * static_cast<double>(r.cluster.nodes) > 1e6) {
+    throw Error(ErrorKind::Config,
+                "this model, batch and cluster need more than an exabyte per GPU or a million "
+                "GPUs; check --seq-len, --micro-batch, the model's sizes and the GPU counts");
+  }
+}
+
+MemoryEstimate estimate_memory(const EstimateRequest& r, ZeroOption option) {
+  const int64_t params = parameter_count(r.model);
+  MemoryEstimate e;
+  e.option = option;
+  auto states = model_state_bytes(params, largest_layer_params(r.model), r.precision, r.cluster,
+                                  option, r.zero_init, r.buffer_factor, &e.model_states_formula);
+  e.gpu_model_states = states.gpu;
+  e.cpu_model_states = states.cpu_per_node;
+  ActivationOptions act = r.activations;
+  act.bytes_per_value = weight_bytes(r.precision);
+  e.gpu_activations = activation_bytes(r.model, act).total();
+  e.gpu_buffers = buffer_bytes(r, option.stage, params);
+  e.gpu_reserve = r.reserve_bytes;
+  e.fits_gpu = e.gpu_total() <= r.gpu_memory_bytes;
+  e.fits_cpu =
+      r.cpu_memory_per_node_bytes == 0 || e.cpu_model_states <= r.cpu_memory_per_node_bytes;
+
+  act.micro_batch = 1;
+  const int64_t per_sample = activation_bytes(r.model, act).total();
+  const int64_t room = r.gpu_memory_bytes - e.gpu_model_states - e.gpu_buffers - e.gpu_reserve;
+  e.max_micro_batch = room > 0 && per_sample > 0 ? room / per_sample : 0;
+  return e;
+}
+
+std::optional<Cluster> fewest_gpus(const EstimateRequest& request, ZeroOption option,
+                                   int64_t max_gpus) {
+  const int64_t per_node = request.cluster.gpus_per_node;
+  EstimateRequest trial = request;
+  for (int64_t gpus = 1; gpus <= max_gpus; gpus = gpus < per_node ? gpus + 1 : gpus + per_node) {
+    trial.cluster = gpus <= per_node ? Cluster{gpus, 1} : Cluster{per_node, gpus / per_node};
+    if (estimate_memory(trial, option).fits()) return trial.cluster;
+  }
+  return std::nullopt;
+}
+
+}  // namespace dsx::estimate
