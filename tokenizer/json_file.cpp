@@ -20,7 +20,9 @@ std::string read_file(const std::string& path) {
 
 rapidjson::Document parse(const std::string& text, const std::string& path) {
   rapidjson::Document doc;
-  doc.Parse<rapidjson::kParseValidateEncodingFlag>(text.data(), text.size());
+  // Iterative: a deeply nested file cannot overflow the stack.
+  doc.Parse<rapidjson::kParseValidateEncodingFlag | rapidjson::kParseIterativeFlag>(text.data(),
+                                                                                    text.size());
   if (doc.HasParseError()) {
     size_t offset = doc.GetErrorOffset();
     size_t line = 1;

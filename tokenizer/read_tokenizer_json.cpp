@@ -19,12 +19,23 @@ using json::Value;
                   "and SentencePiece tokenizer.model files (docs/tokenizers.md)");
 }
 
+// Sequences nest; deeper than this is no real file and would only risk the stack.
+constexpr int kMaxNesting = 16;
+// Ids index tables of that size; the largest real vocabularies are a few hundred thousand.
+constexpr int64_t kMaxId = (1 << 24) - 1;
+constexpr const char* kIdRange = "is not an id in 0..16777215";
+
+void check_depth(int depth, const At& at) {
+  if (depth > kMaxNesting) json::bad_value(at, "nests Sequences more than 16 deep");
+}
+
 std::string type_of(const Value& component, const At& at) {
   json::require_object(component, at);
   return json::as_string(json::require_member(component, "type", at), at / "type");
 }
 
-void read_normalizer(const Value& v, const At& at, Normalizer& normalizer) {
+void read_normalizer(const Value& v, const At& at, Normalizer& normalizer, int depth = 0) {
+  check_depth(depth, at);
   if (v.IsNull()) return;
   std::string type = type_of(v, at);
   if (type == "NFC") return normalizer.add(UnicodeForm::NFC);
@@ -35,7 +46,7 @@ void read_normalizer(const Value& v, const At& at, Normalizer& normalizer) {
     const At list_at = at / "normalizers";
     const Value& list = json::require_array(json::require_member(v, "normalizers", at), list_at);
     for (rapidjson::SizeType i = 0; i < list.Size(); ++i)
-      read_normalizer(list[i], list_at[i], normalizer);
+      read_normalizer(list[i], list_at[i], normalizer, depth + 1);
     return;
   }
   unsupported(at / "type", "is the normalizer \"" + type + "\", which dsx does not implement");
@@ -82,7 +93,8 @@ void read_byte_level(const Value& v, const At& at, PreTokenizer& pre) {
   pre.set_byte_level(true);
 }
 
-void read_pre_tokenizer(const Value& v, const At& at, PreTokenizer& pre) {
+void read_pre_tokenizer(const Value& v, const At& at, PreTokenizer& pre, int depth = 0) {
+  check_depth(depth, at);
   if (v.IsNull()) return;
   std::string type = type_of(v, at);
   if (pre.byte_level()) {
@@ -95,7 +107,7 @@ void read_pre_tokenizer(const Value& v, const At& at, PreTokenizer& pre) {
     const At list_at = at / "pretokenizers";
     const Value& list = json::require_array(json::require_member(v, "pretokenizers", at), list_at);
     for (rapidjson::SizeType i = 0; i < list.Size(); ++i)
-      read_pre_tokenizer(list[i], list_at[i], pre);
+      read_pre_tokenizer(list[i], list_at[i], pre, depth + 1);
     return;
   }
   unsupported(at / "type", "is the pre-tokenizer \"" + type + "\", which dsx does not implement");
@@ -109,7 +121,7 @@ Vocabulary read_vocab(const Value& model, const At& at) {
   for (auto it = vocab.MemberBegin(); it != vocab.MemberEnd(); ++it) {
     std::string token(it->name.GetString(), it->name.GetStringLength());
     int64_t id = json::as_int(it->value, vocab_at / token);
-    if (id < 0 || id > INT32_MAX - 1) json::bad_value(vocab_at / token, "is not a valid id");
+    if (id < 0 || id > kMaxId) json::bad_value(vocab_at / token, kIdRange);
     out.emplace(std::move(token), static_cast<TokenId>(id));
   }
   return out;
@@ -189,7 +201,7 @@ std::vector<AddedToken> read_added_tokens(const Value& root, const At& at) {
     const Value& t = json::require_object((*list)[i], t_at);
     AddedToken token;
     int64_t id = json::as_int(json::require_member(t, "id", t_at), t_at / "id");
-    if (id < 0 || id > INT32_MAX - 1) json::bad_value(t_at / "id", "is not a valid id");
+    if (id < 0 || id > kMaxId) json::bad_value(t_at / "id", kIdRange);
     token.id = static_cast<TokenId>(id);
     token.content = json::as_string(json::require_member(t, "content", t_at), t_at / "content");
     if (token.content.empty()) json::bad_value(t_at / "content", "is empty");
@@ -211,7 +223,9 @@ std::vector<TokenId> special_ids(const Value& tokens, const std::string& name, c
   const Value& ids = json::require_array(json::require_member(*entry, "ids", e_at), e_at / "ids");
   std::vector<TokenId> out;
   for (rapidjson::SizeType i = 0; i < ids.Size(); ++i) {
-    out.push_back(static_cast<TokenId>(json::as_int(ids[i], (e_at / "ids")[i])));
+    int64_t id = json::as_int(ids[i], (e_at / "ids")[i]);
+    if (id < 0 || id > kMaxId) json::bad_value((e_at / "ids")[i], kIdRange);
+    out.push_back(static_cast<TokenId>(id));
   }
   return out;
 }
@@ -249,7 +263,8 @@ void read_template(const Value& v, const At& at, SpecialTokenTemplate& out) {
   }
 }
 
-void read_post_processor(const Value& v, const At& at, SpecialTokenTemplate& out) {
+void read_post_processor(const Value& v, const At& at, SpecialTokenTemplate& out, int depth = 0) {
+  check_depth(depth, at);
   if (v.IsNull()) return;
   std::string type = type_of(v, at);
   if (type == "ByteLevel") return;  // offsets only
@@ -258,7 +273,7 @@ void read_post_processor(const Value& v, const At& at, SpecialTokenTemplate& out
     const At list_at = at / "processors";
     const Value& list = json::require_array(json::require_member(v, "processors", at), list_at);
     for (rapidjson::SizeType i = 0; i < list.Size(); ++i)
-      read_post_processor(list[i], list_at[i], out);
+      read_post_processor(list[i], list_at[i], out, depth + 1);
     return;
   }
   unsupported(at / "type", "is the post-processor \"" + type + "\", which dsx does not implement");

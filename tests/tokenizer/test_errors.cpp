@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <random>
 
 #include "dsx/error.h"
+#include "tokenizer/hf_bpe_tokenizer.h"
 #include "tokenizer/load_tokenizer.h"
+#include "tokenizer/read_tokenizer_json.h"
 #include "tokenizer_test_util.h"
 
 namespace dsx::tokenizer {
@@ -163,6 +166,49 @@ TEST(TokenizerErrors, InvalidUtf8TextNamesTheByte) {
     EXPECT_EQ(e.kind(), ErrorKind::Format);
     EXPECT_HAS(std::string(e.what()), "byte 3");
   }
+}
+
+}  // namespace
+}  // namespace dsx::tokenizer
+
+namespace dsx::tokenizer {
+namespace {
+
+// 400 copies of the llama3 fixture, each with one random edit (a byte changed, deleted or
+// duplicated, or a cut): each loads and encodes, or is a dsx::Error. Never a crash, never
+// another exception.
+TEST(TokenizerErrors, RandomlyDamagedFilesNeverCrash) {
+  const std::string json = testing_util::read(fixture("llama3") + "/tokenizer.json");
+  std::mt19937 rng(2026);
+  int loaded = 0, refused = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    std::string damaged = json;
+    size_t pos = rng() % damaged.size();
+    switch (rng() % 4) {
+      case 0:
+        damaged[pos] = static_cast<char>("{}[]\",:0a-\\ \x80"[rng() % 13]);
+        break;
+      case 1:
+        damaged.erase(pos, 1 + rng() % 8);
+        break;
+      case 2:
+        damaged.insert(pos, damaged.substr(pos, 1 + rng() % 8));
+        break;
+      case 3:
+        damaged.resize(pos);
+        break;
+    }
+    try {
+      HfBpeTokenizer tok(parse_tokenizer_json(damaged, "damaged.json"));
+      tok.encode("Hello wörld 123 <|eot_id|>\n");
+      ++loaded;
+    } catch (const Error&) {
+      ++refused;
+    }
+  }
+  EXPECT_EQ(loaded + refused, 400);
+  EXPECT_GT(refused, 100);  // most damage is seen
+  EXPECT_GT(loaded, 10);    // and damage inside a string is just another token
 }
 
 }  // namespace
