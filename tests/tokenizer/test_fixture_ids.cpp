@@ -52,7 +52,8 @@ TEST_P(FixtureIds, EncodeGivesTheIdsOfThePythonLibrary) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, FixtureIds, testing::Values("gpt2", "llama3", "qwen2", "spm"),
+INSTANTIATE_TEST_SUITE_P(Fixtures, FixtureIds,
+                         testing::Values("gpt2", "gpt2_prefix", "llama3", "qwen2", "spm"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

@@ -49,6 +49,17 @@ def gpt2_style():
     return tok, config
 
 
+def prefix_space_style():
+    """The GPT-2 fixture's vocabulary behind other pre-tokenizer options: a Split whose digits
+    merge with what follows, then ByteLevel with add_prefix_space (a space before every piece
+    that lacks one) and GPT-2's regex."""
+    tok, config = gpt2_style()
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(r"\d"), behavior="merged_with_next"),
+        pre_tokenizers.ByteLevel(add_prefix_space=True, use_regex=True)])
+    return tok, config
+
+
 def llama3_style():
     specials = ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>",
                 "<|end_header_id|>", "<|eot_id|>"]
@@ -147,14 +158,23 @@ def write_sentencepiece_fixture(folder):
 
 
 def main():
-    folder = sys.argv[1]
-    tok, config = gpt2_style()
-    write_json_fixture(folder, "gpt2", tok, config, ["<|endoftext|>", "<mask>", "[WORD]", " dsx engine"])
-    tok, config = llama3_style()
-    write_json_fixture(folder, "llama3", tok, config, ["<|begin_of_text|>", "<|eot_id|>", "<|rstrip|>"])
-    tok, config = qwen2_style()
-    write_json_fixture(folder, "qwen2", tok, config, ["<|endoftext|>", "<|im_start|>", "<|im_end|>"])
-    write_sentencepiece_fixture(folder)
+    """make_fixtures.py FOLDER [NAME ...]: all fixtures, or the named ones (training the
+    SentencePiece model is not byte-for-byte repeatable, so remake only what changed)."""
+    folder, names = sys.argv[1], set(sys.argv[2:])
+    gpt2_specials = ["<|endoftext|>", "<mask>", "[WORD]", " dsx engine"]
+    makers = {
+        "gpt2": lambda: write_json_fixture(folder, "gpt2", *gpt2_style(), gpt2_specials),
+        "gpt2_prefix": lambda: write_json_fixture(folder, "gpt2_prefix", *prefix_space_style(),
+                                                  gpt2_specials),
+        "llama3": lambda: write_json_fixture(folder, "llama3", *llama3_style(),
+                                             ["<|begin_of_text|>", "<|eot_id|>", "<|rstrip|>"]),
+        "qwen2": lambda: write_json_fixture(folder, "qwen2", *qwen2_style(),
+                                            ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]),
+        "spm": lambda: write_sentencepiece_fixture(folder),
+    }
+    for name, make in makers.items():
+        if not names or name in names:
+            make()
 
 
 if __name__ == "__main__":
