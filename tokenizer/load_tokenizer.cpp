@@ -1,3 +1,5 @@
+// tokenizer.json is preferred; when dsx refuses it as unsupported and tokenizer.model is there
+// too (a Llama 2 folder: its tokenizer.json is converted from SentencePiece), tokenizer.model.
 // BOS and EOS come from tokenizer_config.json (bos_token, eos_token). What encode adds: when the
 // config sets add_bos_token or add_eos_token, exactly that (transformers rebuilds the
 // post-processor from them); otherwise what tokenizer.json's post-processor adds (Llama 3's
@@ -107,9 +109,17 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path) {
     if (given.extension() == ".model") return load_sentencepiece(given.string(), config);
     return load_json(given.string(), config);
   }
-  if (fs::exists(dir / "tokenizer.json", ec))
-    return load_json((dir / "tokenizer.json").string(), config);
-  if (fs::exists(dir / "tokenizer.model", ec)) {
+  const bool has_model = fs::exists(dir / "tokenizer.model", ec);
+  if (fs::exists(dir / "tokenizer.json", ec)) {
+    try {
+      return load_json((dir / "tokenizer.json").string(), config);
+    } catch (const Error& e) {
+      // Llama 2 and Mistral folders hold both: a tokenizer.json converted from SentencePiece
+      // (byte_fallback, Metaspace) that dsx refuses, and the tokenizer.model it came from.
+      if (e.kind() != ErrorKind::Unsupported || !has_model) throw;
+    }
+  }
+  if (has_model) {
     return load_sentencepiece((dir / "tokenizer.model").string(), config);
   }
   no_tokenizer_in(dir);

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "dsx/error.h"
 #include "tokenizer/load_tokenizer.h"
 #include "tokenizer_test_util.h"
 
@@ -51,6 +52,20 @@ TEST(SentencePiece, TokenizerJsonIsPreferredWhenBothArePresent) {
   std::filesystem::copy_file(fixture("gpt2") + "/tokenizer.json", dir.file("tokenizer.json"));
   auto tok = load_tokenizer(dir.path());
   EXPECT_NE(tok->describe().find("tokenizer.json"), std::string::npos) << tok->describe();
+}
+
+TEST(SentencePiece, ModelIsTakenWhenTokenizerJsonIsSentencePieceConverted) {
+  // A Llama 2 folder: tokenizer.json with byte_fallback (refused) beside tokenizer.model.
+  TempDir dir;
+  std::filesystem::copy_file(fixture("spm") + "/tokenizer.model", dir.file("tokenizer.model"));
+  std::string json = testing_util::read(fixture("gpt2") + "/tokenizer.json");
+  json.replace(json.find("\"byte_fallback\": false"), 22, "\"byte_fallback\": true");
+  dir.write("tokenizer.json", json);
+  auto tok = load_tokenizer(dir.path());
+  EXPECT_NE(tok->describe().find("SentencePiece"), std::string::npos) << tok->describe();
+  // A malformed tokenizer.json is still an error, not a silent switch.
+  dir.write("tokenizer.json", "{");
+  EXPECT_THROW(load_tokenizer(dir.path()), Error);
 }
 
 }  // namespace
