@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "config/json.h"
+#include "config/zero_partitioning.h"
 
 namespace dsx::config {
 
@@ -161,26 +162,15 @@ struct OffloadOptimizerConfig {
 // Mixtral, Qwen2-MoE and Qwen3-MoE are gathered whole at stage 3.
 json::Value default_leaf_module();
 
-struct ZeroConfig {
-  int64_t stage = 0;
-  bool contiguous_gradients = true;
-  bool reduce_scatter = true;
-  int64_t reduce_bucket_size = 500'000'000;
+struct ZeroConfig : ZeroPartitioning {  // stage, buckets, overlap, stage 3 limits: see there
   bool use_multi_rank_bucket_allreduce = true;
   bool allgather_partitions = true;
-  int64_t allgather_bucket_size = 500'000'000;
-  bool overlap_comm = false;  // effective: null in the file means true for stage 3 only
   bool compute_grad_norm = true;
   bool load_from_fp32_weights = true;
   bool elastic_checkpoint = false;
   std::optional<OffloadParamConfig> offload_param;          // null = no offload
   std::optional<OffloadOptimizerConfig> offload_optimizer;  // null = no offload
   int64_t sub_group_size = 1'000'000'000;
-  int64_t prefetch_bucket_size = 50'000'000;
-  int64_t param_persistence_threshold = 100'000;
-  int64_t model_persistence_threshold = std::numeric_limits<int64_t>::max();
-  int64_t max_live_parameters = 1'000'000'000;
-  int64_t max_reuse_distance = 1'000'000'000;
   bool gather_16bit_weights_on_model_save = false;
   int64_t module_granularity_threshold = 0;
   bool use_all_reduce_for_fetch_params = false;

@@ -108,17 +108,7 @@ void note_ignored_zero_keys(const config::ZeroConfig& z, std::vector<std::string
 zero::ZeroOptions zero_options_from(const config::EngineConfig& config, std::vector<std::string>& notes) {
   const config::ZeroConfig& z = config.zero_optimization;
   zero::ZeroOptions o;
-  o.stage = static_cast<int>(z.stage);
-  o.overlap_comm = z.overlap_comm;
-  o.reduce_scatter = z.reduce_scatter;
-  o.contiguous_gradients = z.contiguous_gradients;
-  o.reduce_bucket_size = static_cast<size_t>(z.reduce_bucket_size);
-  o.allgather_bucket_size = static_cast<size_t>(z.allgather_bucket_size);
-  o.prefetch_bucket_size = static_cast<size_t>(z.prefetch_bucket_size);
-  o.param_persistence_threshold = static_cast<size_t>(z.param_persistence_threshold);
-  o.model_persistence_threshold = static_cast<size_t>(z.model_persistence_threshold);
-  o.max_live_parameters = static_cast<size_t>(z.max_live_parameters);
-  o.max_reuse_distance = static_cast<size_t>(z.max_reuse_distance);
+  static_cast<config::ZeroPartitioning&>(o) = z;  // the partitioning keys, by type
   o.comm_dtype = dtype_named(config.communication_data_type);
   o.gradient_predivide_factor = config.gradient_predivide_factor;
   o.prescale_gradients = config.prescale_gradients;

@@ -66,8 +66,10 @@ po::options_description estimate_options() {
       ("reserve-gib", po::value<double>()->default_value(1.0), "per GPU for CUDA context, NCCL, allocator");
   po::options_description tuning("ds_config values");
   tuning.add_options()
-      ("reduce-bucket-size", po::value<std::string>()->default_value("5e8"), "elements")
-      ("prefetch-bucket-size", po::value<std::string>()->default_value("5e7"), "elements (stage 3)")
+      ("reduce-bucket-size", po::value<std::string>(),
+       ("elements (default: the ds_config's, " + std::to_string(est::EstimateRequest{}.reduce_bucket_size) + ")").c_str())
+      ("prefetch-bucket-size", po::value<std::string>(),
+       ("elements, stage 3 (default: the ds_config's, " + std::to_string(est::EstimateRequest{}.prefetch_bucket_size) + ")").c_str())
       ("buffer-factor", po::value<double>()->default_value(est::kDeepSpeedBufferFactor),
        "DeepSpeed's additional_buffer_factor for CPU figures");
   po::options_description output("output");
@@ -197,10 +199,10 @@ est::EstimateRequest request_from_args(const po::variables_map& vars) {
   r.zero_init = vars["zero-init"].as<bool>();
   r.buffer_factor = vars["buffer-factor"].as<double>();
   if (!(r.buffer_factor > 0)) throw usage("--buffer-factor must be positive");
-  r.reduce_bucket_size =
-      parse_count("reduce-bucket-size", vars["reduce-bucket-size"].as<std::string>());
-  r.prefetch_bucket_size =
-      parse_count("prefetch-bucket-size", vars["prefetch-bucket-size"].as<std::string>());
+  if (vars.count("reduce-bucket-size"))
+    r.reduce_bucket_size = parse_count("reduce-bucket-size", vars["reduce-bucket-size"].as<std::string>());
+  if (vars.count("prefetch-bucket-size"))
+    r.prefetch_bucket_size = parse_count("prefetch-bucket-size", vars["prefetch-bucket-size"].as<std::string>());
   return r;
 }
 
@@ -241,8 +243,8 @@ void apply_ds_config(const po::variables_map& vars, est::EstimateRequest& r,
   if (!vars.count("stage") && !vars.count("offload")) options = {c.option};
   if (vars["micro-batch"].defaulted()) r.activations.micro_batch = c.micro_batch;
   if (vars["precision"].defaulted()) r.precision = c.precision;
-  if (vars["reduce-bucket-size"].defaulted()) r.reduce_bucket_size = c.reduce_bucket_size;
-  if (vars["prefetch-bucket-size"].defaulted()) r.prefetch_bucket_size = c.prefetch_bucket_size;
+  if (!vars.count("reduce-bucket-size")) r.reduce_bucket_size = c.reduce_bucket_size;
+  if (!vars.count("prefetch-bucket-size")) r.prefetch_bucket_size = c.prefetch_bucket_size;
   r.overlap_comm = c.overlap_comm;
 }
 

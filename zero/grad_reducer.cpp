@@ -71,10 +71,10 @@ void GradReducer::add(int layer, void* grad) {
     // A bucket is a contiguous range: layers arrive from the last one down.
     const bool adjacent =
         layout_.layer_range(open_.back().layer).begin == layout_.layer_range(layer).end;
-    if (!adjacent || bucket_numel() + numel > options_.reduce_bucket_size) flush();
+    if (!adjacent || bucket_numel() + numel > bucket_limit()) flush();
   }
   open_.push_back({layer, grad});
-  if (bucket_numel() >= options_.reduce_bucket_size) flush();
+  if (bucket_numel() >= bucket_limit()) flush();
 }
 
 void GradReducer::flush() {

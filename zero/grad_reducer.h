@@ -123,6 +123,7 @@ class GradReducer {
   Buffer<uint8_t> take_buffer(size_t bytes);
   void give_back(Buffer<uint8_t>&& buffer);
   size_t bucket_numel() const;
+  size_t bucket_limit() const { return as_count(options_.reduce_bucket_size); }
   size_t esize() const { return kernels::dtype_size(options_.comm_dtype); }
   size_t gsize() const { return kernels::dtype_size(options_.model_dtype); }
 

@@ -23,8 +23,8 @@ ParamGatherer::ParamGatherer(const ZeroLayout& layout, const ShardedParams& shar
   size_t persisted = 0;
   for (int l = 0; l < layout.num_layers(); ++l) {
     const size_t numel = layout.layer_numel(l);
-    if (numel <= options.param_persistence_threshold &&
-        persisted + numel <= options.model_persistence_threshold) {
+    if (numel <= as_count(options.param_persistence_threshold) &&
+        persisted + numel <= as_count(options.model_persistence_threshold)) {
       persistent_[static_cast<size_t>(l)] = true;
       persisted += numel;
     }
@@ -111,8 +111,8 @@ void ParamGatherer::prefetch(int layer) {
   if (layer < 0 || layer >= layout_.num_layers() || options.prefetch_bucket_size == 0) return;
   if (layers_[static_cast<size_t>(layer)]) return;
   const size_t numel = layout_.layer_numel(layer);
-  if (numel == 0 || prefetched_ + numel > options.prefetch_bucket_size ||
-      live_ + numel > options.max_live_parameters) {
+  if (numel == 0 || prefetched_ + numel > as_count(options.prefetch_bucket_size) ||
+      live_ + numel > as_count(options.max_live_parameters)) {
     return;
   }
   start_gather(layer, "prefetch").prefetched = true;
@@ -142,7 +142,7 @@ void ParamGatherer::release(int layer, bool backward) {
     if (backward ? l < layer : l > layer) between += layout_.layer_numel(l);
   }
   between *= 2;
-  if (between <= ctx_.options.max_reuse_distance && live_ <= ctx_.options.max_live_parameters)
+  if (between <= as_count(ctx_.options.max_reuse_distance) && live_ <= as_count(ctx_.options.max_live_parameters))
     return;
   drop(layer);
 }

@@ -30,7 +30,7 @@ class FlatParams final : public FullParams {
   FlatParams(const ZeroLayout& layout, const Partitioning& partitioning, ZeroContext& context)
       : FullParams(layout, partitioning, context),
         flat_(*partitioning.flat()),
-        plan_(plan_allgather(flat_, context.options.allgather_bucket_size)),
+        plan_(plan_allgather(flat_, as_count(context.options.allgather_bucket_size))),
         updated_(context.device.create_event()),
         gathered_(context.device.create_event()) {}
   void after_step() override {

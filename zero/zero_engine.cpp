@@ -52,14 +52,15 @@ ZeroEngine::ZeroEngine(const std::vector<ModelParam>& params, int num_layers, co
     ledger_.add(MemoryKind::Activations, options.model_activation_bytes);
   const int world = comm.size();
   if (partitioning_->flat() && world > 1 &&
-      options.allgather_bucket_size < 2 * static_cast<size_t>(world)) {
+      options.allgather_bucket_size < 2 * static_cast<int64_t>(world)) {
     // Shards of fewer than 2 elements per rank would take millions of allgathers per step.
     throw Error(ErrorKind::Config,
                 "zero_optimization.allgather_bucket_size is " +
                     std::to_string(options.allgather_bucket_size) +
                     " elements; the parameter allgather of " + std::to_string(world) +
                     " ranks needs at least " + std::to_string(2 * world) +
-                    " (2 per rank). Raise it (DeepSpeed's default is 500000000).");
+                    " (2 per rank). Raise it (DeepSpeed's default is " +
+                    std::to_string(config::ZeroPartitioning{}.allgather_bucket_size) + ").");
   }
   device::Stream& compute = ctx_.compute;
   params_store_ = make_param_store(layout_, *partitioning_, ctx_);

@@ -1,30 +1,24 @@
 // Everything ZeRO needs to know from the ds_config (zero_optimization, fp16/bf16, gradient
 // clipping and averaging, communication_data_type, the optimizer), already resolved by
-// engine/config: ZeRO never reads JSON.
+// config/ and the engine: ZeRO never reads JSON.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 
+#include "config/zero_partitioning.h"
 #include "kernels/dtype.h"
 #include "zero/loss_scaler.h"
 #include "zero/partition_optimizer.h"
 
 namespace dsx::zero {
 
-struct ZeroOptions {
-  int stage = 0;
-  bool overlap_comm = false;
-  bool reduce_scatter = true;
-  bool contiguous_gradients = true;
-  size_t reduce_bucket_size = 500000000;     // elements
-  size_t allgather_bucket_size = 500000000;  // elements
-  // stage 3
-  size_t prefetch_bucket_size = 50000000;
-  size_t param_persistence_threshold = 100000;
-  size_t model_persistence_threshold = static_cast<size_t>(-1);  // cap on all persistent elements
-  size_t max_live_parameters = 1000000000;
-  size_t max_reuse_distance = 1000000000;
+// ds_config counts are the file's integers (int64); ZeRO counts elements in size_t.
+inline size_t as_count(int64_t n) { return n > 0 ? static_cast<size_t>(n) : 0; }
+
+// The ds_config's partitioning keys come whole, as config::ZeroPartitioning (with its defaults);
+// the rest is resolved by the engine from the other blocks.
+struct ZeroOptions : config::ZeroPartitioning {
   // gradient averaging (ref/zero_and_kernels.md §1.9)
   kernels::DType comm_dtype = kernels::DType::F32;
   double gradient_predivide_factor = 1.0;

@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "config/zero_partitioning.h"
 #include "tools/estimate/activations.h"
 #include "tools/estimate/deepspeed_estimators.h"
 #include "tools/estimate/model_shape.h"
@@ -45,8 +46,9 @@ struct EstimateRequest {
   int64_t cpu_memory_per_node_bytes = 0;  // 0: not checked
   bool zero_init = true;                  // ZeRO-3 builds the model partitioned (zero.Init)
   double buffer_factor = kDeepSpeedBufferFactor;
-  int64_t reduce_bucket_size = 500'000'000;   // elements, ds_config zero_optimization default
-  int64_t prefetch_bucket_size = 50'000'000;  // elements, stage3_prefetch_bucket_size default
+  // elements; the ds_config defaults unless a file or a flag says otherwise
+  int64_t reduce_bucket_size = config::ZeroPartitioning{}.reduce_bucket_size;
+  int64_t prefetch_bucket_size = config::ZeroPartitioning{}.prefetch_bucket_size;
   std::optional<bool> overlap_comm;           // unset: DeepSpeed's default (on for stage 3 only)
   int64_t reserve_bytes = int64_t{1} << 30;   // CUDA context, NCCL, allocator slack
 };
