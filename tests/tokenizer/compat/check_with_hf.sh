@@ -6,8 +6,9 @@
 #
 #   bash tests/tokenizer/compat/check_with_hf.sh [BUILD_DIR]     (default build-tok)
 #
-# VENV (default /tmp/tokvenv) must have tokenizers and sentencepiece:
-#   python3 -m venv /tmp/tokvenv && /tmp/tokvenv/bin/pip install tokenizers sentencepiece
+# VENV (default /tmp/tokvenv) must have tokenizers and sentencepiece; with transformers there too,
+# the ids of transformers.AutoTokenizer (tokenizer_config.json's rules) are compared as well:
+#   python3 -m venv /tmp/tokvenv && /tmp/tokvenv/bin/pip install tokenizers sentencepiece transformers
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 build=${1:-$root/build-tok}
@@ -43,14 +44,24 @@ else:
     ref = [sp.bos_id()] + sp.encode(text)
     lib = "sentencepiece"
 ours = [int(line) for line in open(dsx_file)]
-if ours == ref:
-    print(f"compat: {name}: {len(ours)} ids, identical to {lib}")
-    sys.exit(0)
-first = next((i for i, (a, b) in enumerate(zip(ours, ref)) if a != b), min(len(ours), len(ref)))
-print(f"compat: {name}: DIFFERENT from {lib} ({len(ours)} ids vs {len(ref)}), first at id {first}:")
-print(f"  dsx   {ours[max(0, first - 3):first + 5]}")
-print(f"  {lib} {ref[max(0, first - 3):first + 5]}")
-sys.exit(1)
+refs = {lib: ref}
+try:  # transformers, where installed: tokenizer_config.json's BOS/EOS rules applied by it
+    import transformers
+    transformers.logging.set_verbosity_error()
+    refs["transformers"] = transformers.AutoTokenizer.from_pretrained(folder)(text)["input_ids"]
+except ImportError:
+    pass
+failed = False
+for lib, ref in refs.items():
+    if ours == ref:
+        print(f"compat: {name}: {len(ours)} ids, identical to {lib}")
+        continue
+    failed = True
+    first = next((i for i, (a, b) in enumerate(zip(ours, ref)) if a != b), min(len(ours), len(ref)))
+    print(f"compat: {name}: DIFFERENT from {lib} ({len(ours)} ids vs {len(ref)}), first at id {first}:")
+    print(f"  dsx   {ours[max(0, first - 3):first + 5]}")
+    print(f"  {lib} {ref[max(0, first - 3):first + 5]}")
+sys.exit(1 if failed else 0)
 PY
 done
 exit $status

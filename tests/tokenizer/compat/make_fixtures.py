@@ -54,6 +54,8 @@ def prefix_space_style():
     merge with what follows, then ByteLevel with add_prefix_space (a space before every piece
     that lacks one) and GPT-2's regex."""
     tok, config = gpt2_style()
+    # Not GPT2Tokenizer: transformers would rebuild that class's own pre-tokenizer.
+    config.update(add_prefix_space=True, tokenizer_class="PreTrainedTokenizerFast")
     tok.pre_tokenizer = pre_tokenizers.Sequence([
         pre_tokenizers.Split(Regex(r"\d"), behavior="merged_with_next"),
         pre_tokenizers.ByteLevel(add_prefix_space=True, use_regex=True)])
