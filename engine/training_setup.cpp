@@ -12,8 +12,10 @@ kernels::DType dtype_named(const std::string& name) {
   return kernels::DType::F32;
 }
 
-float beta(const config::OptimizerParams& p, size_t i, float fallback) {
-  return p.betas.size() > i ? static_cast<float>(p.betas[i]) : fallback;
+// betas[i] as written, or the ds_config default's where the file gave fewer.
+float beta(const config::OptimizerParams& p, size_t i) {
+  const std::vector<double>& betas = p.betas.size() > i ? p.betas : config::OptimizerParams{}.betas;
+  return static_cast<float>(betas[i]);
 }
 
 zero::OptimizerSpec optimizer_from(const config::OptimizerConfig& o) {
@@ -24,8 +26,8 @@ zero::OptimizerSpec optimizer_from(const config::OptimizerConfig& o) {
     // No optimizer block: DeepSpeed would take the client's optimizer; dsx trains with AdamW.
     spec.type = zero::OptimizerType::Adam;
     spec.adam.lr = static_cast<float>(p.lr);
-    spec.adam.beta1 = beta(p, 0, 0.9f);
-    spec.adam.beta2 = beta(p, 1, 0.999f);
+    spec.adam.beta1 = beta(p, 0);
+    spec.adam.beta2 = beta(p, 1);
     spec.adam.eps = static_cast<float>(p.eps);
     spec.adam.weight_decay = static_cast<float>(p.weight_decay);
     spec.adam.adam_w_mode = p.adam_w_mode || name == "adamw";
@@ -38,8 +40,8 @@ zero::OptimizerSpec optimizer_from(const config::OptimizerConfig& o) {
   } else if (name == "lamb") {
     spec.type = zero::OptimizerType::Lamb;
     spec.lamb.lr = static_cast<float>(p.lr);
-    spec.lamb.beta1 = beta(p, 0, 0.9f);
-    spec.lamb.beta2 = beta(p, 1, 0.999f);
+    spec.lamb.beta1 = beta(p, 0);
+    spec.lamb.beta2 = beta(p, 1);
     spec.lamb.eps = static_cast<float>(p.eps);
     spec.lamb.weight_decay = static_cast<float>(p.weight_decay);
     spec.lamb.bias_correction = p.bias_correction;
@@ -49,8 +51,8 @@ zero::OptimizerSpec optimizer_from(const config::OptimizerConfig& o) {
   } else if (name == "lion") {
     spec.type = zero::OptimizerType::Lion;
     spec.lion.lr = static_cast<float>(p.lr);
-    spec.lion.beta1 = beta(p, 0, 0.9f);
-    spec.lion.beta2 = beta(p, 1, 0.999f);
+    spec.lion.beta1 = beta(p, 0);
+    spec.lion.beta2 = beta(p, 1);
     spec.lion.weight_decay = static_cast<float>(p.weight_decay);
   } else if (name == "SGD") {
     spec.type = zero::OptimizerType::Sgd;
@@ -150,52 +152,7 @@ zero::ZeroOptions zero_options_from(const config::EngineConfig& config, std::vec
 std::optional<LrSchedule> lr_schedule_from(const config::EngineConfig& config) {
   const config::SchedulerConfig& s = config.scheduler;
   if (!s.type) return std::nullopt;
-  const config::SchedulerParams& p = s.params;
-  const double optimizer_lr = config.optimizer.params.lr;
-  auto warmup_type = p.warmup_type == "linear" ? WarmupType::Linear : WarmupType::Log;
-  const std::string& type = *s.type;
-  if (type == "WarmupLR") {
-    return LrSchedule(WarmupLRParams{p.warmup_min_lr, p.warmup_max_lr, p.warmup_num_steps, warmup_type}, optimizer_lr);
-  }
-  if (type == "WarmupDecayLR") {
-    WarmupDecayLRParams d;
-    d.warmup = WarmupLRParams{p.warmup_min_lr, p.warmup_max_lr, p.warmup_num_steps, warmup_type};
-    d.total_num_steps = p.total_num_steps.value_or(0);
-    return LrSchedule(d, optimizer_lr);
-  }
-  if (type == "WarmupCosineLR") {
-    WarmupCosineLRParams c;
-    c.total_num_steps = p.total_num_steps.value_or(0);
-    c.warmup_min_ratio = p.warmup_min_ratio;
-    c.warmup_num_steps = p.warmup_num_steps;
-    c.cos_min_ratio = p.cos_min_ratio;
-    c.warmup_type = warmup_type;
-    return LrSchedule(c, optimizer_lr);
-  }
-  if (type == "OneCycle") {
-    OneCycleParams o;
-    o.cycle_min_lr = p.cycle_min_lr.value_or(0.0);
-    o.cycle_max_lr = p.cycle_max_lr.value_or(0.0);
-    o.decay_lr_rate = p.decay_lr_rate;
-    o.cycle_first_step_size = p.cycle_first_step_size;
-    o.cycle_second_step_size = p.cycle_second_step_size;
-    o.cycle_first_stair_count = p.cycle_first_stair_count;
-    o.cycle_second_stair_count = p.cycle_second_stair_count;
-    o.decay_step_size = p.decay_step_size;
-    o.cycle_momentum = p.cycle_momentum;
-    o.cycle_min_mom = p.cycle_min_mom;
-    o.cycle_max_mom = p.cycle_max_mom;
-    o.decay_mom_rate = p.decay_mom_rate;
-    return LrSchedule(o, optimizer_lr);
-  }
-  if (type == "LRRangeTest") {
-    return LrSchedule(LRRangeTestParams{p.lr_range_test_min_lr, p.lr_range_test_step_size,
-                                        p.lr_range_test_step_rate, p.lr_range_test_staircase},
-                      optimizer_lr);
-  }
-  throw Error(ErrorKind::Unsupported, "scheduler.type \"" + type +
-                                          "\" (a torch.optim.lr_scheduler class) is not available in dsx; use "
-                                          "WarmupLR, WarmupDecayLR, WarmupCosineLR, OneCycle or LRRangeTest");
+  return LrSchedule(*s.type, s.params, config.optimizer.params.lr);
 }
 
 }  // namespace dsx::engine

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <utility>
 
 #include "dsx/error.h"
 
@@ -13,34 +14,38 @@ namespace {
 // DeepSpeed never warms up over fewer than 2 steps (log of 1 would divide by zero).
 int64_t effective_warmup(int64_t steps) { return std::max<int64_t>(2, steps); }
 
-// Fraction of the warm-up done at iteration `it` (0 <= it < warmup).
-double warmup_fraction(WarmupType type, int64_t it, int64_t warmup) {
-  if (type == WarmupType::Linear) return static_cast<double>(it) / static_cast<double>(warmup);
+using config::SchedulerParams;
+
+// Fraction of the warm-up done at iteration `it` (0 <= it < warmup); warmup_type "log" or "linear".
+double warmup_fraction(const std::string& type, int64_t it, int64_t warmup) {
+  if (type == "linear") return static_cast<double>(it) / static_cast<double>(warmup);
   return std::log(static_cast<double>(it + 1)) / std::log(static_cast<double>(warmup));
 }
 
-double warmup_lr(const WarmupLRParams& p, double max_lr, int64_t it) {
+double warmup_lr(const SchedulerParams& p, double max_lr, int64_t it) {
   const int64_t warmup = effective_warmup(p.warmup_num_steps);
   if (it < 0) return p.warmup_min_lr;
   if (it < warmup) return p.warmup_min_lr + (max_lr - p.warmup_min_lr) * warmup_fraction(p.warmup_type, it, warmup);
   return max_lr;
 }
 
-ScheduleValue at_warmup(const WarmupLRParams& p, double optimizer_lr, int64_t it) {
+ScheduleValue at_warmup(const SchedulerParams& p, double optimizer_lr, int64_t it) {
   return {warmup_lr(p, p.warmup_max_lr.value_or(optimizer_lr), it), {}, {}};
 }
 
-ScheduleValue at_warmup_decay(const WarmupDecayLRParams& p, int64_t it) {
-  const double max_lr = p.warmup.warmup_max_lr.value_or(0.001);
-  const int64_t warmup = effective_warmup(p.warmup.warmup_num_steps);
-  if (it < warmup) return {warmup_lr(p.warmup, max_lr, it), {}, {}};
-  const double gamma = std::max(0.0, static_cast<double>(p.total_num_steps - it) /
-                                         static_cast<double>(std::max<int64_t>(1, p.total_num_steps - warmup)));
-  return {p.warmup.warmup_min_lr + (max_lr - p.warmup.warmup_min_lr) * gamma, {}, {}};
+ScheduleValue at_warmup_decay(const SchedulerParams& p, int64_t it) {
+  const double max_lr = p.warmup_max_lr.value_or(0.001);  // not the optimizer's lr here
+  const int64_t warmup = effective_warmup(p.warmup_num_steps);
+  const int64_t total = p.total_num_steps.value_or(0);
+  if (it < warmup) return {warmup_lr(p, max_lr, it), {}, {}};
+  const double gamma = std::max(0.0, static_cast<double>(total - it) /
+                                         static_cast<double>(std::max<int64_t>(1, total - warmup)));
+  return {p.warmup_min_lr + (max_lr - p.warmup_min_lr) * gamma, {}, {}};
 }
 
-ScheduleValue at_warmup_cosine(const WarmupCosineLRParams& p, double base_lr, int64_t it) {
+ScheduleValue at_warmup_cosine(const SchedulerParams& p, double base_lr, int64_t it) {
   const int64_t warmup = effective_warmup(p.warmup_num_steps);
+  const int64_t total = p.total_num_steps.value_or(0);
   double ratio;
   if (it < 0) {
     ratio = 0.0;
@@ -48,14 +53,15 @@ ScheduleValue at_warmup_cosine(const WarmupCosineLRParams& p, double base_lr, in
     ratio = p.warmup_min_ratio + (1.0 - p.warmup_min_ratio) * warmup_fraction(p.warmup_type, it, warmup);
   } else {
     const double progress = std::min(1.0, static_cast<double>(it - warmup + 1) /
-                                              static_cast<double>(std::max<int64_t>(1, p.total_num_steps - warmup)));
+                                              static_cast<double>(std::max<int64_t>(1, total - warmup)));
     ratio = std::max(0.0, p.cos_min_ratio + (1.0 - p.cos_min_ratio) *
                                                 (1.0 + std::cos(std::numbers::pi * progress)) / 2.0);
   }
   return {base_lr * ratio, {}, {}};
 }
 
-ScheduleValue at_one_cycle(const OneCycleParams& p, int64_t it) {
+ScheduleValue at_one_cycle(const SchedulerParams& p, int64_t it) {
+  const double min_lr = p.cycle_min_lr.value_or(0.0), max_lr = p.cycle_max_lr.value_or(0.0);
   const int64_t s1 = p.cycle_first_step_size;
   const int64_t s2 = p.cycle_second_step_size.value_or(s1);
   const int64_t total = s1 + s2;
@@ -74,13 +80,13 @@ ScheduleValue at_one_cycle(const OneCycleParams& p, int64_t it) {
                                  : static_cast<double>((total - c) * k) / static_cast<double>(s2);
       scale = std::floor(pos) / static_cast<double>(k);
     }
-    v.lr = p.cycle_min_lr + (p.cycle_max_lr - p.cycle_min_lr) * scale;
+    v.lr = min_lr + (max_lr - min_lr) * scale;
     if (p.cycle_momentum) v.beta1 = p.cycle_max_mom - (p.cycle_max_mom - p.cycle_min_mom) * scale;
   } else {
     const double after = static_cast<double>(it - total + 1);
-    v.lr = p.cycle_min_lr;
+    v.lr = min_lr;
     if (p.decay_step_size != 0 && p.decay_lr_rate != 0.0) {
-      v.lr = p.cycle_min_lr / (1.0 + p.decay_lr_rate * after / static_cast<double>(p.decay_step_size));
+      v.lr = min_lr / (1.0 + p.decay_lr_rate * after / static_cast<double>(p.decay_step_size));
     }
     if (p.cycle_momentum) {
       v.beta1 = p.cycle_max_mom;
@@ -93,7 +99,7 @@ ScheduleValue at_one_cycle(const OneCycleParams& p, int64_t it) {
   return v;
 }
 
-ScheduleValue at_range_test(const LRRangeTestParams& p, int64_t it) {
+ScheduleValue at_range_test(const SchedulerParams& p, int64_t it) {
   double q = static_cast<double>(it + 1) / static_cast<double>(p.lr_range_test_step_size);
   if (p.lr_range_test_staircase) q = std::floor(q);
   return {p.lr_range_test_min_lr * (1.0 + p.lr_range_test_step_rate * q), {}, {}};
@@ -103,46 +109,61 @@ void require(bool ok, const std::string& message) {
   if (!ok) throw Error(ErrorKind::Config, "scheduler.params: " + message);
 }
 
-void validate(const ScheduleParams& params) {
-  if (auto* w = std::get_if<WarmupLRParams>(&params)) {
-    require(w->warmup_num_steps > 0, "warmup_num_steps must be a positive integer");
-  } else if (auto* d = std::get_if<WarmupDecayLRParams>(&params)) {
-    require(d->warmup.warmup_num_steps > 0, "warmup_num_steps must be a positive integer");
-    require(d->total_num_steps > 0, "WarmupDecayLR needs total_num_steps (a positive integer)");
-  } else if (auto* c = std::get_if<WarmupCosineLRParams>(&params)) {
-    require(c->warmup_num_steps > 0, "warmup_num_steps must be a positive integer");
-    require(c->total_num_steps > 0, "WarmupCosineLR needs total_num_steps (a positive integer)");
-  } else if (auto* o = std::get_if<OneCycleParams>(&params)) {
-    require(o->cycle_first_step_size > 0, "cycle_first_step_size must be > 0");
-    require(o->cycle_second_step_size.value_or(1) >= 0, "cycle_second_step_size must be >= 0");
-  } else if (auto* r = std::get_if<LRRangeTestParams>(&params)) {
-    require(r->lr_range_test_step_size > 0, "lr_range_test_step_size must be a positive integer");
+ScheduleType type_named(const std::string& type) {
+  static const std::pair<const char*, ScheduleType> types[] = {
+      {"WarmupLR", ScheduleType::WarmupLR},       {"WarmupDecayLR", ScheduleType::WarmupDecayLR},
+      {"WarmupCosineLR", ScheduleType::WarmupCosineLR}, {"OneCycle", ScheduleType::OneCycle},
+      {"LRRangeTest", ScheduleType::LRRangeTest}};
+  for (const auto& [name, t] : types)
+    if (type == name) return t;
+  throw Error(ErrorKind::Unsupported, "scheduler.type \"" + type +
+                                          "\" (a torch.optim.lr_scheduler class) is not available in dsx; use "
+                                          "WarmupLR, WarmupDecayLR, WarmupCosineLR, OneCycle or LRRangeTest");
+}
+
+void validate(ScheduleType type, const SchedulerParams& p) {
+  switch (type) {
+    case ScheduleType::WarmupLR:
+      require(p.warmup_num_steps > 0, "warmup_num_steps must be a positive integer");
+      break;
+    case ScheduleType::WarmupDecayLR:
+    case ScheduleType::WarmupCosineLR:
+      require(p.warmup_num_steps > 0, "warmup_num_steps must be a positive integer");
+      require(p.total_num_steps.value_or(0) > 0,
+              std::string(type == ScheduleType::WarmupDecayLR ? "WarmupDecayLR" : "WarmupCosineLR") +
+                  " needs total_num_steps (a positive integer)");
+      break;
+    case ScheduleType::OneCycle:
+      require(p.cycle_first_step_size > 0, "cycle_first_step_size must be > 0");
+      require(p.cycle_second_step_size.value_or(1) >= 0, "cycle_second_step_size must be >= 0");
+      break;
+    case ScheduleType::LRRangeTest:
+      require(p.lr_range_test_step_size > 0, "lr_range_test_step_size must be a positive integer");
+      break;
   }
 }
 
 }  // namespace
 
-LrSchedule::LrSchedule(ScheduleParams params, double optimizer_lr)
-    : params_(std::move(params)), optimizer_lr_(optimizer_lr) {
-  validate(params_);
+LrSchedule::LrSchedule(const std::string& type, config::SchedulerParams params, double optimizer_lr)
+    : type_(type_named(type)), params_(std::move(params)), optimizer_lr_(optimizer_lr) {
+  validate(type_, params_);
 }
 
 ScheduleValue LrSchedule::at(int64_t it) const {
-  struct Visitor {
-    double base;
-    int64_t it;
-    ScheduleValue operator()(const WarmupLRParams& p) const { return at_warmup(p, base, it); }
-    ScheduleValue operator()(const WarmupDecayLRParams& p) const { return at_warmup_decay(p, it); }
-    ScheduleValue operator()(const WarmupCosineLRParams& p) const { return at_warmup_cosine(p, base, it); }
-    ScheduleValue operator()(const OneCycleParams& p) const { return at_one_cycle(p, it); }
-    ScheduleValue operator()(const LRRangeTestParams& p) const { return at_range_test(p, it); }
-  };
-  return std::visit(Visitor{optimizer_lr_, it}, params_);
+  switch (type_) {
+    case ScheduleType::WarmupLR: return at_warmup(params_, optimizer_lr_, it);
+    case ScheduleType::WarmupDecayLR: return at_warmup_decay(params_, it);
+    case ScheduleType::WarmupCosineLR: return at_warmup_cosine(params_, optimizer_lr_, it);
+    case ScheduleType::OneCycle: return at_one_cycle(params_, it);
+    case ScheduleType::LRRangeTest: return at_range_test(params_, it);
+  }
+  return {};
 }
 
 const char* LrSchedule::type_name() const {
   static const char* names[] = {"WarmupLR", "WarmupDecayLR", "WarmupCosineLR", "OneCycle", "LRRangeTest"};
-  return names[params_.index()];
+  return names[static_cast<int>(type_)];
 }
 
 }  // namespace dsx::engine
