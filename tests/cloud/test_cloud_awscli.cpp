@@ -20,6 +20,7 @@
 #include "cloud/aws_render.h"
 #include "cloud/instance_types.h"
 #include "cloud/plan.h"
+#include "tests/cloud/ci_cluster.h"
 #include "tests/cloud/temp_dir.h"
 #include "tests/tools/run_command.h"
 
@@ -127,9 +128,7 @@ class CloudAwsCli : public ::testing::Test {
   }
 
   AwsClusterOptions options(const std::string& type) const {
-    AwsClusterOptions o;
-    o.cluster = "ci";
-    o.region = "us-east-1";
+    AwsClusterOptions o = dsx::test::ci_aws_cluster("us-east-1");
     o.instance_type = type;
     o.count = 2;
     o.subnet = "subnet-0aaa1111bbbb2222c";

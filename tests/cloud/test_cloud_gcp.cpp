@@ -6,19 +6,16 @@
 
 #include "cloud/gcp_plan.h"
 #include "dsx/error.h"
+#include "tests/cloud/ci_cluster.h"
 
 using namespace dsx::cloud;
 
 namespace {
 
 GcpClusterOptions options(const std::string& machine) {
-  GcpClusterOptions o;
-  o.cluster = "ci";
-  o.project = "proj-1";
-  o.zone = "us-central1-a";
+  GcpClusterOptions o = dsx::test::ci_gcp_cluster();
   o.machine_type = machine;
   o.count = 4;
-  o.ssh_cidr = "35.235.240.0/20";
   o.out_dir = "out";
   return o;
 }

@@ -9,6 +9,7 @@
 
 #include "cloud/aws_render.h"
 #include "cloud/gcp_render.h"
+#include "tests/cloud/ci_cluster.h"
 #include "tests/cloud/temp_dir.h"
 #include "tests/tools/run_command.h"
 
@@ -90,25 +91,17 @@ class CloudNodeScript : public ::testing::Test {
   bool called(const std::string& line) { return calls().find(line) != std::string::npos; }
 
   AwsClusterOptions aws_options() {
-    AwsClusterOptions o;
-    o.cluster = "ci";
-    o.region = "us-west-2";
+    AwsClusterOptions o = dsx::test::ci_aws_cluster("us-west-2");
     o.instance_type = "p4d.24xlarge";
     o.count = 3;
-    o.subnet = "subnet-0aaa";
-    o.ssh_cidr = "10.0.0.0/16";
     o.dsx_package = "s3://dsx-artifacts/dsx.tar.gz";
     return o;
   }
 
   GcpClusterOptions gcp_options(const std::string& machine) {
-    GcpClusterOptions o;
-    o.cluster = "ci";
-    o.project = "proj-1";
-    o.zone = "us-central1-a";
+    GcpClusterOptions o = dsx::test::ci_gcp_cluster();
     o.machine_type = machine;
     o.count = 2;
-    o.ssh_cidr = "35.235.240.0/20";
     return o;
   }
 

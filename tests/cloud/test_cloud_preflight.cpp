@@ -10,6 +10,7 @@
 #include "cloud/gcp_plan.h"
 #include "cloud/gcp_preflight.h"
 #include "dsx/error.h"
+#include "tests/cloud/ci_cluster.h"
 #include "tests/cloud/temp_dir.h"
 
 using namespace dsx::cloud;
@@ -22,13 +23,9 @@ std::string data(const std::string& name) {
 }
 
 AwsClusterOptions aws_options() {
-  AwsClusterOptions o;
-  o.cluster = "ci";
-  o.region = "us-east-1";
+  AwsClusterOptions o = dsx::test::ci_aws_cluster("us-east-1");
   o.instance_type = "p5.48xlarge";
   o.count = 2;
-  o.subnet = "subnet-0aaa";
-  o.ssh_cidr = "10.0.0.0/16";
   return o;
 }
 
@@ -38,13 +35,9 @@ AwsPreflightAnswers aws_answers() {
 }
 
 GcpClusterOptions gcp_options() {
-  GcpClusterOptions o;
-  o.cluster = "ci";
-  o.project = "proj-1";
-  o.zone = "us-central1-a";
+  GcpClusterOptions o = dsx::test::ci_gcp_cluster();
   o.machine_type = "a3-highgpu-8g";
   o.count = 1;
-  o.ssh_cidr = "35.235.240.0/20";
   return o;
 }
 

@@ -9,6 +9,7 @@
 #include "cloud/aws_render.h"
 #include "cloud/gcp_plan.h"
 #include "dsx/error.h"
+#include "tests/cloud/ci_cluster.h"
 #include "tests/cloud/temp_dir.h"
 
 using namespace dsx::cloud;
@@ -16,21 +17,13 @@ using namespace dsx::cloud;
 namespace {
 
 AwsClusterOptions aws_options(const std::string& storage) {
-  AwsClusterOptions o;
-  o.cluster = "ci";
-  o.region = "us-east-1";
-  o.subnet = "subnet-0aaa";
-  o.ssh_cidr = "10.0.0.0/16";
+  AwsClusterOptions o = dsx::test::ci_aws_cluster("us-east-1");
   o.storage = storage;
   return o;
 }
 
 GcpClusterOptions gcp_options() {
-  GcpClusterOptions o;
-  o.cluster = "ci";
-  o.project = "proj-1";
-  o.zone = "us-central1-a";
-  o.ssh_cidr = "35.235.240.0/20";
+  GcpClusterOptions o = dsx::test::ci_gcp_cluster();
   o.storage = "filestore";
   return o;
 }
