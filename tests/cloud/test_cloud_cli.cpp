@@ -6,6 +6,7 @@
 #include "tests/cloud/temp_dir.h"
 #include "tests/tools/run_command.h"
 
+using dsx::test::is_usage_error;
 using dsx::test::run_dsx;
 
 TEST(CloudCli, HelpListsTheVerbs) {
@@ -20,39 +21,31 @@ TEST(CloudCli, HelpListsTheVerbs) {
 }
 
 TEST(CloudCli, UnknownCloudVerbOrTypeIsAUsageError) {
-  auto r = run_dsx("cloud azure up");
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("unknown cloud 'azure'"), std::string::npos) << r.output;
-  r = run_dsx("cloud aws launch");
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("render|up|status|hostfile|down"), std::string::npos) << r.output;
-  r = run_dsx(
-      "cloud aws render --cluster a --region us-east-1 --subnet subnet-1 --ssh-cidr 10.0.0.0/8 "
-      "--instance-type p3dn.24xlarge");
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("p5.48xlarge"), std::string::npos)
-      << "names the supported types: " << r.output;
+  EXPECT_TRUE(is_usage_error(run_dsx("cloud azure up"), "unknown cloud 'azure'"));
+  EXPECT_TRUE(is_usage_error(run_dsx("cloud aws launch"), "render|up|status|hostfile|down"));
+  EXPECT_TRUE(is_usage_error(
+      run_dsx("cloud aws render --cluster a --region us-east-1 --subnet subnet-1 --ssh-cidr "
+              "10.0.0.0/8 --instance-type p3dn.24xlarge"),
+      "p5.48xlarge"))
+      << "names the supported types";
 }
 
 TEST(CloudCli, MissingOrMalformedFlagsAreNamed) {
   dsx::test::TempDir dir;
-  auto r = run_dsx("cloud aws render --cluster a --region us-east-1 --ssh-cidr 10.0.0.0/8 --out " +
-                   dir.path());
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("--subnet"), std::string::npos) << r.output;
-  r = run_dsx(
-      "cloud aws render --cluster a --region us-east-1 --subnet subnet-1 --ssh-cidr 10.0.0.0 "
-      "--out " +
-      dir.path());
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("--ssh-cidr"), std::string::npos) << r.output;
-  r = run_dsx(
-      "cloud gcp render --cluster a --project p --zone us-central1-a --ssh-cidr 10.0.0.0/8 --count "
-      "x");
-  EXPECT_EQ(r.exit_code, 2);
-  r = run_dsx("cloud aws status --region us-east-1");
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("cluster"), std::string::npos) << r.output;
+  EXPECT_TRUE(is_usage_error(
+      run_dsx("cloud aws render --cluster a --region us-east-1 --ssh-cidr 10.0.0.0/8 --out " +
+              dir.path()),
+      "--subnet"));
+  EXPECT_TRUE(is_usage_error(
+      run_dsx("cloud aws render --cluster a --region us-east-1 --subnet subnet-1 --ssh-cidr "
+              "10.0.0.0 --out " +
+              dir.path()),
+      "--ssh-cidr"));
+  EXPECT_EQ(run_dsx("cloud gcp render --cluster a --project p --zone us-central1-a --ssh-cidr "
+                    "10.0.0.0/8 --count x")
+                .exit_code,
+            2);
+  EXPECT_TRUE(is_usage_error(run_dsx("cloud aws status --region us-east-1"), "cluster"));
   EXPECT_TRUE(std::filesystem::is_empty(dir.path())) << "nothing is written on a usage error";
 }
 

@@ -2,6 +2,7 @@
 // For tests of the command line as a user meets it.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <array>
@@ -29,6 +30,16 @@ inline CommandResult run_command(const std::string& command) {
 
 inline CommandResult run_dsx(const std::string& args) {
   return run_command(std::string(DSX_EXE) + " " + args);
+}
+
+// A usage error as a user meets it: exit code 2 and a message that names `what` (the flag, value
+// or choices to fix). For EXPECT_TRUE(is_usage_error(run_dsx("..."), "--flag")).
+inline ::testing::AssertionResult is_usage_error(const CommandResult& r, const std::string& what) {
+  if (r.exit_code == 2 && r.output.find(what) != std::string::npos)
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "expected exit code 2 naming '" << what << "', got " << r.exit_code << ":\n"
+         << r.output;
 }
 
 }  // namespace dsx::test
