@@ -291,13 +291,16 @@ void OfiCommunicator::check_peer(int peer, const char* what) const {
   }
 }
 
+// The sequence number of the next message in one direction with `peer`: the n-th send to a peer
+// matches its n-th recv from us, whichever threads issue them.
+uint32_t OfiCommunicator::next_message_number(std::map<int, uint32_t>& counters, int peer) {
+  std::lock_guard lock(p2p_mutex_);
+  return counters[peer]++;
+}
+
 WorkHandle OfiCommunicator::send(const void* data, size_t count, DType dtype, int peer) {
   check_peer(peer, "send to rank");
-  uint32_t number;
-  {
-    std::lock_guard lock(p2p_mutex_);
-    number = sends_to_[peer]++;
-  }
+  uint32_t number = next_message_number(sends_to_, peer);
   size_t bytes = count * kernels::dtype_size(dtype);
   return point_to_point("send", peer, number, elements(count, dtype), [=, staging = shared_->staging](OfiTransport& t) {
     HostView v(*staging, data, bytes, nullptr, 0);
@@ -307,11 +310,7 @@ WorkHandle OfiCommunicator::send(const void* data, size_t count, DType dtype, in
 
 WorkHandle OfiCommunicator::recv(void* data, size_t count, DType dtype, int peer) {
   check_peer(peer, "recv from rank");
-  uint32_t number;
-  {
-    std::lock_guard lock(p2p_mutex_);
-    number = recvs_from_[peer]++;
-  }
+  uint32_t number = next_message_number(recvs_from_, peer);
   size_t bytes = count * kernels::dtype_size(dtype);
   return point_to_point("recv", peer, number, elements(count, dtype), [=, staging = shared_->staging](OfiTransport& t) {
     HostView v(*staging, nullptr, 0, data, bytes);

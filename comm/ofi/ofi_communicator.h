@@ -58,6 +58,7 @@ class OfiCommunicator final : public Communicator {
   WorkHandle collective(const std::string& name, const std::string& detail, Body body, Attempt attempt = {});
   WorkHandle point_to_point(const std::string& name, int peer, uint32_t op_number, const std::string& detail, Body body);
   void check_peer(int peer, const char* what) const;
+  uint32_t next_message_number(std::map<int, uint32_t>& counters, int peer);
   void open_segments();
 
   std::shared_ptr<Shared> shared_;

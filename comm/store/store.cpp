@@ -22,6 +22,14 @@ std::string seconds(std::chrono::milliseconds ms) {
   std::snprintf(buf, sizeof(buf), "%.3g s", ms.count() / 1000.0);
   return buf;
 }
+
+// The reply to Check and Delete: a status, then 1 when the key was there.
+bool key_was_there(const std::string& body) {
+  sp::Reader in(body);
+  in.u8();
+  return in.u8() != 0;
+}
+
 }  // namespace
 
 Store::Store(StoreAddress address, StoreIdentity identity, std::chrono::milliseconds connect_timeout,
@@ -83,7 +91,11 @@ std::string Store::describe() const {
   return "rank " + std::to_string(identity_.rank) + ", store " + address_.to_string();
 }
 
+// One request and its reply. After a failure the connection is closed, and every later request
+// fails at once.
 std::string Store::request(const std::string& frame, Clock::time_point deadline) {
+  if (!fd_)
+    throw Error(ErrorKind::Comm, describe() + ": the connection to the store was lost earlier");
   std::string what = "the rendezvous store at " + address_.to_string() + " (rank 0)";
   try {
     write_all(fd_.get(), frame.data(), frame.size(), deadline, what);
@@ -106,14 +118,12 @@ std::string Store::request(const std::string& frame, Clock::time_point deadline)
 
 void Store::set(const std::string& key, const std::string& value) {
   std::lock_guard lock(mutex_);
-  if (!fd_) throw Error(ErrorKind::Comm, describe() + ": the connection to the store was lost earlier");
   request(sp::Writer().u8(static_cast<uint8_t>(sp::Op::Set)).bytes(key).bytes(value).frame(),
           Clock::now() + kRequestTimeout);
 }
 
 std::string Store::get(const std::string& key, std::chrono::milliseconds timeout) {
   std::lock_guard lock(mutex_);
-  if (!fd_) throw Error(ErrorKind::Comm, describe() + ": the connection to the store was lost earlier");
   std::string body = request(
       sp::Writer().u8(static_cast<uint8_t>(sp::Op::Get)).bytes(key).i64(std::max<int64_t>(1, timeout.count())).frame(),
       Clock::now() + timeout + kReplySlack);
@@ -127,7 +137,6 @@ std::string Store::get(const std::string& key, std::chrono::milliseconds timeout
 
 std::optional<std::string> Store::try_get(const std::string& key) {
   std::lock_guard lock(mutex_);
-  if (!fd_) throw Error(ErrorKind::Comm, describe() + ": the connection to the store was lost earlier");
   std::string body = request(sp::Writer().u8(static_cast<uint8_t>(sp::Op::Get)).bytes(key).i64(0).frame(),
                              Clock::now() + kRequestTimeout);
   sp::Reader in(body);
@@ -137,7 +146,6 @@ std::optional<std::string> Store::try_get(const std::string& key) {
 
 int64_t Store::add(const std::string& key, int64_t delta) {
   std::lock_guard lock(mutex_);
-  if (!fd_) throw Error(ErrorKind::Comm, describe() + ": the connection to the store was lost earlier");
   std::string body = request(sp::Writer().u8(static_cast<uint8_t>(sp::Op::Add)).bytes(key).i64(delta).frame(),
                              Clock::now() + kRequestTimeout);
   sp::Reader in(body);
@@ -147,22 +155,16 @@ int64_t Store::add(const std::string& key, int64_t delta) {
 
 bool Store::check(const std::string& key) {
   std::lock_guard lock(mutex_);
-  if (!fd_) throw Error(ErrorKind::Comm, describe() + ": the connection to the store was lost earlier");
-  std::string body = request(sp::Writer().u8(static_cast<uint8_t>(sp::Op::Check)).bytes(key).frame(),
-                             Clock::now() + kRequestTimeout);
-  sp::Reader in(body);
-  in.u8();
-  return in.u8() != 0;
+  return key_was_there(
+      request(sp::Writer().u8(static_cast<uint8_t>(sp::Op::Check)).bytes(key).frame(),
+              Clock::now() + kRequestTimeout));
 }
 
 bool Store::remove(const std::string& key) {
   std::lock_guard lock(mutex_);
-  if (!fd_) throw Error(ErrorKind::Comm, describe() + ": the connection to the store was lost earlier");
-  std::string body = request(sp::Writer().u8(static_cast<uint8_t>(sp::Op::Delete)).bytes(key).frame(),
-                             Clock::now() + kRequestTimeout);
-  sp::Reader in(body);
-  in.u8();
-  return in.u8() != 0;
+  return key_was_there(
+      request(sp::Writer().u8(static_cast<uint8_t>(sp::Op::Delete)).bytes(key).frame(),
+              Clock::now() + kRequestTimeout));
 }
 
 void Store::wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
