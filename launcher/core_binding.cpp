@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "dsx/error.h"
+#include "launcher/comma_list.h"
 
 namespace dsx::launcher {
 namespace {
@@ -26,18 +27,13 @@ int parse_core(const std::string& text, const std::string& item) {
 
 std::vector<int> parse_core_list(const std::string& text) {
   std::vector<int> cores;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find(',', start);
-    if (end == std::string::npos) end = text.size();
-    std::string item = text.substr(start, end - start);
+  for (const std::string& item : split_commas(text)) {
     auto dash = item.find('-');
     int first = parse_core(text, item.substr(0, dash));
     int last = dash == std::string::npos ? first : parse_core(text, item.substr(dash + 1));
     if (last < first) bad(text, "range '" + item + "' runs backwards");
     if (!cores.empty() && first <= cores.back()) bad(text, "'" + item + "' overlaps or is not ascending");
     for (int c = first; c <= last; ++c) cores.push_back(c);
-    start = end + 1;
   }
   return cores;
 }

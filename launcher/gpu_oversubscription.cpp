@@ -3,6 +3,8 @@
 
 #include <set>
 
+#include "launcher/comma_list.h"
+
 namespace dsx::launcher {
 namespace {
 
@@ -13,12 +15,8 @@ std::string count_of(size_t n, const std::string& noun) {
 // The distinct ids of a CUDA_VISIBLE_DEVICES list; non-numbers (UUIDs, MIG names) count too.
 size_t distinct_ids(const std::string& text) {
   std::set<std::string> ids;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find(',', start);
-    if (end == std::string::npos) end = text.size();
-    if (end > start) ids.insert(text.substr(start, end - start));
-    start = end + 1;
+  for (const std::string& id : split_commas(text)) {
+    if (!id.empty()) ids.insert(id);
   }
   return ids.size();
 }

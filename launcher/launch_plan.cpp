@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "dsx/error.h"
+#include "launcher/comma_list.h"
 #include "launcher/resource_filter.h"
 
 namespace dsx::launcher {
@@ -19,11 +20,7 @@ std::vector<int> iota_slots(int n) {
 // "1,3" -> {1, 3}; the ids are checked against the device count on GPU hosts.
 std::vector<int> parse_visible_devices(const std::string& text, const LocalMachine& machine) {
   std::vector<int> ids;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find(',', start);
-    if (end == std::string::npos) end = text.size();
-    std::string item = text.substr(start, end - start);
+  for (const std::string& item : split_commas(text)) {
     bool digits = !item.empty() && item.size() < 9 &&
                   std::all_of(item.begin(), item.end(), [](char c) { return c >= '0' && c <= '9'; });
     if (!digits) {
@@ -36,7 +33,6 @@ std::vector<int> parse_visible_devices(const std::string& text, const LocalMachi
                                         std::to_string(machine.device_count) + " GPU(s)");
     }
     ids.push_back(id);
-    start = end + 1;
   }
   return ids;
 }
