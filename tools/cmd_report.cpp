@@ -39,6 +39,13 @@ std::string gib(int64_t bytes) {
   return text;
 }
 
+// A cell of the topology matrix as `nvidia-smi topo -m` writes it: NV# with the NVLink count.
+std::string link_cell(const rep::GpuTopology& topo, size_t i, size_t j) {
+  std::string cell = to_string(topo.links[i][j]);
+  if (topo.links[i][j] == rep::GpuLink::NvLink) cell += std::to_string(topo.nvlink_counts[i][j]);
+  return cell;
+}
+
 void print_topology(const rep::GpuTopology& topo) {
   const size_t n = topo.gpus.size();
   std::printf("\n  %-6s", "");
@@ -47,10 +54,7 @@ void print_topology(const rep::GpuTopology& topo) {
   for (size_t i = 0; i < n; ++i) {
     std::printf("  %-6s", ("GPU" + std::to_string(i)).c_str());
     for (size_t j = 0; j < n; ++j) {
-      std::string cell = to_string(topo.links[i][j]);
-      if (topo.links[i][j] == rep::GpuLink::NvLink)
-        cell += std::to_string(topo.nvlink_counts[i][j]);
-      std::printf(" %-6s", cell.c_str());
+      std::printf(" %-6s", link_cell(topo, i, j).c_str());
     }
     std::printf(" %s\n",
                 topo.gpus[i].numa_node >= 0 ? std::to_string(topo.gpus[i].numa_node).c_str() : "-");
@@ -129,19 +133,37 @@ void print_text(const rep::Environment& env, const std::vector<rep::Finding>& fi
 
 using Writer = rapidjson::PrettyWriter<rapidjson::StringBuffer>;
 
+// One "key": value member of the object being written.
+void field(Writer& w, const char* key, const std::string& value) {
+  w.Key(key);
+  w.String(value.c_str());
+}
+void field(Writer& w, const char* key, const char* value) {
+  w.Key(key);
+  w.String(value);
+}
+void field(Writer& w, const char* key, bool value) {
+  w.Key(key);
+  w.Bool(value);
+}
+void field(Writer& w, const char* key, int value) {
+  w.Key(key);
+  w.Int(value);
+}
+void field(Writer& w, const char* key, int64_t value) {
+  w.Key(key);
+  w.Int64(value);
+}
+
 void write_library(Writer& w, const char* key, const rep::LibraryInfo& lib) {
   w.Key(key);
   w.StartObject();
-  w.Key("found");
-  w.Bool(lib.found);
+  field(w, "found", lib.found);
   w.Key("version");
   lib.version.empty() ? w.Null() : w.String(lib.version.c_str());
-  w.Key("version_code");
-  w.Int(lib.version_code);
-  w.Key("path");
-  w.String(lib.path.c_str());
-  w.Key("note");
-  w.String(lib.note.c_str());
+  field(w, "version_code", lib.version_code);
+  field(w, "path", lib.path);
+  field(w, "note", lib.note);
   w.EndObject();
 }
 
@@ -156,35 +178,24 @@ void write_strings(Writer& w, const char* key, const std::vector<std::string>& i
 void write_build(Writer& w, const rep::Environment& env) {
   w.Key("dsx");
   w.StartObject();
-  w.Key("version");
-  w.String(env.build.version.c_str());
-  w.Key("cuda_built");
-  w.Bool(env.build.cuda);
-  w.Key("compiler");
-  w.String(env.build.compiler.c_str());
-  w.Key("cxx_standard");
-  w.Int64(env.build.cxx_standard);
-  w.Key("libfabric_header");
-  w.String(env.build.libfabric_header.c_str());
-  w.Key("built_cudart_code");
-  w.Int(env.build.cudart_code);
-  w.Key("built_nccl_code");
-  w.Int(env.build.nccl_code);
-  w.Key("built_cudnn_code");
-  w.Int(env.build.cudnn_code);
+  field(w, "version", env.build.version);
+  field(w, "cuda_built", env.build.cuda);
+  field(w, "compiler", env.build.compiler);
+  field(w, "cxx_standard", env.build.cxx_standard);
+  field(w, "libfabric_header", env.build.libfabric_header);
+  field(w, "built_cudart_code", env.build.cudart_code);
+  field(w, "built_nccl_code", env.build.nccl_code);
+  field(w, "built_cudnn_code", env.build.cudnn_code);
   w.EndObject();
 }
 
 void write_cpu(Writer& w, const rep::Environment& env) {
   w.Key("cpu");
   w.StartObject();
-  w.Key("model");
-  w.String(env.cpu.model.c_str());
-  w.Key("online_cores");
-  w.Int(env.cpu.online_cores);
+  field(w, "model", env.cpu.model);
+  field(w, "online_cores", env.cpu.online_cores);
   write_strings(w, "simd", env.cpu.simd);
-  w.Key("kernel_simd");
-  w.String(env.cpu.kernel_simd.c_str());
+  field(w, "kernel_simd", env.cpu.kernel_simd);
   w.EndObject();
 }
 
@@ -202,20 +213,15 @@ void write_cuda(Writer& w, const rep::Environment& env) {
 void write_fabric(Writer& w, const rep::Environment& env) {
   w.Key("libfabric");
   w.StartObject();
-  w.Key("version");
-  w.String(env.fabric.version.c_str());
+  field(w, "version", env.fabric.version);
   w.Key("providers");
   w.StartArray();
   for (const auto& p : env.fabric.providers) {
     w.StartObject();
-    w.Key("name");
-    w.String(p.name.c_str());
-    w.Key("usable");
-    w.Bool(p.usable);
-    w.Key("provider");
-    w.String(p.provider.c_str());
-    w.Key("detail");
-    w.String(p.detail.c_str());
+    field(w, "name", p.name);
+    field(w, "usable", p.usable);
+    field(w, "provider", p.provider);
+    field(w, "detail", p.detail);
     w.EndObject();
   }
   w.EndArray();
@@ -225,35 +231,23 @@ void write_fabric(Writer& w, const rep::Environment& env) {
 void write_gpus(Writer& w, const rep::Environment& env) {
   w.Key("gpus");
   w.StartObject();
-  w.Key("nvml_loaded");
-  w.Bool(env.gpus.nvml_loaded);
-  w.Key("driver_version");
-  w.String(env.gpus.driver_version.c_str());
-  w.Key("unavailable_reason");
-  w.String(env.gpus.unavailable_reason.c_str());
+  field(w, "nvml_loaded", env.gpus.nvml_loaded);
+  field(w, "driver_version", env.gpus.driver_version);
+  field(w, "unavailable_reason", env.gpus.unavailable_reason);
   w.Key("devices");
   w.StartArray();
   for (size_t i = 0; i < env.gpus.gpus.size(); ++i) {
     const auto& g = env.gpus.gpus[i];
     w.StartObject();
-    w.Key("index");
-    w.Int(g.index);
-    w.Key("name");
-    w.String(g.name.c_str());
-    w.Key("memory_bytes");
-    w.Int64(g.memory_bytes);
-    w.Key("bus_id");
-    w.String(g.bus_id.c_str());
-    w.Key("numa_node");
-    w.Int(g.numa_node);
+    field(w, "index", g.index);
+    field(w, "name", g.name);
+    field(w, "memory_bytes", g.memory_bytes);
+    field(w, "bus_id", g.bus_id);
+    field(w, "numa_node", g.numa_node);
     w.Key("links");
     w.StartArray();
-    for (size_t j = 0; j < env.gpus.links[i].size(); ++j) {
-      std::string cell = to_string(env.gpus.links[i][j]);
-      if (env.gpus.links[i][j] == rep::GpuLink::NvLink)
-        cell += std::to_string(env.gpus.nvlink_counts[i][j]);
-      w.String(cell.c_str());
-    }
+    for (size_t j = 0; j < env.gpus.links[i].size(); ++j)
+      w.String(link_cell(env.gpus, i, j).c_str());
     w.EndArray();
     w.EndObject();
   }
@@ -264,18 +258,14 @@ void write_gpus(Writer& w, const rep::Environment& env) {
 void write_host(Writer& w, const rep::Environment& env) {
   write_strings(w, "interfaces", env.interfaces);
   write_strings(w, "rdma_devices", env.rdma_devices);
-  w.Key("nodes");
-  w.Int(env.job.nodes);
+  field(w, "nodes", env.job.nodes);
   w.Key("variables");
   w.StartArray();
   for (const auto& [name, value] : env.variables) {
     w.StartObject();
-    w.Key("name");
-    w.String(name.c_str());
-    w.Key("value");
-    w.String(value.c_str());
-    w.Key("meaning");
-    w.String(rep::describe_variable(name).c_str());
+    field(w, "name", name);
+    field(w, "value", value);
+    field(w, "meaning", rep::describe_variable(name));
     w.EndObject();
   }
   w.EndArray();
@@ -286,14 +276,10 @@ void write_findings(Writer& w, const std::vector<rep::Finding>& findings) {
   w.StartArray();
   for (const auto& f : findings) {
     w.StartObject();
-    w.Key("severity");
-    w.String(to_string(f.severity));
-    w.Key("id");
-    w.String(f.id.c_str());
-    w.Key("message");
-    w.String(f.message.c_str());
-    w.Key("advice");
-    w.String(f.advice.c_str());
+    field(w, "severity", to_string(f.severity));
+    field(w, "id", f.id);
+    field(w, "message", f.message);
+    field(w, "advice", f.advice);
     w.EndObject();
   }
   w.EndArray();

@@ -165,23 +165,28 @@ TEST(ReportChecks, IbHcaMustNameAnRdmaDevice) {
 }
 
 TEST(ReportChecks, VariableAdvice) {
+  struct Case {
+    const char* name;
+    const char* value;
+    const char* check;
+    bool fires;
+  };
+  const Case cases[] = {
+      {"RDMAV_FORK_SAFE", "1", "rdmav-on-efa", true},
+      {"NCCL_P2P_DISABLE", "1", "p2p-disabled", true},
+      {"FI_PROVIDER", "efa", "fi-provider-unusable", false},
+      {"FI_PROVIDER", "verbs", "fi-provider-unusable", true},
+      {"CUDA_VISIBLE_DEVICES", "0,8", "cuda-visible-devices", true},
+      {"CUDA_VISIBLE_DEVICES", "", "cuda-visible-devices", true},
+      // UUIDs and nonsense: left to CUDA, no crash
+      {"CUDA_VISIBLE_DEVICES", "GPU-8f3a,99999999999999999999", "cuda-visible-devices", false},
+      {"CUDA_VISIBLE_DEVICES", "7,6,5,4", "cuda-visible-devices", false},
+  };
   auto env = healthy_node();
-  env.variables = {{"RDMAV_FORK_SAFE", "1"}};
-  EXPECT_TRUE(fires(env, "rdmav-on-efa"));
-  env.variables = {{"NCCL_P2P_DISABLE", "1"}};
-  EXPECT_TRUE(fires(env, "p2p-disabled"));
-  env.variables = {{"FI_PROVIDER", "efa"}};
-  EXPECT_FALSE(fires(env, "fi-provider-unusable"));
-  env.variables = {{"FI_PROVIDER", "verbs"}};
-  EXPECT_TRUE(fires(env, "fi-provider-unusable"));
-  env.variables = {{"CUDA_VISIBLE_DEVICES", "0,8"}};
-  EXPECT_TRUE(fires(env, "cuda-visible-devices"));
-  env.variables = {{"CUDA_VISIBLE_DEVICES", ""}};
-  EXPECT_TRUE(fires(env, "cuda-visible-devices"));
-  env.variables = {{"CUDA_VISIBLE_DEVICES", "GPU-8f3a,99999999999999999999"}};
-  EXPECT_FALSE(fires(env, "cuda-visible-devices"));  // UUIDs and nonsense: left to CUDA, no crash
-  env.variables = {{"CUDA_VISIBLE_DEVICES", "7,6,5,4"}};
-  EXPECT_FALSE(fires(env, "cuda-visible-devices"));
+  for (const Case& c : cases) {
+    env.variables = {{c.name, c.value}};
+    EXPECT_EQ(fires(env, c.check), c.fires) << c.name << "=" << c.value << " " << c.check;
+  }
   env.variables = {{"NCCL_DEBUG", "INFO"}, {"NCCL_ALGO", "Ring"}};
   EXPECT_TRUE(ids(env).empty());
 }

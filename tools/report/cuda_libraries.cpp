@@ -63,6 +63,18 @@ void fill(LibraryInfo& lib, const Loaded& loaded, const char* probe_symbol) {
   }
 }
 
+// Asks a loaded library's `int name(int* version)` (0: success) for its version code, and spells
+// it with `text`.
+void ask_version(LibraryInfo& lib, const Loaded& loaded, const char* name,
+                 std::string (*text)(int)) {
+  using GetVersion = int (*)(int*);
+  int v = 0;
+  if (auto f = symbol<GetVersion>(loaded.handle, name); f && f(&v) == 0) {
+    lib.version_code = v;
+    lib.version = text(v);
+  }
+}
+
 }  // namespace
 
 std::string cuda_version_text(int code) {
@@ -94,25 +106,13 @@ CudaStack probe_cuda_libraries() {
 
   auto cudart = load({"libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0"});
   fill(s.runtime, cudart, "cudaRuntimeGetVersion");
-  if (cudart.handle) {
-    using GetVersion = int (*)(int*);
-    int v = 0;
-    if (auto f = symbol<GetVersion>(cudart.handle, "cudaRuntimeGetVersion"); f && f(&v) == 0) {
-      s.runtime.version_code = v;
-      s.runtime.version = cuda_version_text(v);
-    }
-  }
+  if (cudart.handle) ask_version(s.runtime, cudart, "cudaRuntimeGetVersion", cuda_version_text);
 
   // Never the toolkit's stubs/libcuda.so: only a real driver install answers truthfully.
   auto driver = load({"libcuda.so.1"}, false);
   fill(s.driver, driver, "cuDriverGetVersion");
   if (driver.handle) {
-    using GetVersion = int (*)(int*);
-    int v = 0;
-    if (auto f = symbol<GetVersion>(driver.handle, "cuDriverGetVersion"); f && f(&v) == 0) {
-      s.driver.version_code = v;
-      s.driver.version = cuda_version_text(v);
-    }
+    ask_version(s.driver, driver, "cuDriverGetVersion", cuda_version_text);
   } else {
     s.driver.note = "no NVIDIA driver on this host (" + s.driver.note + ")";
   }
@@ -146,14 +146,7 @@ CudaStack probe_cuda_libraries() {
 
   auto nccl = load({"libnccl.so.2", "libnccl.so"});
   fill(s.nccl, nccl, "ncclGetVersion");
-  if (nccl.handle) {
-    using GetVersion = int (*)(int*);
-    int v = 0;
-    if (auto f = symbol<GetVersion>(nccl.handle, "ncclGetVersion"); f && f(&v) == 0) {
-      s.nccl.version_code = v;
-      s.nccl.version = nccl_version_text(v);
-    }
-  }
+  if (nccl.handle) ask_version(s.nccl, nccl, "ncclGetVersion", nccl_version_text);
   return s;
 }
 
