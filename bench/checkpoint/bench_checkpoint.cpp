@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_flags.h"
 #include "checkpoint/crc32c.h"
 #include "checkpoint/layout.h"
 #include "checkpoint/load.h"
@@ -117,17 +118,8 @@ int main(int argc, char** argv) {
                                               "timed repetitions (best is reported)")(
       "peers", po::value(&peers_path), "JSON written by bench/checkpoint/checkpoint_peers.py");
   po::variables_map vars;
-  try {
-    po::store(po::parse_command_line(argc, argv, options), vars);
-    po::notify(vars);
-  } catch (const po::error& e) {
-    std::fprintf(stderr, "bench_checkpoint: %s\n", e.what());
-    return 2;
-  }
-  if (vars.count("help")) {
-    std::printf("%s", (std::stringstream() << options).str().c_str());
-    return 0;
-  }
+  if (auto stop = dsx::bench::parse_bench_flags(argc, argv, options, vars, "bench_checkpoint"))
+    return *stop;
   bool own_dir = dir.empty();
   if (own_dir) {
     std::string templ = (std::filesystem::temp_directory_path() / "dsx-bench-ckpt-XXXXXX").string();

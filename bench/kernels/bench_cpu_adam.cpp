@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_flags.h"
 #include "kernels/optimizers.h"
 #include "kernels/simd.h"
 
@@ -146,19 +147,8 @@ int main(int argc, char** argv) {
       "reps", po::value(&reps), "timed runs per case (median is reported)")(
       "simd", po::value(&simd), "force a SIMD level: avx512, avx2 or scalar");
   po::variables_map vm;
-  try {
-    po::store(po::parse_command_line(argc, argv, opts), vm);
-    po::notify(vm);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "bench_cpu_adam: %s\n", e.what());
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::stringstream help;
-    help << opts;
-    std::printf("%s", help.str().c_str());
-    return 0;
-  }
+  if (auto stop = dsx::bench::parse_bench_flags(argc, argv, opts, vm, "bench_cpu_adam"))
+    return *stop;
   if (!simd.empty()) kn::set_simd_level(kn::parse_simd_level(simd));
   std::vector<size_t> sizes;
   std::stringstream ss(sizes_arg);
