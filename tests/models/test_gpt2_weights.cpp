@@ -62,12 +62,24 @@ std::string format_error(F&& f) {
   return "";
 }
 
+// Read-back bf16 weights: each parameter rounded to bf16 (nearest even) and widened again.
+void expect_bf16_of(const std::vector<float>& read, const std::vector<float>& written) {
+  ASSERT_EQ(read.size(), written.size());
+  for (size_t i = 0; i < written.size(); ++i)
+    ASSERT_EQ(read[i], dsx::kernels::bf16_to_float(dsx::kernels::float_to_bf16(written[i]))) << i;
+}
+
+// Each test writes the same small model's random weights into its own scratch directory.
+class Gpt2Weights : public ::testing::Test {
+ protected:
+  dsx::test::TempDir dir;
+  GPT2Config c = small_config();
+  std::vector<float> p = random_params(c);
+};
+
 }  // namespace
 
-TEST(Gpt2Weights, LlmcFp32RoundTripIsBitExact) {
-  dsx::test::TempDir dir;
-  auto c = small_config();
-  auto p = random_params(c);
+TEST_F(Gpt2Weights, LlmcFp32RoundTripIsBitExact) {
   write_llmc_checkpoint(dir.file("a.bin"), c, p.data());
   auto w = read_llmc_checkpoint(dir.file("a.bin"));
   EXPECT_TRUE(same_config(w.config, c));
@@ -85,23 +97,16 @@ TEST(Gpt2Weights, LlmcFp32RoundTripIsBitExact) {
   EXPECT_EQ(raw.size(), 1024 + p.size() * 4);
 }
 
-TEST(Gpt2Weights, LlmcBf16RoundTripIsBitExact) {
-  dsx::test::TempDir dir;
-  auto c = small_config();
-  auto p = random_params(c);
+TEST_F(Gpt2Weights, LlmcBf16RoundTripIsBitExact) {
   write_llmc_checkpoint(dir.file("a.bin"), c, p.data(), DType::BF16);
   auto w = read_llmc_checkpoint(dir.file("a.bin"));
-  for (size_t i = 0; i < p.size(); ++i)
-    ASSERT_EQ(w.params[i], dsx::kernels::bf16_to_float(dsx::kernels::float_to_bf16(p[i]))) << i;
+  expect_bf16_of(w.params, p);
   write_llmc_checkpoint(dir.file("b.bin"), w.config, w.params.data(), DType::BF16);
   EXPECT_EQ(bytes_of(dir.file("a.bin")), bytes_of(dir.file("b.bin")));
   EXPECT_EQ(bytes_of(dir.file("a.bin")).size(), 1024 + p.size() * 2);
 }
 
-TEST(Gpt2Weights, LlmcDamagedFilesAreRejected) {
-  dsx::test::TempDir dir;
-  auto c = small_config();
-  auto p = random_params(c);
+TEST_F(Gpt2Weights, LlmcDamagedFilesAreRejected) {
   write_llmc_checkpoint(dir.file("a.bin"), c, p.data());
   std::string raw = bytes_of(dir.file("a.bin"));
   write_bytes(dir.file("cut.bin"), raw.substr(0, raw.size() - 4));
@@ -119,10 +124,7 @@ TEST(Gpt2Weights, LlmcDamagedFilesAreRejected) {
   EXPECT_THROW(read_llmc_checkpoint(dir.file("missing.bin")), dsx::Error);
 }
 
-TEST(Gpt2Weights, SafetensorsRoundTripIsBitExactInHuggingFaceLayout) {
-  dsx::test::TempDir dir;
-  auto c = small_config();
-  auto p = random_params(c);
+TEST_F(Gpt2Weights, SafetensorsRoundTripIsBitExactInHuggingFaceLayout) {
   write_gpt2_safetensors(dir.file("model.safetensors"), c, p.data());
   auto w = read_gpt2_safetensors(dir.file("model.safetensors"));
   EXPECT_TRUE(same_config(w.config, c));
@@ -145,14 +147,10 @@ TEST(Gpt2Weights, SafetensorsRoundTripIsBitExactInHuggingFaceLayout) {
   EXPECT_EQ(st.find("lm_head.weight"), nullptr);  // tied
 }
 
-TEST(Gpt2Weights, SafetensorsBf16AndHeadCountFromConfigJson) {
-  dsx::test::TempDir dir;
-  auto c = small_config();
-  auto p = random_params(c);
+TEST_F(Gpt2Weights, SafetensorsBf16AndHeadCountFromConfigJson) {
   write_gpt2_safetensors(dir.file("bf16.safetensors"), c, p.data(), DType::BF16);
   auto w = read_gpt2_safetensors(dir.file("bf16.safetensors"));
-  for (size_t i = 0; i < p.size(); ++i)
-    ASSERT_EQ(w.params[i], dsx::kernels::bf16_to_float(dsx::kernels::float_to_bf16(p[i]))) << i;
+  expect_bf16_of(w.params, p);
 
   // A file as transformers writes it: "transformer." prefix, no n_head metadata, lm_head present.
   SafetensorsReader src(dir.file("bf16.safetensors"));
@@ -170,10 +168,7 @@ TEST(Gpt2Weights, SafetensorsBf16AndHeadCountFromConfigJson) {
   EXPECT_EQ(from_dir.params, w.params);
 }
 
-TEST(Gpt2Weights, SafetensorsDamagedFilesAreRejected) {
-  dsx::test::TempDir dir;
-  auto c = small_config();
-  auto p = random_params(c);
+TEST_F(Gpt2Weights, SafetensorsDamagedFilesAreRejected) {
   write_gpt2_safetensors(dir.file("m.safetensors"), c, p.data());
   std::string raw = bytes_of(dir.file("m.safetensors"));
   write_bytes(dir.file("cut.safetensors"), raw.substr(0, raw.size() - 10));
@@ -189,10 +184,7 @@ TEST(Gpt2Weights, SafetensorsDamagedFilesAreRejected) {
   format_error([&] { SafetensorsReader r(dir.file("json.safetensors")); });
 }
 
-TEST(Gpt2Weights, LoadTellsTheFormatsApart) {
-  dsx::test::TempDir dir;
-  auto c = small_config();
-  auto p = random_params(c);
+TEST_F(Gpt2Weights, LoadTellsTheFormatsApart) {
   write_llmc_checkpoint(dir.file("m.bin"), c, p.data());
   write_gpt2_safetensors(dir.file("m.safetensors"), c, p.data());
   EXPECT_EQ(load_gpt2_weights(dir.file("m.bin")).params, p);
