@@ -191,6 +191,27 @@ void expect_nested(const Trace& trace, const std::string& track) {
   }
 }
 
+bool inside_a_step(const Span& s, const std::vector<Span>& steps) {
+  for (const Span& step : steps) {
+    if (s.begin >= step.begin - kRounding && s.end <= step.end + kRounding) return true;
+  }
+  return false;
+}
+
+// Arguments of `dsx train` for byte-small at ZeRO stage 2, traced into dir/traces on
+// torch.profiler's schedule "wait,warmup,active".
+std::string traced_byte_small(const dsx::test::TempDir& dir, bool overlap, int steps,
+                              const std::string& schedule) {
+  return "--deepspeed_config " + config_file(dir, 2, overlap) + " --model byte-small --steps " +
+         std::to_string(steps) + " --eval_interval 0 --profile " + dir.file("traces") +
+         " --profile_schedule " + schedule;
+}
+
+// Rank r's timeline as the traced job above left it.
+Trace rank_trace(const dsx::test::TempDir& dir, int rank) {
+  return Trace(dir.file("traces/rank" + std::to_string(rank) + ".trace.json"), rank);
+}
+
 bool overlap(const Span& a, const Span& b) { return std::min(a.end, b.end) - std::max(a.begin, b.begin) > 1.0; }
 
 std::vector<Span> backward_layers(const Trace& t) {
@@ -205,15 +226,13 @@ TEST(ProfileTraces, EveryRanksTimelineIsWellFormedWithBucketsInsideStepsAndOverl
   dsx::test::TempDir dir;
   // byte-small: a layer's backward (about 1 ms) outlasts the scheduler's delay in waking the
   // communication stream's thread, so on two busy cores the overlap shows in every run.
-  Job job(2, "--deepspeed_config " + config_file(dir, 2, true) + " --model byte-small --steps 6 --eval_interval 0" +
-                 " --profile " + dir.file("traces") + " --profile_schedule 1,1,3",
-          dir);
+  Job job(2, traced_byte_small(dir, /*overlap=*/true, 6, "1,1,3"), dir);
   ASSERT_TRUE(job.wait_all(std::chrono::seconds(240))) << job.output(0) << job.output(1);
   const std::string out = job.output(0);
   EXPECT_NE(out.find("trace of steps 3-5 over 2 rank(s), ms per step:"), std::string::npos) << out;
   EXPECT_NE(out.find("gradient communication hidden behind compute:"), std::string::npos) << out;
   for (int rank = 0; rank < 2; ++rank) {
-    const Trace trace(dir.file("traces/rank" + std::to_string(rank) + ".trace.json"), rank);
+    const Trace trace = rank_trace(dir, rank);
     for (const char* track : {"training", "gradient reductions", "comm progress"}) {
       EXPECT_FALSE(trace.on(track).empty()) << "rank " << rank << " has spans on " << track;
       expect_nested(trace, track);
@@ -230,9 +249,8 @@ TEST(ProfileTraces, EveryRanksTimelineIsWellFormedWithBucketsInsideStepsAndOverl
     EXPECT_EQ(backward_layers(trace).size() % 3, 0u);
     const std::vector<Span> buckets = trace.on("gradient reductions");
     for (const Span& b : buckets) {
-      bool inside = false;
-      for (const Span& s : steps) inside = inside || (b.begin >= s.begin - kRounding && b.end <= s.end + kRounding);
-      EXPECT_TRUE(inside) << b.name << " at " << b.begin << " is outside every step";
+      EXPECT_TRUE(inside_a_step(b, steps))
+          << b.name << " at " << b.begin << " is outside every step";
     }
     int overlapping = 0;
     for (const Span& b : buckets) {
@@ -245,9 +263,7 @@ TEST(ProfileTraces, EveryRanksTimelineIsWellFormedWithBucketsInsideStepsAndOverl
       if (s.name != "optimizer kernel") continue;
       ++kernels;
       EXPECT_EQ(s.track.rfind("cpu ", 0), 0u) << s.track;
-      bool inside = false;
-      for (const Span& step : steps) inside = inside || (s.begin >= step.begin - kRounding && s.end <= step.end + kRounding);
-      EXPECT_TRUE(inside);
+      EXPECT_TRUE(inside_a_step(s, steps));
     }
     EXPECT_EQ(kernels, 3) << "one per traced step";
     // Both ranks read one machine's clock: the measured offset is within its uncertainty.
@@ -263,7 +279,7 @@ TEST(ProfileTraces, EveryRanksTimelineIsWellFormedWithBucketsInsideStepsAndOverl
     if (std::string(e["ph"].GetString()) == "X") ++spans[e["pid"].GetInt()];
   }
   for (int rank = 0; rank < 2; ++rank) {
-    const Trace trace(dir.file("traces/rank" + std::to_string(rank) + ".trace.json"), rank);
+    const Trace trace = rank_trace(dir, rank);
     EXPECT_EQ(spans[rank], trace.spans.size());
   }
   EXPECT_NE(merged.output.find(std::to_string(spans[0] + spans[1]) + " spans"), std::string::npos) << merged.output;
@@ -274,12 +290,10 @@ TEST(ProfileTraces, EveryRanksTimelineIsWellFormedWithBucketsInsideStepsAndOverl
 
 TEST(ProfileTraces, WithoutOverlapCommNoReductionOverlapsBackward) {
   dsx::test::TempDir dir;
-  Job job(2, "--deepspeed_config " + config_file(dir, 2, false) + " --model byte-small --steps 4 --eval_interval 0" +
-                 " --profile " + dir.file("traces") + " --profile_schedule 1,1,2",
-          dir);
+  Job job(2, traced_byte_small(dir, /*overlap=*/false, 4, "1,1,2"), dir);
   ASSERT_TRUE(job.wait_all(std::chrono::seconds(240))) << job.output(0) << job.output(1);
   for (int rank = 0; rank < 2; ++rank) {
-    const Trace trace(dir.file("traces/rank" + std::to_string(rank) + ".trace.json"), rank);
+    const Trace trace = rank_trace(dir, rank);
     const std::vector<Span> buckets = trace.on("gradient reductions");
     ASSERT_GT(buckets.size(), 4u);
     for (const Span& b : buckets) {
