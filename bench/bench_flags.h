@@ -1,11 +1,16 @@
-// A benchmark program's flags (boost::program_options): parsed, or the reason it stops first.
+// A benchmark program's inputs: its flags (boost::program_options), parsed or the reason it
+// stops first, and the JSON file its peers script wrote.
 #pragma once
+
+#include <rapidjson/document.h>
 
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <exception>
+#include <fstream>
 #include <optional>
 #include <sstream>
+#include <string>
 
 namespace dsx::bench {
 
@@ -28,6 +33,17 @@ inline std::optional<int> parse_bench_flags(int argc, char** argv,
     return 0;
   }
   return std::nullopt;
+}
+
+// The JSON a peers script wrote (bench/*/..._peers.py); not an object when the file is missing
+// or is not JSON, for the caller to say so and go on without the peers.
+inline rapidjson::Document read_peers_json(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  rapidjson::Document doc;
+  if (doc.Parse(text.str().c_str()).HasParseError()) doc.SetNull();
+  return doc;
 }
 
 }  // namespace dsx::bench

@@ -86,13 +86,8 @@ void read_whole(const std::string& path, std::vector<float>& into) {
 std::map<std::string, double> read_peers(const std::string& path, int ranks, int mib) {
   std::map<std::string, double> peers;
   if (path.empty()) return peers;
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  rapidjson::Document doc;
-  doc.Parse(text.str().c_str());
-  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("seconds") ||
-      !doc["seconds"].IsObject()) {
+  rapidjson::Document doc = dsx::bench::read_peers_json(path);
+  if (!doc.IsObject() || !doc.HasMember("seconds") || !doc["seconds"].IsObject()) {
     std::fprintf(stderr, "bench_checkpoint: %s is not checkpoint_peers.py's JSON; ignoring it\n",
                  path.c_str());
     return peers;

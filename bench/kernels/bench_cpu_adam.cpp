@@ -110,12 +110,8 @@ using PeerTimes = std::map<std::pair<size_t, std::string>, std::map<std::string,
 PeerTimes read_peers(const std::string& path, int& threads) {
   PeerTimes out;
   if (path.empty()) return out;
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  rapidjson::Document doc;
-  doc.Parse(text.str().c_str());
-  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("results")) {
+  rapidjson::Document doc = dsx::bench::read_peers_json(path);
+  if (!doc.IsObject() || !doc.HasMember("results")) {
     std::fprintf(stderr,
                  "bench_cpu_adam: %s is not the JSON that cpu_adam_peers.py writes; ignoring it\n",
                  path.c_str());
