@@ -1,6 +1,7 @@
 // optimizer and scheduler: DeepSpeed's name resolution (its own optimizers in any case, torch's
 // by exact class name; schedules by exact name) and the params each one takes.
 #include <algorithm>
+#include <optional>
 
 #include "dsx/join.h"
 #include "config/closest_key.h"
@@ -32,35 +33,59 @@ bool contains(const std::vector<std::string>& list, const std::string& s) {
   return std::find(list.begin(), list.end(), s) != list.end();
 }
 
+// The closest of DeepSpeed's and torch's names to a misspelt type, for "Did you mean".
+std::optional<std::string> closest_name(const std::string& type, const std::vector<std::string>& own,
+                                        const std::vector<std::string>& torch) {
+  std::vector<std::string> all = own;
+  all.insert(all.end(), torch.begin(), torch.end());
+  return closest_key(type, all);
+}
+
 std::string lower(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
+}
+
+// The head of a block that names a type and carries params (optimizer, scheduler): `more` reads
+// its other keys; params without a type are ignored with a warning. Returns where the type was
+// written and the params member, or nothing when there is no type (nothing more to read).
+struct TypedBlock {
+  const json::Value* type_value;
+  const json::Member* params;
+};
+
+template <class More>
+std::optional<TypedBlock> read_typed_block(ReadContext& ctx, const json::Member* member, const std::string& name,
+                                           std::optional<std::string>& type, More more) {
+  const json::Value* obj = object_of(ctx, member, name);
+  if (!obj) return std::nullopt;
+  BlockReader r(ctx, obj, name, Extra::Warn);
+  const bool has_type = r.field("type", type);
+  more(r);
+  const json::Member* params = r.take("params");
+  r.finish();
+  if (!has_type || !type) {
+    if (params) ctx.warn(name + ".params", params->key_pos, name + ".params without " + name + ".type is ignored.");
+    return std::nullopt;
+  }
+  return TypedBlock{&obj->find_member("type")->value, params};
 }
 
 }  // namespace
 
 void read_optimizer(ReadContext& ctx, const json::Member* member) {
   OptimizerConfig& o = ctx.config.optimizer;
-  const json::Value* obj = object_of(ctx, member, "optimizer");
-  if (!obj) return;
-  BlockReader r(ctx, obj, "optimizer", Extra::Warn);
-  const bool has_type = r.field("type", o.type);
-  r.field("legacy_fusion", o.legacy_fusion);
-  const json::Member* params = r.take("params");
-  r.finish();
-  if (!has_type || !o.type) {
-    if (params) ctx.warn("optimizer.params", params->key_pos, "optimizer.params without optimizer.type is ignored.");
-    return;
-  }
-  const json::Value& type_value = obj->find_member("type")->value;
+  const auto block = read_typed_block(ctx, member, "optimizer", o.type,
+                                      [&](BlockReader& r) { r.field("legacy_fusion", o.legacy_fusion); });
+  if (!block) return;
+  const json::Value& type_value = *block->type_value;
+  const json::Member* params = block->params;
   if (contains(kDeepSpeedOptimizers, lower(*o.type))) {
     o.name = lower(*o.type);
   } else if (contains(kTorchOptimizers, *o.type)) {
     o.name = *o.type;
   } else {
-    std::vector<std::string> all = kDeepSpeedOptimizers;
-    all.insert(all.end(), kTorchOptimizers.begin(), kTorchOptimizers.end());
-    auto near = closest_key(*o.type, all);
+    const auto near = closest_name(*o.type, kDeepSpeedOptimizers, kTorchOptimizers);
     ctx.error("optimizer.type", type_value.pos,
               *o.type + " is not a supported DeepSpeed Optimizer. DeepSpeed's own (any case): " +
                   join(kDeepSpeedOptimizers, ", ") + "; torch.optim classes by exact name: " + join(kTorchOptimizers, ", ") +
@@ -106,22 +131,13 @@ void read_optimizer(ReadContext& ctx, const json::Member* member) {
 
 void read_scheduler(ReadContext& ctx, const json::Member* member) {
   SchedulerConfig& s = ctx.config.scheduler;
-  const json::Value* obj = object_of(ctx, member, "scheduler");
-  if (!obj) return;
-  BlockReader r(ctx, obj, "scheduler", Extra::Warn);
-  const bool has_type = r.field("type", s.type);
-  const json::Member* params = r.take("params");
-  r.finish();
-  if (!has_type || !s.type) {
-    if (params) ctx.warn("scheduler.params", params->key_pos, "scheduler.params without scheduler.type is ignored.");
-    return;
-  }
-  const json::Value& type_value = obj->find_member("type")->value;
+  const auto block = read_typed_block(ctx, member, "scheduler", s.type, [](BlockReader&) {});
+  if (!block) return;
+  const json::Value& type_value = *block->type_value;
+  const json::Member* params = block->params;
   s.known = contains(kDeepSpeedSchedules, *s.type);
   if (!s.known && !contains(kTorchSchedules, *s.type)) {
-    std::vector<std::string> all = kDeepSpeedSchedules;
-    all.insert(all.end(), kTorchSchedules.begin(), kTorchSchedules.end());
-    auto near = closest_key(*s.type, all);
+    const auto near = closest_name(*s.type, kDeepSpeedSchedules, kTorchSchedules);
     ctx.error("scheduler.type", type_value.pos,
               "DeepSpeed does not recognize LR scheduler " + *s.type + " (names are case-sensitive: " +
                   join(kDeepSpeedSchedules, ", ") + ", or a torch.optim.lr_scheduler class)." +

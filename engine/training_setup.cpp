@@ -18,6 +18,19 @@ float beta(const config::OptimizerParams& p, size_t i) {
   return static_cast<float>(betas[i]);
 }
 
+// lr and weight_decay, which every optimizer takes, and the two betas of those with moments.
+template <class Hyper>
+void rate_and_decay_from(Hyper& h, const config::OptimizerParams& p) {
+  h.lr = static_cast<float>(p.lr);
+  h.weight_decay = static_cast<float>(p.weight_decay);
+}
+template <class Hyper>
+void moments_from(Hyper& h, const config::OptimizerParams& p) {
+  rate_and_decay_from(h, p);
+  h.beta1 = beta(p, 0);
+  h.beta2 = beta(p, 1);
+}
+
 zero::OptimizerSpec optimizer_from(const config::OptimizerConfig& o) {
   zero::OptimizerSpec spec;
   const config::OptimizerParams& p = o.params;
@@ -25,11 +38,8 @@ zero::OptimizerSpec optimizer_from(const config::OptimizerConfig& o) {
   if (!o.type || name == "adam" || name == "adamw") {
     // No optimizer block: DeepSpeed would take the client's optimizer; dsx trains with AdamW.
     spec.type = zero::OptimizerType::Adam;
-    spec.adam.lr = static_cast<float>(p.lr);
-    spec.adam.beta1 = beta(p, 0);
-    spec.adam.beta2 = beta(p, 1);
+    moments_from(spec.adam, p);
     spec.adam.eps = static_cast<float>(p.eps);
-    spec.adam.weight_decay = static_cast<float>(p.weight_decay);
     spec.adam.adam_w_mode = p.adam_w_mode || name == "adamw";
     spec.adam.bias_correction = p.bias_correction;
     if (p.amsgrad) {
@@ -39,33 +49,25 @@ zero::OptimizerSpec optimizer_from(const config::OptimizerConfig& o) {
     }
   } else if (name == "lamb") {
     spec.type = zero::OptimizerType::Lamb;
-    spec.lamb.lr = static_cast<float>(p.lr);
-    spec.lamb.beta1 = beta(p, 0);
-    spec.lamb.beta2 = beta(p, 1);
+    moments_from(spec.lamb, p);
     spec.lamb.eps = static_cast<float>(p.eps);
-    spec.lamb.weight_decay = static_cast<float>(p.weight_decay);
     spec.lamb.bias_correction = p.bias_correction;
     spec.lamb.max_coeff = static_cast<float>(p.max_coeff);
     spec.lamb.min_coeff = static_cast<float>(p.min_coeff);
     spec.lamb.eps_inside_sqrt = p.eps_inside_sqrt;
   } else if (name == "lion") {
     spec.type = zero::OptimizerType::Lion;
-    spec.lion.lr = static_cast<float>(p.lr);
-    spec.lion.beta1 = beta(p, 0);
-    spec.lion.beta2 = beta(p, 1);
-    spec.lion.weight_decay = static_cast<float>(p.weight_decay);
+    moments_from(spec.lion, p);
   } else if (name == "SGD") {
     spec.type = zero::OptimizerType::Sgd;
-    spec.sgd.lr = static_cast<float>(p.lr);
+    rate_and_decay_from(spec.sgd, p);
     spec.sgd.momentum = static_cast<float>(p.momentum);
     spec.sgd.dampening = static_cast<float>(p.dampening);
-    spec.sgd.weight_decay = static_cast<float>(p.weight_decay);
     spec.sgd.nesterov = p.nesterov;
   } else if (name == "adagrad") {
     spec.type = zero::OptimizerType::Adagrad;
-    spec.adagrad.lr = static_cast<float>(p.lr);
+    rate_and_decay_from(spec.adagrad, p);
     spec.adagrad.eps = static_cast<float>(p.eps);
-    spec.adagrad.weight_decay = static_cast<float>(p.weight_decay);
   } else {
     throw Error(ErrorKind::Unsupported, "optimizer.type \"" + *o.type +
                                             "\" is valid for DeepSpeed but dsx has no kernel for it; use "
