@@ -38,28 +38,26 @@ std::optional<TokenId> config_token(const HfBpeParts& parts, const TokenizerConf
   return id;
 }
 
+// The token an add_*_token flag asks for, which tokenizer_config.json must name.
+TokenId named_token(const std::optional<TokenId>& token, const TokenizerConfig& config, const char* flag,
+                    const char* key, const char* what) {
+  if (!token) {
+    throw Error(ErrorKind::Format, config.source + ": " + flag + " is true but " + key + " is not set (name the " +
+                                       what + " token)");
+  }
+  return *token;
+}
+
 std::unique_ptr<Tokenizer> load_json(const std::string& json_path, const TokenizerConfig& config) {
   HfBpeParts parts = read_tokenizer_json(json_path);
   parts.bos = config_token(parts, config, config.bos_token, "bos_token");
   parts.eos = config_token(parts, config, config.eos_token, "eos_token");
   if (config.add_bos_token || config.add_eos_token) {
     parts.special_template = {};
-    if (config.add_bos_token.value_or(false)) {
-      if (!parts.bos) {
-        throw Error(ErrorKind::Format, config.source +
-                                           ": add_bos_token is true but bos_token is "
-                                           "not set (name the BOS token)");
-      }
-      parts.special_template.prefix.push_back(*parts.bos);
-    }
-    if (config.add_eos_token.value_or(false)) {
-      if (!parts.eos) {
-        throw Error(ErrorKind::Format, config.source +
-                                           ": add_eos_token is true but eos_token is "
-                                           "not set (name the EOS token)");
-      }
-      parts.special_template.suffix.push_back(*parts.eos);
-    }
+    if (config.add_bos_token.value_or(false))
+      parts.special_template.prefix.push_back(named_token(parts.bos, config, "add_bos_token", "bos_token", "BOS"));
+    if (config.add_eos_token.value_or(false))
+      parts.special_template.suffix.push_back(named_token(parts.eos, config, "add_eos_token", "eos_token", "EOS"));
   }
   return std::make_unique<HfBpeTokenizer>(std::move(parts));
 }

@@ -29,6 +29,14 @@ void check_depth(int depth, const At& at) {
   if (depth > kMaxNesting) json::bad_value(at, "nests Sequences more than 16 deep");
 }
 
+// Each step of a Sequence component (its array under `key`), with where it was written.
+template <class Read>
+void for_each_step(const Value& sequence, const At& at, const char* key, Read read) {
+  const At list_at = at / key;
+  const Value& list = json::require_array(json::require_member(sequence, key, at), list_at);
+  for (rapidjson::SizeType i = 0; i < list.Size(); ++i) read(list[i], list_at[i]);
+}
+
 std::string type_of(const Value& component, const At& at) {
   json::require_object(component, at);
   return json::as_string(json::require_member(component, "type", at), at / "type");
@@ -104,11 +112,8 @@ void read_pre_tokenizer(const Value& v, const At& at, PreTokenizer& pre, int dep
   if (type == "Split") return read_split(v, at, pre);
   if (type == "ByteLevel") return read_byte_level(v, at, pre);
   if (type == "Sequence") {
-    const At list_at = at / "pretokenizers";
-    const Value& list = json::require_array(json::require_member(v, "pretokenizers", at), list_at);
-    for (rapidjson::SizeType i = 0; i < list.Size(); ++i)
-      read_pre_tokenizer(list[i], list_at[i], pre, depth + 1);
-    return;
+    return for_each_step(v, at, "pretokenizers",
+                         [&](const Value& step, const At& step_at) { read_pre_tokenizer(step, step_at, pre, depth + 1); });
   }
   unsupported(at / "type", "is the pre-tokenizer \"" + type + "\", which dsx does not implement");
 }
@@ -270,11 +275,8 @@ void read_post_processor(const Value& v, const At& at, SpecialTokenTemplate& out
   if (type == "ByteLevel") return;  // offsets only
   if (type == "TemplateProcessing") return read_template(v, at, out);
   if (type == "Sequence") {
-    const At list_at = at / "processors";
-    const Value& list = json::require_array(json::require_member(v, "processors", at), list_at);
-    for (rapidjson::SizeType i = 0; i < list.Size(); ++i)
-      read_post_processor(list[i], list_at[i], out, depth + 1);
-    return;
+    return for_each_step(v, at, "processors",
+                         [&](const Value& step, const At& step_at) { read_post_processor(step, step_at, out, depth + 1); });
   }
   unsupported(at / "type", "is the post-processor \"" + type + "\", which dsx does not implement");
 }

@@ -106,6 +106,16 @@ TEST_P(ReduceScatter, EachOwnerReceivesOnlyItsRun) {
 INSTANTIATE_TEST_SUITE_P(StagesAndWorlds, ReduceScatter,
                          ::testing::Combine(::testing::Values(1, 2), ::testing::Values(2, 3)));
 
+// Stage 2 with overlap and buckets of 320 elements (about one layer each), reduced by
+// reduce-scatter or by allreduce.
+ZeroOptions small_overlapped_buckets(bool reduce_scatter) {
+  ZeroOptions o = sgd_options(2);
+  o.reduce_bucket_size = 320;
+  o.overlap_comm = true;
+  o.reduce_scatter = reduce_scatter;
+  return o;
+}
+
 // Buckets of one layer on 3 ranks (partitions of 518 cut the layers at 518 and 1036). Layers 0, 2
 // and 4 lie inside the partitions of ranks 0, 1 and 2: the two other ranks send their copies to
 // the owner (each rank sends 2 and receives 2). Layer 3 splits 109/202 and goes as a
@@ -116,10 +126,7 @@ TEST(ReduceScatterSmallBuckets, EachBucketTakesTheCheaperCollective) {
   auto job = dsx::test::run_job(world, dsx::test::test_options("tcp"), [&](dsx::comm::Communicator& comm, int rank) {
     double bus[2] = {0, 0};
     for (bool reduce_scatter : {true, false}) {
-      ZeroOptions o = sgd_options(2);
-      o.reduce_bucket_size = 320;
-      o.overlap_comm = true;
-      o.reduce_scatter = reduce_scatter;
+      const ZeroOptions o = small_overlapped_buckets(reduce_scatter);
       CountingCommunicator counting(comm);
       std::vector<float> init(total(kParams), 0.0f);
       ZeroEngine z(kParams, kLayers, init.data(), o, counting);
@@ -147,10 +154,7 @@ TEST(ReduceScatterTwoRanks, SendsHalfTheBytesOfAnAllreduce) {
   auto job = dsx::test::run_job(2, dsx::test::test_options("tcp"), [&](dsx::comm::Communicator& comm, int rank) {
     double bus[2] = {0, 0};
     for (bool reduce_scatter : {true, false}) {
-      ZeroOptions o = sgd_options(2);
-      o.reduce_bucket_size = 320;
-      o.overlap_comm = true;
-      o.reduce_scatter = reduce_scatter;
+      const ZeroOptions o = small_overlapped_buckets(reduce_scatter);
       std::vector<float> init(total(kParams), 0.0f);
       ZeroEngine z(kParams, kLayers, init.data(), o, comm);
       backward(z, kParams, kLayers, [&](int l) { return grad_of(rank, l); });
