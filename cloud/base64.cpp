@@ -1,45 +1,14 @@
-// Base64 encoding and decoding, three bytes to four characters.
+// Base64 decoding of the standard alphabet, strict about padding and length.
 #include "cloud/base64.h"
 
 #include <cstdint>
 
+#include "dsx/base64.h"
 #include "dsx/error.h"
 
 namespace dsx::cloud {
 
-namespace {
-constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-int value_of(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
-  return -1;
-}
-}  // namespace
-
-std::string base64_encode(std::string_view bytes) {
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  size_t i = 0;
-  for (; i + 3 <= bytes.size(); i += 3) {
-    uint32_t v = uint32_t(uint8_t(bytes[i])) << 16 | uint32_t(uint8_t(bytes[i + 1])) << 8 |
-                 uint8_t(bytes[i + 2]);
-    for (int shift = 18; shift >= 0; shift -= 6) out += kAlphabet[(v >> shift) & 63];
-  }
-  size_t rest = bytes.size() - i;
-  if (rest > 0) {
-    uint32_t v = uint32_t(uint8_t(bytes[i])) << 16;
-    if (rest == 2) v |= uint32_t(uint8_t(bytes[i + 1])) << 8;
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += rest == 2 ? kAlphabet[(v >> 6) & 63] : '=';
-    out += '=';
-  }
-  return out;
-}
+std::string base64_encode(std::string_view bytes) { return base64::encode(bytes, base64::kStandard); }
 
 std::string base64_decode(std::string_view text) {
   if (text.size() % 4 != 0) {
@@ -59,7 +28,7 @@ std::string base64_decode(std::string_view text) {
         v <<= 6;
         continue;
       }
-      int d = value_of(c);
+      int d = base64::digit_of(c);
       if (d < 0 || padding > 0) {
         throw Error(ErrorKind::Format,
                     "invalid base64 character at offset " + std::to_string(i + k));

@@ -4,21 +4,11 @@
 #include <cctype>
 #include <cstdio>
 
+#include "dsx/base64.h"
 #include "dsx/error.h"
 
 namespace dsx::launcher {
 namespace {
-
-const char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-int base64_value(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '-' || c == '+') return 62;  // accept the standard alphabet too
-  if (c == '_' || c == '/') return 63;
-  return -1;
-}
 
 // json.dumps with ensure_ascii: quotes, backslashes and control characters escaped.
 std::string json_string(const std::string& s) {
@@ -157,28 +147,7 @@ World decode_world_info(const std::string& encoded) {
   return WorldJsonReader(base64_urlsafe_decode(encoded)).read();
 }
 
-std::string base64_urlsafe_encode(const std::string& bytes) {
-  std::string out;
-  size_t i = 0;
-  for (; i + 2 < bytes.size(); i += 3) {
-    unsigned v = (static_cast<unsigned char>(bytes[i]) << 16) | (static_cast<unsigned char>(bytes[i + 1]) << 8) |
-                 static_cast<unsigned char>(bytes[i + 2]);
-    out += kAlphabet[v >> 18];
-    out += kAlphabet[(v >> 12) & 63];
-    out += kAlphabet[(v >> 6) & 63];
-    out += kAlphabet[v & 63];
-  }
-  size_t rest = bytes.size() - i;
-  if (rest > 0) {
-    unsigned v = static_cast<unsigned char>(bytes[i]) << 16;
-    if (rest == 2) v |= static_cast<unsigned char>(bytes[i + 1]) << 8;
-    out += kAlphabet[v >> 18];
-    out += kAlphabet[(v >> 12) & 63];
-    out += rest == 2 ? kAlphabet[(v >> 6) & 63] : '=';
-    out += '=';
-  }
-  return out;
-}
+std::string base64_urlsafe_encode(const std::string& bytes) { return base64::encode(bytes, base64::kUrlSafe); }
 
 std::string base64_urlsafe_decode(const std::string& text) {
   std::string out;
@@ -187,7 +156,7 @@ std::string base64_urlsafe_decode(const std::string& text) {
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
     if (c == '=' || std::isspace(static_cast<unsigned char>(c))) continue;
-    int v = base64_value(c);
+    int v = base64::digit_of(c);
     if (v < 0) {
       throw Error(ErrorKind::Usage, "--world_info: character '" + std::string(1, c) + "' at offset " +
                                         std::to_string(i) + " is not base64");
