@@ -64,14 +64,10 @@ const GcpMachineType& gcp_machine_type(std::string_view name) {
 
 const char* to_string(GpuDirect path) {
   switch (path) {
-    case GpuDirect::None:
-      return "none";
-    case GpuDirect::Tcpx:
-      return "tcpx";
-    case GpuDirect::Tcpxo:
-      return "tcpxo";
-    case GpuDirect::Rdma:
-      return "rdma";
+    case GpuDirect::None: return "none";
+    case GpuDirect::Tcpx: return "tcpx";
+    case GpuDirect::Tcpxo: return "tcpxo";
+    case GpuDirect::Rdma: return "rdma";
   }
   return "none";
 }

@@ -44,19 +44,13 @@ rapidjson::Document parse(const std::string& text, const std::string& path) {
 
 const char* type_name(const Value& v) {
   switch (v.GetType()) {
-    case rapidjson::kNullType:
-      return "null";
+    case rapidjson::kNullType: return "null";
     case rapidjson::kFalseType:
-    case rapidjson::kTrueType:
-      return "a boolean";
-    case rapidjson::kObjectType:
-      return "an object";
-    case rapidjson::kArrayType:
-      return "an array";
-    case rapidjson::kStringType:
-      return "a string";
-    case rapidjson::kNumberType:
-      return "a number";
+    case rapidjson::kTrueType: return "a boolean";
+    case rapidjson::kObjectType: return "an object";
+    case rapidjson::kArrayType: return "an array";
+    case rapidjson::kStringType: return "a string";
+    case rapidjson::kNumberType: return "a number";
   }
   return "unknown";
 }

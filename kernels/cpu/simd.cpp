@@ -48,10 +48,8 @@ std::atomic<SimdLevel>& current() {
 
 const char* simd_level_name(SimdLevel level) {
   switch (level) {
-    case SimdLevel::Avx512:
-      return "avx512";
-    case SimdLevel::Avx2:
-      return "avx2";
+    case SimdLevel::Avx512: return "avx512";
+    case SimdLevel::Avx2: return "avx2";
     default:
       return "scalar";
   }

@@ -12,24 +12,18 @@ namespace dsx::estimate {
 
 const char* to_string(Precision p) {
   switch (p) {
-    case Precision::Bf16:
-      return "bf16";
-    case Precision::Fp16:
-      return "fp16";
-    case Precision::Fp32:
-      return "fp32";
+    case Precision::Bf16: return "bf16";
+    case Precision::Fp16: return "fp16";
+    case Precision::Fp32: return "fp32";
   }
   return "?";
 }
 
 const char* to_string(Offload o) {
   switch (o) {
-    case Offload::None:
-      return "none";
-    case Offload::Optimizer:
-      return "optimizer";
-    case Offload::OptimizerAndParams:
-      return "optimizer+param";
+    case Offload::None: return "none";
+    case Offload::Optimizer: return "optimizer";
+    case Offload::OptimizerAndParams: return "optimizer+param";
   }
   return "?";
 }

@@ -14,12 +14,9 @@ namespace dsx::report {
 
 const char* to_string(Severity s) {
   switch (s) {
-    case Severity::Info:
-      return "info";
-    case Severity::Warning:
-      return "warning";
-    case Severity::Error:
-      return "error";
+    case Severity::Info: return "info";
+    case Severity::Warning: return "warning";
+    case Severity::Error: return "error";
   }
   return "?";
 }

@@ -12,22 +12,14 @@ namespace dsx::report {
 
 const char* to_string(GpuLink link) {
   switch (link) {
-    case GpuLink::Self:
-      return "X";
-    case GpuLink::NvLink:
-      return "NV";
-    case GpuLink::Pix:
-      return "PIX";
-    case GpuLink::Pxb:
-      return "PXB";
-    case GpuLink::Phb:
-      return "PHB";
-    case GpuLink::Node:
-      return "NODE";
-    case GpuLink::Sys:
-      return "SYS";
-    case GpuLink::Unknown:
-      return "?";
+    case GpuLink::Self: return "X";
+    case GpuLink::NvLink: return "NV";
+    case GpuLink::Pix: return "PIX";
+    case GpuLink::Pxb: return "PXB";
+    case GpuLink::Phb: return "PHB";
+    case GpuLink::Node: return "NODE";
+    case GpuLink::Sys: return "SYS";
+    case GpuLink::Unknown: return "?";
   }
   return "?";
 }
@@ -86,16 +78,11 @@ int numa_node_of(const std::string& bus_id) {
 GpuLink link_from_ancestor(int level) {
   switch (level) {
     case 0:  // same board
-    case 10:
-      return GpuLink::Pix;
-    case 20:
-      return GpuLink::Pxb;
-    case 30:
-      return GpuLink::Phb;
-    case 40:
-      return GpuLink::Node;
-    case 50:
-      return GpuLink::Sys;
+    case 10: return GpuLink::Pix;
+    case 20: return GpuLink::Pxb;
+    case 30: return GpuLink::Phb;
+    case 40: return GpuLink::Node;
+    case 50: return GpuLink::Sys;
   }
   return GpuLink::Unknown;
 }
