@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "config/json.h"
+#include "config/loss_scaling.h"
 #include "config/zero_partitioning.h"
 
 namespace dsx::config {
@@ -109,15 +110,9 @@ struct SchedulerConfig {
   json::Value raw_params;
 };
 
-struct Fp16Config {
+struct Fp16Config : Fp16LossScaling {  // the scaler's keys: see there
   bool enabled = false;
   bool auto_cast = false;
-  double loss_scale = 0;  // 0 = dynamic
-  int64_t initial_scale_power = 16;
-  int64_t loss_scale_window = 1000;
-  int64_t hysteresis = 2;
-  bool consecutive_hysteresis = false;
-  int64_t min_loss_scale = 1;
   bool fp16_master_weights_and_grads = false;
   bool dynamic() const { return loss_scale == 0; }
 };

@@ -13,16 +13,19 @@
 
 #include <cstdint>
 
+#include "config/loss_scaling.h"
+
 namespace dsx::zero {
 
 struct LossScalerConfig {
   bool dynamic = true;          // fp16.loss_scale == 0
   double static_scale = 1.0;    // fp16.loss_scale when > 0; 1.0 for bf16/fp32
-  int initial_scale_power = 16;
-  int64_t window = 1000;        // loss_scale_window
-  int hysteresis = 2;
-  bool consecutive_hysteresis = false;
-  double min_scale = 1.0;       // min_loss_scale
+  // The ds_config's defaults (config/loss_scaling.h) unless the fp16 block says otherwise.
+  int initial_scale_power = static_cast<int>(config::Fp16LossScaling{}.initial_scale_power);
+  int64_t window = config::Fp16LossScaling{}.loss_scale_window;
+  int hysteresis = static_cast<int>(config::Fp16LossScaling{}.hysteresis);
+  bool consecutive_hysteresis = config::Fp16LossScaling{}.consecutive_hysteresis;
+  double min_scale = static_cast<double>(config::Fp16LossScaling{}.min_loss_scale);
   bool zero_semantics = true;   // hysteresis + error at the minimum (ZeRO 1-3) or neither (stage 0)
 };
 

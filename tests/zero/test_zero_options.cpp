@@ -256,11 +256,13 @@ TEST(ContiguousGradients, KeepsTheBucketBuffers) {
 TEST(ModelPersistence, CapsTheLayersKeptGathered) {
   auto job = dsx::test::run_job(2, dsx::test::test_options("tcp"), [&](dsx::comm::Communicator& comm, int rank) {
     struct Case {
-      size_t model_threshold;
+      int64_t model_threshold;
       size_t gathers;
     };
-    // layers hold 308..312 elements: 700 keeps layers 0 and 1 (617), unbounded keeps all five
-    for (Case c : {Case{700, 2 + 2 * 2 + 1}, Case{size_t(-1), 5}}) {
+    // layers hold 308..312 elements: 700 keeps layers 0 and 1 (617), the default (no bound)
+    // keeps all five
+    const int64_t unbounded = dsx::config::ZeroPartitioning{}.model_persistence_threshold;
+    for (Case c : {Case{700, 2 + 2 * 2 + 1}, Case{unbounded, 5}}) {
       ZeroOptions o = sgd_options(3);
       o.param_persistence_threshold = 1000;
       o.model_persistence_threshold = c.model_threshold;
