@@ -1,0 +1,25 @@
+// Builds a Llama-family model for a device and element type, so the engine can pick it from the
+// ds_config without naming the model classes (as models/gpt2/factory.h does for GPT-2).
+#pragma once
+
+#include <memory>
+
+#include "kernels/dtype.h"
+#include "models/llama/config.h"
+#include "models/model.h"
+
+namespace dsx::models {
+
+struct LlamaOptions {
+  bool cuda = false;                           // only the CPU model exists today
+  kernels::DType dtype = kernels::DType::F32;  // CPU: F32
+  int max_batch = 1, max_seq = 1;
+  bool activation_checkpointing = false;       // the ds_config's activation_checkpointing block
+  void* stream = nullptr;                      // CUDA, later: the stream to compute on
+};
+
+// Throws Error(Unsupported) for a combination this build cannot run (CUDA, a 16-bit CPU model)
+// and Error(Config) for an invalid config.
+std::unique_ptr<Model> make_llama(const LlamaConfig& config, const LlamaOptions& options);
+
+}  // namespace dsx::models

@@ -1,0 +1,317 @@
+// Llama-family forward and backward on the CPU, one layer at a time (see llama_cpu.h).
+// Matmuls, attention and cross-entropy are GPT-2's CPU kernels: grouped-query attention runs as
+// multi-head attention on q, k and v packed with their kv heads repeated (llama_layers_cpu.h).
+#include "models/llama/llama_cpu.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <random>
+#include <string>
+
+#include "dsx/error.h"
+#include "kernels/cpu/gpt2_layers.h"
+#include "models/llama/llama_layers_cpu.h"
+#include "trace/trace.h"
+
+namespace dsx::models {
+
+namespace kc = dsx::kernels::cpu;
+
+template <class T>
+LlamaCpu<T>::LlamaCpu(const LlamaConfig& config, int max_batch, int max_seq, bool activation_checkpointing)
+    : config_(config), max_batch_(max_batch), max_seq_(max_seq), checkpointing_(activation_checkpointing) {
+  validate(config);
+  if (max_batch < 1 || max_seq < 1 || max_seq > config.max_position_embeddings)
+    throw Error(ErrorKind::Config, "Llama: batch " + std::to_string(max_batch) + " x sequence " +
+                                       std::to_string(max_seq) + " is invalid; the sequence must be in [1, " +
+                                       std::to_string(config.max_position_embeddings) +
+                                       "] (max_position_embeddings)");
+  specs_ = llama_param_specs(config);
+  for (const auto& s : specs_) num_params_ += s.numel;
+  per_block_ = 9 + (config.qkv_bias ? 3 : 0) + (config.o_bias ? 1 : 0);
+  auto rel = [&](const std::string& suffix) {  // the tensor's place among block 0's specs
+    for (size_t i = 0; i < per_block_; ++i)
+      if (specs_[1 + i].name == "model.layers.0." + suffix) return static_cast<int>(i);
+    return -1;
+  };
+  block_index_ = {rel("input_layernorm.weight"), rel("self_attn.q_proj.weight"), rel("self_attn.q_proj.bias"),
+                  rel("self_attn.k_proj.weight"), rel("self_attn.k_proj.bias"), rel("self_attn.v_proj.weight"),
+                  rel("self_attn.v_proj.bias"), rel("self_attn.o_proj.weight"), rel("self_attn.o_proj.bias"),
+                  rel("post_attention_layernorm.weight"), rel("mlp.gate_proj.weight"), rel("mlp.up_proj.weight"),
+                  rel("mlp.down_proj.weight")};
+
+  const size_t L = config.num_layers, C = config.hidden_size, F = config.intermediate_size;
+  const size_t NH = config.num_heads, D = config.head_dim, QD = NH * D, KVD = size_t(config.num_kv_heads) * D;
+  const size_t N = static_cast<size_t>(max_batch) * max_seq;
+  // Angles in double, then rounded once to T.
+  const auto inv_freq = llama_rope_inv_freq(config);
+  cos_.resize(max_seq * inv_freq.size()), sin_.resize(max_seq * inv_freq.size());
+  for (size_t t = 0; t < size_t(max_seq); ++t)
+    for (size_t j = 0; j < inv_freq.size(); ++j) {
+      const double angle = static_cast<double>(t) * inv_freq[j];
+      cos_[t * inv_freq.size() + j] = static_cast<T>(std::cos(angle));
+      sin_[t * inv_freq.size() + j] = static_cast<T>(std::sin(angle));
+    }
+  residual_.assign(L + 1, std::vector<T>(N * C));
+  blocks_.resize(checkpointing_ ? 1 : L);
+  for (auto& a : blocks_) {
+    a.xn1.resize(N * C), a.rstd1.resize(N), a.qkv.resize(N * 3 * QD);
+    a.att.resize(static_cast<size_t>(max_batch) * NH * max_seq * max_seq), a.atty.resize(N * QD);
+    a.res2.resize(N * C), a.xn2.resize(N * C), a.rstd2.resize(N);
+    a.gate.resize(N * F), a.up.resize(N * F), a.h.resize(N * F);
+  }
+  xf_.resize(N * C), rstdf_.resize(N);
+  logits_.resize(N * config.vocab_size), lse_.resize(N), losses_.resize(N);
+  q_.resize(N * QD), k_.resize(N * KVD), v_.resize(N * KVD), tmp_.resize(N * C), dres_.resize(N * C);
+  dxn_.resize(N * C), datty_.resize(N * QD), dqkv_.resize(N * 3 * QD), dh_.resize(N * F), dup_.resize(N * F);
+}
+
+template <class T>
+size_t LlamaCpu<T>::activation_bytes() const {
+  size_t elements = 0;
+  auto add = [&](const std::vector<T>& v) { elements += v.capacity(); };
+  for (const auto& r : residual_) add(r);
+  for (const auto& a : blocks_)
+    for (const auto* v : {&a.xn1, &a.rstd1, &a.qkv, &a.att, &a.atty, &a.res2, &a.xn2, &a.rstd2, &a.gate, &a.up, &a.h})
+      add(*v);
+  for (const auto* v : {&cos_, &sin_, &xf_, &rstdf_, &logits_, &lse_, &losses_, &q_, &k_, &v_, &tmp_, &dres_,
+                        &dxn_, &datty_, &dqkv_, &dh_, &dup_})
+    add(*v);
+  // The token ids of a batch (inputs and targets) are copied in at each forward.
+  const size_t ids = 2 * static_cast<size_t>(max_batch_) * max_seq_ * sizeof(int32_t);
+  return elements * sizeof(T) + ids;
+}
+
+template <class T>
+kernels::DType LlamaCpu<T>::param_dtype() const {
+  if constexpr (sizeof(T) != 4)
+    throw Error(ErrorKind::Unsupported, "the float64 Llama is a test reference with no engine dtype");
+  return kernels::DType::F32;
+}
+
+template <class T>
+void LlamaCpu<T>::init_params(void* flat, uint64_t seed) const {
+  T* p = static_cast<T*>(flat);
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0.0, 0.02);
+  for (const auto& s : specs_) {
+    T* w = p + s.offset;
+    if (s.shape.size() == 2) {
+      for (size_t i = 0; i < s.numel; ++i) w[i] = static_cast<T>(normal(rng));
+    } else {
+      const bool norm = s.name.ends_with("layernorm.weight") || s.name == "model.norm.weight";
+      std::fill(w, w + s.numel, norm ? T(1) : T(0));
+    }
+  }
+}
+
+template <class T>
+void LlamaCpu<T>::check_batch(const int32_t* inputs, const int32_t* targets, int B, int Tn) const {
+  if (B < 1 || Tn < 1 || B > max_batch_ || Tn > max_seq_)
+    throw Error(ErrorKind::Usage, "Llama forward: batch " + std::to_string(B) + " x " + std::to_string(Tn) +
+                                      " exceeds the " + std::to_string(max_batch_) + " x " +
+                                      std::to_string(max_seq_) + " the model was built for");
+  const int V = config_.vocab_size;
+  for (int i = 0; i < B * Tn; ++i) {
+    const bool bad_input = inputs[i] < 0 || inputs[i] >= V;
+    if (bad_input || (targets && targets[i] >= V))
+      throw Error(ErrorKind::Format, "Llama forward: token " + std::to_string(bad_input ? inputs[i] : targets[i]) +
+                                         " at row " + std::to_string(i / Tn) + ", position " +
+                                         std::to_string(i % Tn) + " is outside the vocabulary [0, " +
+                                         std::to_string(V) + "); the data does not match this model");
+  }
+}
+
+template <class T>
+typename LlamaCpu<T>::BlockParams LlamaCpu<T>::block_params(ParamAccess& access, int block) const {
+  const size_t base = 1 + static_cast<size_t>(block) * per_block_;
+  auto get = [&](int rel) { return rel < 0 ? nullptr : static_cast<const T*>(access.param(base + rel)); };
+  const auto& i = block_index_;
+  return {get(i.ln1), get(i.wq), get(i.bq), get(i.wk), get(i.bk), get(i.wv), get(i.bv),
+          get(i.wo),  get(i.bo), get(i.ln2), get(i.wg), get(i.wu), get(i.wd)};
+}
+
+template <class T>
+typename LlamaCpu<T>::BlockGrads LlamaCpu<T>::block_grads(GradSink& sink, int block) const {
+  const size_t base = 1 + static_cast<size_t>(block) * per_block_;
+  auto get = [&](int rel) { return rel < 0 ? nullptr : static_cast<T*>(sink.grad(base + rel)); };
+  const auto& i = block_index_;
+  return {get(i.ln1), get(i.wq), get(i.bq), get(i.wk), get(i.bk), get(i.wv), get(i.bv),
+          get(i.wo),  get(i.bo), get(i.ln2), get(i.wg), get(i.wu), get(i.wd)};
+}
+
+template <class T>
+void LlamaCpu<T>::block_forward(BlockActs& a, T* res_out, const T* res_in, const BlockParams& p) {
+  const size_t N = static_cast<size_t>(B_) * T_;
+  const int C = config_.hidden_size, F = config_.intermediate_size, NH = config_.num_heads;
+  const int KV = config_.num_kv_heads, D = config_.head_dim, QD = NH * D, KVD = KV * D;
+  const T eps = static_cast<T>(config_.rms_norm_eps);
+  // res2 = input + o_proj(attention(rope(q, k), v)), q, k, v projections of rmsnorm(input)
+  llama_rmsnorm_forward(a.xn1.data(), a.rstd1.data(), res_in, p.ln1, N, C, eps);
+  kc::gpt2_matmul_forward(q_.data(), a.xn1.data(), p.wq, p.bq, N, C, QD);
+  kc::gpt2_matmul_forward(k_.data(), a.xn1.data(), p.wk, p.bk, N, C, KVD);
+  kc::gpt2_matmul_forward(v_.data(), a.xn1.data(), p.wv, p.bv, N, C, KVD);
+  llama_qkv_pack_forward(a.qkv.data(), q_.data(), k_.data(), v_.data(), cos_.data(), sin_.data(), B_, T_, NH,
+                         KV, D);
+  kc::gpt2_attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), B_, T_, QD, NH);
+  kc::gpt2_matmul_forward(tmp_.data(), a.atty.data(), p.wo, p.bo, N, QD, C);
+  kc::gpt2_residual_forward(a.res2.data(), res_in, tmp_.data(), N * C);
+  // output = res2 + down_proj(silu(gate_proj(x)) * up_proj(x)), x = rmsnorm(res2)
+  llama_rmsnorm_forward(a.xn2.data(), a.rstd2.data(), a.res2.data(), p.ln2, N, C, eps);
+  kc::gpt2_matmul_forward(a.gate.data(), a.xn2.data(), p.wg, static_cast<const T*>(nullptr), N, C, F);
+  kc::gpt2_matmul_forward(a.up.data(), a.xn2.data(), p.wu, static_cast<const T*>(nullptr), N, C, F);
+  llama_swiglu_forward(a.h.data(), a.gate.data(), a.up.data(), N * F);
+  kc::gpt2_matmul_forward(tmp_.data(), a.h.data(), p.wd, static_cast<const T*>(nullptr), N, F, C);
+  kc::gpt2_residual_forward(res_out, a.res2.data(), tmp_.data(), N * C);
+}
+
+// dxn = d loss / d rmsnorm1(input), from dres2 = d loss / d res2.
+template <class T>
+void LlamaCpu<T>::attention_backward(T* dxn, const T* dres2, BlockActs& a, const BlockParams& p,
+                                     const BlockGrads& g) {
+  const size_t N = static_cast<size_t>(B_) * T_;
+  const int C = config_.hidden_size, NH = config_.num_heads, KV = config_.num_kv_heads, D = config_.head_dim;
+  const int QD = NH * D, KVD = KV * D;
+  kc::gpt2_matmul_backward(datty_.data(), g.wo, g.bo, dres2, a.atty.data(), p.wo, N, QD, C);
+  kc::gpt2_attention_backward(dqkv_.data(), datty_.data(), a.qkv.data(), a.att.data(), B_, T_, QD, NH);
+  llama_qkv_pack_backward(q_.data(), k_.data(), v_.data(), dqkv_.data(), cos_.data(), sin_.data(), B_, T_, NH,
+                          KV, D);
+  // Three projections of one input: their input gradients add up.
+  kc::gpt2_matmul_backward(dxn, g.wq, g.bq, q_.data(), a.xn1.data(), p.wq, N, C, QD);
+  kc::gpt2_matmul_backward(tmp_.data(), g.wk, g.bk, k_.data(), a.xn1.data(), p.wk, N, C, KVD);
+  for (size_t i = 0; i < N * C; ++i) dxn[i] += tmp_[i];
+  kc::gpt2_matmul_backward(tmp_.data(), g.wv, g.bv, v_.data(), a.xn1.data(), p.wv, N, C, KVD);
+  for (size_t i = 0; i < N * C; ++i) dxn[i] += tmp_[i];
+}
+
+// dres holds d loss / d (block output) on entry and d loss / d (block input) on return.
+template <class T>
+void LlamaCpu<T>::block_backward(T* dres, BlockActs& a, const T* res_in, const BlockParams& p,
+                                 const BlockGrads& g) {
+  const size_t N = static_cast<size_t>(B_) * T_;
+  const int C = config_.hidden_size, F = config_.intermediate_size;
+  T* const no_bias = nullptr;
+  // MLP: dres becomes d loss / d res2 (the residual plus the path through rmsnorm2).
+  kc::gpt2_matmul_backward(dh_.data(), g.wd, no_bias, dres, a.h.data(), p.wd, N, F, C);
+  llama_swiglu_backward(dh_.data() /* now dgate */, dup_.data(), dh_.data(), a.gate.data(), a.up.data(), N * F);
+  kc::gpt2_matmul_backward(dxn_.data(), g.wg, no_bias, dh_.data(), a.xn2.data(), p.wg, N, C, F);
+  kc::gpt2_matmul_backward(tmp_.data(), g.wu, no_bias, dup_.data(), a.xn2.data(), p.wu, N, C, F);
+  for (size_t i = 0; i < N * C; ++i) dxn_[i] += tmp_[i];
+  llama_rmsnorm_backward(dres, g.ln2, dxn_.data(), a.res2.data(), p.ln2, a.rstd2.data(), N, C);
+  // Attention: dres becomes d loss / d input.
+  attention_backward(dxn_.data(), dres, a, p, g);
+  llama_rmsnorm_backward(dres, g.ln1, dxn_.data(), res_in, p.ln1, a.rstd1.data(), N, C);
+}
+
+template <class T>
+float LlamaCpu<T>::forward(const int32_t* inputs, const int32_t* targets, int B, int Tn, ParamAccess& access) {
+  check_batch(inputs, targets, B, Tn);
+  B_ = B, T_ = Tn;
+  const size_t N = static_cast<size_t>(B) * Tn;
+  const int L = config_.num_layers, C = config_.hidden_size, V = config_.vocab_size;
+  const bool tied = config_.tie_word_embeddings;
+  inputs_.assign(inputs, inputs + N);
+  has_targets_ = targets != nullptr;
+  if (has_targets_) targets_.assign(targets, targets + N);
+
+  access.acquire(0);  // tied: stays acquired until the head has run
+  access.prefetch(1);
+  llama_embedding_forward(residual_[0].data(), inputs, static_cast<const T*>(access.param(0)), N, C);
+  if (!tied) access.release(0);
+  for (int l = 0; l < L; ++l) {
+    access.acquire(l + 1);
+    access.prefetch(l + 2);
+    {
+      trace::Scope span("forward layer", l + 1, "layer");
+      block_forward(acts_of(l), residual_[l + 1].data(), residual_[l].data(), block_params(access, l));
+    }
+    access.release(l + 1);
+  }
+  trace::Scope head("forward head", "layer");  // the final norm, logits and loss
+  access.acquire(L + 1);
+  const T* normw = static_cast<const T*>(access.param(norm_index()));
+  llama_rmsnorm_forward(xf_.data(), rstdf_.data(), residual_[L].data(), normw, N, C,
+                        static_cast<T>(config_.rms_norm_eps));
+  const T* head_w = static_cast<const T*>(access.param(head_index()));
+  kc::gpt2_classifier_forward(logits_.data(), xf_.data(), head_w, N, C, V, V);
+  access.release(L + 1);
+  if (tied) access.release(0);
+
+  mean_loss_ = 0;
+  counted_ = 0;
+  if (has_targets_) {
+    counted_ = kc::gpt2_crossentropy_forward(losses_.data(), lse_.data(), logits_.data(), targets, N, V, V);
+    T sum = 0;
+    for (size_t i = 0; i < N; ++i) sum += losses_[i];
+    mean_loss_ = counted_ ? sum / static_cast<T>(counted_) : T(0);
+  }
+  return static_cast<float>(mean_loss_);
+}
+
+// Layer L+1 (and, tied, the embedding's gradient from the head): leaves d loss / d residual_[L]
+// in dres_.
+template <class T>
+void LlamaCpu<T>::head_backward(ParamAccess& access, GradSink& sink, float grad_scale) {
+  const size_t N = static_cast<size_t>(B_) * T_;
+  const int C = config_.hidden_size, V = config_.vocab_size;
+  trace::Scope span("backward head", "layer");
+  const T* head_w = static_cast<const T*>(access.param(head_index()));
+  T* dhead_w = static_cast<T*>(sink.grad(head_index()));
+  const T dloss = counted_ ? static_cast<T>(grad_scale) / static_cast<T>(counted_) : T(0);
+  kc::gpt2_crossentropy_backward(logits_.data(), lse_.data(), targets_.data(), dloss, N, V, V);
+  kc::gpt2_classifier_backward(dxn_.data(), dhead_w, logits_.data(), xf_.data(), head_w, N, C, V, V);
+  std::fill(dres_.begin(), dres_.begin() + N * C, T(0));
+  llama_rmsnorm_backward(dres_.data(), static_cast<T*>(sink.grad(norm_index())), dxn_.data(),
+                         residual_[config_.num_layers].data(), static_cast<const T*>(access.param(norm_index())),
+                         rstdf_.data(), N, C);
+}
+
+template <class T>
+void LlamaCpu<T>::backward(ParamAccess& access, GradSink& sink, float grad_scale) {
+  if (!has_targets_)
+    throw Error(ErrorKind::Usage, "Llama backward: the last forward had no targets, so there is no loss to differentiate");
+  const int L = config_.num_layers, C = config_.hidden_size;
+  const bool tied = config_.tie_word_embeddings;
+  has_targets_ = false;  // the logits become their gradient below
+
+  access.acquire(L + 1);
+  if (tied) access.acquire(0);  // the head's weight is the embedding
+  access.prefetch(L);
+  head_backward(access, sink, grad_scale);
+  sink.ready(L + 1);
+  access.release(L + 1);
+
+  for (int l = L - 1; l >= 0; --l) {
+    access.acquire(l + 1);
+    access.prefetch(l);
+    BlockParams p = block_params(access, l);
+    BlockActs& a = acts_of(l);
+    {
+      trace::Scope span("backward layer", l + 1, "layer");
+      if (checkpointing_) block_forward(a, tmp_.data() /* output not needed again */, residual_[l].data(), p);
+      block_backward(dres_.data(), a, residual_[l].data(), p, block_grads(sink, l));
+    }
+    sink.ready(l + 1);
+    access.release(l + 1);
+  }
+
+  if (!tied) access.acquire(0);
+  llama_embedding_backward(static_cast<T*>(sink.grad(0)), dres_.data(), inputs_.data(),
+                           static_cast<size_t>(B_) * T_, C);
+  sink.ready(0);
+  access.release(0);
+}
+
+template <class T>
+std::vector<float> LlamaCpu<T>::logits() const {
+  const size_t n = static_cast<size_t>(B_) * T_ * config_.vocab_size;
+  std::vector<float> out(n);
+  for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(logits_[i]);
+  return out;
+}
+
+template class LlamaCpu<float>;
+template class LlamaCpu<double>;
+
+}  // namespace dsx::models

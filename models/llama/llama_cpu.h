@@ -1,0 +1,97 @@
+// A Llama-family decoder (Llama 2/3, Mistral without its sliding window, Qwen2) on the CPU:
+// RMSNorm, rotary positions (Hugging Face's rotate_half layout, rope_scaling applied), causal
+// grouped-query attention, SwiGLU MLP, a tied or untied head, one layer at a time through
+// ParamAccess / GradSink (models/model.h) in the flat order of models/llama/config.h.
+// T = float is the training model; T = double is the reference the gradient checks run against.
+// With activation checkpointing only each block's input is kept in forward; backward recomputes
+// the block's activations into one scratch set just before its backward (as GPT2Cpu does).
+// Not here: a sliding-window mask, padding masks (every row attends to its own positions
+// 0..T-1), an MLP bias, and 16-bit parameters.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "models/llama/config.h"
+#include "models/llama/flops.h"
+#include "models/model.h"
+
+namespace dsx::models {
+
+template <class T>
+class LlamaCpu final : public Model {
+ public:
+  // Activations are allocated for up to max_batch rows of max_seq tokens
+  // (max_seq <= max_position_embeddings). Throws Error(Config) for an invalid config.
+  LlamaCpu(const LlamaConfig& config, int max_batch, int max_seq, bool activation_checkpointing = false);
+
+  const std::vector<ParamSpec>& params() const override { return specs_; }
+  size_t num_params() const override { return num_params_; }
+  int num_layers() const override { return config_.num_layers + 2; }
+  kernels::DType param_dtype() const override;  // F32; the double reference throws Unsupported
+  bool on_device() const override { return false; }
+  // N(0, 0.02) for the embedding, every projection and the head, ones for the norms, zeros for
+  // biases (transformers' _init_weights with initializer_range 0.02).
+  void init_params(void* flat, uint64_t seed) const override;
+  float forward(const int32_t* inputs, const int32_t* targets, int B, int Tn,
+                ParamAccess& access) override;
+  void backward(ParamAccess& access, GradSink& sink, float grad_scale) override;
+  std::vector<float> logits() const override;
+  int vocab_size() const override { return config_.vocab_size; }
+  int max_seq_len() const override { return max_seq_; }
+  size_t activation_bytes() const override;
+  double forward_flops(int64_t rows, int64_t tokens) const override {
+    return llama_forward_flops(config_, rows, tokens);
+  }
+
+  const LlamaConfig& config() const { return config_; }
+  // Mean loss of the last forward in the model's own precision (the double reference needs it).
+  T mean_loss() const { return mean_loss_; }
+
+ private:
+  // One block's tensors; absent biases are null.
+  template <class P>
+  struct BlockTensors {
+    P ln1, wq, bq, wk, bk, wv, bv, wo, bo, ln2, wg, wu, wd;
+  };
+  using BlockParams = BlockTensors<const T*>;
+  using BlockGrads = BlockTensors<T*>;
+  struct BlockActs {
+    std::vector<T> xn1, rstd1, qkv, att, atty, res2, xn2, rstd2, gate, up, h;
+  };
+  BlockActs& acts_of(int block) { return checkpointing_ ? blocks_[0] : blocks_[block]; }
+  BlockParams block_params(ParamAccess& access, int block) const;
+  BlockGrads block_grads(GradSink& sink, int block) const;
+  void block_forward(BlockActs& a, T* res_out, const T* res_in, const BlockParams& p);
+  void block_backward(T* dres, BlockActs& a, const T* res_in, const BlockParams& p, const BlockGrads& g);
+  void attention_backward(T* dxn, const T* dres2, BlockActs& a, const BlockParams& p, const BlockGrads& g);
+  void head_backward(ParamAccess& access, GradSink& sink, float grad_scale);
+  void check_batch(const int32_t* inputs, const int32_t* targets, int B, int Tn) const;
+  size_t norm_index() const { return 1 + static_cast<size_t>(config_.num_layers) * per_block_; }
+  size_t head_index() const { return config_.tie_word_embeddings ? 0 : norm_index() + 1; }
+
+  LlamaConfig config_;
+  std::vector<ParamSpec> specs_;
+  size_t num_params_ = 0;
+  size_t per_block_ = 0;              // ParamSpecs per block
+  BlockTensors<int> block_index_{};   // index of each tensor within a block's specs, -1 if absent
+  int max_batch_, max_seq_;
+  bool checkpointing_;
+
+  int B_ = 0, T_ = 0;   // sizes of the last forward
+  size_t counted_ = 0;  // targets that count in the loss
+  T mean_loss_ = 0;
+  bool has_targets_ = false;
+  std::vector<int32_t> inputs_, targets_;
+  std::vector<T> cos_, sin_;              // (max_seq, D/2) rotary tables
+  std::vector<std::vector<T>> residual_;  // L + 1 streams: block l's input; [L] the last output
+  std::vector<BlockActs> blocks_;         // L sets, or 1 scratch set with checkpointing
+  std::vector<T> xf_, rstdf_, logits_, lse_, losses_;
+  // Scratch reused by every block: the raw projections in forward, their gradients in backward.
+  std::vector<T> q_, k_, v_, tmp_, dres_, dxn_, datty_, dqkv_, dh_, dup_;
+};
+
+extern template class LlamaCpu<float>;
+extern template class LlamaCpu<double>;
+
+}  // namespace dsx::models
