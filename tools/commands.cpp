@@ -18,6 +18,7 @@ int run_report(int argc, char** argv);
 int run_bench(int argc, char** argv);
 int run_autotune(int argc, char** argv);
 int run_trace(int argc, char** argv);
+int run_tokenize(int argc, char** argv);
 
 std::span<const Command> commands() {
   static const std::array table = {
@@ -31,6 +32,7 @@ std::span<const Command> commands() {
       Command{"autotune", "fastest ZeRO stage and micro-batch split that fits, by trial runs; writes the ds_config", run_autotune},
       Command{"report", "versions, GPUs and topology, fabric providers; checks with advice", run_report},
       Command{"bench", "benchmarks: `dsx bench comm` times collectives like nccl-tests", run_bench},
+      Command{"tokenize", "text and JSONL files to llm.c token shards through a Hugging Face tokenizer", run_tokenize},
       Command{"trace", "join the per-rank timelines of `dsx train --profile DIR` into one file", run_trace},
       Command{"checkpoint", "list a save directory's checkpoints; verify one's files (sizes, CRC32C)", run_checkpoint},
       Command{"cloud", "AWS p4d/p5 and GCP a2/a3 clusters: render, up, status, hostfile, down", run_cloud},

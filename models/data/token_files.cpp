@@ -11,24 +11,37 @@ namespace dsx::models {
 
 namespace {
 constexpr int32_t kShardMagic = 20240520, kEvalShardMagic = 20240522, kShardVersion = 1;
+constexpr int32_t kLlama3ShardMagic = 20240801, kLlama3ShardVersion = 7;  // uint32 tokens
 constexpr size_t kHeaderBytes = 1024;
+
+template <typename T>
+void write_shard(const std::string& path, const std::vector<T>& tokens, bool eval) {
+  std::vector<int32_t> h = token_shard_header(tokens.size(), sizeof(T), eval);
+  AtomicWriter out(path);
+  out.write(h.data(), h.size() * sizeof(int32_t));
+  out.write(tokens.data(), tokens.size() * sizeof(T));
+  out.commit();
+}
 }  // namespace
 
 TokenFile TokenFile::open_shard(const std::string& path) {
   MappedFile f(path);
   auto bad = [&](const std::string& what) -> Error {
     return Error(ErrorKind::Format, "token shard '" + path + "': " + what +
-                                        "; expected an llm.c shard (header magic 20240520, version 1, uint16 tokens)");
+                                        "; expected an llm.c shard (header magic 20240520, version 1, uint16 "
+                                        "tokens; or magic 20240801, version 7, uint32 tokens)");
   };
   if (f.size() < kHeaderBytes) throw bad("shorter than the 1024-byte header");
   int32_t h[3];
   std::memcpy(h, f.data(), sizeof(h));
-  if (h[0] != kShardMagic && h[0] != kEvalShardMagic) throw bad("magic " + std::to_string(h[0]));
-  if (h[1] != kShardVersion) throw bad("version " + std::to_string(h[1]));
-  if (h[2] < 0 || f.size() != kHeaderBytes + 2 * static_cast<size_t>(h[2]))
+  const bool llama3 = h[0] == kLlama3ShardMagic;
+  if (h[0] != kShardMagic && h[0] != kEvalShardMagic && !llama3) throw bad("magic " + std::to_string(h[0]));
+  if (h[1] != (llama3 ? kLlama3ShardVersion : kShardVersion)) throw bad("version " + std::to_string(h[1]));
+  const size_t width = llama3 ? 4 : 2;
+  if (h[2] < 0 || f.size() != kHeaderBytes + width * static_cast<size_t>(h[2]))
     throw bad("the header says " + std::to_string(h[2]) + " tokens but the file has " +
               std::to_string(f.size()) + " bytes (truncated?)");
-  return TokenFile(std::move(f), kHeaderBytes, 2, static_cast<size_t>(h[2]));
+  return TokenFile(std::move(f), kHeaderBytes, width, static_cast<size_t>(h[2]));
 }
 
 TokenFile TokenFile::open_text(const std::string& path) {
@@ -37,15 +50,25 @@ TokenFile TokenFile::open_text(const std::string& path) {
   return TokenFile(std::move(f), 0, 1, n);
 }
 
+std::vector<int32_t> token_shard_header(uint64_t count, size_t token_bytes, bool eval) {
+  if (count > 0x7fffffffu)
+    throw Error(ErrorKind::Usage, "token shard of " + std::to_string(count) +
+                                      " tokens: more than 2^31-1 (the header's int32); split it into several shards");
+  if (token_bytes != 2 && token_bytes != 4)
+    throw Error(ErrorKind::Internal, "token shard: tokens of " + std::to_string(token_bytes) + " bytes (2 or 4)");
+  std::vector<int32_t> h(kHeaderBytes / sizeof(int32_t), 0);
+  h[0] = token_bytes == 4 ? kLlama3ShardMagic : eval ? kEvalShardMagic : kShardMagic;
+  h[1] = token_bytes == 4 ? kLlama3ShardVersion : kShardVersion;
+  h[2] = static_cast<int32_t>(count);
+  return h;
+}
+
 void write_token_shard(const std::string& path, const std::vector<uint16_t>& tokens, bool eval) {
-  if (tokens.size() > 0x7fffffffu)
-    throw Error(ErrorKind::Usage, "token shard '" + path + "': more than 2^31 tokens; split it into several shards");
-  int32_t h[256] = {};
-  h[0] = eval ? kEvalShardMagic : kShardMagic, h[1] = kShardVersion, h[2] = static_cast<int32_t>(tokens.size());
-  AtomicWriter out(path);
-  out.write(h, sizeof(h));
-  out.write(tokens.data(), tokens.size() * 2);
-  out.commit();
+  write_shard(path, tokens, eval);
+}
+
+void write_token_shard(const std::string& path, const std::vector<uint32_t>& tokens) {
+  write_shard(path, tokens, false);
 }
 
 std::vector<std::string> glob_files(const std::string& pattern) {
