@@ -9,6 +9,12 @@
 # same logits as the original. Prints a table; exits 1 on any difference. Not run in CI.
 #
 #   bash tests/models/compat/check_llama_with_hf.sh [BUILD_DIR]      (default: build)
+#
+# With TRANSFORMERS4 set to a folder holding transformers 4.x (the peers venv has 5.x), dsx's
+# exports are also loaded by 4.x, which reads config.json's older spelling:
+#   .venv-peers/bin/pip install --target /tmp/tf4 --no-deps transformers==4.46.3 tokenizers==0.20.3 \
+#       huggingface_hub==0.26.2 requests urllib3 charset_normalizer certifi idna
+#   TRANSFORMERS4=/tmp/tf4 bash tests/models/compat/check_llama_with_hf.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
@@ -92,5 +98,27 @@ for ref_file in sorted(glob.glob(os.path.join(work, "*.ref.json"))):
 print(f"dsx fp32 against transformers float64, max relative difference (tolerance {tol}); hf fp32: transformers'\n"
       f"own fp32 against its float64; export: max |logit difference| of dsx's written folder against the\n"
       f"original, both loaded by transformers in fp32 (must be 0)")
+sys.exit(status)
+PY
+
+# 4. Optionally, transformers 4.x on dsx's exports: the same logits as 5.x on the originals.
+[[ -n "${TRANSFORMERS4:-}" ]] || exit 0
+PYTHONPATH=$TRANSFORMERS4 "$python" - "$work" <<'PY'
+import glob, json, os, sys
+import torch, transformers
+transformers.logging.set_verbosity_error()
+work, status = sys.argv[1], 0
+for ref_file in sorted(glob.glob(os.path.join(work, "*.ref.json"))):
+    name = os.path.basename(ref_file)[:-len(".ref.json")]
+    ref = json.load(open(ref_file))
+    model = transformers.AutoModelForCausalLM.from_pretrained(os.path.join(work, name + ".export"),
+                                                              attn_implementation="eager").double().eval()
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor(ref["inputs"])).logits.reshape(-1)
+    want = torch.tensor(ref["logits"], dtype=torch.float64).reshape(-1)
+    diff = ((logits - want).abs().max() / want.abs().max()).item()
+    status |= diff > 1e-6
+    print(f"transformers {transformers.__version__} on dsx's export of {name}: logits max rel diff {diff:.2e} "
+          f"against 5.x on the original (float64)  {'ok' if diff <= 1e-6 else 'FAIL'}")
 sys.exit(status)
 PY
