@@ -56,11 +56,11 @@ class FolderTensors {
  public:
   explicit FolderTensors(const std::string& dir) {
     const std::string index = dir + "/" + kIndexFile, single = dir + "/" + kSingleFile;
-    if (fs::exists(index)) {
-      read_index(dir, index);
-    } else if (fs::exists(single)) {
+    if (fs::exists(single)) {  // first, as transformers looks for it first
       const SafetensorsReader& r = open(single);
       for (const auto& [name, view] : r.tensors()) tensors_[name] = {&view, &r.path()};
+    } else if (fs::exists(index)) {
+      read_index(dir, index);
     } else {
       throw Error(ErrorKind::Io, "'" + dir + "' has neither " + kSingleFile + " nor " + kIndexFile +
                                      "; dsx reads safetensors weights (save with transformers' "

@@ -123,9 +123,10 @@ void read_shape(const Keys& k, LlamaConfig& c) {
   c.intermediate_size = k.positive_int("intermediate_size", 0);
   c.num_layers = k.positive_int("num_hidden_layers", 0);
   c.num_heads = k.positive_int("num_attention_heads", 0);
-  // Absent: MistralConfig's class default is 8; null (or absent elsewhere): the head count.
-  c.num_kv_heads = k.positive_int("num_key_value_heads",
-                                  mistral && !k.has("num_key_value_heads") ? 8 : c.num_heads);
+  // Absent: the class default (MistralConfig 8, Qwen2Config 32, LlamaConfig none); null or no
+  // default: the head count, as their __post_init__ sets it.
+  const int kv_default = !k.has("num_key_value_heads") ? (mistral ? 8 : llama ? 0 : 32) : 0;
+  c.num_kv_heads = k.positive_int("num_key_value_heads", kv_default ? kv_default : c.num_heads);
   if (c.hidden_size % c.num_heads != 0 && !k.get("head_dim"))
     k.bad("hidden_size", "(" + std::to_string(c.hidden_size) +
                              ") is not a multiple of num_attention_heads (" +

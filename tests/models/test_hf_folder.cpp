@@ -463,6 +463,12 @@ TEST_F(HfFolder, ConfigDefaultsAreEachModelTypesOwn) {
                                   .config;
   EXPECT_EQ(mistral.num_kv_heads, 8);
   EXPECT_FALSE(mistral.qkv_bias);
+  // Qwen2Config: 32 kv heads when the key is absent.
+  const LlamaConfig qwen2_kv = parse_file(edited(kQwen2, {{"num_attention_heads", "32"},
+                                                          {"hidden_size", "256"},
+                                                          {"num_key_value_heads", ""}}))
+                                   .config;
+  EXPECT_EQ(qwen2_kv.num_kv_heads, 32);
   const LlamaConfig qwen2 = parse_file(edited(kQwen2, {{"bos_token_id", ""},
                                                        {"eos_token_id", ""},
                                                        {"attention_bias", "false"},
