@@ -626,3 +626,46 @@ TEST_F(HfFolder, CpuModelMatchesTransformersOnEachFixture) {
     }
   }
 }
+
+// Configs as the Hub's Llama 3.2 1B, Qwen2 0.5B and Mistral 7B files give them (transformers 4.x
+// spelling): read, and their parameter counts are the published ones.
+TEST_F(HfFolder, HubStyleConfigsGiveTheirPublishedParameterCounts) {
+  auto count = [](const LlamaConfig& c) {
+    const auto specs = llama_param_specs(c);
+    return specs.back().offset + specs.back().numel;
+  };
+  const LlamaHfConfig llama32 = parse_file(R"({"architectures": ["LlamaForCausalLM"],
+      "attention_bias": false, "attention_dropout": 0.0, "bos_token_id": 128000, "eos_token_id": 128001,
+      "head_dim": 64, "hidden_act": "silu", "hidden_size": 2048, "initializer_range": 0.02,
+      "intermediate_size": 8192, "max_position_embeddings": 131072, "mlp_bias": false, "model_type": "llama",
+      "num_attention_heads": 32, "num_hidden_layers": 16, "num_key_value_heads": 8, "pretraining_tp": 1,
+      "rms_norm_eps": 1e-05, "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+      "original_max_position_embeddings": 8192, "rope_type": "llama3"}, "rope_theta": 500000.0,
+      "tie_word_embeddings": true, "torch_dtype": "bfloat16", "transformers_version": "4.45.0.dev0",
+      "use_cache": true, "vocab_size": 128256})");
+  EXPECT_EQ(count(llama32.config), 1235814400u);
+  EXPECT_EQ(llama32.config.rope_scaling.factor, 32.0);
+  EXPECT_EQ(llama32.config.bos_token_id, 128000);
+  const LlamaHfConfig qwen2 =
+      parse_file(R"({"architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0,
+      "bos_token_id": 151643, "eos_token_id": 151643, "hidden_act": "silu", "hidden_size": 896,
+      "initializer_range": 0.02, "intermediate_size": 4864, "max_position_embeddings": 32768,
+      "max_window_layers": 24, "model_type": "qwen2", "num_attention_heads": 14, "num_hidden_layers": 24,
+      "num_key_value_heads": 2, "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "sliding_window": 32768,
+      "tie_word_embeddings": true, "torch_dtype": "bfloat16", "use_cache": true, "use_sliding_window": false,
+      "vocab_size": 151936})");
+  EXPECT_EQ(count(qwen2.config), 494032768u);
+  const std::string mistral =
+      R"({"architectures": ["MistralForCausalLM"], "bos_token_id": 1, "eos_token_id": 2,
+      "hidden_act": "silu", "hidden_size": 4096, "intermediate_size": 14336, "max_position_embeddings": 32768,
+      "model_type": "mistral", "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8,
+      "rms_norm_eps": 1e-05, "rope_theta": 1000000.0, "sliding_window": null, "tie_word_embeddings": false,
+      "torch_dtype": "bfloat16", "vocab_size": 32000})";
+  EXPECT_EQ(count(parse_file(mistral).config), 7241732096u);  // v0.2 and later: no window
+  // v0.1's 4096 window over 32768 positions is refused, by name.
+  error_of(
+      [&] {
+        parse_file(edited(mistral, {{"sliding_window", "4096"}, {"rope_theta", "10000.0"}}));
+      },
+      ErrorKind::Unsupported, {"sliding_window", "4096", "32768"});
+}
