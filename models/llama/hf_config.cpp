@@ -244,6 +244,12 @@ using JsonWriter = rapidjson::PrettyWriter<rapidjson::StringBuffer>;
 
 void check_exportable(const LlamaConfig& c) {
   validate(c);
+  bool known = false;
+  for (const auto& [a, t] : kArchitectures) known |= c.architecture == a && c.model_type == t;
+  if (!known)
+    throw Error(ErrorKind::Unsupported, "no config.json for architecture '" + c.architecture +
+                                            "' with model_type '" + c.model_type +
+                                            "'; dsx writes " + kSupported);
   const std::string& t = c.model_type;
   const bool ok = t == "qwen2"     ? c.qkv_bias && !c.o_bias
                   : t == "mistral" ? !c.qkv_bias && !c.o_bias

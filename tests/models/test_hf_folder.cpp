@@ -316,6 +316,10 @@ TEST_F(HfFolder, ConfigJsonWrittenReadsBackAsTheSameConfig) {
   EXPECT_TRUE(same_config(back, c));
   c.o_bias = false;  // q/k/v bias without o: a Llama config.json cannot say that
   error_of([&] { llama_hf_config_json(c, "float32"); }, ErrorKind::Unsupported, {"attention_bias"});
+  c.o_bias = true;
+  c.model_type = "mistral";  // with architecture LlamaForCausalLM
+  error_of([&] { llama_hf_config_json(c, "float32"); }, ErrorKind::Unsupported,
+           {"LlamaForCausalLM", "mistral"});
 }
 
 // ---- folders refused ----
