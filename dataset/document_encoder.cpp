@@ -9,11 +9,12 @@ namespace dsx::dataset {
 DocumentEncoder::DocumentEncoder(const tokenizer::Tokenizer& tokenizer, unsigned threads)
     : tokenizer_(tokenizer), threads_(threads), prefix_(tokenizer.special_template().prefix) {
   auto eos = tokenizer.eos_id();
-  if (!eos)
+  if (!eos) {
     throw Error(ErrorKind::Config,
                 "tokenizer " + tokenizer.describe() +
                     " has no EOS token, which separates documents; set eos_token in its "
                     "tokenizer_config.json");
+  }
   eos_ = *eos;
 }
 
@@ -29,10 +30,14 @@ void DocumentEncoder::append_documents(std::span<const std::string_view> documen
                                        std::vector<size_t>* starts) const {
   auto ids = encode_plain(documents);
   size_t total = out.size();
-  for (const auto& d : ids) total += prefix_.size() + d.size() + 1;
+  for (const auto& d : ids) {
+    total += prefix_.size() + d.size() + 1;
+  }
   out.reserve(total);
   for (const auto& d : ids) {
-    if (starts) starts->push_back(out.size());
+    if (starts) {
+      starts->push_back(out.size());
+    }
     out.insert(out.end(), prefix_.begin(), prefix_.end());
     out.insert(out.end(), d.begin(), d.end());
     out.push_back(eos_);

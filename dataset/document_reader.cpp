@@ -19,9 +19,10 @@ DocumentReader::DocumentReader(std::string path, DocumentSplit split, size_t chu
       chunk_bytes_(std::max<size_t>(chunk_bytes, 1)),
       max_document_bytes_(std::max(max_document_bytes, chunk_bytes_)) {
   fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0)
+  if (fd_ < 0) {
     throw Error(ErrorKind::Io, "input '" + path_ + "': cannot open (" + std::strerror(errno) +
                                    "); check the path");
+  }
   struct stat st {};
   if (::fstat(fd_, &st) != 0 || S_ISDIR(st.st_mode)) {
     ::close(fd_);
@@ -32,7 +33,9 @@ DocumentReader::DocumentReader(std::string path, DocumentSplit split, size_t chu
 }
 
 DocumentReader::~DocumentReader() {
-  if (fd_ >= 0) ::close(fd_);
+  if (fd_ >= 0) {
+    ::close(fd_);
+  }
 }
 
 // Reads until buffer_[begin_, end_) holds `target` bytes or the file ends.
@@ -41,14 +44,21 @@ void DocumentReader::fill(size_t target) {
     std::memmove(buffer_.data(), buffer_.data() + begin_, end_ - begin_);
     end_ -= begin_, begin_ = 0;
   }
-  if (buffer_.size() < target) buffer_.resize(target);
+  if (buffer_.size() < target) {
+    buffer_.resize(target);
+  }
   while (end_ < target && !eof_) {
     ssize_t n = ::read(fd_, buffer_.data() + end_, target - end_);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0)
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n < 0) {
       throw Error(ErrorKind::Io,
                   "input '" + path_ + "': read failed (" + std::strerror(errno) + ")");
-    if (n == 0) eof_ = true;
+    }
+    if (n == 0) {
+      eof_ = true;
+    }
     end_ += static_cast<size_t>(n);
   }
 }
@@ -58,7 +68,9 @@ bool DocumentReader::next(DocumentChunk& chunk) {
   size_t target = chunk_bytes_;
   for (;;) {
     fill(target);
-    if (begin_ == end_ && eof_) return false;
+    if (begin_ == end_ && eof_) {
+      return false;
+    }
     std::string_view text(buffer_.data() + begin_, end_ - begin_);
     SplitResult r = split_documents(text, split_, line_, eof_);
     if (r.consumed > 0) {
@@ -68,11 +80,12 @@ bool DocumentReader::next(DocumentChunk& chunk) {
       return true;
     }
     // Not one whole document in the buffer: read more, up to the limit.
-    if (target >= max_document_bytes_)
+    if (target >= max_document_bytes_) {
       throw Error(ErrorKind::Format,
                   path_ + ":" + std::to_string(line_) + ": a document longer than " +
                       std::to_string(max_document_bytes_) +
                       " bytes; split the input into smaller documents or raise the limit");
+    }
     target = std::min(target * 2, max_document_bytes_);
   }
 }

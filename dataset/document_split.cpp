@@ -20,11 +20,15 @@ SplitResult split_documents(std::string_view text, DocumentSplit split, uint64_t
   uint64_t para_line = 0;
   for (size_t pos = 0; pos < text.size();) {
     size_t nl = text.find('\n', pos);
-    if (nl == std::string_view::npos && !at_end) break;  // an incomplete line waits for more
+    if (nl == std::string_view::npos && !at_end) {
+      break;  // an incomplete line waits for more
+    }
     const size_t end = nl == std::string_view::npos ? text.size() : nl + 1;
     std::string_view l = text.substr(pos, end - pos);
     if (split != DocumentSplit::Paragraphs) {
-      if (!blank(l)) r.documents.push_back(l), r.lines.push_back(line);
+      if (!blank(l)) {
+        r.documents.push_back(l), r.lines.push_back(line);
+      }
       r.consumed = end, r.next_line = line + 1;
     } else if (blank(l)) {
       if (para_start != std::string_view::npos) {

@@ -13,11 +13,12 @@ namespace {
 
 // Stanford Alpaca's PROMPT_DICT (train.py).
 std::string alpaca_prompt(const std::string& instruction, const std::string& input) {
-  if (input.empty())
+  if (input.empty()) {
     return "Below is an instruction that describes a task. Write a response that appropriately "
            "completes the "
            "request.\n\n### Instruction:\n" +
            instruction + "\n\n### Response:";
+  }
   return "Below is an instruction that describes a task, paired with an input that provides "
          "further context. "
          "Write a response that appropriately completes the request.\n\n### Instruction:\n" +
@@ -41,12 +42,18 @@ InstructionExample read_instruction_line(std::string_view text, const std::strin
   e.line = line;
   if (auto prompt = string_member(object, "prompt", at)) {
     auto response = string_member(object, "response", at);
-    if (!response) response = string_member(object, "completion", at);
-    if (!response) missing(at, "response");
+    if (!response) {
+      response = string_member(object, "completion", at);
+    }
+    if (!response) {
+      missing(at, "response");
+    }
     e.prompt = std::move(*prompt), e.response = std::move(*response);
   } else if (auto instruction = string_member(object, "instruction", at)) {
     auto output = string_member(object, "output", at);
-    if (!output) missing(at, "output");
+    if (!output) {
+      missing(at, "output");
+    }
     e.prompt = alpaca_prompt(*instruction, string_member(object, "input", at).value_or(""));
     e.response = std::move(*output);
   } else {
@@ -81,7 +88,9 @@ std::string InstructionRows::describe() const {
 std::unique_ptr<InstructionRows> read_instruction_rows(const std::string& path,
                                                        const tokenizer::Tokenizer& tokenizer,
                                                        int seq_len, unsigned threads) {
-  if (seq_len < 1) throw Error(ErrorKind::Config, "instruction data: seq_len must be positive");
+  if (seq_len < 1) {
+    throw Error(ErrorKind::Config, "instruction data: seq_len must be positive");
+  }
   DocumentEncoder encoder(tokenizer, threads);
   DocumentReader reader(path, DocumentSplit::JsonLines, 4u << 20, 256u << 20);
   const size_t limit = static_cast<size_t>(seq_len) + 1;
@@ -90,32 +99,42 @@ std::unique_ptr<InstructionRows> read_instruction_rows(const std::string& path,
   DocumentChunk chunk;
   while (reader.next(chunk)) {
     std::vector<InstructionExample> examples;
-    for (size_t i = 0; i < chunk.documents.size(); ++i)
+    examples.reserve(chunk.documents.size());
+    for (size_t i = 0; i < chunk.documents.size(); ++i) {
       examples.push_back(read_instruction_line(chunk.documents[i], path, chunk.lines[i]));
+    }
     lines += examples.size();
     std::vector<std::string_view> texts;  // prompts, then responses
-    for (const auto& e : examples) texts.push_back(e.prompt);
-    for (const auto& e : examples) texts.push_back(e.response);
+    texts.reserve(2 * examples.size());
+    for (const auto& e : examples) {
+      texts.push_back(e.prompt);
+    }
+    for (const auto& e : examples) {
+      texts.push_back(e.response);
+    }
     auto ids = encoder.encode_plain(texts);
     for (size_t i = 0; i < examples.size(); ++i) {
       InstructionRows::Example row;
       row.tokens = encoder.prefix();
       row.tokens.insert(row.tokens.end(), ids[i].begin(), ids[i].end());
       row.prompt = static_cast<uint32_t>(row.tokens.size());
-      if (row.prompt >= limit) {
+      if (row.prompt >= limit) {  // no response token would be a target
         ++skipped;
         continue;
-      }  // no response token would be a target
+      }
       const auto& response = ids[examples.size() + i];
       row.tokens.insert(row.tokens.end(), response.begin(), response.end());
       row.tokens.push_back(encoder.eos());
-      if (row.tokens.size() > limit) row.tokens.resize(limit), ++truncated;
+      if (row.tokens.size() > limit) {
+        row.tokens.resize(limit), ++truncated;
+      }
       rows.push_back(std::move(row));
     }
   }
-  if (lines == 0)
+  if (lines == 0) {
     throw Error(ErrorKind::Format,
                 "instruction data '" + path + "': no examples (empty or blank file)");
+  }
   return std::make_unique<InstructionRows>(std::move(rows), seq_len, encoder.eos(), path, skipped,
                                            truncated);
 }

@@ -17,15 +17,18 @@ std::vector<int32_t> tokenize_text_file(const tokenizer::Tokenizer& tokenizer,
   std::vector<int32_t> ids;
   DocumentChunk chunk;
   std::vector<std::string> storage;
-  while (reader.next(chunk))
+  while (reader.next(chunk)) {
     encoder.append_documents(document_texts(chunk.documents, chunk.lines, split, path, storage),
                              ids);
+  }
   return ids;
 }
 
 PackedRows::PackedRows(std::vector<int32_t> tokens, int seq_len, std::string origin)
     : tokens_(std::move(tokens)), seq_len_(seq_len), origin_(std::move(origin)) {
-  if (seq_len_ < 1) throw Error(ErrorKind::Config, "packed text: seq_len must be positive");
+  if (seq_len_ < 1) {
+    throw Error(ErrorKind::Config, "packed text: seq_len must be positive");
+  }
 }
 
 void PackedRows::row(size_t index, int32_t* inputs, int32_t* targets) const {

@@ -31,34 +31,41 @@ namespace {
 void prepare_out_dir(const std::string& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec)
+  if (ec) {
     throw Error(ErrorKind::Io, "--out '" + dir + "': cannot create it (" + ec.message() +
                                    "); choose a writable directory");
+  }
   const std::string probe = dir + "/.dsx-tokenize-probe-" + std::to_string(::getpid());
   int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
+  if (fd < 0) {
     throw Error(ErrorKind::Io, "--out '" + dir + "': cannot write there (" + std::strerror(errno) +
                                    "); choose a writable directory");
+  }
   ::close(fd), ::unlink(probe.c_str());
   static const std::regex shard_name("(train|val)_[0-9]{6}\\.bin");
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
-    if (std::regex_match(name, shard_name))
+    if (std::regex_match(name, shard_name)) {
       throw Error(ErrorKind::Config,
                   "--out '" + dir + "' already holds token shards (" + name +
                       "); remove them or choose another directory, so runs do not mix");
+    }
   }
 }
 
 uint64_t input_bytes(const std::vector<std::string>& files) {
-  if (files.empty())
+  if (files.empty()) {
     throw Error(ErrorKind::Usage, "no input files; give text or .jsonl files to tokenize");
+  }
   uint64_t total = 0;
   for (const auto& f : files) {
     struct stat st {};
-    if (::stat(f.c_str(), &st) != 0)
+    if (::stat(f.c_str(), &st) != 0) {
       throw Error(ErrorKind::Io, "input '" + f + "': " + std::strerror(errno) + "; check the path");
-    if (!S_ISREG(st.st_mode)) throw Error(ErrorKind::Io, "input '" + f + "': not a regular file");
+    }
+    if (!S_ISREG(st.st_mode)) {
+      throw Error(ErrorKind::Io, "input '" + f + "': not a regular file");
+    }
     total += static_cast<uint64_t>(st.st_size);
   }
   return total;
@@ -69,7 +76,9 @@ struct ValChooser {
   double fraction, credit = 0;
   bool next() {
     credit += fraction;
-    if (credit < 1) return false;
+    if (credit < 1) {
+      return false;
+    }
     credit -= 1;
     return true;
   }
@@ -89,7 +98,9 @@ void write_info(const std::string& path, const tokenizer::Tokenizer& tok, const 
   w.Key("eos_id"), w.Int(*tok.eos_id());
   w.Key("files");
   w.StartArray();
-  for (const auto& f : o.files) str(f);
+  for (const auto& f : o.files) {
+    str(f);
+  }
   w.EndArray();
   w.Key("documents"), w.Uint64(s.totals.documents);
   w.Key("tokens"), w.Uint64(s.totals.tokens);
@@ -111,16 +122,19 @@ std::vector<std::string_view> document_texts(const std::vector<std::string_view>
                                              const std::vector<uint64_t>& lines,
                                              DocumentSplit split, const std::string& path,
                                              std::vector<std::string>& storage) {
-  if (split != DocumentSplit::JsonLines) return documents;
+  if (split != DocumentSplit::JsonLines) {
+    return documents;
+  }
   storage.clear();
   storage.reserve(documents.size());  // no reallocation: the views below point into these strings
   for (size_t i = 0; i < documents.size(); ++i) {
     JsonlLine at{path, lines[i]};
     auto object = parse_jsonl_object(documents[i], at);
     auto text = string_member(object, "text", at);
-    if (!text)
+    if (!text) {
       throw Error(ErrorKind::Format,
                   at.where() + ": missing field 'text'; each line must be {\"text\": \"...\"}");
+    }
     storage.push_back(std::move(*text));
   }
   return {storage.begin(), storage.end()};
@@ -128,9 +142,10 @@ std::vector<std::string_view> document_texts(const std::vector<std::string_view>
 
 TokenizeSummary tokenize_corpus(const tokenizer::Tokenizer& tok, const TokenizeOptions& o,
                                 const std::function<void(const TokenizeProgress&)>& on_progress) {
-  if (o.val_fraction < 0 || o.val_fraction >= 1)
+  if (o.val_fraction < 0 || o.val_fraction >= 1) {
     throw Error(ErrorKind::Usage,
                 "--val_fraction " + std::to_string(o.val_fraction) + ": give a share in [0, 1)");
+  }
   const auto start = std::chrono::steady_clock::now();
   TokenizeSummary s;
   s.totals.bytes_total = input_bytes(o.files);
@@ -169,12 +184,15 @@ TokenizeSummary tokenize_corpus(const tokenizer::Tokenizer& tok, const TokenizeO
       s.totals.shards = train.files().size() + val.files().size();
       s.totals.seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (on_progress) on_progress(s.totals);
+      if (on_progress) {
+        on_progress(s.totals);
+      }
     }
   }
-  if (s.totals.documents == 0)
+  if (s.totals.documents == 0) {
     throw Error(ErrorKind::Format, "no documents in the input (" + std::to_string(o.files.size()) +
                                        " file(s), all empty or blank); give files with text");
+  }
   train.finish(), val.finish();
   s.train_shards = train.files(), s.val_shards = val.files();
   s.val_tokens = val.tokens();

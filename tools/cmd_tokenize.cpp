@@ -28,11 +28,15 @@ class ProgressLine {
  public:
   ProgressLine() : tty_(::isatty(STDERR_FILENO) == 1), last_(tty_ ? -1e9 : 0) {}
   ~ProgressLine() {
-    if (tty_ && shown_) std::fputc('\n', stderr);
+    if (tty_ && shown_) {
+      std::fputc('\n', stderr);
+    }
   }
   void show(const dataset::TokenizeProgress& p) {
     const double since = p.seconds - last_;
-    if (since < (tty_ ? 0.1 : 10.0)) return;
+    if (since < (tty_ ? 0.1 : 10.0)) {
+      return;
+    }
     last_ = p.seconds, shown_ = true;
     const double mb = static_cast<double>(p.bytes_read) / 1e6,
                  total = static_cast<double>(p.bytes_total) / 1e6;
@@ -50,8 +54,12 @@ class ProgressLine {
 };
 
 dataset::DocumentSplit split_named(const std::string& name) {
-  if (name == "lines") return dataset::DocumentSplit::Lines;
-  if (name == "paragraphs") return dataset::DocumentSplit::Paragraphs;
+  if (name == "lines") {
+    return dataset::DocumentSplit::Lines;
+  }
+  if (name == "paragraphs") {
+    return dataset::DocumentSplit::Paragraphs;
+  }
   throw Error(ErrorKind::Usage,
               "dsx tokenize: --split must be lines or paragraphs, not '" + name + "'");
 }
@@ -76,14 +84,19 @@ int run_tokenize(int argc, char** argv) {
   po::positional_options_description positional;
   positional.add("files", -1);
   auto args = parse_args(argc, argv, kUsage, options, &positional);
-  if (args.help) return 0;
+  if (args.help) {
+    return 0;
+  }
   auto& v = args.vars;
-  if (!v.count("files"))
+  if (!v.count("files")) {
     throw Error(ErrorKind::Usage, "dsx tokenize: give the text or .jsonl files to tokenize");
-  if (!v.count("tokenizer"))
+  }
+  if (!v.count("tokenizer")) {
     throw Error(ErrorKind::Usage, "dsx tokenize: --tokenizer DIR is required (a model folder)");
-  if (!v.count("out"))
+  }
+  if (!v.count("out")) {
     throw Error(ErrorKind::Usage, "dsx tokenize: --out DIR is required (where the shards go)");
+  }
   dataset::TokenizeOptions o;
   o.files = v["files"].as<std::vector<std::string>>();
   o.out_dir = v["out"].as<std::string>();
@@ -92,8 +105,9 @@ int run_tokenize(int argc, char** argv) {
   o.val_fraction = v["val_fraction"].as<double>();
   o.text_split = split_named(v["split"].as<std::string>());
   o.chunk_bytes = parse_byte_size(v["chunk_size"].as<std::string>(), "dsx tokenize: --chunk_size");
-  if (o.chunk_bytes == 0)
+  if (o.chunk_bytes == 0) {
     throw Error(ErrorKind::Usage, "dsx tokenize: --chunk_size must be positive");
+  }
   auto tokenizer = tokenizer::load_tokenizer(v["tokenizer"].as<std::string>());
   dataset::TokenizeSummary s;
   {

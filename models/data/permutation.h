@@ -16,7 +16,9 @@ inline std::vector<uint64_t> seeded_permutation(uint64_t n, uint64_t seed) {
   std::vector<uint64_t> p(n);
   std::iota(p.begin(), p.end(), 0);
   std::mt19937_64 rng(seed);
-  for (uint64_t i = n; i > 1; --i) std::swap(p[i - 1], p[rng() % i]);
+  for (uint64_t i = n; i > 1; --i) {
+    std::swap(p[i - 1], p[rng() % i]);
+  }
   return p;
 }
 

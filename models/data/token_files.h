@@ -20,9 +20,8 @@ class TokenFile {
   size_t size() const { return count_; }
   int32_t operator[](size_t i) const {
     const uint8_t* p = file_.data() + offset_ + i * width_;
-    if (width_ == 1) return p[0];
-    if (width_ == 2) return static_cast<int32_t>(p[0] | (p[1] << 8));
-    return static_cast<int32_t>(p[0] | (p[1] << 8) | (p[2] << 16) | (static_cast<uint32_t>(p[3]) << 24));
+    const uint32_t low = p[0] | (width_ > 1 ? p[1] << 8 : 0);
+    return static_cast<int32_t>(width_ < 4 ? low : low | (p[2] << 16) | (static_cast<uint32_t>(p[3]) << 24));
   }
   size_t token_bytes() const { return width_; }  // 1 (text), 2 (GPT-2 shard) or 4 (Llama 3 shard)
   const std::string& path() const { return file_.path(); }

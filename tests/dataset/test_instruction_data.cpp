@@ -68,7 +68,7 @@ TEST(InstructionData, LossOnlyOnResponseTokensAndPaddingMasked) {
                         "{\"prompt\": \"Say a word.\", \"completion\": \" fox\"}\n"
                         "{\"instruction\": \"Name a fox.\", \"output\": \" Brown.\"}\n"
                         "{\"instruction\": \"Add.\", \"input\": \"2 3\", \"output\": \" 5\"}\n");
-  for (const char* name : {"gpt2", "llama3"}) {
+  for (const char* name : {"gpt2", "llama3", "qwen2", "spm"}) {
     auto tok = dsx::test::load_fixture(name);
     auto loader = make_instruction_loader(dir.file("d.jsonl"), *tok, options(4, 300));
     ASSERT_EQ(loader->batches_per_epoch(), 1u);

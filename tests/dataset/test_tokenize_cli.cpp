@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "models/data/token_files.h"
 #include "tests/dataset/dataset_test_util.h"
@@ -50,7 +52,7 @@ struct Inputs {
 
 TEST(DsxTokenize, ShardsHoldTheTokenizersIdsWithEosBetweenDocuments) {
   Inputs in;
-  for (const char* name : {"gpt2", "llama3"}) {
+  for (const char* name : {"gpt2", "llama3", "spm"}) {
     const std::string out = in.dir.file(std::string("out_") + name);
     const auto tok = dsx::test::load_fixture(name);
     const auto expected = in.expected(*tok);
@@ -76,6 +78,34 @@ TEST(DsxTokenize, ShardsHoldTheTokenizersIdsWithEosBetweenDocuments) {
     ASSERT_EQ(whole.exit_code, 0) << whole.output;
     EXPECT_EQ(read_shards(out + "_whole/train_*.bin"), expected) << name;
   }
+}
+
+// The fixture GPT-2 tokenizer with one more special token at id 70000: a vocabulary past 16
+// bits, so the shards are Llama 3's uint32 kind (magic 20240801, version 7).
+TEST(DsxTokenize, VocabulariesPast16BitsGetUint32Shards) {
+  Inputs in;
+  const std::string folder = in.dir.file("big_vocab");
+  std::filesystem::create_directories(folder);
+  std::ifstream src(dsx::test::fixture_tokenizer("gpt2") + "/tokenizer.json");
+  std::string json((std::istreambuf_iterator<char>(src)), std::istreambuf_iterator<char>());
+  const size_t at = json.find("\"added_tokens\": [");
+  ASSERT_NE(at, std::string::npos);
+  json.insert(
+      json.find('[', at) + 1,
+      "{\"id\": 70000, \"content\": \"<|big|>\", \"single_word\": false, \"lstrip\": false, "
+      "\"rstrip\": false, \"normalized\": false, \"special\": true},");
+  dsx::test::write_file(folder + "/tokenizer.json", json);
+  std::filesystem::copy_file(dsx::test::fixture_tokenizer("gpt2") + "/tokenizer_config.json",
+                             folder + "/tokenizer_config.json");
+  auto tok = dsx::tokenizer::load_tokenizer(folder);
+  ASSERT_EQ(tok->vocab_size(), 70001);
+  auto r =
+      run_dsx("tokenize " + in.files() + " --tokenizer " + folder + " --out " + in.dir.file("out"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("uint32"), std::string::npos) << r.output;
+  const auto shards = dsx::models::glob_files(in.dir.file("out") + "/train_*.bin");
+  EXPECT_EQ(dsx::models::TokenFile::open_shard(shards[0]).token_bytes(), 4u);
+  EXPECT_EQ(read_shards(in.dir.file("out") + "/train_*.bin"), in.expected(*tok));
 }
 
 TEST(DsxTokenize, ValidationShareGoesToValShards) {
