@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
+#include "dataset/shard_data.h"
 #include "dataset/shard_writer.h"
 #include "dsx/error.h"
 #include "models/data/token_files.h"
@@ -87,4 +89,29 @@ TEST(ShardWriter, IdsBeyondTheWidthAreRefused) {
   ShardWriter w(dir.path(), "train", 4, 2);
   std::vector<int32_t> ids = {65536};
   EXPECT_THROW(w.append(ids), dsx::Error);
+}
+
+TEST(ShardData, VocabularyFromTokenizeJsonElseFromTheTokenWidth) {
+  dsx::test::TempDir dir;
+  dsx::models::TokenLoaderOptions o;
+  o.batch = 1, o.seq_len = 4;
+  dsx::models::write_token_shard(dir.file("gpt2_000000.bin"), std::vector<uint16_t>(20, 7));
+  EXPECT_EQ(make_shard_loader(dir.file("gpt2_*.bin"), o)->vocab_size(), 50257);
+  dsx::models::write_token_shard(dir.file("llama_000000.bin"), std::vector<uint32_t>(20, 100000));
+  auto llama = make_shard_loader(dir.file("llama_*.bin"), o);
+  EXPECT_EQ(llama->vocab_size(), 128256);
+  dsx::models::Batch batch;
+  llama->next(batch);
+  EXPECT_EQ(batch.inputs[0], 100000);
+  std::ofstream(dir.file("tokenize.json")) << "{\"vocab_size\": 804, \"token_bytes\": 2}\n";
+  EXPECT_EQ(make_shard_loader(dir.file("gpt2_*.bin"), o)->vocab_size(), 804);
+  std::ofstream(dir.file("tokenize.json")) << "{\"tokens\": 3}\n";
+  try {
+    make_shard_loader(dir.file("gpt2_*.bin"), o);
+    FAIL();
+  } catch (const dsx::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tokenize.json' has no positive integer vocab_size"),
+              std::string::npos)
+        << e.what();
+  }
 }

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "dataset/shard_data.h"
 #include "models/data/token_files.h"
 #include "tests/dataset/dataset_test_util.h"
 #include "tests/models/temp_dir.h"
@@ -106,6 +107,11 @@ TEST(DsxTokenize, VocabulariesPast16BitsGetUint32Shards) {
   const auto shards = dsx::models::glob_files(in.dir.file("out") + "/train_*.bin");
   EXPECT_EQ(dsx::models::TokenFile::open_shard(shards[0]).token_bytes(), 4u);
   EXPECT_EQ(read_shards(in.dir.file("out") + "/train_*.bin"), in.expected(*tok));
+  // Training on them sees the tokenizer's vocabulary (tokenize.json), not GPT-2's.
+  dsx::models::TokenLoaderOptions o;
+  o.batch = 2, o.seq_len = 16;
+  EXPECT_EQ(dsx::dataset::make_shard_loader(in.dir.file("out") + "/train_*.bin", o)->vocab_size(),
+            70001);
 }
 
 TEST(DsxTokenize, ValidationShareGoesToValShards) {
