@@ -84,7 +84,7 @@ bool DocumentReader::next(DocumentChunk& chunk) {
       throw Error(ErrorKind::Format,
                   path_ + ":" + std::to_string(line_) + ": a document longer than " +
                       std::to_string(max_document_bytes_) +
-                      " bytes; split the input into smaller documents or raise the limit");
+                      " bytes, the most read as one; split it into smaller documents");
     }
     target = std::min(target * 2, max_document_bytes_);
   }

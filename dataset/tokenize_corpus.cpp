@@ -179,8 +179,9 @@ TokenizeSummary tokenize_corpus(const tokenizer::Tokenizer& tok, const TokenizeO
         }
         train.append(train_ids), val.append(val_ids);
       }
-      s.totals.bytes_read += chunk.bytes, s.totals.documents += texts.size(),
-          s.totals.tokens += ids.size();
+      s.totals.bytes_read += chunk.bytes;
+      s.totals.documents += texts.size();
+      s.totals.tokens += ids.size();
       s.totals.shards = train.files().size() + val.files().size();
       s.totals.seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
