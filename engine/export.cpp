@@ -11,21 +11,10 @@
 #include "dsx/error.h"
 #include "checkpoint/layout.h"
 #include "checkpoint/load.h"
-#include "models/gpt2/config.h"
-#include "models/io/gpt2_weights.h"
+#include "models/model_source.h"
 
 namespace dsx::engine {
 namespace {
-
-int member(const rapidjson::Value& obj, const char* key, const std::string& origin) {
-  auto it = obj.FindMember(key);
-  if (it == obj.MemberEnd() || !it->value.IsInt()) {
-    throw Error(ErrorKind::Format, origin + ": the model description lacks \"" + std::string(key) +
-                                       "\" (was it saved by dsx train?)");
-  }
-  return it->value.GetInt();
-}
-
 
 // The config.json written beside the export may replace only itself (a re-export): another
 // file of that name - a different model's, a project's own - is never overwritten.
@@ -52,26 +41,24 @@ std::string export_checkpoint(const std::string& checkpoint_dir, const std::stri
     throw Error(ErrorKind::Format, states.origin() + ": no model description in its metadata; only checkpoints "
                                                      "written by dsx train can be exported");
   }
-  models::GPT2Config c;
-  c.max_seq_len = member(model->value, "max_seq_len", states.origin());
-  c.vocab_size = member(model->value, "vocab_size", states.origin());
-  c.padded_vocab_size = member(model->value, "padded_vocab_size", states.origin());
-  c.num_layers = member(model->value, "num_layers", states.origin());
-  c.num_heads = member(model->value, "num_heads", states.origin());
-  c.channels = member(model->value, "channels", states.origin());
-  models::validate(c);
-  const auto specs = models::gpt2_param_specs(c);
+  const models::ModelShape shape = models::read_shape_json(model->value, states.origin());
+  const auto specs = models::param_specs(shape);
   std::vector<float> flat(specs.back().offset + specs.back().numel, 0.0f);
   for (const models::ParamSpec& spec : specs) {
     states.read("module." + spec.name, checkpoint::TensorDType::F32, flat.data() + spec.offset, spec.numel);
   }
+  // The tokenizer files of the folder the run started from go beside the weights, when it still exists.
+  auto source = meta.FindMember("source_folder");
+  std::string tokenizer_folder;
+  if (source != meta.MemberEnd() && source->value.IsString() && std::filesystem::is_directory(source->value.GetString())) {
+    tokenizer_folder = source->value.GetString();
+  }
   const std::filesystem::path out(out_path);
   const std::filesystem::path config_path =
       (out.has_parent_path() ? out.parent_path() : std::filesystem::path(".")) / "config.json";
-  refuse_foreign_config(config_path, models::gpt2_hf_config_json(c));
+  refuse_foreign_config(config_path, models::hf_config_json(shape, dtype));
   if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());
-  models::write_gpt2_safetensors(out_path, c, flat.data(), dtype);
-  models::write_gpt2_hf_config(config_path, c);
+  models::write_hf_weights(out_path, shape, flat.data(), dtype, tokenizer_folder);
   return reader.tag();
 }
 

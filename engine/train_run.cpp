@@ -30,8 +30,7 @@
 #include "engine/train_checkpoint.h"
 #include "engine/train_run_parts.h"
 #include "models/gpt2/factory.h"
-#include "models/gpt2/gpt2_cpu.h"
-#include "models/io/gpt2_weights.h"
+#include "models/model_source.h"
 #include "models/sampling.h"
 
 namespace dsx::engine {
@@ -45,10 +44,10 @@ const TrainRunOptions& with_config(const TrainRunOptions& o) {
   return o;
 }
 
-config::EngineConfig read_config(const TrainRunOptions& o, const ModelChoice& choice, const comm::RankEnv& env) {
+config::EngineConfig read_config(const TrainRunOptions& o, const models::ModelSource& choice, const comm::RankEnv& env) {
   config::ConfigInputs inputs;
   inputs.world_size = env.world_size;
-  inputs.hidden_size = choice.config.channels;
+  inputs.hidden_size = choice.shape.hidden_size();
   inputs.total_steps = o.steps;
   inputs.total_steps_flag = "--steps";
   inputs.micro_batch = o.micro_batch;
@@ -86,20 +85,27 @@ std::unique_ptr<comm::LoggingCommunicator> comms_logger_for(const config::Engine
       session.world(), c.prof_all ? std::vector<std::string>{} : c.prof_ops, c.verbose);
 }
 
-int sequence_length(const TrainRunOptions& o, const models::AdditionTask& task, const models::GPT2Config& shape) {
-  const int seq = o.data == "addition" ? task.seq_len() : shape.max_seq_len;
-  if (seq > shape.max_seq_len) {
-    throw Error(ErrorKind::Usage, "the addition task with --digits " + std::to_string(o.digits) + " needs " +
-                                      std::to_string(seq) + " positions; model " + o.model + " has " +
-                                      std::to_string(shape.max_seq_len));
+// The addition task's own length; else --seq_len, else the model's maximum.
+int sequence_length(const TrainRunOptions& o, const models::AdditionTask& task, const models::ModelShape& shape) {
+  if (o.seq_len < 0) throw Error(ErrorKind::Usage, "--seq_len must be positive, not " + std::to_string(o.seq_len));
+  if (o.data == "addition" && o.seq_len > 0) {
+    throw Error(ErrorKind::Usage, "--seq_len is for text:, jsonl: and shards: data; the addition task's rows are "
+                                  "as long as --digits makes them");
+  }
+  const int seq = o.data == "addition" ? task.seq_len() : o.seq_len > 0 ? o.seq_len : shape.max_seq_len();
+  if (seq > shape.max_seq_len()) {
+    const std::string what = o.data == "addition" ? "the addition task with --digits " + std::to_string(o.digits)
+                                                  : "--seq_len " + std::to_string(seq);
+    throw Error(ErrorKind::Usage, what + " needs " + std::to_string(seq) + " positions; model " + o.model + " has " +
+                                      std::to_string(shape.max_seq_len()));
   }
   return seq;
 }
 
 // `gpu`: the device ZeRO keeps its state on, whose compute stream the model computes on.
-std::unique_ptr<models::Model> build_model(const config::EngineConfig& config, const models::GPT2Config& shape, bool cuda,
+std::unique_ptr<models::Model> build_model(const config::EngineConfig& config, const models::ModelShape& shape, bool cuda,
                                            int micro, int seq, device::Device* gpu) {
-  models::GPT2Options options;
+  models::BuildOptions options;
   options.cuda = cuda;
   options.dtype = !cuda                ? kernels::DType::F32
                   : config.bf16.enabled ? kernels::DType::BF16
@@ -109,15 +115,12 @@ std::unique_ptr<models::Model> build_model(const config::EngineConfig& config, c
   options.max_seq = seq;
   options.activation_checkpointing = config.activation_checkpointing.given;
   if (gpu) options.stream = gpu->compute_stream().native();
-  return models::make_gpt2(shape, options);
+  return models::build_model(shape, options);
 }
 
 // fp32 initial weights, whatever the model computes in (the same values on CPU and GPU).
-const float* initial_weights(ModelChoice& choice, const models::Model& model, uint64_t seed) {
-  if (choice.initial.empty()) {
-    choice.initial.resize(model.num_params());
-    models::GPT2Cpu<float>(choice.config, 1, 1).init_params(choice.initial.data(), seed);
-  }
+const float* initial_weights(models::ModelSource& choice, uint64_t seed) {
+  if (choice.initial.empty()) choice.initial = models::initial_parameters(choice.shape, seed);
   return choice.initial.data();
 }
 
@@ -168,18 +171,18 @@ class TrainingRun {
  public:
   explicit TrainingRun(const TrainRunOptions& o)
       : o_(with_config(o)), choice_(choose_model(o)), env_(rank_env()), config_(read_config(o, choice_, env_)),
-        cuda_(wants_cuda(o.device)), arrangement_(arrange(config_, cuda_)),
+        cuda_(wants_cuda(o.device, choice_.shape)), arrangement_(arrange(config_, cuda_)),
         session_(env_, comm_options_for(arrangement_)),
         gpu_(arrangement_.zero_on_gpu ? device::make_cuda_device() : nullptr),
         logged_(comms_logger_for(config_, session_)),
         comm_(logged_ ? static_cast<comm::Communicator&>(*logged_) : session_.world()), rank_(comm_.rank()),
         lead_(rank_ == 0), task_(o.digits), micro_(static_cast<int>(config_.train_micro_batch_size_per_gpu)),
-        seq_(sequence_length(o, task_, choice_.config)),
-        model_(build_model(config_, choice_.config, cuda_, micro_, seq_, gpu_.get())),
-        loader_(make_loader(o, task_, micro_, seq_, rank_, comm_.size())),
+        seq_(sequence_length(o, task_, choice_.shape)),
+        model_(build_model(config_, choice_.shape, cuda_, micro_, seq_, gpu_.get())),
+        loader_(make_loader(o, choice_, task_, micro_, seq_, rank_, comm_.size())),
         steps_(steps_to_run(o, config_, *loader_, *model_)),
         profiling_(config_.autotuning.enabled && config_.autotuning.metric_path.has_value()),
-        trainer_(config_, *model_, comm_, initial_weights(choice_, *model_, o.seed), o.device_memory, gpu_.get()),
+        trainer_(config_, *model_, comm_, initial_weights(choice_, o.seed), o.device_memory, gpu_.get()),
         monitors_(monitor_settings(config_), rank_, notes_),
         display_(lead_ ? STDOUT_FILENO : -1, steps_, display_options(o, steps_)),
         throughput_(config_.train_batch_size, config_.steps_per_print) {}
@@ -301,7 +304,7 @@ class TrainingRun {
   std::string save(const std::string& why) {
     const std::string tag = save_training_checkpoint(
         o_.save_dir, "", trainer_, *model_, *loader_, comm_, session_.rendezvous().store(),
-        run_description(choice_.config, o_.seed, o_.config_path),
+        run_description(choice_, o_.seed, o_.config_path),
         SaveOptions{config_.checkpoint.tag_validation, config_.checkpoint.use_node_local_storage});
     say(std::string("saved checkpoint ") + o_.save_dir + "/" + tag + " (" + why + ")");
     return tag;
@@ -342,7 +345,7 @@ class TrainingRun {
     if (lead_) {
       std::cout << progress::format_summary(summary_);
       if (o_.data == "addition" && o_.samples_to_show > 0) {
-        print_samples(choice_.config, weights, task_, seq_, o_.seed, o_.samples_to_show);
+        print_samples(choice_.shape, weights, task_, seq_, o_.seed, o_.samples_to_show);
       }
       std::cout.flush();
     }
@@ -353,13 +356,12 @@ class TrainingRun {
   void write_weights(const std::vector<float>& weights) {
     std::filesystem::create_directories(o_.save_dir);
     const std::string path = o_.save_dir + "/model.safetensors";
-    models::write_gpt2_safetensors(path, choice_.config, weights.data());
-    models::write_gpt2_hf_config(o_.save_dir + "/config.json", choice_.config);
-    summary_.extra.push_back({"weights", path + " (Hugging Face GPT-2 layout)"});
+    models::write_hf_weights(path, choice_.shape, weights.data(), kernels::DType::F32, choice_.folder);
+    summary_.extra.push_back({"weights", path + " (Hugging Face " + choice_.shape.family_name() + " layout)"});
   }
 
   const TrainRunOptions& o_;
-  ModelChoice choice_;
+  models::ModelSource choice_;
   comm::RankEnv env_;
   config::EngineConfig config_;
   bool cuda_;

@@ -15,8 +15,10 @@ namespace dsx::engine {
 
 struct TrainRunOptions {
   std::string config_path;              // --deepspeed_config
-  std::string model = "byte-tiny";      // a GPT-2 preset, or a weights file (.bin / .safetensors)
-  std::string data = "addition";        // "addition", "text:FILE", "shards:GLOB"
+  std::string model = "byte-tiny";      // a preset, a GPT-2 weights file or a Hugging Face model folder
+  std::string data = "addition";        // "addition", "text:FILE", "jsonl:FILE", "shards:GLOB"
+  int seq_len = 0;                      // --seq_len: tokens per row (0: the model's maximum)
+  std::string tokenizer;                // --tokenizer DIR: text's tokenizer ("": the model folder's, else bytes)
   int digits = 2;                       // the addition task's operand digits
   int64_t steps = 300;                  // optimizer steps
   int64_t epochs = 0;                   // > 0: passes over the data instead of --steps

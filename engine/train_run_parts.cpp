@@ -16,13 +16,14 @@
 #include <iterator>
 #include <sstream>
 
+#include "dataset/instruction_data.h"
+#include "dataset/packed_text.h"
+#include "dataset/shard_data.h"
 #include "dsx/error.h"
 #include "engine/observers/profile_metrics.h"
 #include "engine/flops_profiler.h"
 #include "models/data/token_loader.h"
 #include "models/gpt2/factory.h"
-#include "models/gpt2/gpt2_cpu.h"
-#include "models/io/gpt2_weights.h"
 #include "models/local_params.h"
 #include "models/sampling.h"
 
@@ -48,6 +49,17 @@ std::string answer_line(models::Model& model, models::ParamAccess& access, const
   return line.str();
 }
 
+// The tokenizer text and instruction data go through: --tokenizer, else the model folder's when it
+// has one; "" means bytes (byte-level models).
+std::string text_tokenizer_folder(const TrainRunOptions& o, const models::ModelSource& model) {
+  if (!o.tokenizer.empty()) return o.tokenizer;
+  if (model.folder.empty()) return "";
+  for (const char* file : {"tokenizer.json", "tokenizer.model"}) {
+    if (std::filesystem::exists(std::filesystem::path(model.folder) / file)) return model.folder;
+  }
+  return "";
+}
+
 }  // namespace
 
 double now_seconds() {
@@ -70,20 +82,11 @@ monitor::MonitorSettings monitor_settings(const config::EngineConfig& c) {
   return s;
 }
 
-ModelChoice choose_model(const TrainRunOptions& o) {
-  ModelChoice m;
-  if (std::filesystem::exists(o.model)) {
-    auto weights = models::load_gpt2_weights(o.model);
-    m.config = weights.config;
-    m.initial = std::move(weights.params);
-  } else {
-    m.config = models::gpt2_preset(o.model);
-  }
-  return m;
-}
+models::ModelSource choose_model(const TrainRunOptions& o) { return models::load_model_source(o.model); }
 
-std::unique_ptr<models::DataLoader> make_loader(const TrainRunOptions& o, const models::AdditionTask& task,
-                                                int micro_batch, int seq_len, int rank, int world) {
+std::unique_ptr<models::DataLoader> make_loader(const TrainRunOptions& o, const models::ModelSource& model,
+                                                const models::AdditionTask& task, int micro_batch, int seq_len,
+                                                int rank, int world) {
   if (o.data == "addition") {
     return std::make_unique<models::AdditionLoader>(task, micro_batch, rank, world, o.seed);
   }
@@ -94,25 +97,33 @@ std::unique_ptr<models::DataLoader> make_loader(const TrainRunOptions& o, const 
   t.world = world;
   t.shuffle = true;
   t.seed = o.seed;
-  if (o.data.rfind("shards:", 0) == 0) return models::TokenLoader::shards(o.data.substr(7), t);
-  if (o.data.rfind("text:", 0) == 0) return models::TokenLoader::text(o.data.substr(5), t);
-  throw Error(ErrorKind::Usage, "--data must be addition, text:FILE or shards:GLOB, not '" + o.data + "'");
+  if (o.data.rfind("shards:", 0) == 0) return dataset::make_shard_loader(o.data.substr(7), t);
+  if (o.data.rfind("text:", 0) == 0) {
+    const std::string tokenizer = text_tokenizer_folder(o, model);
+    if (tokenizer.empty()) return models::TokenLoader::text(o.data.substr(5), t);
+    return dataset::make_tokenized_text_loader(o.data.substr(5), tokenizer, t);
+  }
+  if (o.data.rfind("jsonl:", 0) == 0) {
+    const std::string tokenizer = text_tokenizer_folder(o, model);
+    if (tokenizer.empty()) {
+      throw Error(ErrorKind::Usage, "--data jsonl: needs a tokenizer: a --model folder with tokenizer files, or "
+                                    "--tokenizer DIR");
+    }
+    return dataset::make_instruction_loader(o.data.substr(6), tokenizer, t);
+  }
+  throw Error(ErrorKind::Usage, "--data must be addition, text:FILE, jsonl:FILE or shards:GLOB, not '" + o.data + "'");
 }
 
-std::string run_description(const models::GPT2Config& c, uint64_t seed, const std::string& config_path) {
+std::string run_description(const models::ModelSource& model, uint64_t seed, const std::string& config_path) {
   rapidjson::StringBuffer buffer;
   rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
   w.StartObject();
   w.Key("model");
-  w.StartObject();
-  w.Key("type"), w.String("gpt2");
-  w.Key("max_seq_len"), w.Int(c.max_seq_len);
-  w.Key("vocab_size"), w.Int(c.vocab_size);
-  w.Key("padded_vocab_size"), w.Int(c.padded_vocab_size);
-  w.Key("num_layers"), w.Int(c.num_layers);
-  w.Key("num_heads"), w.Int(c.num_heads);
-  w.Key("channels"), w.Int(c.channels);
-  w.EndObject();
+  models::write_shape_json(w, model.shape);
+  if (!model.folder.empty()) {
+    const std::string folder = std::filesystem::absolute(model.folder).lexically_normal().string();
+    w.Key("source_folder"), w.String(folder.c_str(), static_cast<rapidjson::SizeType>(folder.size()));
+  }
   w.Key("seed"), w.Uint64(seed);
   std::ifstream in(config_path, std::ios::binary);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -161,16 +172,16 @@ void add_resource_rows(progress::RunSummary& summary, zero::ZeroEngine& zero, in
   }
 }
 
-void print_samples(const models::GPT2Config& shape, const std::vector<float>& weights, const models::AdditionTask& task,
+void print_samples(const models::ModelShape& shape, const std::vector<float>& weights, const models::AdditionTask& task,
                    int seq, uint64_t seed, int count) {
   std::cout << "samples from the trained model (greedy; sums it never trained on):\n";
-  models::GPT2Cpu<float> sampler(shape, 1, seq);  // on the host, whatever trained
-  models::LocalParams<float> local(sampler);
+  auto sampler = models::build_host_model(shape, 1, seq);  // on the host, whatever trained
+  models::LocalParams<float> local(*sampler);
   std::copy(weights.begin(), weights.end(), local.params());
   for (int i = 0; i < count; ++i) {
     uint64_t a, b;
     task.pair(seed + 99, static_cast<uint64_t>(i), true, a, b);
-    std::cout << answer_line(sampler, local, task, a, b) << "\n";
+    std::cout << answer_line(*sampler, local, task, a, b) << "\n";
   }
 }
 
@@ -198,7 +209,7 @@ int local_ranks() {
   return n > 0 ? n : 1;
 }
 
-bool wants_cuda(const std::string& device) {
+bool wants_cuda(const std::string& device, const models::ModelShape& shape) {
   if (device == "cpu") return false;
   if (device != "cuda" && device != "auto") {
     throw Error(ErrorKind::Usage, "--device must be auto, cpu or cuda, not '" + device + "'");
@@ -208,7 +219,8 @@ bool wants_cuda(const std::string& device) {
     throw Error(ErrorKind::Unsupported, "--device cuda: no GPU is visible to this process (a CUDA build of dsx, a "
                                         "driver and CUDA_VISIBLE_DEVICES naming a GPU are needed)");
   }
-  return visible;
+  // auto: a family without CUDA kernels yet trains on the CPU rather than stopping.
+  return visible && (device == "cuda" || models::has_cuda_kernels(shape));
 }
 
 }  // namespace dsx::engine

@@ -1,4 +1,5 @@
-// `dsx export`: consolidated safetensors (fp32 or bf16, Hugging Face names) from a checkpoint.
+// `dsx export`: a Hugging Face model folder (safetensors with Hugging Face names, config.json, the
+// tokenizer files of the folder training started from) from a checkpoint.
 #include <iostream>
 
 #include "dsx/error.h"
@@ -12,11 +13,12 @@ int run_export(int argc, char** argv) {
   options.add_options()
       ("checkpoint", po::value<std::string>(), "the --save directory of dsx train")
       ("tag", po::value<std::string>()->default_value(""), "the tag to export (default: what `latest` names)")
-      ("out", po::value<std::string>(), "the safetensors file to write (config.json goes beside it)")
-      ("dtype", po::value<std::string>()->default_value("fp32"), "fp32 or bf16");
+      ("out", po::value<std::string>(), "a folder to write (model.safetensors, config.json, tokenizer files), or a "
+       "FILE.safetensors (config.json goes beside it)")
+      ("dtype", po::value<std::string>()->default_value("fp32"), "fp32, bf16 or fp16 (fp16: Llama-family models)");
   po::positional_options_description positional;
   positional.add("checkpoint", 1);
-  auto args = parse_args(argc, argv, "dsx export CHECKPOINT_DIR --out FILE [--tag T] [--dtype fp32|bf16]", options,
+  auto args = parse_args(argc, argv, "dsx export CHECKPOINT_DIR --out DIR|FILE.safetensors [--tag T] [--dtype fp32|bf16|fp16]", options,
                          &positional);
   if (args.help) return 0;
   auto& v = args.vars;
@@ -24,13 +26,18 @@ int run_export(int argc, char** argv) {
     throw Error(ErrorKind::Usage, "dsx export needs a checkpoint directory and --out FILE (see --help)");
   }
   const std::string dtype_name = v["dtype"].as<std::string>();
-  if (dtype_name != "fp32" && dtype_name != "bf16") {
-    throw Error(ErrorKind::Usage, "--dtype must be fp32 or bf16, not '" + dtype_name + "'");
+  if (dtype_name != "fp32" && dtype_name != "bf16" && dtype_name != "fp16") {
+    throw Error(ErrorKind::Usage, "--dtype must be fp32, bf16 or fp16, not '" + dtype_name + "'");
   }
-  const auto dtype = dtype_name == "bf16" ? kernels::DType::BF16 : kernels::DType::F32;
-  const std::string out = v["out"].as<std::string>();
+  const auto dtype = dtype_name == "bf16"   ? kernels::DType::BF16
+                     : dtype_name == "fp16" ? kernels::DType::F16
+                                            : kernels::DType::F32;
+  std::string out = v["out"].as<std::string>();
+  const std::string suffix = ".safetensors";
+  const bool file = out.size() > suffix.size() && out.compare(out.size() - suffix.size(), suffix.size(), suffix) == 0;
+  if (!file) out += "/model.safetensors";
   const std::string tag = engine::export_checkpoint(v["checkpoint"].as<std::string>(), v["tag"].as<std::string>(), out, dtype);
-  std::cout << "dsx export: " << tag << " -> " << out << " (" << dtype_name << ", Hugging Face GPT-2 names)\n";
+  std::cout << "dsx export: " << tag << " -> " << out << " (" << dtype_name << ", Hugging Face names, config.json beside it)\n";
   return 0;
 }
 

@@ -1,23 +1,26 @@
-// `dsx sample`: loads GPT-2 weights (llm.c .bin or safetensors) and shows what the model learned:
-// generated text from a prompt, the answer to an addition problem, or held-out accuracy on the
-// built-in addition task.
+// `dsx sample`: loads a model (a Hugging Face folder of any family dsx trains, or GPT-2 weights:
+// llm.c .bin or safetensors) and shows what it learned: text generated from a prompt through its
+// tokenizer, the answer to an addition problem, or held-out accuracy on the built-in addition task.
+#include <filesystem>
 #include <iostream>
+#include <memory>
 #include <sstream>
 
 #include "dsx/error.h"
 #include "models/data/addition.h"
-#include "models/gpt2/gpt2_cpu.h"
 #include "models/io/gpt2_weights.h"
+#include "models/io/hf_folder.h"
 #include "models/io/llmc_tokenizer.h"
 #include "models/local_params.h"
+#include "models/model_source.h"
 #include "models/sampling.h"
+#include "tokenizer/load_tokenizer.h"
 #include "tools/cli.h"
 
 namespace dsx::tools {
 
 namespace {
 
-using models::GPT2Cpu;
 using models::LocalParams;
 
 std::vector<int32_t> parse_token_ids(const std::string& text) {
@@ -52,103 +55,164 @@ void parse_sum(const std::string& text, uint64_t& a, uint64_t& b, int digits) {
                                       " (the model's --digits " + std::to_string(digits) + "), got '" + text + "'");
 }
 
+// The model to sample: a Hugging Face folder (or a weights file inside one, as dsx train --save
+// and dsx export leave it), else a GPT-2 weights file with --heads when it does not say.
+models::ModelSource load_for_sampling(const std::string& path, int heads) {
+  const std::filesystem::path p(path);
+  const std::filesystem::path folder = std::filesystem::is_directory(p) ? p : p.parent_path();
+  if (std::filesystem::is_directory(p) ||
+      models::hf_folder_is_llama_family(folder.empty() ? "." : folder.string())) {
+    return models::load_model_source(folder.empty() ? "." : folder.string());
+  }
+  models::ModelSource m;
+  auto weights = models::load_gpt2_weights(path, heads);
+  m.shape.gpt2 = weights.config;
+  m.initial = std::move(weights.params);
+  if (std::filesystem::exists(folder / "tokenizer.json") || std::filesystem::exists(folder / "tokenizer.model")) {
+    m.folder = folder.string();
+  }
+  return m;
+}
+
+// How prompts become ids and ids text: a Hugging Face tokenizer (the folder's or --tokenizer DIR),
+// llm.c's gpt2_tokenizer.bin (decoding only), bytes for byte-level models, else ids as numbers.
+struct SampleText {
+  std::unique_ptr<tokenizer::Tokenizer> hf;
+  std::unique_ptr<models::LlmcTokenizer> llmc;
+  bool bytes = false;
+
+  std::vector<int32_t> encode(const std::string& text) const {
+    if (hf) return hf->encode(text);
+    if (bytes) return std::vector<int32_t>(reinterpret_cast<const uint8_t*>(text.data()),
+                                           reinterpret_cast<const uint8_t*>(text.data()) + text.size());
+    return {};
+  }
+  std::string decode(const std::vector<int32_t>& ids) const {
+    if (hf) return hf->decode(ids, tokenizer::DecodeOptions{true});
+    std::string out;
+    for (int32_t t : ids) out += bytes ? std::string(1, static_cast<char>(t)) : llmc ? llmc->decode(t) : std::to_string(t) + " ";
+    return out;
+  }
+};
+
+SampleText sample_text(const po::variables_map& v, const models::ModelSource& source) {
+  SampleText t;
+  const std::string given = v.count("tokenizer") ? v["tokenizer"].as<std::string>() : "";
+  if (!given.empty() && std::filesystem::is_regular_file(given) && given.size() > 4 && given.substr(given.size() - 4) == ".bin") {
+    t.llmc = std::make_unique<models::LlmcTokenizer>(given);
+  } else if (!given.empty() || !source.folder.empty()) {
+    const std::string dir = given.empty() ? source.folder : given;
+    if (!given.empty() || std::filesystem::exists(dir + "/tokenizer.json") || std::filesystem::exists(dir + "/tokenizer.model")) {
+      t.hf = tokenizer::load_tokenizer(dir);
+    }
+  }
+  t.bytes = !t.hf && source.shape.vocab_size() == 256;
+  return t;
+}
+
+int sample_addition(const po::variables_map& v, const models::ModelSource& source) {
+  const models::ModelShape& shape = source.shape;
+  if (shape.vocab_size() != 256)
+    throw Error(ErrorKind::Usage, "dsx sample: --add/--eval-add need a byte-level model (vocabulary 256); this one has " +
+                                      std::to_string(shape.vocab_size()));
+  models::AdditionTask task(v["digits"].as<int>());
+  if (task.seq_len() + 1 > shape.max_seq_len())
+    throw Error(ErrorKind::Usage, "dsx sample: the model's context is too short for --digits " + std::to_string(task.digits()));
+  const int batch = 64;
+  auto model = models::build_host_model(shape, batch, task.seq_len() + 1);
+  LocalParams<float> params(*model);
+  std::copy(source.initial.begin(), source.initial.end(), params.params());
+  if (v.count("add")) {
+    uint64_t a = 0, b = 0;
+    parse_sum(v["add"].as<std::string>(), a, b, task.digits());
+    std::string prompt = task.prompt(a, b);
+    models::SampleOptions o;
+    o.max_new_tokens = task.digits() + 2, o.temperature = 0.0f, o.stop_token = '\n';
+    auto out = models::generate(*model, params, std::vector<int32_t>(prompt.begin(), prompt.end()), o);
+    std::string answer(out.begin(), out.end());
+    int64_t got = task.parse_answer(answer);
+    std::cout << a << " + " << b << " = " << (got < 0 ? "?" : std::to_string(got)) << "   (model wrote \""
+              << prompt << answer.substr(0, answer.find('\n')) << "\", digits reversed; "
+              << (got == static_cast<int64_t>(a + b) ? "correct" : "wrong, the sum is " + std::to_string(a + b))
+              << ")\n";
+  }
+  if (v.count("eval-add")) {
+    int n = v["eval-add"].as<int>();
+    if (n < 1) throw Error(ErrorKind::Usage, "dsx sample: --eval-add must be positive");
+    double acc = models::addition_accuracy(*model, params, task, n, batch);
+    std::cout << "held-out addition accuracy: " << acc * 100 << "% of " << n << " problems ("
+              << task.digits() << "-digit operands)\n";
+  }
+  return 0;
+}
+
+std::vector<int32_t> prompt_ids(const po::variables_map& v, const SampleText& text, const models::ModelShape& shape) {
+  std::vector<int32_t> prompt;
+  if (v.count("prompt-tokens")) {
+    prompt = parse_token_ids(v["prompt-tokens"].as<std::string>());
+  } else if (text.hf || text.bytes) {
+    prompt = text.encode(v["prompt"].as<std::string>());
+    if (prompt.empty() && text.hf && text.hf->bos_id()) prompt = {*text.hf->bos_id()};
+  } else if (shape.vocab_size() == 50257) {
+    prompt = {50256};  // GPT-2's <|endoftext|>: an unconditional sample, as llm.c does
+  } else {
+    throw Error(ErrorKind::Usage, "dsx sample: this model has no tokenizer beside it; give --tokenizer DIR (a Hugging "
+                                  "Face tokenizer folder) or --prompt-tokens ids");
+  }
+  if (prompt.empty()) throw Error(ErrorKind::Usage, "dsx sample: the prompt is empty");
+  for (int32_t t : prompt)
+    if (t < 0 || t >= shape.vocab_size())
+      throw Error(ErrorKind::Usage, "dsx sample: prompt token " + std::to_string(t) + " is outside the vocabulary [0, " +
+                                        std::to_string(shape.vocab_size()) + ")");
+  return prompt;
+}
+
 }  // namespace
 
 int run_sample(int argc, char** argv) {
   po::options_description options("dsx sample");
   options.add_options()
-      ("weights", po::value<std::string>()->required(), "GPT-2 weights: llm.c .bin (fp32/bf16) or .safetensors")
-      ("prompt", po::value<std::string>()->default_value("\n"), "prompt text (byte-level models)")
-      ("prompt-tokens", po::value<std::string>(), "prompt as comma-separated token ids (GPT-2 vocabulary)")
+      ("weights", po::value<std::string>()->required(),
+       "a Hugging Face model folder (what dsx train --save and dsx export write), or GPT-2 weights: llm.c .bin "
+       "(fp32/bf16) or .safetensors")
+      ("prompt", po::value<std::string>()->default_value("\n"), "prompt text (through the model's tokenizer, or bytes "
+       "for byte-level models)")
+      ("prompt-tokens", po::value<std::string>(), "prompt as comma-separated token ids")
       ("tokens", po::value<int>()->default_value(128), "tokens to generate")
       ("temperature", po::value<float>()->default_value(1.0f), "sampling temperature; 0 is greedy")
       ("top-k", po::value<int>()->default_value(0), "sample among the k most likely tokens (0: all)")
       ("seed", po::value<uint64_t>()->default_value(0), "random seed")
-      ("tokenizer", po::value<std::string>(), "llm.c gpt2_tokenizer.bin to print GPT-2 tokens as text")
-      ("heads", po::value<int>()->default_value(0), "attention heads, if the weights file does not say")
+      ("tokenizer", po::value<std::string>(), "a Hugging Face tokenizer folder (tokenizer.json or tokenizer.model), "
+       "or llm.c's gpt2_tokenizer.bin to print GPT-2 tokens as text; default: the model folder's")
+      ("heads", po::value<int>()->default_value(0), "attention heads, if a GPT-2 weights file does not say")
       ("add", po::value<std::string>(), "ask the addition model A+B (greedy) and check the answer")
       ("eval-add", po::value<int>(), "exact-match accuracy on this many held-out addition problems")
       ("digits", po::value<int>()->default_value(2), "operand digits of the addition task");
   po::positional_options_description positional;
   positional.add("weights", 1);
-  auto args = parse_args(argc, argv, "dsx sample [--weights] FILE [options]", options, &positional);
+  auto args = parse_args(argc, argv, "dsx sample [--weights] FILE|DIR [options]", options, &positional);
   if (args.help) return 0;
   const auto& v = args.vars;
 
-  auto weights = models::load_gpt2_weights(v["weights"].as<std::string>(), v["heads"].as<int>());
-  const auto& config = weights.config;
+  const models::ModelSource source = load_for_sampling(v["weights"].as<std::string>(), v["heads"].as<int>());
   const int tokens = v["tokens"].as<int>();
   if (tokens < 0) throw Error(ErrorKind::Usage, "dsx sample: --tokens must be >= 0");
+  if (v.count("add") || v.count("eval-add")) return sample_addition(v, source);
 
-  if (v.count("add") || v.count("eval-add")) {
-    if (config.vocab_size != 256)
-      throw Error(ErrorKind::Usage, "dsx sample: --add/--eval-add need a byte-level model (vocabulary 256); this one has " +
-                                        std::to_string(config.vocab_size));
-    models::AdditionTask task(v["digits"].as<int>());
-    if (task.seq_len() + 1 > config.max_seq_len)
-      throw Error(ErrorKind::Usage, "dsx sample: the model's context is too short for --digits " +
-                                        std::to_string(task.digits()));
-    const int batch = 64;
-    GPT2Cpu<float> model(config, batch, task.seq_len() + 1);
-    LocalParams<float> params(model);
-    std::copy(weights.params.begin(), weights.params.end(), params.params());
-    if (v.count("add")) {
-      uint64_t a = 0, b = 0;
-      parse_sum(v["add"].as<std::string>(), a, b, task.digits());
-      std::string prompt = task.prompt(a, b);
-      models::SampleOptions o;
-      o.max_new_tokens = task.digits() + 2, o.temperature = 0.0f, o.stop_token = '\n';
-      auto out = models::generate(model, params, std::vector<int32_t>(prompt.begin(), prompt.end()), o);
-      std::string answer(out.begin(), out.end());
-      int64_t got = task.parse_answer(answer);
-      std::cout << a << " + " << b << " = " << (got < 0 ? "?" : std::to_string(got)) << "   (model wrote \""
-                << prompt << answer.substr(0, answer.find('\n')) << "\", digits reversed; "
-                << (got == static_cast<int64_t>(a + b) ? "correct" : "wrong, the sum is " + std::to_string(a + b))
-                << ")\n";
-    }
-    if (v.count("eval-add")) {
-      int n = v["eval-add"].as<int>();
-      if (n < 1) throw Error(ErrorKind::Usage, "dsx sample: --eval-add must be positive");
-      double acc = models::addition_accuracy(model, params, task, n, batch);
-      std::cout << "held-out addition accuracy: " << acc * 100 << "% of " << n << " problems ("
-                << task.digits() << "-digit operands)\n";
-    }
-    return 0;
-  }
-
-  std::vector<int32_t> prompt;
-  if (v.count("prompt-tokens")) {
-    prompt = parse_token_ids(v["prompt-tokens"].as<std::string>());
-  } else if (config.vocab_size == 256) {
-    std::string text = v["prompt"].as<std::string>();
-    prompt.assign(reinterpret_cast<const uint8_t*>(text.data()), reinterpret_cast<const uint8_t*>(text.data()) + text.size());
-  } else {
-    prompt = {50256};  // GPT-2's <|endoftext|>: an unconditional sample, as llm.c does
-  }
-  if (prompt.empty()) throw Error(ErrorKind::Usage, "dsx sample: the prompt is empty");
-  for (int32_t t : prompt)
-    if (t < 0 || t >= config.vocab_size)
-      throw Error(ErrorKind::Usage, "dsx sample: prompt token " + std::to_string(t) + " is outside the vocabulary [0, " +
-                                        std::to_string(config.vocab_size) + ")");
-  GPT2Cpu<float> model(config, 1, std::min<int>(config.max_seq_len, static_cast<int>(prompt.size()) + tokens));
-  LocalParams<float> params(model);
-  std::copy(weights.params.begin(), weights.params.end(), params.params());
+  const SampleText text = sample_text(v, source);
+  const std::vector<int32_t> prompt = prompt_ids(v, text, source.shape);
+  auto model = models::build_host_model(source.shape, 1,
+                                        std::min<int>(source.shape.max_seq_len(), static_cast<int>(prompt.size()) + tokens));
+  LocalParams<float> params(*model);
+  std::copy(source.initial.begin(), source.initial.end(), params.params());
   models::SampleOptions o;
   o.max_new_tokens = tokens, o.temperature = v["temperature"].as<float>(), o.top_k = v["top-k"].as<int>();
   o.seed = v["seed"].as<uint64_t>();
-  std::unique_ptr<models::LlmcTokenizer> tokenizer;
-  if (v.count("tokenizer")) tokenizer = std::make_unique<models::LlmcTokenizer>(v["tokenizer"].as<std::string>());
-  if (tokenizer) o.stop_token = tokenizer->eot_token();
-  auto out = models::generate(model, params, prompt, o);
-  for (int32_t t : out) {
-    if (config.vocab_size == 256)
-      std::cout << static_cast<char>(t);
-    else if (tokenizer)
-      std::cout << tokenizer->decode(t);
-    else
-      std::cout << t << ' ';
-  }
-  std::cout << std::endl;
+  if (text.llmc) o.stop_token = text.llmc->eot_token();
+  if (text.hf && text.hf->eos_id()) o.stop_token = *text.hf->eos_id();
+  const std::vector<int32_t> out = models::generate(*model, params, prompt, o);
+  // A tokenizer's text starts with the prompt, so the continuation reads as one piece.
+  std::cout << (text.hf ? v["prompt"].as<std::string>() : "") << text.decode(out) << std::endl;
   return 0;
 }
 

@@ -16,8 +16,16 @@ int run_train(int argc, char** argv) {
       ("deepspeed", po::bool_switch(), "accepted for DeepSpeed scripts' sake (dsx always trains with it)")
       ("local_rank", po::value<int>(), "set by launchers; dsx reads LOCAL_RANK from the environment")
       ("model", po::value(&o.model)->default_value(o.model),
-       "a GPT-2 preset (byte-tiny, byte-small, gpt2-124M, ...) or weights to fine-tune (.bin / .safetensors)")
-      ("data", po::value(&o.data)->default_value(o.data), "addition | text:FILE | shards:GLOB (llm.c token shards)")
+       "a preset (byte-tiny, byte-small, gpt2-124M, llama-tiny, ...), a Hugging Face model folder to fine-tune "
+       "(Llama, Mistral, Qwen2, GPT-2) or GPT-2 weights (.bin / .safetensors)")
+      ("data", po::value(&o.data)->default_value(o.data),
+       "addition | text:FILE (through the model folder's tokenizer, else bytes) | jsonl:FILE (prompt/response "
+       "pairs, loss on the responses) | shards:GLOB (llm.c token shards)")
+      ("seq_len", po::value(&o.seq_len)->default_value(0),
+       "tokens per training row; text is packed into rows of this length with EOS between documents (0: the "
+       "model's maximum)")
+      ("tokenizer", po::value(&o.tokenizer), "a Hugging Face tokenizer folder for text: and jsonl: data (default: the "
+       "model folder's)")
       ("digits", po::value(&o.digits)->default_value(o.digits), "digits of the addition task's operands")
       ("steps", po::value(&o.steps)->default_value(o.steps), "optimizer steps to train")
       ("epochs", po::value(&o.epochs)->default_value(0), "passes over text/shard data (instead of --steps)")

@@ -333,7 +333,9 @@ void remove_stale(const std::string& dir, const std::set<std::string>& written) 
   }
 }
 
-void copy_tokenizer_files(const std::string& from, const std::string& dir) {
+}  // namespace
+
+void copy_hf_tokenizer_files(const std::string& from, const std::string& dir) {
   if (from.empty()) return;
   if (!fs::is_directory(from))
     throw Error(ErrorKind::Io, "tokenizer folder '" + from + "' is not a folder");
@@ -348,8 +350,6 @@ void copy_tokenizer_files(const std::string& from, const std::string& dir) {
     out.commit();
   }
 }
-
-}  // namespace
 
 const std::vector<std::string>& hf_tokenizer_files() {
   static const std::vector<std::string> names = {"tokenizer.json", "tokenizer.model",
@@ -386,7 +386,7 @@ void write_llama_hf_folder(const std::string& dir, const LlamaConfig& c, const f
   }
   remove_stale(dir, written);
   write_text(dir + "/config.json", config_text);
-  copy_tokenizer_files(o.tokenizer_from, dir);
+  copy_hf_tokenizer_files(o.tokenizer_from, dir);
 }
 
 }  // namespace dsx::models

@@ -41,6 +41,9 @@ inline constexpr size_t kDefaultMaxShardBytes = 5'000'000'000;
 
 // The tokenizer and generation files copied from a source folder when they are there.
 const std::vector<std::string>& hf_tokenizer_files();
+// Copies those of them `from` holds into `dir`, each atomically ("" or the same folder: nothing).
+// Error(Io) when `from` is not a folder.
+void copy_hf_tokenizer_files(const std::string& from, const std::string& dir);
 
 struct HfWriteOptions {
   kernels::DType dtype = kernels::DType::F32;      // on-disk dtype: F32, BF16 or F16
