@@ -1,0 +1,163 @@
+// Fine-tuning a Hugging Face Llama-style folder as a user does (issue 16's "done when"): real ranks
+// through `dsx launch`, configs/zero3.json, text through the folder's own tokenizer packed into
+// --seq_len rows, a save, a resume that ends where an uninterrupted run does, `dsx export` to a
+// folder transformers loads, and `dsx sample --prompt` printing text.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+
+#include "models/io/hf_folder.h"
+#include "models/model_source.h"
+#include "tests/comm/free_port.h"
+#include "tests/engine/test_files.h"
+#include "tests/models/temp_dir.h"
+#include "tests/tools/run_command.h"
+#include "tokenizer/load_tokenizer.h"
+
+using dsx::test::read_all;
+using dsx::test::run_command;
+
+namespace {
+
+const std::string kTokenizer = std::string(DSX_SOURCE_DIR) + "/tests/tokenizer/data/llama3";
+const std::string kZero3 = std::string(DSX_SOURCE_DIR) + "/configs/zero3.json";
+
+// A tiny random Llama 3-style folder (GQA, untied head, bf16 on disk) with the llama3 fixture
+// tokenizer's files beside it, as a Hugging Face download looks.
+dsx::models::LlamaConfig write_model_folder(const std::string& dir) {
+  const auto tokenizer = dsx::tokenizer::load_tokenizer(kTokenizer);
+  dsx::models::ModelShape shape;
+  shape.family = dsx::models::ModelShape::Family::Llama;
+  auto& c = shape.llama;
+  c.vocab_size = tokenizer->vocab_size();
+  c.hidden_size = 32, c.intermediate_size = 64, c.num_layers = 2;
+  c.num_heads = 4, c.num_kv_heads = 2, c.head_dim = 8, c.max_position_embeddings = 64;
+  c.rope_theta = 500000.0;
+  c.bos_token_id = tokenizer->bos_id().value_or(-1), c.eos_token_id = tokenizer->eos_id().value_or(-1);
+  const std::vector<float> weights = dsx::models::initial_parameters(shape, 7);
+  dsx::models::HfWriteOptions options;
+  options.dtype = dsx::kernels::DType::BF16;
+  options.tokenizer_from = kTokenizer;
+  dsx::models::write_llama_hf_folder(dir, c, weights.data(), options);
+  return c;
+}
+
+std::string write_text(const dsx::test::TempDir& dir) {
+  const std::string path = dir.file("corpus.txt");
+  std::ofstream out(path);
+  const char* words[] = {"the", "cat", "sat", "on", "a", "warm", "mat", "and", "watched", "birds", "fly", "south"};
+  for (int line = 0; line < 400; ++line) {
+    for (int w = 0; w < 9; ++w) out << words[(line * 7 + w * 5) % 12] << (w == 8 ? ".\n" : " ");
+  }
+  return path;
+}
+
+dsx::test::CommandResult train(const std::string& args) {
+  const std::string launch = std::string(DSX_EXE) + " launch --num_gpus 2 --master_port " +
+                             std::to_string(dsx::test::free_port()) + " ";
+  return run_command("OMP_NUM_THREADS=1 timeout 300 " + launch + DSX_EXE + " train --progress plain " + args);
+}
+
+double first_loss(const std::string& output) {
+  std::smatch m;
+  if (!std::regex_search(output, m, std::regex(R"(loss\s+([0-9.]+) first)"))) return -1;
+  return std::stod(m[1]);
+}
+
+}  // namespace
+
+TEST(LlamaFinetune, AFolderTrainsOnTextResumesExportsAndSamples) {
+  dsx::test::TempDir dir;
+  const std::string model = dir.file("llama");
+  const auto config = write_model_folder(model);
+  const std::string data = " --deepspeed_config " + kZero3 + " --model " + model + " --data text:" + write_text(dir) +
+                           " --seq_len 32";
+
+  auto first = train(data + " --steps 4 --save " + dir.file("out"));
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_NE(first.output.find("ZeRO stage 3"), std::string::npos) << first.output;
+  EXPECT_NE(first.output.find("(Hugging Face llama layout)"), std::string::npos) << first.output;
+  // Random weights predict about uniformly: the first loss is near ln(V).
+  EXPECT_NEAR(first_loss(first.output), std::log(config.vocab_size), 0.5) << first.output;
+
+  auto resumed = train(data + " --steps 8 --load " + dir.file("out") + " --save " + dir.file("out"));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("resumed from " + dir.file("out") + "/global_step4 at step 4"), std::string::npos)
+      << resumed.output;
+  auto straight = train(data + " --steps 8 --save " + dir.file("straight"));
+  ASSERT_EQ(straight.exit_code, 0) << straight.output;
+
+  // Both exports are Hugging Face folders, and the resumed run's weights are the uninterrupted run's.
+  for (const char* name : {"out", "straight"}) {
+    auto e = run_command(std::string(DSX_EXE) + " export " + dir.file(name) + " --out " + dir.file(std::string(name) + "_hf"));
+    ASSERT_EQ(e.exit_code, 0) << e.output;
+  }
+  EXPECT_EQ(read_all(dir.file("out_hf/model.safetensors")), read_all(dir.file("straight_hf/model.safetensors")));
+  for (const char* file : {"config.json", "tokenizer.json", "tokenizer_config.json"}) {
+    EXPECT_TRUE(std::filesystem::exists(dir.file(std::string("out_hf/") + file))) << file;
+  }
+  const auto exported = dsx::models::read_llama_hf_folder(dir.file("out_hf"));
+  EXPECT_EQ(exported.config.num_kv_heads, 2);
+  EXPECT_EQ(exported.config.vocab_size, config.vocab_size);
+  EXPECT_DOUBLE_EQ(exported.config.rope_theta, 500000.0);
+
+  // The exported folder samples text through its own tokenizer.
+  auto s = run_command(std::string(DSX_EXE) + " sample " + dir.file("out_hf") +
+                       " --prompt 'the cat' --tokens 6 --temperature 0");
+  ASSERT_EQ(s.exit_code, 0) << s.output;
+  EXPECT_EQ(s.output.rfind("the cat", 0), 0u) << s.output;
+  EXPECT_GT(s.output.size(), std::string("the cat\n").size()) << s.output;
+}
+
+TEST(LlamaFinetune, InstructionDataTrainsOnlyTheResponses) {
+  dsx::test::TempDir dir;
+  const std::string model = dir.file("llama");
+  write_model_folder(model);
+  const std::string jsonl = dir.file("pairs.jsonl");
+  {
+    std::ofstream out(jsonl);
+    for (int i = 0; i < 64; ++i) {
+      out << R"({"prompt": "What is )" << i << R"( plus one?", "response": " )" << i + 1 << R"(."})" << "\n";
+    }
+  }
+  auto r = train(" --deepspeed_config " + kZero3 + " --model " + model + " --data jsonl:" + jsonl +
+                 " --seq_len 24 --steps 3");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("training summary"), std::string::npos) << r.output;
+
+  // A bad line is named with its place.
+  {
+    std::ofstream out(jsonl, std::ios::app);
+    out << R"({"prompt": "no answer here"})" << "\n";
+  }
+  auto bad = train(" --deepspeed_config " + kZero3 + " --model " + model + " --data jsonl:" + jsonl +
+                   " --seq_len 24 --steps 1");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.output.find(jsonl + ":65"), std::string::npos) << bad.output;
+}
+
+TEST(LlamaFinetune, WhatCannotBeTrainedExactlyIsRefusedByName) {
+  dsx::test::TempDir dir;
+  // Text data without a tokenizer for a model whose vocabulary is not bytes needs one.
+  auto no_tok = train(" --deepspeed_config " + kZero3 + " --model llama-tiny --data jsonl:" + dir.file("x.jsonl") +
+                      " --steps 1");
+  EXPECT_NE(no_tok.exit_code, 0);
+  EXPECT_NE(no_tok.output.find("--data jsonl: needs a tokenizer"), std::string::npos) << no_tok.output;
+  // A longer row than the model has positions.
+  const std::string model = dir.file("llama");
+  write_model_folder(model);
+  auto too_long = train(" --deepspeed_config " + kZero3 + " --model " + model + " --data text:" + write_text(dir) +
+                        " --seq_len 65 --steps 1");
+  EXPECT_NE(too_long.exit_code, 0);
+  EXPECT_NE(too_long.output.find("--seq_len 65 needs 65 positions"), std::string::npos) << too_long.output;
+  // An architecture dsx does not have.
+  std::filesystem::create_directories(dir.file("gemma"));
+  std::ofstream(dir.file("gemma/config.json")) << R"({"architectures": ["GemmaForCausalLM"], "model_type": "gemma"})";
+  auto gemma = train(" --deepspeed_config " + kZero3 + " --model " + dir.file("gemma") + " --steps 1");
+  EXPECT_NE(gemma.exit_code, 0);
+  EXPECT_NE(gemma.output.find("GemmaForCausalLM"), std::string::npos) << gemma.output;
+}
