@@ -65,7 +65,7 @@ class Trainer {
   std::vector<double> momentum() const;
 
  private:
-  const config::EngineConfig& config_;
+  const config::EngineConfig config_;  // a copy: a caller may pass a temporary
   models::Model& model_;
   comm::Communicator& comm_;
   std::vector<std::string> notes_;
