@@ -93,24 +93,7 @@ ModelSource load_model_source(const std::string& name) {
 }
 
 std::unique_ptr<Model> build_model(const ModelShape& shape, const BuildOptions& o) {
-  if (is_gpt2(shape)) {
-    GPT2Options g;
-    g.cuda = o.cuda;
-    g.dtype = o.dtype;
-    g.max_batch = o.max_batch;
-    g.max_seq = o.max_seq;
-    g.activation_checkpointing = o.activation_checkpointing;
-    g.stream = o.stream;
-    return make_gpt2(shape.gpt2, g);
-  }
-  LlamaOptions l;
-  l.cuda = o.cuda;
-  l.dtype = o.dtype;
-  l.max_batch = o.max_batch;
-  l.max_seq = o.max_seq;
-  l.activation_checkpointing = o.activation_checkpointing;
-  l.stream = o.stream;
-  return make_llama(shape.llama, l);
+  return is_gpt2(shape) ? make_gpt2(shape.gpt2, o) : make_llama(shape.llama, o);
 }
 
 bool has_cuda_kernels(const ModelShape& shape) { return is_gpt2(shape); }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernels/dtype.h"
+#include "models/build_options.h"
 #include "models/gpt2/config.h"
 #include "models/llama/config.h"
 #include "models/model.h"
@@ -45,14 +46,7 @@ struct ModelSource {
 // errors (Format, Unsupported) for a file or folder they refuse.
 ModelSource load_model_source(const std::string& name_or_path);
 
-// How the engine wants the model built.
-struct BuildOptions {
-  bool cuda = false;
-  kernels::DType dtype = kernels::DType::F32;
-  int max_batch = 1, max_seq = 1;
-  bool activation_checkpointing = false;
-  void* stream = nullptr;  // CUDA: the compute stream (a cudaStream_t), null: the model's own
-};
+using BuildOptions = ModelBuildOptions;
 std::unique_ptr<Model> build_model(const ModelShape& shape, const BuildOptions& options);
 // Whether the family has CUDA kernels in this dsx (GPT-2 does; the Llama family trains on the CPU).
 bool has_cuda_kernels(const ModelShape& shape);

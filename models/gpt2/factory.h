@@ -5,20 +5,13 @@
 #include <memory>
 
 #include "kernels/dtype.h"
+#include "models/build_options.h"
 #include "models/gpt2/config.h"
 #include "models/model.h"
 
 namespace dsx::models {
 
-struct GPT2Options {
-  bool cuda = false;                         // GPU (needs a CUDA build) or CPU
-  kernels::DType dtype = kernels::DType::F32;  // CPU: F32; CUDA: F32, BF16 or F16
-  int max_batch = 1, max_seq = 1;
-  bool activation_checkpointing = false;     // the ds_config's activation_checkpointing block
-  // CUDA: the stream to compute on (a cudaStream_t: the compute stream of the device ZeRO keeps
-  // its state on); null: a stream of the model's own.
-  void* stream = nullptr;
-};
+using GPT2Options = ModelBuildOptions;
 
 // Throws Error(Unsupported) for a combination this build cannot run (CUDA without a CUDA build,
 // a 16-bit CPU model).

@@ -5,18 +5,13 @@
 #include <memory>
 
 #include "kernels/dtype.h"
+#include "models/build_options.h"
 #include "models/llama/config.h"
 #include "models/model.h"
 
 namespace dsx::models {
 
-struct LlamaOptions {
-  bool cuda = false;                           // only the CPU model exists today
-  kernels::DType dtype = kernels::DType::F32;  // CPU: F32
-  int max_batch = 1, max_seq = 1;
-  bool activation_checkpointing = false;       // the ds_config's activation_checkpointing block
-  void* stream = nullptr;                      // CUDA, later: the stream to compute on
-};
+using LlamaOptions = ModelBuildOptions;
 
 // Throws Error(Unsupported) for a combination this build cannot run (CUDA, a 16-bit CPU model)
 // and Error(Config) for an invalid config.
