@@ -1,6 +1,7 @@
-// Training throughput of the CPU GPT-2: forward + backward + AdamW steps on random tokens,
-// best step time over --steps after --warmup (the least disturbed by other load). Prints one JSON line for run_gpt2_cpu.sh, which
-// puts it beside transformers' GPT2LMHeadModel (eager and torch.compile) measured in the same run.
+// Training throughput of a CPU model (a GPT-2 or Llama-family preset): forward + backward + AdamW
+// steps on random tokens, best step time over --steps after --warmup (the least disturbed by other
+// load). Prints one JSON line for run_cpu_train.sh, which puts it beside transformers' model of the
+// same shape (eager and torch.compile) measured in the same run.
 // AdamW is the fused CPU kernel of kernels/optimizers.h, one call per parameter tensor (decay on
 // matrices only, as the engine does).
 #include <algorithm>
@@ -14,36 +15,40 @@
 
 #include "kernels/cpu/gemm.h"
 #include "kernels/optimizers.h"
-#include "models/gpt2/gpt2_cpu.h"
 #include "models/local_params.h"
+#include "models/model_source.h"
 #include "tools/cli.h"
 
 using namespace dsx::models;
 
 int main(int argc, char** argv) try {
   namespace po = boost::program_options;
-  po::options_description options("bench_gpt2_cpu");
+  po::options_description options("bench_cpu_train");
   options.add_options()
-      ("preset", po::value<std::string>()->default_value("gpt2-bench"), "GPT-2 preset")
+      ("preset", po::value<std::string>()->default_value("gpt2-bench"), "a GPT-2 or Llama-family preset (gpt2-bench, llama-bench, ...)")
       ("batch", po::value<int>()->default_value(4), "B")
       ("seq", po::value<int>()->default_value(256), "T")
       ("warmup", po::value<int>()->default_value(2), "untimed steps")
       ("steps", po::value<int>()->default_value(5), "timed steps")
       ("checkpointing", po::bool_switch(), "activation checkpointing")
       ("name", po::value<std::string>()->default_value("dsx"), "the row's name in the table");
-  auto args = dsx::tools::parse_args(argc, argv, "bench_gpt2_cpu [options]", options);
+  auto args = dsx::tools::parse_args(argc, argv, "bench_cpu_train [options]", options);
   if (args.help) return 0;
   const auto& v = args.vars;
   const int B = v["batch"].as<int>(), T = v["seq"].as<int>();
-  auto config = gpt2_preset(v["preset"].as<std::string>());
-  GPT2Cpu<float> model(config, B, T, v["checkpointing"].as<bool>());
+  const ModelShape shape = load_model_source(v["preset"].as<std::string>()).shape;
+  BuildOptions build;
+  build.max_batch = B, build.max_seq = T, build.activation_checkpointing = v["checkpointing"].as<bool>();
+  const auto built = build_model(shape, build);
+  Model& model = *built;
   LocalParams<float> p(model);
   model.init_params(p.params(), 1);
+  const int vocab = shape.vocab_size();
   std::vector<float> m(p.size(), 0.0f), s(p.size(), 0.0f);
   std::mt19937_64 rng(2);
   std::vector<int32_t> x(B * T), y(B * T);
-  for (auto& t : x) t = static_cast<int32_t>(rng() % config.vocab_size);
-  for (auto& t : y) t = static_cast<int32_t>(rng() % config.vocab_size);
+  for (auto& t : x) t = static_cast<int32_t>(rng() % vocab);
+  for (auto& t : y) t = static_cast<int32_t>(rng() % vocab);
   dsx::kernels::AdamHyper decay{3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, true, true}, no_decay = decay;
   no_decay.weight_decay = 0.0f;
 
@@ -77,6 +82,6 @@ int main(int argc, char** argv) try {
               B * T / best, loss, dsx::kernels::cpu::blas_description());
   return 0;
 } catch (const std::exception& e) {
-  std::fprintf(stderr, "bench_gpt2_cpu: %s\n", e.what());
+  std::fprintf(stderr, "bench_cpu_train: %s\n", e.what());
   return 1;
 }

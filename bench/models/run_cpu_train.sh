@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# CPU GPT-2 training throughput (6 layers, 384 channels, 6 heads, GPT-2 vocabulary, T 256, B 4):
-# dsx beside transformers' GPT2LMHeadModel eager and torch.compile, same threads, same run.
+# CPU training throughput of a preset: MODEL=gpt2-bench (6 layers, 384 channels, 6 heads, GPT-2
+# vocabulary; default B 4, T 256) or MODEL=llama-bench (6 layers, 512 channels, GQA 8/2, vocabulary
+# 32000; default B 2, T 512): dsx beside transformers' model of the same shape, eager and
+# torch.compile, same threads, same run.
 # ROUNDS rounds alternate dsx and the peers; each figure is the best step of all its rounds, so a
 # burst of other load on the machine does not decide the ratio. Beside wall time, the CPU seconds
 # each step used (all threads), which a loaded machine disturbs far less. Prints one table
 # (docs/benchmarks.md keeps the latest).
-# usage: bash bench/models/run_gpt2_cpu.sh [build-dir]   (env THREADS, STEPS, WARMUP, ROUNDS)
+# usage: bash bench/models/run_cpu_train.sh [build-dir]   (env MODEL, BATCH, SEQ, THREADS, STEPS, WARMUP, ROUNDS)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
@@ -13,25 +15,29 @@ threads=${THREADS:-$(nproc)}
 steps=${STEPS:-5}
 warmup=${WARMUP:-2}
 rounds=${ROUNDS:-2}
+model=${MODEL:-gpt2-bench}
+if [[ $model == llama-bench ]]; then batch=${BATCH:-2} seq=${SEQ:-512}; else batch=${BATCH:-4} seq=${SEQ:-256}; fi
+shape=(--batch "$batch" --seq "$seq")
 [[ -f $build/CMakeCache.txt ]] || cmake -S "$root" -B "$build" >/dev/null
-cmake --build "$build" --target bench_gpt2_cpu -j"$threads" >/dev/null
+cmake --build "$build" --target bench_cpu_train -j"$threads" >/dev/null
 python=$(bash "$root/bench/peers/venv.sh" | tail -n 1)
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 for ((round = 0; round < rounds; ++round)); do
   OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads \
-    "$build/bench/models/bench_gpt2_cpu" --warmup "$warmup" --steps "$steps" >>"$results"
+    "$build/bench/models/bench_cpu_train" --preset "$model" "${shape[@]}" --warmup "$warmup" --steps "$steps" >>"$results"
   # A machine-wide OPENBLAS_CORETYPE (some images pin Haswell, AVX2) overrides OpenBLAS's own
   # choice of kernels; the extra row shows dsx with the choice OpenBLAS makes for this CPU.
   if [[ -n ${OPENBLAS_CORETYPE:-} ]]; then
     env -u OPENBLAS_CORETYPE OMP_NUM_THREADS="$threads" OPENBLAS_NUM_THREADS="$threads" \
-      "$build/bench/models/bench_gpt2_cpu" --warmup "$warmup" --steps "$steps" \
+      "$build/bench/models/bench_cpu_train" --preset "$model" "${shape[@]}" --warmup "$warmup" --steps "$steps" \
       --name "dsx, OPENBLAS_CORETYPE unset" >>"$results"
   fi
-  "$python" "$root/bench/models/gpt2_cpu_peers.py" --threads "$threads" --warmup "$warmup" --steps "$steps" \
+  "$python" "$root/bench/models/cpu_train_peers.py" --model "$model" "${shape[@]}" --threads "$threads" \
+    --warmup "$warmup" --steps "$steps" \
     2>/dev/null >>"$results"
 done
-"$python" - "$results" <<'PY'
+"$python" - "$results" "$model" "$batch" "$seq" <<'PY'
 import json, sys
 best = {}
 for r in (json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")):
@@ -39,7 +45,9 @@ for r in (json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")):
         best[r["impl"]] = r
 rows = list(best.values())
 ours = best["dsx"]
-print(f"GPT-2 L6 C384 H6 V50257, B4 x T256, fp32, forward+backward+AdamW, {ours['threads']} threads")
+model, batch, seq = sys.argv[2], sys.argv[3], sys.argv[4]
+shape = {"gpt2-bench": "GPT-2 L6 C384 H6 V50257", "llama-bench": "Llama L6 C512 F1376 GQA 8/2 V32000"}.get(model, model)
+print(f"{shape}, B{batch} x T{seq}, fp32, forward+backward+AdamW, {ours['threads']} threads")
 for r in rows:
     if "blas" in r:
         print(f"{r['impl']}: {r['blas']}")
