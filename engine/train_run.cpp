@@ -36,6 +36,11 @@
 namespace dsx::engine {
 namespace {
 
+// DIR/name as users wrote DIR, without the doubled slash of a DIR/ they gave with one.
+std::string in_dir(const std::string& dir, const std::string& name) {
+  return (std::filesystem::path(dir) / name).lexically_normal().string();
+}
+
 // The options, once they name a config (the first thing dsx train checks).
 const TrainRunOptions& with_config(const TrainRunOptions& o) {
   if (o.config_path.empty()) {
@@ -234,7 +239,7 @@ class TrainingRun {
     const std::string tag = load_training_checkpoint(o_.load_dir, point.tag, trainer_, *model_, *loader_, comm_);
     trainer_.params_changed();
     if (lead_) {
-      std::cout << "dsx train: resumed from " << o_.load_dir << "/" << tag << " at step " << trainer_.global_steps()
+      std::cout << "dsx train: resumed from " << in_dir(o_.load_dir, tag) << " at step " << trainer_.global_steps()
                 << std::endl;
     }
   }
@@ -306,7 +311,7 @@ class TrainingRun {
         o_.save_dir, "", trainer_, *model_, *loader_, comm_, session_.rendezvous().store(),
         run_description(choice_, o_.seed, o_.config_path),
         SaveOptions{config_.checkpoint.tag_validation, config_.checkpoint.use_node_local_storage});
-    say(std::string("saved checkpoint ") + o_.save_dir + "/" + tag + " (" + why + ")");
+    say("saved checkpoint " + in_dir(o_.save_dir, tag) + " (" + why + ")");
     return tag;
   }
 
@@ -336,7 +341,7 @@ class TrainingRun {
     std::vector<float> weights(model_->num_params());
     trainer_.zero().gather_params(weights.data());
     if (!o_.save_dir.empty()) {
-      summary_.extra.push_back({"checkpoint", o_.save_dir + "/" + save("end of training")});
+      summary_.extra.push_back({"checkpoint", in_dir(o_.save_dir, save("end of training"))});
       if (lead_) write_weights(weights);
     }
     std::vector<std::string> log_dirs = monitors_.log_dirs();
@@ -355,7 +360,7 @@ class TrainingRun {
 
   void write_weights(const std::vector<float>& weights) {
     std::filesystem::create_directories(o_.save_dir);
-    const std::string path = o_.save_dir + "/model.safetensors";
+    const std::string path = in_dir(o_.save_dir, "model.safetensors");
     models::write_hf_weights(path, choice_.shape, weights.data(), kernels::DType::F32, choice_.folder);
     summary_.extra.push_back({"weights", path + " (Hugging Face " + choice_.shape.family_name() + " layout)"});
   }
