@@ -15,6 +15,7 @@
 #include <iostream>
 #include <iterator>
 #include <sstream>
+#include <thread>
 
 #include "dataset/instruction_data.h"
 #include "dataset/packed_text.h"
@@ -60,6 +61,12 @@ std::string text_tokenizer_folder(const TrainRunOptions& o, const models::ModelS
   return "";
 }
 
+// Every rank of a node encodes its data at start: they share the node's cores.
+unsigned encoding_threads() {
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  return std::max(1u, cores / static_cast<unsigned>(local_ranks()));
+}
+
 }  // namespace
 
 double now_seconds() {
@@ -101,7 +108,9 @@ std::unique_ptr<models::DataLoader> make_loader(const TrainRunOptions& o, const 
   if (o.data.rfind("text:", 0) == 0) {
     const std::string tokenizer = text_tokenizer_folder(o, model);
     if (tokenizer.empty()) return models::TokenLoader::text(o.data.substr(5), t);
-    return dataset::make_tokenized_text_loader(o.data.substr(5), tokenizer, t);
+    dataset::TextDataOptions text;
+    text.threads = encoding_threads();
+    return dataset::make_tokenized_text_loader(o.data.substr(5), tokenizer, t, text);
   }
   if (o.data.rfind("jsonl:", 0) == 0) {
     const std::string tokenizer = text_tokenizer_folder(o, model);
@@ -109,7 +118,7 @@ std::unique_ptr<models::DataLoader> make_loader(const TrainRunOptions& o, const 
       throw Error(ErrorKind::Usage, "--data jsonl: needs a tokenizer: a --model folder with tokenizer files, or "
                                     "--tokenizer DIR");
     }
-    return dataset::make_instruction_loader(o.data.substr(6), tokenizer, t);
+    return dataset::make_instruction_loader(o.data.substr(6), tokenizer, t, encoding_threads());
   }
   throw Error(ErrorKind::Usage, "--data must be addition, text:FILE, jsonl:FILE or shards:GLOB, not '" + o.data + "'");
 }
