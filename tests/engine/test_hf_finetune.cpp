@@ -1,7 +1,8 @@
-// Fine-tuning a Hugging Face Llama-style folder as a user does (issue 16's "done when"): real ranks
-// through `dsx launch`, configs/zero3.json, text through the folder's own tokenizer packed into
-// --seq_len rows, a save, a resume that ends where an uninterrupted run does, `dsx export` to a
-// folder transformers loads, and `dsx sample --prompt` printing text.
+// Fine-tuning Hugging Face folders as a user does (issue 16's "done when"): real ranks through
+// `dsx launch`, configs/zero3.json, text through the folder's own tokenizer packed into --seq_len
+// rows, a save, a resume that ends where an uninterrupted run does, `dsx export` to a folder
+// transformers loads, and `dsx sample --prompt` printing text - for a Llama 3-style folder and a
+// GPT-2 one.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +11,7 @@
 #include <regex>
 #include <string>
 
+#include "models/io/gpt2_weights.h"
 #include "models/io/hf_folder.h"
 #include "models/model_source.h"
 #include "tests/comm/free_port.h"
@@ -24,6 +26,7 @@ using dsx::test::run_command;
 namespace {
 
 const std::string kTokenizer = std::string(DSX_SOURCE_DIR) + "/tests/tokenizer/data/llama3";
+const std::string kGpt2Tokenizer = std::string(DSX_SOURCE_DIR) + "/tests/tokenizer/data/gpt2";
 const std::string kZero3 = std::string(DSX_SOURCE_DIR) + "/configs/zero3.json";
 
 // A tiny random Llama 3-style folder (GQA, untied head, bf16 on disk) with the llama3 fixture
@@ -160,4 +163,32 @@ TEST(LlamaFinetune, WhatCannotBeTrainedExactlyIsRefusedByName) {
   auto gemma = train(" --deepspeed_config " + kZero3 + " --model " + dir.file("gemma") + " --steps 1");
   EXPECT_NE(gemma.exit_code, 0);
   EXPECT_NE(gemma.output.find("GemmaForCausalLM"), std::string::npos) << gemma.output;
+}
+
+// A GPT-2 folder as the Hub has them (model.safetensors, config.json, tokenizer.json): its text
+// goes through its byte-level BPE, and the export carries the tokenizer on to dsx sample.
+TEST(Gpt2Finetune, AFolderTrainsOnTextThroughItsTokenizerAndSamples) {
+  dsx::test::TempDir dir;
+  const std::string model = dir.file("gpt2");
+  std::filesystem::create_directories(model);
+  dsx::models::ModelShape shape;
+  auto& c = shape.gpt2;
+  c.vocab_size = dsx::tokenizer::load_tokenizer(kGpt2Tokenizer)->vocab_size();
+  c.padded_vocab_size = dsx::models::padded_vocab(c.vocab_size);
+  c.max_seq_len = 64, c.num_layers = 2, c.num_heads = 4, c.channels = 32;
+  const std::vector<float> weights = dsx::models::initial_parameters(shape, 3);
+  dsx::models::write_gpt2_safetensors(model + "/model.safetensors", c, weights.data());
+  dsx::models::write_gpt2_hf_config(model + "/config.json", c);
+  dsx::models::copy_hf_tokenizer_files(kGpt2Tokenizer, model);
+
+  auto r = train(" --deepspeed_config " + kZero3 + " --model " + model + " --data text:" + write_text(dir) +
+                 " --seq_len 48 --steps 3 --save " + dir.file("out"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NEAR(first_loss(r.output), std::log(c.vocab_size), 0.5) << r.output;
+  auto e = run_command(std::string(DSX_EXE) + " export " + dir.file("out") + " --out " + dir.file("hf"));
+  ASSERT_EQ(e.exit_code, 0) << e.output;
+  EXPECT_TRUE(std::filesystem::exists(dir.file("hf/tokenizer.json")));
+  auto s = run_command(std::string(DSX_EXE) + " sample " + dir.file("hf") + " --prompt 'the cat' --tokens 4 --temperature 0");
+  ASSERT_EQ(s.exit_code, 0) << s.output;
+  EXPECT_EQ(s.output.rfind("the cat", 0), 0u) << s.output;
 }
