@@ -66,4 +66,10 @@ void RowLoader::next(models::Batch& batch) {
   }
 }
 
+std::string RowLoader::describe() const {
+  return source_->describe() + ": " + std::to_string(source_->rows()) + " rows of " +
+         std::to_string(source_->seq_len()) + " tokens, vocabulary " + std::to_string(vocab_size_) + ", " +
+         std::to_string(samples_) + " global batches an epoch";
+}
+
 }  // namespace dsx::dataset

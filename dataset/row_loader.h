@@ -39,6 +39,7 @@ class RowLoader final : public models::DataLoader {
   void seek(const models::LoaderPosition& position) override;
   int vocab_size() const override { return vocab_size_; }
   uint64_t batches_per_epoch() const override { return samples_; }
+  std::string describe() const override;
 
   const RowSource& source() const { return *source_; }
 

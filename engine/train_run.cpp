@@ -256,6 +256,7 @@ class TrainingRun {
     if (profiling_) head << " (profiled trial: metrics to " << *config_.autotuning.metric_path << ")";
     say(head.str());
     say("arrangement: " + arrangement_.summary);
+    if (const std::string data = loader_->describe(); !data.empty()) say("data: " + data);
     say("ZeRO holds on rank 0 (" + trainer_.zero().device().name() + "): " + trainer_.zero().memory().report());
     for (const auto& note : trainer_.notes()) say("note: " + note);
     std::istringstream in(notes_.str());

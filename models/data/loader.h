@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace dsx::models {
@@ -32,6 +33,8 @@ class DataLoader {
   virtual int vocab_size() const = 0;
   // Micro-batches this rank reads in one pass over the data; 0 for endless (generated) data.
   virtual uint64_t batches_per_epoch() const { return 0; }
+  // What the data is, for the start of a run's log ("" when there is nothing to say).
+  virtual std::string describe() const { return ""; }
 };
 
 }  // namespace dsx::models

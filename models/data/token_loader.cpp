@@ -54,6 +54,15 @@ uint64_t TokenLoader::batches_per_epoch() const {
   return total;
 }
 
+std::string TokenLoader::describe() const {
+  uint64_t tokens = 0;
+  for (const TokenFile& f : files_) tokens += f.size();
+  const bool bytes = files_.size() == 1 && files_[0].token_bytes() == 1;
+  return (bytes ? "bytes of '" + files_[0].path() + "'" : std::to_string(files_.size()) + " token file(s)") + ", " +
+         std::to_string(tokens) + " tokens, vocabulary " + std::to_string(vocab_size_) + ", " +
+         std::to_string(batches_per_epoch()) + " global batches an epoch";
+}
+
 size_t TokenLoader::samples_in(size_t file) const {
   size_t window = static_cast<size_t>(opt_.world) * opt_.batch * opt_.seq_len;
   return files_[file].size() < 1 ? 0 : (files_[file].size() - 1) / window;

@@ -39,6 +39,7 @@ class TokenLoader final : public DataLoader {
   void seek(const LoaderPosition& position) override;
   int vocab_size() const override { return vocab_size_; }
   uint64_t batches_per_epoch() const override;
+  std::string describe() const override;
   size_t samples_in(size_t file) const;
 
  private:
