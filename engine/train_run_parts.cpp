@@ -95,6 +95,11 @@ std::unique_ptr<models::DataLoader> make_loader(const TrainRunOptions& o, const 
                                                 const models::AdditionTask& task, int micro_batch, int seq_len,
                                                 int rank, int world) {
   if (o.data == "addition") {
+    // The built-in task is bytes: a folder with a tokenizer came to be fine-tuned on text.
+    if (!model.folder.empty() && !text_tokenizer_folder(o, model).empty()) {
+      throw Error(ErrorKind::Usage, "--model " + o.model + " has a tokenizer, and --data is the built-in byte-level "
+                                    "addition task; give --data text:FILE, jsonl:FILE or shards:GLOB to fine-tune it");
+    }
     return std::make_unique<models::AdditionLoader>(task, micro_batch, rank, world, o.seed);
   }
   models::TokenLoaderOptions t;

@@ -157,6 +157,10 @@ TEST(LlamaFinetune, WhatCannotBeTrainedExactlyIsRefusedByName) {
                         " --seq_len 65 --steps 1");
   EXPECT_NE(too_long.exit_code, 0);
   EXPECT_NE(too_long.output.find("--seq_len 65 needs 65 positions"), std::string::npos) << too_long.output;
+  // A folder with a tokenizer and no --data: the built-in byte task is not what it came for.
+  auto no_data = train(" --deepspeed_config " + kZero3 + " --model " + model + " --steps 1");
+  EXPECT_NE(no_data.exit_code, 0);
+  EXPECT_NE(no_data.output.find("give --data text:FILE, jsonl:FILE or shards:GLOB"), std::string::npos) << no_data.output;
   // An architecture dsx does not have.
   std::filesystem::create_directories(dir.file("gemma"));
   std::ofstream(dir.file("gemma/config.json")) << R"({"architectures": ["GemmaForCausalLM"], "model_type": "gemma"})";
