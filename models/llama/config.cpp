@@ -141,4 +141,15 @@ std::vector<double> llama_rope_inv_freq(const LlamaConfig& c) {
   return inv;
 }
 
+std::vector<double> llama_rope_angles(const LlamaConfig& c, int max_seq) {
+  const std::vector<double> inv = llama_rope_inv_freq(c);
+  std::vector<double> angles(static_cast<size_t>(max_seq) * inv.size());
+  for (size_t t = 0; t < static_cast<size_t>(max_seq); ++t) {
+    for (size_t j = 0; j < inv.size(); ++j) {
+      angles[t * inv.size() + j] = static_cast<float>(static_cast<float>(t) * static_cast<float>(inv[j]));
+    }
+  }
+  return angles;
+}
+
 }  // namespace dsx::models

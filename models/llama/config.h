@@ -77,4 +77,10 @@ std::vector<ParamSpec> llama_param_specs(const LlamaConfig& config);
 // transformers' _compute_default_rope_parameters / _compute_llama3_parameters do (in double).
 std::vector<double> llama_rope_inv_freq(const LlamaConfig& config);
 
+// The rotary angles of positions 0 .. max_seq-1, (max_seq, D/2) row-major, as transformers forms
+// them: inverse frequency and position in fp32 and their product rounded to fp32 (a pretrained
+// model saw these angles; at position 8000 the rounding is 5e-4 rad, beyond fp32 tolerance of the
+// exact ones). The CPU and CUDA models take cos and sin of them.
+std::vector<double> llama_rope_angles(const LlamaConfig& config, int max_seq);
+
 }  // namespace dsx::models

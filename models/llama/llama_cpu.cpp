@@ -44,15 +44,12 @@ LlamaCpu<T>::LlamaCpu(const LlamaConfig& config, int max_batch, int max_seq, boo
   const size_t L = config.num_layers, C = config.hidden_size, F = config.intermediate_size;
   const size_t NH = config.num_heads, D = config.head_dim, QD = NH * D, KVD = size_t(config.num_kv_heads) * D;
   const size_t N = static_cast<size_t>(max_batch) * max_seq;
-  // Angles in double, then rounded once to T.
-  const auto inv_freq = llama_rope_inv_freq(config);
-  cos_.resize(max_seq * inv_freq.size()), sin_.resize(max_seq * inv_freq.size());
-  for (size_t t = 0; t < size_t(max_seq); ++t)
-    for (size_t j = 0; j < inv_freq.size(); ++j) {
-      const double angle = static_cast<double>(t) * inv_freq[j];
-      cos_[t * inv_freq.size() + j] = static_cast<T>(std::cos(angle));
-      sin_[t * inv_freq.size() + j] = static_cast<T>(std::sin(angle));
-    }
+  const auto angles = llama_rope_angles(config, max_seq);
+  cos_.resize(angles.size()), sin_.resize(angles.size());
+  for (size_t i = 0; i < angles.size(); ++i) {
+    cos_[i] = static_cast<T>(std::cos(angles[i]));
+    sin_[i] = static_cast<T>(std::sin(angles[i]));
+  }
   residual_.assign(L + 1, std::vector<T>(N * C));
   blocks_.resize(checkpointing_ ? 1 : L);
   for (auto& a : blocks_) {

@@ -90,14 +90,15 @@ class ReferenceLlama {
     for (size_t i = 0; i < x.size(); ++i) y[i] = weight[i] * x[i] / std::sqrt(ms + c_.rms_norm_eps);
     return y;
   }
-  // q * cat(cos, cos) + rotate_half(q) * cat(sin, sin) on every head of `v`.
+  // q * cat(cos, cos) + rotate_half(q) * cat(sin, sin) on every head of `v`, at transformers'
+  // fp32 angles (fp32 inverse frequency times fp32 position, rounded to fp32).
   Vec rope(const Vec& v, int t) const {
     const int D = c_.head_dim, h = D / 2;
     auto inv = llama_rope_inv_freq(c_);
     Vec out(v.size());
     for (size_t head = 0; head < v.size() / D; ++head)
       for (int j = 0; j < D; ++j) {
-        const double a = t * inv[j % h];
+        const double a = static_cast<float>(static_cast<float>(t) * static_cast<float>(inv[j % h]));
         const double x = v[head * D + j], rot = j < h ? -v[head * D + j + h] : v[head * D + j - h];
         out[head * D + j] = x * std::cos(a) + rot * std::sin(a);
       }
@@ -328,6 +329,21 @@ void expect_matches_reference(const LlamaConfig& c, uint64_t seed) {
 }
 
 }  // namespace
+
+// The angles are transformers' fp32 ones: at large positions they differ from the exact product by
+// far more than fp32 tolerance of the cosine, and a pretrained model saw these.
+TEST(LlamaModel, RopeAnglesAreTransformersFp32Products) {
+  LlamaConfig c = llama_preset("llama-tiny");
+  c.max_position_embeddings = 8192;
+  const auto inv = llama_rope_inv_freq(c);
+  const auto angles = llama_rope_angles(c, 8192);
+  ASSERT_EQ(angles.size(), 8192 * inv.size());
+  const size_t t = 8191, half = inv.size();
+  EXPECT_EQ(angles[t * half], 8191.0) << "inverse frequency 1: the position itself";
+  const float fp32 = static_cast<float>(8191.0f * static_cast<float>(inv[1]));
+  EXPECT_EQ(angles[t * half + 1], static_cast<double>(fp32));
+  EXPECT_GT(std::abs(angles[t * half + 1] - 8191.0 * inv[1]), 1e-5) << "not the exact product";
+}
 
 TEST(LlamaModel, LogitsMatchAPlainReference) {
   auto gqa = micro_config();
