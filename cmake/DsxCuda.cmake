@@ -1,5 +1,5 @@
 # DSX_CUDA=AUTO|ON|OFF. Sets DSX_CUDA_ENABLED and, when on, the targets
-# CUDA::cudart, CUDA::cublas, CUDA::cublasLt, dsx_cudnn and dsx_nccl.
+# CUDA::cudart, CUDA::cublas, CUDA::cublasLt, dsx_cudnn, dsx_cudnn_frontend and dsx_nccl.
 include(CheckLanguage)
 set(DSX_CUDA_ENABLED OFF)
 if(NOT DSX_CUDA STREQUAL "OFF")
@@ -78,6 +78,49 @@ if(DSX_CUDA_ENABLED)
   add_library(dsx_cudnn INTERFACE)
   target_include_directories(dsx_cudnn SYSTEM INTERFACE ${CUDNN_INCLUDE_DIR})
   target_link_libraries(dsx_cudnn INTERFACE ${CUDNN_LIBRARY})
+  # cudnn-frontend (header-only, pinned in tools/cudnn_frontend.sh): DSX_CUDNN_FRONTEND_DIR names
+  # a folder with cudnn_frontend.h (or its include/); else the script fetches it into
+  # .cache/cudnn-frontend, or takes the copy tests/gpu/prepare.sh put in gpu-deps/ (or
+  # $DSX_GPU_DEPS) for machines without a network: the script downloads nothing when a copy's
+  # stamp names the pinned wheel, and fetches it afresh when the pin changed.
+  set(DSX_CUDNN_FRONTEND_DIR "" CACHE PATH
+      "A folder with cudnn_frontend.h (default: what tools/cudnn_frontend.sh fetches)")
+  set(_dsx_fe_script ${PROJECT_SOURCE_DIR}/tools/cudnn_frontend.sh)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_dsx_fe_script})
+  if(DSX_CUDNN_FRONTEND_DIR)
+    set(_dsx_fe_hints ${DSX_CUDNN_FRONTEND_DIR} ${DSX_CUDNN_FRONTEND_DIR}/include)
+  else()
+    set(_dsx_fe_dest ${PROJECT_SOURCE_DIR}/.cache/cudnn-frontend)
+    foreach(_dsx_deps $ENV{DSX_GPU_DEPS} ${PROJECT_SOURCE_DIR}/gpu-deps)
+      if(EXISTS ${_dsx_deps}/cudnn-frontend/.dsx-cudnn-frontend-stamp)
+        set(_dsx_fe_dest ${_dsx_deps}/cudnn-frontend)
+        break()
+      endif()
+    endforeach()
+    execute_process(COMMAND bash ${_dsx_fe_script} ${_dsx_fe_dest} RESULT_VARIABLE _dsx_fe_rc
+                    OUTPUT_VARIABLE _dsx_fe_out ERROR_VARIABLE _dsx_fe_out)
+    if(NOT _dsx_fe_rc EQUAL 0)
+      message(FATAL_ERROR "dsx: CUDA is on and needs NVIDIA's cudnn-frontend headers, which "
+              "`bash tools/cudnn_frontend.sh ${_dsx_fe_dest}` fetches from PyPI; it failed:\n"
+              "${_dsx_fe_out}\nRun it where PyPI is reachable, or configure with "
+              "-DDSX_CUDNN_FRONTEND_DIR=<a folder with cudnn_frontend.h>, or -DDSX_CUDA=OFF.")
+    endif()
+    set(_dsx_fe_hints ${_dsx_fe_dest}/include)
+  endif()
+  # Not cached: a changed DSX_CUDNN_FRONTEND_DIR or a copy in gpu-deps/ is found afresh.
+  find_path(_dsx_fe_include cudnn_frontend.h PATHS ${_dsx_fe_hints} NO_DEFAULT_PATH NO_CACHE)
+  if(NOT _dsx_fe_include)
+    message(FATAL_ERROR "dsx: no cudnn_frontend.h in ${_dsx_fe_hints} (DSX_CUDNN_FRONTEND_DIR, "
+                        "or `bash tools/cudnn_frontend.sh` to fetch it).")
+  endif()
+  file(STRINGS ${_dsx_fe_include}/cudnn_frontend_version.h _dsx_fe_version
+       REGEX "^#define CUDNN_FRONTEND_(MAJOR|MINOR|PATCH)_VERSION")
+  string(REGEX REPLACE "[^;]*VERSION +([0-9]+)" "\\1" _dsx_fe_version "${_dsx_fe_version}")
+  string(REPLACE ";" "." _dsx_fe_version "${_dsx_fe_version}")
+  message(STATUS "dsx: cudnn-frontend ${_dsx_fe_version} (${_dsx_fe_include})")
+  add_library(dsx_cudnn_frontend INTERFACE)
+  target_include_directories(dsx_cudnn_frontend SYSTEM INTERFACE ${_dsx_fe_include})
+  target_link_libraries(dsx_cudnn_frontend INTERFACE dsx_cudnn)
   add_library(dsx_nccl INTERFACE)
   target_include_directories(dsx_nccl SYSTEM INTERFACE ${NCCL_INCLUDE_DIR})
   target_link_libraries(dsx_nccl INTERFACE ${NCCL_LIBRARY})

@@ -24,6 +24,7 @@ packages=(
   libbenchmark-dev              # micro-benchmarks
   libomp-dev                    # OpenMP (gcc uses libgomp; clang builds of the fuzzers use this)
   python3                       # helper scripts
+  python3-pip                   # CUDA builds: tools/cudnn_frontend.sh fetches headers with pip
   awscli                        # cloud tests: the EC2 API's parameter checks on rendered commands
   shellcheck                    # cloud tests: every rendered shell script is linted
   openssh-client                # dsx cloud render: ssh-keygen makes the cluster key

@@ -61,6 +61,9 @@ if ! (cd "$scratch" && apt-get download -q "${packages[@]}" >"$scratch/apt.log" 
 fi
 mv "$scratch"/*.deb "$folder/"
 say "downloaded ${#packages[@]} packages into $folder ($(du -sh "$folder" | cut -f1))"
+# cudnn-frontend's headers (PyPI, not Debian) for the CUDA build's fused attention: CMake takes
+# them from gpu-deps/cudnn-frontend (or $DSX_GPU_DEPS/cudnn-frontend) without a network.
+bash "$root/tools/cudnn_frontend.sh" "$folder/cudnn-frontend" || die "cannot fetch cudnn-frontend's headers"
 
 # --- verify -------------------------------------------------------------------------------------
 prefix=$scratch/prefix
