@@ -96,7 +96,15 @@ std::unique_ptr<Model> build_model(const ModelShape& shape, const BuildOptions& 
   return is_gpt2(shape) ? make_gpt2(shape.gpt2, o) : make_llama(shape.llama, o);
 }
 
-bool has_cuda_kernels(const ModelShape& shape) { return is_gpt2(shape); }
+// Both families have CUDA kernels in a CUDA build (models/gpt2/gpt2_cuda.h, models/llama/llama_cuda.h).
+bool has_cuda_kernels(const ModelShape& shape) {
+#ifdef DSX_HAVE_CUDA
+  (void)shape;
+  return true;
+#else
+  return is_gpt2(shape);
+#endif
+}
 
 std::unique_ptr<Model> build_host_model(const ModelShape& shape, int max_batch, int max_seq) {
   BuildOptions o;

@@ -48,7 +48,8 @@ ModelSource load_model_source(const std::string& name_or_path);
 
 using BuildOptions = ModelBuildOptions;
 std::unique_ptr<Model> build_model(const ModelShape& shape, const BuildOptions& options);
-// Whether the family has CUDA kernels in this dsx (GPT-2 does; the Llama family trains on the CPU).
+// Whether the family has CUDA kernels: both families in a CUDA build; without CUDA, GPT-2 only
+// (as before: no GPU is visible to such a build, so it never matters there).
 bool has_cuda_kernels(const ModelShape& shape);
 // A CPU fp32 model for sampling and evaluation on the host, whatever trained.
 std::unique_ptr<Model> build_host_model(const ModelShape& shape, int max_batch, int max_seq);

@@ -13,8 +13,9 @@ namespace dsx::models {
 
 using LlamaOptions = ModelBuildOptions;
 
-// Throws Error(Unsupported) for a combination this build cannot run (CUDA, a 16-bit CPU model)
-// and Error(Config) for an invalid config.
+// CPU: LlamaCpu<float>; CUDA: LlamaCuda<float, bf16 or fp16> (models/llama/llama_cuda.h). Throws
+// Error(Unsupported) for a combination this build cannot run (CUDA without a CUDA build, a 16-bit
+// CPU model) and Error(Config) for an invalid config.
 std::unique_ptr<Model> make_llama(const LlamaConfig& config, const LlamaOptions& options);
 
 }  // namespace dsx::models

@@ -1,0 +1,543 @@
+// Llama-family forward and backward on one GPU (see llama_cuda.h). The layer sequence is
+// LlamaCpu's; matmuls are GPT2Blas's cuBLASLt plans, cross-entropy and the own attention GPT-2's.
+#include "models/llama/llama_cuda.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <type_traits>
+
+#include "dsx/error.h"
+#include "kernels/column_sums.h"
+#include "kernels/cuda/cudnn_attention.h"
+#include "kernels/cuda/device.h"
+#include "kernels/cuda/llama_layers.h"
+#include "kernels/gpt2_math.h"
+#include "models/gpt2/gpu_layer_span.h"
+#include "models/llama/llama_cpu.h"
+
+namespace dsx::models {
+
+namespace kc = dsx::kernels::cuda;
+
+namespace {
+
+void cuda_check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess)
+    throw Error(e == cudaErrorMemoryAllocation ? ErrorKind::OutOfMemory : ErrorKind::Internal,
+                std::string("Llama CUDA: ") + what + ": " + cudaGetErrorString(e) +
+                    "; check that a GPU is visible and has enough free memory");
+}
+
+template <class T>
+constexpr kernels::DType storage_dtype() {
+  if constexpr (std::is_same_v<T, float>) return kernels::DType::F32;
+  if constexpr (std::is_same_v<T, __half>) return kernels::DType::F16;
+  return kernels::DType::BF16;
+}
+
+// DSX_ATTENTION: 0 auto (unset, empty or "auto"), 1 own, 2 cudnn.
+int attention_override() {
+  const char* v = std::getenv("DSX_ATTENTION");
+  if (!v || !*v || std::strcmp(v, "auto") == 0) return 0;
+  if (std::strcmp(v, "own") == 0) return 1;
+  if (std::strcmp(v, "cudnn") == 0) return 2;
+  throw Error(ErrorKind::Config,
+              std::string("DSX_ATTENTION=") + v +
+                  " is not one of auto, own (dsx's kernels) or cudnn (cuDNN's fused attention)");
+}
+
+// Checked before anything CUDA is made, so a bad config costs no GPU.
+const LlamaConfig& checked(const LlamaConfig& config, int max_batch, int max_seq) {
+  validate(config);
+  if (max_batch < 1 || max_seq < 1 || max_seq > config.max_position_embeddings)
+    throw Error(ErrorKind::Config,
+                "Llama: batch " + std::to_string(max_batch) + " x sequence " +
+                    std::to_string(max_seq) + " is invalid; the sequence must be in [1, " +
+                    std::to_string(config.max_position_embeddings) + "] (max_position_embeddings)");
+  return config;
+}
+
+kc::AttentionShape attention_shape(const LlamaConfig& c, int B, int Tn, kernels::DType dtype) {
+  kc::AttentionShape s;
+  s.B = B, s.T = Tn, s.NH = c.num_heads, s.KV = c.num_kv_heads, s.D = c.head_dim;
+  s.scale = kernels::gpt2::attention_scale<float>(c.head_dim);
+  s.dtype = dtype;
+  return s;
+}
+
+// The rotary tables: cos and sin of transformers' angles (llama_rope_angles), rounded to fp32 as
+// LlamaCpu<float> rounds its own.
+void upload_rope_tables(DeviceArray<float>& cos, DeviceArray<float>& sin, const LlamaConfig& config,
+                        int max_seq) {
+  const auto angles = llama_rope_angles(config, max_seq);
+  std::vector<float> c(angles.size()), s(angles.size());
+  for (size_t i = 0; i < angles.size(); ++i) {
+    c[i] = static_cast<float>(std::cos(angles[i]));
+    s[i] = static_cast<float>(std::sin(angles[i]));
+  }
+  cos = DeviceArray<float>(c.size()), sin = DeviceArray<float>(s.size());
+  upload_as(cos.data(), c.data(), c.size());
+  upload_as(sin.data(), s.data(), s.size());
+}
+
+}  // namespace
+
+template <class T>
+LlamaCuda<T>::RankDevice::RankDevice() {
+  kc::use_rank_device();
+}
+
+template <class T>
+LlamaCuda<T>::Stream::Stream(cudaStream_t given) : s_(given) {
+  if (s_) return;
+  cuda_check(cudaStreamCreate(&s_), "cudaStreamCreate");
+  owned_ = true;
+}
+
+template <class T>
+LlamaCuda<T>::Stream::~Stream() {
+  if (s_ && owned_) {
+    cudaStreamSynchronize(s_);
+    cudaStreamDestroy(s_);
+  }
+}
+
+template <class T>
+LlamaCuda<T>::LlamaCuda(const LlamaConfig& config, int max_batch, int max_seq,
+                        bool activation_checkpointing, cudaStream_t stream)
+    : config_(checked(config, max_batch, max_seq)),
+      specs_(llama_param_specs(config)),
+      max_batch_(max_batch),
+      max_seq_(max_seq),
+      checkpointing_(activation_checkpointing),
+      forced_(attention_override()),
+      stream_(stream) {
+  for (const auto& s : specs_) num_params_ += s.numel;
+  per_block_ = 9 + (config.qkv_bias ? 3 : 0) + (config.o_bias ? 1 : 0);
+  auto rel = [&](const std::string& suffix) {  // the tensor's place among block 0's specs
+    for (size_t i = 0; i < per_block_; ++i)
+      if (specs_[1 + i].name == "model.layers.0." + suffix) return static_cast<int>(i);
+    return -1;
+  };
+  block_index_ = {rel("input_layernorm.weight"), rel("self_attn.q_proj.weight"),
+                  rel("self_attn.q_proj.bias"),  rel("self_attn.k_proj.weight"),
+                  rel("self_attn.k_proj.bias"),  rel("self_attn.v_proj.weight"),
+                  rel("self_attn.v_proj.bias"),  rel("self_attn.o_proj.weight"),
+                  rel("self_attn.o_proj.bias"),  rel("post_attention_layernorm.weight"),
+                  rel("mlp.gate_proj.weight"),   rel("mlp.up_proj.weight"),
+                  rel("mlp.down_proj.weight")};
+  const size_t L = config.num_layers, C = config.hidden_size, F = config.intermediate_size;
+  const size_t QD = size_t(config.num_heads) * config.head_dim,
+               KVD = size_t(config.num_kv_heads) * config.head_dim;
+  const size_t N = size_t(max_batch) * max_seq;
+  upload_rope_tables(cos_, sin_, config_, max_seq);
+  for (size_t l = 0; l <= L; ++l) residual_.emplace_back(N * C);
+  blocks_.resize(checkpointing_ ? 1 : L);
+  for (auto& a : blocks_) {
+    a.xn1 = DeviceArray<T>(N * C), a.atty = DeviceArray<T>(N * QD), a.res2 = DeviceArray<T>(N * C);
+    a.xn2 = DeviceArray<T>(N * C), a.gate = DeviceArray<T>(N * F), a.up = DeviceArray<T>(N * F);
+    a.h = DeviceArray<T>(N * F), a.rstd1 = DeviceArray<float>(N), a.rstd2 = DeviceArray<float>(N);
+  }
+  inputs_ = DeviceArray<int32_t>(N), targets_ = DeviceArray<int32_t>(N);
+  token_rows_ = DeviceArray<int32_t>(kernels::token_rows_capacity(N));
+  xf_ = DeviceArray<T>(N * C), logits_ = DeviceArray<T>(N * config.vocab_size);
+  q_ = DeviceArray<T>(N * QD), k_ = DeviceArray<T>(N * KVD), v_ = DeviceArray<T>(N * KVD);
+  tmp_ = DeviceArray<T>(N * C), dres_ = DeviceArray<T>(N * C), dxn_ = DeviceArray<T>(N * C);
+  datty_ = DeviceArray<T>(N * QD), dh_ = DeviceArray<T>(N * F), dup_ = DeviceArray<T>(N * F);
+  rstdf_ = DeviceArray<float>(N), lse_ = DeviceArray<float>(N), losses_ = DeviceArray<float>(N);
+  norm_scratch_ = DeviceArray<float>(kernels::column_sums_scratch_floats(N, C));
+  allocate_for(attention_for(max_batch, max_seq));
+}
+
+template <class T>
+LlamaCuda<T>::~LlamaCuda() {
+  kc::use_chosen_device();  // the members' owners free on this thread
+}
+
+template <class T>
+LlamaAttention LlamaCuda<T>::attention_for(int B, int Tn) {
+  if (auto it = chosen_.find({B, Tn}); it != chosen_.end()) return it->second;
+  bool cudnn = false;
+#ifdef DSX_HAVE_CUDNN_ATTENTION
+  if constexpr (sizeof(T) == 2) {
+    if (forced_ != 1) {
+      if (!cudnn_)
+        cudnn_ = {new kc::CudnnAttention(stream_.get()), [](kc::CudnnAttention* p) { delete p; }};
+      cudnn = cudnn_->supported(attention_shape(config_, B, Tn, storage_dtype<T>()));
+    }
+  }
+#endif
+  if (forced_ == 2 && !cudnn)
+    throw Error(ErrorKind::Unsupported,
+                "DSX_ATTENTION=cudnn, but cuDNN's fused attention cannot run this model's " +
+                    std::string(kernels::dtype_name(storage_dtype<T>())) + " attention for batch " +
+                    std::to_string(B) + " x " + std::to_string(Tn) + " (" +
+                    std::to_string(config_.num_heads) + " heads, " +
+                    std::to_string(config_.num_kv_heads) + " kv heads, head size " +
+                    std::to_string(config_.head_dim) +
+                    ") on this GPU and build; unset DSX_ATTENTION (or =own) for dsx's own kernels");
+  const LlamaAttention path = cudnn ? LlamaAttention::Cudnn : LlamaAttention::Own;
+  chosen_.emplace(std::make_pair(B, Tn), path);
+  return path;
+}
+
+// Buffers are sized for the largest batch; a path's are made when a shape first takes it.
+template <class T>
+void LlamaCuda<T>::allocate_for(LlamaAttention path) {
+  const size_t N = size_t(max_batch_) * max_seq_, NH = config_.num_heads;
+  const size_t QD = NH * config_.head_dim, KVD = size_t(config_.num_kv_heads) * config_.head_dim;
+  if (path == LlamaAttention::Own && !own_allocated_) {
+    const size_t att = size_t(max_batch_) * NH * max_seq_ * max_seq_;
+    for (auto& a : blocks_) a.qkv = DeviceArray<T>(N * 3 * QD), a.att = DeviceArray<float>(att);
+    dqkv_ = DeviceArray<T>(N * 3 * QD), dpre_ = DeviceArray<float>(att);
+    own_allocated_ = true;
+  }
+  if (path == LlamaAttention::Cudnn && !cudnn_allocated_) {
+    for (auto& a : blocks_) {
+      a.q = DeviceArray<T>(N * QD), a.k = DeviceArray<T>(N * KVD), a.v = DeviceArray<T>(N * KVD);
+      a.stats = DeviceArray<float>(size_t(max_batch_) * NH * max_seq_);
+    }
+    cudnn_allocated_ = true;
+  }
+}
+
+template <class T>
+size_t LlamaCuda<T>::activation_bytes() const {
+  size_t bytes = 0;
+  auto add = [&](const auto& array) { bytes += array.size() * sizeof(*array.data()); };
+  for (const auto& r : residual_) add(r);
+  for (const auto& a : blocks_) {
+    add(a.xn1), add(a.atty), add(a.res2), add(a.xn2), add(a.gate), add(a.up), add(a.h),
+        add(a.rstd1);
+    add(a.rstd2), add(a.qkv), add(a.att), add(a.q), add(a.k), add(a.v), add(a.stats);
+  }
+  add(inputs_), add(targets_), add(token_rows_), add(cos_), add(sin_), add(xf_), add(logits_),
+      add(q_), add(k_);
+  add(v_), add(tmp_), add(dres_), add(dxn_), add(datty_), add(dh_), add(dup_), add(dqkv_),
+      add(rstdf_), add(lse_);
+  add(losses_), add(dpre_), add(norm_scratch_);
+  return bytes;
+}
+
+template <class T>
+kernels::DType LlamaCuda<T>::param_dtype() const {
+  return storage_dtype<T>();
+}
+
+template <class T>
+void LlamaCuda<T>::init_params(void* flat, uint64_t seed) const {
+  // The CPU model's initialisation, so both start from the same weights for the same seed.
+  LlamaCpu<float> reference(config_, 1, 1);
+  if constexpr (sizeof(T) == 4) {
+    reference.init_params(flat, seed);
+  } else {
+    std::vector<float> f(num_params_);
+    reference.init_params(f.data(), seed);
+    auto* out = static_cast<uint16_t*>(flat);
+    constexpr bool fp16 = std::is_same_v<T, __half>;
+    for (size_t i = 0; i < f.size(); ++i)
+      out[i] = fp16 ? kernels::float_to_fp16(f[i]) : kernels::float_to_bf16(f[i]);
+  }
+}
+
+template <class T>
+void LlamaCuda<T>::check_batch(const int32_t* inputs, const int32_t* targets, int B, int Tn) const {
+  if (B < 1 || Tn < 1 || B > max_batch_ || Tn > max_seq_)
+    throw Error(ErrorKind::Usage, "Llama forward: batch " + std::to_string(B) + " x " +
+                                      std::to_string(Tn) + " exceeds the " +
+                                      std::to_string(max_batch_) + " x " +
+                                      std::to_string(max_seq_) + " the model was built for");
+  const int V = config_.vocab_size;
+  for (int i = 0; i < B * Tn; ++i) {
+    const bool bad_input = inputs[i] < 0 || inputs[i] >= V;
+    if (bad_input || (targets && targets[i] >= V))
+      throw Error(ErrorKind::Format,
+                  "Llama forward: token " + std::to_string(bad_input ? inputs[i] : targets[i]) +
+                      " at row " + std::to_string(i / Tn) + ", position " + std::to_string(i % Tn) +
+                      " is outside the vocabulary [0, " + std::to_string(V) +
+                      "); the data does not match this model");
+  }
+}
+
+template <class T>
+typename LlamaCuda<T>::BlockParams LlamaCuda<T>::block_params(ParamAccess& access,
+                                                              int block) const {
+  const size_t base = 1 + static_cast<size_t>(block) * per_block_;
+  auto get = [&](int rel) {
+    return rel < 0 ? nullptr : static_cast<const T*>(access.param(base + rel));
+  };
+  const auto& i = block_index_;
+  return {get(i.ln1), get(i.wq), get(i.bq),  get(i.wk), get(i.bk), get(i.wv), get(i.bv),
+          get(i.wo),  get(i.bo), get(i.ln2), get(i.wg), get(i.wu), get(i.wd)};
+}
+
+template <class T>
+typename LlamaCuda<T>::BlockGrads LlamaCuda<T>::block_grads(GradSink& sink, int block) const {
+  const size_t base = 1 + static_cast<size_t>(block) * per_block_;
+  auto get = [&](int rel) { return rel < 0 ? nullptr : static_cast<T*>(sink.grad(base + rel)); };
+  const auto& i = block_index_;
+  return {get(i.ln1), get(i.wq), get(i.bq),  get(i.wk), get(i.bk), get(i.wv), get(i.bv),
+          get(i.wo),  get(i.bo), get(i.ln2), get(i.wg), get(i.wu), get(i.wd)};
+}
+
+// atty from the projections: in q_, k_, v_ for the own kernels, in the block's q, k, v for cuDNN.
+template <class T>
+void LlamaCuda<T>::attention_forward(BlockActs& a) {
+  const int NH = config_.num_heads, KV = config_.num_kv_heads, D = config_.head_dim;
+  cudaStream_t s = stream_.get();
+  if (path_ == LlamaAttention::Own) {
+    kc::llama_qkv_pack_forward(a.qkv.data(), q_.data(), k_.data(), v_.data(), cos_.data(),
+                               sin_.data(), B_, T_, NH, KV, D, s);
+    kc::gpt2_attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), B_, T_, NH * D, NH, s);
+    return;
+  }
+  kc::llama_rope_forward(a.q.data(), cos_.data(), sin_.data(), B_, T_, NH, D, s);
+  kc::llama_rope_forward(a.k.data(), cos_.data(), sin_.data(), B_, T_, KV, D, s);
+#ifdef DSX_HAVE_CUDNN_ATTENTION
+  cudnn_->forward(attention_shape(config_, B_, T_, storage_dtype<T>()), a.q.data(), a.k.data(),
+                  a.v.data(), a.atty.data(), a.stats.data());
+#endif
+}
+
+template <class T>
+void LlamaCuda<T>::block_forward(BlockActs& a, T* res_out, const T* res_in, const BlockParams& p) {
+  const size_t N = size_t(B_) * T_;
+  const int C = config_.hidden_size, F = config_.intermediate_size;
+  const int QD = config_.num_heads * config_.head_dim,
+            KVD = config_.num_kv_heads * config_.head_dim;
+  const float eps = static_cast<float>(config_.rms_norm_eps);
+  const bool own = path_ == LlamaAttention::Own;
+  const T* const no_bias = nullptr;
+  cudaStream_t s = stream_.get();
+  // res2 = input + o_proj(attention(rope(q, k), v)), q, k, v projections of rmsnorm(input)
+  kc::llama_rmsnorm_forward(a.xn1.data(), a.rstd1.data(), res_in, p.ln1, N, C, eps, s);
+  kc::gpt2_matmul_forward(blas_, own ? q_.data() : a.q.data(), a.xn1.data(), p.wq, p.bq, N, C, QD,
+                          s);
+  kc::gpt2_matmul_forward(blas_, own ? k_.data() : a.k.data(), a.xn1.data(), p.wk, p.bk, N, C, KVD,
+                          s);
+  kc::gpt2_matmul_forward(blas_, own ? v_.data() : a.v.data(), a.xn1.data(), p.wv, p.bv, N, C, KVD,
+                          s);
+  attention_forward(a);
+  kc::gpt2_matmul_forward(blas_, tmp_.data(), a.atty.data(), p.wo, p.bo, N, QD, C, s);
+  kc::gpt2_residual_forward(a.res2.data(), res_in, tmp_.data(), N * C, s);
+  // output = res2 + down_proj(silu(gate_proj(x)) * up_proj(x)), x = rmsnorm(res2)
+  kc::llama_rmsnorm_forward(a.xn2.data(), a.rstd2.data(), a.res2.data(), p.ln2, N, C, eps, s);
+  kc::gpt2_matmul_forward(blas_, a.gate.data(), a.xn2.data(), p.wg, no_bias, N, C, F, s);
+  kc::gpt2_matmul_forward(blas_, a.up.data(), a.xn2.data(), p.wu, no_bias, N, C, F, s);
+  kc::llama_swiglu_forward(a.h.data(), a.gate.data(), a.up.data(), N * F, s);
+  kc::gpt2_matmul_forward(blas_, tmp_.data(), a.h.data(), p.wd, no_bias, N, F, C, s);
+  kc::gpt2_residual_forward(res_out, a.res2.data(), tmp_.data(), N * C, s);
+}
+
+// dxn = d loss / d rmsnorm1(input), from dres2 = d loss / d res2. dq, dk, dv land in q_, k_, v_.
+template <class T>
+void LlamaCuda<T>::attention_backward(T* dxn, const T* dres2, BlockActs& a, const BlockParams& p,
+                                      const BlockGrads& g) {
+  const size_t N = size_t(B_) * T_;
+  const int C = config_.hidden_size, NH = config_.num_heads, KV = config_.num_kv_heads,
+            D = config_.head_dim;
+  const int QD = NH * D, KVD = KV * D;
+  cudaStream_t s = stream_.get();
+  kc::gpt2_matmul_backward(blas_, datty_.data(), g.wo, g.bo, dres2, a.atty.data(), p.wo, N, QD, C,
+                           s);
+  if (path_ == LlamaAttention::Own) {
+    kc::gpt2_attention_backward(dqkv_.data(), dpre_.data(), datty_.data(), a.qkv.data(),
+                                a.att.data(), B_, T_, QD, NH, s);
+    kc::llama_qkv_pack_backward(q_.data(), k_.data(), v_.data(), dqkv_.data(), cos_.data(),
+                                sin_.data(), B_, T_, NH, KV, D, s);
+  } else {
+#ifdef DSX_HAVE_CUDNN_ATTENTION
+    cudnn_->backward(attention_shape(config_, B_, T_, storage_dtype<T>()), a.q.data(), a.k.data(),
+                     a.v.data(), a.atty.data(), datty_.data(), a.stats.data(), q_.data(), k_.data(),
+                     v_.data());
+#endif
+    kc::llama_rope_backward(q_.data(), cos_.data(), sin_.data(), B_, T_, NH, D, s);
+    kc::llama_rope_backward(k_.data(), cos_.data(), sin_.data(), B_, T_, KV, D, s);
+  }
+  // Three projections of one input: their input gradients add up.
+  kc::gpt2_matmul_backward(blas_, dxn, g.wq, g.bq, q_.data(), a.xn1.data(), p.wq, N, C, QD, s);
+  kc::gpt2_matmul_backward(blas_, tmp_.data(), g.wk, g.bk, k_.data(), a.xn1.data(), p.wk, N, C, KVD,
+                           s);
+  kc::gpt2_residual_forward(dxn, dxn, tmp_.data(), N * C, s);
+  kc::gpt2_matmul_backward(blas_, tmp_.data(), g.wv, g.bv, v_.data(), a.xn1.data(), p.wv, N, C, KVD,
+                           s);
+  kc::gpt2_residual_forward(dxn, dxn, tmp_.data(), N * C, s);
+}
+
+// dres holds d loss / d (block output) on entry and d loss / d (block input) on return.
+template <class T>
+void LlamaCuda<T>::block_backward(T* dres, BlockActs& a, const T* res_in, const BlockParams& p,
+                                  const BlockGrads& g) {
+  const size_t N = size_t(B_) * T_;
+  const int C = config_.hidden_size, F = config_.intermediate_size;
+  T* const no_bias = nullptr;
+  cudaStream_t s = stream_.get();
+  float* scratch = norm_scratch_.data();
+  // MLP: dres becomes d loss / d res2 (the residual plus the path through rmsnorm2).
+  kc::gpt2_matmul_backward(blas_, dh_.data(), g.wd, no_bias, dres, a.h.data(), p.wd, N, F, C, s);
+  kc::llama_swiglu_backward(dh_.data() /* now dgate */, dup_.data(), dh_.data(), a.gate.data(),
+                            a.up.data(), N * F, s);
+  kc::gpt2_matmul_backward(blas_, dxn_.data(), g.wg, no_bias, dh_.data(), a.xn2.data(), p.wg, N, C,
+                           F, s);
+  kc::gpt2_matmul_backward(blas_, tmp_.data(), g.wu, no_bias, dup_.data(), a.xn2.data(), p.wu, N, C,
+                           F, s);
+  kc::gpt2_residual_forward(dxn_.data(), dxn_.data(), tmp_.data(), N * C, s);
+  kc::llama_rmsnorm_backward(dres, g.ln2, scratch, dxn_.data(), a.res2.data(), p.ln2,
+                             a.rstd2.data(), N, C, s);
+  // Attention: dres becomes d loss / d input.
+  attention_backward(dxn_.data(), dres, a, p, g);
+  kc::llama_rmsnorm_backward(dres, g.ln1, scratch, dxn_.data(), res_in, p.ln1, a.rstd1.data(), N, C,
+                             s);
+}
+
+template <class T>
+float LlamaCuda<T>::forward(const int32_t* inputs, const int32_t* targets, int B, int Tn,
+                            ParamAccess& access) {
+  check_batch(inputs, targets, B, Tn);
+  kc::use_rank_device();  // the calling thread may not be the one that built the model
+  B_ = B, T_ = Tn;
+  path_ = attention_for(B, Tn);
+  allocate_for(path_);
+  const size_t N = size_t(B) * Tn;
+  const int L = config_.num_layers, C = config_.hidden_size, V = config_.vocab_size;
+  const bool tied = config_.tie_word_embeddings;
+  has_targets_ = targets != nullptr;
+  cudaStream_t s = stream_.get();
+  cuda_check(cudaMemcpyAsync(inputs_.data(), inputs, N * 4, cudaMemcpyHostToDevice, s),
+             "copy inputs");
+  if (has_targets_)
+    cuda_check(cudaMemcpyAsync(targets_.data(), targets, N * 4, cudaMemcpyHostToDevice, s),
+               "copy targets");
+  host_inputs_.assign(inputs, inputs + N);
+
+  access.acquire(0);  // tied: stays acquired until the head has run
+  access.prefetch(1);
+  kc::llama_embedding_forward(residual_[0].data(), inputs_.data(),
+                              static_cast<const T*>(access.param(0)), N, C, s);
+  if (!tied) access.release(0);
+  for (int l = 0; l < L; ++l) {
+    access.acquire(l + 1);
+    access.prefetch(l + 2);
+    GpuLayerSpan on_gpu(s, "forward layer", l + 1);
+    block_forward(acts_of(l), residual_[l + 1].data(), residual_[l].data(),
+                  block_params(access, l));
+    access.release(l + 1);
+  }
+  access.acquire(L + 1);
+  const T* normw = static_cast<const T*>(access.param(norm_index()));
+  kc::llama_rmsnorm_forward(xf_.data(), rstdf_.data(), residual_[L].data(), normw, N, C,
+                            static_cast<float>(config_.rms_norm_eps), s);
+  const T* head_w = static_cast<const T*>(access.param(head_index()));
+  kc::gpt2_matmul_forward(blas_, logits_.data(), xf_.data(), head_w, static_cast<const T*>(nullptr),
+                          N, C, V, s);
+  access.release(L + 1);
+  if (tied) access.release(0);
+
+  counted_ = 0;
+  if (!has_targets_) return 0.0f;
+  kc::gpt2_crossentropy_forward(losses_.data(), lse_.data(), logits_.data(), targets_.data(), N, V,
+                                V, s);
+  std::vector<float> losses(N);
+  cuda_check(cudaMemcpyAsync(losses.data(), losses_.data(), N * 4, cudaMemcpyDeviceToHost, s),
+             "copy losses");
+  cuda_check(cudaStreamSynchronize(s), "forward");
+  double sum = 0;  // summed on the host in a fixed order: the reported loss is reproducible
+  for (size_t i = 0; i < N; ++i) {
+    sum += losses[i];
+    counted_ += targets[i] >= 0;
+  }
+  return counted_ ? static_cast<float>(sum / counted_) : 0.0f;
+}
+
+// Layer L+1 (and, tied, the embedding's gradient from the head): leaves d loss / d residual_[L]
+// in dres_.
+template <class T>
+void LlamaCuda<T>::head_backward(ParamAccess& access, GradSink& sink, float grad_scale) {
+  const size_t N = size_t(B_) * T_;
+  const int C = config_.hidden_size, V = config_.vocab_size;
+  cudaStream_t s = stream_.get();
+  const T* head_w = static_cast<const T*>(access.param(head_index()));
+  T* dhead_w = static_cast<T*>(sink.grad(head_index()));
+  const float dloss = counted_ ? grad_scale / static_cast<float>(counted_) : 0.0f;
+  kc::gpt2_crossentropy_backward(logits_.data(), lse_.data(), targets_.data(), dloss, N, V, V, s);
+  kc::gpt2_matmul_backward(blas_, dxn_.data(), dhead_w, static_cast<T*>(nullptr), logits_.data(),
+                           xf_.data(), head_w, N, C, V, s);
+  cuda_check(cudaMemsetAsync(dres_.data(), 0, N * C * sizeof(T), s), "cudaMemsetAsync");
+  kc::llama_rmsnorm_backward(
+      dres_.data(), static_cast<T*>(sink.grad(norm_index())), norm_scratch_.data(), dxn_.data(),
+      residual_[config_.num_layers].data(), static_cast<const T*>(access.param(norm_index())),
+      rstdf_.data(), N, C, s);
+}
+
+// The embedding's rows summed per token in row order (no atomics), grouped on the host.
+template <class T>
+void LlamaCuda<T>::embedding_backward(GradSink& sink) {
+  const size_t N = size_t(B_) * T_;
+  cudaStream_t s = stream_.get();
+  // A member: the copy may still read it after this returns (the next forward waits for it).
+  token_rows_host_ = kernels::group_rows_by_token(host_inputs_.data(), N, config_.vocab_size);
+  cuda_check(cudaMemcpyAsync(token_rows_.data(), token_rows_host_.packed.data(),
+                             token_rows_host_.packed.size() * 4, cudaMemcpyHostToDevice, s),
+             "copy token rows");
+  kc::llama_embedding_backward(static_cast<T*>(sink.grad(0)), dres_.data(), token_rows_.data(),
+                               token_rows_host_.distinct, config_.hidden_size, s);
+}
+
+template <class T>
+void LlamaCuda<T>::backward(ParamAccess& access, GradSink& sink, float grad_scale) {
+  if (!has_targets_)
+    throw Error(
+        ErrorKind::Usage,
+        "Llama backward: the last forward had no targets, so there is no loss to differentiate");
+  has_targets_ = false;  // the logits become their gradient below
+  kc::use_rank_device();
+  const int L = config_.num_layers;
+  const bool tied = config_.tie_word_embeddings;
+  cudaStream_t s = stream_.get();
+  // Gradients are final when the stream has run the kernels that write them: ZeRO on this
+  // device orders its reads by an event; anyone else reads once the stream is done.
+  const bool wait_for_stream = !sink.orders_after_device_work();
+  auto ready = [&](int layer) {
+    if (wait_for_stream) cuda_check(cudaStreamSynchronize(s), "backward");
+    sink.ready(layer);
+    access.release(layer);
+  };
+  access.acquire(L + 1);
+  if (tied) access.acquire(0);  // the head's weight is the embedding
+  access.prefetch(L);
+  head_backward(access, sink, grad_scale);
+  ready(L + 1);
+  for (int l = L - 1; l >= 0; --l) {
+    access.acquire(l + 1);
+    access.prefetch(l);
+    BlockParams p = block_params(access, l);
+    BlockActs& a = acts_of(l);
+    {
+      GpuLayerSpan on_gpu(s, "backward layer", l + 1);
+      if (checkpointing_)
+        block_forward(a, tmp_.data() /* output not needed again */, residual_[l].data(), p);
+      block_backward(dres_.data(), a, residual_[l].data(), p, block_grads(sink, l));
+    }
+    ready(l + 1);
+  }
+  if (!tied) access.acquire(0);
+  embedding_backward(sink);
+  ready(0);
+}
+
+template <class T>
+std::vector<float> LlamaCuda<T>::logits() const {
+  std::vector<float> out(size_t(B_) * T_ * config_.vocab_size);
+  kc::use_rank_device();
+  cuda_check(cudaStreamSynchronize(stream_.get()), "logits");
+  download_as(out.data(), logits_.data(), out.size());
+  return out;
+}
+
+template class LlamaCuda<float>;
+template class LlamaCuda<__nv_bfloat16>;
+template class LlamaCuda<__half>;
+
+}  // namespace dsx::models

@@ -1,0 +1,159 @@
+// A Llama-family decoder on one GPU: the same model, layer protocol, parameter list and
+// activation checkpointing as LlamaCpu (models/llama/llama_cpu.h), with the CUDA layers of
+// kernels/cuda/llama_layers.h and GPT-2's cuBLASLt matmuls (GPT2Blas) on one stream. T is the
+// storage type of parameters, activations and gradients (float, __nv_bfloat16 or __half);
+// arithmetic is fp32. ParamAccess/GradSink hand out device pointers. Built only with CUDA.
+//
+// Attention runs one of two ways, chosen once per (batch, sequence) shape:
+//   own:   GPT-2's attention kernels on q, k, v packed with the kv heads repeated, as the CPU
+//          model does (fp32 softmax probabilities kept, O(T^2) memory per layer);
+//   cudnn: cuDNN's fused flash attention (kernels/cuda/cudnn_attention.h) on the rotated q and k
+//          in the projections' layout, keeping only fp32 log-sum-exp stats. 16-bit models only,
+//          where CudnnAttention::supported says yes, and only in builds with
+//          DSX_HAVE_CUDNN_ATTENTION.
+// DSX_ATTENTION=own forces the own kernels, =cudnn refuses (Error Unsupported) a shape cuDNN
+// cannot run, unset or =auto picks cuDNN where it can.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "kernels/cuda/gpt2_layers.h"
+#include "kernels/token_rows.h"
+#include "models/gpt2/gpt2_cuda.h"  // DeviceArray, upload_as, download_as
+#include "models/llama/config.h"
+#include "models/llama/flops.h"
+#include "models/model.h"
+
+namespace dsx::kernels::cuda {
+class CudnnAttention;
+}
+
+namespace dsx::models {
+
+enum class LlamaAttention { Own, Cudnn };
+
+template <class T>
+class LlamaCuda final : public Model {
+ public:
+  // `stream`: where the model enqueues its work (the compute stream of the device ZeRO keeps its
+  // state on); null: a stream of the model's own. Throws Error(Config) for an invalid config.
+  LlamaCuda(const LlamaConfig& config, int max_batch, int max_seq,
+            bool activation_checkpointing = false, cudaStream_t stream = nullptr);
+  ~LlamaCuda() override;
+
+  const std::vector<ParamSpec>& params() const override { return specs_; }
+  size_t num_params() const override { return num_params_; }
+  int num_layers() const override { return config_.num_layers + 2; }
+  kernels::DType param_dtype() const override;
+  bool on_device() const override { return true; }
+  // LlamaCpu's initialisation, written as fp32 values or 16-bit bit patterns (host memory).
+  void init_params(void* flat, uint64_t seed) const override;
+  float forward(const int32_t* inputs, const int32_t* targets, int B, int Tn,
+                ParamAccess& access) override;
+  void backward(ParamAccess& access, GradSink& sink, float grad_scale) override;
+  std::vector<float> logits() const override;
+  int vocab_size() const override { return config_.vocab_size; }
+  int max_seq_len() const override { return max_seq_; }
+  size_t activation_bytes() const override;  // device bytes allocated so far
+  double forward_flops(int64_t rows, int64_t tokens) const override {
+    return llama_forward_flops(config_, rows, tokens);
+  }
+
+  const LlamaConfig& config() const { return config_; }
+  cudaStream_t stream() const { return stream_.get(); }
+  const kernels::cuda::GPT2Blas& blas() const { return blas_; }
+  // The attention a forward of B rows of Tn tokens runs (chosen on first ask, then kept).
+  LlamaAttention attention_for(int B, int Tn);
+
+ private:
+  template <class P>
+  struct BlockTensors {
+    P ln1, wq, bq, wk, bk, wv, bv, wo, bo, ln2, wg, wu, wd;
+  };
+  using BlockParams = BlockTensors<const T*>;
+  using BlockGrads = BlockTensors<T*>;
+  struct BlockActs {
+    DeviceArray<T> xn1, atty, res2, xn2, gate, up, h;
+    DeviceArray<float> rstd1, rstd2;
+    DeviceArray<T> qkv;        // own attention: packed q, k, v (repeated kv heads)
+    DeviceArray<float> att;    // own attention: softmax probabilities (B, NH, T, T)
+    DeviceArray<T> q, k, v;    // cuDNN: rotated q and k, v
+    DeviceArray<float> stats;  // cuDNN: log-sum-exp (B, NH, T)
+  };
+  struct RankDevice {  // the rank's GPU made current before any other CUDA member is built
+    RankDevice();
+  };
+  class Stream {  // the caller's, or one made (and destroyed) here
+   public:
+    explicit Stream(cudaStream_t given);
+    ~Stream();
+    Stream(const Stream&) = delete;
+    Stream& operator=(const Stream&) = delete;
+    cudaStream_t get() const { return s_; }
+
+   private:
+    cudaStream_t s_ = nullptr;
+    bool owned_ = false;
+  };
+
+  BlockActs& acts_of(int block) { return checkpointing_ ? blocks_[0] : blocks_[block]; }
+  BlockParams block_params(ParamAccess& access, int block) const;
+  BlockGrads block_grads(GradSink& sink, int block) const;
+  void allocate_for(LlamaAttention path);  // the path's buffers, once
+  void attention_forward(BlockActs& a);
+  void block_forward(BlockActs& a, T* res_out, const T* res_in, const BlockParams& p);
+  void attention_backward(T* dxn, const T* dres2, BlockActs& a, const BlockParams& p,
+                          const BlockGrads& g);
+  void block_backward(T* dres, BlockActs& a, const T* res_in, const BlockParams& p,
+                      const BlockGrads& g);
+  void head_backward(ParamAccess& access, GradSink& sink, float grad_scale);
+  void embedding_backward(GradSink& sink);
+  void check_batch(const int32_t* inputs, const int32_t* targets, int B, int Tn) const;
+  size_t norm_index() const { return 1 + static_cast<size_t>(config_.num_layers) * per_block_; }
+  size_t head_index() const { return config_.tie_word_embeddings ? 0 : norm_index() + 1; }
+
+  LlamaConfig config_;
+  std::vector<ParamSpec> specs_;
+  size_t num_params_ = 0;
+  size_t per_block_ = 0;
+  BlockTensors<int> block_index_{};
+  int max_batch_, max_seq_;
+  bool checkpointing_;
+  int forced_ = 0;     // DSX_ATTENTION: 0 auto, 1 own, 2 cudnn
+  RankDevice device_;  // before every CUDA member
+  Stream stream_;
+  kernels::cuda::GPT2Blas blas_;
+  // Made on first use, after the stream. A plain function as deleter: builds without cuDNN
+  // attention never make one and so never need its destructor.
+  std::unique_ptr<kernels::cuda::CudnnAttention, void (*)(kernels::cuda::CudnnAttention*)> cudnn_{
+      nullptr, nullptr};
+  std::map<std::pair<int, int>, LlamaAttention> chosen_;
+  bool own_allocated_ = false, cudnn_allocated_ = false;
+  std::vector<int32_t> host_inputs_;
+  kernels::TokenRows token_rows_host_;
+
+  int B_ = 0, T_ = 0;
+  LlamaAttention path_ = LlamaAttention::Own;  // the last forward's
+  size_t counted_ = 0;
+  bool has_targets_ = false;
+  DeviceArray<int32_t> inputs_, targets_, token_rows_;
+  DeviceArray<float> cos_, sin_;  // (max_seq, D/2) rotary tables
+  std::vector<DeviceArray<T>> residual_;
+  std::vector<BlockActs> blocks_;
+  DeviceArray<T> xf_, logits_, q_, k_, v_, tmp_, dres_, dxn_, datty_, dh_, dup_, dqkv_;
+  DeviceArray<float> rstdf_, lse_, losses_, dpre_, norm_scratch_;
+};
+
+extern template class LlamaCuda<float>;
+extern template class LlamaCuda<__nv_bfloat16>;
+extern template class LlamaCuda<__half>;
+
+}  // namespace dsx::models

@@ -1,0 +1,361 @@
+// The Llama family on the GPU (LlamaCuda) against the CPU model (LlamaCpu<float>) on the same
+// random weights and batch: logits, loss and every parameter gradient, on llama-tiny (GQA 4/2,
+// untied) and a Qwen2-like shape (GQA 4/1, tied, q/k/v biases, rope_theta 1e6). fp32 within
+// 1e-4 of each tensor's largest magnitude, with and without activation checkpointing, on the
+// model's own stream and on a given one; bf16 and fp16 with dsx's own attention kernels
+// (DSX_ATTENTION=own) and with cuDNN's fused attention (skipped, saying why, where the build or GPU
+// has none). Gradients are the same bits run to run; the layer protocol of models/model.h holds.
+// Skips without a GPU.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <set>
+#include <string>
+#include <type_traits>
+
+#include "dsx/error.h"
+#include "models/llama/factory.h"
+#include "models/llama/llama_cpu.h"
+#include "models/llama/llama_cuda.h"
+#include "models/local_params.h"
+
+using namespace dsx::models;
+
+namespace {
+
+bool have_gpu() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+// DSX_ATTENTION for one scope (the model reads it when built).
+class AttentionEnv {
+ public:
+  explicit AttentionEnv(const char* value) {
+    if (value) {
+      setenv("DSX_ATTENTION", value, 1);
+    } else {
+      unsetenv("DSX_ATTENTION");
+    }
+  }
+  ~AttentionEnv() { unsetenv("DSX_ATTENTION"); }
+  AttentionEnv(const AttentionEnv&) = delete;
+  AttentionEnv& operator=(const AttentionEnv&) = delete;
+};
+
+// Parameters and gradients in device memory, everything always resident.
+template <class T>
+class DeviceParams final : public ParamAccess, public GradSink {
+ public:
+  explicit DeviceParams(const Model& m, bool device_ordered = false)
+      : specs_(m.params()),
+        params_(m.num_params()),
+        grads_(m.num_params()),
+        device_ordered_(device_ordered) {
+    zero_grads();
+  }
+  void upload(const float* host) { upload_as(params_.data(), host, params_.size()); }
+  std::vector<float> grads() const {
+    std::vector<float> g(grads_.size());
+    download_as(g.data(), grads_.data(), g.size());
+    return g;
+  }
+  void zero_grads() { cudaMemset(grads_.data(), 0, grads_.size() * sizeof(T)); }
+  std::vector<unsigned char> grad_bits() const {
+    std::vector<unsigned char> bits(grads_.size() * sizeof(T));
+    cudaMemcpy(bits.data(), grads_.data(), bits.size(), cudaMemcpyDeviceToHost);
+    return bits;
+  }
+  void acquire(int) override {}
+  void release(int) override {}
+  const void* param(size_t i) override { return params_.data() + specs_[i].offset; }
+  void* grad(size_t i) override { return grads_.data() + specs_[i].offset; }
+  void ready(int) override {}
+  bool orders_after_device_work() const override { return device_ordered_; }
+
+ private:
+  std::vector<ParamSpec> specs_;
+  DeviceArray<T> params_, grads_;
+  bool device_ordered_;
+};
+
+LlamaConfig tiny() { return llama_preset("llama-tiny"); }
+
+// Qwen2's layout at a test's size: tied head, q/k/v biases, one kv head for four query heads.
+LlamaConfig qwen2_like() {
+  LlamaConfig c = llama_preset("llama-tiny");
+  c.architecture = "Qwen2ForCausalLM", c.model_type = "qwen2";
+  c.vocab_size = 320, c.hidden_size = 64, c.intermediate_size = 96, c.num_heads = 4,
+  c.num_kv_heads = 1;
+  c.head_dim = 16, c.rope_theta = 1e6, c.rms_norm_eps = 1e-6;
+  c.tie_word_embeddings = true, c.qkv_bias = true;
+  return c;
+}
+
+double rel_diff(const float* a, const float* b, size_t n) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < n; ++i) {
+    diff = std::max(diff, std::abs(double(a[i]) - b[i]));
+    scale = std::max(scale, std::abs(double(b[i])));
+  }
+  return diff / std::max(scale, 1e-30);
+}
+
+// Random weights: the initialisation plus noise, so norms and biases matter too; 16-bit models
+// get the same values rounded, and the CPU runs on the rounded ones.
+template <class T>
+std::vector<float> random_weights(const LlamaConfig& c, size_t n, uint64_t seed) {
+  std::vector<float> w(n);
+  LlamaCpu<float>(c, 1, 1).init_params(w.data(), seed);
+  std::mt19937_64 rng(seed + 1);
+  std::normal_distribution<float> noise(0.0f, 0.05f);
+  for (auto& p : w) {
+    p += noise(rng);
+    if constexpr (std::is_same_v<T, __half>)
+      p = dsx::kernels::fp16_to_float(dsx::kernels::float_to_fp16(p));
+    if constexpr (std::is_same_v<T, __nv_bfloat16>)
+      p = dsx::kernels::bf16_to_float(dsx::kernels::float_to_bf16(p));
+  }
+  return w;
+}
+
+std::vector<int32_t> random_tokens(size_t n, int vocab, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<int32_t> t(n);
+  for (auto& x : t) x = static_cast<int32_t>(rng() % vocab);
+  return t;
+}
+
+struct Case {
+  LlamaConfig config;
+  bool checkpointing = false;
+  bool cudnn = false;            // built with DSX_ATTENTION unset (cuDNN where it can), else =own
+  bool external_stream = false;  // a stream of the test's, and a sink that orders by it
+};
+
+// A stream of the test's own, or none.
+class TestStream {
+ public:
+  explicit TestStream(bool make) {
+    if (make && cudaStreamCreate(&s_) != cudaSuccess) s_ = nullptr;
+  }
+  ~TestStream() {
+    if (s_) cudaStreamDestroy(s_);
+  }
+  TestStream(const TestStream&) = delete;
+  TestStream& operator=(const TestStream&) = delete;
+  cudaStream_t get() const { return s_; }
+
+ private:
+  cudaStream_t s_ = nullptr;
+};
+
+template <class T>
+void compare_with_cpu(const Case& k, double tol) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU visible";
+  const LlamaConfig& c = k.config;
+  const int B = 2, Tn = 48;
+  AttentionEnv env(k.cudnn ? nullptr : "own");
+  TestStream given(k.external_stream);
+  ASSERT_EQ(given.get() != nullptr, k.external_stream) << "cudaStreamCreate";
+  LlamaCpu<float> cpu(c, B, Tn);
+  LlamaCuda<T> gpu(c, B, Tn, k.checkpointing, given.get());
+  if (given.get()) {
+    EXPECT_EQ(gpu.stream(), given.get());
+  }
+  const LlamaAttention expected = k.cudnn ? LlamaAttention::Cudnn : LlamaAttention::Own;
+  if (k.cudnn && gpu.attention_for(B, Tn) != expected) {
+    GTEST_SKIP() << "cuDNN's fused attention does not take this shape here (a build without "
+                    "DSX_HAVE_CUDNN_ATTENTION, or CudnnAttention::supported said no on this GPU)";
+  }
+  EXPECT_EQ(gpu.attention_for(B, Tn), expected);
+  LocalParams<float> host(cpu);
+  const auto w = random_weights<T>(c, host.size(), 3);
+  std::copy(w.begin(), w.end(), host.params());
+  DeviceParams<T> dev(gpu, k.external_stream);
+  dev.upload(host.params());
+  const auto x = random_tokens(B * Tn, c.vocab_size, 4);
+  auto y = random_tokens(B * Tn, c.vocab_size, 5);
+  y[5] = -1;
+
+  cpu.forward(x.data(), nullptr, B, Tn, host);
+  gpu.forward(x.data(), nullptr, B, Tn, dev);
+  const auto zc = cpu.logits(), zg = gpu.logits();
+  ASSERT_EQ(zc.size(), zg.size());
+  EXPECT_LT(rel_diff(zg.data(), zc.data(), zc.size()), tol) << "logits";
+  const float lc = cpu.forward(x.data(), y.data(), B, Tn, host);
+  const float lg = gpu.forward(x.data(), y.data(), B, Tn, dev);
+  EXPECT_LT(std::abs(lg - lc) / lc, tol) << "loss " << lg << " vs " << lc;
+  host.zero_grads();
+  cpu.backward(host, host, 1.0f);
+  gpu.backward(dev, dev, 1.0f);
+  ASSERT_EQ(cudaStreamSynchronize(gpu.stream()), cudaSuccess);
+  const auto gg = dev.grads();
+  for (const auto& s : cpu.params())
+    EXPECT_LT(rel_diff(gg.data() + s.offset, host.grads() + s.offset, s.numel), tol) << s.name;
+}
+
+// Three backward passes over the same weights and batch, many tokens repeated: the RMSNorm
+// weights, biases, embedding and grouped kv heads sum over rows or heads, in the same order
+// every time.
+template <class T>
+void gradients_are_reproducible(const LlamaConfig& c) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU visible";
+  AttentionEnv env("own");
+  const int B = 4, Tn = 64;
+  LlamaCuda<T> gpu(c, B, Tn);
+  DeviceParams<T> dev(gpu);
+  const auto w = random_weights<T>(c, gpu.num_params(), 5);
+  dev.upload(w.data());
+  const auto x = random_tokens(B * Tn, 17, 6);  // 17 distinct tokens over 256 rows
+  const auto y = random_tokens(B * Tn, c.vocab_size, 7);
+  std::vector<unsigned char> first;
+  for (int run = 0; run < 3; ++run) {
+    dev.zero_grads();
+    gpu.forward(x.data(), y.data(), B, Tn, dev);
+    gpu.backward(dev, dev, 1.0f);
+    auto bits = dev.grad_bits();
+    if (run == 0) {
+      first = bits;
+      continue;
+    }
+    ASSERT_EQ(bits.size(), first.size());
+    size_t differ = 0;
+    for (size_t i = 0; i < bits.size(); ++i) differ += bits[i] != first[i];
+    EXPECT_EQ(differ, 0u) << "run " << run << ": " << differ << " gradient bytes differ from run 0";
+  }
+}
+
+// The layer protocol of models/model.h over device parameters; records acquires and readies.
+class ProtocolChecker final : public ParamAccess, public GradSink {
+ public:
+  ProtocolChecker(DeviceParams<float>& inner, const Model& m) : inner_(inner), specs_(m.params()) {}
+  void acquire(int l) override {
+    EXPECT_FALSE(acquired_.count(l)) << "layer " << l << " acquired twice";
+    acquired_.insert(l);
+    acquires.push_back(l);
+  }
+  void release(int l) override {
+    EXPECT_TRUE(acquired_.count(l)) << "layer " << l << " released but not acquired";
+    acquired_.erase(l);
+  }
+  const void* param(size_t i) override {
+    EXPECT_TRUE(acquired_.count(specs_[i].layer))
+        << specs_[i].name << " read while its layer is not acquired";
+    return inner_.param(i);
+  }
+  void* grad(size_t i) override {
+    EXPECT_FALSE(ready_.count(specs_[i].layer))
+        << specs_[i].name << " written after its layer was ready";
+    EXPECT_TRUE(acquired_.count(specs_[i].layer))
+        << specs_[i].name << " written while its layer is not acquired";
+    return inner_.grad(i);
+  }
+  void ready(int l) override {
+    EXPECT_TRUE(ready_.insert(l).second) << "layer " << l << " ready twice";
+    order.push_back(l);
+  }
+  bool nothing_acquired() const { return acquired_.empty(); }
+  std::vector<int> order, acquires;
+
+ private:
+  DeviceParams<float>& inner_;
+  std::vector<ParamSpec> specs_;
+  std::set<int> acquired_, ready_;
+};
+
+}  // namespace
+
+TEST(LlamaCuda, Fp32MatchesCpuGqaUntied) { compare_with_cpu<float>({tiny()}, 1e-4); }
+TEST(LlamaCuda, Fp32MatchesCpuQwen2LikeTiedWithBiases) {
+  compare_with_cpu<float>({qwen2_like()}, 1e-4);
+}
+TEST(LlamaCuda, Fp32WithCheckpointingMatchesCpu) { compare_with_cpu<float>({tiny(), true}, 1e-4); }
+TEST(LlamaCuda, Fp32WithCheckpointingMatchesCpuQwen2Like) {
+  compare_with_cpu<float>({qwen2_like(), true}, 1e-4);
+}
+TEST(LlamaCuda, Fp32OnAGivenStreamWithADeviceOrderedSink) {
+  compare_with_cpu<float>({tiny(), false, false, true}, 1e-4);
+}
+TEST(LlamaCuda, Bf16OwnAttentionMatchesCpu) { compare_with_cpu<__nv_bfloat16>({tiny()}, 2e-2); }
+TEST(LlamaCuda, Bf16OwnAttentionMatchesCpuQwen2Like) {
+  compare_with_cpu<__nv_bfloat16>({qwen2_like()}, 2e-2);
+}
+TEST(LlamaCuda, Fp16OwnAttentionMatchesCpu) { compare_with_cpu<__half>({tiny()}, 5e-3); }
+// cuDNN rounds the softmax probabilities to 16 bits before they weight v: a looser bound.
+TEST(LlamaCuda, Bf16CudnnAttentionMatchesCpu) {
+  compare_with_cpu<__nv_bfloat16>({tiny(), false, true}, 3e-2);
+}
+TEST(LlamaCuda, Bf16CudnnAttentionMatchesCpuQwen2Like) {
+  compare_with_cpu<__nv_bfloat16>({qwen2_like(), false, true}, 3e-2);
+}
+TEST(LlamaCuda, Bf16CudnnAttentionWithCheckpointingMatchesCpu) {
+  compare_with_cpu<__nv_bfloat16>({qwen2_like(), true, true}, 3e-2);
+}
+TEST(LlamaCuda, Fp16CudnnAttentionMatchesCpu) {
+  compare_with_cpu<__half>({tiny(), false, true}, 1e-2);
+}
+
+TEST(LlamaCuda, Fp32GradientsAreBitwiseReproducible) { gradients_are_reproducible<float>(tiny()); }
+TEST(LlamaCuda, Bf16GradientsAreBitwiseReproducible) {
+  gradients_are_reproducible<__nv_bfloat16>(qwen2_like());
+}
+
+TEST(LlamaCuda, FollowsTheLayerProtocolTiedAndUntied) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU visible";
+  for (bool tied : {false, true}) {
+    auto c = tiny();
+    c.tie_word_embeddings = tied;
+    LlamaCuda<float> model(c, 1, 8, /*activation_checkpointing=*/true);
+    DeviceParams<float> p(model);
+    const auto w = random_weights<float>(c, model.num_params(), 3);
+    p.upload(w.data());
+    ProtocolChecker checker(p, model);
+    const auto x = random_tokens(8, c.vocab_size, 17);
+    model.forward(x.data(), x.data(), 1, 8, checker);
+    EXPECT_TRUE(checker.nothing_acquired()) << tied;
+    EXPECT_EQ(checker.acquires, (std::vector<int>{0, 1, 2, 3})) << tied;
+    checker.acquires.clear();
+    model.backward(checker, checker, 1.0f);
+    EXPECT_TRUE(checker.nothing_acquired()) << tied;
+    EXPECT_EQ(checker.order, (std::vector<int>{3, 2, 1, 0}))
+        << tied;  // head, blocks top-down, embedding
+    const std::vector<int> expected =
+        tied ? std::vector<int>{3, 0, 2, 1} : std::vector<int>{3, 2, 1, 0};
+    EXPECT_EQ(checker.acquires, expected) << tied;
+  }
+}
+
+TEST(LlamaCuda, FactoryBuildsTheCudaModel) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU visible";
+  LlamaOptions o;
+  o.cuda = true, o.dtype = dsx::kernels::DType::BF16, o.max_batch = 2, o.max_seq = 16;
+  auto model = make_llama(qwen2_like(), o);
+  EXPECT_TRUE(model->on_device());
+  EXPECT_EQ(model->param_dtype(), dsx::kernels::DType::BF16);
+  EXPECT_EQ(model->num_layers(), qwen2_like().num_layers + 2);
+  EXPECT_GT(model->activation_bytes(), 0u);
+}
+
+TEST(LlamaCuda, RefusesAnUnknownAttentionChoice) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU visible";
+  AttentionEnv env("flash");
+  try {
+    LlamaCuda<float> model(tiny(), 1, 8);
+    FAIL() << "DSX_ATTENTION=flash accepted";
+  } catch (const dsx::Error& e) {
+    EXPECT_EQ(e.kind(), dsx::ErrorKind::Config);
+    EXPECT_NE(std::string(e.what()).find("DSX_ATTENTION"), std::string::npos) << e.what();
+  }
+}
+
+// fp32 has no cuDNN path: DSX_ATTENTION=cudnn is refused by name rather than ignored.
+TEST(LlamaCuda, Fp32RefusesForcedCudnnAttention) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU visible";
+  AttentionEnv env("cudnn");
+  EXPECT_THROW(LlamaCuda<float>(tiny(), 1, 8), dsx::Error);
+}
