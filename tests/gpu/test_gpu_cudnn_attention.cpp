@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -169,6 +170,12 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   return std::string(dtype_name(c.dtype)) + "_B" + std::to_string(c.B) + "_T" +
          std::to_string(c.T) + "_NH" + std::to_string(c.NH) + "_KV" + std::to_string(c.KV) + "_D" +
          std::to_string(c.D);
+}
+
+// For gtest's and ctest's listing: the case's name, not a dump of its bytes.
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << dtype_name(c.dtype) << " B " << c.B << " T " << c.T << " NH " << c.NH << " KV " << c.KV
+      << " D " << c.D;
 }
 
 class CudnnAttentionTest : public ::testing::TestWithParam<Case> {};
