@@ -87,26 +87,6 @@ void download_as(float* host, const T* device, size_t n) {
 }
 
 template <class T>
-GPT2Cuda<T>::RankDevice::RankDevice() {
-  kc::use_rank_device();
-}
-
-template <class T>
-GPT2Cuda<T>::Stream::Stream(cudaStream_t given) : s_(given) {
-  if (s_) return;
-  cuda_check(cudaStreamCreate(&s_), "cudaStreamCreate");
-  owned_ = true;
-}
-
-template <class T>
-GPT2Cuda<T>::Stream::~Stream() {
-  if (s_ && owned_) {
-    cudaStreamSynchronize(s_);
-    cudaStreamDestroy(s_);
-  }
-}
-
-template <class T>
 GPT2Cuda<T>::GPT2Cuda(const GPT2Config& config, int max_batch, int max_seq, bool activation_checkpointing,
                       cudaStream_t stream)
     : config_(config), specs_(gpt2_param_specs(config)), max_batch_(max_batch), max_seq_(max_seq),

@@ -16,6 +16,7 @@
 #include "models/gpt2/block_tensors.h"
 #include "models/gpt2/config.h"
 #include "models/gpt2/flops.h"
+#include "models/cuda_stream.h"
 #include "models/model.h"
 
 namespace dsx::models {
@@ -84,21 +85,6 @@ class GPT2Cuda final : public Model {
 
   // Owners that exist before anything else CUDA in the model: the rank's GPU made current, then
   // the stream (a failure after either frees what was made; a destructor alone would not run).
-  struct RankDevice {
-    RankDevice();
-  };
-  class Stream {  // the caller's, or one made (and destroyed) here
-   public:
-    explicit Stream(cudaStream_t given);
-    ~Stream();
-    Stream(const Stream&) = delete;
-    Stream& operator=(const Stream&) = delete;
-    cudaStream_t get() const { return s_; }
-
-   private:
-    cudaStream_t s_ = nullptr;
-    bool owned_ = false;
-  };
 
   GPT2Config config_;
   std::vector<ParamSpec> specs_;
@@ -106,7 +92,7 @@ class GPT2Cuda final : public Model {
   int max_batch_, max_seq_;
   bool checkpointing_;
   RankDevice device_;  // before every CUDA member
-  Stream stream_;
+  ModelStream stream_;
   kernels::cuda::GPT2Blas blas_;
   std::vector<int32_t> host_inputs_;  // this batch's tokens: grouped by token for the embedding backward
   kernels::TokenRows token_rows_host_;

@@ -85,26 +85,6 @@ void upload_rope_tables(DeviceArray<float>& cos, DeviceArray<float>& sin, const 
 }  // namespace
 
 template <class T>
-LlamaCuda<T>::RankDevice::RankDevice() {
-  kc::use_rank_device();
-}
-
-template <class T>
-LlamaCuda<T>::Stream::Stream(cudaStream_t given) : s_(given) {
-  if (s_) return;
-  cuda_check(cudaStreamCreate(&s_), "cudaStreamCreate");
-  owned_ = true;
-}
-
-template <class T>
-LlamaCuda<T>::Stream::~Stream() {
-  if (s_ && owned_) {
-    cudaStreamSynchronize(s_);
-    cudaStreamDestroy(s_);
-  }
-}
-
-template <class T>
 LlamaCuda<T>::LlamaCuda(const LlamaConfig& config, int max_batch, int max_seq,
                         bool activation_checkpointing, cudaStream_t stream)
     : config_(checked(config, max_batch, max_seq)),

@@ -30,6 +30,7 @@
 #include "models/gpt2/gpt2_cuda.h"  // DeviceArray, upload_as, download_as
 #include "models/llama/config.h"
 #include "models/llama/flops.h"
+#include "models/cuda_stream.h"
 #include "models/model.h"
 
 namespace dsx::kernels::cuda {
@@ -88,21 +89,6 @@ class LlamaCuda final : public Model {
     DeviceArray<T> q, k, v;    // cuDNN: rotated q and k, v
     DeviceArray<float> stats;  // cuDNN: log-sum-exp (B, NH, T)
   };
-  struct RankDevice {  // the rank's GPU made current before any other CUDA member is built
-    RankDevice();
-  };
-  class Stream {  // the caller's, or one made (and destroyed) here
-   public:
-    explicit Stream(cudaStream_t given);
-    ~Stream();
-    Stream(const Stream&) = delete;
-    Stream& operator=(const Stream&) = delete;
-    cudaStream_t get() const { return s_; }
-
-   private:
-    cudaStream_t s_ = nullptr;
-    bool owned_ = false;
-  };
 
   BlockActs& acts_of(int block) { return checkpointing_ ? blocks_[0] : blocks_[block]; }
   BlockParams block_params(ParamAccess& access, int block) const;
@@ -129,7 +115,7 @@ class LlamaCuda final : public Model {
   bool checkpointing_;
   int forced_ = 0;     // DSX_ATTENTION: 0 auto, 1 own, 2 cudnn
   RankDevice device_;  // before every CUDA member
-  Stream stream_;
+  ModelStream stream_;
   kernels::cuda::GPT2Blas blas_;
   // Made on first use, after the stream. A plain function as deleter: builds without cuDNN
   // attention never make one and so never need its destructor.
