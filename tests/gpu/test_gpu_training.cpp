@@ -4,7 +4,8 @@
 // one-GPU machine share it and talk over ofi (NCCL refuses two ranks on one GPU), 1 rank talks
 // over nccl; with offload_optimizer the ZeRO-Offload arrangement (host state, DeviceBridge) must
 // train to the same weights. A run saved and resumed on the GPU matches one that was not; bf16
-// on the GPU learns as fp32 does (final loss within 5%). Skips without a GPU.
+// on the GPU learns as fp32 does (final loss within 5%); the same for the Llama family (llama-tiny).
+// Skips without a GPU.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -13,13 +14,25 @@
 #include <fstream>
 #include <regex>
 #include <string>
+#include <vector>
 
 #include "models/io/gpt2_weights.h"
+#include "models/io/hf_folder.h"
 #include "tests/comm/free_port.h"
 #include "tests/models/temp_dir.h"
 #include "tests/tools/run_command.h"
 
 namespace {
+
+double max_relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return 1e30;
+  double largest = 0, worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    largest = std::max(largest, std::fabs(static_cast<double>(b[i])));
+    worst = std::max(worst, std::fabs(static_cast<double>(a[i]) - b[i]));
+  }
+  return largest > 0 ? worst / largest : worst;
+}
 
 bool have_gpu() {
   int n = 0;
@@ -47,18 +60,17 @@ dsx::test::CommandResult train(const std::string& device, const std::string& cfg
                                 " --progress plain --samples 0 --eval_interval 0 --save " + save + " " + extra);
 }
 
-// The largest difference of two saved models, relative to the largest magnitude of `b`'s.
+// The largest difference of two saved models, relative to the largest magnitude of `b`'s; a
+// Llama-family save (config.json of that family beside the weights) is read as such.
 double relative_difference(const std::string& a_dir, const std::string& b_dir) {
-  const auto a = dsx::models::load_gpt2_weights(a_dir + "/model.safetensors");
-  const auto b = dsx::models::load_gpt2_weights(b_dir + "/model.safetensors");
-  if (a.params.size() != b.params.size()) return 1e30;
-  double largest = 0, worst = 0;
-  for (size_t i = 0; i < a.params.size(); ++i) {
-    largest = std::max(largest, std::fabs(static_cast<double>(b.params[i])));
-    worst = std::max(worst, std::fabs(static_cast<double>(a.params[i]) - b.params[i]));
-  }
-  return largest > 0 ? worst / largest : worst;
+  const bool llama = dsx::models::hf_folder_is_llama_family(a_dir);
+  const auto a = llama ? dsx::models::read_llama_hf_folder(a_dir).params
+                       : dsx::models::load_gpt2_weights(a_dir + "/model.safetensors").params;
+  const auto b = llama ? dsx::models::read_llama_hf_folder(b_dir).params
+                       : dsx::models::load_gpt2_weights(b_dir + "/model.safetensors").params;
+  return max_relative_difference(a, b);
 }
+
 
 double final_loss(const std::string& output) {
   std::smatch m;
@@ -119,6 +131,31 @@ TEST(GpuTraining, Bf16LearnsAsFp32Does) {
   auto bf16 = train("cuda", config(dir, 2, true), dir.file("bf16"), 60);
   ASSERT_EQ(bf16.exit_code, 0) << bf16.output;
   auto fp32 = train("cuda", config(dir, 2, false), dir.file("fp32"), 60);
+  ASSERT_EQ(fp32.exit_code, 0) << fp32.output;
+  const double lb = final_loss(bf16.output), lf = final_loss(fp32.output);
+  ASSERT_GT(lf, 0) << fp32.output;
+  EXPECT_LT(std::fabs(lb - lf), 0.05 * lf) << "bf16 " << lb << " vs fp32 " << lf;
+}
+
+// The Llama family through the whole engine on the GPU (LlamaCuda on ZeRO's device, 2 ranks sharing
+// it over ofi): the CPU's weights at every stage in fp32, and bf16 (cuDNN's fused attention where
+// it runs) learning as fp32 does.
+TEST(GpuTraining, TheLlamaFamilyTrainsOnTheGpuAsOnTheCpu) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU";
+  for (int stage : {0, 1, 2, 3}) {
+    dsx::test::TempDir dir;
+    const std::string cfg = config(dir, stage, false);
+    auto gpu = train("cuda", cfg, dir.file("gpu"), 5, 2, "--model llama-tiny");
+    ASSERT_EQ(gpu.exit_code, 0) << gpu.output;
+    EXPECT_NE(gpu.output.find("on the GPU"), std::string::npos) << gpu.output;
+    auto cpu = train("cpu", cfg, dir.file("cpu"), 5, 2, "--model llama-tiny");
+    ASSERT_EQ(cpu.exit_code, 0) << cpu.output;
+    EXPECT_LT(relative_difference(dir.file("gpu"), dir.file("cpu")), 1e-3) << "stage " << stage;
+  }
+  dsx::test::TempDir dir;
+  auto bf16 = train("cuda", config(dir, 2, true), dir.file("bf16"), 60, 2, "--model llama-tiny");
+  ASSERT_EQ(bf16.exit_code, 0) << bf16.output;
+  auto fp32 = train("cuda", config(dir, 2, false), dir.file("fp32"), 60, 2, "--model llama-tiny");
   ASSERT_EQ(fp32.exit_code, 0) << fp32.output;
   const double lb = final_loss(bf16.output), lf = final_loss(fp32.output);
   ASSERT_GT(lf, 0) << fp32.output;
