@@ -9,6 +9,7 @@
 
 #include "dsx/error.h"
 #include "kernels/cpu/gpt2_layers.h"
+#include "models/token_batch.h"
 #include "trace/trace.h"
 
 namespace dsx::models {
@@ -92,23 +93,6 @@ void GPT2Cpu<T>::init_params(void* flat, uint64_t seed) const {
 }
 
 template <class T>
-void GPT2Cpu<T>::check_batch(const int32_t* inputs, const int32_t* targets, int B, int Tn) const {
-  if (B < 1 || Tn < 1 || B > max_batch_ || Tn > max_seq_)
-    throw Error(ErrorKind::Usage, "GPT-2 forward: batch " + std::to_string(B) + " x " + std::to_string(Tn) +
-                                      " exceeds the " + std::to_string(max_batch_) + " x " +
-                                      std::to_string(max_seq_) + " the model was built for");
-  const int V = config_.vocab_size;
-  for (int i = 0; i < B * Tn; ++i) {
-    if (inputs[i] < 0 || inputs[i] >= V || (targets && targets[i] >= V))
-      throw Error(ErrorKind::Format, "GPT-2 forward: token " +
-                                         std::to_string(inputs[i] < 0 || inputs[i] >= V ? inputs[i] : targets[i]) +
-                                         " at row " + std::to_string(i / Tn) + ", position " +
-                                         std::to_string(i % Tn) + " is outside the vocabulary [0, " +
-                                         std::to_string(V) + "); the data does not match this model");
-  }
-}
-
-template <class T>
 void GPT2Cpu<T>::block_forward(BlockActs& a, T* res_out, const T* res_in, const BlockParams& p) {
   const size_t N = static_cast<size_t>(B_) * T_;
   const int C = config_.channels, NH = config_.num_heads;
@@ -146,7 +130,7 @@ void GPT2Cpu<T>::block_backward(T* dres, BlockActs& a, const T* res_in, const Bl
 
 template <class T>
 float GPT2Cpu<T>::forward(const int32_t* inputs, const int32_t* targets, int B, int Tn, ParamAccess& access) {
-  check_batch(inputs, targets, B, Tn);
+  check_token_batch("GPT-2", inputs, targets, B, Tn, max_batch_, max_seq_, config_.vocab_size);
   B_ = B, T_ = Tn;
   const size_t N = static_cast<size_t>(B) * Tn;
   const int L = config_.num_layers, C = config_.channels, V = config_.vocab_size, Vp = config_.padded_vocab_size;

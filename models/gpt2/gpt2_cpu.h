@@ -51,7 +51,6 @@ class GPT2Cpu final : public Model {
   void block_forward(BlockActs& a, T* res_out, const T* res_in, const BlockParams& p);
   void block_backward(T* dres, BlockActs& a, const T* res_in, const BlockParams& p,
                       const BlockGrads& g);
-  void check_batch(const int32_t* inputs, const int32_t* targets, int B, int Tn) const;
 
   GPT2Config config_;
   std::vector<ParamSpec> specs_;

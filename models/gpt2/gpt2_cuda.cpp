@@ -10,6 +10,7 @@
 #include "kernels/token_rows.h"
 #include "models/gpt2/gpt2_cpu.h"
 #include "models/gpt2/gpu_layer_span.h"
+#include "models/token_batch.h"
 
 namespace dsx::models {
 
@@ -45,23 +46,15 @@ DeviceArray<T>& DeviceArray<T>::operator=(DeviceArray&& o) noexcept {
   return *this;
 }
 
-// The engine's name of a storage type.
-template <class T>
-constexpr kernels::DType dtype_of() {
-  if constexpr (std::is_same_v<T, float>) return kernels::DType::F32;
-  if constexpr (std::is_same_v<T, __half>) return kernels::DType::F16;
-  return kernels::DType::BF16;
-}
-
 // One host value in the storage format's bits (round to nearest even).
 template <class T>
 uint16_t bits_of(float v) {
-  return dtype_of<T>() == kernels::DType::F16 ? kernels::float_to_fp16(v) : kernels::float_to_bf16(v);
+  return storage_dtype<T>() == kernels::DType::F16 ? kernels::float_to_fp16(v) : kernels::float_to_bf16(v);
 }
 
 template <class T>
 float value_of(uint16_t bits) {
-  return dtype_of<T>() == kernels::DType::F16 ? kernels::fp16_to_float(bits) : kernels::bf16_to_float(bits);
+  return storage_dtype<T>() == kernels::DType::F16 ? kernels::fp16_to_float(bits) : kernels::bf16_to_float(bits);
 }
 
 template <class T>
@@ -137,21 +130,12 @@ size_t GPT2Cuda<T>::activation_bytes() const {
 
 template <class T>
 kernels::DType GPT2Cuda<T>::param_dtype() const {
-  return dtype_of<T>();
+  return storage_dtype<T>();
 }
 
 template <class T>
 void GPT2Cuda<T>::init_params(void* flat, uint64_t seed) const {
-  // The CPU model's initialisation, so both start from the same weights for the same seed.
-  GPT2Cpu<float> reference(config_, 1, 1);
-  if constexpr (sizeof(T) == 4) {
-    reference.init_params(flat, seed);
-  } else {
-    std::vector<float> f(num_params_);
-    reference.init_params(f.data(), seed);
-    auto* out = static_cast<uint16_t*>(flat);
-    for (size_t i = 0; i < f.size(); ++i) out[i] = bits_of<T>(f[i]);
-  }
+  init_params_as<T>(GPT2Cpu<float>(config_, 1, 1), flat, seed);
 }
 
 template <class T>
@@ -190,15 +174,9 @@ void GPT2Cuda<T>::block_backward(T* dres, BlockActs& a, const T* res_in, const B
 
 template <class T>
 float GPT2Cuda<T>::forward(const int32_t* inputs, const int32_t* targets, int B, int Tn, ParamAccess& access) {
-  if (B < 1 || Tn < 1 || B > max_batch_ || Tn > max_seq_)
-    throw Error(ErrorKind::Usage, "GPT-2 forward: batch " + std::to_string(B) + " x " + std::to_string(Tn) +
-                                      " exceeds the model's " + std::to_string(max_batch_) + " x " + std::to_string(max_seq_));
+  check_token_batch("GPT-2", inputs, targets, B, Tn, max_batch_, max_seq_, config_.vocab_size);
   const size_t N = size_t(B) * Tn;
   const int L = config_.num_layers, C = config_.channels, V = config_.vocab_size, Vp = config_.padded_vocab_size;
-  for (size_t i = 0; i < N; ++i)
-    if (inputs[i] < 0 || inputs[i] >= V || (targets && targets[i] >= V))
-      throw Error(ErrorKind::Format, "GPT-2 forward: token at row " + std::to_string(i / Tn) + ", position " +
-                                         std::to_string(i % Tn) + " is outside the vocabulary [0, " + std::to_string(V) + ")");
   kc::use_rank_device();  // the calling thread may not be the one that built the model
   B_ = B, T_ = Tn;
   has_targets_ = targets != nullptr;
@@ -311,6 +289,21 @@ std::vector<float> GPT2Cuda<T>::logits() const {
   return out;
 }
 
+template <class T>
+void init_params_as(const Model& reference, void* flat, uint64_t seed) {
+  if constexpr (sizeof(T) == 4) {
+    reference.init_params(flat, seed);
+  } else {
+    std::vector<float> f(reference.num_params());
+    reference.init_params(f.data(), seed);
+    auto* out = static_cast<uint16_t*>(flat);
+    for (size_t i = 0; i < f.size(); ++i) out[i] = bits_of<T>(f[i]);
+  }
+}
+
+template void init_params_as<float>(const Model&, void*, uint64_t);
+template void init_params_as<__nv_bfloat16>(const Model&, void*, uint64_t);
+template void init_params_as<__half>(const Model&, void*, uint64_t);
 template class DeviceArray<float>;
 template class DeviceArray<int32_t>;
 template class DeviceArray<__nv_bfloat16>;

@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cuda/gpt2_layers.h"
@@ -44,6 +45,20 @@ template <class T>
 void upload_as(T* device, const float* host, size_t n);
 template <class T>
 void download_as(float* host, const T* device, size_t n);
+
+// The engine's name of a storage type.
+template <class T>
+constexpr kernels::DType storage_dtype() {
+  if constexpr (std::is_same_v<T, float>) return kernels::DType::F32;
+  if constexpr (std::is_same_v<T, __half>) return kernels::DType::F16;
+  return kernels::DType::BF16;
+}
+
+// A CUDA model's init_params: `reference` (its CPU fp32 twin) initialises, and the values are
+// written to the host buffer `flat` in T's storage format (round to nearest even), so both start
+// from the same weights for the same seed.
+template <class T>
+void init_params_as(const Model& reference, void* flat, uint64_t seed);
 
 template <class T>
 class GPT2Cuda final : public Model {

@@ -12,6 +12,7 @@
 #include "dsx/error.h"
 #include "kernels/cpu/gpt2_layers.h"
 #include "models/llama/llama_layers_cpu.h"
+#include "models/token_batch.h"
 #include "trace/trace.h"
 
 namespace dsx::models {
@@ -104,23 +105,6 @@ void LlamaCpu<T>::init_params(void* flat, uint64_t seed) const {
 }
 
 template <class T>
-void LlamaCpu<T>::check_batch(const int32_t* inputs, const int32_t* targets, int B, int Tn) const {
-  if (B < 1 || Tn < 1 || B > max_batch_ || Tn > max_seq_)
-    throw Error(ErrorKind::Usage, "Llama forward: batch " + std::to_string(B) + " x " + std::to_string(Tn) +
-                                      " exceeds the " + std::to_string(max_batch_) + " x " +
-                                      std::to_string(max_seq_) + " the model was built for");
-  const int V = config_.vocab_size;
-  for (int i = 0; i < B * Tn; ++i) {
-    const bool bad_input = inputs[i] < 0 || inputs[i] >= V;
-    if (bad_input || (targets && targets[i] >= V))
-      throw Error(ErrorKind::Format, "Llama forward: token " + std::to_string(bad_input ? inputs[i] : targets[i]) +
-                                         " at row " + std::to_string(i / Tn) + ", position " +
-                                         std::to_string(i % Tn) + " is outside the vocabulary [0, " +
-                                         std::to_string(V) + "); the data does not match this model");
-  }
-}
-
-template <class T>
 typename LlamaCpu<T>::BlockParams LlamaCpu<T>::block_params(ParamAccess& access, int block) const {
   const size_t base = 1 + static_cast<size_t>(block) * per_block_;
   auto get = [&](int rel) { return rel < 0 ? nullptr : static_cast<const T*>(access.param(base + rel)); };
@@ -203,7 +187,7 @@ void LlamaCpu<T>::block_backward(T* dres, BlockActs& a, const T* res_in, const B
 
 template <class T>
 float LlamaCpu<T>::forward(const int32_t* inputs, const int32_t* targets, int B, int Tn, ParamAccess& access) {
-  check_batch(inputs, targets, B, Tn);
+  check_token_batch("Llama", inputs, targets, B, Tn, max_batch_, max_seq_, config_.vocab_size);
   B_ = B, T_ = Tn;
   const size_t N = static_cast<size_t>(B) * Tn;
   const int L = config_.num_layers, C = config_.hidden_size, V = config_.vocab_size;

@@ -66,7 +66,6 @@ class LlamaCpu final : public Model {
   void block_backward(T* dres, BlockActs& a, const T* res_in, const BlockParams& p, const BlockGrads& g);
   void attention_backward(T* dxn, const T* dres2, BlockActs& a, const BlockParams& p, const BlockGrads& g);
   void head_backward(ParamAccess& access, GradSink& sink, float grad_scale);
-  void check_batch(const int32_t* inputs, const int32_t* targets, int B, int Tn) const;
   size_t norm_index() const { return 1 + static_cast<size_t>(config_.num_layers) * per_block_; }
   size_t head_index() const { return config_.tie_word_embeddings ? 0 : norm_index() + 1; }
 

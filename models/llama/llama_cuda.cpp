@@ -16,6 +16,7 @@
 #include "kernels/gpt2_math.h"
 #include "models/gpt2/gpu_layer_span.h"
 #include "models/llama/llama_cpu.h"
+#include "models/token_batch.h"
 
 namespace dsx::models {
 
@@ -28,13 +29,6 @@ void cuda_check(cudaError_t e, const char* what) {
     throw Error(e == cudaErrorMemoryAllocation ? ErrorKind::OutOfMemory : ErrorKind::Internal,
                 std::string("Llama CUDA: ") + what + ": " + cudaGetErrorString(e) +
                     "; check that a GPU is visible and has enough free memory");
-}
-
-template <class T>
-constexpr kernels::DType storage_dtype() {
-  if constexpr (std::is_same_v<T, float>) return kernels::DType::F32;
-  if constexpr (std::is_same_v<T, __half>) return kernels::DType::F16;
-  return kernels::DType::BF16;
 }
 
 // DSX_ATTENTION: 0 auto (unset, empty or "auto"), 1 own, 2 cudnn.
@@ -208,37 +202,7 @@ kernels::DType LlamaCuda<T>::param_dtype() const {
 
 template <class T>
 void LlamaCuda<T>::init_params(void* flat, uint64_t seed) const {
-  // The CPU model's initialisation, so both start from the same weights for the same seed.
-  LlamaCpu<float> reference(config_, 1, 1);
-  if constexpr (sizeof(T) == 4) {
-    reference.init_params(flat, seed);
-  } else {
-    std::vector<float> f(num_params_);
-    reference.init_params(f.data(), seed);
-    auto* out = static_cast<uint16_t*>(flat);
-    constexpr bool fp16 = std::is_same_v<T, __half>;
-    for (size_t i = 0; i < f.size(); ++i)
-      out[i] = fp16 ? kernels::float_to_fp16(f[i]) : kernels::float_to_bf16(f[i]);
-  }
-}
-
-template <class T>
-void LlamaCuda<T>::check_batch(const int32_t* inputs, const int32_t* targets, int B, int Tn) const {
-  if (B < 1 || Tn < 1 || B > max_batch_ || Tn > max_seq_)
-    throw Error(ErrorKind::Usage, "Llama forward: batch " + std::to_string(B) + " x " +
-                                      std::to_string(Tn) + " exceeds the " +
-                                      std::to_string(max_batch_) + " x " +
-                                      std::to_string(max_seq_) + " the model was built for");
-  const int V = config_.vocab_size;
-  for (int i = 0; i < B * Tn; ++i) {
-    const bool bad_input = inputs[i] < 0 || inputs[i] >= V;
-    if (bad_input || (targets && targets[i] >= V))
-      throw Error(ErrorKind::Format,
-                  "Llama forward: token " + std::to_string(bad_input ? inputs[i] : targets[i]) +
-                      " at row " + std::to_string(i / Tn) + ", position " + std::to_string(i % Tn) +
-                      " is outside the vocabulary [0, " + std::to_string(V) +
-                      "); the data does not match this model");
-  }
+  init_params_as<T>(LlamaCpu<float>(config_, 1, 1), flat, seed);
 }
 
 template <class T>
@@ -375,7 +339,7 @@ void LlamaCuda<T>::block_backward(T* dres, BlockActs& a, const T* res_in, const 
 template <class T>
 float LlamaCuda<T>::forward(const int32_t* inputs, const int32_t* targets, int B, int Tn,
                             ParamAccess& access) {
-  check_batch(inputs, targets, B, Tn);
+  check_token_batch("Llama", inputs, targets, B, Tn, max_batch_, max_seq_, config_.vocab_size);
   kc::use_rank_device();  // the calling thread may not be the one that built the model
   B_ = B, T_ = Tn;
   path_ = attention_for(B, Tn);

@@ -102,7 +102,6 @@ class LlamaCuda final : public Model {
                       const BlockGrads& g);
   void head_backward(ParamAccess& access, GradSink& sink, float grad_scale);
   void embedding_backward(GradSink& sink);
-  void check_batch(const int32_t* inputs, const int32_t* targets, int B, int Tn) const;
   size_t norm_index() const { return 1 + static_cast<size_t>(config_.num_layers) * per_block_; }
   size_t head_index() const { return config_.tie_word_embeddings ? 0 : norm_index() + 1; }
 
