@@ -13,7 +13,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <random>
-#include <set>
 #include <string>
 #include <type_traits>
 
@@ -22,6 +21,7 @@
 #include "models/llama/llama_cpu.h"
 #include "models/llama/llama_cuda.h"
 #include "models/local_params.h"
+#include "tests/models/protocol_checker.h"
 
 using namespace dsx::models;
 
@@ -230,44 +230,6 @@ void gradients_are_reproducible(const LlamaConfig& c) {
   }
 }
 
-// The layer protocol of models/model.h over device parameters; records acquires and readies.
-class ProtocolChecker final : public ParamAccess, public GradSink {
- public:
-  ProtocolChecker(DeviceParams<float>& inner, const Model& m) : inner_(inner), specs_(m.params()) {}
-  void acquire(int l) override {
-    EXPECT_FALSE(acquired_.count(l)) << "layer " << l << " acquired twice";
-    acquired_.insert(l);
-    acquires.push_back(l);
-  }
-  void release(int l) override {
-    EXPECT_TRUE(acquired_.count(l)) << "layer " << l << " released but not acquired";
-    acquired_.erase(l);
-  }
-  const void* param(size_t i) override {
-    EXPECT_TRUE(acquired_.count(specs_[i].layer))
-        << specs_[i].name << " read while its layer is not acquired";
-    return inner_.param(i);
-  }
-  void* grad(size_t i) override {
-    EXPECT_FALSE(ready_.count(specs_[i].layer))
-        << specs_[i].name << " written after its layer was ready";
-    EXPECT_TRUE(acquired_.count(specs_[i].layer))
-        << specs_[i].name << " written while its layer is not acquired";
-    return inner_.grad(i);
-  }
-  void ready(int l) override {
-    EXPECT_TRUE(ready_.insert(l).second) << "layer " << l << " ready twice";
-    order.push_back(l);
-  }
-  bool nothing_acquired() const { return acquired_.empty(); }
-  std::vector<int> order, acquires;
-
- private:
-  DeviceParams<float>& inner_;
-  std::vector<ParamSpec> specs_;
-  std::set<int> acquired_, ready_;
-};
-
 }  // namespace
 
 TEST(LlamaCuda, Fp32MatchesCpuGqaUntied) { compare_with_cpu<float>({tiny()}, 1e-4); }
@@ -314,7 +276,7 @@ TEST(LlamaCuda, FollowsTheLayerProtocolTiedAndUntied) {
     DeviceParams<float> p(model);
     const auto w = random_weights<float>(c, model.num_params(), 3);
     p.upload(w.data());
-    ProtocolChecker checker(p, model);
+    dsx::test::ProtocolChecker checker(p, p, model);
     const auto x = random_tokens(8, c.vocab_size, 17);
     model.forward(x.data(), x.data(), 1, 8, checker);
     EXPECT_TRUE(checker.nothing_acquired()) << tied;

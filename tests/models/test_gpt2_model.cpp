@@ -6,7 +6,6 @@
 
 #include <cmath>
 #include <numeric>
-#include <set>
 #include <vector>
 
 #include "dsx/error.h"
@@ -15,6 +14,7 @@
 #include "models/local_params.h"
 #include "tests/models/gradcheck.h"
 #include "tests/models/plain_adamw.h"
+#include "tests/models/protocol_checker.h"
 
 using namespace dsx::models;
 
@@ -171,49 +171,12 @@ TEST(Gpt2Model, FloatModelAgreesWithFloat64Reference) {
   for (size_t i = 0; i < pd.size(); ++i) ASSERT_NEAR(pf.grads()[i], pd.grads()[i], 1e-4 * gmax) << i;
 }
 
-namespace {
-
-// Checks the layer protocol of models/model.h while serving parameters from a LocalParams.
-class ProtocolChecker final : public ParamAccess, public GradSink {
- public:
-  explicit ProtocolChecker(LocalParams<float>& inner, const Model& m) : inner_(inner), specs_(m.params()) {}
-  void acquire(int l) override {
-    EXPECT_FALSE(acquired_.count(l)) << "layer " << l << " acquired twice";
-    acquired_.insert(l);
-  }
-  void release(int l) override {
-    EXPECT_TRUE(acquired_.count(l)) << "layer " << l << " released but not acquired";
-    acquired_.erase(l);
-  }
-  const void* param(size_t i) override {
-    EXPECT_TRUE(acquired_.count(specs_[i].layer)) << specs_[i].name << " read while its layer is not acquired";
-    return inner_.param(i);
-  }
-  void* grad(size_t i) override {
-    EXPECT_FALSE(ready_.count(specs_[i].layer)) << specs_[i].name << " written after its layer was ready";
-    return inner_.grad(i);
-  }
-  void ready(int l) override {
-    EXPECT_TRUE(ready_.insert(l).second) << "layer " << l << " ready twice";
-    order.push_back(l);
-  }
-  bool nothing_acquired() const { return acquired_.empty(); }
-  std::vector<int> order;
-
- private:
-  LocalParams<float>& inner_;
-  std::vector<ParamSpec> specs_;
-  std::set<int> acquired_, ready_;
-};
-
-}  // namespace
-
 TEST(Gpt2Model, FollowsTheLayerProtocol) {
   auto c = micro_config();
   GPT2Cpu<float> model(c, 1, 8, true);
   LocalParams<float> p(model);
   model.init_params(p.params(), 3);
-  ProtocolChecker checker(p, model);
+  dsx::test::ProtocolChecker checker(p, p, model);
   auto x = random_tokens(8, c.vocab_size, 17);
   model.forward(x.data(), x.data(), 1, 8, checker);
   EXPECT_TRUE(checker.nothing_acquired());

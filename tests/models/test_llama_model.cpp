@@ -12,7 +12,6 @@
 #include <map>
 #include <numbers>
 #include <random>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -22,6 +21,7 @@
 #include "models/local_params.h"
 #include "tests/models/gradcheck.h"
 #include "tests/models/plain_adamw.h"
+#include "tests/models/protocol_checker.h"
 
 using namespace dsx::models;
 
@@ -532,46 +532,6 @@ TEST(LlamaModel, ActivationCheckpointingGivesIdenticalGradients) {
   for (size_t i = 0; i < p.size(); ++i) ASSERT_EQ(p.grads()[i], q.grads()[i]) << i;
 }
 
-namespace {
-
-// Checks the layer protocol of models/model.h while serving parameters from a LocalParams, and
-// records the order of acquire and ready calls.
-class ProtocolChecker final : public ParamAccess, public GradSink {
- public:
-  ProtocolChecker(LocalParams<float>& inner, const Model& m) : inner_(inner), specs_(m.params()) {}
-  void acquire(int l) override {
-    EXPECT_FALSE(acquired_.count(l)) << "layer " << l << " acquired twice";
-    acquired_.insert(l);
-    acquires.push_back(l);
-  }
-  void release(int l) override {
-    EXPECT_TRUE(acquired_.count(l)) << "layer " << l << " released but not acquired";
-    acquired_.erase(l);
-  }
-  const void* param(size_t i) override {
-    EXPECT_TRUE(acquired_.count(specs_[i].layer)) << specs_[i].name << " read while its layer is not acquired";
-    return inner_.param(i);
-  }
-  void* grad(size_t i) override {
-    EXPECT_FALSE(ready_.count(specs_[i].layer)) << specs_[i].name << " written after its layer was ready";
-    EXPECT_TRUE(acquired_.count(specs_[i].layer)) << specs_[i].name << " written while its layer is not acquired";
-    return inner_.grad(i);
-  }
-  void ready(int l) override {
-    EXPECT_TRUE(ready_.insert(l).second) << "layer " << l << " ready twice";
-    order.push_back(l);
-  }
-  bool nothing_acquired() const { return acquired_.empty(); }
-  std::vector<int> order, acquires;
-
- private:
-  LocalParams<float>& inner_;
-  std::vector<ParamSpec> specs_;
-  std::set<int> acquired_, ready_;
-};
-
-}  // namespace
-
 TEST(LlamaModel, FollowsTheLayerProtocolTiedAndUntied) {
   for (bool tied : {false, true}) {
     auto c = micro_config();
@@ -579,7 +539,7 @@ TEST(LlamaModel, FollowsTheLayerProtocolTiedAndUntied) {
     LlamaCpu<float> model(c, 1, 8, /*activation_checkpointing=*/true);
     LocalParams<float> p(model);
     model.init_params(p.params(), 3);
-    ProtocolChecker checker(p, model);
+    dsx::test::ProtocolChecker checker(p, p, model);
     auto x = random_tokens(8, c.vocab_size, 17);
     model.forward(x.data(), x.data(), 1, 8, checker);
     EXPECT_TRUE(checker.nothing_acquired()) << tied;
