@@ -22,8 +22,10 @@
 #include "models/llama/llama_cuda.h"
 #include "models/local_params.h"
 #include "tests/models/protocol_checker.h"
+#include "tests/models/random_model.h"
 
 using namespace dsx::models;
+using dsx::test::random_tokens;
 
 namespace {
 
@@ -121,13 +123,6 @@ std::vector<float> random_weights(const LlamaConfig& c, size_t n, uint64_t seed)
       p = dsx::kernels::bf16_to_float(dsx::kernels::float_to_bf16(p));
   }
   return w;
-}
-
-std::vector<int32_t> random_tokens(size_t n, int vocab, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<int32_t> t(n);
-  for (auto& x : t) x = static_cast<int32_t>(rng() % vocab);
-  return t;
 }
 
 struct Case {

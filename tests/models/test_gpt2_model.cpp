@@ -15,8 +15,12 @@
 #include "tests/models/gradcheck.h"
 #include "tests/models/plain_adamw.h"
 #include "tests/models/protocol_checker.h"
+#include "tests/models/random_model.h"
 
 using namespace dsx::models;
+using dsx::test::random_tokens;
+using dsx::test::randomize;
+using dsx::test::RandomModel;
 
 namespace {
 
@@ -25,20 +29,6 @@ GPT2Config micro_config() {
   c.max_seq_len = 8, c.vocab_size = 37, c.padded_vocab_size = padded_vocab(37);
   c.num_layers = 2, c.num_heads = 2, c.channels = 8;
   return c;
-}
-
-std::vector<int32_t> random_tokens(size_t n, int vocab, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<int32_t> t(n);
-  for (auto& x : t) x = static_cast<int32_t>(rng() % vocab);
-  return t;
-}
-
-// Random non-trivial parameters (LayerNorm weights away from 1, biases non-zero) for the checks.
-template <class T>
-void randomize(LocalParams<T>& p, uint64_t seed) {
-  auto r = dsx::test::random_vector(p.size(), seed, 0.3);
-  for (size_t i = 0; i < p.size(); ++i) p.params()[i] = static_cast<T>(r[i]);
 }
 
 }  // namespace
@@ -58,10 +48,8 @@ TEST(Gpt2Model, ParamLayoutMatchesLlmc) {
 TEST(Gpt2Model, WholeModelGradientsMatchFiniteDifferences) {
   auto c = micro_config();
   const int B = 2, T = 5;
-  GPT2Cpu<double> model(c, B, T);
-  LocalParams<double> p(model);
-  randomize(p, 1);
-  auto x = random_tokens(B * T, c.vocab_size, 2), y = random_tokens(B * T, c.vocab_size, 3);
+  RandomModel<GPT2Cpu<double>> run(c, B, T, 1);
+  auto& [model, p, x, y] = run;
   y[3] = -1;  // an ignored position
   model.forward(x.data(), y.data(), B, T, p);
   p.zero_grads();
@@ -84,10 +72,8 @@ TEST(Gpt2Model, WholeModelGradientsMatchFiniteDifferences) {
 
 TEST(Gpt2Model, GradScaleScalesGradientsAndGradientsAccumulate) {
   auto c = micro_config();
-  GPT2Cpu<double> model(c, 1, 6);
-  LocalParams<double> p(model);
-  randomize(p, 4);
-  auto x = random_tokens(6, c.vocab_size, 5), y = random_tokens(6, c.vocab_size, 6);
+  RandomModel<GPT2Cpu<double>> run(c, 1, 6, 4);
+  auto& [model, p, x, y] = run;
   model.forward(x.data(), y.data(), 1, 6, p);
   p.zero_grads();
   model.backward(p, p, 1.0f);

@@ -22,8 +22,12 @@
 #include "tests/models/gradcheck.h"
 #include "tests/models/plain_adamw.h"
 #include "tests/models/protocol_checker.h"
+#include "tests/models/random_model.h"
 
 using namespace dsx::models;
+using dsx::test::random_tokens;
+using dsx::test::randomize;
+using dsx::test::RandomModel;
 
 namespace {
 
@@ -35,20 +39,6 @@ LlamaConfig micro_config() {
   c.num_heads = 4, c.num_kv_heads = 2, c.head_dim = 4, c.max_position_embeddings = 8;
   c.rms_norm_eps = 1e-5, c.rope_theta = 100.0;  // a small theta turns every frequency at T <= 8
   return c;
-}
-
-std::vector<int32_t> random_tokens(size_t n, int vocab, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<int32_t> t(n);
-  for (auto& x : t) x = static_cast<int32_t>(rng() % vocab);
-  return t;
-}
-
-// Random non-trivial parameters (norm weights away from 1, biases non-zero) for the checks.
-template <class T>
-void randomize(LocalParams<T>& p, uint64_t seed) {
-  auto r = dsx::test::random_vector(p.size(), seed, 0.3);
-  for (size_t i = 0; i < p.size(); ++i) p.params()[i] = static_cast<T>(r[i]);
 }
 
 // ---- a plain float64 Llama, one token at a time, written from the transformers description ----
@@ -312,10 +302,8 @@ namespace {
 // Logits and loss of the CPU model (double) against the plain reference, for one config.
 void expect_matches_reference(const LlamaConfig& c, uint64_t seed) {
   const int B = 2, T = 7;
-  LlamaCpu<double> model(c, B, T);
-  LocalParams<double> p(model);
-  randomize(p, seed);
-  auto x = random_tokens(B * T, c.vocab_size, seed + 1), y = random_tokens(B * T, c.vocab_size, seed + 2);
+  RandomModel<LlamaCpu<double>> run(c, B, T, seed);
+  auto& [model, p, x, y] = run;
   y[4] = -1;
   model.forward(x.data(), y.data(), B, T, p);
   ReferenceLlama ref(c, model.params(), p.params());
@@ -362,10 +350,8 @@ namespace {
 // Every parameter tensor's gradient against central differences; returns the worst error.
 double whole_model_gradient_error(const LlamaConfig& c, uint64_t seed) {
   const int B = 2, T = 5;
-  LlamaCpu<double> model(c, B, T);
-  LocalParams<double> p(model);
-  randomize(p, seed);
-  auto x = random_tokens(B * T, c.vocab_size, seed + 1), y = random_tokens(B * T, c.vocab_size, seed + 2);
+  RandomModel<LlamaCpu<double>> run(c, B, T, seed);
+  auto& [model, p, x, y] = run;
   y[3] = -1;  // an ignored position
   model.forward(x.data(), y.data(), B, T, p);
   p.zero_grads();
@@ -408,10 +394,8 @@ TEST(LlamaModel, GradientsMatchFiniteDifferencesGqaTiedLlama3Rope) {
 TEST(LlamaModel, IgnoredTargetsTakeNoPart) {
   auto c = micro_config();
   const int B = 2, T = 6;
-  LlamaCpu<double> model(c, B, T);
-  LocalParams<double> p(model);
-  randomize(p, 5);
-  auto x = random_tokens(B * T, c.vocab_size, 6), y = random_tokens(B * T, c.vocab_size, 7);
+  RandomModel<LlamaCpu<double>> run(c, B, T, 5);
+  auto& [model, p, x, y] = run;
   // Loss is the mean over counted rows only, and the target at an ignored row does not matter.
   auto y_ignored = y;
   y_ignored[0] = y_ignored[7] = y_ignored[11] = -1;
@@ -440,10 +424,8 @@ TEST(LlamaModel, IgnoredTargetsTakeNoPart) {
 
 TEST(LlamaModel, GradScaleScalesGradientsAndGradientsAccumulate) {
   auto c = micro_config();
-  LlamaCpu<double> model(c, 1, 6);
-  LocalParams<double> p(model);
-  randomize(p, 8);
-  auto x = random_tokens(6, c.vocab_size, 9), y = random_tokens(6, c.vocab_size, 10);
+  RandomModel<LlamaCpu<double>> run(c, 1, 6, 8);
+  auto& [model, p, x, y] = run;
   model.forward(x.data(), y.data(), 1, 6, p);
   p.zero_grads();
   model.backward(p, p, 1.0f);
