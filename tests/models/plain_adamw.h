@@ -1,10 +1,11 @@
 // A plain AdamW loop for the model tests (the engine uses the fused kernels of kernels/): decay
-// only where ParamSpec::decay says so.
+// only where ParamSpec::decay says so; train_step is one whole step of a model on LocalParams.
 #pragma once
 
 #include <cmath>
 #include <vector>
 
+#include "models/local_params.h"
 #include "models/model.h"
 
 namespace dsx::test {
@@ -24,6 +25,15 @@ class PlainAdamW {
         p[i] -= lr_ * ((m_[i] / bc1) / (std::sqrt(v_[i] / bc2) + eps) + wd * p[i]);
       }
     }
+  }
+  // Forward and backward on (inputs, targets), then this step; returns the loss before it.
+  float train_step(models::Model& model, models::LocalParams<float>& p, const int32_t* inputs,
+                   const int32_t* targets, int B, int T) {
+    const float loss = model.forward(inputs, targets, B, T, p);
+    p.zero_grads();
+    model.backward(p, p, 1.0f);
+    step(p.params(), p.grads(), model.params());
+    return loss;
   }
 
  private:

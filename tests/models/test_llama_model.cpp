@@ -19,7 +19,7 @@
 #include "models/llama/factory.h"
 #include "models/llama/llama_cpu.h"
 #include "models/local_params.h"
-#include "tests/models/gradcheck.h"
+#include "tests/models/cpu_model_checks.h"
 #include "tests/models/plain_adamw.h"
 #include "tests/models/protocol_checker.h"
 #include "tests/models/random_model.h"
@@ -347,26 +347,13 @@ TEST(LlamaModel, LogitsMatchAPlainReference) {
 
 namespace {
 
-// Every parameter tensor's gradient against central differences; returns the worst error.
+// Every parameter tensor's gradient against central differences, on a 2 x 5 batch with an ignored
+// position; returns the worst error.
 double whole_model_gradient_error(const LlamaConfig& c, uint64_t seed) {
   const int B = 2, T = 5;
   RandomModel<LlamaCpu<double>> run(c, B, T, seed);
-  auto& [model, p, x, y] = run;
-  y[3] = -1;  // an ignored position
-  model.forward(x.data(), y.data(), B, T, p);
-  p.zero_grads();
-  model.backward(p, p, 1.0f);
-  auto f = [&] {
-    model.forward(x.data(), y.data(), B, T, p);
-    return static_cast<double>(model.mean_loss());
-  };
-  double worst = 0;
-  for (const auto& s : model.params()) {
-    double err = dsx::test::gradient_error(f, p.params() + s.offset, s.numel, p.grads() + s.offset, 40, 1e-4);
-    EXPECT_LT(err, 1e-5) << s.name;
-    worst = std::max(worst, err);
-  }
-  return worst;
+  run.targets[3] = -1;
+  return dsx::test::whole_model_gradient_error(run, B, T, [](const ParamSpec& s) { return s.numel; });
 }
 
 }  // namespace
@@ -425,13 +412,8 @@ TEST(LlamaModel, IgnoredTargetsTakeNoPart) {
 TEST(LlamaModel, GradScaleScalesGradientsAndGradientsAccumulate) {
   auto c = micro_config();
   RandomModel<LlamaCpu<double>> run(c, 1, 6, 8);
-  auto& [model, p, x, y] = run;
-  model.forward(x.data(), y.data(), 1, 6, p);
-  p.zero_grads();
-  model.backward(p, p, 1.0f);
-  std::vector<double> g1(p.grads(), p.grads() + p.size());
-  model.forward(x.data(), y.data(), 1, 6, p);
-  model.backward(p, p, 2.0f);  // accumulates: total 3x
+  const auto g1 = dsx::test::gradients_then_accumulated(run, 1, 6);
+  const auto& p = run.params;
   double gmax = 0;
   for (double v : g1) gmax = std::max(gmax, std::abs(v));
   ASSERT_GT(gmax, 0.0);
@@ -457,11 +439,7 @@ TEST(LlamaModel, InitialLossIsLnVocabAndInitIsReproducible) {
     for (size_t i = 0; i < s.numel; ++i) sq += double(w[i]) * w[i];
     EXPECT_NEAR(std::sqrt(sq / s.numel), 0.02, 0.002) << s.name;
   }
-  std::vector<float> again(model.num_params()), other(model.num_params());
-  model.init_params(again.data(), 42);
-  model.init_params(other.data(), 43);
-  EXPECT_TRUE(std::equal(again.begin(), again.end(), p.params()));
-  EXPECT_FALSE(std::equal(other.begin(), other.end(), p.params()));
+  dsx::test::expect_init_is_reproducible(model, p.params(), 42);
   auto biased = c;
   biased.qkv_bias = true;
   LlamaCpu<float> bm(biased, 1, 4);
@@ -476,42 +454,11 @@ TEST(LlamaModel, InitialLossIsLnVocabAndInitIsReproducible) {
 TEST(LlamaModel, FloatModelAgreesWithFloat64Reference) {
   auto c = micro_config();
   c.qkv_bias = true;
-  LlamaCpu<float> mf(c, 2, 8);
-  LlamaCpu<double> md(c, 2, 8);
-  LocalParams<float> pf(mf);
-  LocalParams<double> pd(md);
-  randomize(pd, 14);
-  for (size_t i = 0; i < pd.size(); ++i) pf.params()[i] = static_cast<float>(pd.params()[i]);
-  for (size_t i = 0; i < pd.size(); ++i) pd.params()[i] = pf.params()[i];  // same rounded weights
-  auto x = random_tokens(16, c.vocab_size, 15), y = random_tokens(16, c.vocab_size, 16);
-  float lf = mf.forward(x.data(), y.data(), 2, 8, pf);
-  md.forward(x.data(), y.data(), 2, 8, pd);
-  EXPECT_NEAR(lf, md.mean_loss(), 1e-5 * md.mean_loss());
-  auto zf = mf.logits(), zd = md.logits();
-  for (size_t i = 0; i < zf.size(); ++i) ASSERT_NEAR(zf[i], zd[i], 1e-4 * (1 + std::abs(zd[i])));
-  pf.zero_grads(), pd.zero_grads();
-  mf.backward(pf, pf, 1.0f);
-  md.backward(pd, pd, 1.0f);
-  double gmax = 0, worst = 0;
-  for (size_t i = 0; i < pd.size(); ++i) gmax = std::max(gmax, std::abs(pd.grads()[i]));
-  for (size_t i = 0; i < pd.size(); ++i) worst = std::max(worst, std::abs(pf.grads()[i] - pd.grads()[i]) / gmax);
-  EXPECT_LT(worst, 1e-4);
-  std::printf("float vs float64 gradients: worst error %.2e of the largest gradient\n", worst);
+  dsx::test::expect_float_agrees_with_float64<LlamaCpu>(c);
 }
 
 TEST(LlamaModel, ActivationCheckpointingGivesIdenticalGradients) {
-  auto c = micro_config();
-  LlamaCpu<float> plain(c, 2, 8), ckpt(c, 2, 8, /*activation_checkpointing=*/true);
-  EXPECT_LT(ckpt.activation_bytes(), plain.activation_bytes());
-  LocalParams<float> p(plain), q(ckpt);
-  plain.init_params(p.params(), 11);
-  std::copy(p.params(), p.params() + p.size(), q.params());
-  auto x = random_tokens(16, c.vocab_size, 12), y = random_tokens(16, c.vocab_size, 13);
-  EXPECT_EQ(plain.forward(x.data(), y.data(), 2, 8, p), ckpt.forward(x.data(), y.data(), 2, 8, q));
-  p.zero_grads(), q.zero_grads();
-  plain.backward(p, p, 1.0f);
-  ckpt.backward(q, q, 1.0f);
-  for (size_t i = 0; i < p.size(); ++i) ASSERT_EQ(p.grads()[i], q.grads()[i]) << i;
+  dsx::test::expect_checkpointing_changes_only_memory<LlamaCpu>(micro_config());
 }
 
 TEST(LlamaModel, FollowsTheLayerProtocolTiedAndUntied) {
@@ -552,11 +499,8 @@ TEST(LlamaModel, LearnsToCopyThePreviousToken) {
     std::vector<int32_t> x(B * T), y(B * T);
     for (int i = 0; i < B * T; ++i) x[i] = static_cast<int32_t>(rng() % 16);
     for (int i = 0; i < B * T; ++i) y[i] = i % T == 0 ? -1 : x[i - 1];
-    last = model.forward(x.data(), y.data(), B, T, p);
+    last = adam.train_step(model, p, x.data(), y.data(), B, T);
     if (step == 0) first = last;
-    p.zero_grads();
-    model.backward(p, p, 1.0f);
-    adam.step(p.params(), p.grads(), model.params());
   }
   std::printf("copy-previous-token loss: %.3f -> %.3f after 300 AdamW steps\n", first, last);
   EXPECT_NEAR(first, std::log(256.0f), 0.1f);
@@ -576,19 +520,7 @@ TEST(LlamaModel, RejectsBadInput) {
   auto c = micro_config();
   LlamaCpu<float> model(c, 2, 8);
   LocalParams<float> p(model);
-  std::vector<int32_t> x(16, 1), y(16, 1);
-  x[9] = 37;  // vocabulary is [0, 37)
-  try {
-    model.forward(x.data(), y.data(), 2, 8, p);
-    FAIL() << "out-of-vocabulary token accepted";
-  } catch (const dsx::Error& e) {
-    EXPECT_EQ(e.kind(), dsx::ErrorKind::Format);
-    EXPECT_NE(std::string(e.what()).find("row 1, position 1"), std::string::npos) << e.what();
-  }
-  x[9] = 1;
-  EXPECT_THROW(model.forward(x.data(), y.data(), 3, 8, p), dsx::Error);  // batch too large
-  model.forward(x.data(), nullptr, 2, 8, p);
-  EXPECT_THROW(model.backward(p, p, 1.0f), dsx::Error);  // no targets, no loss
+  dsx::test::expect_refuses_bad_batches(model, p);
   EXPECT_THROW(LlamaCpu<double>(c, 1, 8).param_dtype(), dsx::Error);
   EXPECT_EQ(model.param_dtype(), dsx::kernels::DType::F32);
 }
