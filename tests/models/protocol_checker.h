@@ -2,11 +2,12 @@
 // ParamAccess and GradSink over another pair (LocalParams, device parameters) that fails the test
 // when a layer is acquired twice or released unacquired, a parameter is read or a gradient written
 // while its layer is not acquired, or a gradient is written after its layer was ready. Records the
-// order of acquires and readies for the test to compare.
+// order of acquires (forward's and backward's) and readies for the test to compare.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <set>
 #include <vector>
 
@@ -21,7 +22,7 @@ class ProtocolChecker final : public models::ParamAccess, public models::GradSin
   void acquire(int l) override {
     EXPECT_FALSE(acquired_.count(l)) << "layer " << l << " acquired twice";
     acquired_.insert(l);
-    acquires.push_back(l);
+    (backward_ ? backward_acquires : forward_acquires).push_back(l);
     params_.acquire(l);
   }
   void release(int l) override {
@@ -43,14 +44,23 @@ class ProtocolChecker final : public models::ParamAccess, public models::GradSin
     order.push_back(l);
     grads_.ready(l);
   }
-  bool nothing_acquired() const { return acquired_.empty(); }
-  std::vector<int> order, acquires;  // ready() and acquire() calls, in order
+  // One forward of `model` on (tokens, tokens) through this checker, then one backward; neither may
+  // leave a layer acquired.
+  void run(models::Model& model, const std::vector<int32_t>& tokens, int B, int T) {
+    model.forward(tokens.data(), tokens.data(), B, T, *this);
+    EXPECT_TRUE(acquired_.empty()) << "forward left layers acquired";
+    backward_ = true;
+    model.backward(*this, *this, 1.0f);
+    EXPECT_TRUE(acquired_.empty()) << "backward left layers acquired";
+  }
+  std::vector<int> forward_acquires, backward_acquires, order;  // acquire() and ready() calls
 
  private:
   models::ParamAccess& params_;
   models::GradSink& grads_;
   std::vector<models::ParamSpec> specs_;
   std::set<int> acquired_, ready_;
+  bool backward_ = false;
 };
 
 }  // namespace dsx::test

@@ -112,11 +112,7 @@ TEST(Gpt2Model, FollowsTheLayerProtocol) {
   LocalParams<float> p(model);
   model.init_params(p.params(), 3);
   dsx::test::ProtocolChecker checker(p, p, model);
-  auto x = random_tokens(8, c.vocab_size, 17);
-  model.forward(x.data(), x.data(), 1, 8, checker);
-  EXPECT_TRUE(checker.nothing_acquired());
-  model.backward(checker, checker, 1.0f);
-  EXPECT_TRUE(checker.nothing_acquired());
+  checker.run(model, random_tokens(8, c.vocab_size, 17), 1, 8);
   EXPECT_EQ(checker.order, (std::vector<int>{3, 2, 1, 0}));  // head, blocks top-down, embedding
 }
 
