@@ -15,45 +15,11 @@
 #include "models/gpt2/gpt2_cpu.h"
 #include "models/gpt2/gpt2_cuda.h"
 #include "models/local_params.h"
+#include "tests/gpu/gpu_model_checks.h"
 
 using namespace dsx::models;
 
 namespace {
-
-bool have_gpu() {
-  int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
-}
-
-// Parameters and gradients in device memory, everything always resident.
-template <class T>
-class DeviceParams final : public ParamAccess, public GradSink {
- public:
-  explicit DeviceParams(const Model& m) : specs_(m.params()), params_(m.num_params()), grads_(m.num_params()) {
-    cudaMemset(grads_.data(), 0, grads_.size() * sizeof(T));
-  }
-  void upload(const float* host) { upload_as(params_.data(), host, params_.size()); }
-  std::vector<float> grads() const {
-    std::vector<float> g(grads_.size());
-    download_as(g.data(), grads_.data(), g.size());
-    return g;
-  }
-  void zero_grads() { cudaMemset(grads_.data(), 0, grads_.size() * sizeof(T)); }
-  std::vector<unsigned char> grad_bits() const {
-    std::vector<unsigned char> bits(grads_.size() * sizeof(T));
-    cudaMemcpy(bits.data(), grads_.data(), bits.size(), cudaMemcpyDeviceToHost);
-    return bits;
-  }
-  void acquire(int) override {}
-  void release(int) override {}
-  const void* param(size_t i) override { return params_.data() + specs_[i].offset; }
-  void* grad(size_t i) override { return grads_.data() + specs_[i].offset; }
-  void ready(int) override {}
-
- private:
-  std::vector<ParamSpec> specs_;
-  DeviceArray<T> params_, grads_;
-};
 
 GPT2Config test_config() {
   GPT2Config c;
@@ -62,18 +28,21 @@ GPT2Config test_config() {
   return c;
 }
 
-double rel_diff(const float* a, const float* b, size_t n) {
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < n; ++i) {
-    diff = std::max(diff, std::abs(double(a[i]) - b[i]));
-    scale = std::max(scale, std::abs(double(b[i])));
+// GPT2Cuda<T> of B x Tn on device parameters initialised as GPT2Cpu initialises them from seed 5.
+template <class T>
+struct InitialisedGpt2 {
+  InitialisedGpt2(int B, int Tn) : gpu(test_config(), B, Tn), dev(gpu) {
+    std::vector<float> weights(gpu.num_params());
+    GPT2Cpu<float>(test_config(), 1, 1).init_params(weights.data(), 5);
+    dev.upload(weights.data());
   }
-  return diff / std::max(scale, 1e-30);
-}
+  GPT2Cuda<T> gpu;
+  dsx::test::DeviceParams<T> dev;
+};
 
 template <class T>
 void compare_with_cpu(double tol, bool checkpointing) {
-  if (!have_gpu()) GTEST_SKIP() << "no GPU visible";
+  if (!dsx::test::have_gpu()) GTEST_SKIP() << "no GPU visible";
   auto c = test_config();
   const int B = 2, Tn = 48;
   GPT2Cpu<float> cpu(c, B, Tn);
@@ -91,59 +60,27 @@ void compare_with_cpu(double tol, bool checkpointing) {
       p = fp16 ? dsx::kernels::fp16_to_float(dsx::kernels::float_to_fp16(p))
                : dsx::kernels::bf16_to_float(dsx::kernels::float_to_bf16(p));
     }
-  DeviceParams<T> dev(gpu);
+  dsx::test::DeviceParams<T> dev(gpu);
   dev.upload(host.params());
   std::vector<int32_t> x(B * Tn), y(B * Tn);
   for (auto& t : x) t = static_cast<int32_t>(rng() % c.vocab_size);
   for (auto& t : y) t = static_cast<int32_t>(rng() % c.vocab_size);
   y[5] = -1;
-
-  cpu.forward(x.data(), nullptr, B, Tn, host);
-  gpu.forward(x.data(), nullptr, B, Tn, dev);
-  auto zc = cpu.logits(), zg = gpu.logits();
-  EXPECT_LT(rel_diff(zg.data(), zc.data(), zc.size()), tol) << "logits";
-  float lc = cpu.forward(x.data(), y.data(), B, Tn, host);
-  float lg = gpu.forward(x.data(), y.data(), B, Tn, dev);
-  EXPECT_LT(std::abs(lg - lc) / lc, tol) << "loss " << lg << " vs " << lc;
-  host.zero_grads();
-  cpu.backward(host, host, 1.0f);
-  gpu.backward(dev, dev, 1.0f);
-  auto gg = dev.grads();
-  for (const auto& s : cpu.params())
-    EXPECT_LT(rel_diff(gg.data() + s.offset, host.grads() + s.offset, s.numel), tol) << s.name;
+  dsx::test::expect_gpu_matches_cpu(cpu, host, gpu, dev, x, y, B, Tn, tol);
 }
 
-// Two backward passes over the same weights and batch, many tokens repeated: the bias, LayerNorm
-// and embedding gradients sum over rows, and must do so in the same order both times.
+// Three backward passes over the same weights and batch, many tokens repeated: the bias, LayerNorm
+// and embedding gradients sum over rows, and must do so in the same order every time.
 template <class T>
 void gradients_are_reproducible() {
-  if (!have_gpu()) GTEST_SKIP() << "no GPU visible";
-  auto c = test_config();
+  if (!dsx::test::have_gpu()) GTEST_SKIP() << "no GPU visible";
   const int B = 4, Tn = 64;
-  GPT2Cuda<T> gpu(c, B, Tn);
-  std::vector<float> weights(gpu.num_params());
-  GPT2Cpu<float>(c, 1, 1).init_params(weights.data(), 5);
-  DeviceParams<T> dev(gpu);
-  dev.upload(weights.data());
+  InitialisedGpt2<T> m(B, Tn);
   std::mt19937_64 rng(6);
   std::vector<int32_t> x(B * Tn), y(B * Tn);
   for (auto& t : x) t = static_cast<int32_t>(rng() % 17);  // 17 distinct tokens over 256 rows
-  for (auto& t : y) t = static_cast<int32_t>(rng() % c.vocab_size);
-  std::vector<unsigned char> first;
-  for (int run = 0; run < 3; ++run) {
-    dev.zero_grads();
-    gpu.forward(x.data(), y.data(), B, Tn, dev);
-    gpu.backward(dev, dev, 1.0f);
-    auto bits = dev.grad_bits();
-    if (run == 0) {
-      first = bits;
-      continue;
-    }
-    ASSERT_EQ(bits.size(), first.size());
-    size_t differ = 0;
-    for (size_t i = 0; i < bits.size(); ++i) differ += bits[i] != first[i];
-    EXPECT_EQ(differ, 0u) << "run " << run << ": " << differ << " gradient bytes differ from run 0";
-  }
+  for (auto& t : y) t = static_cast<int32_t>(rng() % test_config().vocab_size);
+  dsx::test::expect_bitwise_reproducible_gradients(m.gpu, m.dev, x, y, B, Tn);
 }
 
 }  // namespace
@@ -153,14 +90,10 @@ TEST(Gpt2Cuda, Bf16GradientsAreBitwiseReproducible) { gradients_are_reproducible
 
 // cuBLASLt plans are made on the first step only: later steps reuse them.
 TEST(Gpt2Cuda, MatmulPlansAreBuiltOnce) {
-  if (!have_gpu()) GTEST_SKIP() << "no GPU visible";
-  auto c = test_config();
+  if (!dsx::test::have_gpu()) GTEST_SKIP() << "no GPU visible";
   const int B = 2, Tn = 32;
-  GPT2Cuda<__nv_bfloat16> gpu(c, B, Tn);
-  std::vector<float> weights(gpu.num_params());
-  GPT2Cpu<float>(c, 1, 1).init_params(weights.data(), 5);
-  DeviceParams<__nv_bfloat16> dev(gpu);
-  dev.upload(weights.data());
+  InitialisedGpt2<__nv_bfloat16> m(B, Tn);
+  auto& [gpu, dev] = m;
   std::vector<int32_t> x(B * Tn, 1), y(B * Tn, 2);
   size_t after_first = 0;
   for (int step = 0; step < 3; ++step) {
@@ -177,7 +110,7 @@ TEST(Gpt2Cuda, MatmulPlansAreBuiltOnce) {
 // A constructor that runs out of device memory part-way frees everything it had made (the
 // stream, the cuBLASLt handle and workspace, the buffers allocated before the failing one).
 TEST(Gpt2Cuda, ConstructorOutOfMemoryLeaksNothing) {
-  if (!have_gpu()) GTEST_SKIP() << "no GPU visible";
+  if (!dsx::test::have_gpu()) GTEST_SKIP() << "no GPU visible";
   auto c = test_config();
   { GPT2Cuda<float> warm_up(c, 1, 8); }  // the context and cuBLASLt's own state exist from here on
   size_t free_before = 0, free_after = 0, total = 0;

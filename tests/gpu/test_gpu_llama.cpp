@@ -21,18 +21,14 @@
 #include "models/llama/llama_cpu.h"
 #include "models/llama/llama_cuda.h"
 #include "models/local_params.h"
+#include "tests/gpu/gpu_model_checks.h"
 #include "tests/models/protocol_checker.h"
 #include "tests/models/random_model.h"
 
 using namespace dsx::models;
-using dsx::test::random_tokens;
+using namespace dsx::test;
 
 namespace {
-
-bool have_gpu() {
-  int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
-}
 
 // DSX_ATTENTION for one scope (the model reads it when built).
 class AttentionEnv {
@@ -49,42 +45,6 @@ class AttentionEnv {
   AttentionEnv& operator=(const AttentionEnv&) = delete;
 };
 
-// Parameters and gradients in device memory, everything always resident.
-template <class T>
-class DeviceParams final : public ParamAccess, public GradSink {
- public:
-  explicit DeviceParams(const Model& m, bool device_ordered = false)
-      : specs_(m.params()),
-        params_(m.num_params()),
-        grads_(m.num_params()),
-        device_ordered_(device_ordered) {
-    zero_grads();
-  }
-  void upload(const float* host) { upload_as(params_.data(), host, params_.size()); }
-  std::vector<float> grads() const {
-    std::vector<float> g(grads_.size());
-    download_as(g.data(), grads_.data(), g.size());
-    return g;
-  }
-  void zero_grads() { cudaMemset(grads_.data(), 0, grads_.size() * sizeof(T)); }
-  std::vector<unsigned char> grad_bits() const {
-    std::vector<unsigned char> bits(grads_.size() * sizeof(T));
-    cudaMemcpy(bits.data(), grads_.data(), bits.size(), cudaMemcpyDeviceToHost);
-    return bits;
-  }
-  void acquire(int) override {}
-  void release(int) override {}
-  const void* param(size_t i) override { return params_.data() + specs_[i].offset; }
-  void* grad(size_t i) override { return grads_.data() + specs_[i].offset; }
-  void ready(int) override {}
-  bool orders_after_device_work() const override { return device_ordered_; }
-
- private:
-  std::vector<ParamSpec> specs_;
-  DeviceArray<T> params_, grads_;
-  bool device_ordered_;
-};
-
 LlamaConfig tiny() { return llama_preset("llama-tiny"); }
 
 // Qwen2's layout at a test's size: tied head, q/k/v biases, one kv head for four query heads.
@@ -96,15 +56,6 @@ LlamaConfig qwen2_like() {
   c.head_dim = 16, c.rope_theta = 1e6, c.rms_norm_eps = 1e-6;
   c.tie_word_embeddings = true, c.qkv_bias = true;
   return c;
-}
-
-double rel_diff(const float* a, const float* b, size_t n) {
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < n; ++i) {
-    diff = std::max(diff, std::abs(double(a[i]) - b[i]));
-    scale = std::max(scale, std::abs(double(b[i])));
-  }
-  return diff / std::max(scale, 1e-30);
 }
 
 // Random weights: the initialisation plus noise, so norms and biases matter too; 16-bit models
@@ -176,22 +127,7 @@ void compare_with_cpu(const Case& k, double tol) {
   const auto x = random_tokens(B * Tn, c.vocab_size, 4);
   auto y = random_tokens(B * Tn, c.vocab_size, 5);
   y[5] = -1;
-
-  cpu.forward(x.data(), nullptr, B, Tn, host);
-  gpu.forward(x.data(), nullptr, B, Tn, dev);
-  const auto zc = cpu.logits(), zg = gpu.logits();
-  ASSERT_EQ(zc.size(), zg.size());
-  EXPECT_LT(rel_diff(zg.data(), zc.data(), zc.size()), tol) << "logits";
-  const float lc = cpu.forward(x.data(), y.data(), B, Tn, host);
-  const float lg = gpu.forward(x.data(), y.data(), B, Tn, dev);
-  EXPECT_LT(std::abs(lg - lc) / lc, tol) << "loss " << lg << " vs " << lc;
-  host.zero_grads();
-  cpu.backward(host, host, 1.0f);
-  gpu.backward(dev, dev, 1.0f);
-  ASSERT_EQ(cudaStreamSynchronize(gpu.stream()), cudaSuccess);
-  const auto gg = dev.grads();
-  for (const auto& s : cpu.params())
-    EXPECT_LT(rel_diff(gg.data() + s.offset, host.grads() + s.offset, s.numel), tol) << s.name;
+  expect_gpu_matches_cpu(cpu, host, gpu, dev, x, y, B, Tn, tol);
 }
 
 // Three backward passes over the same weights and batch, many tokens repeated: the RMSNorm
@@ -208,21 +144,7 @@ void gradients_are_reproducible(const LlamaConfig& c) {
   dev.upload(w.data());
   const auto x = random_tokens(B * Tn, 17, 6);  // 17 distinct tokens over 256 rows
   const auto y = random_tokens(B * Tn, c.vocab_size, 7);
-  std::vector<unsigned char> first;
-  for (int run = 0; run < 3; ++run) {
-    dev.zero_grads();
-    gpu.forward(x.data(), y.data(), B, Tn, dev);
-    gpu.backward(dev, dev, 1.0f);
-    auto bits = dev.grad_bits();
-    if (run == 0) {
-      first = bits;
-      continue;
-    }
-    ASSERT_EQ(bits.size(), first.size());
-    size_t differ = 0;
-    for (size_t i = 0; i < bits.size(); ++i) differ += bits[i] != first[i];
-    EXPECT_EQ(differ, 0u) << "run " << run << ": " << differ << " gradient bytes differ from run 0";
-  }
+  expect_bitwise_reproducible_gradients(gpu, dev, x, y, B, Tn);
 }
 
 }  // namespace
@@ -272,7 +194,7 @@ TEST(LlamaCuda, FollowsTheLayerProtocolTiedAndUntied) {
     DeviceParams<float> p(model);
     const auto w = random_weights<float>(c, model.num_params(), 3);
     p.upload(w.data());
-    dsx::test::ProtocolChecker checker(p, p, model);
+    ProtocolChecker checker(p, p, model);
     checker.run(model, random_tokens(8, c.vocab_size, 17), 1, 8);
     EXPECT_EQ(checker.forward_acquires, (std::vector<int>{0, 1, 2, 3})) << tied;
     EXPECT_EQ(checker.order, (std::vector<int>{3, 2, 1, 0}))

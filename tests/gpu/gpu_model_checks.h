@@ -1,0 +1,119 @@
+// For the GPU model tests (GPT2Cuda, LlamaCuda): parameters and gradients in device memory, and
+// the checks both families pass the same way: the GPU model against the CPU model on the same
+// weights and batch, and gradients that are the same bits run after run.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "models/gpt2/gpt2_cuda.h"  // DeviceArray, upload_as, download_as
+#include "models/local_params.h"
+#include "models/model.h"
+
+namespace dsx::test {
+
+inline bool have_gpu() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+// Parameters and gradients in device memory, everything always resident. `device_ordered`: the
+// sink orders after the model's device work (GradSink::orders_after_device_work).
+template <class T>
+class DeviceParams final : public models::ParamAccess, public models::GradSink {
+ public:
+  explicit DeviceParams(const models::Model& m, bool device_ordered = false)
+      : specs_(m.params()),
+        params_(m.num_params()),
+        grads_(m.num_params()),
+        device_ordered_(device_ordered) {
+    zero_grads();
+  }
+  void upload(const float* host) { models::upload_as(params_.data(), host, params_.size()); }
+  std::vector<float> grads() const {
+    std::vector<float> g(grads_.size());
+    models::download_as(g.data(), grads_.data(), g.size());
+    return g;
+  }
+  void zero_grads() { cudaMemset(grads_.data(), 0, grads_.size() * sizeof(T)); }
+  std::vector<unsigned char> grad_bits() const {
+    std::vector<unsigned char> bits(grads_.size() * sizeof(T));
+    cudaMemcpy(bits.data(), grads_.data(), bits.size(), cudaMemcpyDeviceToHost);
+    return bits;
+  }
+  void acquire(int) override {}
+  void release(int) override {}
+  const void* param(size_t i) override { return params_.data() + specs_[i].offset; }
+  void* grad(size_t i) override { return grads_.data() + specs_[i].offset; }
+  void ready(int) override {}
+  bool orders_after_device_work() const override { return device_ordered_; }
+
+ private:
+  std::vector<models::ParamSpec> specs_;
+  models::DeviceArray<T> params_, grads_;
+  bool device_ordered_;
+};
+
+// max |a - b| over max |b|: the error relative to the reference tensor's largest magnitude.
+inline double rel_diff(const float* a, const float* b, size_t n) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < n; ++i) {
+    diff = std::max(diff, std::abs(double(a[i]) - b[i]));
+    scale = std::max(scale, std::abs(double(b[i])));
+  }
+  return diff / std::max(scale, 1e-30);
+}
+
+// The GPU model against the CPU model, both on the same weights already, on inputs x and targets y
+// of B rows of Tn: logits (a forward without targets), loss and every parameter's gradient within
+// `tol` (relative, rel_diff).
+template <class T>
+void expect_gpu_matches_cpu(models::Model& cpu, models::LocalParams<float>& host, models::Model& gpu,
+                            DeviceParams<T>& dev, const std::vector<int32_t>& x,
+                            const std::vector<int32_t>& y, int B, int Tn, double tol) {
+  cpu.forward(x.data(), nullptr, B, Tn, host);
+  gpu.forward(x.data(), nullptr, B, Tn, dev);
+  const auto zc = cpu.logits(), zg = gpu.logits();
+  ASSERT_EQ(zc.size(), zg.size());
+  EXPECT_LT(rel_diff(zg.data(), zc.data(), zc.size()), tol) << "logits";
+  const float lc = cpu.forward(x.data(), y.data(), B, Tn, host);
+  const float lg = gpu.forward(x.data(), y.data(), B, Tn, dev);
+  EXPECT_LT(std::abs(lg - lc) / lc, tol) << "loss " << lg << " vs " << lc;
+  host.zero_grads();
+  cpu.backward(host, host, 1.0f);
+  gpu.backward(dev, dev, 1.0f);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the model's stream, or one it was given
+  const auto gg = dev.grads();
+  for (const auto& s : cpu.params())
+    EXPECT_LT(rel_diff(gg.data() + s.offset, host.grads() + s.offset, s.numel), tol) << s.name;
+}
+
+// Three backward passes over the same weights and batch from zeroed gradients: runs 1 and 2 must
+// give run 0's gradient bytes (sums over rows and heads in the same order every time, no atomics).
+template <class T>
+void expect_bitwise_reproducible_gradients(models::Model& gpu, DeviceParams<T>& dev,
+                                           const std::vector<int32_t>& x,
+                                           const std::vector<int32_t>& y, int B, int Tn) {
+  std::vector<unsigned char> first;
+  for (int run = 0; run < 3; ++run) {
+    dev.zero_grads();
+    gpu.forward(x.data(), y.data(), B, Tn, dev);
+    gpu.backward(dev, dev, 1.0f);
+    auto bits = dev.grad_bits();
+    if (run == 0) {
+      first = bits;
+      continue;
+    }
+    ASSERT_EQ(bits.size(), first.size());
+    size_t differ = 0;
+    for (size_t i = 0; i < bits.size(); ++i) differ += bits[i] != first[i];
+    EXPECT_EQ(differ, 0u) << "run " << run << ": " << differ << " gradient bytes differ from run 0";
+  }
+}
+
+}  // namespace dsx::test
