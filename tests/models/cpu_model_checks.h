@@ -105,13 +105,20 @@ void expect_checkpointing_changes_only_memory(const Config& c) {
   for (size_t i = 0; i < p.size(); ++i) ASSERT_EQ(p.grads()[i], q.grads()[i]) << i;
 }
 
-// init_params(seed) made `params`: the same seed makes the same values, the next seed others.
-inline void expect_init_is_reproducible(const models::Model& m, const float* params, uint64_t seed) {
-  std::vector<float> again(m.num_params()), other(m.num_params());
-  m.init_params(again.data(), seed);
-  m.init_params(other.data(), seed + 1);
-  EXPECT_TRUE(std::equal(again.begin(), again.end(), params));
-  EXPECT_FALSE(std::equal(other.begin(), other.end(), params));
+// A float model built for 4 x 32 batches, initialised into p from seed 42: its loss on random
+// tokens (from token_seed and token_seed + 1) is near ln(vocabulary), and the initialisation is
+// reproducible (seed 42 again makes the same values, seed 43 others).
+inline void expect_initial_loss_is_ln_vocab(models::Model& model, models::LocalParams<float>& p,
+                                            uint64_t token_seed) {
+  model.init_params(p.params(), 42);
+  const int V = model.vocab_size();
+  auto x = random_tokens(4 * 32, V, token_seed), y = random_tokens(4 * 32, V, token_seed + 1);
+  EXPECT_NEAR(model.forward(x.data(), y.data(), 4, 32, p), std::log(double(V)), 0.05);
+  std::vector<float> again(model.num_params()), other(model.num_params());
+  model.init_params(again.data(), 42);
+  model.init_params(other.data(), 43);
+  EXPECT_TRUE(std::equal(again.begin(), again.end(), p.params()));
+  EXPECT_FALSE(std::equal(other.begin(), other.end(), p.params()));
 }
 
 // A model built for 2 x 8 batches over a vocabulary of 37 refuses an out-of-vocabulary token

@@ -18,9 +18,7 @@
 #include "tests/models/random_model.h"
 
 using namespace dsx::models;
-using dsx::test::random_tokens;
-using dsx::test::randomize;
-using dsx::test::RandomModel;
+using namespace dsx::test;
 
 namespace {
 
@@ -52,7 +50,7 @@ TEST(Gpt2Model, WholeModelGradientsMatchFiniteDifferences) {
   auto& [model, p, x, y] = run;
   y[3] = -1;  // an ignored position
   // Every parameter tensor, some elements of each (the padded vocabulary rows excluded).
-  dsx::test::whole_model_gradient_error(run, B, T, [&](const ParamSpec& s) {
+  whole_model_gradient_error(run, B, T, [&](const ParamSpec& s) {
     return s.name == "wte.weight" ? static_cast<size_t>(c.vocab_size) * c.channels : s.numel;
   });
   // Padded vocabulary rows never receive gradient.
@@ -64,7 +62,7 @@ TEST(Gpt2Model, WholeModelGradientsMatchFiniteDifferences) {
 TEST(Gpt2Model, GradScaleScalesGradientsAndGradientsAccumulate) {
   auto c = micro_config();
   RandomModel<GPT2Cpu<double>> run(c, 1, 6, 4);
-  const auto g1 = dsx::test::gradients_then_accumulated(run, 1, 6);
+  const auto g1 = gradients_then_accumulated(run, 1, 6);
   const auto& p = run.params;
   for (size_t i = 0; i < p.size(); i += 7) EXPECT_NEAR(p.grads()[i], 3 * g1[i], 1e-12 + 1e-10 * std::abs(g1[i]));
 }
@@ -73,11 +71,7 @@ TEST(Gpt2Model, InitialLossIsLnVocab) {
   auto c = gpt2_preset("byte-tiny");
   GPT2Cpu<float> model(c, 4, 32);
   LocalParams<float> p(model);
-  model.init_params(p.params(), 42);
-  auto x = random_tokens(4 * 32, c.vocab_size, 7), y = random_tokens(4 * 32, c.vocab_size, 8);
-  float loss = model.forward(x.data(), y.data(), 4, 32, p);
-  EXPECT_NEAR(loss, std::log(256.0), 0.05);
-  dsx::test::expect_init_is_reproducible(model, p.params(), 42);
+  expect_initial_loss_is_ln_vocab(model, p, 7);
 }
 
 TEST(Gpt2Model, OverfitsOneBatch) {
@@ -88,7 +82,7 @@ TEST(Gpt2Model, OverfitsOneBatch) {
   LocalParams<float> p(model);
   model.init_params(p.params(), 1);
   auto x = random_tokens(B * T, c.vocab_size, 9), y = random_tokens(B * T, c.vocab_size, 10);
-  dsx::test::PlainAdamW adam(p.size(), 3e-3f);
+  PlainAdamW adam(p.size(), 3e-3f);
   float first = 0, last = 0;
   for (int step = 0; step < 150; ++step) {
     last = adam.train_step(model, p, x.data(), y.data(), B, T);
@@ -99,11 +93,11 @@ TEST(Gpt2Model, OverfitsOneBatch) {
 }
 
 TEST(Gpt2Model, ActivationCheckpointingGivesIdenticalGradients) {
-  dsx::test::expect_checkpointing_changes_only_memory<GPT2Cpu>(micro_config());
+  expect_checkpointing_changes_only_memory<GPT2Cpu>(micro_config());
 }
 
 TEST(Gpt2Model, FloatModelAgreesWithFloat64Reference) {
-  dsx::test::expect_float_agrees_with_float64<GPT2Cpu>(micro_config());
+  expect_float_agrees_with_float64<GPT2Cpu>(micro_config());
 }
 
 TEST(Gpt2Model, FollowsTheLayerProtocol) {
@@ -111,7 +105,7 @@ TEST(Gpt2Model, FollowsTheLayerProtocol) {
   GPT2Cpu<float> model(c, 1, 8, true);
   LocalParams<float> p(model);
   model.init_params(p.params(), 3);
-  dsx::test::ProtocolChecker checker(p, p, model);
+  ProtocolChecker checker(p, p, model);
   checker.run(model, random_tokens(8, c.vocab_size, 17), 1, 8);
   EXPECT_EQ(checker.order, (std::vector<int>{3, 2, 1, 0}));  // head, blocks top-down, embedding
 }
@@ -120,7 +114,7 @@ TEST(Gpt2Model, RejectsBadInput) {
   auto c = micro_config();
   GPT2Cpu<float> model(c, 2, 8);
   LocalParams<float> p(model);
-  dsx::test::expect_refuses_bad_batches(model, p);
+  expect_refuses_bad_batches(model, p);
   EXPECT_THROW(GPT2Cpu<float>(c, 1, 9), dsx::Error);  // beyond the context
   EXPECT_THROW(gpt2_preset("gpt2-125M"), dsx::Error);
 }

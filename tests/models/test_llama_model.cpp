@@ -25,9 +25,7 @@
 #include "tests/models/random_model.h"
 
 using namespace dsx::models;
-using dsx::test::random_tokens;
-using dsx::test::randomize;
-using dsx::test::RandomModel;
+using namespace dsx::test;
 
 namespace {
 
@@ -353,7 +351,7 @@ double whole_model_gradient_error(const LlamaConfig& c, uint64_t seed) {
   const int B = 2, T = 5;
   RandomModel<LlamaCpu<double>> run(c, B, T, seed);
   run.targets[3] = -1;
-  return dsx::test::whole_model_gradient_error(run, B, T, [](const ParamSpec& s) { return s.numel; });
+  return whole_model_gradient_error(run, B, T, [](const ParamSpec& s) { return s.numel; });
 }
 
 }  // namespace
@@ -412,7 +410,7 @@ TEST(LlamaModel, IgnoredTargetsTakeNoPart) {
 TEST(LlamaModel, GradScaleScalesGradientsAndGradientsAccumulate) {
   auto c = micro_config();
   RandomModel<LlamaCpu<double>> run(c, 1, 6, 8);
-  const auto g1 = dsx::test::gradients_then_accumulated(run, 1, 6);
+  const auto g1 = gradients_then_accumulated(run, 1, 6);
   const auto& p = run.params;
   double gmax = 0;
   for (double v : g1) gmax = std::max(gmax, std::abs(v));
@@ -424,10 +422,7 @@ TEST(LlamaModel, InitialLossIsLnVocabAndInitIsReproducible) {
   auto c = llama_preset("llama-tiny");
   LlamaCpu<float> model(c, 4, 32);
   LocalParams<float> p(model);
-  model.init_params(p.params(), 42);
-  auto x = random_tokens(4 * 32, c.vocab_size, 11), y = random_tokens(4 * 32, c.vocab_size, 12);
-  float loss = model.forward(x.data(), y.data(), 4, 32, p);
-  EXPECT_NEAR(loss, std::log(256.0), 0.05);
+  expect_initial_loss_is_ln_vocab(model, p, 11);
   // N(0, 0.02) matrices, ones for norms, zeros for biases.
   for (const auto& s : model.params()) {
     const float* w = p.params() + s.offset;
@@ -439,7 +434,6 @@ TEST(LlamaModel, InitialLossIsLnVocabAndInitIsReproducible) {
     for (size_t i = 0; i < s.numel; ++i) sq += double(w[i]) * w[i];
     EXPECT_NEAR(std::sqrt(sq / s.numel), 0.02, 0.002) << s.name;
   }
-  dsx::test::expect_init_is_reproducible(model, p.params(), 42);
   auto biased = c;
   biased.qkv_bias = true;
   LlamaCpu<float> bm(biased, 1, 4);
@@ -454,11 +448,11 @@ TEST(LlamaModel, InitialLossIsLnVocabAndInitIsReproducible) {
 TEST(LlamaModel, FloatModelAgreesWithFloat64Reference) {
   auto c = micro_config();
   c.qkv_bias = true;
-  dsx::test::expect_float_agrees_with_float64<LlamaCpu>(c);
+  expect_float_agrees_with_float64<LlamaCpu>(c);
 }
 
 TEST(LlamaModel, ActivationCheckpointingGivesIdenticalGradients) {
-  dsx::test::expect_checkpointing_changes_only_memory<LlamaCpu>(micro_config());
+  expect_checkpointing_changes_only_memory<LlamaCpu>(micro_config());
 }
 
 TEST(LlamaModel, FollowsTheLayerProtocolTiedAndUntied) {
@@ -469,7 +463,7 @@ TEST(LlamaModel, FollowsTheLayerProtocolTiedAndUntied) {
     LlamaCpu<float> model(c, 1, 8, /*activation_checkpointing=*/true);
     LocalParams<float> p(model);
     model.init_params(p.params(), 3);
-    dsx::test::ProtocolChecker checker(p, p, model);
+    ProtocolChecker checker(p, p, model);
     checker.run(model, random_tokens(8, c.vocab_size, 17), 1, 8);
     EXPECT_EQ(checker.forward_acquires, (std::vector<int>{0, 1, 2, 3})) << tied;
     EXPECT_EQ(checker.order, (std::vector<int>{3, 2, 1, 0})) << tied;  // head, blocks top-down, embedding
@@ -488,7 +482,7 @@ TEST(LlamaModel, LearnsToCopyThePreviousToken) {
   LlamaCpu<float> model(c, B, T);
   LocalParams<float> p(model);
   model.init_params(p.params(), 1);
-  dsx::test::PlainAdamW adam(p.size(), 3e-3f, 0.01f);
+  PlainAdamW adam(p.size(), 3e-3f, 0.01f);
   std::mt19937_64 rng(5);
   float first = 0, last = 0;
   for (int step = 0; step < 300; ++step) {
@@ -516,7 +510,7 @@ TEST(LlamaModel, RejectsBadInput) {
   auto c = micro_config();
   LlamaCpu<float> model(c, 2, 8);
   LocalParams<float> p(model);
-  dsx::test::expect_refuses_bad_batches(model, p);
+  expect_refuses_bad_batches(model, p);
   EXPECT_THROW(LlamaCpu<double>(c, 1, 8).param_dtype(), dsx::Error);
   EXPECT_EQ(model.param_dtype(), dsx::kernels::DType::F32);
 }
