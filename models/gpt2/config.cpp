@@ -4,6 +4,7 @@
 #include <map>
 
 #include "dsx/error.h"
+#include "models/presets.h"
 
 namespace dsx::models {
 
@@ -36,19 +37,9 @@ const char* kTensorNames[kNumGPT2Tensors] = {
 
 int padded_vocab(int vocab_size) { return (vocab_size + 127) / 128 * 128; }
 
-GPT2Config gpt2_preset(const std::string& name) {
-  auto it = presets().find(name);
-  if (it != presets().end()) return it->second;
-  std::string names;
-  for (const auto& [n, c] : presets()) names += (names.empty() ? "" : ", ") + n;
-  throw Error(ErrorKind::Config, "unknown GPT-2 preset '" + name + "'; choose one of: " + names);
-}
+GPT2Config gpt2_preset(const std::string& name) { return find_preset(presets(), name, "GPT-2"); }
 
-std::vector<std::string> gpt2_preset_names() {
-  std::vector<std::string> names;
-  for (const auto& [n, c] : presets()) names.push_back(n);
-  return names;
-}
+std::vector<std::string> gpt2_preset_names() { return preset_names(presets()); }
 
 void validate(const GPT2Config& c) {
   auto fail = [](const std::string& what) {

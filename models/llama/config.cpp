@@ -6,6 +6,7 @@
 #include <numbers>
 
 #include "dsx/error.h"
+#include "models/presets.h"
 
 namespace dsx::models {
 
@@ -47,19 +48,9 @@ void validate_rope_scaling(const RopeScaling& s) {
 
 }  // namespace
 
-LlamaConfig llama_preset(const std::string& name) {
-  auto it = presets().find(name);
-  if (it != presets().end()) return it->second;
-  std::string names;
-  for (const auto& [n, c] : presets()) names += (names.empty() ? "" : ", ") + n;
-  throw Error(ErrorKind::Config, "unknown Llama preset '" + name + "'; choose one of: " + names);
-}
+LlamaConfig llama_preset(const std::string& name) { return find_preset(presets(), name, "Llama"); }
 
-std::vector<std::string> llama_preset_names() {
-  std::vector<std::string> names;
-  for (const auto& [n, c] : presets()) names.push_back(n);
-  return names;
-}
+std::vector<std::string> llama_preset_names() { return preset_names(presets()); }
 
 void validate(const LlamaConfig& c) {
   auto positive = [](const char* field, int v) {
