@@ -30,17 +30,7 @@ LlamaCpu<T>::LlamaCpu(const LlamaConfig& config, int max_batch, int max_seq, boo
                                        "] (max_position_embeddings)");
   specs_ = llama_param_specs(config);
   for (const auto& s : specs_) num_params_ += s.numel;
-  per_block_ = 9 + (config.qkv_bias ? 3 : 0) + (config.o_bias ? 1 : 0);
-  auto rel = [&](const std::string& suffix) {  // the tensor's place among block 0's specs
-    for (size_t i = 0; i < per_block_; ++i)
-      if (specs_[1 + i].name == "model.layers.0." + suffix) return static_cast<int>(i);
-    return -1;
-  };
-  block_index_ = {rel("input_layernorm.weight"), rel("self_attn.q_proj.weight"), rel("self_attn.q_proj.bias"),
-                  rel("self_attn.k_proj.weight"), rel("self_attn.k_proj.bias"), rel("self_attn.v_proj.weight"),
-                  rel("self_attn.v_proj.bias"), rel("self_attn.o_proj.weight"), rel("self_attn.o_proj.bias"),
-                  rel("post_attention_layernorm.weight"), rel("mlp.gate_proj.weight"), rel("mlp.up_proj.weight"),
-                  rel("mlp.down_proj.weight")};
+  layout_ = LlamaBlockLayout(config, specs_);
 
   const size_t L = config.num_layers, C = config.hidden_size, F = config.intermediate_size;
   const size_t NH = config.num_heads, D = config.head_dim, QD = NH * D, KVD = size_t(config.num_kv_heads) * D;
@@ -102,24 +92,6 @@ void LlamaCpu<T>::init_params(void* flat, uint64_t seed) const {
       std::fill(w, w + s.numel, norm ? T(1) : T(0));
     }
   }
-}
-
-template <class T>
-typename LlamaCpu<T>::BlockParams LlamaCpu<T>::block_params(ParamAccess& access, int block) const {
-  const size_t base = 1 + static_cast<size_t>(block) * per_block_;
-  auto get = [&](int rel) { return rel < 0 ? nullptr : static_cast<const T*>(access.param(base + rel)); };
-  const auto& i = block_index_;
-  return {get(i.ln1), get(i.wq), get(i.bq), get(i.wk), get(i.bk), get(i.wv), get(i.bv),
-          get(i.wo),  get(i.bo), get(i.ln2), get(i.wg), get(i.wu), get(i.wd)};
-}
-
-template <class T>
-typename LlamaCpu<T>::BlockGrads LlamaCpu<T>::block_grads(GradSink& sink, int block) const {
-  const size_t base = 1 + static_cast<size_t>(block) * per_block_;
-  auto get = [&](int rel) { return rel < 0 ? nullptr : static_cast<T*>(sink.grad(base + rel)); };
-  const auto& i = block_index_;
-  return {get(i.ln1), get(i.wq), get(i.bq), get(i.wk), get(i.bk), get(i.wv), get(i.bv),
-          get(i.wo),  get(i.bo), get(i.ln2), get(i.wg), get(i.wu), get(i.wd)};
 }
 
 template <class T>
@@ -205,16 +177,17 @@ float LlamaCpu<T>::forward(const int32_t* inputs, const int32_t* targets, int B,
     access.prefetch(l + 2);
     {
       trace::Scope span("forward layer", l + 1, "layer");
-      block_forward(acts_of(l), residual_[l + 1].data(), residual_[l].data(), block_params(access, l));
+      block_forward(acts_of(l), residual_[l + 1].data(), residual_[l].data(),
+                    llama_block_params<T>(layout_, access, l));
     }
     access.release(l + 1);
   }
   trace::Scope head("forward head", "layer");  // the final norm, logits and loss
   access.acquire(L + 1);
-  const T* normw = static_cast<const T*>(access.param(norm_index()));
+  const T* normw = static_cast<const T*>(access.param(layout_.norm_index()));
   llama_rmsnorm_forward(xf_.data(), rstdf_.data(), residual_[L].data(), normw, N, C,
                         static_cast<T>(config_.rms_norm_eps));
-  const T* head_w = static_cast<const T*>(access.param(head_index()));
+  const T* head_w = static_cast<const T*>(access.param(layout_.head_index()));
   kc::gpt2_classifier_forward(logits_.data(), xf_.data(), head_w, N, C, V, V);
   access.release(L + 1);
   if (tied) access.release(0);
@@ -237,14 +210,15 @@ void LlamaCpu<T>::head_backward(ParamAccess& access, GradSink& sink, float grad_
   const size_t N = static_cast<size_t>(B_) * T_;
   const int C = config_.hidden_size, V = config_.vocab_size;
   trace::Scope span("backward head", "layer");
-  const T* head_w = static_cast<const T*>(access.param(head_index()));
-  T* dhead_w = static_cast<T*>(sink.grad(head_index()));
+  const T* head_w = static_cast<const T*>(access.param(layout_.head_index()));
+  T* dhead_w = static_cast<T*>(sink.grad(layout_.head_index()));
   const T dloss = counted_ ? static_cast<T>(grad_scale) / static_cast<T>(counted_) : T(0);
   kc::gpt2_crossentropy_backward(logits_.data(), lse_.data(), targets_.data(), dloss, N, V, V);
   kc::gpt2_classifier_backward(dxn_.data(), dhead_w, logits_.data(), xf_.data(), head_w, N, C, V, V);
   std::fill(dres_.begin(), dres_.begin() + N * C, T(0));
-  llama_rmsnorm_backward(dres_.data(), static_cast<T*>(sink.grad(norm_index())), dxn_.data(),
-                         residual_[config_.num_layers].data(), static_cast<const T*>(access.param(norm_index())),
+  const size_t norm = layout_.norm_index();
+  llama_rmsnorm_backward(dres_.data(), static_cast<T*>(sink.grad(norm)), dxn_.data(),
+                         residual_[config_.num_layers].data(), static_cast<const T*>(access.param(norm)),
                          rstdf_.data(), N, C);
 }
 
@@ -266,12 +240,12 @@ void LlamaCpu<T>::backward(ParamAccess& access, GradSink& sink, float grad_scale
   for (int l = L - 1; l >= 0; --l) {
     access.acquire(l + 1);
     access.prefetch(l);
-    BlockParams p = block_params(access, l);
+    BlockParams p = llama_block_params<T>(layout_, access, l);
     BlockActs& a = acts_of(l);
     {
       trace::Scope span("backward layer", l + 1, "layer");
       if (checkpointing_) block_forward(a, tmp_.data() /* output not needed again */, residual_[l].data(), p);
-      block_backward(dres_.data(), a, residual_[l].data(), p, block_grads(sink, l));
+      block_backward(dres_.data(), a, residual_[l].data(), p, llama_block_grads<T>(layout_, sink, l));
     }
     sink.ready(l + 1);
     access.release(l + 1);

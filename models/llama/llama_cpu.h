@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "models/llama/block_tensors.h"
 #include "models/llama/config.h"
 #include "models/llama/flops.h"
 #include "models/model.h"
@@ -49,31 +50,21 @@ class LlamaCpu final : public Model {
   T mean_loss() const { return mean_loss_; }
 
  private:
-  // One block's tensors; absent biases are null.
-  template <class P>
-  struct BlockTensors {
-    P ln1, wq, bq, wk, bk, wv, bv, wo, bo, ln2, wg, wu, wd;
-  };
-  using BlockParams = BlockTensors<const T*>;
-  using BlockGrads = BlockTensors<T*>;
+  using BlockParams = LlamaBlockTensors<const T*>;
+  using BlockGrads = LlamaBlockTensors<T*>;
   struct BlockActs {
     std::vector<T> xn1, rstd1, qkv, att, atty, res2, xn2, rstd2, gate, up, h;
   };
   BlockActs& acts_of(int block) { return checkpointing_ ? blocks_[0] : blocks_[block]; }
-  BlockParams block_params(ParamAccess& access, int block) const;
-  BlockGrads block_grads(GradSink& sink, int block) const;
   void block_forward(BlockActs& a, T* res_out, const T* res_in, const BlockParams& p);
   void block_backward(T* dres, BlockActs& a, const T* res_in, const BlockParams& p, const BlockGrads& g);
   void attention_backward(T* dxn, const T* dres2, BlockActs& a, const BlockParams& p, const BlockGrads& g);
   void head_backward(ParamAccess& access, GradSink& sink, float grad_scale);
-  size_t norm_index() const { return 1 + static_cast<size_t>(config_.num_layers) * per_block_; }
-  size_t head_index() const { return config_.tie_word_embeddings ? 0 : norm_index() + 1; }
 
   LlamaConfig config_;
   std::vector<ParamSpec> specs_;
   size_t num_params_ = 0;
-  size_t per_block_ = 0;              // ParamSpecs per block
-  BlockTensors<int> block_index_{};   // index of each tensor within a block's specs, -1 if absent
+  LlamaBlockLayout layout_;
   int max_batch_, max_seq_;
   bool checkpointing_;
 

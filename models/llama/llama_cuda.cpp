@@ -89,19 +89,7 @@ LlamaCuda<T>::LlamaCuda(const LlamaConfig& config, int max_batch, int max_seq,
       forced_(attention_override()),
       stream_(stream) {
   for (const auto& s : specs_) num_params_ += s.numel;
-  per_block_ = 9 + (config.qkv_bias ? 3 : 0) + (config.o_bias ? 1 : 0);
-  auto rel = [&](const std::string& suffix) {  // the tensor's place among block 0's specs
-    for (size_t i = 0; i < per_block_; ++i)
-      if (specs_[1 + i].name == "model.layers.0." + suffix) return static_cast<int>(i);
-    return -1;
-  };
-  block_index_ = {rel("input_layernorm.weight"), rel("self_attn.q_proj.weight"),
-                  rel("self_attn.q_proj.bias"),  rel("self_attn.k_proj.weight"),
-                  rel("self_attn.k_proj.bias"),  rel("self_attn.v_proj.weight"),
-                  rel("self_attn.v_proj.bias"),  rel("self_attn.o_proj.weight"),
-                  rel("self_attn.o_proj.bias"),  rel("post_attention_layernorm.weight"),
-                  rel("mlp.gate_proj.weight"),   rel("mlp.up_proj.weight"),
-                  rel("mlp.down_proj.weight")};
+  layout_ = LlamaBlockLayout(config, specs_);
   const size_t L = config.num_layers, C = config.hidden_size, F = config.intermediate_size;
   const size_t QD = size_t(config.num_heads) * config.head_dim,
                KVD = size_t(config.num_kv_heads) * config.head_dim;
@@ -203,27 +191,6 @@ kernels::DType LlamaCuda<T>::param_dtype() const {
 template <class T>
 void LlamaCuda<T>::init_params(void* flat, uint64_t seed) const {
   init_params_as<T>(LlamaCpu<float>(config_, 1, 1), flat, seed);
-}
-
-template <class T>
-typename LlamaCuda<T>::BlockParams LlamaCuda<T>::block_params(ParamAccess& access,
-                                                              int block) const {
-  const size_t base = 1 + static_cast<size_t>(block) * per_block_;
-  auto get = [&](int rel) {
-    return rel < 0 ? nullptr : static_cast<const T*>(access.param(base + rel));
-  };
-  const auto& i = block_index_;
-  return {get(i.ln1), get(i.wq), get(i.bq),  get(i.wk), get(i.bk), get(i.wv), get(i.bv),
-          get(i.wo),  get(i.bo), get(i.ln2), get(i.wg), get(i.wu), get(i.wd)};
-}
-
-template <class T>
-typename LlamaCuda<T>::BlockGrads LlamaCuda<T>::block_grads(GradSink& sink, int block) const {
-  const size_t base = 1 + static_cast<size_t>(block) * per_block_;
-  auto get = [&](int rel) { return rel < 0 ? nullptr : static_cast<T*>(sink.grad(base + rel)); };
-  const auto& i = block_index_;
-  return {get(i.ln1), get(i.wq), get(i.bq),  get(i.wk), get(i.bk), get(i.wv), get(i.bv),
-          get(i.wo),  get(i.bo), get(i.ln2), get(i.wg), get(i.wu), get(i.wd)};
 }
 
 // atty from the projections: in q_, k_, v_ for the own kernels, in the block's q, k, v for cuDNN.
@@ -366,14 +333,14 @@ float LlamaCuda<T>::forward(const int32_t* inputs, const int32_t* targets, int B
     access.prefetch(l + 2);
     GpuLayerSpan on_gpu(s, "forward layer", l + 1);
     block_forward(acts_of(l), residual_[l + 1].data(), residual_[l].data(),
-                  block_params(access, l));
+                  llama_block_params<T>(layout_, access, l));
     access.release(l + 1);
   }
   access.acquire(L + 1);
-  const T* normw = static_cast<const T*>(access.param(norm_index()));
+  const T* normw = static_cast<const T*>(access.param(layout_.norm_index()));
   kc::llama_rmsnorm_forward(xf_.data(), rstdf_.data(), residual_[L].data(), normw, N, C,
                             static_cast<float>(config_.rms_norm_eps), s);
-  const T* head_w = static_cast<const T*>(access.param(head_index()));
+  const T* head_w = static_cast<const T*>(access.param(layout_.head_index()));
   kc::gpt2_matmul_forward(blas_, logits_.data(), xf_.data(), head_w, static_cast<const T*>(nullptr),
                           N, C, V, s);
   access.release(L + 1);
@@ -402,16 +369,16 @@ void LlamaCuda<T>::head_backward(ParamAccess& access, GradSink& sink, float grad
   const size_t N = size_t(B_) * T_;
   const int C = config_.hidden_size, V = config_.vocab_size;
   cudaStream_t s = stream_.get();
-  const T* head_w = static_cast<const T*>(access.param(head_index()));
-  T* dhead_w = static_cast<T*>(sink.grad(head_index()));
+  const T* head_w = static_cast<const T*>(access.param(layout_.head_index()));
+  T* dhead_w = static_cast<T*>(sink.grad(layout_.head_index()));
   const float dloss = counted_ ? grad_scale / static_cast<float>(counted_) : 0.0f;
   kc::gpt2_crossentropy_backward(logits_.data(), lse_.data(), targets_.data(), dloss, N, V, V, s);
   kc::gpt2_matmul_backward(blas_, dxn_.data(), dhead_w, static_cast<T*>(nullptr), logits_.data(),
                            xf_.data(), head_w, N, C, V, s);
   cuda_check(cudaMemsetAsync(dres_.data(), 0, N * C * sizeof(T), s), "cudaMemsetAsync");
   kc::llama_rmsnorm_backward(
-      dres_.data(), static_cast<T*>(sink.grad(norm_index())), norm_scratch_.data(), dxn_.data(),
-      residual_[config_.num_layers].data(), static_cast<const T*>(access.param(norm_index())),
+      dres_.data(), static_cast<T*>(sink.grad(layout_.norm_index())), norm_scratch_.data(), dxn_.data(),
+      residual_[config_.num_layers].data(), static_cast<const T*>(access.param(layout_.norm_index())),
       rstdf_.data(), N, C, s);
 }
 
@@ -456,13 +423,13 @@ void LlamaCuda<T>::backward(ParamAccess& access, GradSink& sink, float grad_scal
   for (int l = L - 1; l >= 0; --l) {
     access.acquire(l + 1);
     access.prefetch(l);
-    BlockParams p = block_params(access, l);
+    BlockParams p = llama_block_params<T>(layout_, access, l);
     BlockActs& a = acts_of(l);
     {
       GpuLayerSpan on_gpu(s, "backward layer", l + 1);
       if (checkpointing_)
         block_forward(a, tmp_.data() /* output not needed again */, residual_[l].data(), p);
-      block_backward(dres_.data(), a, residual_[l].data(), p, block_grads(sink, l));
+      block_backward(dres_.data(), a, residual_[l].data(), p, llama_block_grads<T>(layout_, sink, l));
     }
     ready(l + 1);
   }

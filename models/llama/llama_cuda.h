@@ -28,6 +28,7 @@
 #include "kernels/cuda/gpt2_layers.h"
 #include "kernels/token_rows.h"
 #include "models/gpt2/gpt2_cuda.h"  // DeviceArray, upload_as, download_as
+#include "models/llama/block_tensors.h"
 #include "models/llama/config.h"
 #include "models/llama/flops.h"
 #include "models/cuda_stream.h"
@@ -75,12 +76,8 @@ class LlamaCuda final : public Model {
   LlamaAttention attention_for(int B, int Tn);
 
  private:
-  template <class P>
-  struct BlockTensors {
-    P ln1, wq, bq, wk, bk, wv, bv, wo, bo, ln2, wg, wu, wd;
-  };
-  using BlockParams = BlockTensors<const T*>;
-  using BlockGrads = BlockTensors<T*>;
+  using BlockParams = LlamaBlockTensors<const T*>;
+  using BlockGrads = LlamaBlockTensors<T*>;
   struct BlockActs {
     DeviceArray<T> xn1, atty, res2, xn2, gate, up, h;
     DeviceArray<float> rstd1, rstd2;
@@ -91,8 +88,6 @@ class LlamaCuda final : public Model {
   };
 
   BlockActs& acts_of(int block) { return checkpointing_ ? blocks_[0] : blocks_[block]; }
-  BlockParams block_params(ParamAccess& access, int block) const;
-  BlockGrads block_grads(GradSink& sink, int block) const;
   void allocate_for(LlamaAttention path);  // the path's buffers, once
   void attention_forward(BlockActs& a);
   void block_forward(BlockActs& a, T* res_out, const T* res_in, const BlockParams& p);
@@ -102,14 +97,11 @@ class LlamaCuda final : public Model {
                       const BlockGrads& g);
   void head_backward(ParamAccess& access, GradSink& sink, float grad_scale);
   void embedding_backward(GradSink& sink);
-  size_t norm_index() const { return 1 + static_cast<size_t>(config_.num_layers) * per_block_; }
-  size_t head_index() const { return config_.tie_word_embeddings ? 0 : norm_index() + 1; }
 
   LlamaConfig config_;
   std::vector<ParamSpec> specs_;
   size_t num_params_ = 0;
-  size_t per_block_ = 0;
-  BlockTensors<int> block_index_{};
+  LlamaBlockLayout layout_;
   int max_batch_, max_seq_;
   bool checkpointing_;
   int forced_ = 0;     // DSX_ATTENTION: 0 auto, 1 own, 2 cudnn
