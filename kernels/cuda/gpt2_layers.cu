@@ -7,19 +7,14 @@
 #include "kernels/cuda/gpt2_layers.h"
 #include "kernels/cuda/gpt2_types.cuh"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/token_rows_sum.cuh"
+#include "kernels/cuda/warp_rows.cuh"
 #include "kernels/gpt2_math.h"
 
 namespace dsx::kernels::cuda {
 
 namespace {
 
-constexpr int kWarp = 32;
-constexpr int kWarpsPerBlock = 8;
-
-__device__ float warp_sum(float v) {
-  for (int o = kWarp / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
 __device__ float warp_max(float v) {
   for (int o = kWarp / 2; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
@@ -44,8 +39,6 @@ __device__ float block_max(float v, float* shared) {
   return warp_max(v);
 }
 
-unsigned warp_blocks(size_t rows) { return static_cast<unsigned>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock); }
-
 template <class T>
 __global__ void encoder_forward_kernel(T* out, const int32_t* tokens, const T* wte, const T* wpe, int Tn, int C,
                                        size_t n) {
@@ -53,24 +46,6 @@ __global__ void encoder_forward_kernel(T* out, const int32_t* tokens, const T* w
     size_t row = i / C;
     int c = static_cast<int>(i % C), t = static_cast<int>(row % Tn);
     out[i] = from_f<T>(to_f(wte[size_t(tokens[row]) * C + c]) + to_f(wpe[size_t(t) * C + c]));
-  }
-}
-
-// dwte, one block row per distinct token u: each thread owns a column and adds the token's rows
-// in ascending order (kernels/token_rows.h) - a fixed order, so no atomics and the same bits
-// every run.
-template <class T>
-__global__ void wte_backward_kernel(T* dwte, const T* dout, const int32_t* token_rows, int distinct, int C) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= C) return;
-  const int32_t* tokens = token_rows;
-  const int32_t* offsets = token_rows + distinct;
-  const int32_t* rows = offsets + distinct + 1;
-  for (int u = blockIdx.y; u < distinct; u += gridDim.y) {
-    float s = 0.0f;
-    for (int32_t k = offsets[u]; k < offsets[u + 1]; ++k) s += to_f(dout[size_t(rows[k]) * C + c]);
-    T* g = dwte + size_t(tokens[u]) * C + c;
-    *g = from_f<T>(to_f(*g) + s);
   }
 }
 
@@ -299,11 +274,7 @@ void gpt2_encoder_forward(T* out, const int32_t* tokens, const T* wte, const T* 
 template <class T>
 void gpt2_encoder_backward(T* dwte, T* dwpe, const T* dout, const int32_t* token_rows, int distinct, int B, int Tn,
                            int C, cudaStream_t stream) {
-  const unsigned column_blocks = static_cast<unsigned>((C + kBlock - 1) / kBlock);
-  if (distinct > 0) {
-    const unsigned token_blocks = static_cast<unsigned>(distinct < 65535 ? distinct : 65535);
-    wte_backward_kernel<<<dim3(column_blocks, token_blocks), kBlock, 0, stream>>>(dwte, dout, token_rows, distinct, C);
-  }
+  add_token_rows(dwte, dout, token_rows, distinct, C, stream);
   wpe_backward_kernel<<<grid_for(size_t(Tn) * C), kBlock, 0, stream>>>(dwpe, dout, B, Tn, C);
   check_launch("gpt2_encoder_backward");
 }

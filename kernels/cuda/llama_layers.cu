@@ -3,6 +3,8 @@
 #include "kernels/cuda/gpt2_types.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/llama_layers.h"
+#include "kernels/cuda/token_rows_sum.cuh"
+#include "kernels/cuda/warp_rows.cuh"
 #include "kernels/llama_math.h"
 
 namespace dsx::kernels::cuda {
@@ -10,18 +12,6 @@ namespace dsx::kernels::cuda {
 namespace {
 
 namespace lm = dsx::kernels::llama;
-
-constexpr int kWarp = 32;
-constexpr int kWarpsPerBlock = 8;
-
-__device__ float warp_sum(float v) {
-  for (int o = kWarp / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-
-unsigned warp_blocks(size_t rows) {
-  return static_cast<unsigned>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
-}
 
 #define DSX_GRID_STRIDE(i, n)                                             \
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < (n); \
@@ -31,23 +21,6 @@ template <class T>
 __global__ void embedding_forward_kernel(T* out, const int32_t* tokens, const T* table, int C,
                                          size_t n) {
   DSX_GRID_STRIDE(i, n) out[i] = table[size_t(tokens[i / C]) * C + i % C];
-}
-
-// One block row per distinct token u; each thread owns a column and adds the token's rows in
-// ascending order (kernels/token_rows.h), as GPT-2's wte gradient does.
-template <class T>
-__global__ void embedding_backward_kernel(T* dtable, const T* dout, const int32_t* token_rows,
-                                          int distinct, int C) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= C) return;
-  const int32_t* offsets = token_rows + distinct;
-  const int32_t* rows = offsets + distinct + 1;
-  for (int u = blockIdx.y; u < distinct; u += gridDim.y) {
-    float s = 0.0f;
-    for (int32_t k = offsets[u]; k < offsets[u + 1]; ++k) s += to_f(dout[size_t(rows[k]) * C + c]);
-    T* g = dtable + size_t(token_rows[u]) * C + c;
-    *g = from_f<T>(to_f(*g) + s);
-  }
 }
 
 // One warp per row.
@@ -214,10 +187,7 @@ template <class T>
 void llama_embedding_backward(T* dtable, const T* dout, const int32_t* token_rows, int distinct,
                               int C, cudaStream_t stream) {
   if (distinct <= 0) return;
-  const unsigned column_blocks = static_cast<unsigned>((C + kBlock - 1) / kBlock);
-  const unsigned token_blocks = static_cast<unsigned>(distinct < 65535 ? distinct : 65535);
-  embedding_backward_kernel<<<dim3(column_blocks, token_blocks), kBlock, 0, stream>>>(
-      dtable, dout, token_rows, distinct, C);
+  add_token_rows(dtable, dout, token_rows, distinct, C, stream);
   check_launch("llama_embedding_backward");
 }
 

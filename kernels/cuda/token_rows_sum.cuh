@@ -1,0 +1,45 @@
+// The gradient of an embedding table on the GPU (internal): GPT-2's wte and the Llama family's
+// embed_tokens. dtable[token, :] += the rows of dout holding that token, added in ascending row
+// order (kernels/token_rows.h) - a fixed order, so no atomics and the same bits every run.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/cuda/gpt2_types.cuh"
+#include "kernels/cuda/launch.cuh"
+
+namespace dsx::kernels::cuda {
+
+// One block row per distinct token u; each thread owns a column and adds the token's rows.
+template <class T>
+__global__ void token_rows_sum_kernel(T* dtable, const T* dout, const int32_t* token_rows,
+                                      int distinct, int C) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= C) return;
+  const int32_t* tokens = token_rows;
+  const int32_t* offsets = token_rows + distinct;
+  const int32_t* rows = offsets + distinct + 1;
+  for (int u = blockIdx.y; u < distinct; u += gridDim.y) {
+    float s = 0.0f;
+    for (int32_t k = offsets[u]; k < offsets[u + 1]; ++k) s += to_f(dout[size_t(rows[k]) * C + c]);
+    T* g = dtable + size_t(tokens[u]) * C + c;
+    *g = from_f<T>(to_f(*g) + s);
+  }
+}
+
+// token_rows: the batch's kernels::TokenRows packed array in device memory, `distinct` its U.
+// The caller checks the launch.
+template <class T>
+void add_token_rows(T* dtable, const T* dout, const int32_t* token_rows, int distinct, int C,
+                    cudaStream_t stream) {
+  if (distinct <= 0) return;
+  const unsigned column_blocks = static_cast<unsigned>((C + kBlock - 1) / kBlock);
+  const unsigned token_blocks = static_cast<unsigned>(distinct < 65535 ? distinct : 65535);
+  token_rows_sum_kernel<<<dim3(column_blocks, token_blocks), kBlock, 0, stream>>>(
+      dtable, dout, token_rows, distinct, C);
+}
+
+}  // namespace dsx::kernels::cuda
