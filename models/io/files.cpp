@@ -8,6 +8,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <utility>
 
 #include "dsx/error.h"
@@ -26,6 +28,14 @@ std::string directory_of(const std::string& path) {
 }
 
 }  // namespace
+
+std::string read_text_file(const std::string& path, const std::string& why) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorKind::Io, "cannot read '" + path + "'; " + why);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -1,5 +1,5 @@
 // File plumbing of the model and data formats: a read-only memory map (weights, token shards,
-// text) and an atomic writer (temp file in the same directory, fsync, rename) so a crash never
+// text), a whole small file read as text (config.json, the shard index) and an atomic writer (temp file in the same directory, fsync, rename) so a crash never
 // leaves a half-written weights file under the final name. Errors are dsx::Error(Io) naming
 // the file and the failing operation.
 #pragma once
@@ -27,6 +27,9 @@ class MappedFile {
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
 };
+
+// The file's bytes; Error(Io) "cannot read 'path'; <why>" when it cannot be opened.
+std::string read_text_file(const std::string& path, const std::string& why);
 
 class AtomicWriter {
  public:

@@ -8,11 +8,9 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
-#include <sstream>
 
 #include "dsx/error.h"
 #include "models/io/files.h"
@@ -30,14 +28,6 @@ constexpr const char* kIndexFile = "model.safetensors.index.json";
 
 [[noreturn]] void bad(const std::string& file, const std::string& what) {
   throw Error(ErrorKind::Format, "'" + file + "': " + what);
-}
-
-std::string read_text(const std::string& path, const char* why) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorKind::Io, "cannot read '" + path + "'; " + why);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 std::string shape_text(const std::vector<int64_t>& shape) {
@@ -82,7 +72,7 @@ class FolderTensors {
   // Only weight_map is trusted, as transformers does: a shard's other tensors are not looked at.
   void read_index(const std::string& dir, const std::string& index) {
     rapidjson::Document doc;
-    const std::string text = read_text(index, "the sharded weights need their index");
+    const std::string text = read_text_file(index, "the sharded weights need their index");
     doc.Parse(text.c_str(), text.size());
     if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("weight_map") ||
         !doc["weight_map"].IsObject())
@@ -164,7 +154,7 @@ void check_no_strangers(const FolderTensors& ft, const std::vector<ParamSpec>& s
 
 HfFolderKind hf_folder_kind(const std::string& dir) {
   const std::string path = dir + "/config.json";
-  const std::string text = read_text(path, "a Hugging Face model folder needs its config.json");
+  const std::string text = read_text_file(path, "a Hugging Face model folder needs its config.json");
   rapidjson::Document doc;
   doc.Parse(text.c_str(), text.size());
   if (doc.HasParseError() || !doc.IsObject())

@@ -8,10 +8,10 @@
 #include <rapidjson/stringbuffer.h>
 
 #include <cmath>
-#include <fstream>
 #include <sstream>
 
 #include "dsx/error.h"
+#include "models/io/files.h"
 
 namespace dsx::models {
 
@@ -390,13 +390,8 @@ LlamaHfConfig parse_llama_hf_config(const std::string& json_text, const std::str
 }
 
 LlamaHfConfig read_llama_hf_config(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw Error(ErrorKind::Io,
-                "cannot read '" + path + "'; a Hugging Face model folder needs its config.json");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_llama_hf_config(ss.str(), path);
+  return parse_llama_hf_config(
+      read_text_file(path, "a Hugging Face model folder needs its config.json"), path);
 }
 
 }  // namespace dsx::models
