@@ -25,6 +25,13 @@ std::vector<std::vector<TokenId>> DocumentEncoder::encode_plain(
   return tokenizer::encode_documents(tokenizer_, texts, o, threads_);
 }
 
+std::vector<std::vector<TokenId>> DocumentEncoder::encode_templated(
+    std::span<const std::string_view> texts) const {
+  tokenizer::EncodeOptions o;
+  o.add_special_tokens = false, o.split_special_tokens = false;
+  return tokenizer::encode_documents(tokenizer_, texts, o, threads_);
+}
+
 void DocumentEncoder::append_documents(std::span<const std::string_view> documents,
                                        std::vector<TokenId>& out,
                                        std::vector<size_t>* starts) const {

@@ -21,6 +21,9 @@ class DocumentEncoder {
 
   // The plain ids of each text (no BOS, no EOS), in parallel.
   std::vector<std::vector<TokenId>> encode_plain(std::span<const std::string_view> texts) const;
+  // The ids of text a chat template wrote: the special-token strings in it are their ids, nothing
+  // is added around it; in parallel.
+  std::vector<std::vector<TokenId>> encode_templated(std::span<const std::string_view> texts) const;
   // Appends prefix + plain ids of each document + EOS, in order, to `out`; the ids of each
   // document start at the offsets pushed to `starts` (when given).
   void append_documents(std::span<const std::string_view> documents, std::vector<TokenId>& out,

@@ -1,10 +1,13 @@
-// Prompt/response JSONL as masked rows (see instruction_data.h).
+// Instruction and conversation JSONL as masked rows (see instruction_data.h).
 #include "dataset/instruction_data.h"
+
+#include <algorithm>
 
 #include "dataset/document_encoder.h"
 #include "dataset/document_reader.h"
 #include "dataset/jsonl.h"
 #include "dsx/error.h"
+#include "jinja/json_value.h"
 #include "tokenizer/load_tokenizer.h"
 
 namespace dsx::dataset {
@@ -28,34 +31,87 @@ std::string alpaca_prompt(const std::string& instruction, const std::string& inp
 [[noreturn]] void missing(const JsonlLine& at, const char* field) {
   throw Error(ErrorKind::Format,
               at.where() + ": missing field '" + field +
-                  "'; each line must hold \"prompt\" and \"response\" (or \"completion\"), or "
-                  "Alpaca's \"instruction\", \"output\" and optional \"input\"");
+                  "'; each line must hold \"messages\", \"prompt\" and \"response\" (or \"completion\"), "
+                  "or Alpaca's \"instruction\", \"output\" and optional \"input\"");
+}
+
+const rapidjson::Value* member(const rapidjson::Value& object, const char* key) {
+  auto it = object.FindMember(key);
+  return it == object.MemberEnd() || it->value.IsNull() ? nullptr : &it->value;
+}
+
+// The messages of field `field`, appended to `messages` as the template sees them.
+void append_messages(const rapidjson::Value& list, const char* field, const JsonlLine& at,
+                     jinja::List& messages) {
+  if (!list.IsArray() || list.Empty())
+    throw Error(ErrorKind::Format, at.where() + ": field '" + field +
+                                       "' must be a non-empty list of {\"role\", \"content\"} objects");
+  for (rapidjson::SizeType i = 0; i < list.Size(); ++i) {
+    const auto& m = list[i];
+    if (!m.IsObject() || !m.HasMember("role") || !m["role"].IsString())
+      throw Error(ErrorKind::Format, at.where() + ": " + field + "[" + std::to_string(i) +
+                                         "] must be an object with a string \"role\"");
+    messages.push_back(jinja::from_json(m));
+  }
+}
+
+void render_into(InstructionExample& e, const Conversation& c, const JsonlLine& at,
+                 const tokenizer::ChatTemplate* chat) {
+  if (!chat)
+    throw Error(ErrorKind::Format,
+                at.where() + ": a conversation needs the model's chat template, and the tokenizer folder has "
+                             "none (no chat_template.jinja, no chat_template in tokenizer_config.json); add "
+                             "one, or write the examples as \"prompt\" and \"response\" text");
+  try {
+    e.pieces = render_conversation(*chat, c);
+  } catch (const Error& error) {
+    throw Error(error.kind(), at.where() + ": " + error.what());
+  }
+  e.templated = true;
+}
+
+// "messages", or "prompt" and "completion" as message lists; false when the line holds neither.
+bool read_conversation(const rapidjson::Value& object, const JsonlLine& at,
+                       const tokenizer::ChatTemplate* chat, InstructionExample& e) {
+  Conversation c;
+  if (const auto* messages = member(object, "messages")) {
+    append_messages(*messages, "messages", at, c.messages);
+    for (const auto& m : c.messages) c.target.push_back(m.as_dict().find("role")->as_string() == "assistant");
+    c.generation_blocks_win = true;
+  } else if (const auto* prompt = member(object, "prompt"); prompt && prompt->IsArray()) {
+    const auto* completion = member(object, "completion");
+    if (!completion) missing(at, "completion");
+    append_messages(*prompt, "prompt", at, c.messages);
+    c.target.assign(c.messages.size(), false);
+    append_messages(*completion, "completion", at, c.messages);
+    c.target.resize(c.messages.size(), true);
+  } else {
+    return false;
+  }
+  if (const auto* tools = member(object, "tools")) c.tools = jinja::from_json(*tools);
+  render_into(e, c, at, chat);
+  return true;
 }
 
 }  // namespace
 
 InstructionExample read_instruction_line(std::string_view text, const std::string& path,
-                                         uint64_t line) {
+                                         uint64_t line, const tokenizer::ChatTemplate* chat) {
   JsonlLine at{path, line};
   auto object = parse_jsonl_object(text, at);
   InstructionExample e;
   e.line = line;
+  if (read_conversation(object, at, chat, e)) return e;
   if (auto prompt = string_member(object, "prompt", at)) {
     auto response = string_member(object, "response", at);
-    if (!response) {
-      response = string_member(object, "completion", at);
-    }
-    if (!response) {
-      missing(at, "response");
-    }
-    e.prompt = std::move(*prompt), e.response = std::move(*response);
+    if (!response) response = string_member(object, "completion", at);
+    if (!response) missing(at, "response");
+    e.pieces = {{std::move(*prompt), false}, {std::move(*response), true}};
   } else if (auto instruction = string_member(object, "instruction", at)) {
     auto output = string_member(object, "output", at);
-    if (!output) {
-      missing(at, "output");
-    }
-    e.prompt = alpaca_prompt(*instruction, string_member(object, "input", at).value_or(""));
-    e.response = std::move(*output);
+    if (!output) missing(at, "output");
+    e.pieces = {{alpaca_prompt(*instruction, string_member(object, "input", at).value_or("")), false},
+                {std::move(*output), true}};
   } else {
     missing(at, "prompt");
   }
@@ -76,18 +132,57 @@ void InstructionRows::row(size_t index, int32_t* inputs, int32_t* targets) const
   const size_t n = e.tokens.size() - 1;  // positions with a next token
   for (size_t i = 0; i < static_cast<size_t>(seq_len_); ++i) {
     inputs[i] = i < e.tokens.size() ? e.tokens[i] : pad_;
-    targets[i] = i < n && i + 1 >= e.prompt ? e.tokens[i + 1] : -1;
+    targets[i] = i < n && e.trained[i + 1] ? e.tokens[i + 1] : -1;
   }
 }
 
 std::string InstructionRows::describe() const {
   return "instruction data '" + origin_ + "' (" + std::to_string(examples_.size()) + " examples, " +
-         std::to_string(skipped_) + " left out: no response token within seq_len)";
+         std::to_string(skipped_) + " left out: no trained token within seq_len)";
 }
+
+namespace {
+
+// The pieces of a chunk's examples encoded (text pieces plain, template pieces with their special
+// tokens), then taken back in the order they were handed out.
+class PieceIds {
+ public:
+  PieceIds(const DocumentEncoder& encoder, const std::vector<InstructionExample>& examples) {
+    std::vector<std::string_view> plain, templated;
+    for (const auto& e : examples)
+      for (const auto& piece : e.pieces) (e.templated ? templated : plain).push_back(piece.text);
+    plain_ = encoder.encode_plain(plain);
+    templated_ = encoder.encode_templated(templated);
+  }
+  const std::vector<TokenId>& next(bool templated) {
+    return templated ? templated_[next_templated_++] : plain_[next_plain_++];
+  }
+
+ private:
+  std::vector<std::vector<TokenId>> plain_, templated_;
+  size_t next_plain_ = 0, next_templated_ = 0;
+};
+
+void append(InstructionRows::Example& row, const std::vector<TokenId>& ids, bool trained) {
+  row.tokens.insert(row.tokens.end(), ids.begin(), ids.end());
+  row.trained.resize(row.tokens.size(), trained);
+}
+
+// prefix + text pieces + EOS (the EOS trained when the response is), or the template's pieces.
+InstructionRows::Example tokens_of(const InstructionExample& e, const DocumentEncoder& encoder, PieceIds& ids) {
+  InstructionRows::Example row;
+  if (!e.templated) append(row, encoder.prefix(), false);
+  for (const auto& piece : e.pieces) append(row, ids.next(e.templated), piece.target);
+  if (!e.templated) append(row, {encoder.eos()}, e.pieces.back().target);
+  return row;
+}
+
+}  // namespace
 
 std::unique_ptr<InstructionRows> read_instruction_rows(const std::string& path,
                                                        const tokenizer::Tokenizer& tokenizer,
-                                                       int seq_len, unsigned threads) {
+                                                       int seq_len, unsigned threads,
+                                                       const tokenizer::ChatTemplate* chat) {
   if (seq_len < 1) {
     throw Error(ErrorKind::Config, "instruction data: seq_len must be positive");
   }
@@ -101,32 +196,20 @@ std::unique_ptr<InstructionRows> read_instruction_rows(const std::string& path,
     std::vector<InstructionExample> examples;
     examples.reserve(chunk.documents.size());
     for (size_t i = 0; i < chunk.documents.size(); ++i) {
-      examples.push_back(read_instruction_line(chunk.documents[i], path, chunk.lines[i]));
+      examples.push_back(read_instruction_line(chunk.documents[i], path, chunk.lines[i], chat));
     }
     lines += examples.size();
-    std::vector<std::string_view> texts;  // prompts, then responses
-    texts.reserve(2 * examples.size());
+    PieceIds ids(encoder, examples);
     for (const auto& e : examples) {
-      texts.push_back(e.prompt);
-    }
-    for (const auto& e : examples) {
-      texts.push_back(e.response);
-    }
-    auto ids = encoder.encode_plain(texts);
-    for (size_t i = 0; i < examples.size(); ++i) {
-      InstructionRows::Example row;
-      row.tokens = encoder.prefix();
-      row.tokens.insert(row.tokens.end(), ids[i].begin(), ids[i].end());
-      row.prompt = static_cast<uint32_t>(row.tokens.size());
-      if (row.prompt >= limit) {  // no response token would be a target
-        ++skipped;
+      InstructionRows::Example row = tokens_of(e, encoder, ids);
+      const size_t kept = std::min(row.tokens.size(), limit);
+      if (std::find(row.trained.begin() + 1, row.trained.begin() + static_cast<std::ptrdiff_t>(kept), true) ==
+          row.trained.begin() + static_cast<std::ptrdiff_t>(kept)) {
+        ++skipped;  // no target within seq_len
         continue;
       }
-      const auto& response = ids[examples.size() + i];
-      row.tokens.insert(row.tokens.end(), response.begin(), response.end());
-      row.tokens.push_back(encoder.eos());
       if (row.tokens.size() > limit) {
-        row.tokens.resize(limit), ++truncated;
+        row.tokens.resize(limit), row.trained.resize(limit), ++truncated;
       }
       rows.push_back(std::move(row));
     }
@@ -142,8 +225,9 @@ std::unique_ptr<InstructionRows> read_instruction_rows(const std::string& path,
 std::unique_ptr<RowLoader> make_instruction_loader(const std::string& path,
                                                    const tokenizer::Tokenizer& tokenizer,
                                                    const models::TokenLoaderOptions& options,
-                                                   unsigned threads) {
-  auto rows = read_instruction_rows(path, tokenizer, options.seq_len, threads);
+                                                   unsigned threads,
+                                                   const tokenizer::ChatTemplate* chat) {
+  auto rows = read_instruction_rows(path, tokenizer, options.seq_len, threads, chat);
   return std::make_unique<RowLoader>(std::move(rows), options, tokenizer.vocab_size());
 }
 
@@ -152,7 +236,8 @@ std::unique_ptr<RowLoader> make_instruction_loader(const std::string& path,
                                                    const models::TokenLoaderOptions& options,
                                                    unsigned threads) {
   auto tokenizer = tokenizer::load_tokenizer(tokenizer_folder);
-  return make_instruction_loader(path, *tokenizer, options, threads);
+  const auto chat = tokenizer::read_chat_template(tokenizer_folder);
+  return make_instruction_loader(path, *tokenizer, options, threads, chat ? &*chat : nullptr);
 }
 
 }  // namespace dsx::dataset

@@ -1,6 +1,6 @@
 // tokenizer_config.json, the transformers side of a tokenizer: which tokens are BOS and EOS and
-// whether encoding adds them (add_bos_token, add_eos_token). Other fields (chat_template,
-// model_max_length, ...) are not read here.
+// whether encoding adds them (add_bos_token, add_eos_token), and its chat_template (chat_template.h
+// renders it). Other fields (model_max_length, ...) are not read here.
 #pragma once
 
 #include <optional>
@@ -16,6 +16,9 @@ struct TokenizerConfig {
   std::optional<std::string> pad_token;
   std::optional<bool> add_bos_token;
   std::optional<bool> add_eos_token;
+  // A string, or of a list of named templates ([{"name": ..., "template": ...}]) the one named
+  // "default"; nullopt when there is none.
+  std::optional<std::string> chat_template;
 };
 
 // A missing file is an empty config; a malformed one a dsx::Error naming the field.
