@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <span>
+#include <vector>
 
 #include "device/cpu_stream.h"
 #include "device/stream_checker.h"
@@ -139,52 +141,28 @@ class CpuDevice final : public Device {
   void adam_step(const kernels::AdamHyper& h, int64_t step, float grad_factor, float* param,
                  const float* grad, float* m, float* v, size_t count, kernels::ParamCopy copy,
                  Stream& s) override {
-    const size_t b = count * sizeof(float);
-    run(s,
-        {{grad, b, Access::Read},
-         {param, b, Access::Write},
-         {m, b, Access::Write},
-         {v, b, Access::Write},
-         copied(copy, count)},
-        "adam_step",
-        [=] { kernels::adam_step(h, step, grad_factor, param, grad, m, v, count, copy); });
+    run_step(s, "adam_step", grad, param, {m, v}, count, copy,
+             [=] { kernels::adam_step(h, step, grad_factor, param, grad, m, v, count, copy); });
   }
 
   void lion_step(const kernels::LionHyper& h, float grad_factor, float* param, const float* grad,
                  float* m, size_t count, kernels::ParamCopy copy, Stream& s) override {
-    const size_t b = count * sizeof(float);
-    run(s,
-        {{grad, b, Access::Read},
-         {param, b, Access::Write},
-         {m, b, Access::Write},
-         copied(copy, count)},
-        "lion_step", [=] { kernels::lion_step(h, grad_factor, param, grad, m, count, copy); });
+    run_step(s, "lion_step", grad, param, {m}, count, copy,
+             [=] { kernels::lion_step(h, grad_factor, param, grad, m, count, copy); });
   }
 
   void sgd_step(const kernels::SgdHyper& h, int64_t step, float grad_factor, float* param,
                 const float* grad, float* momentum, size_t count, kernels::ParamCopy copy,
                 Stream& s) override {
-    const size_t b = count * sizeof(float);
-    run(s,
-        {{grad, b, Access::Read},
-         {param, b, Access::Write},
-         {momentum, momentum ? b : 0, Access::Write},
-         copied(copy, count)},
-        "sgd_step",
-        [=] { kernels::sgd_step(h, step, grad_factor, param, grad, momentum, count, copy); });
+    run_step(s, "sgd_step", grad, param, {momentum}, count, copy,
+             [=] { kernels::sgd_step(h, step, grad_factor, param, grad, momentum, count, copy); });
   }
 
   void adagrad_step(const kernels::AdagradHyper& h, float grad_factor, float* param,
                     const float* grad, float* sum_sq, size_t count, kernels::ParamCopy copy,
                     Stream& s) override {
-    const size_t b = count * sizeof(float);
-    run(s,
-        {{grad, b, Access::Read},
-         {param, b, Access::Write},
-         {sum_sq, b, Access::Write},
-         copied(copy, count)},
-        "adagrad_step",
-        [=] { kernels::adagrad_step(h, grad_factor, param, grad, sum_sq, count, copy); });
+    run_step(s, "adagrad_step", grad, param, {sum_sq}, count, copy,
+             [=] { kernels::adagrad_step(h, grad_factor, param, grad, sum_sq, count, copy); });
   }
 
   void lamb_prepare(const kernels::LambHyper& h, int64_t step, float grad_factor,
@@ -238,11 +216,25 @@ class CpuDevice final : public Device {
   static Touch copied(const kernels::ParamCopy& copy, size_t count) {
     return {copy.data, copy.data ? bytes_of(copy.dtype, count) : 0, Access::Write};
   }
+  void run(Stream& s, std::span<const Touch> touches, const char* what, std::function<void()> work) {
+    CpuStream& stream = as_cpu(s);
+    if (checker_) checker_->access(stream.actor(), touches, what);
+    stream.enqueue(std::move(work));
+  }
   void run(Stream& s, std::initializer_list<Touch> touches, const char* what,
            std::function<void()> work) {
-    CpuStream& stream = as_cpu(s);
-    if (checker_) checker_->access(stream.actor(), {touches.begin(), touches.size()}, what);
-    stream.enqueue(std::move(work));
+    run(s, std::span<const Touch>(touches.begin(), touches.size()), what, std::move(work));
+  }
+  // A fused optimizer step: it reads the gradient and writes the parameters, each state (a null
+  // one, SGD's momentum without momentum, is nothing) and the low-precision copy.
+  void run_step(Stream& s, const char* what, const float* grad, float* param,
+                std::initializer_list<float*> states, size_t count, const kernels::ParamCopy& copy,
+                std::function<void()> work) {
+    const size_t b = count * sizeof(float);
+    std::vector<Touch> touches{{grad, b, Access::Read}, {param, b, Access::Write}};
+    for (float* state : states) touches.push_back({state, state ? b : 0, Access::Write});
+    touches.push_back(copied(copy, count));
+    run(s, touches, what, std::move(work));
   }
 
   CpuDeviceOptions options_;

@@ -8,6 +8,13 @@
 
 namespace dsx::models {
 
+void check_build_sizes(const char* model, int max_batch, int max_seq, int context, const char* context_name) {
+  if (max_batch < 1 || max_seq < 1 || max_seq > context)
+    throw Error(ErrorKind::Config, std::string(model) + ": batch " + std::to_string(max_batch) + " x sequence " +
+                                       std::to_string(max_seq) + " is invalid; the sequence must be in [1, " +
+                                       std::to_string(context) + "] (" + context_name + ")");
+}
+
 void check_token_batch(const char* model, const int32_t* inputs, const int32_t* targets, int B, int T, int max_batch,
                        int max_seq, int vocab) {
   if (B < 1 || T < 1 || B > max_batch || T > max_seq) {

@@ -6,9 +6,8 @@ namespace dsx::kernels {
 
 void adagrad_step(const AdagradHyper& hyper, float grad_factor, float* param, const float* grad,
                   float* sum_sq, size_t count, ParamCopy copy) {
-  const AdagradHyper h = hyper;
   cpu::step_with_one_state(copy, count, param, grad, sum_sq, [=](float& p, float g, float& s) DSX_ALWAYS_INLINE {
-    adagrad_element(h, p, g, s, grad_factor);
+    adagrad_element(hyper, p, g, s, grad_factor);
   });
 }
 

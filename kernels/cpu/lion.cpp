@@ -6,9 +6,8 @@ namespace dsx::kernels {
 
 void lion_step(const LionHyper& hyper, float grad_factor, float* param, const float* grad,
                float* exp_avg, size_t count, ParamCopy copy) {
-  const LionHyper h = hyper;
   cpu::step_with_one_state(copy, count, param, grad, exp_avg, [=](float& p, float g, float& m) DSX_ALWAYS_INLINE {
-    lion_element(h, p, g, m, grad_factor);
+    lion_element(hyper, p, g, m, grad_factor);
   });
 }
 

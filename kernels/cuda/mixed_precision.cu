@@ -14,25 +14,6 @@ constexpr unsigned kSumBlocks = 1024;  // fixed, so every GPU adds in the same o
 __device__ __forceinline__ bool non_finite(float v) { return !(fabsf(v) <= FLT_MAX); }
 
 template <DType T>
-struct UnscaleOp {
-  void* x;
-  float factor;
-  int* found_inf;
-  template <int W>
-  __device__ void apply(size_t i) const {
-    Lanes<W> X = load_lanes<T, W>(x, i);
-#pragma unroll
-    for (int k = 0; k < W; ++k) X.v[k] *= factor;
-    store_lanes<T, W>(x, i, X);
-    Lanes<W> S = load_lanes<T, W>(x, i);  // what was stored: an fp16 overflow shows here
-    bool bad = false;
-#pragma unroll
-    for (int k = 0; k < W; ++k) bad |= non_finite(S.v[k]);
-    if (bad) *found_inf = 1;  // every writer stores the same value: no atomic needed
-  }
-};
-
-template <DType T>
 struct CheckOp {
   const void* x;
   int* found_inf;
@@ -66,6 +47,18 @@ struct ScaleOp {
 #pragma unroll
     for (int k = 0; k < W; ++k) X.v[k] *= factor;
     store_lanes<T, W>(x, i, X);
+  }
+};
+
+template <DType T>
+struct UnscaleOp {
+  void* x;
+  float factor;
+  int* found_inf;
+  template <int W>
+  __device__ void apply(size_t i) const {
+    ScaleOp<T>{x, factor}.template apply<W>(i);
+    CheckOp<T>{x, found_inf}.template apply<W>(i);  // what was stored: an fp16 overflow shows here
   }
 };
 

@@ -18,13 +18,8 @@ namespace kc = dsx::kernels::cpu;
 
 template <class T>
 GPT2Cpu<T>::GPT2Cpu(const GPT2Config& config, int max_batch, int max_seq, bool activation_checkpointing)
-    : config_(config), specs_(gpt2_param_specs(config)), max_batch_(max_batch), max_seq_(max_seq),
-      checkpointing_(activation_checkpointing) {
-  if (max_batch < 1 || max_seq < 1 || max_seq > config.max_seq_len)
-    throw Error(ErrorKind::Config, "GPT-2: batch " + std::to_string(max_batch) + " x sequence " +
-                                       std::to_string(max_seq) + " is invalid; the sequence must be in [1, " +
-                                       std::to_string(config.max_seq_len) + "] (the model's context)");
-  for (const auto& s : specs_) num_params_ += s.numel;
+    : DecoderModel(config, gpt2_param_specs(config), max_batch, max_seq, activation_checkpointing) {
+  check_build_sizes("GPT-2", max_batch, max_seq, config.max_seq_len, "the model's context");
   const size_t L = config.num_layers, C = config.channels, NH = config.num_heads;
   const size_t N = static_cast<size_t>(max_batch) * max_seq;
   residual_.assign(L + 1, std::vector<T>(N * C));

@@ -11,19 +11,16 @@
 #include "models/gpt2/block_tensors.h"
 #include "models/gpt2/config.h"
 #include "models/gpt2/flops.h"
-#include "models/model.h"
+#include "models/decoder_model.h"
 
 namespace dsx::models {
 
 template <class T>
-class GPT2Cpu final : public Model {
+class GPT2Cpu final : public DecoderModel<GPT2Config, gpt2_forward_flops> {
  public:
   // Activations are allocated for up to max_batch rows of max_seq tokens (max_seq <= maxT).
   GPT2Cpu(const GPT2Config& config, int max_batch, int max_seq, bool activation_checkpointing = false);
 
-  const std::vector<ParamSpec>& params() const override { return specs_; }
-  size_t num_params() const override { return num_params_; }
-  int num_layers() const override { return config_.num_layers + 2; }
   kernels::DType param_dtype() const override;  // F32; the double reference throws Unsupported
   bool on_device() const override { return false; }
   void init_params(void* flat, uint64_t seed) const override;
@@ -31,12 +28,8 @@ class GPT2Cpu final : public Model {
                 ParamAccess& access) override;
   void backward(ParamAccess& access, GradSink& sink, float grad_scale) override;
   std::vector<float> logits() const override;
-  int vocab_size() const override { return config_.vocab_size; }
-  int max_seq_len() const override { return max_seq_; }
   size_t activation_bytes() const override;
-  double forward_flops(int64_t rows, int64_t tokens) const override { return gpt2_forward_flops(config_, rows, tokens); }
 
-  const GPT2Config& config() const { return config_; }
   // Mean loss of the last forward in the model's own precision (the double reference needs it).
   T mean_loss() const { return mean_loss_; }
 
@@ -52,16 +45,7 @@ class GPT2Cpu final : public Model {
   void block_backward(T* dres, BlockActs& a, const T* res_in, const BlockParams& p,
                       const BlockGrads& g);
 
-  GPT2Config config_;
-  std::vector<ParamSpec> specs_;
-  size_t num_params_ = 0;
-  int max_batch_, max_seq_;
-  bool checkpointing_;
-
-  int B_ = 0, T_ = 0;  // sizes of the last forward
-  size_t counted_ = 0;  // targets that count in the loss
   T mean_loss_ = 0;
-  bool has_targets_ = false;
   std::vector<int32_t> inputs_, targets_;
   std::vector<std::vector<T>> residual_;  // L + 1 streams: block l's input; [L] the last output
   std::vector<BlockActs> blocks_;         // L sets, or 1 scratch set with checkpointing

@@ -82,12 +82,8 @@ void download_as(float* host, const T* device, size_t n) {
 template <class T>
 GPT2Cuda<T>::GPT2Cuda(const GPT2Config& config, int max_batch, int max_seq, bool activation_checkpointing,
                       cudaStream_t stream)
-    : config_(config), specs_(gpt2_param_specs(config)), max_batch_(max_batch), max_seq_(max_seq),
-      checkpointing_(activation_checkpointing), stream_(stream) {
-  if (max_batch < 1 || max_seq < 1 || max_seq > config.max_seq_len)
-    throw Error(ErrorKind::Config, "GPT-2: sequence " + std::to_string(max_seq) + " must be in [1, " +
-                                       std::to_string(config.max_seq_len) + "] and the batch positive");
-  for (const auto& s : specs_) num_params_ += s.numel;
+    : DecoderModel(config, gpt2_param_specs(config), max_batch, max_seq, activation_checkpointing), stream_(stream) {
+  check_build_sizes("GPT-2", max_batch, max_seq, config.max_seq_len, "the model's context");
   const size_t L = config.num_layers, C = config.channels, NH = config.num_heads;
   const size_t N = size_t(max_batch) * max_seq, att = size_t(max_batch) * NH * max_seq * max_seq;
   for (size_t l = 0; l <= L; ++l) residual_.emplace_back(N * C);
@@ -126,11 +122,6 @@ size_t GPT2Cuda<T>::activation_bytes() const {
   add(inputs_), add(targets_), add(token_rows_), add(lnf_), add(logits_), add(tmp_), add(dres_), add(dln_);
   add(dqkv_), add(datty_), add(dfch_), add(lnf_mean_), add(lnf_rstd_), add(lse_), add(losses_), add(dpre_), add(ln_scratch_);
   return bytes;
-}
-
-template <class T>
-kernels::DType GPT2Cuda<T>::param_dtype() const {
-  return storage_dtype<T>();
 }
 
 template <class T>
@@ -211,15 +202,7 @@ float GPT2Cuda<T>::forward(const int32_t* inputs, const int32_t* targets, int B,
   counted_ = 0;
   if (!has_targets_) return 0.0f;
   kc::gpt2_crossentropy_forward(losses_.data(), lse_.data(), logits_.data(), targets_.data(), N, V, Vp, stream);
-  std::vector<float> losses(N);
-  cuda_check(cudaMemcpyAsync(losses.data(), losses_.data(), N * 4, cudaMemcpyDeviceToHost, stream), "copy losses");
-  cuda_check(cudaStreamSynchronize(stream), "forward");
-  double sum = 0;  // summed on the host in a fixed order: the reported loss is reproducible
-  for (size_t i = 0; i < N; ++i) {
-    sum += losses[i];
-    counted_ += targets[i] >= 0;
-  }
-  return counted_ ? static_cast<float>(sum / counted_) : 0.0f;
+  return host_mean_loss(losses_.data(), targets, N, stream, counted_);
 }
 
 template <class T>
@@ -287,6 +270,20 @@ std::vector<float> GPT2Cuda<T>::logits() const {
   download_as(padded.data(), logits_.data(), padded.size());
   for (size_t r = 0; r < N; ++r) std::memcpy(out.data() + r * V, padded.data() + r * Vp, V * sizeof(float));
   return out;
+}
+
+float host_mean_loss(const float* device_losses, const int32_t* host_targets, size_t rows, cudaStream_t stream,
+                     size_t& counted) {
+  std::vector<float> losses(rows);
+  cuda_check(cudaMemcpyAsync(losses.data(), device_losses, rows * 4, cudaMemcpyDeviceToHost, stream), "copy losses");
+  cuda_check(cudaStreamSynchronize(stream), "forward");
+  double sum = 0;
+  counted = 0;
+  for (size_t i = 0; i < rows; ++i) {
+    sum += losses[i];
+    counted += host_targets[i] >= 0;
+  }
+  return counted ? static_cast<float>(sum / counted) : 0.0f;
 }
 
 template <class T>

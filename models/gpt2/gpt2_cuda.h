@@ -18,6 +18,7 @@
 #include "models/gpt2/config.h"
 #include "models/gpt2/flops.h"
 #include "models/cuda_stream.h"
+#include "models/decoder_model.h"
 #include "models/model.h"
 
 namespace dsx::models {
@@ -60,8 +61,14 @@ constexpr kernels::DType storage_dtype() {
 template <class T>
 void init_params_as(const Model& reference, void* flat, uint64_t seed);
 
+// The mean of the rows' losses (on the device, one per row) over the targets that count
+// (host_targets >= 0), summed on the host in a fixed order so the reported loss is reproducible;
+// `counted` gets how many counted. Waits for the stream.
+float host_mean_loss(const float* device_losses, const int32_t* host_targets, size_t rows, cudaStream_t stream,
+                     size_t& counted);
+
 template <class T>
-class GPT2Cuda final : public Model {
+class GPT2Cuda final : public DecoderModel<GPT2Config, gpt2_forward_flops> {
  public:
   // `stream`: where the model enqueues its work - the compute stream of the device ZeRO keeps
   // its state on, so that ZeRO's events order the two; null: a stream of the model's own.
@@ -69,20 +76,14 @@ class GPT2Cuda final : public Model {
            cudaStream_t stream = nullptr);
   ~GPT2Cuda() override;
 
-  const std::vector<ParamSpec>& params() const override { return specs_; }
-  size_t num_params() const override { return num_params_; }
-  int num_layers() const override { return config_.num_layers + 2; }
-  kernels::DType param_dtype() const override;
+  kernels::DType param_dtype() const override { return storage_dtype<T>(); }
   bool on_device() const override { return true; }
   // Writes fp32 values when T is float, bf16 bit patterns when T is bf16 (host memory).
   void init_params(void* flat, uint64_t seed) const override;
   float forward(const int32_t* inputs, const int32_t* targets, int B, int Tn, ParamAccess& access) override;
   void backward(ParamAccess& access, GradSink& sink, float grad_scale) override;
   std::vector<float> logits() const override;
-  int vocab_size() const override { return config_.vocab_size; }
-  int max_seq_len() const override { return max_seq_; }
   size_t activation_bytes() const override;  // device bytes
-  double forward_flops(int64_t rows, int64_t tokens) const override { return gpt2_forward_flops(config_, rows, tokens); }
   cudaStream_t stream() const { return stream_.get(); }
   // The cuBLASLt state: the benchmark reads how many matmul plans were built.
   const kernels::cuda::GPT2Blas& blas() const { return blas_; }
@@ -101,20 +102,12 @@ class GPT2Cuda final : public Model {
   // Owners that exist before anything else CUDA in the model: the rank's GPU made current, then
   // the stream (a failure after either frees what was made; a destructor alone would not run).
 
-  GPT2Config config_;
-  std::vector<ParamSpec> specs_;
-  size_t num_params_ = 0;
-  int max_batch_, max_seq_;
-  bool checkpointing_;
   RankDevice device_;  // before every CUDA member
   ModelStream stream_;
   kernels::cuda::GPT2Blas blas_;
   std::vector<int32_t> host_inputs_;  // this batch's tokens: grouped by token for the embedding backward
   kernels::TokenRows token_rows_host_;
 
-  int B_ = 0, T_ = 0;
-  size_t counted_ = 0;
-  bool has_targets_ = false;
   DeviceArray<int32_t> inputs_, targets_, token_rows_;
   std::vector<DeviceArray<T>> residual_;
   std::vector<BlockActs> blocks_;

@@ -19,7 +19,6 @@ struct LlamaBlockTensors {
 // The parameter indices of the embedding (0), the blocks, the final norm and the head.
 class LlamaBlockLayout {
  public:
-  LlamaBlockLayout() = default;
   // Found once from block 0's names in `specs` (llama_param_specs(config)).
   LlamaBlockLayout(const LlamaConfig& config, const std::vector<ParamSpec>& specs);
 

@@ -7,6 +7,7 @@
 
 #include "dsx/error.h"
 #include "models/presets.h"
+#include "models/token_batch.h"
 
 namespace dsx::models {
 
@@ -51,6 +52,12 @@ void validate_rope_scaling(const RopeScaling& s) {
 LlamaConfig llama_preset(const std::string& name) { return find_preset(presets(), name, "Llama"); }
 
 std::vector<std::string> llama_preset_names() { return preset_names(presets()); }
+
+const LlamaConfig& checked_for_build(const LlamaConfig& config, int max_batch, int max_seq) {
+  validate(config);
+  check_build_sizes("Llama", max_batch, max_seq, config.max_position_embeddings, "max_position_embeddings");
+  return config;
+}
 
 void validate(const LlamaConfig& c) {
   auto positive = [](const char* field, int v) {

@@ -69,6 +69,9 @@ std::vector<std::string> llama_preset_names();
 
 // Throws Error(Config) naming the field when one is out of range (KV not dividing NH, odd D, ...).
 void validate(const LlamaConfig& config);
+// validate(config), then the largest batch a model is built for (check_build_sizes): what the
+// Llama models check before they build anything. Returns config.
+const LlamaConfig& checked_for_build(const LlamaConfig& config, int max_batch, int max_seq);
 
 // The ParamSpecs in flat-buffer order (above), with Hugging Face's names.
 std::vector<ParamSpec> llama_param_specs(const LlamaConfig& config);

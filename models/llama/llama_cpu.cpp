@@ -21,16 +21,9 @@ namespace kc = dsx::kernels::cpu;
 
 template <class T>
 LlamaCpu<T>::LlamaCpu(const LlamaConfig& config, int max_batch, int max_seq, bool activation_checkpointing)
-    : config_(config), max_batch_(max_batch), max_seq_(max_seq), checkpointing_(activation_checkpointing) {
-  validate(config);
-  if (max_batch < 1 || max_seq < 1 || max_seq > config.max_position_embeddings)
-    throw Error(ErrorKind::Config, "Llama: batch " + std::to_string(max_batch) + " x sequence " +
-                                       std::to_string(max_seq) + " is invalid; the sequence must be in [1, " +
-                                       std::to_string(config.max_position_embeddings) +
-                                       "] (max_position_embeddings)");
-  specs_ = llama_param_specs(config);
-  for (const auto& s : specs_) num_params_ += s.numel;
-  layout_ = LlamaBlockLayout(config, specs_);
+    : DecoderModel(config, llama_param_specs(checked_for_build(config, max_batch, max_seq)), max_batch, max_seq,
+                   activation_checkpointing),
+      layout_(config, specs_) {
 
   const size_t L = config.num_layers, C = config.hidden_size, F = config.intermediate_size;
   const size_t NH = config.num_heads, D = config.head_dim, QD = NH * D, KVD = size_t(config.num_kv_heads) * D;

@@ -15,20 +15,17 @@
 #include "models/llama/block_tensors.h"
 #include "models/llama/config.h"
 #include "models/llama/flops.h"
-#include "models/model.h"
+#include "models/decoder_model.h"
 
 namespace dsx::models {
 
 template <class T>
-class LlamaCpu final : public Model {
+class LlamaCpu final : public DecoderModel<LlamaConfig, llama_forward_flops> {
  public:
   // Activations are allocated for up to max_batch rows of max_seq tokens
   // (max_seq <= max_position_embeddings). Throws Error(Config) for an invalid config.
   LlamaCpu(const LlamaConfig& config, int max_batch, int max_seq, bool activation_checkpointing = false);
 
-  const std::vector<ParamSpec>& params() const override { return specs_; }
-  size_t num_params() const override { return num_params_; }
-  int num_layers() const override { return config_.num_layers + 2; }
   kernels::DType param_dtype() const override;  // F32; the double reference throws Unsupported
   bool on_device() const override { return false; }
   // N(0, 0.02) for the embedding, every projection and the head, ones for the norms, zeros for
@@ -38,14 +35,8 @@ class LlamaCpu final : public Model {
                 ParamAccess& access) override;
   void backward(ParamAccess& access, GradSink& sink, float grad_scale) override;
   std::vector<float> logits() const override;
-  int vocab_size() const override { return config_.vocab_size; }
-  int max_seq_len() const override { return max_seq_; }
   size_t activation_bytes() const override;
-  double forward_flops(int64_t rows, int64_t tokens) const override {
-    return llama_forward_flops(config_, rows, tokens);
-  }
 
-  const LlamaConfig& config() const { return config_; }
   // Mean loss of the last forward in the model's own precision (the double reference needs it).
   T mean_loss() const { return mean_loss_; }
 
@@ -61,17 +52,8 @@ class LlamaCpu final : public Model {
   void attention_backward(T* dxn, const T* dres2, BlockActs& a, const BlockParams& p, const BlockGrads& g);
   void head_backward(ParamAccess& access, GradSink& sink, float grad_scale);
 
-  LlamaConfig config_;
-  std::vector<ParamSpec> specs_;
-  size_t num_params_ = 0;
   LlamaBlockLayout layout_;
-  int max_batch_, max_seq_;
-  bool checkpointing_;
-
-  int B_ = 0, T_ = 0;   // sizes of the last forward
-  size_t counted_ = 0;  // targets that count in the loss
   T mean_loss_ = 0;
-  bool has_targets_ = false;
   std::vector<int32_t> inputs_, targets_;
   std::vector<T> cos_, sin_;              // (max_seq, D/2) rotary tables
   std::vector<std::vector<T>> residual_;  // L + 1 streams: block l's input; [L] the last output

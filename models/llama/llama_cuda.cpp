@@ -42,17 +42,6 @@ int attention_override() {
                   " is not one of auto, own (dsx's kernels) or cudnn (cuDNN's fused attention)");
 }
 
-// Checked before anything CUDA is made, so a bad config costs no GPU.
-const LlamaConfig& checked(const LlamaConfig& config, int max_batch, int max_seq) {
-  validate(config);
-  if (max_batch < 1 || max_seq < 1 || max_seq > config.max_position_embeddings)
-    throw Error(ErrorKind::Config,
-                "Llama: batch " + std::to_string(max_batch) + " x sequence " +
-                    std::to_string(max_seq) + " is invalid; the sequence must be in [1, " +
-                    std::to_string(config.max_position_embeddings) + "] (max_position_embeddings)");
-  return config;
-}
-
 kc::AttentionShape attention_shape(const LlamaConfig& c, int B, int Tn, kernels::DType dtype) {
   kc::AttentionShape s;
   s.B = B, s.T = Tn, s.NH = c.num_heads, s.KV = c.num_kv_heads, s.D = c.head_dim;
@@ -81,15 +70,12 @@ void upload_rope_tables(DeviceArray<float>& cos, DeviceArray<float>& sin, const 
 template <class T>
 LlamaCuda<T>::LlamaCuda(const LlamaConfig& config, int max_batch, int max_seq,
                         bool activation_checkpointing, cudaStream_t stream)
-    : config_(checked(config, max_batch, max_seq)),
-      specs_(llama_param_specs(config)),
-      max_batch_(max_batch),
-      max_seq_(max_seq),
-      checkpointing_(activation_checkpointing),
+    // Checked before anything CUDA is made, so a bad config costs no GPU.
+    : DecoderModel(config, llama_param_specs(checked_for_build(config, max_batch, max_seq)),
+                   max_batch, max_seq, activation_checkpointing),
+      layout_(config, specs_),
       forced_(attention_override()),
       stream_(stream) {
-  for (const auto& s : specs_) num_params_ += s.numel;
-  layout_ = LlamaBlockLayout(config, specs_);
   const size_t L = config.num_layers, C = config.hidden_size, F = config.intermediate_size;
   const size_t QD = size_t(config.num_heads) * config.head_dim,
                KVD = size_t(config.num_kv_heads) * config.head_dim;
@@ -181,11 +167,6 @@ size_t LlamaCuda<T>::activation_bytes() const {
       add(rstdf_), add(lse_);
   add(losses_), add(dpre_), add(norm_scratch_);
   return bytes;
-}
-
-template <class T>
-kernels::DType LlamaCuda<T>::param_dtype() const {
-  return storage_dtype<T>();
 }
 
 template <class T>
@@ -350,16 +331,7 @@ float LlamaCuda<T>::forward(const int32_t* inputs, const int32_t* targets, int B
   if (!has_targets_) return 0.0f;
   kc::gpt2_crossentropy_forward(losses_.data(), lse_.data(), logits_.data(), targets_.data(), N, V,
                                 V, s);
-  std::vector<float> losses(N);
-  cuda_check(cudaMemcpyAsync(losses.data(), losses_.data(), N * 4, cudaMemcpyDeviceToHost, s),
-             "copy losses");
-  cuda_check(cudaStreamSynchronize(s), "forward");
-  double sum = 0;  // summed on the host in a fixed order: the reported loss is reproducible
-  for (size_t i = 0; i < N; ++i) {
-    sum += losses[i];
-    counted_ += targets[i] >= 0;
-  }
-  return counted_ ? static_cast<float>(sum / counted_) : 0.0f;
+  return host_mean_loss(losses_.data(), targets, N, s, counted_);
 }
 
 // Layer L+1 (and, tied, the embedding's gradient from the head): leaves d loss / d residual_[L]

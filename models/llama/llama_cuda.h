@@ -32,6 +32,7 @@
 #include "models/llama/config.h"
 #include "models/llama/flops.h"
 #include "models/cuda_stream.h"
+#include "models/decoder_model.h"
 #include "models/model.h"
 
 namespace dsx::kernels::cuda {
@@ -43,7 +44,7 @@ namespace dsx::models {
 enum class LlamaAttention { Own, Cudnn };
 
 template <class T>
-class LlamaCuda final : public Model {
+class LlamaCuda final : public DecoderModel<LlamaConfig, llama_forward_flops> {
  public:
   // `stream`: where the model enqueues its work (the compute stream of the device ZeRO keeps its
   // state on); null: a stream of the model's own. Throws Error(Config) for an invalid config.
@@ -51,10 +52,7 @@ class LlamaCuda final : public Model {
             bool activation_checkpointing = false, cudaStream_t stream = nullptr);
   ~LlamaCuda() override;
 
-  const std::vector<ParamSpec>& params() const override { return specs_; }
-  size_t num_params() const override { return num_params_; }
-  int num_layers() const override { return config_.num_layers + 2; }
-  kernels::DType param_dtype() const override;
+  kernels::DType param_dtype() const override { return storage_dtype<T>(); }
   bool on_device() const override { return true; }
   // LlamaCpu's initialisation, written as fp32 values or 16-bit bit patterns (host memory).
   void init_params(void* flat, uint64_t seed) const override;
@@ -62,14 +60,8 @@ class LlamaCuda final : public Model {
                 ParamAccess& access) override;
   void backward(ParamAccess& access, GradSink& sink, float grad_scale) override;
   std::vector<float> logits() const override;
-  int vocab_size() const override { return config_.vocab_size; }
-  int max_seq_len() const override { return max_seq_; }
   size_t activation_bytes() const override;  // device bytes allocated so far
-  double forward_flops(int64_t rows, int64_t tokens) const override {
-    return llama_forward_flops(config_, rows, tokens);
-  }
 
-  const LlamaConfig& config() const { return config_; }
   cudaStream_t stream() const { return stream_.get(); }
   const kernels::cuda::GPT2Blas& blas() const { return blas_; }
   // The attention a forward of B rows of Tn tokens runs (chosen on first ask, then kept).
@@ -98,12 +90,7 @@ class LlamaCuda final : public Model {
   void head_backward(ParamAccess& access, GradSink& sink, float grad_scale);
   void embedding_backward(GradSink& sink);
 
-  LlamaConfig config_;
-  std::vector<ParamSpec> specs_;
-  size_t num_params_ = 0;
   LlamaBlockLayout layout_;
-  int max_batch_, max_seq_;
-  bool checkpointing_;
   int forced_ = 0;     // DSX_ATTENTION: 0 auto, 1 own, 2 cudnn
   RankDevice device_;  // before every CUDA member
   ModelStream stream_;
@@ -117,10 +104,7 @@ class LlamaCuda final : public Model {
   std::vector<int32_t> host_inputs_;
   kernels::TokenRows token_rows_host_;
 
-  int B_ = 0, T_ = 0;
   LlamaAttention path_ = LlamaAttention::Own;  // the last forward's
-  size_t counted_ = 0;
-  bool has_targets_ = false;
   DeviceArray<int32_t> inputs_, targets_, token_rows_;
   DeviceArray<float> cos_, sin_;  // (max_seq, D/2) rotary tables
   std::vector<DeviceArray<T>> residual_;

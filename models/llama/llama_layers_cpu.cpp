@@ -17,6 +17,16 @@ namespace {
 // As in gpt2_layers.cpp: below this much work a parallel region costs more than it saves.
 constexpr size_t kParallelMin = size_t(1) << 18;
 
+// f(n, cos, sin) for each of the B x Tn token rows with the rotation tables of its position, in
+// parallel when the rows' work (`row_work` elements each) is large enough.
+template <class T, class F>
+void for_each_rotated_row(const T* cos, const T* sin, int B, int Tn, int D, size_t row_work, F f) {
+  const size_t N = static_cast<size_t>(B) * Tn;
+  const int half = D / 2;
+#pragma omp parallel for if (N * row_work >= kParallelMin)
+  for (size_t n = 0; n < N; ++n) f(n, cos + (n % Tn) * half, sin + (n % Tn) * half);
+}
+
 }  // namespace
 
 template <class T>
@@ -81,13 +91,9 @@ void llama_rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, co
 template <class T>
 void llama_qkv_pack_forward(T* qkv, const T* q, const T* k, const T* v, const T* cos, const T* sin,
                             int B, int Tn, int NH, int KV, int D) {
-  const size_t N = static_cast<size_t>(B) * Tn, QD = size_t(NH) * D, KVD = size_t(KV) * D;
-  const int rep = NH / KV, half = D / 2;
-#pragma omp parallel for if (N * 3 * QD >= kParallelMin)
-  for (size_t n = 0; n < N; ++n) {
-    const size_t t = n % Tn;
-    const T* c = cos + t * half;
-    const T* s = sin + t * half;
+  const size_t QD = size_t(NH) * D, KVD = size_t(KV) * D;
+  const int rep = NH / KV;
+  for_each_rotated_row(cos, sin, B, Tn, D, 3 * QD, [&](size_t n, const T* c, const T* s) {
     T* row = qkv + n * 3 * QD;
     for (int h = 0; h < NH; ++h) lm::rope_forward(row + size_t(h) * D, q + n * QD + size_t(h) * D, c, s, D);
     for (int g = 0; g < KV; ++g) {
@@ -97,19 +103,15 @@ void llama_qkv_pack_forward(T* qkv, const T* q, const T* k, const T* v, const T*
       const T* vg = v + n * KVD + size_t(g) * D;
       for (int r = 0; r < rep; ++r) std::copy_n(vg, D, row + 2 * QD + (size_t(g) * rep + r) * D);
     }
-  }
+  });
 }
 
 template <class T>
 void llama_qkv_pack_backward(T* dq, T* dk, T* dv, const T* dqkv, const T* cos, const T* sin, int B,
                              int Tn, int NH, int KV, int D) {
-  const size_t N = static_cast<size_t>(B) * Tn, QD = size_t(NH) * D, KVD = size_t(KV) * D;
-  const int rep = NH / KV, half = D / 2;
-#pragma omp parallel for if (N * 3 * QD >= kParallelMin)
-  for (size_t n = 0; n < N; ++n) {
-    const size_t t = n % Tn;
-    const T* c = cos + t * half;
-    const T* s = sin + t * half;
+  const size_t QD = size_t(NH) * D, KVD = size_t(KV) * D;
+  const int rep = NH / KV;
+  for_each_rotated_row(cos, sin, B, Tn, D, 3 * QD, [&](size_t n, const T* c, const T* s) {
     const T* row = dqkv + n * 3 * QD;
     for (int h = 0; h < NH; ++h) lm::rope_backward(dq + n * QD + size_t(h) * D, row + size_t(h) * D, c, s, D);
     for (int g = 0; g < KV; ++g) {
@@ -125,7 +127,7 @@ void llama_qkv_pack_backward(T* dq, T* dk, T* dv, const T* dqkv, const T* cos, c
       }
       lm::rope_backward(dkg, dkg, c, s, D);
     }
-  }
+  });
 }
 
 template <class T>

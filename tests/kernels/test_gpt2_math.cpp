@@ -14,8 +14,7 @@
 #include "tests/models/gradcheck.h"
 
 namespace g2 = dsx::kernels::gpt2;
-using dsx::test::gradient_error;
-using dsx::test::random_vector;
+using namespace dsx::test;  // gradcheck.h: dot, gradient_error, random_vector
 
 namespace {
 
@@ -40,12 +39,6 @@ std::vector<double> reference_softmax(const std::vector<double>& x) {
   std::vector<double> p(x.size());
   for (size_t i = 0; i < x.size(); ++i) p[i] = static_cast<double>(std::exp(static_cast<long double>(x[i])) / sum);
   return p;
-}
-
-double dot(const std::vector<double>& a, const std::vector<double>& b) {
-  double s = 0;
-  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-  return s;
 }
 
 // ---- the kernels' row procedure, through the shared formulas ----
@@ -148,10 +141,8 @@ TEST(Gpt2Math, LayerNormStatisticsOutputAndInputGradient) {
     }
     // The float instantiation, as the GPU runs it: within fp32 roundings of the reference.
     auto rowf = shared_layernorm<float>(x, w, b, R);
-    for (int i = 0; i < C; ++i) {
-      EXPECT_NEAR(rowf.out[i], ref[i], 2e-5 * (1 + std::abs(ref[i]))) << C << " " << i;
-      EXPECT_NEAR(rowf.dinp[i], row.dinp[i], 2e-5 * (1 + std::abs(row.dinp[i]))) << C << " " << i;
-    }
+    expect_all_near(rowf.out, ref, 2e-5, "C " + std::to_string(C));
+    expect_all_near(rowf.dinp, row.dinp, 2e-5, "C " + std::to_string(C));
   }
 }
 

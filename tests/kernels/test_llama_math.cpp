@@ -12,18 +12,11 @@
 #include "tests/models/gradcheck.h"
 
 namespace lm = dsx::kernels::llama;
-using dsx::test::gradient_error;
-using dsx::test::random_vector;
+using namespace dsx::test;  // gradcheck.h: dot, gradient_error, random_vector
 
 namespace {
 
 constexpr double kGradTol = 1e-6;
-
-double dot(const std::vector<double>& a, const std::vector<double>& b) {
-  double s = 0;
-  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-  return s;
-}
 
 // ---- float64 references, written without the shared formulas ----
 
@@ -110,10 +103,8 @@ TEST(LlamaMath, RmsNormOutputAndGradients) {
         EXPECT_LT(gradient_error(f, w.data(), w.size(), row.dweight.data()), kGradTol) << C;
       }
       auto rowf = shared_rmsnorm<float>(x, w, g, eps);
-      for (int i = 0; i < C; ++i) {
-        EXPECT_NEAR(rowf.out[i], ref[i], 1e-5 * (1 + std::abs(ref[i]))) << C << " " << i;
-        EXPECT_NEAR(rowf.dinp[i], row.dinp[i], 1e-5 * (1 + std::abs(row.dinp[i]))) << C << " " << i;
-      }
+      expect_all_near(rowf.out, ref, 1e-5, "C " + std::to_string(C));
+      expect_all_near(rowf.dinp, row.dinp, 1e-5, "C " + std::to_string(C));
     }
   }
 }

@@ -13,18 +13,11 @@
 #include "tests/models/gradcheck.h"
 
 namespace kc = dsx::kernels::cpu;
-using dsx::test::gradient_error;
-using dsx::test::random_vector;
+using namespace dsx::test;  // gradcheck.h: dot, gradient_error, random_vector
 
 namespace {
 
 constexpr double kTol = 1e-6;
-
-double dot(const std::vector<double>& a, const std::vector<double>& b) {
-  double s = 0;
-  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-  return s;
-}
 
 }  // namespace
 

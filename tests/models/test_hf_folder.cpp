@@ -22,11 +22,13 @@
 #include "models/llama/hf_config.h"
 #include "models/llama/llama_cpu.h"
 #include "models/local_params.h"
+#include "tests/models/json_token_rows.h"
 #include "tests/models/temp_dir.h"
 
 using namespace dsx::models;
 using dsx::ErrorKind;
 using dsx::kernels::DType;
+using dsx::test::rows_of;
 namespace fs = std::filesystem;
 
 namespace {
@@ -575,13 +577,6 @@ TEST_F(HfFolder, BadValuesNameTheFileAndTheKey) {
 // ---- the CPU model against transformers ----
 
 namespace {
-
-std::vector<int32_t> rows_of(const rapidjson::Value& rows) {
-  std::vector<int32_t> out;
-  for (const auto& row : rows.GetArray())
-    for (const auto& v : row.GetArray()) out.push_back(v.GetInt());
-  return out;
-}
 
 // Within `rel` of `want`, measured against `scale` (the tensor's own size) where `want` is tiny.
 void expect_close(double got, double want, double scale, double rel, const std::string& what) {

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,16 @@ void expect(bool ok, const std::string& what) {
 
 // Rank r's gradient of layer l is 0.01·(r+1)·(l+1); averaged over N ranks 0.005·(N+1)·(l+1).
 float grad_of(int rank, int layer) { return 0.01f * float(rank + 1) * float(layer + 1); }
+
+// A ZeroEngine over `counting` from zero parameters, after one backward of rank `rank`'s
+// gradients; the counts are of that backward alone.
+std::unique_ptr<ZeroEngine> counted_backward(CountingCommunicator& counting, const ZeroOptions& o, int rank) {
+  std::vector<float> init(total(kParams), 0.0f);
+  auto z = std::make_unique<ZeroEngine>(kParams, kLayers, init.data(), o, counting);
+  counting.reset();
+  backward(*z, kParams, kLayers, [&](int l) { return grad_of(rank, l); });
+  return z;
+}
 
 // After one SGD step (lr 1) from zero every parameter is minus its averaged gradient.
 void expect_one_step_taken(ZeroEngine& z, int world, const std::string& where) {
@@ -128,19 +139,16 @@ TEST(ReduceScatterSmallBuckets, EachBucketTakesTheCheaperCollective) {
     for (bool reduce_scatter : {true, false}) {
       const ZeroOptions o = small_overlapped_buckets(reduce_scatter);
       CountingCommunicator counting(comm);
-      std::vector<float> init(total(kParams), 0.0f);
-      ZeroEngine z(kParams, kLayers, init.data(), o, counting);
-      counting.reset();
-      backward(z, kParams, kLayers, [&](int l) { return grad_of(rank, l); });
+      const auto z = counted_backward(counting, o, rank);
       const size_t rs = counting.count("reduce_scatter").calls, ar = counting.count("allreduce").calls;
       const size_t sends = counting.count("send").calls, recvs = counting.count("recv").calls;
       const std::string where = "rank " + std::to_string(rank) + " reduce_scatter " + std::to_string(reduce_scatter);
       expect(reduce_scatter ? rs == 1 && ar == 1 && sends == 2 && recvs == 2 : rs == 0 && ar == 5 && sends + recvs == 0,
              where + ": " + std::to_string(rs) + " reduce-scatters, " + std::to_string(ar) + " allreduces, " +
                  std::to_string(sends) + " sends, " + std::to_string(recvs) + " receives");
-      bus[reduce_scatter] = z.comm_timing().bus_bytes;
-      z.step({1.0, {}, {}});
-      expect_one_step_taken(z, world, where);
+      bus[reduce_scatter] = z->comm_timing().bus_bytes;
+      z->step({1.0, {}, {}});
+      expect_one_step_taken(*z, world, where);
     }
     expect(bus[1] < bus[0], "reduce_scatter sent " + std::to_string(bus[1]) + " bytes, allreduce " + std::to_string(bus[0]));
   });
@@ -186,17 +194,14 @@ TEST(ReduceScatterStage3, AllreducesOnlyWithReduceScatterOffAndContiguousBuffers
       o.reduce_scatter = c.reduce_scatter;
       o.contiguous_gradients = c.contiguous;
       CountingCommunicator counting(comm);
-      std::vector<float> init(total(kParams), 0.0f);
-      ZeroEngine z(kParams, kLayers, init.data(), o, counting);
-      counting.reset();
-      backward(z, kParams, kLayers, [&](int l) { return grad_of(rank, l); });
+      const auto z = counted_backward(counting, o, rank);
       const size_t rs = counting.count("reduce_scatter").calls, ar = counting.count("allreduce").calls;
       const std::string where = "rank " + std::to_string(rank) + " reduce_scatter " +
                                 std::to_string(c.reduce_scatter) + " contiguous " + std::to_string(c.contiguous);
       expect(c.allreduce ? ar == 3 && rs == 0 : rs == 3 && ar == 0,
              where + ": " + std::to_string(rs) + " reduce-scatters, " + std::to_string(ar) + " allreduces");
-      z.step({1.0, {}, {}});
-      expect_one_step_taken(z, world, where);
+      z->step({1.0, {}, {}});
+      expect_one_step_taken(*z, world, where);
     }
   });
   EXPECT_TRUE(job.all_ok()) << job.summary();

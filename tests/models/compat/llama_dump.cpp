@@ -18,17 +18,12 @@
 #include "models/io/hf_folder.h"
 #include "models/llama/llama_cpu.h"
 #include "models/local_params.h"
+#include "tests/models/json_token_rows.h"
 
 using namespace dsx::models;
+using dsx::test::rows_of;
 
 namespace {
-
-std::vector<int32_t> rows_of(const rapidjson::Value& rows) {
-  std::vector<int32_t> out;
-  for (const auto& row : rows.GetArray())
-    for (const auto& v : row.GetArray()) out.push_back(v.GetInt());
-  return out;
-}
 
 void write_result(const std::string& path, float loss, const std::vector<float>& logits,
                   const std::vector<ParamSpec>& specs, const float* grads) {
