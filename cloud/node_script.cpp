@@ -32,6 +32,23 @@ std::string without_comments(std::string_view text) {
   return out;
 }
 
+// The NAMEs of the `step NAME` lines in the body of the shell function `name` in `script`.
+std::vector<std::string> function_steps(std::string_view script, const std::string& name) {
+  std::vector<std::string> steps;
+  std::istringstream in{std::string(script)};
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    if (!inside) {
+      inside = line == name + "() {";
+    } else if (line == "}") {
+      break;
+    } else if (line.starts_with("  step ")) {
+      steps.push_back(line.substr(7, line.find_first_of(" \t#", 7) - 7));
+    }
+  }
+  return steps;
+}
+
 }  // namespace
 
 std::string render_node_script(std::string_view title, const ScriptSettings& settings,
@@ -46,10 +63,17 @@ std::string render_node_script(std::string_view title, const ScriptSettings& set
 }
 
 std::vector<std::string> node_script_steps(std::string_view cloud_part) {
+  // The cloud part's own steps, then where it calls join_cluster the steps of that function in
+  // node/common.sh.
   std::vector<std::string> steps;
   std::istringstream in{std::string(embedded_file(cloud_part))};
   for (std::string line; std::getline(in, line);) {
-    if (line.starts_with("step ")) steps.push_back(line.substr(5, line.find_first_of(" \t#", 5) - 5));
+    if (line.starts_with("step ")) {
+      steps.push_back(line.substr(5, line.find_first_of(" \t#", 5) - 5));
+    } else if (line.starts_with("join_cluster ")) {
+      const auto joined = function_steps(embedded_file("node/common.sh"), "join_cluster");
+      steps.insert(steps.end(), joined.begin(), joined.end());
+    }
   }
   return steps;
 }

@@ -16,7 +16,8 @@ using ScriptSettings = std::vector<std::pair<std::string, std::string>>;
 std::string render_node_script(std::string_view title, const ScriptSettings& settings,
                                std::string_view cloud_part, bool strip_comments);
 
-// The `step NAME` lines of the cloud's steps, in order ("identity", "efa", ..., "ready").
+// The `step NAME` lines of the cloud's steps, in order ("identity", "efa", ..., "ready"), with
+// those of node/common.sh's join_cluster where the cloud part calls it.
 std::vector<std::string> node_script_steps(std::string_view cloud_part);
 
 // Shell comment lines for `up --dry-run`: what each node does after the calls, step by step.

@@ -96,22 +96,4 @@ private_key=$(aws_cli ssm get-parameter --name "$DSX_KEY_PARAMETER" --with-decry
   --query Parameter.Value --output text)
 setup_ssh "$DSX_OS_USER" "$DSX_CLUSTER_PUBKEY" "$private_key"
 
-step storage
-if [[ $DSX_STORAGE != none ]]; then mount_shared; fi
-
-step dsx
-install_dsx "$DSX_PACKAGE"
-
-step peers
-wait_for_peers
-
-step report
-check_dsx_report
-
-step health
-check_cluster_health
-
-step ready
-publish_hostfile
-report_status yes
-log "ready: $(imds local-ipv4) is one of $DSX_NODE_COUNT nodes; hostfile in /etc/dsx/hostfile"
+join_cluster "$(imds local-ipv4)"

@@ -154,22 +154,4 @@ step ssh
 private_key=$(gcloud secrets versions access latest --quiet --project="$DSX_PROJECT" --secret="$DSX_KEY_SECRET")
 setup_ssh "$DSX_OS_USER" "$DSX_CLUSTER_PUBKEY" "$private_key"
 
-step storage
-if [[ $DSX_STORAGE != none ]]; then mount_shared; fi
-
-step dsx
-install_dsx "$DSX_PACKAGE"
-
-step peers
-wait_for_peers
-
-step report
-check_dsx_report
-
-step health
-check_cluster_health
-
-step ready
-publish_hostfile
-report_status yes
-log "ready: $(md instance/network-interfaces/0/ip) is one of $DSX_NODE_COUNT nodes; hostfile in /etc/dsx/hostfile"
+join_cluster "$(md instance/network-interfaces/0/ip)"

@@ -254,3 +254,27 @@ export_env_to_shells() {
     printf 'export %s=%q\n' "$key" "$value"
   done <"$DSX_ENV_FILE" >"$DSX_ROOT/etc/profile.d/dsx.sh"
 }
+
+# What every node does once its disks and ssh are set up: shared storage, dsx, waiting for the
+# other nodes, the report and health checks, then the hostfile. $1: this node's address.
+join_cluster() {
+  step storage
+  if [[ $DSX_STORAGE != none ]]; then mount_shared; fi
+
+  step dsx
+  install_dsx "$DSX_PACKAGE"
+
+  step peers
+  wait_for_peers
+
+  step report
+  check_dsx_report
+
+  step health
+  check_cluster_health
+
+  step ready
+  publish_hostfile
+  report_status yes
+  log "ready: $1 is one of $DSX_NODE_COUNT nodes; hostfile in /etc/dsx/hostfile"
+}
