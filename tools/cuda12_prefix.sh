@@ -63,15 +63,10 @@ if [[ -f $stamp && "$(cat "$stamp")" == "$stamp_text" ]]; then
   exit 0
 fi
 
-command -v python3 >/dev/null || die "python3 is needed (pip downloads the wheels)"
-python3 -m pip --version >/dev/null 2>&1 ||
-  die "python3 has no pip (Debian: apt-get install python3-pip)"
-
+source "$repo/tools/wheel_stage.sh"
+require_pip
 start=$SECONDS
-stage=$prefix.partial
-rm -rf "$stage"
-mkdir -p "$stage/wheels" "$stage/unpacked"
-trap 'rm -rf "$stage"' EXIT
+start_stage "$prefix"
 
 say "downloading ${wheels[*]}"
 python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \

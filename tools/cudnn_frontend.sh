@@ -32,26 +32,21 @@ if [[ -f $stamp && "$(cat "$stamp")" == "$stamp_text" && -f $dest/include/cudnn_
   exit 0
 fi
 
-command -v python3 >/dev/null || die "python3 is needed (pip downloads the wheel)"
-python3 -m pip --version >/dev/null 2>&1 ||
-  die "python3 has no pip (Debian: apt-get install python3-pip)"
-
-stage=$dest.partial
-rm -rf "$stage"
-mkdir -p "$stage/wheel" "$stage/unpacked"
-trap 'rm -rf "$stage"' EXIT
+source "$repo/tools/wheel_stage.sh"
+require_pip
+start_stage "$dest"
 
 # The platform and Python named explicitly, so every machine gets the same file as the hash.
 say "downloading nvidia-cudnn-frontend==$version from PyPI"
 python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
   --platform manylinux_2_28_x86_64 --python-version 3.11 --implementation cp --abi cp311 \
-  --dest "$stage/wheel" "nvidia-cudnn-frontend==$version" ||
+  --dest "$stage/wheels" "nvidia-cudnn-frontend==$version" ||
   die "pip could not download nvidia-cudnn-frontend==$version (is PyPI reachable? On a machine
   without a network, run this where there is one and carry DEST, or pass -DDSX_CUDNN_FRONTEND_DIR)"
-[[ -f $stage/wheel/$wheel ]] || die "pip downloaded $(ls "$stage/wheel"), not $wheel"
-got=$(sha256sum "$stage/wheel/$wheel" | cut -d' ' -f1)
+[[ -f $stage/wheels/$wheel ]] || die "pip downloaded $(ls "$stage/wheels"), not $wheel"
+got=$(sha256sum "$stage/wheels/$wheel" | cut -d' ' -f1)
 [[ $got == "$sha256" ]] || die "$wheel has sha256 $got, not the pinned $sha256"
-python3 -m zipfile -e "$stage/wheel/$wheel" "$stage/unpacked"
+python3 -m zipfile -e "$stage/wheels/$wheel" "$stage/unpacked"
 [[ -f $stage/unpacked/include/cudnn_frontend.h ]] ||
   die "the wheel holds no include/cudnn_frontend.h: its layout changed"
 header_version=$(
