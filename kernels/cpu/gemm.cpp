@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <type_traits>
 
 namespace dsx::kernels::cpu {
 namespace {
@@ -17,22 +18,17 @@ constexpr size_t kSliceAlign = 16;
 constexpr int kPartsPerThread = 4;
 constexpr size_t kMinPartWidth = 64;
 
-void blas_gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, float alpha,
-               const float* a, size_t lda, const float* b, size_t ldb, float beta, float* c,
-               size_t ldc) {
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-              trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
-              static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
-              c, static_cast<int>(ldc));
-}
-
-void blas_gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, double alpha,
-               const double* a, size_t lda, const double* b, size_t ldb, double beta, double* c,
-               size_t ldc) {
-  cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-              trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
-              static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
-              c, static_cast<int>(ldc));
+// One row-major BLAS call: cblas_sgemm for float, cblas_dgemm for double.
+template <class T>
+void blas_gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, T alpha, const T* a,
+               size_t lda, const T* b, size_t ldb, T beta, T* c, size_t ldc) {
+  constexpr auto gemm = [] {
+    if constexpr (std::is_same_v<T, float>) return cblas_sgemm;
+    else return cblas_dgemm;
+  }();
+  auto op = [](bool trans) { return trans ? CblasTrans : CblasNoTrans; };
+  auto i = [](size_t v) { return static_cast<int>(v); };
+  gemm(CblasRowMajor, op(trans_a), op(trans_b), i(m), i(n), i(k), alpha, a, i(lda), b, i(ldb), beta, c, i(ldc));
 }
 
 }  // namespace
