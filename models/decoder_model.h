@@ -5,9 +5,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "dsx/error.h"
 #include "models/model.h"
 
 namespace dsx::models {
@@ -37,6 +39,32 @@ class DecoderModel : public Model {
     for (const auto& s : specs_) num_params_ += s.numel;
   }
 
+  // The layer protocol's walks through the blocks (layers 1..L, model.h). Forward, the first
+  // first: block l's parameters acquired, the next block's prefetched, released after block(l).
+  template <class Block>
+  void blocks_forward(ParamAccess& access, const Block& block) const {
+    for (int l = 0; l < config_.num_layers; ++l) {
+      access.acquire(l + 1);
+      access.prefetch(l + 2);
+      block(l);
+      access.release(l + 1);
+    }
+  }
+  // Backward, the last first: block l's parameters acquired, the previous block's prefetched,
+  // and done(l + 1) after block(l) to hand the gradients over and release the parameters.
+  template <class Block, class Done>
+  void blocks_backward(ParamAccess& access, const Block& block, const Done& done) const {
+    for (int l = config_.num_layers - 1; l >= 0; --l) {
+      access.acquire(l + 1);
+      access.prefetch(l);
+      block(l);
+      done(l + 1);
+    }
+  }
+
+  // The token ids of a batch (inputs and targets), copied in at each forward.
+  size_t token_id_bytes() const { return 2 * static_cast<size_t>(max_batch_) * max_seq_ * sizeof(int32_t); }
+
   Config config_;
   std::vector<ParamSpec> specs_;
   size_t num_params_ = 0;
@@ -47,5 +75,22 @@ class DecoderModel : public Model {
   size_t counted_ = 0;        // its targets that count in the loss
   bool has_targets_ = false;  // it had targets (and backward has not consumed them yet)
 };
+
+// A CPU model's parameter type: F32; the float64 instantiation is a test reference the engine
+// cannot hold.
+template <class T>
+kernels::DType cpu_param_dtype(const char* family) {
+  if constexpr (sizeof(T) != 4)
+    throw Error(ErrorKind::Unsupported, std::string("the float64 ") + family + " is a test reference with no engine dtype");
+  return kernels::DType::F32;
+}
+
+// The bytes a CPU model's activation vectors hold (by capacity).
+template <class T>
+size_t capacity_bytes(const std::vector<const std::vector<T>*>& vectors) {
+  size_t elements = 0;
+  for (const auto* v : vectors) elements += v->capacity();
+  return elements * sizeof(T);
+}
 
 }  // namespace dsx::models

@@ -10,19 +10,15 @@ namespace dsx::models {
 
 namespace {
 
-GPT2Config make(int maxT, int V, int L, int NH, int C) {
-  return GPT2Config{maxT, V, padded_vocab(V), L, NH, C};
-}
-
 const std::map<std::string, GPT2Config>& presets() {
   static const std::map<std::string, GPT2Config> table = {
-      {"gpt2-124M", make(1024, 50257, 12, 12, 768)},
-      {"gpt2-350M", make(1024, 50257, 24, 16, 1024)},
-      {"gpt2-774M", make(1024, 50257, 36, 20, 1280)},
-      {"gpt2-1558M", make(1024, 50257, 48, 25, 1600)},
-      {"gpt2-bench", make(256, 50257, 6, 6, 384)},
-      {"byte-tiny", make(64, 256, 2, 4, 64)},
-      {"byte-small", make(256, 256, 4, 4, 128)},
+      {"gpt2-124M", gpt2_config(1024, 50257, 12, 12, 768)},
+      {"gpt2-350M", gpt2_config(1024, 50257, 24, 16, 1024)},
+      {"gpt2-774M", gpt2_config(1024, 50257, 36, 20, 1280)},
+      {"gpt2-1558M", gpt2_config(1024, 50257, 48, 25, 1600)},
+      {"gpt2-bench", gpt2_config(256, 50257, 6, 6, 384)},
+      {"byte-tiny", gpt2_config(64, 256, 2, 4, 64)},
+      {"byte-small", gpt2_config(256, 256, 4, 4, 128)},
   };
   return table;
 }
@@ -36,6 +32,10 @@ const char* kTensorNames[kNumGPT2Tensors] = {
 }  // namespace
 
 int padded_vocab(int vocab_size) { return (vocab_size + 127) / 128 * 128; }
+
+GPT2Config gpt2_config(int max_seq_len, int vocab_size, int num_layers, int num_heads, int channels) {
+  return GPT2Config{max_seq_len, vocab_size, padded_vocab(vocab_size), num_layers, num_heads, channels};
+}
 
 GPT2Config gpt2_preset(const std::string& name) { return find_preset(presets(), name, "GPT-2"); }
 

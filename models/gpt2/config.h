@@ -22,6 +22,8 @@ struct GPT2Config {
 
 // Rounds a vocabulary up to a multiple of 128 as llm.c does (50257 -> 50304, 256 -> 256).
 int padded_vocab(int vocab_size);
+// A config of these sizes with the vocabulary padded as llm.c pads it.
+GPT2Config gpt2_config(int max_seq_len, int vocab_size, int num_layers, int num_heads, int channels);
 
 // Presets: "gpt2-124M", "gpt2-350M", "gpt2-774M", "gpt2-1558M" (OpenAI's sizes, GPT-2 vocab),
 // "gpt2-bench" (6 layers, 384 channels, 6 heads, GPT-2 vocab, T 256: the CPU benchmark),

@@ -38,27 +38,13 @@ GPT2Cpu<T>::GPT2Cpu(const GPT2Config& config, int max_batch, int max_seq, bool a
 
 template <class T>
 size_t GPT2Cpu<T>::activation_bytes() const {
-  size_t elements = 0;
-  auto add = [&](const std::vector<T>& v) { elements += v.capacity(); };
-  for (const auto& r : residual_) add(r);
-  for (const auto& a : blocks_) {
-    for (const auto* v : {&a.ln1, &a.ln1_mean, &a.ln1_rstd, &a.qkv, &a.att, &a.atty, &a.res2, &a.ln2, &a.ln2_mean,
-                          &a.ln2_rstd, &a.fch, &a.fch_gelu})
-      add(*v);
-  }
-  for (const auto* v : {&lnf_, &lnf_mean_, &lnf_rstd_, &logits_, &lse_, &losses_, &tmp_, &dres_, &dln_, &dqkv_,
-                        &datty_, &dfch_})
-    add(*v);
-  // The token ids of a batch (inputs and targets) are copied in at each forward.
-  const size_t ids = 2 * static_cast<size_t>(max_batch_) * max_seq_ * sizeof(int32_t);
-  return elements * sizeof(T) + ids;
-}
-
-template <class T>
-kernels::DType GPT2Cpu<T>::param_dtype() const {
-  if constexpr (sizeof(T) != 4)
-    throw Error(ErrorKind::Unsupported, "the float64 GPT-2 is a test reference with no engine dtype");
-  return kernels::DType::F32;
+  std::vector<const std::vector<T>*> all{&lnf_, &lnf_mean_, &lnf_rstd_, &logits_, &lse_,  &losses_,
+                                         &tmp_, &dres_,     &dln_,      &dqkv_,   &datty_, &dfch_};
+  for (const auto& r : residual_) all.push_back(&r);
+  for (const auto& a : blocks_)
+    all.insert(all.end(), {&a.ln1, &a.ln1_mean, &a.ln1_rstd, &a.qkv, &a.att, &a.atty, &a.res2, &a.ln2,
+                           &a.ln2_mean, &a.ln2_rstd, &a.fch, &a.fch_gelu});
+  return capacity_bytes(all) + token_id_bytes();
 }
 
 template <class T>
@@ -138,16 +124,10 @@ float GPT2Cpu<T>::forward(const int32_t* inputs, const int32_t* targets, int B, 
   const T* wte = static_cast<const T*>(access.param(gpt2_param_index(config_, kWte, 0)));
   const T* wpe = static_cast<const T*>(access.param(gpt2_param_index(config_, kWpe, 0)));
   kc::gpt2_encoder_forward(residual_[0].data(), inputs, wte, wpe, B, Tn, C);
-  for (int l = 0; l < L; ++l) {
-    access.acquire(l + 1);
-    access.prefetch(l + 2);
-    {
-      trace::Scope span("forward layer", l + 1, "layer");
-      block_forward(acts_of(l), residual_[l + 1].data(), residual_[l].data(),
-                    gpt2_block_params<T>(config_, access, l));
-    }
-    access.release(l + 1);
-  }
+  blocks_forward(access, [&](int l) {
+    trace::Scope span("forward layer", l + 1, "layer");
+    block_forward(acts_of(l), residual_[l + 1].data(), residual_[l].data(), gpt2_block_params<T>(config_, access, l));
+  });
   trace::Scope head("forward head", "layer");  // the final layer norm, logits and loss
   access.acquire(L + 1);
   const T* lnfw = static_cast<const T*>(access.param(gpt2_param_index(config_, kLnfw, 0)));
@@ -193,27 +173,22 @@ void GPT2Cpu<T>::backward(ParamAccess& access, GradSink& sink, float grad_scale)
                               static_cast<const T*>(access.param(gpt2_param_index(config_, kLnfw, 0))),
                               lnf_mean_.data(), lnf_rstd_.data(), N, C);
   head.reset();
-  sink.ready(L + 1);
-  access.release(L + 1);
-
-  for (int l = L - 1; l >= 0; --l) {
-    access.acquire(l + 1);
-    access.prefetch(l);
-    BlockParams p = gpt2_block_params<T>(config_, access, l);
-    BlockActs& a = acts_of(l);
-    {
-      trace::Scope span("backward layer", l + 1, "layer");
-      if (checkpointing_) block_forward(a, tmp_.data() /* output not needed again */, residual_[l].data(), p);
-      block_backward(dres_.data(), a, residual_[l].data(), p, gpt2_block_grads<T>(config_, sink, l));
-    }
-    sink.ready(l + 1);
-    access.release(l + 1);
-  }
+  const auto done = [&](int layer) { sink.ready(layer), access.release(layer); };
+  done(L + 1);
+  blocks_backward(
+      access,
+      [&](int l) {
+        trace::Scope span("backward layer", l + 1, "layer");
+        const BlockParams p = gpt2_block_params<T>(config_, access, l);
+        BlockActs& a = acts_of(l);
+        if (checkpointing_) block_forward(a, tmp_.data() /* output not needed again */, residual_[l].data(), p);
+        block_backward(dres_.data(), a, residual_[l].data(), p, gpt2_block_grads<T>(config_, sink, l));
+      },
+      done);
 
   T* dwpe = static_cast<T*>(sink.grad(gpt2_param_index(config_, kWpe, 0)));
   kc::gpt2_encoder_backward(dwte, dwpe, dres_.data(), inputs_.data(), B_, T_, C);
-  sink.ready(0);
-  access.release(0);
+  done(0);
 }
 
 template <class T>

@@ -21,7 +21,7 @@ class GPT2Cpu final : public DecoderModel<GPT2Config, gpt2_forward_flops> {
   // Activations are allocated for up to max_batch rows of max_seq tokens (max_seq <= maxT).
   GPT2Cpu(const GPT2Config& config, int max_batch, int max_seq, bool activation_checkpointing = false);
 
-  kernels::DType param_dtype() const override;  // F32; the double reference throws Unsupported
+  kernels::DType param_dtype() const override { return cpu_param_dtype<T>("GPT-2"); }
   bool on_device() const override { return false; }
   void init_params(void* flat, uint64_t seed) const override;
   float forward(const int32_t* inputs, const int32_t* targets, int B, int Tn,

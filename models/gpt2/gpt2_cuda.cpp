@@ -182,14 +182,10 @@ float GPT2Cuda<T>::forward(const int32_t* inputs, const int32_t* targets, int B,
   const T* wte = static_cast<const T*>(access.param(gpt2_param_index(config_, kWte, 0)));
   const T* wpe = static_cast<const T*>(access.param(gpt2_param_index(config_, kWpe, 0)));
   kc::gpt2_encoder_forward(residual_[0].data(), inputs_.data(), wte, wpe, B, Tn, C, stream);
-  for (int l = 0; l < L; ++l) {
-    access.acquire(l + 1);
-    access.prefetch(l + 2);
+  blocks_forward(access, [&](int l) {
     GpuLayerSpan on_gpu(stream, "forward layer", l + 1);
-    block_forward(acts_of(l), residual_[l + 1].data(), residual_[l].data(),
-                  gpt2_block_params<T>(config_, access, l));
-    access.release(l + 1);
-  }
+    block_forward(acts_of(l), residual_[l + 1].data(), residual_[l].data(), gpt2_block_params<T>(config_, access, l));
+  });
   access.acquire(L + 1);
   const T* lnfw = static_cast<const T*>(access.param(gpt2_param_index(config_, kLnfw, 0)));
   const T* lnfb = static_cast<const T*>(access.param(gpt2_param_index(config_, kLnfb, 0)));
@@ -232,21 +228,22 @@ void GPT2Cuda<T>::backward(ParamAccess& access, GradSink& sink, float grad_scale
   // Gradients are final when the stream has run the kernels that write them: ZeRO on this
   // device orders its reads by an event; anyone else reads once the stream is done.
   const bool wait_for_stream = !sink.orders_after_device_work();
-  if (wait_for_stream) cuda_check(cudaStreamSynchronize(s), "backward");
-  sink.ready(L + 1);
-  access.release(L + 1);
-  for (int l = L - 1; l >= 0; --l) {
-    access.acquire(l + 1);
-    access.prefetch(l);
-    BlockParams p = gpt2_block_params<T>(config_, access, l);
-    BlockActs& a = acts_of(l);
-    GpuLayerSpan on_gpu(s, "backward layer", l + 1);
-    if (checkpointing_) block_forward(a, tmp_.data(), residual_[l].data(), p);
-    block_backward(dres_.data(), a, residual_[l].data(), p, gpt2_block_grads<T>(config_, sink, l));
+  auto ready = [&](int layer) {
     if (wait_for_stream) cuda_check(cudaStreamSynchronize(s), "backward");
-    sink.ready(l + 1);
-    access.release(l + 1);
-  }
+    sink.ready(layer);
+    access.release(layer);
+  };
+  ready(L + 1);
+  blocks_backward(
+      access,
+      [&](int l) {
+        GpuLayerSpan on_gpu(s, "backward layer", l + 1);
+        const BlockParams p = gpt2_block_params<T>(config_, access, l);
+        BlockActs& a = acts_of(l);
+        if (checkpointing_) block_forward(a, tmp_.data() /* output not needed again */, residual_[l].data(), p);
+        block_backward(dres_.data(), a, residual_[l].data(), p, gpt2_block_grads<T>(config_, sink, l));
+      },
+      ready);
   T* dwpe = static_cast<T*>(sink.grad(gpt2_param_index(config_, kWpe, 0)));
   // wte's gradient rows summed per token in row order (no atomics): grouped on the host.
   // A member: the copy may still read it after this returns (the next forward waits for it).
@@ -255,9 +252,7 @@ void GPT2Cuda<T>::backward(ParamAccess& access, GradSink& sink, float grad_scale
                              cudaMemcpyHostToDevice, s),
              "copy token rows");
   kc::gpt2_encoder_backward(dwte, dwpe, dres_.data(), token_rows_.data(), token_rows_host_.distinct, B_, T_, C, s);
-  if (wait_for_stream) cuda_check(cudaStreamSynchronize(s), "backward");
-  sink.ready(0);
-  access.release(0);
+  ready(0);
 }
 
 template <class T>

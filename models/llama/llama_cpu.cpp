@@ -50,25 +50,12 @@ LlamaCpu<T>::LlamaCpu(const LlamaConfig& config, int max_batch, int max_seq, boo
 
 template <class T>
 size_t LlamaCpu<T>::activation_bytes() const {
-  size_t elements = 0;
-  auto add = [&](const std::vector<T>& v) { elements += v.capacity(); };
-  for (const auto& r : residual_) add(r);
+  std::vector<const std::vector<T>*> all{&cos_, &sin_, &xf_,   &rstdf_, &logits_, &lse_, &losses_, &q_, &k_,
+                                         &v_,   &tmp_, &dres_, &dxn_,   &datty_,  &dqkv_, &dh_,    &dup_};
+  for (const auto& r : residual_) all.push_back(&r);
   for (const auto& a : blocks_)
-    for (const auto* v : {&a.xn1, &a.rstd1, &a.qkv, &a.att, &a.atty, &a.res2, &a.xn2, &a.rstd2, &a.gate, &a.up, &a.h})
-      add(*v);
-  for (const auto* v : {&cos_, &sin_, &xf_, &rstdf_, &logits_, &lse_, &losses_, &q_, &k_, &v_, &tmp_, &dres_,
-                        &dxn_, &datty_, &dqkv_, &dh_, &dup_})
-    add(*v);
-  // The token ids of a batch (inputs and targets) are copied in at each forward.
-  const size_t ids = 2 * static_cast<size_t>(max_batch_) * max_seq_ * sizeof(int32_t);
-  return elements * sizeof(T) + ids;
-}
-
-template <class T>
-kernels::DType LlamaCpu<T>::param_dtype() const {
-  if constexpr (sizeof(T) != 4)
-    throw Error(ErrorKind::Unsupported, "the float64 Llama is a test reference with no engine dtype");
-  return kernels::DType::F32;
+    all.insert(all.end(), {&a.xn1, &a.rstd1, &a.qkv, &a.att, &a.atty, &a.res2, &a.xn2, &a.rstd2, &a.gate, &a.up, &a.h});
+  return capacity_bytes(all) + token_id_bytes();
 }
 
 template <class T>
@@ -165,16 +152,10 @@ float LlamaCpu<T>::forward(const int32_t* inputs, const int32_t* targets, int B,
   access.prefetch(1);
   llama_embedding_forward(residual_[0].data(), inputs, static_cast<const T*>(access.param(0)), N, C);
   if (!tied) access.release(0);
-  for (int l = 0; l < L; ++l) {
-    access.acquire(l + 1);
-    access.prefetch(l + 2);
-    {
-      trace::Scope span("forward layer", l + 1, "layer");
-      block_forward(acts_of(l), residual_[l + 1].data(), residual_[l].data(),
-                    llama_block_params<T>(layout_, access, l));
-    }
-    access.release(l + 1);
-  }
+  blocks_forward(access, [&](int l) {
+    trace::Scope span("forward layer", l + 1, "layer");
+    block_forward(acts_of(l), residual_[l + 1].data(), residual_[l].data(), llama_block_params<T>(layout_, access, l));
+  });
   trace::Scope head("forward head", "layer");  // the final norm, logits and loss
   access.acquire(L + 1);
   const T* normw = static_cast<const T*>(access.param(layout_.norm_index()));
@@ -227,28 +208,23 @@ void LlamaCpu<T>::backward(ParamAccess& access, GradSink& sink, float grad_scale
   if (tied) access.acquire(0);  // the head's weight is the embedding
   access.prefetch(L);
   head_backward(access, sink, grad_scale);
-  sink.ready(L + 1);
-  access.release(L + 1);
-
-  for (int l = L - 1; l >= 0; --l) {
-    access.acquire(l + 1);
-    access.prefetch(l);
-    BlockParams p = llama_block_params<T>(layout_, access, l);
-    BlockActs& a = acts_of(l);
-    {
-      trace::Scope span("backward layer", l + 1, "layer");
-      if (checkpointing_) block_forward(a, tmp_.data() /* output not needed again */, residual_[l].data(), p);
-      block_backward(dres_.data(), a, residual_[l].data(), p, llama_block_grads<T>(layout_, sink, l));
-    }
-    sink.ready(l + 1);
-    access.release(l + 1);
-  }
+  const auto done = [&](int layer) { sink.ready(layer), access.release(layer); };
+  done(L + 1);
+  blocks_backward(
+      access,
+      [&](int l) {
+        trace::Scope span("backward layer", l + 1, "layer");
+        const BlockParams p = llama_block_params<T>(layout_, access, l);
+        BlockActs& a = acts_of(l);
+        if (checkpointing_) block_forward(a, tmp_.data() /* output not needed again */, residual_[l].data(), p);
+        block_backward(dres_.data(), a, residual_[l].data(), p, llama_block_grads<T>(layout_, sink, l));
+      },
+      done);
 
   if (!tied) access.acquire(0);
   llama_embedding_backward(static_cast<T*>(sink.grad(0)), dres_.data(), inputs_.data(),
                            static_cast<size_t>(B_) * T_, C);
-  sink.ready(0);
-  access.release(0);
+  done(0);
 }
 
 template <class T>

@@ -26,7 +26,7 @@ class LlamaCpu final : public DecoderModel<LlamaConfig, llama_forward_flops> {
   // (max_seq <= max_position_embeddings). Throws Error(Config) for an invalid config.
   LlamaCpu(const LlamaConfig& config, int max_batch, int max_seq, bool activation_checkpointing = false);
 
-  kernels::DType param_dtype() const override;  // F32; the double reference throws Unsupported
+  kernels::DType param_dtype() const override { return cpu_param_dtype<T>("Llama"); }
   bool on_device() const override { return false; }
   // N(0, 0.02) for the embedding, every projection and the head, ones for the norms, zeros for
   // biases (transformers' _init_weights with initializer_range 0.02).

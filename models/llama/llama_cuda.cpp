@@ -309,14 +309,10 @@ float LlamaCuda<T>::forward(const int32_t* inputs, const int32_t* targets, int B
   kc::llama_embedding_forward(residual_[0].data(), inputs_.data(),
                               static_cast<const T*>(access.param(0)), N, C, s);
   if (!tied) access.release(0);
-  for (int l = 0; l < L; ++l) {
-    access.acquire(l + 1);
-    access.prefetch(l + 2);
+  blocks_forward(access, [&](int l) {
     GpuLayerSpan on_gpu(s, "forward layer", l + 1);
-    block_forward(acts_of(l), residual_[l + 1].data(), residual_[l].data(),
-                  llama_block_params<T>(layout_, access, l));
-    access.release(l + 1);
-  }
+    block_forward(acts_of(l), residual_[l + 1].data(), residual_[l].data(), llama_block_params<T>(layout_, access, l));
+  });
   access.acquire(L + 1);
   const T* normw = static_cast<const T*>(access.param(layout_.norm_index()));
   kc::llama_rmsnorm_forward(xf_.data(), rstdf_.data(), residual_[L].data(), normw, N, C,
@@ -392,19 +388,16 @@ void LlamaCuda<T>::backward(ParamAccess& access, GradSink& sink, float grad_scal
   access.prefetch(L);
   head_backward(access, sink, grad_scale);
   ready(L + 1);
-  for (int l = L - 1; l >= 0; --l) {
-    access.acquire(l + 1);
-    access.prefetch(l);
-    BlockParams p = llama_block_params<T>(layout_, access, l);
-    BlockActs& a = acts_of(l);
-    {
-      GpuLayerSpan on_gpu(s, "backward layer", l + 1);
-      if (checkpointing_)
-        block_forward(a, tmp_.data() /* output not needed again */, residual_[l].data(), p);
-      block_backward(dres_.data(), a, residual_[l].data(), p, llama_block_grads<T>(layout_, sink, l));
-    }
-    ready(l + 1);
-  }
+  blocks_backward(
+      access,
+      [&](int l) {
+        GpuLayerSpan on_gpu(s, "backward layer", l + 1);
+        const BlockParams p = llama_block_params<T>(layout_, access, l);
+        BlockActs& a = acts_of(l);
+        if (checkpointing_) block_forward(a, tmp_.data() /* output not needed again */, residual_[l].data(), p);
+        block_backward(dres_.data(), a, residual_[l].data(), p, llama_block_grads<T>(layout_, sink, l));
+      },
+      ready);
   if (!tied) access.acquire(0);
   embedding_backward(sink);
   ready(0);

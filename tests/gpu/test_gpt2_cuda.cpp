@@ -22,10 +22,7 @@ using namespace dsx::models;
 namespace {
 
 GPT2Config test_config() {
-  GPT2Config c;
-  c.max_seq_len = 64, c.vocab_size = 300, c.padded_vocab_size = padded_vocab(300);
-  c.num_layers = 2, c.num_heads = 4, c.channels = 64;
-  return c;
+  return gpt2_config(/*max_seq_len=*/64, /*vocab_size=*/300, /*num_layers=*/2, /*num_heads=*/4, /*channels=*/64);
 }
 
 // GPT2Cuda<T> of B x Tn on device parameters initialised as GPT2Cpu initialises them from seed 5.

@@ -23,10 +23,7 @@ using namespace dsx::test;
 namespace {
 
 GPT2Config micro_config() {
-  GPT2Config c;
-  c.max_seq_len = 8, c.vocab_size = 37, c.padded_vocab_size = padded_vocab(37);
-  c.num_layers = 2, c.num_heads = 2, c.channels = 8;
-  return c;
+  return gpt2_config(/*max_seq_len=*/8, /*vocab_size=*/37, /*num_layers=*/2, /*num_heads=*/2, /*channels=*/8);
 }
 
 }  // namespace

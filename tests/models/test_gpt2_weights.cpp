@@ -18,10 +18,8 @@ using dsx::kernels::DType;
 namespace {
 
 GPT2Config small_config() {
-  GPT2Config c;
-  c.max_seq_len = 16, c.vocab_size = 300, c.padded_vocab_size = padded_vocab(300);  // 384: real padding
-  c.num_layers = 2, c.num_heads = 4, c.channels = 16;
-  return c;
+  // vocabulary padded to 384: real padding
+  return gpt2_config(/*max_seq_len=*/16, /*vocab_size=*/300, /*num_layers=*/2, /*num_heads=*/4, /*channels=*/16);
 }
 
 std::vector<float> random_params(const GPT2Config& c) {
