@@ -11,13 +11,8 @@
 #include "dsx/error.h"
 #include "tests/engine/test_files.h"
 
-using dsx::test::read_all;
-using dsx::test::error_of;
-
 using namespace dsx::checkpoint;
-using dsx::test::load_and_check;
-using dsx::test::save_test_checkpoint;
-using dsx::test::TempDir;
+using namespace dsx::test;  // test_files.h: read_all, error_of, load_and_check, save_test_checkpoint, TempDir
 
 namespace {
 

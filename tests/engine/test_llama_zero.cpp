@@ -16,6 +16,7 @@
 #include "models/llama/llama_cpu.h"
 #include "models/local_params.h"
 #include "tests/comm/comm_harness.h"
+#include "tests/engine/zero_test_config.h"
 #include "tests/models/plain_adamw.h"
 
 namespace {
@@ -23,16 +24,9 @@ namespace {
 constexpr int kMicro = 2, kAccum = 2, kSteps = 3;
 constexpr float kLr = 0.01f, kDecay = 0.1f;
 
+// No clipping (DeepSpeed clips at 1.0 by default): the reference is plain AdamW.
 dsx::config::EngineConfig config_for(int stage, int world) {
-  // No clipping (DeepSpeed clips at 1.0 by default): the reference is plain AdamW.
-  const std::string text = R"({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 2, "gradient_clipping": 0.0,
-    "optimizer": {"type": "AdamW", "params": {"lr": 0.01, "betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": 0.1}},
-    "zero_optimization": {"stage": )" + std::to_string(stage) +
-                           R"(, "overlap_comm": true, "reduce_bucket_size": 3000,
-    "stage3_prefetch_bucket_size": 2000, "stage3_param_persistence_threshold": 100}})";
-  dsx::config::ConfigInputs inputs;
-  inputs.world_size = world;
-  return dsx::config::read_ds_config_text(text, "test config", inputs);
+  return dsx::test::zero_test_config(stage, world, /*gradient_clipping=*/0.0, /*reduce_bucket_size=*/3000);
 }
 
 dsx::models::LlamaConfig shape(bool qwen2_layout) {

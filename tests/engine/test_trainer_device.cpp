@@ -17,6 +17,7 @@
 #include "models/data/addition.h"
 #include "models/gpt2/gpt2_cpu.h"
 #include "tests/comm/comm_harness.h"
+#include "tests/engine/zero_test_config.h"
 
 namespace {
 
@@ -24,14 +25,7 @@ using dsx::config::EngineConfig;
 using dsx::engine::Trainer;
 
 dsx::config::EngineConfig config_for(int stage, int world) {
-  const std::string text = R"({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 2,
-    "gradient_clipping": 1.0, "optimizer": {"type": "AdamW", "params": {"lr": 0.01, "weight_decay": 0.1}},
-    "zero_optimization": {"stage": )" + std::to_string(stage) +
-                           R"(, "overlap_comm": true, "reduce_bucket_size": 4000,
-    "stage3_prefetch_bucket_size": 2000, "stage3_param_persistence_threshold": 100}})";
-  dsx::config::ConfigInputs inputs;
-  inputs.world_size = world;
-  return dsx::config::read_ds_config_text(text, "test config", inputs);
+  return dsx::test::zero_test_config(stage, world, /*gradient_clipping=*/1.0, /*reduce_bucket_size=*/4000);
 }
 
 struct TrainedRun {

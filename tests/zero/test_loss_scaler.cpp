@@ -23,12 +23,8 @@ std::vector<double> trace(LossScaler& scaler, const std::string& pattern) {
 }
 
 LossScalerConfig zero_config(int power, int64_t window, int hysteresis, bool consecutive = false) {
-  LossScalerConfig c;
-  c.initial_scale_power = power;
-  c.window = window;
-  c.hysteresis = hysteresis;
-  c.consecutive_hysteresis = consecutive;
-  return c;
+  return {.initial_scale_power = power, .window = window, .hysteresis = hysteresis,
+          .consecutive_hysteresis = consecutive};
 }
 
 }  // namespace

@@ -19,25 +19,26 @@ import json
 import subprocess
 import sys
 
+
+def llama(hidden, intermediate, layers, heads, kv_heads, vocab, context):
+    """LlamaConfig's arguments for an untied Llama of these sizes."""
+    return dict(hidden_size=hidden, intermediate_size=intermediate, num_hidden_layers=layers,
+                num_attention_heads=heads, num_key_value_heads=kv_heads, vocab_size=vocab,
+                max_position_embeddings=context, tie_word_embeddings=False)
+
+
 # (dsx preset name, transformers config class, its arguments). Shapes as published by the
 # model authors; the dsx presets in tools/estimate/model_presets.cpp must match.
+# llama(hidden, intermediate, layers, heads, kv_heads, vocab, context)
 PRESETS = [
     ("gpt2", "GPT2Config", dict(n_layer=12, n_embd=768, n_head=12)),
     ("gpt2-medium", "GPT2Config", dict(n_layer=24, n_embd=1024, n_head=16)),
     ("gpt2-large", "GPT2Config", dict(n_layer=36, n_embd=1280, n_head=20)),
     ("gpt2-xl", "GPT2Config", dict(n_layer=48, n_embd=1600, n_head=25)),
-    ("llama2-7b", "LlamaConfig", dict(hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
-                                       num_attention_heads=32, num_key_value_heads=32, vocab_size=32000,
-                                       max_position_embeddings=4096, tie_word_embeddings=False)),
-    ("llama2-13b", "LlamaConfig", dict(hidden_size=5120, intermediate_size=13824, num_hidden_layers=40,
-                                        num_attention_heads=40, num_key_value_heads=40, vocab_size=32000,
-                                        max_position_embeddings=4096, tie_word_embeddings=False)),
-    ("llama2-70b", "LlamaConfig", dict(hidden_size=8192, intermediate_size=28672, num_hidden_layers=80,
-                                        num_attention_heads=64, num_key_value_heads=8, vocab_size=32000,
-                                        max_position_embeddings=4096, tie_word_embeddings=False)),
-    ("llama3-8b", "LlamaConfig", dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
-                                       num_attention_heads=32, num_key_value_heads=8, vocab_size=128256,
-                                       max_position_embeddings=8192, tie_word_embeddings=False)),
+    ("llama2-7b", "LlamaConfig", llama(4096, 11008, 32, 32, 32, 32000, 4096)),
+    ("llama2-13b", "LlamaConfig", llama(5120, 13824, 40, 40, 40, 32000, 4096)),
+    ("llama2-70b", "LlamaConfig", llama(8192, 28672, 80, 64, 8, 32000, 4096)),
+    ("llama3-8b", "LlamaConfig", llama(4096, 14336, 32, 32, 8, 128256, 8192)),
 ]
 
 # (GPUs per node, nodes) for every model.
