@@ -74,14 +74,23 @@ struct AdamCoeffs {
   float grad_factor;
 };
 
+// 1 - beta^step, Adam's and LAMB's bias correction at `step`; 1 without bias correction.
+inline double bias_correction(bool corrected, float beta, int64_t step) {
+  return corrected ? 1.0 - std::pow(double(beta), double(step)) : 1.0;
+}
+
+// The betas and their complements, as Adam's and LAMB's fused steps take them.
+template <class Coeffs, class Hyper>
+void set_betas(Coeffs& c, const Hyper& h) {
+  c.beta1 = h.beta1, c.beta2 = h.beta2;
+  c.one_minus_beta1 = 1.0f - h.beta1, c.one_minus_beta2 = 1.0f - h.beta2;
+}
+
 inline AdamCoeffs adam_coeffs(const AdamHyper& h, int64_t step, float grad_factor) {
-  double bc1 = h.bias_correction ? 1.0 - std::pow(double(h.beta1), double(step)) : 1.0;
-  double bc2 = h.bias_correction ? 1.0 - std::pow(double(h.beta2), double(step)) : 1.0;
+  const double bc1 = bias_correction(h.bias_correction, h.beta1, step);
+  const double bc2 = bias_correction(h.bias_correction, h.beta2, step);
   AdamCoeffs c;
-  c.beta1 = h.beta1;
-  c.beta2 = h.beta2;
-  c.one_minus_beta1 = 1.0f - h.beta1;
-  c.one_minus_beta2 = 1.0f - h.beta2;
+  set_betas(c, h);
   c.eps = h.eps;
   c.step_size = static_cast<float>(-double(h.lr) / bc1);
   c.inv_sqrt_bc2 = static_cast<float>(1.0 / std::sqrt(bc2));
@@ -100,13 +109,10 @@ struct LambCoeffs {
 };
 
 inline LambCoeffs lamb_coeffs(const LambHyper& h, int64_t step, float grad_factor) {
-  double bc1 = h.bias_correction ? 1.0 - std::pow(double(h.beta1), double(step)) : 1.0;
-  double bc2 = h.bias_correction ? 1.0 - std::pow(double(h.beta2), double(step)) : 1.0;
+  const double bc1 = bias_correction(h.bias_correction, h.beta1, step);
+  const double bc2 = bias_correction(h.bias_correction, h.beta2, step);
   LambCoeffs c;
-  c.beta1 = h.beta1;
-  c.beta2 = h.beta2;
-  c.one_minus_beta1 = 1.0f - h.beta1;
-  c.one_minus_beta2 = 1.0f - h.beta2;
+  set_betas(c, h);
   c.step_size = static_cast<float>(double(h.lr) * std::sqrt(bc2) / bc1);
   c.weight_decay = h.weight_decay;
   c.max_coeff = h.max_coeff;
