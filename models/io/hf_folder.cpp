@@ -342,9 +342,9 @@ void copy_hf_tokenizer_files(const std::string& from, const std::string& dir) {
 }
 
 const std::vector<std::string>& hf_tokenizer_files() {
-  static const std::vector<std::string> names = {"tokenizer.json", "tokenizer.model",
-                                                 "tokenizer_config.json", "special_tokens_map.json",
-                                                 "generation_config.json"};
+  static const std::vector<std::string> names = {"tokenizer.json",          "tokenizer.model",
+                                                 "tokenizer_config.json",   "special_tokens_map.json",
+                                                 "chat_template.jinja",     "generation_config.json"};
   return names;
 }
 

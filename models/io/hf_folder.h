@@ -39,7 +39,8 @@ LlamaWeights read_llama_hf_folder(const std::string& dir);
 // transformers' default shard limit (save_pretrained's "5GB" is 5 * 10^9 bytes).
 inline constexpr size_t kDefaultMaxShardBytes = 5'000'000'000;
 
-// The tokenizer and generation files copied from a source folder when they are there.
+// The tokenizer, chat template and generation files copied from a source folder when they are
+// there.
 const std::vector<std::string>& hf_tokenizer_files();
 // Copies those of them `from` holds into `dir`, each atomically ("" or the same folder: nothing).
 // Error(Io) when `from` is not a folder.

@@ -143,6 +143,38 @@ TEST(LlamaFinetune, InstructionDataTrainsOnlyTheResponses) {
   EXPECT_NE(bad.output.find(jsonl + ":65"), std::string::npos) << bad.output;
 }
 
+TEST(LlamaFinetune, ConversationsTrainThroughTheFolderChatTemplate) {
+  dsx::test::TempDir dir;
+  const std::string model = dir.file("llama");
+  write_model_folder(model);
+  const std::string templ = model + "/chat_template.jinja";
+  std::filesystem::copy_file(std::string(DSX_SOURCE_DIR) + "/tests/jinja/data/templates/llama3.jinja", templ);
+  const std::string jsonl = dir.file("chat.jsonl");
+  {
+    std::ofstream out(jsonl);
+    for (int i = 0; i < 32; ++i) {
+      out << R"({"messages": [{"role": "user", "content": "What is )" << i
+          << R"( plus one?"}, {"role": "assistant", "content": ")" << i + 1 << R"(."}]})" << "\n";
+    }
+  }
+  const std::string args = " --deepspeed_config " + kZero3 + " --model " + model + " --data jsonl:" + jsonl;
+  auto r = train(args + " --seq_len 40 --steps 2 --save " + dir.file("out"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("training summary"), std::string::npos) << r.output;
+
+  // The export keeps the template beside the tokenizer, where transformers reads it.
+  auto e = run_command(std::string(DSX_EXE) + " export " + dir.file("out") + " --out " + dir.file("out_hf"));
+  ASSERT_EQ(e.exit_code, 0) << e.output;
+  EXPECT_EQ(read_all(dir.file("out_hf/chat_template.jinja")), read_all(templ));
+
+  // Without a template a conversation is refused, naming its line.
+  std::filesystem::remove(templ);
+  auto bad = train(args + " --seq_len 40 --steps 1");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.output.find(jsonl + ":1: a conversation needs the model's chat template"), std::string::npos)
+      << bad.output;
+}
+
 TEST(LlamaFinetune, WhatCannotBeTrainedExactlyIsRefusedByName) {
   dsx::test::TempDir dir;
   // Text data without a tokenizer for a model whose vocabulary is not bytes needs one.
