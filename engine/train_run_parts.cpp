@@ -38,7 +38,7 @@ std::string answer_line(models::Model& model, models::ParamAccess& access, const
   models::SampleOptions so;
   so.max_new_tokens = task.digits() + 2;
   so.temperature = 0;
-  so.stop_token = '\n';
+  so.stop_tokens = {'\n'};
   auto out = models::generate(model, access, std::vector<int32_t>(prompt.begin(), prompt.end()), so);
   std::string text(out.begin(), out.end());
   const int64_t got = task.parse_answer(text);

@@ -44,7 +44,7 @@ std::vector<int32_t> generate(Model& model, ParamAccess& access, const std::vect
     int32_t next = pick(logits.data() + static_cast<size_t>(T - 1) * V, V, o, rng);
     out.push_back(next);
     context.push_back(next);
-    if (next == o.stop_token) break;
+    if (std::find(o.stop_tokens.begin(), o.stop_tokens.end(), next) != o.stop_tokens.end()) break;
   }
   return out;
 }

@@ -15,7 +15,7 @@ struct SampleOptions {
   float temperature = 1.0f;  // 0: always the most likely token
   int top_k = 0;             // 0: the whole vocabulary
   uint64_t seed = 0;
-  int32_t stop_token = -1;   // generation ends after this token (-1: never)
+  std::vector<int32_t> stop_tokens;  // generation ends after any of these (none: never)
 };
 
 // Returns the generated tokens (without the prompt). The prompt must not be empty.

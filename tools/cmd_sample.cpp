@@ -14,6 +14,8 @@
 #include "models/local_params.h"
 #include "models/model_source.h"
 #include "models/sampling.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/generation_config.h"
 #include "tokenizer/load_tokenizer.h"
 #include "tools/cli.h"
 
@@ -78,6 +80,7 @@ models::ModelSource load_for_sampling(const std::string& path, int heads) {
 // llm.c's gpt2_tokenizer.bin (decoding only), bytes for byte-level models, else ids as numbers.
 struct SampleText {
   std::unique_ptr<tokenizer::Tokenizer> hf;
+  std::string hf_folder;  // where hf came from: its chat template and generation_config.json
   std::unique_ptr<models::LlmcTokenizer> llmc;
   bool bytes = false;
 
@@ -104,6 +107,7 @@ SampleText sample_text(const po::variables_map& v, const models::ModelSource& so
     const std::string dir = given.empty() ? source.folder : given;
     if (!given.empty() || std::filesystem::exists(dir + "/tokenizer.json") || std::filesystem::exists(dir + "/tokenizer.model")) {
       t.hf = tokenizer::load_tokenizer(dir);
+      t.hf_folder = dir;
     }
   }
   t.bytes = !t.hf && source.shape.vocab_size() == 256;
@@ -127,7 +131,7 @@ int sample_addition(const po::variables_map& v, const models::ModelSource& sourc
     parse_sum(v["add"].as<std::string>(), a, b, task.digits());
     std::string prompt = task.prompt(a, b);
     models::SampleOptions o;
-    o.max_new_tokens = task.digits() + 2, o.temperature = 0.0f, o.stop_token = '\n';
+    o.max_new_tokens = task.digits() + 2, o.temperature = 0.0f, o.stop_tokens = {'\n'};
     auto out = models::generate(*model, params, std::vector<int32_t>(prompt.begin(), prompt.end()), o);
     std::string answer(out.begin(), out.end());
     int64_t got = task.parse_answer(answer);
@@ -146,9 +150,30 @@ int sample_addition(const po::variables_map& v, const models::ModelSource& sourc
   return 0;
 }
 
+// --chat: the prompt as one user turn through the tokenizer folder's chat template, with the
+// generation prompt, as transformers' apply_chat_template(add_generation_prompt=True) gives it.
+std::vector<int32_t> chat_prompt_ids(const std::string& prompt, const SampleText& text) {
+  if (!text.hf)
+    throw Error(ErrorKind::Usage, "dsx sample --chat needs a Hugging Face tokenizer (the model folder's or --tokenizer DIR)");
+  const auto chat = tokenizer::read_chat_template(text.hf_folder);
+  if (!chat)
+    throw Error(ErrorKind::Usage, "dsx sample --chat: " + text.hf_folder +
+                                      " has no chat template (chat_template.jinja, or chat_template in "
+                                      "tokenizer_config.json); sample without --chat, or give --tokenizer DIR with one");
+  jinja::Dict turn;
+  turn.set("role", "user");
+  turn.set("content", prompt);
+  tokenizer::EncodeOptions templated;
+  templated.add_special_tokens = false;  // the template wrote BOS where the model wants one
+  return text.hf->encode(chat->render({jinja::Value(turn)}, true).text, templated);
+}
+
 std::vector<int32_t> prompt_ids(const po::variables_map& v, const SampleText& text, const models::ModelShape& shape) {
   std::vector<int32_t> prompt;
-  if (v.count("prompt-tokens")) {
+  if (v["chat"].as<bool>()) {
+    if (v.count("prompt-tokens")) throw Error(ErrorKind::Usage, "dsx sample: give --chat or --prompt-tokens, not both");
+    prompt = chat_prompt_ids(v["prompt"].as<std::string>(), text);
+  } else if (v.count("prompt-tokens")) {
     prompt = parse_token_ids(v["prompt-tokens"].as<std::string>());
   } else if (text.hf || text.bytes) {
     prompt = text.encode(v["prompt"].as<std::string>());
@@ -178,6 +203,8 @@ int run_sample(int argc, char** argv) {
       ("prompt", po::value<std::string>()->default_value("\n"), "prompt text (through the model's tokenizer, or bytes "
        "for byte-level models)")
       ("prompt-tokens", po::value<std::string>(), "prompt as comma-separated token ids")
+      ("chat", po::bool_switch(), "send the prompt as a user turn through the model's chat template and print the "
+       "answer alone")
       ("tokens", po::value<int>()->default_value(128), "tokens to generate")
       ("temperature", po::value<float>()->default_value(1.0f), "sampling temperature; 0 is greedy")
       ("top-k", po::value<int>()->default_value(0), "sample among the k most likely tokens (0: all)")
@@ -208,11 +235,17 @@ int run_sample(int argc, char** argv) {
   models::SampleOptions o;
   o.max_new_tokens = tokens, o.temperature = v["temperature"].as<float>(), o.top_k = v["top-k"].as<int>();
   o.seed = v["seed"].as<uint64_t>();
-  if (text.llmc) o.stop_token = text.llmc->eot_token();
-  if (text.hf && text.hf->eos_id()) o.stop_token = *text.hf->eos_id();
+  if (text.llmc) o.stop_tokens = {text.llmc->eot_token()};
+  if (text.hf) {
+    // EOS, and the end-of-turn tokens generation_config.json lists beside it (chat models').
+    if (text.hf->eos_id()) o.stop_tokens.push_back(*text.hf->eos_id());
+    for (int32_t id : tokenizer::generation_stop_ids(text.hf_folder)) o.stop_tokens.push_back(id);
+  }
   const std::vector<int32_t> out = models::generate(*model, params, prompt, o);
-  // A tokenizer's text starts with the prompt, so the continuation reads as one piece.
-  std::cout << (text.hf ? v["prompt"].as<std::string>() : "") << text.decode(out) << std::endl;
+  // A tokenizer's text starts with the prompt text, so the continuation reads as one piece; a
+  // chat answer, or the text after prompt ids, stands alone.
+  const bool echo = text.hf && !v["chat"].as<bool>() && !v.count("prompt-tokens");
+  std::cout << (echo ? v["prompt"].as<std::string>() : "") << text.decode(out) << std::endl;
   return 0;
 }
 

@@ -167,12 +167,33 @@ TEST(LlamaFinetune, ConversationsTrainThroughTheFolderChatTemplate) {
   ASSERT_EQ(e.exit_code, 0) << e.output;
   EXPECT_EQ(read_all(dir.file("out_hf/chat_template.jinja")), read_all(templ));
 
-  // Without a template a conversation is refused, naming its line.
+  // dsx sample --chat sends the prompt as a user turn through the template: greedy, it answers as
+  // the ids of Llama 3's rendered turn given by hand do.
+  const auto tok = dsx::tokenizer::load_tokenizer(kTokenizer);
+  dsx::tokenizer::EncodeOptions templated;
+  templated.add_special_tokens = false;
+  std::string ids;
+  for (int32_t id : tok->encode("<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nWhat is 3 plus one?"
+                                "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n",
+                                templated))
+    ids += (ids.empty() ? "" : ",") + std::to_string(id);
+  const std::string sample = std::string(DSX_EXE) + " sample " + dir.file("out_hf") + " --tokens 5 --temperature 0";
+  auto chat = run_command(sample + " --chat --prompt 'What is 3 plus one?'");
+  ASSERT_EQ(chat.exit_code, 0) << chat.output;
+  auto by_ids = run_command(sample + " --prompt-tokens " + ids);
+  ASSERT_EQ(by_ids.exit_code, 0) << by_ids.output;
+  EXPECT_EQ(chat.output, by_ids.output);
+
+  // Without a template a conversation is refused, naming its line, and so is --chat.
   std::filesystem::remove(templ);
   auto bad = train(args + " --seq_len 40 --steps 1");
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.output.find(jsonl + ":1: a conversation needs the model's chat template"), std::string::npos)
       << bad.output;
+  std::filesystem::remove(dir.file("out_hf/chat_template.jinja"));
+  auto no_chat = run_command(sample + " --chat --prompt hi");
+  EXPECT_NE(no_chat.exit_code, 0);
+  EXPECT_NE(no_chat.output.find("has no chat template"), std::string::npos) << no_chat.output;
 }
 
 TEST(LlamaFinetune, WhatCannotBeTrainedExactlyIsRefusedByName) {

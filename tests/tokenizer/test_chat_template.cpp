@@ -1,10 +1,12 @@
 // A folder's chat template: chat_template.jinja before tokenizer_config.json's chat_template, the
-// list form's "default", the special tokens the template sees, and errors that name the file.
+// list form's "default", the special tokens the template sees, and errors that name the file; and
+// the stop ids of its generation_config.json.
 #include <gtest/gtest.h>
 
 #include "dsx/error.h"
 #include "tests/tokenizer/tokenizer_test_util.h"
 #include "tokenizer/chat_template.h"
+#include "tokenizer/generation_config.h"
 
 using namespace dsx::tokenizer;
 using testing_util::TempDir;
@@ -100,5 +102,24 @@ TEST(ChatTemplate, ErrorsNameTheFileAndWhat) {
     const std::string error = error_of(dir.path());
     EXPECT_NE(error.find(c.expected), std::string::npos) << c.config_template << " -> " << error;
     EXPECT_NE(error.find(dir.path()), std::string::npos) << error;
+  }
+}
+
+TEST(GenerationConfig, StopIdsAreEosTokenIdOneOrMany) {
+  TempDir dir;
+  EXPECT_TRUE(generation_stop_ids(dir.path()).empty());  // no file
+  dir.write("generation_config.json", R"({"bos_token_id": 1, "eos_token_id": [128001, 128009]})");
+  EXPECT_EQ(generation_stop_ids(dir.path()), (std::vector<int32_t>{128001, 128009}));
+  dir.write("generation_config.json", R"({"eos_token_id": 2})");
+  EXPECT_EQ(generation_stop_ids(dir.path()), (std::vector<int32_t>{2}));
+  dir.write("generation_config.json", R"({"do_sample": true})");
+  EXPECT_TRUE(generation_stop_ids(dir.path()).empty());
+  dir.write("generation_config.json", R"({"eos_token_id": "</s>"})");
+  try {
+    generation_stop_ids(dir.path());
+    ADD_FAILURE() << "a string eos_token_id was taken";
+  } catch (const dsx::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("eos_token_id"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("generation_config.json"), std::string::npos) << e.what();
   }
 }
