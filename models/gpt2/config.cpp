@@ -5,6 +5,7 @@
 
 #include "dsx/error.h"
 #include "models/presets.h"
+#include "models/token_batch.h"
 
 namespace dsx::models {
 
@@ -76,6 +77,12 @@ size_t gpt2_tensor_numel(const GPT2Config& c, GPT2Tensor k) {
   size_t n = 1;
   for (int64_t d : gpt2_tensor_shape(c, k)) n *= static_cast<size_t>(d);
   return gpt2_tensor_per_layer(k) ? n * static_cast<size_t>(c.num_layers) : n;
+}
+
+const GPT2Config& checked_for_build(const GPT2Config& config, int max_batch, int max_seq) {
+  validate(config);
+  check_build_sizes("GPT-2", max_batch, max_seq, config.max_seq_len, "the model's context");
+  return config;
 }
 
 std::vector<ParamSpec> gpt2_param_specs(const GPT2Config& c) {

@@ -35,6 +35,9 @@ std::vector<std::string> gpt2_preset_names();
 
 // Throws Error(Config) when a field is out of range or channels % heads != 0.
 void validate(const GPT2Config& config);
+// validate(config), then the largest batch a model is built for (check_build_sizes): what the
+// GPT-2 models check before they build anything. Returns config.
+const GPT2Config& checked_for_build(const GPT2Config& config, int max_batch, int max_seq);
 
 // Tensors in llm.c order; index k of this enum is tensor k of the checkpoint body.
 enum GPT2Tensor {

@@ -18,8 +18,8 @@ namespace kc = dsx::kernels::cpu;
 
 template <class T>
 GPT2Cpu<T>::GPT2Cpu(const GPT2Config& config, int max_batch, int max_seq, bool activation_checkpointing)
-    : DecoderModel(config, gpt2_param_specs(config), max_batch, max_seq, activation_checkpointing) {
-  check_build_sizes("GPT-2", max_batch, max_seq, config.max_seq_len, "the model's context");
+    : DecoderModel(config, gpt2_param_specs(checked_for_build(config, max_batch, max_seq)), max_batch, max_seq,
+                   activation_checkpointing) {
   const size_t L = config.num_layers, C = config.channels, NH = config.num_heads;
   const size_t N = static_cast<size_t>(max_batch) * max_seq;
   residual_.assign(L + 1, std::vector<T>(N * C));

@@ -82,8 +82,10 @@ void download_as(float* host, const T* device, size_t n) {
 template <class T>
 GPT2Cuda<T>::GPT2Cuda(const GPT2Config& config, int max_batch, int max_seq, bool activation_checkpointing,
                       cudaStream_t stream)
-    : DecoderModel(config, gpt2_param_specs(config), max_batch, max_seq, activation_checkpointing), stream_(stream) {
-  check_build_sizes("GPT-2", max_batch, max_seq, config.max_seq_len, "the model's context");
+    // Checked before anything CUDA is made, so a bad config costs no GPU.
+    : DecoderModel(config, gpt2_param_specs(checked_for_build(config, max_batch, max_seq)), max_batch, max_seq,
+                   activation_checkpointing),
+      stream_(stream) {
   const size_t L = config.num_layers, C = config.channels, NH = config.num_heads;
   const size_t N = size_t(max_batch) * max_seq, att = size_t(max_batch) * NH * max_seq * max_seq;
   for (size_t l = 0; l <= L; ++l) residual_.emplace_back(N * C);
