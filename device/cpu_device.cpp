@@ -4,8 +4,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <array>
 #include <span>
-#include <vector>
 
 #include "device/cpu_stream.h"
 #include "device/stream_checker.h"
@@ -231,10 +231,11 @@ class CpuDevice final : public Device {
                 std::initializer_list<float*> states, size_t count, const kernels::ParamCopy& copy,
                 std::function<void()> work) {
     const size_t b = count * sizeof(float);
-    std::vector<Touch> touches{{grad, b, Access::Read}, {param, b, Access::Write}};
-    for (float* state : states) touches.push_back({state, state ? b : 0, Access::Write});
-    touches.push_back(copied(copy, count));
-    run(s, touches, what, std::move(work));
+    std::array<Touch, 5> touches{Touch{grad, b, Access::Read}, Touch{param, b, Access::Write}};
+    size_t n = 2;
+    for (float* state : states) touches.at(n++) = {state, state ? b : 0, Access::Write};
+    touches.at(n++) = copied(copy, count);
+    run(s, std::span<const Touch>(touches.data(), n), what, std::move(work));
   }
 
   CpuDeviceOptions options_;
