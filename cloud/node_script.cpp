@@ -2,6 +2,7 @@
 // scripts under cloud/ stay plain bash that shellcheck reads as it is.
 #include "cloud/node_script.h"
 
+#include <map>
 #include <sstream>
 
 #include "cloud/embedded_files.h"
@@ -32,18 +33,26 @@ std::string without_comments(std::string_view text) {
   return out;
 }
 
-// The NAMEs of the `step NAME` lines in the body of the shell function `name` in `script`.
-std::vector<std::string> function_steps(std::string_view script, const std::string& name) {
-  std::vector<std::string> steps;
+// The NAME of a `step NAME` line (indented or not); empty for any other line.
+std::string step_name(const std::string& line) {
+  const size_t at = line.find_first_not_of(" \t");
+  if (at == std::string::npos || line.compare(at, 5, "step ") != 0) return "";
+  return line.substr(at + 5, line.find_first_of(" \t#", at + 5) - at - 5);
+}
+
+// The steps each shell function of `script` takes ("name() {" at the start of a line to "}"),
+// for the functions that take any.
+std::map<std::string, std::vector<std::string>> function_steps(std::string_view script) {
+  std::map<std::string, std::vector<std::string>> steps;
   std::istringstream in{std::string(script)};
-  bool inside = false;
+  std::string function;
   for (std::string line; std::getline(in, line);) {
-    if (!inside) {
-      inside = line == name + "() {";
+    if (function.empty()) {
+      if (line.ends_with("() {") && line.find(' ') == line.size() - 2) function = line.substr(0, line.size() - 4);
     } else if (line == "}") {
-      break;
-    } else if (line.starts_with("  step ")) {
-      steps.push_back(line.substr(7, line.find_first_of(" \t#", 7) - 7));
+      function.clear();
+    } else if (std::string name = step_name(line); !name.empty()) {
+      steps[function].push_back(name);
     }
   }
   return steps;
@@ -63,16 +72,16 @@ std::string render_node_script(std::string_view title, const ScriptSettings& set
 }
 
 std::vector<std::string> node_script_steps(std::string_view cloud_part) {
-  // The cloud part's own steps, then where it calls join_cluster the steps of that function in
-  // node/common.sh.
+  // The cloud part's own steps, and where it calls a function of node/common.sh that takes steps
+  // (join_cluster), that function's.
+  const auto common = function_steps(embedded_file("node/common.sh"));
   std::vector<std::string> steps;
   std::istringstream in{std::string(embedded_file(cloud_part))};
   for (std::string line; std::getline(in, line);) {
-    if (line.starts_with("step ")) {
-      steps.push_back(line.substr(5, line.find_first_of(" \t#", 5) - 5));
-    } else if (line.starts_with("join_cluster ")) {
-      const auto joined = function_steps(embedded_file("node/common.sh"), "join_cluster");
-      steps.insert(steps.end(), joined.begin(), joined.end());
+    if (std::string name = step_name(line); !name.empty()) {
+      steps.push_back(name);
+    } else if (auto called = common.find(line.substr(0, line.find(' '))); called != common.end()) {
+      steps.insert(steps.end(), called->second.begin(), called->second.end());
     }
   }
   return steps;
