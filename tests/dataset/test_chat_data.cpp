@@ -148,6 +148,7 @@ TEST(ChatData, ConversationsWithNoAssistantTokenWithinSeqLenAreLeftOut) {
                             R"("}, {"role": "assistant", "content": "never seen"}]})" + "\n" + kOneTurn);
   auto tok = dsx::tokenizer::load_tokenizer(folder);
   auto chat = dsx::tokenizer::read_chat_template(folder);
+  ASSERT_TRUE(chat);
   auto rows = read_instruction_rows(dir.file("d.jsonl"), *tok, 32, 1, &*chat);
   EXPECT_EQ(rows->rows(), 1u);
   EXPECT_EQ(rows->skipped(), 1u);
