@@ -102,7 +102,13 @@ TEST_P(RemoteSecret, TheStoreSecretIsOnNoCommandLine) {
   std::vector<std::string> e = env("sleep");
   e.push_back("DSX_STORE_SECRET=" + secret);
   Background run(launch(launcher), e, dir / "launch.out");
-  ASSERT_TRUE(wait_for([&] { return exists(rank_file(0, "env")) && exists(rank_file(3, "env")); }, 30)) << output();
+  // Every rank writes its env file on its own schedule: wait for all four, not the first and last.
+  const auto all_ranks_wrote_env = [&] {
+    for (int r = 0; r < 4; ++r)
+      if (!exists(rank_file(r, "env"))) return false;
+    return true;
+  };
+  ASSERT_TRUE(wait_for(all_ranks_wrote_env, 30)) << output();
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
     std::ifstream in(entry.path() / "cmdline", std::ios::binary);
     const std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
