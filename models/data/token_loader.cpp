@@ -1,27 +1,10 @@
 // llm.c-style windows over token files (see token_loader.h).
 #include "models/data/token_loader.h"
 
-#include <numeric>
-#include <random>
-
 #include "dsx/error.h"
+#include "models/data/permutation.h"
 
 namespace dsx::models {
-
-namespace {
-
-// Fisher-Yates with our own index draw, so the order is the same with every standard library.
-std::vector<uint64_t> permutation(uint64_t n, uint64_t seed) {
-  std::vector<uint64_t> p(n);
-  std::iota(p.begin(), p.end(), 0);
-  std::mt19937_64 rng(seed);
-  for (uint64_t i = n; i > 1; --i) std::swap(p[i - 1], p[rng() % i]);
-  return p;
-}
-
-uint64_t mix(uint64_t a, uint64_t b) { return a * 0x9E3779B97F4A7C15ull ^ (b + 0x632BE59BD9B4E019ull); }
-
-}  // namespace
 
 std::unique_ptr<TokenLoader> TokenLoader::shards(const std::string& pattern, const TokenLoaderOptions& o) {
   std::vector<TokenFile> files;
@@ -70,14 +53,14 @@ size_t TokenLoader::samples_in(size_t file) const {
 
 size_t TokenLoader::file_at(uint64_t epoch, uint64_t shard) const {
   if (!opt_.shuffle) return shard;
-  return permutation(files_.size(), mix(opt_.seed, epoch))[shard];
+  return seeded_permutation(files_.size(), mix_seed(opt_.seed, epoch))[shard];
 }
 
 void TokenLoader::load_order() {
   sample_order_.clear();
   if (opt_.shuffle)
-    sample_order_ = permutation(samples_in(file_at(pos_.epoch, pos_.shard)),
-                                mix(mix(opt_.seed, pos_.epoch), pos_.shard + 1));
+    sample_order_ = seeded_permutation(samples_in(file_at(pos_.epoch, pos_.shard)),
+                                       mix_seed(mix_seed(opt_.seed, pos_.epoch), pos_.shard + 1));
 }
 
 void TokenLoader::seek(const LoaderPosition& p) {
