@@ -38,6 +38,14 @@ class RemoteLaunch : public SshdFixture {
   std::string hostile_arg() const { return "$(touch " + dir.path() + "/pwned) `id` 'q' \"d\" ;|&"; }
   std::string output() const { return read_text(dir / "launch.out"); }
   std::string rank_file(int r, const std::string& ext) const { return out + "/rank" + std::to_string(r) + "." + ext; }
+  // Ranks start on their own schedule: wait for all four, not the first and the last.
+  bool every_rank_wrote(const std::string& ext) const {
+    return wait_for([&] {
+      for (int r = 0; r < 4; ++r)
+        if (!exists(rank_file(r, ext))) return false;
+      return true;
+    }, 30);
+  }
 
   void expect_two_node_world() {
     for (int r = 0; r < 4; ++r) {
@@ -102,13 +110,7 @@ TEST_P(RemoteSecret, TheStoreSecretIsOnNoCommandLine) {
   std::vector<std::string> e = env("sleep");
   e.push_back("DSX_STORE_SECRET=" + secret);
   Background run(launch(launcher), e, dir / "launch.out");
-  // Every rank writes its env file on its own schedule: wait for all four, not the first and last.
-  const auto all_ranks_wrote_env = [&] {
-    for (int r = 0; r < 4; ++r)
-      if (!exists(rank_file(r, "env"))) return false;
-    return true;
-  };
-  ASSERT_TRUE(wait_for(all_ranks_wrote_env, 30)) << output();
+  ASSERT_TRUE(every_rank_wrote("env")) << output();
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
     std::ifstream in(entry.path() / "cmdline", std::ios::binary);
     const std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -141,7 +143,7 @@ TEST_F(RemoteLaunch, PdshFailureOnOneNodeStopsTheOtherNode) {
 
 TEST_F(RemoteLaunch, CtrlCAtTheRunnerStopsRemoteRanks) {
   Background run(launch("ssh"), env("sleep"), dir / "launch.out");
-  ASSERT_TRUE(wait_for([&] { return exists(rank_file(0, "pid")) && exists(rank_file(3, "pid")); }, 30)) << output();
+  ASSERT_TRUE(every_rank_wrote("pid")) << output();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   run.signal(SIGINT);
   EXPECT_EQ(run.wait(30), 130) << output();
@@ -151,7 +153,7 @@ TEST_F(RemoteLaunch, CtrlCAtTheRunnerStopsRemoteRanks) {
 
 TEST_F(RemoteLaunch, KilledRunnerStillStopsRemoteRanks) {
   Background run(launch("ssh"), env("sleep"), dir / "launch.out");
-  ASSERT_TRUE(wait_for([&] { return exists(rank_file(0, "pid")) && exists(rank_file(3, "pid")); }, 30)) << output();
+  ASSERT_TRUE(every_rank_wrote("pid")) << output();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   ::kill(run.pid(), SIGKILL);
   EXPECT_EQ(run.wait(10), 128 + SIGKILL);
