@@ -8,7 +8,9 @@
 #
 # VENV (default /tmp/tokvenv) must have tokenizers and sentencepiece; with transformers there too,
 # the ids of transformers.AutoTokenizer (tokenizer_config.json's rules) are compared as well:
-#   python3 -m venv /tmp/tokvenv && /tmp/tokvenv/bin/pip install tokenizers sentencepiece transformers
+#   python3 -m venv /tmp/tokvenv && /tmp/tokvenv/bin/pip install tokenizers sentencepiece transformers protobuf
+# (transformers converts tokenizer.model to its fast tokenizer through protobuf; without it,
+# transformers 5 tries tiktoken and fails)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 build=${1:-$root/build-tok}
