@@ -8,6 +8,7 @@
 #include <string>
 
 #include "dsx/error.h"
+#include "kernels/cpu/blas_kernels.h"
 #include "tools/command.h"
 
 namespace {
@@ -25,6 +26,7 @@ void print_help(std::ostream& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  dsx::kernels::cpu::run_on_the_best_blas_kernels(argv);
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
       !std::strcmp(argv[1], "help")) {
     print_help(std::cout);

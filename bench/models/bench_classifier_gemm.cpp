@@ -11,11 +11,13 @@
 #include <random>
 #include <vector>
 
+#include "kernels/cpu/blas_kernels.h"
 #include "kernels/cpu/gemm.h"
 
 namespace kc = dsx::kernels::cpu;
 
 int main(int argc, char** argv) {
+  kc::run_on_the_best_blas_kernels(argv);  // as dsx itself does
   const int repeat = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
   const size_t N = 1024, C = 384, V = 50304;
   std::mt19937 rng(1);

@@ -13,6 +13,7 @@
 
 #include <omp.h>
 
+#include "kernels/cpu/blas_kernels.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/optimizers.h"
 #include "models/local_params.h"
@@ -21,7 +22,9 @@
 
 using namespace dsx::models;
 
-int main(int argc, char** argv) try {
+namespace {
+
+int run(int argc, char** argv) try {
   namespace po = boost::program_options;
   po::options_description options("bench_cpu_train");
   options.add_options()
@@ -84,4 +87,11 @@ int main(int argc, char** argv) try {
 } catch (const std::exception& e) {
   std::fprintf(stderr, "bench_cpu_train: %s\n", e.what());
   return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  dsx::kernels::cpu::run_on_the_best_blas_kernels(argv);  // as dsx itself does
+  return run(argc, argv);
 }

@@ -1,6 +1,8 @@
 // The `dsx` binary as a user meets it: help, unknown commands, version.
 #include <gtest/gtest.h>
 
+#include "kernels/cpu/blas_kernels.h"
+#include "kernels/simd.h"
 #include "tests/tools/run_command.h"
 
 using dsx::test::run_dsx;
@@ -33,4 +35,24 @@ TEST(DsxCli, VersionPrintsTheProjectVersion) {
   auto r = run_dsx("version");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.output.find("dsx 0."), std::string::npos);
+}
+
+// A CPU newer than the OpenBLAS library (which then falls back to its SSE3 kernels) still gets
+// the AVX2 or AVX-512 kernels it can run: dsx executes itself again with OPENBLAS_CORETYPE set.
+TEST(DsxCli, RunsOnBlasKernelsAsNewAsTheCpu) {
+  auto r = dsx::test::run_command("env -u OPENBLAS_CORETYPE " + std::string(DSX_EXE) + " version");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string key = "blas kernels: ";
+  const size_t at = r.output.find(key);
+  ASSERT_NE(at, std::string::npos) << r.output;
+  const std::string core = r.output.substr(at + key.size(), r.output.find('\n', at) - at - key.size());
+  EXPECT_EQ(dsx::kernels::cpu::blas_core_upgrade(core, dsx::kernels::detected_simd_level(), false), "")
+      << "dsx runs OpenBLAS's " << core << " kernels on a CPU with " << dsx::kernels::simd_level_name(dsx::kernels::detected_simd_level());
+}
+
+// A core the user set is theirs: dsx does not replace it.
+TEST(DsxCli, KeepsTheBlasKernelsTheUserForced) {
+  auto r = dsx::test::run_command("env OPENBLAS_CORETYPE=Haswell " + std::string(DSX_EXE) + " version");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("blas kernels: Haswell\n"), std::string::npos) << r.output;
 }
