@@ -70,7 +70,7 @@ ModelSource from_folder(const std::string& dir) {
 
 }  // namespace
 
-int ModelShape::max_seq_len() const { return is_gpt2(*this) ? gpt2.max_seq_len : llama.max_position_embeddings; }
+int ModelShape::max_seq_len() const { return is_gpt2(*this) ? gpt2.max_seq_len : longest_exact_sequence(llama); }
 int ModelShape::vocab_size() const { return is_gpt2(*this) ? gpt2.vocab_size : llama.vocab_size; }
 int ModelShape::hidden_size() const { return is_gpt2(*this) ? gpt2.channels : llama.hidden_size; }
 std::string ModelShape::family_name() const { return is_gpt2(*this) ? "gpt2" : llama.model_type; }

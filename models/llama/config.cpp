@@ -1,6 +1,7 @@
 // Llama-family presets, validation, the Hugging Face parameter layout and the rotary frequencies.
 #include "models/llama/config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <numbers>
@@ -53,9 +54,17 @@ LlamaConfig llama_preset(const std::string& name) { return find_preset(presets()
 
 std::vector<std::string> llama_preset_names() { return preset_names(presets()); }
 
+int longest_exact_sequence(const LlamaConfig& c) {
+  return c.sliding_window > 0 ? std::min(c.sliding_window, c.max_position_embeddings) : c.max_position_embeddings;
+}
+
 const LlamaConfig& checked_for_build(const LlamaConfig& config, int max_batch, int max_seq) {
   validate(config);
-  check_build_sizes("Llama", max_batch, max_seq, config.max_position_embeddings, "max_position_embeddings");
+  const bool windowed = longest_exact_sequence(config) < config.max_position_embeddings;
+  check_build_sizes("Llama", max_batch, max_seq, longest_exact_sequence(config),
+                    windowed ? "sliding_window: dsx's full causal attention equals the window's only for sequences "
+                               "no longer than it"
+                             : "max_position_embeddings");
   return config;
 }
 
@@ -70,6 +79,7 @@ void validate(const LlamaConfig& c) {
   positive("num_attention_heads", c.num_heads);
   positive("num_key_value_heads", c.num_kv_heads);
   positive("max_position_embeddings", c.max_position_embeddings);
+  if (c.sliding_window < 0) fail("sliding_window", "must be positive, or 0 for none (got " + std::to_string(c.sliding_window) + ")");
   if (c.num_heads % c.num_kv_heads != 0)
     fail("num_key_value_heads", "(" + std::to_string(c.num_kv_heads) + ") must divide num_attention_heads (" +
                                     std::to_string(c.num_heads) + ")");

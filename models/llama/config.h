@@ -51,6 +51,10 @@ struct LlamaConfig {
   int num_kv_heads = 32;              // KV, divides NH (grouped-query attention when KV < NH)
   int head_dim = 128;                 // D; C / NH unless config.json says otherwise
   int max_position_embeddings = 4096;
+  // Mistral's sliding_window: each position attends to at most this many (itself included); 0:
+  // none. dsx's attention is full causal, which is the window's attention exactly for sequences
+  // no longer than the window, so models are built for at most that many positions.
+  int sliding_window = 0;
   double rms_norm_eps = 1e-6;
   double rope_theta = 10000.0;
   RopeScaling rope_scaling;
@@ -69,6 +73,8 @@ std::vector<std::string> llama_preset_names();
 
 // Throws Error(Config) naming the field when one is out of range (KV not dividing NH, odd D, ...).
 void validate(const LlamaConfig& config);
+// The longest sequence dsx computes exactly: max_position_embeddings, or a shorter sliding window.
+int longest_exact_sequence(const LlamaConfig& config);
 // validate(config), then the largest batch a model is built for (check_build_sizes): what the
 // Llama models check before they build anything. Returns config.
 const LlamaConfig& checked_for_build(const LlamaConfig& config, int max_batch, int max_seq);

@@ -201,7 +201,7 @@ int sliding_window(const Keys& k) {
 }
 
 void read_attention(const Keys& k, LlamaConfig& c) {
-  if (c.model_type == "mistral") check_window(k, c, sliding_window(k), "set it to null");
+  if (c.model_type == "mistral") c.sliding_window = sliding_window(k);  // trained up to its length
   // Qwen2 ignores its window unless use_sliding_window is set.
   if (c.model_type == "qwen2" && k.boolean("use_sliding_window", false))
     check_window(k, c, sliding_window(k), "set use_sliding_window to false");
@@ -336,10 +336,7 @@ std::string llama_hf_config_json(const LlamaConfig& c, const std::string& torch_
   write_rope_scaling(w, c.rope_scaling);
   w.Key("rope_theta");
   w.Double(c.rope_theta);
-  if (!llama) {
-    w.Key("sliding_window");
-    w.Null();
-  }
+  if (!llama) write_int(w, "sliding_window", c.sliding_window > 0 ? c.sliding_window : -1);
   write_bool(w, "tie_word_embeddings", c.tie_word_embeddings);
   w.Key("torch_dtype");
   w.String(torch_dtype.c_str());

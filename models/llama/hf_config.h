@@ -5,8 +5,10 @@
 //
 // Refusals name the file and the key: a value of the wrong type or out of range is
 // Error(Config); a well-formed setting dsx cannot compute exactly (another architecture, a
-// rope_type other than default/llama3/linear, mlp_bias, an activation other than silu, a sliding
-// window shorter than max_position_embeddings, attention dropout) is Error(Unsupported).
+// rope_type other than default/llama3/linear, mlp_bias, an activation other than silu, Qwen2's
+// use_sliding_window with a window shorter than max_position_embeddings, attention dropout) is
+// Error(Unsupported). Mistral's sliding_window is kept: models are built for sequences no longer
+// than it (longest_exact_sequence), where full causal attention is the window's exactly.
 #pragma once
 
 #include <string>

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <regex>
 #include <string>
 
@@ -31,7 +32,9 @@ const std::string kZero3 = std::string(DSX_SOURCE_DIR) + "/configs/zero3.json";
 
 // A tiny random Llama 3-style folder (GQA, untied head, bf16 on disk) with the llama3 fixture
 // tokenizer's files beside it, as a Hugging Face download looks.
-dsx::models::LlamaConfig write_model_folder(const std::string& dir) {
+// `edit` changes the config before the folder is written (another model type, say).
+dsx::models::LlamaConfig write_model_folder(const std::string& dir,
+                                            const std::function<void(dsx::models::LlamaConfig&)>& edit = {}) {
   const auto tokenizer = dsx::tokenizer::load_tokenizer(kTokenizer);
   dsx::models::ModelShape shape;
   shape.family = dsx::models::ModelShape::Family::Llama;
@@ -41,6 +44,7 @@ dsx::models::LlamaConfig write_model_folder(const std::string& dir) {
   c.num_heads = 4, c.num_kv_heads = 2, c.head_dim = 8, c.max_position_embeddings = 64;
   c.rope_theta = 500000.0;
   c.bos_token_id = tokenizer->bos_id().value_or(-1), c.eos_token_id = tokenizer->eos_id().value_or(-1);
+  if (edit) edit(c);
   const std::vector<float> weights = dsx::models::initial_parameters(shape, 7);
   dsx::models::HfWriteOptions options;
   options.dtype = dsx::kernels::DType::BF16;
@@ -248,4 +252,24 @@ TEST(Gpt2Finetune, AFolderTrainsOnTextThroughItsTokenizerAndSamples) {
   auto s = run_command(std::string(DSX_EXE) + " sample " + dir.file("hf") + " --prompt 'the cat' --tokens 4 --temperature 0");
   ASSERT_EQ(s.exit_code, 0) << s.output;
   EXPECT_EQ(s.output.rfind("the cat", 0), 0u) << s.output;
+}
+
+// Mistral v0.1's sliding window (4096 of 32768 positions; here 16 of 64): rows default to the
+// window's length, where full causal attention is the window's exactly, and longer ones are
+// refused naming the window.
+TEST(LlamaFinetune, AMistralWindowTrainsRowsUpToItsLength) {
+  dsx::test::TempDir dir;
+  const std::string model = dir.file("mistral");
+  write_model_folder(model, [](dsx::models::LlamaConfig& c) {
+    c.architecture = "MistralForCausalLM", c.model_type = "mistral", c.sliding_window = 16;
+  });
+  const std::string data = " --deepspeed_config " + kZero3 + " --model " + model + " --data text:" + write_text(dir);
+  auto trained = train(data + " --steps 2");
+  EXPECT_EQ(trained.exit_code, 0) << trained.output;
+  EXPECT_NE(trained.output.find(" rows of 16 tokens"), std::string::npos) << trained.output;
+  auto too_long = train(data + " --seq_len 17 --steps 1");
+  EXPECT_NE(too_long.exit_code, 0);
+  EXPECT_NE(too_long.output.find("--seq_len 17 needs 17 positions; model " + model + " has 16 (its sliding_window"),
+            std::string::npos)
+      << too_long.output;
 }

@@ -114,6 +114,7 @@ bool same_config(const LlamaConfig& a, const LlamaConfig& b) {
          a.intermediate_size == b.intermediate_size && a.num_layers == b.num_layers &&
          a.num_heads == b.num_heads && a.num_kv_heads == b.num_kv_heads &&
          a.head_dim == b.head_dim && a.max_position_embeddings == b.max_position_embeddings &&
+         a.sliding_window == b.sliding_window &&
          a.rms_norm_eps == b.rms_norm_eps && a.rope_theta == b.rope_theta &&
          a.tie_word_embeddings == b.tie_word_embeddings && a.qkv_bias == b.qkv_bias &&
          a.o_bias == b.o_bias && a.bos_token_id == b.bos_token_id &&
@@ -527,9 +528,6 @@ TEST_F(HfFolder, SettingsDsxCannotComputeExactlyAreRefused) {
       {edited(kLlama4x, {{"attention_dropout", "0.1"}}), {"attention_dropout"}},
       {edited(kLlama4x, {{"quantization_config", R"({"quant_method": "gptq"})"}}),
        {"quantization_config"}},
-      {edited(kMistral, {{"sliding_window", "64"}}), {"sliding_window", "64", "full causal"}},
-      {edited(kMistral, {{"sliding_window", ""}, {"max_position_embeddings", "32768"}}),
-       {"sliding_window", "4096"}},
       {edited(kQwen2, {{"use_sliding_window", "true"}, {"sliding_window", "16"}}),
        {"sliding_window", "16", "use_sliding_window"}},
   };
@@ -540,7 +538,7 @@ TEST_F(HfFolder, SettingsDsxCannotComputeExactlyAreRefused) {
     error_of([&] { parse_file(c.json); }, ErrorKind::Unsupported, names);
   }
   // A window no shorter than max_position_embeddings is full causal attention exactly.
-  EXPECT_NO_THROW(parse_file(edited(kMistral, {{"sliding_window", "256"}})));
+  EXPECT_EQ(longest_exact_sequence(parse_file(edited(kMistral, {{"sliding_window", "256"}})).config), 256);
   EXPECT_NO_THROW(
       parse_file(edited(kQwen2, {{"use_sliding_window", "false"}, {"sliding_window", "16"}})));
 }
@@ -661,10 +659,29 @@ TEST_F(HfFolder, HubStyleConfigsGiveTheirPublishedParameterCounts) {
       "rms_norm_eps": 1e-05, "rope_theta": 1000000.0, "sliding_window": null, "tie_word_embeddings": false,
       "torch_dtype": "bfloat16", "vocab_size": 32000})";
   EXPECT_EQ(count(parse_file(mistral).config), 7241732096u);  // v0.2 and later: no window
-  // v0.1's 4096 window over 32768 positions is refused, by name.
-  error_of(
-      [&] {
-        parse_file(edited(mistral, {{"sliding_window", "4096"}, {"rope_theta", "10000.0"}}));
-      },
-      ErrorKind::Unsupported, {"sliding_window", "4096", "32768"});
+  // v0.1's 4096 window over 32768 positions: trained on sequences of up to 4096 tokens.
+  const LlamaConfig v01 = parse_file(edited(mistral, {{"sliding_window", "4096"}, {"rope_theta", "10000.0"}})).config;
+  EXPECT_EQ(v01.sliding_window, 4096);
+  EXPECT_EQ(longest_exact_sequence(v01), 4096);
+}
+
+// Mistral v0.1's sliding window: dsx's full causal attention is the window's attention exactly for
+// sequences no longer than the window, so the model trains up to that length and refuses longer
+// ones by name; the window is written back to config.json as it was read.
+TEST_F(HfFolder, MistralSlidingWindowTrainsSequencesUpToItsLength) {
+  const LlamaConfig c = parse_file(edited(kMistral, {{"sliding_window", "64"}})).config;
+  EXPECT_EQ(c.sliding_window, 64);
+  EXPECT_EQ(c.max_position_embeddings, 256);
+  EXPECT_EQ(longest_exact_sequence(c), 64);
+  EXPECT_NO_THROW(LlamaCpu<float>(c, 2, 64));
+  error_of([&] { LlamaCpu<float>(c, 2, 65); }, ErrorKind::Config, {"65", "[1, 64]", "sliding_window"});
+  const LlamaConfig back = parse_llama_hf_config(llama_hf_config_json(c, "float32"), "x").config;
+  EXPECT_TRUE(same_config(back, c));
+  EXPECT_EQ(back.sliding_window, 64);
+  // MistralConfig's default window is 4096 when the key is absent; null is none.
+  EXPECT_EQ(parse_file(edited(kMistral, {{"sliding_window", ""}})).config.sliding_window, 4096);
+  const LlamaConfig none = parse_file(kMistral).config;
+  EXPECT_EQ(none.sliding_window, 0);
+  EXPECT_EQ(longest_exact_sequence(none), 256);
+  EXPECT_NE(llama_hf_config_json(none, "float32").find("\"sliding_window\": null"), std::string::npos);
 }
