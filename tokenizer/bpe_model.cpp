@@ -3,6 +3,8 @@
 // the ignore_merges lookup of the whole word.
 #include "tokenizer/bpe_model.h"
 
+#include <cstdio>
+
 #include "dsx/error.h"
 #include "tokenizer/bpe_merge.h"
 #include "tokenizer/utf8.h"
@@ -25,6 +27,14 @@ BpeModel::BpeModel(Vocabulary vocab, const std::vector<std::pair<std::string, st
     if (token.empty()) continue;
     auto cp = utf8::decode_at(token, 0);
     if (cp.length == token.size() && cp.value < 0x200) id_of_small_char_[cp.value] = id;
+  }
+  id_of_byte_.assign(256, -1);
+  if (options_.byte_fallback) {
+    for (int b = 0; b < 256; ++b) {
+      char name[8];
+      std::snprintf(name, sizeof name, "<0x%02X>", b);
+      if (auto id = token_to_id(name)) id_of_byte_[size_t(b)] = *id;
+    }
   }
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     const auto& [left, right] = merges[rank];
@@ -55,8 +65,9 @@ const std::string* BpeModel::id_to_token(TokenId id) const {
   return &tokens_[size_t(id)];
 }
 
-// One symbol per character; a character outside the vocabulary becomes unk_token (runs of them
-// one unk with fuse_unk) or, without an unk_token, is left out, as HF's BPE does.
+// One symbol per character; a character outside the vocabulary becomes its bytes' tokens with
+// byte_fallback (when the vocabulary has all of them), else unk_token (runs of them one unk with
+// fuse_unk) or, without an unk_token, is left out, as HF's BPE does.
 void BpeModel::initial_symbols(std::string_view word, std::vector<TokenId>& symbols) const {
   bool previous_unk = false;
   for (size_t pos = 0; pos < word.size();) {
@@ -67,15 +78,25 @@ void BpeModel::initial_symbols(std::string_view word, std::vector<TokenId>& symb
     } else {
       id = token_to_id(word.substr(pos, cp.length));
     }
+    const std::string_view character = word.substr(pos, cp.length);
     pos += cp.length;
     if (id) {
       symbols.push_back(*id);
+      previous_unk = false;
+    } else if (options_.byte_fallback && append_byte_tokens(character, symbols)) {
       previous_unk = false;
     } else if (options_.unk_id) {
       if (!(options_.fuse_unk && previous_unk)) symbols.push_back(*options_.unk_id);
       previous_unk = true;
     }
   }
+}
+
+bool BpeModel::append_byte_tokens(std::string_view character, std::vector<TokenId>& symbols) const {
+  for (unsigned char b : character)
+    if (id_of_byte_[b] < 0) return false;
+  for (unsigned char b : character) symbols.push_back(id_of_byte_[b]);
+  return true;
 }
 
 void BpeModel::encode_word(std::string_view word, std::vector<TokenId>& out) const {

@@ -1,7 +1,9 @@
 // A BPE model as tokenizer.json describes it: a vocabulary (token string -> id), merges ranked by
 // their position in the list, and the rules for a word: ignore_merges (a word that is a token is
-// that token, Llama 3) and unk_token / fuse_unk for characters outside the vocabulary. The model
-// sees words in its own alphabet (byte-level BPE: after byte_level::to_alphabet).
+// that token, Llama 3), byte_fallback (a character outside the vocabulary as its UTF-8 bytes'
+// tokens <0x00>..<0xFF>, SentencePiece-style BPE) and unk_token / fuse_unk for characters outside
+// the vocabulary otherwise. The model sees words in its own alphabet (byte-level BPE: after
+// byte_level::to_alphabet).
 #pragma once
 
 #include <cstdint>
@@ -41,6 +43,7 @@ using Vocabulary = std::unordered_map<std::string, TokenId, StringHash, std::equ
 
 struct BpeOptions {
   bool ignore_merges = false;
+  bool byte_fallback = false;
   std::optional<TokenId> unk_id;
   bool fuse_unk = false;
 };
@@ -63,11 +66,15 @@ class BpeModel {
 
  private:
   void initial_symbols(std::string_view word, std::vector<TokenId>& symbols) const;
+  // byte_fallback: the tokens of `character`'s bytes, appended; false (nothing appended) when the
+  // vocabulary lacks one of them.
+  bool append_byte_tokens(std::string_view character, std::vector<TokenId>& symbols) const;
 
   Vocabulary vocab_;
   std::vector<std::string> tokens_;  // id -> token ("" for ids the vocabulary skips)
   std::vector<bool> has_token_;
   std::vector<TokenId> id_of_small_char_;  // code points below 0x200 (the byte-level alphabet)
+  std::vector<TokenId> id_of_byte_;        // byte_fallback's <0xXX> tokens, -1 where missing
   PairTable merges_;
   size_t merge_count_ = 0;
   BpeOptions options_;

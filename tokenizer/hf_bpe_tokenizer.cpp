@@ -57,9 +57,10 @@ void HfBpeTokenizer::encode_pre_token(std::string_view piece, std::vector<TokenI
   cache.insert(piece, out.data() + start, out.size() - start);
 }
 
-void HfBpeTokenizer::encode_normalized(std::string_view text, std::vector<TokenId>& out) const {
+void HfBpeTokenizer::encode_normalized(std::string_view text, bool starts_the_input,
+                                       std::vector<TokenId>& out) const {
   thread_local PreTokenizeScratch scratch;
-  parts_.pre_tokenizer.split(text, scratch);
+  parts_.pre_tokenizer.split(text, scratch, starts_the_input);
   for (std::string_view piece : scratch.pieces) encode_pre_token(piece, out);
 }
 
@@ -85,7 +86,8 @@ void HfBpeTokenizer::encode_into(std::string_view text, const EncodeOptions& opt
       if (piece.id) {
         out.push_back(*piece.id);
       } else {
-        encode_normalized(normalized.substr(piece.begin, piece.end - piece.begin), out);
+        encode_normalized(normalized.substr(piece.begin, piece.end - piece.begin), raw.begin == 0 && piece.begin == 0,
+                          out);
       }
     }
   }
@@ -94,7 +96,8 @@ void HfBpeTokenizer::encode_into(std::string_view text, const EncodeOptions& opt
 
 std::string HfBpeTokenizer::decode(std::span<const TokenId> ids,
                                    const DecodeOptions& options) const {
-  std::string out;
+  std::vector<std::string> tokens;
+  tokens.reserve(ids.size());
   for (TokenId id : ids) {
     const std::string* token = nullptr;
     if (auto it = added_by_id_.find(id); it != added_by_id_.end()) {
@@ -104,10 +107,9 @@ std::string HfBpeTokenizer::decode(std::span<const TokenId> ids,
     } else {
       token = parts_.model->id_to_token(id);
     }
-    if (!token) continue;  // an id outside the vocabulary decodes to nothing, as in HF
-    byte_level::append_bytes_of(*token, out);
+    if (token) tokens.push_back(*token);  // an id outside the vocabulary decodes to nothing, as in HF
   }
-  return out;
+  return parts_.decoder.decode(std::move(tokens));
 }
 
 std::optional<TokenId> HfBpeTokenizer::token_to_id(std::string_view token) const {
@@ -118,7 +120,7 @@ std::optional<TokenId> HfBpeTokenizer::token_to_id(std::string_view token) const
 }
 
 std::string HfBpeTokenizer::describe() const {
-  return std::string(parts_.pre_tokenizer.byte_level() ? "byte-level BPE" : "BPE") + " from " +
+  return std::string(parts_.pre_tokenizer.byte_level() ? "byte-level BPE" : "SentencePiece-style BPE") + " from " +
          parts_.source + " (vocab " + std::to_string(vocab_size_) + ", " +
          std::to_string(parts_.model->merge_count()) + " merges, " +
          std::to_string(parts_.added_tokens.size()) + " added tokens)";

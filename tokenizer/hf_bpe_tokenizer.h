@@ -12,6 +12,7 @@
 
 #include "tokenizer/added_tokens.h"
 #include "tokenizer/bpe_model.h"
+#include "tokenizer/decoder.h"
 #include "tokenizer/normalizer.h"
 #include "tokenizer/pre_tokenizer.h"
 #include "tokenizer/tokenizer.h"
@@ -23,6 +24,7 @@ struct HfBpeParts {
   Normalizer normalizer;
   PreTokenizer pre_tokenizer;
   std::unique_ptr<BpeModel> model;
+  Decoder decoder;
   std::vector<AddedToken> added_tokens;
   SpecialTokenTemplate special_template;
   std::optional<TokenId> bos;
@@ -49,7 +51,8 @@ class HfBpeTokenizer : public Tokenizer {
   const HfBpeParts& parts() const { return parts_; }
 
  private:
-  void encode_normalized(std::string_view text, std::vector<TokenId>& out) const;
+  // `starts_the_input`: `text` begins at the start of what encode_into was given.
+  void encode_normalized(std::string_view text, bool starts_the_input, std::vector<TokenId>& out) const;
   void encode_pre_token(std::string_view piece, std::vector<TokenId>& out) const;
 
   HfBpeParts parts_;

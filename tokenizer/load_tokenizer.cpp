@@ -1,5 +1,6 @@
-// tokenizer.json is preferred; when dsx refuses it as unsupported and tokenizer.model is there
-// too (a Llama 2 folder: its tokenizer.json is converted from SentencePiece), tokenizer.model.
+// tokenizer.json is preferred, as transformers' AutoTokenizer prefers it (a Llama 2 folder's is
+// converted from its tokenizer.model and gives the same ids); when dsx refuses it as unsupported
+// and tokenizer.model is there too, tokenizer.model.
 // BOS and EOS come from tokenizer_config.json (bos_token, eos_token). What encode adds: when the
 // config sets add_bos_token or add_eos_token, exactly that (transformers rebuilds the
 // post-processor from them); otherwise what tokenizer.json's post-processor adds (Llama 3's

@@ -5,10 +5,12 @@
 
 #include <utf8proc.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
 #include "dsx/error.h"
+#include "dsx/replace_all.h"
 #include "tokenizer/utf8.h"
 
 namespace dsx::tokenizer {
@@ -90,21 +92,37 @@ bool nfc_unchanged(std::string_view text) {
 
 }  // namespace
 
+void Normalizer::apply_form(UnicodeForm form, std::string& out) const {
+  utf8proc_uint8_t* result = nullptr;
+  utf8proc_ssize_t length = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(out.data()),
+                                         static_cast<utf8proc_ssize_t>(out.size()), &result,
+                                         static_cast<utf8proc_option_t>(options_of(form)));
+  if (length < 0) {
+    throw Error(ErrorKind::Format, std::string("normalizing a text failed: ") + utf8proc_errmsg(length));
+  }
+  out.assign(reinterpret_cast<const char*>(result), size_t(length));
+  std::free(result);
+}
+
 std::string_view Normalizer::apply(std::string_view text, std::string& out) const {
-  if (forms_.empty() || is_ascii(text)) return text;
-  if (forms_.size() == 1 && forms_[0] == UnicodeForm::NFC && nfc_unchanged(text)) return text;
+  const bool forms_only = std::all_of(steps_.begin(), steps_.end(), [](const Step& s) { return s.kind == Step::Kind::Form; });
+  if (forms_only) {
+    if (steps_.empty() || is_ascii(text)) return text;
+    if (steps_.size() == 1 && steps_[0].form == UnicodeForm::NFC && nfc_unchanged(text)) return text;
+  }
   out.assign(text);
-  for (UnicodeForm form : forms_) {
-    utf8proc_uint8_t* result = nullptr;
-    utf8proc_ssize_t length = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(out.data()),
-                                           static_cast<utf8proc_ssize_t>(out.size()), &result,
-                                           static_cast<utf8proc_option_t>(options_of(form)));
-    if (length < 0) {
-      throw Error(ErrorKind::Format,
-                  std::string("normalizing a text failed: ") + utf8proc_errmsg(length));
+  for (const Step& step : steps_) {
+    switch (step.kind) {
+      case Step::Kind::Form:
+        if (!is_ascii(out)) apply_form(step.form, out);
+        break;
+      case Step::Kind::Prepend:
+        if (!out.empty()) out.insert(0, step.text);
+        break;
+      case Step::Kind::Replace:
+        out = replace_all(out, step.text, step.to);
+        break;
     }
-    out.assign(reinterpret_cast<const char*>(result), size_t(length));
-    std::free(result);
   }
   return out;
 }

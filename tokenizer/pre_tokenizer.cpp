@@ -7,6 +7,8 @@
 
 #include <algorithm>
 
+#include "dsx/replace_all.h"
+
 namespace dsx::tokenizer {
 namespace {
 
@@ -114,15 +116,33 @@ bool PreTokenizer::splits_only_by_known_patterns() const {
   return true;
 }
 
-void PreTokenizer::split(std::string_view text, PreTokenizeScratch& scratch) const {
+// HF's Metaspace: spaces become the replacement, which is put before the piece as `prepend`
+// says; with a splitter, the piece is then cut before each replacement (MergedWithNext).
+void PreTokenizer::apply_metaspace(const PreTokenizeStep& step, std::string_view piece, bool first,
+                                   PreTokenizeScratch& scratch) const {
+  std::string text = replace_all(piece, " ", step.replacement);
+  const bool prepend = step.prepend == MetaspacePrepend::Always || (step.prepend == MetaspacePrepend::First && first);
+  if (prepend && !std::string_view(text).starts_with(step.replacement)) text.insert(0, step.replacement);
+  scratch.owned.push_back(std::move(text));
+  if (step.regex) {
+    apply_split(step, scratch.owned.back(), scratch);
+  } else {
+    scratch.next.push_back(scratch.owned.back());
+  }
+}
+
+void PreTokenizer::split(std::string_view text, PreTokenizeScratch& scratch, bool starts_the_input) const {
   scratch.pieces.clear();
   scratch.owned.clear();
   if (text.empty()) return;
   scratch.pieces.push_back(text);
   for (const PreTokenizeStep& step : steps_) {
     scratch.next.clear();
-    for (std::string_view piece : scratch.pieces) {
-      if (step.kind == PreTokenizeStep::Kind::PrefixSpace) {
+    for (size_t i = 0; i < scratch.pieces.size(); ++i) {
+      const std::string_view piece = scratch.pieces[i];
+      if (step.kind == PreTokenizeStep::Kind::Metaspace) {
+        apply_metaspace(step, piece, starts_the_input && i == 0, scratch);
+      } else if (step.kind == PreTokenizeStep::Kind::PrefixSpace) {
         if (piece.front() == ' ') {
           scratch.next.push_back(piece);
         } else {

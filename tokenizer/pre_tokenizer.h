@@ -1,6 +1,7 @@
 // The pre-tokenizer of a tokenizer.json: cuts normalized text into the pieces BPE runs on.
 // Supported, as Hugging Face defines them: Split (a Regex or String pattern, any of the five
-// behaviours, invert), ByteLevel (add_prefix_space, use_regex = GPT-2's pattern) and a Sequence
+// behaviours, invert), ByteLevel (add_prefix_space, use_regex = GPT-2's pattern), Metaspace
+// (SentencePiece's spaces as "▁": Llama 2's and Mistral's converted tokenizer.json) and a Sequence
 // of those with ByteLevel last. Reading the JSON is read_tokenizer_json.cpp's job; this file only
 // runs the steps.
 #pragma once
@@ -29,11 +30,17 @@ inline constexpr const char* kLlama3Pattern =
 inline constexpr const char* kQwen2Pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
+// When Metaspace puts its replacement before a piece that does not start with it: always, only
+// before the piece that starts the text (not after an added token), or never.
+enum class MetaspacePrepend { Always, First, Never };
+
 struct PreTokenizeStep {
-  enum class Kind { Split, PrefixSpace } kind;
-  std::shared_ptr<const RegexSplitter> regex;  // Split only
+  enum class Kind { Split, PrefixSpace, Metaspace } kind;
+  std::shared_ptr<const RegexSplitter> regex;  // Split; Metaspace's split on its replacement
   SplitBehavior behavior = SplitBehavior::Isolated;
   bool invert = false;
+  std::string replacement = {};  // Metaspace: what each space becomes
+  MetaspacePrepend prepend = MetaspacePrepend::Always;
 };
 
 // Buffers reused from one call to the next on a thread.
@@ -57,9 +64,12 @@ class PreTokenizer {
   bool splits_only_by_known_patterns() const;
 
   // Cuts `text` into non-empty pieces in scratch.pieces (views into `text` or scratch.owned).
-  void split(std::string_view text, PreTokenizeScratch& scratch) const;
+  // `starts_the_input`: `text` is the beginning of what was encoded (Metaspace's First).
+  void split(std::string_view text, PreTokenizeScratch& scratch, bool starts_the_input = true) const;
 
  private:
+  void apply_metaspace(const PreTokenizeStep& step, std::string_view piece, bool first,
+                       PreTokenizeScratch& scratch) const;
   void apply_split(const PreTokenizeStep& step, std::string_view piece,
                    PreTokenizeScratch& scratch) const;
 

@@ -5,6 +5,7 @@
 
 #include "dsx/error.h"
 #include "tokenizer/json_file.h"
+#include "tokenizer/utf8.h"
 
 namespace dsx::tokenizer {
 namespace {
@@ -15,8 +16,9 @@ using json::Value;
 [[noreturn]] void unsupported(const At& at, const std::string& what) {
   throw Error(ErrorKind::Unsupported,
               at.file + ": " + at.path + " " + what +
-                  "; dsx reads byte-level BPE tokenizer.json files (GPT-2, Llama 3, Qwen2 style) "
-                  "and SentencePiece tokenizer.model files (docs/tokenizers.md)");
+                  "; dsx reads BPE tokenizer.json files, byte-level (GPT-2, Llama 3, Qwen2) or "
+                  "SentencePiece-style (Llama 2, Mistral), and SentencePiece tokenizer.model files "
+                  "(docs/tokenizers.md)");
 }
 
 // Sequences nest; deeper than this is no real file and would only risk the stack.
@@ -42,6 +44,33 @@ std::string type_of(const Value& component, const At& at) {
   return json::as_string(json::require_member(component, "type", at), at / "type");
 }
 
+// A Replace step's literal pattern (a non-empty "String"; a "Regex" is refused) and content.
+std::pair<std::string, std::string> read_replace(const Value& v, const At& at) {
+  const At pattern_at = at / "pattern";
+  const Value& pattern = json::require_object(json::require_member(v, "pattern", at), pattern_at);
+  if (json::member(pattern, "Regex")) unsupported(pattern_at, "is a Regex; dsx replaces String patterns only");
+  std::string text = json::as_string(json::require_member(pattern, "String", pattern_at), pattern_at / "String");
+  if (text.empty()) json::bad_value(pattern_at / "String", "is empty");
+  return {std::move(text), json::as_string(json::require_member(v, "content", at), at / "content")};
+}
+
+// Metaspace's replacement (one character) and prepend rule: prepend_scheme, or the older
+// add_prefix_space (true: always).
+std::pair<std::string, MetaspacePrepend> read_metaspace(const Value& v, const At& at) {
+  std::string replacement = json::as_string(json::require_member(v, "replacement", at), at / "replacement");
+  if (replacement.empty() || utf8::decode_at(replacement, 0).length != replacement.size())
+    json::bad_value(at / "replacement", "must be one character");
+  MetaspacePrepend prepend = MetaspacePrepend::Always;
+  if (auto scheme = json::optional_string(v, "prepend_scheme", at)) {
+    if (*scheme == "first") prepend = MetaspacePrepend::First;
+    else if (*scheme == "never") prepend = MetaspacePrepend::Never;
+    else if (*scheme != "always") json::bad_value(at / "prepend_scheme", "is \"" + *scheme + "\", not always, first or never");
+  } else if (!json::optional_bool(v, "add_prefix_space", at).value_or(true)) {
+    prepend = MetaspacePrepend::Never;
+  }
+  return {std::move(replacement), prepend};
+}
+
 void read_normalizer(const Value& v, const At& at, Normalizer& normalizer, int depth = 0) {
   check_depth(depth, at);
   if (v.IsNull()) return;
@@ -50,12 +79,14 @@ void read_normalizer(const Value& v, const At& at, Normalizer& normalizer, int d
   if (type == "NFD") return normalizer.add(UnicodeForm::NFD);
   if (type == "NFKC") return normalizer.add(UnicodeForm::NFKC);
   if (type == "NFKD") return normalizer.add(UnicodeForm::NFKD);
+  if (type == "Prepend") return normalizer.add_prepend(json::as_string(json::require_member(v, "prepend", at), at / "prepend"));
+  if (type == "Replace") {
+    auto [pattern, content] = read_replace(v, at);
+    return normalizer.add_replace(std::move(pattern), std::move(content));
+  }
   if (type == "Sequence") {
-    const At list_at = at / "normalizers";
-    const Value& list = json::require_array(json::require_member(v, "normalizers", at), list_at);
-    for (rapidjson::SizeType i = 0; i < list.Size(); ++i)
-      read_normalizer(list[i], list_at[i], normalizer, depth + 1);
-    return;
+    return for_each_step(v, at, "normalizers",
+                         [&](const Value& step, const At& step_at) { read_normalizer(step, step_at, normalizer, depth + 1); });
   }
   unsupported(at / "type", "is the normalizer \"" + type + "\", which dsx does not implement");
 }
@@ -111,6 +142,13 @@ void read_pre_tokenizer(const Value& v, const At& at, PreTokenizer& pre, int dep
   }
   if (type == "Split") return read_split(v, at, pre);
   if (type == "ByteLevel") return read_byte_level(v, at, pre);
+  if (type == "Metaspace") {
+    auto [replacement, prepend] = read_metaspace(v, at);
+    PreTokenizeStep step{PreTokenizeStep::Kind::Metaspace, nullptr, SplitBehavior::MergedWithNext, false, replacement, prepend};
+    if (json::optional_bool(v, "split", at).value_or(true))
+      step.regex = std::make_shared<RegexSplitter>(replacement, true, at.file + ": " + at.path);
+    return pre.add_step(std::move(step));
+  }
   if (type == "Sequence") {
     return for_each_step(v, at, "pretokenizers",
                          [&](const Value& step, const At& step_at) { read_pre_tokenizer(step, step_at, pre, depth + 1); });
@@ -166,11 +204,6 @@ std::unique_ptr<BpeModel> read_model(const Value& v, const At& at) {
   if (type != "BPE") {
     unsupported(at / "type", "is \"" + type + "\"; dsx implements the BPE model only");
   }
-  if (json::optional_bool(v, "byte_fallback", at).value_or(false)) {
-    unsupported(at / "byte_fallback",
-                "is true (SentencePiece-style BPE); use the tokenizer.model "
-                "file of the model instead (remove tokenizer.json)");
-  }
   if (const Value* dropout = json::member(v, "dropout"); dropout && !dropout->IsNull()) {
     if (!dropout->IsNumber()) json::wrong_type(at / "dropout", "a number or null", *dropout);
     if (dropout->GetDouble() != 0.0)
@@ -184,6 +217,7 @@ std::unique_ptr<BpeModel> read_model(const Value& v, const At& at) {
   Vocabulary vocab = read_vocab(v, at);
   BpeOptions options;
   options.ignore_merges = json::optional_bool(v, "ignore_merges", at).value_or(false);
+  options.byte_fallback = json::optional_bool(v, "byte_fallback", at).value_or(false);
   options.fuse_unk = json::optional_bool(v, "fuse_unk", at).value_or(false);
   if (auto unk = json::optional_string(v, "unk_token", at)) {
     auto it = vocab.find(*unk);
@@ -281,12 +315,37 @@ void read_post_processor(const Value& v, const At& at, SpecialTokenTemplate& out
   unsupported(at / "type", "is the post-processor \"" + type + "\", which dsx does not implement");
 }
 
-void check_decoder(const Value& v, const At& at) {
-  if (v.IsNull()) unsupported(at, "is null; dsx decodes with the ByteLevel decoder only");
-  std::string type = type_of(v, at);
-  if (type != "ByteLevel") {
-    unsupported(at / "type", "is the decoder \"" + type + "\"; dsx decodes with ByteLevel only");
+size_t read_count(const Value& v, const char* key, const At& at) {
+  const int64_t n = json::as_int(json::require_member(v, key, at), at / key);
+  if (n < 0) json::bad_value(at / key, "must not be negative");
+  return size_t(n);
+}
+
+void read_decoder(const Value& v, const At& at, Decoder& decoder, int depth = 0) {
+  check_depth(depth, at);
+  if (v.IsNull()) unsupported(at, "is null; dsx needs the decoder that turns tokens back into text");
+  const std::string type = type_of(v, at);
+  using Kind = DecodeStep::Kind;
+  if (type == "ByteLevel") return decoder.add({Kind::ByteLevel, {}, {}});
+  if (type == "ByteFallback") return decoder.add({Kind::ByteFallback, {}, {}});
+  if (type == "Fuse") return decoder.add({Kind::Fuse, {}, {}});
+  if (type == "Replace") {
+    auto [pattern, content] = read_replace(v, at);
+    return decoder.add({Kind::Replace, std::move(pattern), std::move(content)});
   }
+  if (type == "Strip") {
+    std::string c = json::as_string(json::require_member(v, "content", at), at / "content");
+    return decoder.add({Kind::Strip, std::move(c), {}, read_count(v, "start", at), read_count(v, "stop", at)});
+  }
+  if (type == "Metaspace") {
+    auto [replacement, prepend] = read_metaspace(v, at);
+    return decoder.add({Kind::Metaspace, std::move(replacement), {}, 0, 0, prepend});
+  }
+  if (type == "Sequence") {
+    return for_each_step(v, at, "decoders",
+                         [&](const Value& step, const At& step_at) { read_decoder(step, step_at, decoder, depth + 1); });
+  }
+  unsupported(at / "type", "is the decoder \"" + type + "\", which dsx does not implement");
 }
 
 }  // namespace
@@ -312,7 +371,7 @@ HfBpeParts parse_tokenizer_json(const std::string& text, const std::string& path
   if (const Value* v = json::member(doc, "post_processor")) {
     read_post_processor(*v, root_at / "post_processor", parts.special_template);
   }
-  check_decoder(json::require_member(doc, "decoder", root_at), root_at / "decoder");
+  read_decoder(json::require_member(doc, "decoder", root_at), root_at / "decoder", parts.decoder);
   return parts;
 }
 

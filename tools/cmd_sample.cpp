@@ -96,6 +96,15 @@ struct SampleText {
     for (int32_t t : ids) out += bytes ? std::string(1, static_cast<char>(t)) : llmc ? llmc->decode(t) : std::to_string(t) + " ";
     return out;
   }
+  // The text `out` adds after `prompt`. Decoded with the prompt: SentencePiece's decoders drop the
+  // space before a text's first word, which a continuation's first word keeps.
+  std::string continuation(const std::vector<int32_t>& prompt, const std::vector<int32_t>& out) const {
+    if (!hf) return decode(out);
+    std::vector<int32_t> all = prompt;
+    all.insert(all.end(), out.begin(), out.end());
+    const std::string whole = decode(all), before = decode(prompt);
+    return whole.starts_with(before) ? whole.substr(before.size()) : decode(out);
+  }
 };
 
 SampleText sample_text(const po::variables_map& v, const models::ModelSource& source) {
@@ -245,7 +254,7 @@ int run_sample(int argc, char** argv) {
   // A tokenizer's text starts with the prompt text, so the continuation reads as one piece; a
   // chat answer, or the text after prompt ids, stands alone.
   const bool echo = text.hf && !v["chat"].as<bool>() && !v.count("prompt-tokens");
-  std::cout << (echo ? v["prompt"].as<std::string>() : "") << text.decode(out) << std::endl;
+  std::cout << (echo ? v["prompt"].as<std::string>() + text.continuation(prompt, out) : text.decode(out)) << std::endl;
   return 0;
 }
 

@@ -28,14 +28,18 @@ namespace {
 
 const std::string kTokenizer = std::string(DSX_SOURCE_DIR) + "/tests/tokenizer/data/llama3";
 const std::string kGpt2Tokenizer = std::string(DSX_SOURCE_DIR) + "/tests/tokenizer/data/gpt2";
+// A SentencePiece tokenizer as transformers 5 saves a Llama 2 or Mistral one: tokenizer.json only.
+const std::string kSentencePieceJson = std::string(DSX_SOURCE_DIR) + "/tests/tokenizer/data/spm_json";
 const std::string kZero3 = std::string(DSX_SOURCE_DIR) + "/configs/zero3.json";
 
 // A tiny random Llama 3-style folder (GQA, untied head, bf16 on disk) with the llama3 fixture
 // tokenizer's files beside it, as a Hugging Face download looks.
-// `edit` changes the config before the folder is written (another model type, say).
+// `edit` changes the config before the folder is written (another model type, say);
+// `tokenizer_dir` holds the tokenizer files.
 dsx::models::LlamaConfig write_model_folder(const std::string& dir,
-                                            const std::function<void(dsx::models::LlamaConfig&)>& edit = {}) {
-  const auto tokenizer = dsx::tokenizer::load_tokenizer(kTokenizer);
+                                            const std::function<void(dsx::models::LlamaConfig&)>& edit = {},
+                                            const std::string& tokenizer_dir = kTokenizer) {
+  const auto tokenizer = dsx::tokenizer::load_tokenizer(tokenizer_dir);
   dsx::models::ModelShape shape;
   shape.family = dsx::models::ModelShape::Family::Llama;
   auto& c = shape.llama;
@@ -48,7 +52,7 @@ dsx::models::LlamaConfig write_model_folder(const std::string& dir,
   const std::vector<float> weights = dsx::models::initial_parameters(shape, 7);
   dsx::models::HfWriteOptions options;
   options.dtype = dsx::kernels::DType::BF16;
-  options.tokenizer_from = kTokenizer;
+  options.tokenizer_from = tokenizer_dir;
   dsx::models::write_llama_hf_folder(dir, c, weights.data(), options);
   return c;
 }
@@ -256,13 +260,17 @@ TEST(Gpt2Finetune, AFolderTrainsOnTextThroughItsTokenizerAndSamples) {
 
 // Mistral v0.1's sliding window (4096 of 32768 positions; here 16 of 64): rows default to the
 // window's length, where full causal attention is the window's exactly, and longer ones are
-// refused naming the window.
+// refused naming the window. The folder's tokenizer is SentencePiece's as tokenizer.json alone.
 TEST(LlamaFinetune, AMistralWindowTrainsRowsUpToItsLength) {
   dsx::test::TempDir dir;
   const std::string model = dir.file("mistral");
-  write_model_folder(model, [](dsx::models::LlamaConfig& c) {
-    c.architecture = "MistralForCausalLM", c.model_type = "mistral", c.sliding_window = 16;
-  });
+  write_model_folder(
+      model,
+      [](dsx::models::LlamaConfig& c) {
+        c.architecture = "MistralForCausalLM", c.model_type = "mistral", c.sliding_window = 16;
+      },
+      kSentencePieceJson);
+  ASSERT_FALSE(std::filesystem::exists(model + "/tokenizer.model"));
   const std::string data = " --deepspeed_config " + kZero3 + " --model " + model + " --data text:" + write_text(dir);
   auto trained = train(data + " --steps 2");
   EXPECT_EQ(trained.exit_code, 0) << trained.output;
@@ -272,4 +280,7 @@ TEST(LlamaFinetune, AMistralWindowTrainsRowsUpToItsLength) {
   EXPECT_NE(too_long.output.find("--seq_len 17 needs 17 positions; model " + model + " has 16 (its sliding_window"),
             std::string::npos)
       << too_long.output;
+  auto s = run_command(std::string(DSX_EXE) + " sample " + model + " --prompt 'the cat' --tokens 4 --temperature 0");
+  ASSERT_EQ(s.exit_code, 0) << s.output;
+  EXPECT_EQ(s.output.rfind("the cat", 0), 0u) << s.output;
 }

@@ -90,11 +90,17 @@ TEST(TokenizerErrors, UnsupportedModelTypeIsNamed) {
   EXPECT_HAS(m, "tokenizer.json");
 }
 
-TEST(TokenizerErrors, ByteFallbackIsRefused) {
-  EditedGpt2 edited("\"byte_fallback\": false", "\"byte_fallback\": true");
+TEST(TokenizerErrors, UnknownDecoderIsNamed) {
+  EditedGpt2 edited("\"decoder\": {\n    \"type\": \"ByteLevel\"", "\"decoder\": {\n    \"type\": \"WordPiece\"");
   auto m = load_error(edited.path(), ErrorKind::Unsupported);
-  EXPECT_HAS(m, "model.byte_fallback is true");
-  EXPECT_HAS(m, "tokenizer.model");
+  EXPECT_HAS(m, "decoder.type is the decoder \"WordPiece\"");
+}
+
+TEST(TokenizerErrors, ReplaceByARegexIsRefused) {
+  EditedGpt2 edited("\"normalizer\": null",
+                    "\"normalizer\": {\"type\": \"Replace\", \"pattern\": {\"Regex\": \" +\"}, \"content\": \" \"}");
+  auto m = load_error(edited.path(), ErrorKind::Unsupported);
+  EXPECT_HAS(m, "normalizer.pattern is a Regex");
 }
 
 TEST(TokenizerErrors, UnknownNormalizerIsNamed) {
@@ -107,9 +113,9 @@ TEST(TokenizerErrors, UnknownPreTokenizerIsNamed) {
   EditedGpt2 edited(
       "\"type\": \"ByteLevel\",\n    \"add_prefix_space\": false,\n    \"trim_offsets\": true,\n   "
       " \"use_regex\": true",
-      "\"type\": \"Metaspace\"");
+      "\"type\": \"Whitespace\"");
   auto m = load_error(edited.path(), ErrorKind::Unsupported);
-  EXPECT_HAS(m, "pre_tokenizer.type is the pre-tokenizer \"Metaspace\"");
+  EXPECT_HAS(m, "pre_tokenizer.type is the pre-tokenizer \"Whitespace\"");
 }
 
 TEST(TokenizerErrors, TruncationIsRefused) {

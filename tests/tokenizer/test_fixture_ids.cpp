@@ -1,8 +1,10 @@
 // Each fixture folder of data/ against the ids the Python libraries produced for the same texts
-// (cases.json: the multilingual sample and short edge cases, with and without special tokens).
+// (cases.json: the multilingual sample and short edge cases, with and without special tokens),
+// and, where cases.json has it, the library's decoding of those ids.
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,7 @@ struct Case {
   std::string text;
   EncodeOptions options;
   std::vector<TokenId> ids;
+  std::optional<std::string> decoded;  // the library's decode of ids, where cases.json has it
 };
 
 std::string fixture(const std::string& name) {
@@ -32,6 +35,7 @@ std::vector<Case> read_cases(const std::string& name) {
     one.options.add_special_tokens = c["add_special_tokens"].GetBool();
     one.options.split_special_tokens = c["split_special_tokens"].GetBool();
     for (const auto& id : c["ids"].GetArray()) one.ids.push_back(id.GetInt());
+    if (c.HasMember("decoded")) one.decoded.emplace(c["decoded"].GetString(), c["decoded"].GetStringLength());
     cases.push_back(std::move(one));
   }
   return cases;
@@ -49,11 +53,15 @@ TEST_P(FixtureIds, EncodeGivesTheIdsOfThePythonLibrary) {
         << GetParam() << " case " << i << " (add_special_tokens " << c.options.add_special_tokens
         << ", split_special_tokens " << c.options.split_special_tokens << "): \""
         << c.text.substr(0, 80) << "\"";
+    if (c.decoded) {
+      EXPECT_EQ(tok->decode(c.ids), *c.decoded) << GetParam() << " case " << i;
+    }
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, FixtureIds,
-                         testing::Values("gpt2", "gpt2_prefix", "llama3", "qwen2", "spm"),
+                         testing::Values("gpt2", "gpt2_prefix", "llama3", "qwen2", "spm", "spm_json",
+                                         "spm_json_legacy"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

@@ -54,15 +54,29 @@ TEST(SentencePiece, TokenizerJsonIsPreferredWhenBothArePresent) {
   EXPECT_NE(tok->describe().find("tokenizer.json"), std::string::npos) << tok->describe();
 }
 
-TEST(SentencePiece, ModelIsTakenWhenTokenizerJsonIsSentencePieceConverted) {
-  // A Llama 2 folder: tokenizer.json with byte_fallback (refused) beside tokenizer.model.
+TEST(SentencePiece, ConvertedTokenizerJsonBesideTheModelIsTakenAndGivesTheModelsIds) {
+  // A Llama 2 folder: the model's tokenizer.json (converted from tokenizer.model) beside it. dsx
+  // takes tokenizer.json, as transformers' AutoTokenizer does; both give the same ids.
+  TempDir dir;
+  std::filesystem::copy_file(fixture("spm") + "/tokenizer.model", dir.file("tokenizer.model"));
+  std::filesystem::copy_file(fixture("spm_json") + "/tokenizer.json", dir.file("tokenizer.json"));
+  std::filesystem::copy_file(fixture("spm") + "/tokenizer_config.json", dir.file("tokenizer_config.json"));
+  auto tok = load_tokenizer(dir.path());
+  EXPECT_NE(tok->describe().find("tokenizer.json"), std::string::npos) << tok->describe();
+  const std::string text = "Hello  wörld, 你好 ᚠᛇᚻ!\n  indented 12345";
+  EXPECT_EQ(tok->encode(text), load_tokenizer(fixture("spm"))->encode(text));
+  EXPECT_EQ(tok->decode(tok->encode(text, {.add_special_tokens = false})), text);
+}
+
+TEST(SentencePiece, ModelIsTakenWhenTokenizerJsonIsRefused) {
+  // A tokenizer.json dsx does not read (a Unigram model) beside tokenizer.model.
   TempDir dir;
   std::filesystem::copy_file(fixture("spm") + "/tokenizer.model", dir.file("tokenizer.model"));
   std::string json = testing_util::read(fixture("gpt2") + "/tokenizer.json");
-  json.replace(json.find("\"byte_fallback\": false"), 22, "\"byte_fallback\": true");
+  json.replace(json.find("\"type\": \"BPE\""), 13, "\"type\": \"Unigram\"");
   dir.write("tokenizer.json", json);
   auto tok = load_tokenizer(dir.path());
-  EXPECT_NE(tok->describe().find("SentencePiece"), std::string::npos) << tok->describe();
+  EXPECT_NE(tok->describe().find("tokenizer.model"), std::string::npos) << tok->describe();
   // A malformed tokenizer.json is still an error, not a silent switch.
   dir.write("tokenizer.json", "{");
   EXPECT_THROW(load_tokenizer(dir.path()), Error);

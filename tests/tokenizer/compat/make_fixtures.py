@@ -1,13 +1,16 @@
 """Trains the tokenizer fixtures of tests/tokenizer/data/ and writes the ids the Python libraries
 give for them (cases.json), so the C++ tests compare against `tokenizers` and `sentencepiece`
-without running Python. Run once by hand in a venv with tokenizers and sentencepiece:
+without running Python. Run once by hand in a venv with tokenizers, sentencepiece, transformers
+and protobuf:
 
     python3 tests/tokenizer/compat/make_fixtures.py tests/tokenizer/data
 
 Each fixture folder looks like a Hugging Face model folder (tokenizer.json or tokenizer.model, and
 tokenizer_config.json). The fixtures are small (vocabularies of 300-1000) but use the real
 components: GPT-2's ByteLevel regex, Llama 3's Split regex with ignore_merges and a BOS template,
-Qwen2's NFC normalizer and single-digit regex, and a SentencePiece BPE model with byte fallback."""
+Qwen2's NFC normalizer and single-digit regex, a SentencePiece BPE model with byte fallback, and
+that model as transformers converts it to tokenizer.json (Metaspace, and the older Prepend/Replace
+spelling). cases.json of the tokenizer.json fixtures holds the decoded text too."""
 
 import json
 import os
@@ -100,6 +103,29 @@ def qwen2_style():
     return tok, config
 
 
+def sentencepiece_json_style(folder, legacy):
+    """The spm fixture as transformers converts it to tokenizer.json, which is all save_pretrained
+    writes for Llama 2 and Mistral tokenizers in transformers 5: BPE with byte_fallback, a Metaspace
+    pre-tokenizer and decoder. `legacy`: the older spelling of the same rules (Prepend and Replace
+    normalizers, no pre-tokenizer, a Replace/ByteFallback/Fuse/Strip decoder)."""
+    import transformers
+    tok = transformers.AutoTokenizer.from_pretrained(os.path.join(folder, "spm")).backend_tokenizer
+    if legacy:
+        data = json.loads(tok.to_str())
+        data["normalizer"] = {"type": "Sequence", "normalizers": [
+            {"type": "Prepend", "prepend": "\u2581"},
+            {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]}
+        data["pre_tokenizer"] = None
+        data["decoder"] = {"type": "Sequence", "decoders": [
+            {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+            {"type": "ByteFallback"}, {"type": "Fuse"},
+            {"type": "Strip", "content": " ", "start": 1, "stop": 0}]}
+        tok = Tokenizer.from_str(json.dumps(data))
+    with open(os.path.join(folder, "spm", "tokenizer_config.json")) as f:
+        config = json.load(f)
+    return tok, config
+
+
 def short_cases(specials):
     texts = ["", " ", "Hello world! It's 12345  x\n\ny", "  leading and trailing  ",
              "cafe\u0301 café", "\r\n\r\n", "a" * 300, "1234567890", "👨‍👩‍👧‍👦👍🏽",
@@ -117,8 +143,9 @@ def write_json_fixture(folder, name, tok, config, specials):
     cases = []
     for text in [SAMPLE] + short_cases(specials):
         for add_special in (True, False):
+            ids = tok.encode(text, add_special_tokens=add_special).ids
             cases.append({"text": text, "add_special_tokens": add_special, "split_special_tokens": False,
-                          "ids": tok.encode(text, add_special_tokens=add_special).ids})
+                          "ids": ids, "decoded": tok.decode(ids, skip_special_tokens=False)})
     tok.encode_special_tokens = True
     for text in short_cases(specials)[-len(specials) - 1:]:
         cases.append({"text": text, "add_special_tokens": False, "split_special_tokens": True,
@@ -173,6 +200,11 @@ def main():
         "qwen2": lambda: write_json_fixture(folder, "qwen2", *qwen2_style(),
                                             ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]),
         "spm": lambda: write_sentencepiece_fixture(folder),
+        # After "spm": converted from it.
+        "spm_json": lambda: write_json_fixture(folder, "spm_json", *sentencepiece_json_style(folder, False),
+                                               ["<s>", "</s>"]),
+        "spm_json_legacy": lambda: write_json_fixture(folder, "spm_json_legacy",
+                                                      *sentencepiece_json_style(folder, True), ["<s>", "</s>"]),
     }
     for name, make in makers.items():
         if not names or name in names:
