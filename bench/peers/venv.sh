@@ -21,4 +21,8 @@ fi
 # TensorBoard's PyTorch profiler plugin reads dsx's --profile traces (bench/trace/); added later
 # than the rest, so a venv made before it gets it here.
 "$venv/bin/python" -c "import torch_tb_profiler" 2>/dev/null || "$venv/bin/pip" install -q torch-tb-profiler
+# transformers converts a tokenizer.model (Llama 2, Mistral) to its fast tokenizer through these;
+# without them it reads the file as tiktoken and fails.
+"$venv/bin/python" -c "import sentencepiece, google.protobuf" 2>/dev/null ||
+  "$venv/bin/pip" install -q sentencepiece protobuf
 echo "$venv/bin/python"

@@ -2,7 +2,8 @@
 # Tokenizer throughput, dsx beside Hugging Face tokenizers, one thread and all threads, same text
 # and same run (docs/benchmarks.md keeps the latest table). The text: SIZE_MB of the multilingual
 # generator of tests/tokenizer/compat. The tokenizers: the test fixtures (vocabularies of
-# 800-1000) and a Llama 3-style one with a 32000 vocabulary trained here on the same generator,
+# 600-1000; spm_json is SentencePiece-style BPE, as Llama 2 and Mistral tokenizer.json files are) and
+# a Llama 3-style one with a 32000 vocabulary trained here on the same generator,
 # closer to real vocabularies, where more words are single tokens.
 # usage: bash bench/tokenizer/run_tokenizer_bench.sh [build-dir]   (env THREADS, REPS, SIZE_MB, VENV)
 set -euo pipefail
@@ -44,4 +45,4 @@ cd "$root"
 data=tests/tokenizer/data
 "$build/bench/tokenizer/bench_tokenizer" --text "$work/text.txt" --threads "$threads" --reps "$reps" \
   --python "$venv/bin/python" --model $data/gpt2 --model $data/llama3 --model $data/qwen2 \
-  --model "$work/llama3-32k"
+  --model $data/spm_json --model "$work/llama3-32k"
