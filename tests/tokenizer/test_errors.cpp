@@ -118,6 +118,25 @@ TEST(TokenizerErrors, UnknownPreTokenizerIsNamed) {
   EXPECT_HAS(m, "pre_tokenizer.type is the pre-tokenizer \"Whitespace\"");
 }
 
+// The SentencePiece-style fixture with one edit: bad Metaspace and Strip values are named.
+TEST(TokenizerErrors, BadMetaspaceAndStripValuesAreNamed) {
+  const std::string json = testing_util::read(fixture("spm_json") + "/tokenizer.json");
+  const auto edited = [&](const std::string& from, const std::string& to) {
+    std::string text = json;
+    const size_t pos = text.find(from);
+    EXPECT_NE(pos, std::string::npos) << from;
+    if (pos != std::string::npos) text.replace(pos, from.size(), to);
+    return text;
+  };
+  TempDir dir;
+  dir.write("tokenizer.json", edited("\"prepend_scheme\": \"first\"", "\"prepend_scheme\": \"sometimes\""));
+  EXPECT_HAS(load_error(dir.path(), ErrorKind::Format), "pre_tokenizer.prepend_scheme is \"sometimes\"");
+  dir.write("tokenizer.json", edited("\"replacement\": \"\u2581\"", "\"replacement\": \"ab\""));
+  EXPECT_HAS(load_error(dir.path(), ErrorKind::Format), "pre_tokenizer.replacement must be one character");
+  dir.write("tokenizer.json", edited("\"start\": 1", "\"start\": -1"));
+  EXPECT_HAS(load_error(dir.path(), ErrorKind::Format), "start must not be negative");
+}
+
 TEST(TokenizerErrors, TruncationIsRefused) {
   EditedGpt2 edited("\"truncation\": null", "\"truncation\": {\"max_length\": 512}");
   auto m = load_error(edited.path(), ErrorKind::Unsupported);
