@@ -25,20 +25,19 @@ int fallback_byte(const std::string& token) {
 // Runs of byte tokens become their text, or one U+FFFD per byte where the run is not UTF-8.
 Tokens byte_fallback(Tokens tokens) {
   Tokens out;
-  std::string run;
-  size_t run_length = 0;
+  std::string run;  // one byte per token
   auto flush = [&] {
-    if (run_length == 0) return;
+    if (run.empty()) return;
     if (!utf8::first_invalid_byte(run)) {
       out.push_back(run);
     } else {
-      for (size_t i = 0; i < run_length; ++i) out.push_back("\xEF\xBF\xBD");
+      out.insert(out.end(), run.size(), "\xEF\xBF\xBD");
     }
-    run.clear(), run_length = 0;
+    run.clear();
   };
   for (std::string& token : tokens) {
     if (const int byte = fallback_byte(token); byte >= 0) {
-      run.push_back(static_cast<char>(byte)), ++run_length;
+      run.push_back(static_cast<char>(byte));
       continue;
     }
     flush();

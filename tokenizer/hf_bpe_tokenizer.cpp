@@ -120,7 +120,7 @@ std::optional<TokenId> HfBpeTokenizer::token_to_id(std::string_view token) const
 }
 
 std::string HfBpeTokenizer::describe() const {
-  return std::string(parts_.pre_tokenizer.byte_level() ? "byte-level BPE" : "SentencePiece-style BPE") + " from " +
+  return std::string(parts_.pre_tokenizer.byte_level() ? "byte-level BPE" : "BPE") + " from " +
          parts_.source + " (vocab " + std::to_string(vocab_size_) + ", " +
          std::to_string(parts_.model->merge_count()) + " merges, " +
          std::to_string(parts_.added_tokens.size()) + " added tokens)";

@@ -5,7 +5,6 @@
 
 #include <utf8proc.h>
 
-#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -105,8 +104,7 @@ void Normalizer::apply_form(UnicodeForm form, std::string& out) const {
 }
 
 std::string_view Normalizer::apply(std::string_view text, std::string& out) const {
-  const bool forms_only = std::all_of(steps_.begin(), steps_.end(), [](const Step& s) { return s.kind == Step::Kind::Form; });
-  if (forms_only) {
+  if (forms_only_) {
     if (steps_.empty() || is_ascii(text)) return text;
     if (steps_.size() == 1 && steps_[0].form == UnicodeForm::NFC && nfc_unchanged(text)) return text;
   }

@@ -16,10 +16,14 @@ class Normalizer {
  public:
   void add(UnicodeForm form) { steps_.push_back({Step::Kind::Form, form, {}, {}}); }
   // HF's Prepend: `prefix` before a text that is not empty.
-  void add_prepend(std::string prefix) { steps_.push_back({Step::Kind::Prepend, {}, std::move(prefix), {}}); }
+  void add_prepend(std::string prefix) {
+    steps_.push_back({Step::Kind::Prepend, {}, std::move(prefix), {}});
+    forms_only_ = false;
+  }
   // HF's Replace with a String pattern: every `from` (not empty) by `to`, left to right.
   void add_replace(std::string from, std::string to) {
     steps_.push_back({Step::Kind::Replace, {}, std::move(from), std::move(to)});
+    forms_only_ = false;
   }
   bool empty() const { return steps_.empty(); }
 
@@ -37,6 +41,7 @@ class Normalizer {
   void apply_form(UnicodeForm form, std::string& out) const;
 
   std::vector<Step> steps_;
+  bool forms_only_ = true;  // no Prepend or Replace: ASCII text passes unchanged
 };
 
 }  // namespace dsx::tokenizer
