@@ -101,13 +101,10 @@ int sequence_length(const TrainRunOptions& o, const models::AdditionTask& task, 
   if (seq > shape.max_seq_len()) {
     const std::string what = o.data == "addition" ? "the addition task with --digits " + std::to_string(o.digits)
                                                   : "--seq_len " + std::to_string(seq);
-    const bool windowed = shape.family == models::ModelShape::Family::Llama &&
-                          shape.max_seq_len() < shape.llama.max_position_embeddings;
+    const bool llama = shape.family == models::ModelShape::Family::Llama;
     throw Error(ErrorKind::Usage, what + " needs " + std::to_string(seq) + " positions; model " + o.model + " has " +
                                       std::to_string(shape.max_seq_len()) +
-                                      (windowed ? " (its sliding_window: dsx's full causal attention is the window's "
-                                                  "only for sequences no longer than it)"
-                                                : ""));
+                                      (llama ? " (" + models::longest_exact_sequence_reason(shape.llama) + ")" : ""));
   }
   return seq;
 }

@@ -58,13 +58,15 @@ int longest_exact_sequence(const LlamaConfig& c) {
   return c.sliding_window > 0 ? std::min(c.sliding_window, c.max_position_embeddings) : c.max_position_embeddings;
 }
 
+std::string longest_exact_sequence_reason(const LlamaConfig& c) {
+  if (longest_exact_sequence(c) == c.max_position_embeddings) return "max_position_embeddings";
+  return "sliding_window: dsx's full causal attention equals the window's only for sequences no longer than it";
+}
+
 const LlamaConfig& checked_for_build(const LlamaConfig& config, int max_batch, int max_seq) {
   validate(config);
-  const bool windowed = longest_exact_sequence(config) < config.max_position_embeddings;
   check_build_sizes("Llama", max_batch, max_seq, longest_exact_sequence(config),
-                    windowed ? "sliding_window: dsx's full causal attention equals the window's only for sequences "
-                               "no longer than it"
-                             : "max_position_embeddings");
+                    longest_exact_sequence_reason(config).c_str());
   return config;
 }
 

@@ -75,6 +75,8 @@ std::vector<std::string> llama_preset_names();
 void validate(const LlamaConfig& config);
 // The longest sequence dsx computes exactly: max_position_embeddings, or a shorter sliding window.
 int longest_exact_sequence(const LlamaConfig& config);
+// What sets that length, for messages: "max_position_embeddings", or the window and why.
+std::string longest_exact_sequence_reason(const LlamaConfig& config);
 // validate(config), then the largest batch a model is built for (check_build_sizes): what the
 // Llama models check before they build anything. Returns config.
 const LlamaConfig& checked_for_build(const LlamaConfig& config, int max_batch, int max_seq);
