@@ -54,5 +54,7 @@ TEST(DsxCli, RunsOnBlasKernelsAsNewAsTheCpu) {
 TEST(DsxCli, KeepsTheBlasKernelsTheUserForced) {
   auto r = dsx::test::run_command("env OPENBLAS_CORETYPE=Haswell " + std::string(DSX_EXE) + " version");
   ASSERT_EQ(r.exit_code, 0) << r.output;
+  if (r.output.find("DYNAMIC_ARCH") == std::string::npos)
+    GTEST_SKIP() << "this OpenBLAS has one kernel set, which OPENBLAS_CORETYPE cannot change";
   EXPECT_NE(r.output.find("blas kernels: Haswell\n"), std::string::npos) << r.output;
 }
