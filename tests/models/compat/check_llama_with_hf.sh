@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # dsx's Llama family beside transformers, on fresh random models made here (nothing downloaded):
 # Llama (GQA, llama3 rope_scaling, untied head), Llama with attention_bias (linear rope_scaling,
-# tied), Mistral (head_dim != hidden/heads, one kv head) and Qwen2 (q/k/v biases, tied), each
+# tied), Mistral (head_dim != hidden/heads, one kv head), Mistral with a sliding window as long as
+# the batch's rows and Qwen2 (q/k/v biases, tied), each
 # saved by save_pretrained. dsx reads each folder and runs LlamaCpu<float> forward and backward
 # (tests/models/compat/llama_dump.cpp); its logits, loss and per-tensor gradient norms are compared
 # with transformers' float64 ones, within fp32 tolerance (relative 1e-4). dsx also writes each
@@ -46,6 +47,10 @@ models = {
         rope_scaling={"rope_type": "linear", "factor": 2.0}, **common)),
     "mistral": (transformers.MistralForCausalLM, transformers.MistralConfig(
         num_key_value_heads=1, head_dim=16, sliding_window=None, rope_theta=1e6, **common)),
+    # Mistral v0.1's kind of window, as long as the batch's rows (24): transformers masks by it,
+    # dsx builds for at most 24 positions with full causal attention.
+    "mistral_window": (transformers.MistralForCausalLM, transformers.MistralConfig(
+        num_key_value_heads=2, sliding_window=24, rope_theta=1e4, **common)),
     "qwen2": (transformers.Qwen2ForCausalLM, transformers.Qwen2Config(
         num_key_value_heads=2, tie_word_embeddings=True, use_sliding_window=False, rope_theta=1e6, **common)),
 }
@@ -76,7 +81,7 @@ def rel(a, b):
     a, b = torch.tensor(a, dtype=torch.float64), torch.tensor(b, dtype=torch.float64)
     return ((a - b).abs().max() / b.abs().max().clamp_min(1e-30)).item()
 
-print(f"{'model':<11} {'logits':>9} {'loss':>9} {'grad norm':>9} {'worst tensor':<42} {'hf fp32':>9} {'export':>9}")
+print(f"{'model':<14} {'logits':>9} {'loss':>9} {'grad norm':>9} {'worst tensor':<42} {'hf fp32':>9} {'export':>9}")
 for ref_file in sorted(glob.glob(os.path.join(work, "*.ref.json"))):
     name = os.path.basename(ref_file)[:-len(".ref.json")]
     ref, ours = json.load(open(ref_file)), json.load(open(os.path.join(work, name + ".dsx.json")))
@@ -93,7 +98,7 @@ for ref_file in sorted(glob.glob(os.path.join(work, "*.ref.json"))):
         export = (original(input_ids=ids).logits - exported(input_ids=ids).logits).abs().max().item()
     ok = max(logits, loss, grads[worst]) <= tol and not missing and export == 0
     status |= not ok
-    print(f"{name:<11} {logits:9.2e} {loss:9.2e} {grads[worst]:9.2e} {worst:<42} {spread:9.2e} "
+    print(f"{name:<14} {logits:9.2e} {loss:9.2e} {grads[worst]:9.2e} {worst:<42} {spread:9.2e} "
           f"{export:9.2e}  {'ok' if ok else 'FAIL'}{' names differ: ' + str(missing) if missing else ''}")
 print(f"dsx fp32 against transformers float64, max relative difference (tolerance {tol}); hf fp32: transformers'\n"
       f"own fp32 against its float64; export: max |logit difference| of dsx's written folder against the\n"
