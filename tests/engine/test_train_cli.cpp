@@ -20,6 +20,7 @@
 
 #include "tests/comm/free_port.h"
 #include "tests/models/temp_dir.h"
+#include "tests/tools/process_table.h"
 #include "tests/tools/run_command.h"
 #include "tests/engine/test_files.h"
 
@@ -257,19 +258,6 @@ TEST(TrainCli, KilledWhileSavingNeverBreaksLatest) {
   EXPECT_NE(r.output.find("resumed from"), std::string::npos) << r.output;
 }
 
-// The pids of processes whose command line holds `marker`.
-std::vector<pid_t> processes_with(const std::string& marker) {
-  std::vector<pid_t> found;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
-    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
-    const std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (cmdline.find(marker) != std::string::npos) found.push_back(static_cast<pid_t>(std::stol(name)));
-  }
-  return found;
-}
-
 // No rank outlives its launcher, whatever it is doing when the launcher dies: killed at many
 // moments of start-up (inside libfabric's set-up too, where a SIGTERM handler once deadlocked),
 // the ranks are gone within seconds.
@@ -293,10 +281,10 @@ TEST(TrainCli, RanksNeverOutliveAKilledLauncher) {
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     ::kill(pid, SIGKILL);
     ::waitpid(pid, nullptr, 0);
-    std::vector<pid_t> left = processes_with(save);
+    std::vector<pid_t> left = dsx::test::processes_mentioning(save);
     for (int i = 0; i < 100 && !left.empty(); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      left = processes_with(save);
+      left = dsx::test::processes_mentioning(save);
     }
     EXPECT_TRUE(left.empty()) << left.size() << " rank(s) outlived a launcher killed after " << delay_ms << " ms";
     for (pid_t p : left) ::kill(p, SIGKILL);  // clean up what the failure left

@@ -4,6 +4,7 @@
 #include "dsx/error.h"
 #include "launcher/preflight.h"
 #include "tests/launcher/sshd_fixture.h"
+#include "tests/tools/process_table.h"
 
 using namespace dsx::test;
 
@@ -111,11 +112,7 @@ TEST_P(RemoteSecret, TheStoreSecretIsOnNoCommandLine) {
   e.push_back("DSX_STORE_SECRET=" + secret);
   Background run(launch(launcher), e, dir / "launch.out");
   ASSERT_TRUE(every_rank_wrote("env")) << output();
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
-    const std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    EXPECT_EQ(cmdline.find(secret), std::string::npos) << entry.path() << " shows the secret: " << cmdline;
-  }
+  for (pid_t pid : processes_mentioning(secret)) ADD_FAILURE() << "pid " << pid << " shows the secret: " << command_line_of(pid);
   for (int r = 0; r < 4; ++r) EXPECT_EQ(read_env(rank_file(r, "env"))["DSX_STORE_SECRET"], secret) << "rank " << r;
   run.signal(SIGINT);
   run.wait(30);

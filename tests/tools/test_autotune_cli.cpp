@@ -18,8 +18,10 @@
 #include "engine/observers/profile_metrics.h"
 #include "tests/engine/test_files.h"
 #include "tests/models/temp_dir.h"
+#include "tests/tools/process_table.h"
 #include "tests/tools/run_command.h"
 
+using dsx::test::processes_mentioning;
 using dsx::test::read_all;
 using dsx::test::run_command;
 
@@ -200,19 +202,6 @@ TEST(AutotuneCli, BadCommandsAreRefusedBeforeAnyTrial) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("choose tune"), std::string::npos) << r.output;
   EXPECT_FALSE(std::filesystem::exists(dir.file("exps")));
-}
-
-// Processes whose command line mentions `needle` (read from /proc; nothing is signalled).
-std::vector<int> processes_mentioning(const std::string& needle) {
-  std::vector<int> pids;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::string cmdline = read_all(entry.path().string() + "/cmdline");
-    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
-    if (cmdline.find(needle) != std::string::npos) pids.push_back(std::stoi(name));
-  }
-  return pids;
 }
 
 TEST(AutotuneCli, AHangingTrialIsStoppedAtItsTimeoutWithNothingLeftRunning) {
