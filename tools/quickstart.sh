@@ -6,7 +6,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh
 echo "quickstart: building dsx into build/ (the first build takes a few minutes)"
-bash tools/build.sh -DDSX_CUDA=OFF -DDSX_BUILD_TESTS=OFF -DDSX_BUILD_BENCH=OFF >/dev/null
+# A fresh build/ gets the quickest configuration; one that exists keeps its options, so the tests
+# and benches that tools/test.sh configured stay built.
+options=()
+[[ -f build/CMakeCache.txt ]] || options=(-DDSX_CUDA=OFF -DDSX_BUILD_TESTS=OFF -DDSX_BUILD_BENCH=OFF)
+bash tools/build.sh "${options[@]}" >/dev/null
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}  # two ranks share this machine's cores
 rm -rf checkpoints/quickstart
 echo

@@ -2,19 +2,21 @@
 # A rank for the launcher tests: records its environment, arguments and pid in $DSX_TEST_OUT, then
 # behaves as $DSX_TEST_MODE says. Signals it receives are recorded as rank<N>.<signal> files.
 out=${DSX_TEST_OUT:?DSX_TEST_OUT must be set}
-env > "$out/rank$RANK.env.tmp" && mv "$out/rank$RANK.env.tmp" "$out/rank$RANK.env"
-printf '%s\n' "$@" > "$out/rank$RANK.args"
-echo $$ > "$out/rank$RANK.pid"
-grep Cpus_allowed_list /proc/self/status > "$out/rank$RANK.cpus"
-echo "rank $RANK says hello"
-echo "rank $RANK to stderr" >&2
 
 # Sleeps in the background so that traps run at once; a trap stops the sleep too, so that a rank
-# signalled alone (not through its process group) leaves nothing behind.
+# signalled alone (not through its process group) leaves nothing behind. The traps are set before
+# the pid file appears, so a test that signals a rank once its pid file exists never beats them.
 nap() { sleep "$1" & napping=$!; wait $napping; }
 stop_nap() { [ -n "$napping" ] && kill "$napping" 2>/dev/null; }
 trap 'stop_nap; touch "$out/rank$RANK.term"; exit 143' TERM
 trap 'stop_nap; touch "$out/rank$RANK.int"; exit 130' INT
+
+env > "$out/rank$RANK.env.tmp" && mv "$out/rank$RANK.env.tmp" "$out/rank$RANK.env"
+printf '%s\n' "$@" > "$out/rank$RANK.args"
+grep Cpus_allowed_list /proc/self/status > "$out/rank$RANK.cpus"
+echo $$ > "$out/rank$RANK.pid.tmp" && mv "$out/rank$RANK.pid.tmp" "$out/rank$RANK.pid"
+echo "rank $RANK says hello"
+echo "rank $RANK to stderr" >&2
 
 case "${DSX_TEST_MODE:-ok}" in
   ok) exit 0 ;;
