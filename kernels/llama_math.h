@@ -1,5 +1,5 @@
 // Element formulas of the Llama-family layers (RMSNorm, rotary embedding, SwiGLU), written once for
-// the CPU loops (models/llama/llama_layers_cpu.cpp) and, later, the CUDA kernels, so the CPU tests
+// the CPU loops (kernels/cpu/llama_layers.cpp) and, later, the CUDA kernels, so the CPU tests
 // check the arithmetic the GPU will run. Templated on the scalar so the float64 gradient checks run
 // the same formulas. Softmax, attention's scale and cross-entropy are GPT-2's (kernels/gpt2_math.h).
 //

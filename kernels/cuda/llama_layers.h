@@ -1,4 +1,4 @@
-// Llama-family layers on the GPU: the CUDA twins of models/llama/llama_layers_cpu.h (token
+// Llama-family layers on the GPU: the CUDA twins of kernels/cpu/llama_layers.h (token
 // embedding, RMSNorm, the rotary embedding with grouped-query packing, SwiGLU), same names,
 // argument order (outputs, inputs, sizes) and element formulas (kernels/llama_math.h), plus a
 // stream. Matmuls, GPT-2's own attention, residual adds and cross-entropy are GPT-2's

@@ -1,6 +1,7 @@
 // Llama-family forward and backward on the CPU, one layer at a time (see llama_cpu.h).
 // Matmuls, attention and cross-entropy are GPT-2's CPU kernels: grouped-query attention runs as
-// multi-head attention on q, k and v packed with their kv heads repeated (llama_layers_cpu.h).
+// multi-head attention on q, k and v packed with their kv heads repeated
+// (kernels/cpu/llama_layers.h).
 #include "models/llama/llama_cpu.h"
 
 #include <algorithm>
@@ -11,7 +12,7 @@
 
 #include "dsx/error.h"
 #include "kernels/cpu/gpt2_layers.h"
-#include "models/llama/llama_layers_cpu.h"
+#include "kernels/cpu/llama_layers.h"
 #include "models/token_batch.h"
 #include "trace/trace.h"
 
@@ -81,20 +82,20 @@ void LlamaCpu<T>::block_forward(BlockActs& a, T* res_out, const T* res_in, const
   const int KV = config_.num_kv_heads, D = config_.head_dim, QD = NH * D, KVD = KV * D;
   const T eps = static_cast<T>(config_.rms_norm_eps);
   // res2 = input + o_proj(attention(rope(q, k), v)), q, k, v projections of rmsnorm(input)
-  llama_rmsnorm_forward(a.xn1.data(), a.rstd1.data(), res_in, p.ln1, N, C, eps);
+  kc::llama_rmsnorm_forward(a.xn1.data(), a.rstd1.data(), res_in, p.ln1, N, C, eps);
   kc::gpt2_matmul_forward(q_.data(), a.xn1.data(), p.wq, p.bq, N, C, QD);
   kc::gpt2_matmul_forward(k_.data(), a.xn1.data(), p.wk, p.bk, N, C, KVD);
   kc::gpt2_matmul_forward(v_.data(), a.xn1.data(), p.wv, p.bv, N, C, KVD);
-  llama_qkv_pack_forward(a.qkv.data(), q_.data(), k_.data(), v_.data(), cos_.data(), sin_.data(), B_, T_, NH,
+  kc::llama_qkv_pack_forward(a.qkv.data(), q_.data(), k_.data(), v_.data(), cos_.data(), sin_.data(), B_, T_, NH,
                          KV, D);
   kc::gpt2_attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), B_, T_, QD, NH);
   kc::gpt2_matmul_forward(tmp_.data(), a.atty.data(), p.wo, p.bo, N, QD, C);
   kc::gpt2_residual_forward(a.res2.data(), res_in, tmp_.data(), N * C);
   // output = res2 + down_proj(silu(gate_proj(x)) * up_proj(x)), x = rmsnorm(res2)
-  llama_rmsnorm_forward(a.xn2.data(), a.rstd2.data(), a.res2.data(), p.ln2, N, C, eps);
+  kc::llama_rmsnorm_forward(a.xn2.data(), a.rstd2.data(), a.res2.data(), p.ln2, N, C, eps);
   kc::gpt2_matmul_forward(a.gate.data(), a.xn2.data(), p.wg, static_cast<const T*>(nullptr), N, C, F);
   kc::gpt2_matmul_forward(a.up.data(), a.xn2.data(), p.wu, static_cast<const T*>(nullptr), N, C, F);
-  llama_swiglu_forward(a.h.data(), a.gate.data(), a.up.data(), N * F);
+  kc::llama_swiglu_forward(a.h.data(), a.gate.data(), a.up.data(), N * F);
   kc::gpt2_matmul_forward(tmp_.data(), a.h.data(), p.wd, static_cast<const T*>(nullptr), N, F, C);
   kc::gpt2_residual_forward(res_out, a.res2.data(), tmp_.data(), N * C);
 }
@@ -108,7 +109,7 @@ void LlamaCpu<T>::attention_backward(T* dxn, const T* dres2, BlockActs& a, const
   const int QD = NH * D, KVD = KV * D;
   kc::gpt2_matmul_backward(datty_.data(), g.wo, g.bo, dres2, a.atty.data(), p.wo, N, QD, C);
   kc::gpt2_attention_backward(dqkv_.data(), datty_.data(), a.qkv.data(), a.att.data(), B_, T_, QD, NH);
-  llama_qkv_pack_backward(q_.data(), k_.data(), v_.data(), dqkv_.data(), cos_.data(), sin_.data(), B_, T_, NH,
+  kc::llama_qkv_pack_backward(q_.data(), k_.data(), v_.data(), dqkv_.data(), cos_.data(), sin_.data(), B_, T_, NH,
                           KV, D);
   // Three projections of one input: their input gradients add up.
   kc::gpt2_matmul_backward(dxn, g.wq, g.bq, q_.data(), a.xn1.data(), p.wq, N, C, QD);
@@ -127,14 +128,14 @@ void LlamaCpu<T>::block_backward(T* dres, BlockActs& a, const T* res_in, const B
   T* const no_bias = nullptr;
   // MLP: dres becomes d loss / d res2 (the residual plus the path through rmsnorm2).
   kc::gpt2_matmul_backward(dh_.data(), g.wd, no_bias, dres, a.h.data(), p.wd, N, F, C);
-  llama_swiglu_backward(dh_.data() /* now dgate */, dup_.data(), dh_.data(), a.gate.data(), a.up.data(), N * F);
+  kc::llama_swiglu_backward(dh_.data() /* now dgate */, dup_.data(), dh_.data(), a.gate.data(), a.up.data(), N * F);
   kc::gpt2_matmul_backward(dxn_.data(), g.wg, no_bias, dh_.data(), a.xn2.data(), p.wg, N, C, F);
   kc::gpt2_matmul_backward(tmp_.data(), g.wu, no_bias, dup_.data(), a.xn2.data(), p.wu, N, C, F);
   for (size_t i = 0; i < N * C; ++i) dxn_[i] += tmp_[i];
-  llama_rmsnorm_backward(dres, g.ln2, dxn_.data(), a.res2.data(), p.ln2, a.rstd2.data(), N, C);
+  kc::llama_rmsnorm_backward(dres, g.ln2, dxn_.data(), a.res2.data(), p.ln2, a.rstd2.data(), N, C);
   // Attention: dres becomes d loss / d input.
   attention_backward(dxn_.data(), dres, a, p, g);
-  llama_rmsnorm_backward(dres, g.ln1, dxn_.data(), res_in, p.ln1, a.rstd1.data(), N, C);
+  kc::llama_rmsnorm_backward(dres, g.ln1, dxn_.data(), res_in, p.ln1, a.rstd1.data(), N, C);
 }
 
 template <class T>
@@ -150,7 +151,7 @@ float LlamaCpu<T>::forward(const int32_t* inputs, const int32_t* targets, int B,
 
   access.acquire(0);  // tied: stays acquired until the head has run
   access.prefetch(1);
-  llama_embedding_forward(residual_[0].data(), inputs, static_cast<const T*>(access.param(0)), N, C);
+  kc::llama_embedding_forward(residual_[0].data(), inputs, static_cast<const T*>(access.param(0)), N, C);
   if (!tied) access.release(0);
   blocks_forward(access, [&](int l) {
     trace::Scope span("forward layer", l + 1, "layer");
@@ -159,7 +160,7 @@ float LlamaCpu<T>::forward(const int32_t* inputs, const int32_t* targets, int B,
   trace::Scope head("forward head", "layer");  // the final norm, logits and loss
   access.acquire(L + 1);
   const T* normw = static_cast<const T*>(access.param(layout_.norm_index()));
-  llama_rmsnorm_forward(xf_.data(), rstdf_.data(), residual_[L].data(), normw, N, C,
+  kc::llama_rmsnorm_forward(xf_.data(), rstdf_.data(), residual_[L].data(), normw, N, C,
                         static_cast<T>(config_.rms_norm_eps));
   const T* head_w = static_cast<const T*>(access.param(layout_.head_index()));
   kc::gpt2_classifier_forward(logits_.data(), xf_.data(), head_w, N, C, V, V);
@@ -191,7 +192,7 @@ void LlamaCpu<T>::head_backward(ParamAccess& access, GradSink& sink, float grad_
   kc::gpt2_classifier_backward(dxn_.data(), dhead_w, logits_.data(), xf_.data(), head_w, N, C, V, V);
   std::fill(dres_.begin(), dres_.begin() + N * C, T(0));
   const size_t norm = layout_.norm_index();
-  llama_rmsnorm_backward(dres_.data(), static_cast<T*>(sink.grad(norm)), dxn_.data(),
+  kc::llama_rmsnorm_backward(dres_.data(), static_cast<T*>(sink.grad(norm)), dxn_.data(),
                          residual_[config_.num_layers].data(), static_cast<const T*>(access.param(norm)),
                          rstdf_.data(), N, C);
 }
@@ -222,7 +223,7 @@ void LlamaCpu<T>::backward(ParamAccess& access, GradSink& sink, float grad_scale
       done);
 
   if (!tied) access.acquire(0);
-  llama_embedding_backward(static_cast<T*>(sink.grad(0)), dres_.data(), inputs_.data(),
+  kc::llama_embedding_backward(static_cast<T*>(sink.grad(0)), dres_.data(), inputs_.data(),
                            static_cast<size_t>(B_) * T_, C);
   done(0);
 }

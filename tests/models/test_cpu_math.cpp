@@ -1,6 +1,7 @@
 // The CPU model math under the GPT-2 layers: the OpenMP-sliced GEMM (kernels/cpu/gemm.h) against
 // a float64 triple loop for every transpose and both slicing directions, and the vectorised exp,
-// tanh and row loops (kernels/cpu/vector_math.h) against libm in float64 at every SIMD level.
+// tanh and row loops (kernels/cpu/vector_math.h) and the SwiGLU loops that use them
+// (kernels/cpu/llama_layers.h) against libm in float64 at every SIMD level.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/llama_layers.h"
 #include "kernels/cpu/vector_math.h"
 #include "kernels/simd.h"
 #include "tests/models/gradcheck.h"
@@ -153,6 +155,47 @@ TEST(CpuVectorMath, RowLoopsAgreeWithFloat64AtEveryLevel) {
       ASSERT_NEAR(y[i], e, 3e-7 * e) << i;
       ASSERT_NEAR(z[i], 0.25 * e, 3e-7 * e) << i;
     }
+  }
+  dsx::kernels::set_simd_level(saved);
+}
+
+// The float SwiGLU loops take the vectorised exp; the float64 ones keep libm's, so they are the
+// reference. Gates far out on both sides must give silu's limits (0 and g), never NaN.
+TEST(CpuVectorMath, SwigluAgreesWithFloat64AtEveryLevel) {
+  const size_t n = 70001;  // split across threads, with a tail after the last full vector
+  auto gate_d = random_vector(n, 46, 6.0), up_d = random_vector(n, 47, 1.0),
+       dh_d = random_vector(n, 48, 1.0);
+  gate_d[5] = -100.0, gate_d[6] = 100.0, gate_d[7] = 0.0;
+  auto gate = to_float(gate_d), up = to_float(up_d), dh = to_float(dh_d);
+  for (size_t i = 0; i < n; ++i) gate_d[i] = gate[i], up_d[i] = up[i], dh_d[i] = dh[i];
+  std::vector<double> h_d(n), dgate_d(n), dup_d(n);
+  kc::llama_swiglu_forward(h_d.data(), gate_d.data(), up_d.data(), n);
+  kc::llama_swiglu_backward(dgate_d.data(), dup_d.data(), dh_d.data(), gate_d.data(), up_d.data(),
+                            n);
+  // Within 1e-6 of the size of the product's factors: exp's 2.5 ulp plus a few roundings, where
+  // dgate's 1 + g (1 - s) cancels for negative g.
+  auto expect_near = [&](const std::vector<float>& got, const std::vector<double>& want, auto size,
+                         const char* what) {
+    for (size_t i = 0; i < n; ++i)
+      ASSERT_NEAR(got[i], want[i], 1e-6 * size(i) + 1e-30) << what << " at " << i;
+  };
+  const SimdLevel saved = dsx::kernels::simd_level();
+  for (SimdLevel level : levels()) {
+    dsx::kernels::set_simd_level(level);
+    SCOPED_TRACE(dsx::kernels::simd_level_name(level));
+    std::vector<float> h(n), dgate(dh), dup(n);
+    kc::llama_swiglu_forward(h.data(), gate.data(), up.data(), n);
+    kc::llama_swiglu_backward(dgate.data(), dup.data(), dgate.data(), gate.data(), up.data(),
+                              n);  // dgate aliases dh
+    expect_near(
+        h, h_d, [&](size_t i) { return std::abs(gate_d[i] * up_d[i]); }, "h");
+    expect_near(
+        dgate, dgate_d,
+        [&](size_t i) { return std::abs(dh_d[i] * up_d[i]) * (1 + std::abs(gate_d[i])); }, "dgate");
+    expect_near(
+        dup, dup_d, [&](size_t i) { return std::abs(dh_d[i] * gate_d[i]); }, "dup");
+    EXPECT_NEAR(h[5], 0.0f, 1e-30f);
+    EXPECT_FLOAT_EQ(h[6], 100.0f * up[6]);
   }
   dsx::kernels::set_simd_level(saved);
 }

@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace dsx::models {
+namespace dsx::kernels::cpu {
 
 // out[n,:] = table[token[n],:]
 template <class T>
@@ -46,4 +46,4 @@ void llama_swiglu_forward(T* h, const T* gate, const T* up, size_t n);
 template <class T>
 void llama_swiglu_backward(T* dgate, T* dup, const T* dh, const T* gate, const T* up, size_t n);
 
-}  // namespace dsx::models
+}  // namespace dsx::kernels::cpu
