@@ -15,6 +15,10 @@ namespace dsx::comm {
 
 namespace {
 
+// How long a failing rank 0 keeps its store up for ranks still connected: they poll it every
+// 200 ms while waiting (progress_engine.cpp), so a few seconds is ample even on a loaded machine.
+constexpr auto kFailingStoreLinger = std::chrono::seconds(5);
+
 long env_integer(const char* name, const char* fallback, long lo, long hi) {
   const char* raw = std::getenv(name);
   if (!raw && !fallback) {
@@ -112,9 +116,15 @@ Rendezvous::Rendezvous(const RankEnv& env, std::chrono::milliseconds timeout, st
 
 Rendezvous::~Rendezvous() {
   // Rank 0's server must outlive the other ranks' last requests: wait (bounded) until every rank
-  // has said it is leaving before the server goes away. Not when an error is unwinding: then
-  // the job is failing and the others learn it from the store closing.
-  if (std::uncaught_exceptions() > 0) return;
+  // has said it is leaving before the server goes away.
+  if (std::uncaught_exceptions() > 0) {
+    // This rank is failing, often because a peer died. Its store stays up a little longer while
+    // other ranks are connected: they ask it which rank died (within kHealthInterval of the
+    // death), and without it they could only report that rank 0 left.
+    store_.reset();  // no goodbye: the others see this rank leave as failing
+    if (server_) server_->wait_for_ranks_to_leave(Clock::now() + kFailingStoreLinger);
+    return;
+  }
   try {
     store_->add("dsx/leave/count", 1);
     if (server_) {

@@ -57,6 +57,14 @@ StoreServer::~StoreServer() {
   ::close(wake_pipe_[1]);
 }
 
+bool StoreServer::wait_for_ranks_to_leave(Clock::time_point deadline) const {
+  while (ranks_connected_.load() > 0) {
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
 void StoreServer::serve() {
   for (;;) {
     std::vector<pollfd> fds;
@@ -179,6 +187,7 @@ bool StoreServer::handle_join(Connection& c, const std::string& body) {
   c.joined = true;
   c.rank = rank;
   c.role = role;
+  if (role == sp::Role::Rank) ++ranks_connected_;
   return reply(c, sp::Writer().u8(static_cast<uint8_t>(sp::Status::Ok)).bytes("").frame());
 }
 
@@ -245,7 +254,9 @@ void StoreServer::close_connection(int fd) {
   auto it = connections_.find(fd);
   if (it == connections_.end()) return;
   Connection& c = *it->second;
-  bool vanished = c.joined && c.role == sp::Role::Rank && !c.said_bye;
+  const bool was_rank = c.joined && c.role == sp::Role::Rank;
+  const bool vanished = was_rank && !c.said_bye;
+  if (was_rank) --ranks_connected_;
   int rank = c.rank;
   std::erase_if(waiters_, [fd](const Waiter& w) { return w.conn == fd; });
   connections_.erase(it);

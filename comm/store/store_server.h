@@ -6,6 +6,7 @@
 // goodbye under store_protocol::kDeadRanksKey.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -38,6 +39,11 @@ class StoreServer {
 
   uint16_t port() const { return port_; }
 
+  // Keeps serving until no rank is connected any more (each has said goodbye or gone) or until
+  // `deadline`; false if ranks were still connected then. Rank 0 calls it when it fails, so the
+  // other ranks can still ask the store which rank died instead of hearing only that rank 0 left.
+  bool wait_for_ranks_to_leave(Clock::time_point deadline) const;
+
  private:
   struct Connection;
   struct Waiter {
@@ -68,6 +74,7 @@ class StoreServer {
   std::map<int, std::unique_ptr<Connection>> connections_;  // by fd
   std::map<std::string, std::string> data_;
   std::vector<Waiter> waiters_;
+  std::atomic<int> ranks_connected_{0};  // joined Rank connections, for wait_for_ranks_to_leave
   std::thread thread_;
 };
 

@@ -217,6 +217,25 @@ TEST(Store, ARankThatVanishesIsPublished) {
   EXPECT_EQ(rank0.get(store_protocol::kDeadRanksKey, 5s), "1");
 }
 
+// A failing rank 0 keeps its store up while other ranks are connected, and no longer.
+TEST(Store, WaitForRanksToLeaveEndsWhenTheLastRankHasGone) {
+  Job job(3);
+  EXPECT_TRUE(job.server.wait_for_ranks_to_leave(Clock::now()));  // nobody joined yet
+  auto rank1 = job.rank(1);
+  auto rank2 = job.rank(2);
+  EXPECT_FALSE(job.server.wait_for_ranks_to_leave(Clock::now() + 50ms));
+  rank1.reset();  // a goodbye
+  EXPECT_FALSE(job.server.wait_for_ranks_to_leave(Clock::now() + 50ms));
+  std::thread vanish([&] {
+    std::this_thread::sleep_for(100ms);
+    rank2.reset();
+  });
+  auto start = Clock::now();
+  EXPECT_TRUE(job.server.wait_for_ranks_to_leave(Clock::now() + 10s));
+  EXPECT_LT(Clock::now() - start, 5s);
+  vanish.join();
+}
+
 TEST(Rendezvous, NamesTheRanksThatNeverArrived) {
   uint16_t port = free_port();
   RankEnv env{0, 3, 0, {"127.0.0.1", port}};
