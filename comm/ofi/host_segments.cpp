@@ -36,11 +36,9 @@ namespace {
 // A wait first busy-polls (a microsecond or two: the peer is usually that close), then yields
 // its core (a rank waiting for another on the same core hands it over at once; with nothing
 // else to run the yield returns at once and is only a slower poll), then sleeps on the futex
-// (the peer is far behind or not running: leave the core to whoever needs it). The yielding is
-// bounded in time, not in calls: on a loaded machine one yield can hand over a whole time slice,
-// and thousands of them made each hand-off between ranks take seconds.
+// (the peer is far behind or not running: leave the core to whoever needs it).
 constexpr int kSpinsBeforeYield = 64;
-constexpr auto kYieldFor = std::chrono::milliseconds(1);
+constexpr int kSpinsBeforeSleep = kSpinsBeforeYield + 2048;
 // A sleep is bounded so the wait keeps checking its deadline and the peers' health.
 constexpr long kSleepNanoseconds = 1'000'000;
 
@@ -173,7 +171,6 @@ void HostSegments::publish(Counter c, uint64_t value) {
 
 void HostSegments::wait(int peer, Counter c, uint64_t at_least, const KeepAlive& keep_alive, const char* what) const {
   std::atomic<uint64_t>& word = counter(peer, c);
-  std::chrono::steady_clock::time_point stop_yielding;
   for (int spins = 0;; ++spins) {
     uint64_t now = word.load(std::memory_order_acquire);
     if (now >= at_least) return;
@@ -182,8 +179,7 @@ void HostSegments::wait(int peer, Counter c, uint64_t at_least, const KeepAlive&
       DSX_SPIN_PAUSE();
       continue;
     }
-    if (spins == kSpinsBeforeYield) stop_yielding = std::chrono::steady_clock::now() + kYieldFor;
-    if (std::chrono::steady_clock::now() < stop_yielding) {
+    if (spins < kSpinsBeforeSleep) {
       sched_yield();
       continue;
     }
