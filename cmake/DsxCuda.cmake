@@ -1,7 +1,15 @@
-# DSX_CUDA=AUTO|ON|OFF. Sets DSX_CUDA_ENABLED and, when on, the targets
+# DSX_CUDA=AUTO|ON|OFF|EMULATED. Sets DSX_CUDA_ENABLED and, when on, the targets
 # CUDA::cudart, CUDA::cublas, CUDA::cublasLt, dsx_cudnn, dsx_cudnn_frontend and dsx_nccl.
+# EMULATED (tests only, never packaged): the CUDA sources built by the host compiler against the
+# real CUDA headers and linked to the emulated GPU of tests/emulated_gpu instead of the CUDA
+# libraries (DSX_CUDA_EMULATED).
 include(CheckLanguage)
 set(DSX_CUDA_ENABLED OFF)
+set(DSX_CUDA_EMULATED OFF)
+if(DSX_CUDA STREQUAL "EMULATED")
+  include(DsxEmulatedGpu)
+  return()
+endif()
 if(NOT DSX_CUDA STREQUAL "OFF")
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)

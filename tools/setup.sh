@@ -13,6 +13,7 @@ packages=(
   build-essential cmake pkg-config git
   rapidjson-dev                 # ds_config and safetensors headers
   libboost-program-options-dev  # every command line
+  libboost-context-dev          # tests: the emulated GPU runs each GPU thread as a fiber
   libfabric-dev libfabric-bin   # the ofi communication backend (tcp, shm, efa)
   libssl-dev                    # the rendezvous store: HMAC of its shared secret (OpenSSL)
   zlib1g-dev                    # dsx cloud: AWS user data over 16 KB goes gzipped

@@ -42,9 +42,9 @@ void add_column_sums(T* out, const Term& term, size_t N, int C, float* scratch, 
   const RowChunks cut = row_chunks(N);
   if (cut.chunks == 0 || C <= 0) return;
   const unsigned column_blocks = static_cast<unsigned>((C + kBlock - 1) / kBlock);
-  column_chunk_sums_kernel<<<dim3(column_blocks, cut.chunks), kBlock, 0, stream>>>(scratch, term, N, C,
+  DSX_LAUNCH(dim3(column_blocks, cut.chunks), kBlock, 0, stream, column_chunk_sums_kernel)(scratch, term, N, C,
                                                                                    cut.rows_per_chunk);
-  add_chunk_sums_kernel<<<column_blocks, kBlock, 0, stream>>>(out, scratch, cut.chunks, C);
+  DSX_LAUNCH(column_blocks, kBlock, 0, stream, add_chunk_sums_kernel)(out, scratch, cut.chunks, C);
   check_launch(name);
 }
 

@@ -20,7 +20,7 @@ __device__ float warp_max(float v) {
   return v;
 }
 // Sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the result.
-__device__ float block_sum(float v, float* shared) {
+__device__ float block_sum(float v, dsx_shared_ptr<float> shared) {
   v = warp_sum(v);
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, warps = blockDim.x / kWarp;
   __syncthreads();
@@ -29,7 +29,7 @@ __device__ float block_sum(float v, float* shared) {
   v = lane < warps ? shared[lane] : 0.0f;
   return warp_sum(v);
 }
-__device__ float block_max(float v, float* shared) {
+__device__ float block_max(float v, dsx_shared_ptr<float> shared) {
   v = warp_max(v);
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, warps = blockDim.x / kWarp;
   __syncthreads();
@@ -231,7 +231,7 @@ __global__ void residual_forward_kernel(T* out, const T* a, const T* b, size_t n
 template <class T>
 __global__ void crossentropy_forward_kernel(float* losses, float* lse, const T* logits, const int32_t* targets,
                                             int V, int Vp) {
-  __shared__ float shared[kWarp];
+  DSX_SHARED(float, shared, kWarp);
   const T* z = logits + size_t(blockIdx.x) * Vp;
   float m = -FLT_MAX;
   for (int i = threadIdx.x; i < V; i += blockDim.x) m = fmaxf(m, to_f(z[i]));
@@ -267,7 +267,7 @@ template <class T>
 void gpt2_encoder_forward(T* out, const int32_t* tokens, const T* wte, const T* wpe, int B, int Tn, int C,
                           cudaStream_t stream) {
   size_t n = size_t(B) * Tn * C;
-  encoder_forward_kernel<<<grid_for(n), kBlock, 0, stream>>>(out, tokens, wte, wpe, Tn, C, n);
+  DSX_LAUNCH(grid_for(n), kBlock, 0, stream, encoder_forward_kernel)(out, tokens, wte, wpe, Tn, C, n);
   check_launch("gpt2_encoder_forward");
 }
 
@@ -275,14 +275,14 @@ template <class T>
 void gpt2_encoder_backward(T* dwte, T* dwpe, const T* dout, const int32_t* token_rows, int distinct, int B, int Tn,
                            int C, cudaStream_t stream) {
   add_token_rows(dwte, dout, token_rows, distinct, C, stream);
-  wpe_backward_kernel<<<grid_for(size_t(Tn) * C), kBlock, 0, stream>>>(dwpe, dout, B, Tn, C);
+  DSX_LAUNCH(grid_for(size_t(Tn) * C), kBlock, 0, stream, wpe_backward_kernel)(dwpe, dout, B, Tn, C);
   check_launch("gpt2_encoder_backward");
 }
 
 template <class T>
 void gpt2_layernorm_forward(T* out, float* mean, float* rstd, const T* inp, const T* weight, const T* bias,
                             size_t N, int C, cudaStream_t stream) {
-  layernorm_forward_kernel<<<warp_blocks(N), kWarpsPerBlock * kWarp, 0, stream>>>(out, mean, rstd, inp, weight,
+  DSX_LAUNCH(warp_blocks(N), kWarpsPerBlock * kWarp, 0, stream, layernorm_forward_kernel)(out, mean, rstd, inp, weight,
                                                                                    bias, N, C);
   check_launch("gpt2_layernorm_forward");
 }
@@ -291,7 +291,7 @@ template <class T>
 void gpt2_layernorm_backward(T* dinp, T* dweight, T* dbias, float* scratch, const T* dout, const T* inp,
                              const T* weight, const float* mean, const float* rstd, size_t N, int C,
                              cudaStream_t stream) {
-  layernorm_backward_kernel<<<warp_blocks(N), kWarpsPerBlock * kWarp, 0, stream>>>(dinp, dout, inp, weight, mean,
+  DSX_LAUNCH(warp_blocks(N), kWarpsPerBlock * kWarp, 0, stream, layernorm_backward_kernel)(dinp, dout, inp, weight, mean,
                                                                                     rstd, N, C);
   check_launch("gpt2_layernorm_backward");
   // The scratch is reused: stream order puts the second sum after the first has read it.
@@ -303,7 +303,7 @@ void gpt2_layernorm_backward(T* dinp, T* dweight, T* dbias, float* scratch, cons
 template <class T>
 void gpt2_attention_forward(T* out, float* att, const T* qkv, int B, int Tn, int C, int NH, cudaStream_t stream) {
   size_t rows = size_t(B) * NH * Tn;
-  attention_forward_kernel<<<warp_blocks(rows), kWarpsPerBlock * kWarp, 0, stream>>>(out, att, qkv, B, Tn, C, NH);
+  DSX_LAUNCH(warp_blocks(rows), kWarpsPerBlock * kWarp, 0, stream, attention_forward_kernel)(out, att, qkv, B, Tn, C, NH);
   check_launch("gpt2_attention_forward");
 }
 
@@ -311,42 +311,42 @@ template <class T>
 void gpt2_attention_backward(T* dqkv, float* dpre, const T* dout, const T* qkv, const float* att, int B, int Tn,
                              int C, int NH, cudaStream_t stream) {
   size_t rows = size_t(B) * NH * Tn;
-  attention_backward_query_kernel<<<warp_blocks(rows), kWarpsPerBlock * kWarp, 0, stream>>>(dqkv, dpre, dout, qkv,
+  DSX_LAUNCH(warp_blocks(rows), kWarpsPerBlock * kWarp, 0, stream, attention_backward_query_kernel)(dqkv, dpre, dout, qkv,
                                                                                              att, B, Tn, C, NH);
-  attention_backward_key_kernel<<<warp_blocks(rows), kWarpsPerBlock * kWarp, 0, stream>>>(dqkv, dpre, dout, qkv, att,
+  DSX_LAUNCH(warp_blocks(rows), kWarpsPerBlock * kWarp, 0, stream, attention_backward_key_kernel)(dqkv, dpre, dout, qkv, att,
                                                                                            B, Tn, C, NH);
   check_launch("gpt2_attention_backward");
 }
 
 template <class T>
 void gpt2_gelu_forward(T* out, const T* inp, size_t n, cudaStream_t stream) {
-  gelu_forward_kernel<<<grid_for(n), kBlock, 0, stream>>>(out, inp, n);
+  DSX_LAUNCH(grid_for(n), kBlock, 0, stream, gelu_forward_kernel)(out, inp, n);
   check_launch("gpt2_gelu_forward");
 }
 
 template <class T>
 void gpt2_gelu_backward(T* dinp, const T* inp, const T* dout, size_t n, cudaStream_t stream) {
-  gelu_backward_kernel<<<grid_for(n), kBlock, 0, stream>>>(dinp, inp, dout, n);
+  DSX_LAUNCH(grid_for(n), kBlock, 0, stream, gelu_backward_kernel)(dinp, inp, dout, n);
   check_launch("gpt2_gelu_backward");
 }
 
 template <class T>
 void gpt2_residual_forward(T* out, const T* a, const T* b, size_t n, cudaStream_t stream) {
-  residual_forward_kernel<<<grid_for(n), kBlock, 0, stream>>>(out, a, b, n);
+  DSX_LAUNCH(grid_for(n), kBlock, 0, stream, residual_forward_kernel)(out, a, b, n);
   check_launch("gpt2_residual_forward");
 }
 
 template <class T>
 void gpt2_crossentropy_forward(float* losses, float* lse, const T* logits, const int32_t* targets, size_t N, int V,
                                int Vp, cudaStream_t stream) {
-  crossentropy_forward_kernel<<<static_cast<unsigned>(N), 512, 0, stream>>>(losses, lse, logits, targets, V, Vp);
+  DSX_LAUNCH(static_cast<unsigned>(N), 512, 0, stream, crossentropy_forward_kernel)(losses, lse, logits, targets, V, Vp);
   check_launch("gpt2_crossentropy_forward");
 }
 
 template <class T>
 void gpt2_crossentropy_backward(T* logits_to_dlogits, const float* lse, const int32_t* targets, float dloss,
                                 size_t N, int V, int Vp, cudaStream_t stream) {
-  crossentropy_backward_kernel<<<static_cast<unsigned>(N), 512, 0, stream>>>(logits_to_dlogits, lse, targets, dloss,
+  DSX_LAUNCH(static_cast<unsigned>(N), 512, 0, stream, crossentropy_backward_kernel)(logits_to_dlogits, lse, targets, dloss,
                                                                               V, Vp);
   check_launch("gpt2_crossentropy_backward");
 }

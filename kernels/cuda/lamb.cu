@@ -102,11 +102,11 @@ void lamb_prepare(const LambHyper& hyper, int64_t step, float grad_factor, const
   auto* partials = static_cast<double*>(workspace);
   for (size_t first = 0; first < layout.num_tensors; first += kMaxGridY) {
     unsigned tensors = static_cast<unsigned>(std::min(kMaxGridY, layout.num_tensors - first));
-    lamb_moments_kernel<<<dim3(blocks, tensors), kBlock, 0, stream>>>(
+    DSX_LAUNCH(dim3(blocks, tensors), kBlock, 0, stream, lamb_moments_kernel)(
         c, param, grad, exp_avg, exp_avg_sq, layout.offsets_device, first, partials);
     check_launch("lamb_moments_kernel");
   }
-  lamb_norms_kernel<<<static_cast<unsigned>(layout.num_tensors), kBlock, 0, stream>>>(
+  DSX_LAUNCH(static_cast<unsigned>(layout.num_tensors), kBlock, 0, stream, lamb_norms_kernel)(
       partials, blocks, norms_sq);
   check_launch("lamb_norms_kernel");
 }
@@ -124,7 +124,7 @@ void lamb_apply(const LambHyper& hyper, int64_t step, float* param, const float*
   dispatch_copy(copy.data, copy.dtype, [&](auto kc) {
     for (size_t first = 0; first < layout.num_tensors; first += kMaxGridY) {
       unsigned tensors = static_cast<unsigned>(std::min(kMaxGridY, layout.num_tensors - first));
-      lamb_apply_kernel<decltype(kc)::value><<<dim3(blocks, tensors), kBlock, 0, stream>>>(
+      DSX_LAUNCH(dim3(blocks, tensors), kBlock, 0, stream, lamb_apply_kernel<decltype(kc)::value>)(
           c, param, exp_avg, exp_avg_sq, layout.offsets_device, first, norms_sq, trust_out,
           copy.data);
       check_launch("lamb_apply_kernel");

@@ -12,6 +12,18 @@
 #include "dsx/error.h"
 #include "kernels/dtype.h"
 
+// Kernels launch through DSX_LAUNCH(grid, block, shared_bytes, stream, kernel)(args...) and
+// declare shared memory with DSX_SHARED(T, name, count) (a dsx_shared_ptr<T> where a function
+// takes it), so that the emulated GPU (tests/emulated_gpu) can build the same source with the
+// host compiler, run each launch with its shape and check every shared access for races.
+#ifndef DSX_LAUNCH
+#define DSX_LAUNCH(grid, block, shared_bytes, stream, ...) \
+  __VA_ARGS__<<<grid, block, shared_bytes, stream>>>
+#define DSX_SHARED(T, name, count) __shared__ T name[count]
+template <class T>
+using dsx_shared_ptr = T*;
+#endif
+
 namespace dsx::kernels::cuda {
 
 inline constexpr int kBlock = 256;  // threads per block of the element-wise kernels
@@ -114,7 +126,7 @@ void launch_elementwise(const char* name, const Op& op, size_t count, bool vecto
                         cudaStream_t stream) {
   if (count == 0) return;
   unsigned grid = grid_for(vectorised ? (count + kVec - 1) / kVec : count);
-  elementwise_kernel<<<grid, kBlock, 0, stream>>>(op, count, vectorised);
+  DSX_LAUNCH(grid, kBlock, 0, stream, elementwise_kernel)(op, count, vectorised);
   check_launch(name);
 }
 
@@ -153,7 +165,8 @@ __device__ __forceinline__ void block_sum2(double& a, double& b) {
     a += __shfl_down_sync(0xffffffffu, a, off);
     b += __shfl_down_sync(0xffffffffu, b, off);
   }
-  __shared__ double warp_a[32], warp_b[32];
+  DSX_SHARED(double, warp_a, 32);
+  DSX_SHARED(double, warp_b, 32);
   int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   if (lane == 0) {
     warp_a[warp] = a;

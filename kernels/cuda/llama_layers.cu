@@ -179,7 +179,7 @@ template <class T>
 void llama_embedding_forward(T* out, const int32_t* tokens, const T* table, size_t N, int C,
                              cudaStream_t stream) {
   const size_t n = N * C;
-  embedding_forward_kernel<<<grid_for(n), kBlock, 0, stream>>>(out, tokens, table, C, n);
+  DSX_LAUNCH(grid_for(n), kBlock, 0, stream, embedding_forward_kernel)(out, tokens, table, C, n);
   check_launch("llama_embedding_forward");
 }
 
@@ -194,7 +194,7 @@ void llama_embedding_backward(T* dtable, const T* dout, const int32_t* token_row
 template <class T>
 void llama_rmsnorm_forward(T* out, float* rstd, const T* inp, const T* weight, size_t N, int C,
                            float eps, cudaStream_t stream) {
-  rmsnorm_forward_kernel<<<warp_blocks(N), kWarpsPerBlock * kWarp, 0, stream>>>(out, rstd, inp,
+  DSX_LAUNCH(warp_blocks(N), kWarpsPerBlock * kWarp, 0, stream, rmsnorm_forward_kernel)(out, rstd, inp,
                                                                                 weight, N, C, eps);
   check_launch("llama_rmsnorm_forward");
 }
@@ -203,7 +203,7 @@ template <class T>
 void llama_rmsnorm_backward(T* dinp, T* dweight, float* scratch, const T* dout, const T* inp,
                             const T* weight, const float* rstd, size_t N, int C,
                             cudaStream_t stream) {
-  rmsnorm_backward_kernel<<<warp_blocks(N), kWarpsPerBlock * kWarp, 0, stream>>>(
+  DSX_LAUNCH(warp_blocks(N), kWarpsPerBlock * kWarp, 0, stream, rmsnorm_backward_kernel)(
       dinp, dout, inp, weight, rstd, N, C);
   check_launch("llama_rmsnorm_backward");
   add_column_sums(dweight, RmsNormWeightTerm<T>{dout, inp, rstd, C}, N, C, scratch, stream,
@@ -215,7 +215,7 @@ void llama_qkv_pack_forward(T* qkv, const T* q, const T* k, const T* v, const fl
                             const float* sin, int B, int Tn, int NH, int KV, int D,
                             cudaStream_t stream) {
   const size_t n = size_t(B) * Tn * NH * (D / 2);
-  qkv_pack_forward_kernel<<<grid_for(n), kBlock, 0, stream>>>(qkv, q, k, v, cos, sin, n, Tn, NH, KV,
+  DSX_LAUNCH(grid_for(n), kBlock, 0, stream, qkv_pack_forward_kernel)(qkv, q, k, v, cos, sin, n, Tn, NH, KV,
                                                               D);
   check_launch("llama_qkv_pack_forward");
 }
@@ -224,7 +224,7 @@ template <class T>
 void llama_qkv_pack_backward(T* dq, T* dk, T* dv, const T* dqkv, const float* cos, const float* sin,
                              int B, int Tn, int NH, int KV, int D, cudaStream_t stream) {
   const size_t n = size_t(B) * Tn * NH * (D / 2);
-  qkv_pack_backward_kernel<<<grid_for(n), kBlock, 0, stream>>>(dq, dk, dv, dqkv, cos, sin, n, Tn,
+  DSX_LAUNCH(grid_for(n), kBlock, 0, stream, qkv_pack_backward_kernel)(dq, dk, dv, dqkv, cos, sin, n, Tn,
                                                                NH, KV, D);
   check_launch("llama_qkv_pack_backward");
 }
@@ -233,7 +233,7 @@ template <class T>
 void llama_rope_forward(T* x, const float* cos, const float* sin, int B, int Tn, int H, int D,
                         cudaStream_t stream) {
   const size_t n = size_t(B) * Tn * H * (D / 2);
-  rope_kernel<T, true><<<grid_for(n), kBlock, 0, stream>>>(x, cos, sin, n, Tn, H, D);
+  DSX_LAUNCH(grid_for(n), kBlock, 0, stream, rope_kernel<T, true>)(x, cos, sin, n, Tn, H, D);
   check_launch("llama_rope_forward");
 }
 
@@ -241,20 +241,20 @@ template <class T>
 void llama_rope_backward(T* dx, const float* cos, const float* sin, int B, int Tn, int H, int D,
                          cudaStream_t stream) {
   const size_t n = size_t(B) * Tn * H * (D / 2);
-  rope_kernel<T, false><<<grid_for(n), kBlock, 0, stream>>>(dx, cos, sin, n, Tn, H, D);
+  DSX_LAUNCH(grid_for(n), kBlock, 0, stream, rope_kernel<T, false>)(dx, cos, sin, n, Tn, H, D);
   check_launch("llama_rope_backward");
 }
 
 template <class T>
 void llama_swiglu_forward(T* h, const T* gate, const T* up, size_t n, cudaStream_t stream) {
-  swiglu_forward_kernel<<<grid_for(n), kBlock, 0, stream>>>(h, gate, up, n);
+  DSX_LAUNCH(grid_for(n), kBlock, 0, stream, swiglu_forward_kernel)(h, gate, up, n);
   check_launch("llama_swiglu_forward");
 }
 
 template <class T>
 void llama_swiglu_backward(T* dgate, T* dup, const T* dh, const T* gate, const T* up, size_t n,
                            cudaStream_t stream) {
-  swiglu_backward_kernel<<<grid_for(n), kBlock, 0, stream>>>(dgate, dup, dh, gate, up, n);
+  DSX_LAUNCH(grid_for(n), kBlock, 0, stream, swiglu_backward_kernel)(dgate, dup, dh, gate, up, n);
   check_launch("llama_swiglu_backward");
 }
 

@@ -135,11 +135,11 @@ void sum_of_squares(DType dtype, const void* x, size_t count, double* out, void*
                     cudaStream_t stream) {
   auto* partials = static_cast<double*>(workspace);
   dispatch_dtype(dtype, [&](auto tag) {
-    constexpr DType T = decltype(tag)::value;
-    sum_squares_partial_kernel<T><<<kSumBlocks, kBlock, 0, stream>>>(x, count, partials);
+    DSX_LAUNCH(kSumBlocks, kBlock, 0, stream,
+               sum_squares_partial_kernel<decltype(tag)::value>)(x, count, partials);
   });
   check_launch("sum_squares_partial_kernel");
-  sum_partials_kernel<<<1, 1024, 0, stream>>>(partials, kSumBlocks, out);
+  DSX_LAUNCH(1, 1024, 0, stream, sum_partials_kernel)(partials, kSumBlocks, out);
   check_launch("sum_partials_kernel");
 }
 

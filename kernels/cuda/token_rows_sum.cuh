@@ -38,7 +38,7 @@ void add_token_rows(T* dtable, const T* dout, const int32_t* token_rows, int dis
   if (distinct <= 0) return;
   const unsigned column_blocks = static_cast<unsigned>((C + kBlock - 1) / kBlock);
   const unsigned token_blocks = static_cast<unsigned>(distinct < 65535 ? distinct : 65535);
-  token_rows_sum_kernel<<<dim3(column_blocks, token_blocks), kBlock, 0, stream>>>(
+  DSX_LAUNCH(dim3(column_blocks, token_blocks), kBlock, 0, stream, token_rows_sum_kernel)(
       dtable, dout, token_rows, distinct, C);
 }
 

@@ -15,6 +15,7 @@
 #include "kernels/cuda/optimizers.h"
 #include "kernels/mixed_precision.h"
 #include "kernels/optimizers.h"
+#include "tests/gpu/gpu_test_sizes.h"
 #include "tests/kernels/kernel_test_util.h"
 
 namespace dsx::kernels::test {
@@ -81,7 +82,7 @@ void compare_optimizer(const std::string& name, const std::vector<BufferInit>& i
                        const Call& cpu, const Call& gpu) {
   ScopedSimdLevel scalar(SimdLevel::Scalar);
   const size_t num = init.size();
-  for (size_t n : test_lengths()) {
+  for (size_t n : gpu_test_lengths()) {
     for (size_t offset : {size_t{0}, size_t{1}}) {
       for (int copy_kind = -1; copy_kind <= int(DType::BF16); ++copy_kind) {
         std::string what = name + " n=" + std::to_string(n) + " offset=" + std::to_string(offset) +
@@ -274,7 +275,7 @@ TEST(GpuMixedPrecision, UnscaleCheckSumOfSquaresCastScaleReduceMatchCpu) {
   DSX_REQUIRE_GPU();
   ScopedSimdLevel scalar(SimdLevel::Scalar);
   for (DType t : {DType::F32, DType::F16, DType::BF16}) {
-    for (size_t n : test_lengths()) {
+    for (size_t n : gpu_test_lengths()) {
       for (size_t offset : {size_t{0}, size_t{1}}) {
         std::string what = std::string(dtype_name(t)) + " n=" + std::to_string(n) +
                            " offset=" + std::to_string(offset);
