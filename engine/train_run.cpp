@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -29,6 +30,7 @@
 #include "engine/observers/trace_window.h"
 #include "engine/train_checkpoint.h"
 #include "engine/train_run_parts.h"
+#include "kernels/device_choice.h"
 #include "models/gpt2/factory.h"
 #include "models/model_source.h"
 #include "models/sampling.h"
@@ -72,7 +74,11 @@ Arrangement arrange(const config::EngineConfig& config, bool cuda) {
   placement.backend_request = comm::comm_options_from_environment().backend;
   placement.device_resident_supported = device_resident_zero_built();
   placement.ranks_share_a_gpu = cuda && local_ranks() > models::cuda_device_count();
-  return choose_arrangement(placement);
+  Arrangement a = choose_arrangement(placement);
+  // The GPU follows the arrangement: ranks may share one when their collectives go over ofi,
+  // whatever DSX_COMM_BACKEND says (it may be unset while the arrangement chose ofi).
+  if (cuda) models::choose_rank_gpu(kernels::parse_local_rank(std::getenv("LOCAL_RANK")), a.backend == "ofi");
+  return a;
 }
 
 comm::CommOptions comm_options_for(const Arrangement& arrangement) {

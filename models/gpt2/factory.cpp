@@ -6,6 +6,7 @@
 #ifdef DSX_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
+#include "kernels/cuda/device.h"
 #include "models/gpt2/gpt2_cuda.h"
 #endif
 
@@ -24,6 +25,14 @@ int cuda_device_count() {
   return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
 #else
   return 0;
+#endif
+}
+
+void choose_rank_gpu(int local_rank, bool may_share) {
+#ifdef DSX_HAVE_CUDA
+  kernels::cuda::use_rank_device(local_rank, may_share);
+#else
+  (void)local_rank, (void)may_share;
 #endif
 }
 

@@ -20,4 +20,9 @@ std::unique_ptr<Model> make_gpt2(const GPT2Config& config, const GPT2Options& op
 // GPUs this process can use: 0 in a build without CUDA, or where no driver or GPU is present.
 int cuda_device_count();
 
+// Chooses this process's GPU for local rank `local_rank` (kernels/device_choice.h) before anything
+// else touches CUDA. `may_share`: the run's collectives go over ofi, so more ranks than GPUs may
+// share them. Nothing in a build without CUDA.
+void choose_rank_gpu(int local_rank, bool may_share);
+
 }  // namespace dsx::models
