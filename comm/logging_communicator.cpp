@@ -83,23 +83,58 @@ WorkHandle LoggingCommunicator::recv(void* data, size_t count, DType dtype, int 
   return record("recv", count * kernels::dtype_size(dtype), inner_.recv(data, count, dtype, peer), t);
 }
 
+void LoggingCommunicator::allreduce_on(device::Device& device, device::Stream& stream, void* data, size_t count,
+                                       DType dtype, ReduceOp op) {
+  inner_.allreduce_on(device, stream, data, count, dtype, op);
+  record("all_reduce", count * kernels::dtype_size(dtype), nullptr, Clock::now());
+}
+
+void LoggingCommunicator::reduce_scatter_on(device::Device& device, device::Stream& stream, const void* input,
+                                            void* output, size_t count, DType dtype, ReduceOp op) {
+  inner_.reduce_scatter_on(device, stream, input, output, count, dtype, op);
+  record("reduce_scatter", count * size() * kernels::dtype_size(dtype), nullptr, Clock::now());
+}
+
+void LoggingCommunicator::allgather_on(device::Device& device, device::Stream& stream, const void* input,
+                                       void* output, size_t count, DType dtype) {
+  inner_.allgather_on(device, stream, input, output, count, dtype);
+  record("all_gather", count * size() * kernels::dtype_size(dtype), nullptr, Clock::now());
+}
+
+void LoggingCommunicator::send_on(device::Device& device, device::Stream& stream, const void* data, size_t count,
+                                  DType dtype, int peer) {
+  inner_.send_on(device, stream, data, count, dtype, peer);
+  record("send", count * kernels::dtype_size(dtype), nullptr, Clock::now());
+}
+
+void LoggingCommunicator::recv_on(device::Device& device, device::Stream& stream, void* data, size_t count,
+                                  DType dtype, int peer) {
+  inner_.recv_on(device, stream, data, count, dtype, peer);
+  record("recv", count * kernels::dtype_size(dtype), nullptr, Clock::now());
+}
+
 std::unique_ptr<Communicator> LoggingCommunicator::new_group(const std::vector<int>& ranks) {
   return inner_.new_group(ranks);
 }
 
 std::string LoggingCommunicator::summary() const {
   struct Row {
-    size_t count = 0;
+    size_t count = 0, timed = 0;
     double seconds = 0, algbw = 0, busbw = 0;
   };
   std::map<std::pair<std::string, size_t>, Row> rows;
   {
     std::lock_guard lock(mutex_);
     for (const Record& r : records_) {
+      if (!r.work) {
+        ++rows[{r.op, r.bytes}].count;
+        continue;
+      }
       if (!r.work->done()) continue;
       const double s = std::max(1e-9, std::chrono::duration<double>(r.work->finished_at() - r.issued).count());
       Row& row = rows[{r.op, r.bytes}];
       ++row.count;
+      ++row.timed;
       row.seconds += s;
       row.algbw += r.bytes / s;
       row.busbw += r.bytes / s * bus_factor(r.op, size());
@@ -113,9 +148,15 @@ std::string LoggingCommunicator::summary() const {
   std::string last;
   for (const auto& [key, row] : rows) {
     const std::string& op = key.first;
-    std::snprintf(line, sizeof line, "%-16s %-14s %8zu %18.2f %16.3f %16.2f %17.2f\n", op == last ? "" : op.c_str(),
-                  size_text(key.second).c_str(), row.count, row.seconds * 1e3, row.seconds * 1e3 / row.count,
-                  row.algbw / row.count * 8 / 1e9, row.busbw / row.count * 8 / 1e9);
+    if (row.timed == 0) {
+      std::snprintf(line, sizeof line, "%-16s %-14s %8zu %18s %16s %16s %17s\n", op == last ? "" : op.c_str(),
+                    size_text(key.second).c_str(), row.count, "-", "-", "-", "-");
+    } else {
+      std::snprintf(line, sizeof line, "%-16s %-14s %8zu %18.2f %16.3f %16.2f %17.2f\n",
+                    op == last ? "" : op.c_str(), size_text(key.second).c_str(), row.count, row.seconds * 1e3,
+                    row.seconds * 1e3 / row.timed, row.algbw / row.timed * 8 / 1e9,
+                    row.busbw / row.timed * 8 / 1e9);
+    }
     out << line;
     last = op;
   }

@@ -7,9 +7,14 @@
 
 #include <vector>
 
+#include "comm/logging_communicator.h"
+#include "device/cuda_device.h"
 #include "kernels/cuda/device.h"
 #include "tests/comm/comm_harness.h"
 #include "tests/gpu/visible_gpus.h"
+#ifdef DSX_CUDA_EMULATED
+#include "tests/emulated_gpu/emulated_gpu.h"
+#endif
 
 namespace dsx::comm {
 namespace {
@@ -91,6 +96,34 @@ void close_with_work_in_flight(Communicator& comm, int) {
   cudaFree(x);
 }
 
+// comms_logger over nccl: a stream-ordered allreduce goes to NCCL's own (enqueued on the stream),
+// not through a host wait, and the table counts it. The emulated GPU counts host waits.
+void logged_stream_allreduce(Communicator& comm, int) {
+  auto device = device::make_cuda_device();
+  device::Stream& stream = device->compute_stream();
+  LoggingCommunicator logged(comm, {}, false);
+  const size_t n = 4099;
+  std::vector<float> host(n, 1.5f);
+  auto* x = static_cast<float*>(device->allocate(n * 4, device::Placement::Communicated, stream));
+  device->copy(x, host.data(), n * 4, stream);
+  stream.synchronize(60s);
+#ifdef DSX_CUDA_EMULATED
+  const uint64_t syncs = emu::host_syncs();
+#endif
+  logged.allreduce_on(*device, stream, x, n, DType::F32, ReduceOp::Sum);
+#ifdef DSX_CUDA_EMULATED
+  expect(emu::host_syncs() == syncs, "allreduce_on waited for the stream on the host");
+#endif
+  device->copy(host.data(), x, n * 4, stream);
+  stream.synchronize(60s);
+  for (float v : host) expect(v == 1.5f * static_cast<float>(comm.size()), "allreduce result");
+  const std::string table = logged.summary();
+  expect(table.find("all_reduce") != std::string::npos && table.find(" - ") != std::string::npos,
+         "the table counts the stream-ordered allreduce, without a latency:\n" + table);
+  device->free(x, n * 4, stream);
+  stream.synchronize(60s);
+}
+
 comm::CommOptions options(const std::string& backend) {
   auto o = test::test_options(backend == "ofi" ? "shm" : "");
   o.backend = backend;
@@ -125,6 +158,12 @@ TEST(NcclComm, TwoRanksEachSendThenReceive) {
 TEST(NcclComm, ClosingCompletesWorkInFlight) {
   if (test::visible_gpus() < 1) GTEST_SKIP() << "no GPU visible";
   auto result = test::run_job(1, options("nccl"), close_with_work_in_flight, 120s);
+  EXPECT_TRUE(result.all_ok()) << result.summary();
+}
+
+TEST(NcclComm, TheCommsLoggerKeepsStreamFormsOnTheStream) {
+  if (test::visible_gpus() < 1) GTEST_SKIP() << "no GPU visible";
+  auto result = test::run_job(1, options("nccl"), logged_stream_allreduce, 120s);
   EXPECT_TRUE(result.all_ok()) << result.summary();
 }
 
