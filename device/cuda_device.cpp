@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <utility>
 
 #include "dsx/error.h"
 #include "kernels/cuda/device.h"
@@ -26,6 +27,26 @@ void check(cudaError_t e, const char* what) {
       e == cudaErrorMemoryAllocation ? ErrorKind::OutOfMemory : ErrorKind::Internal;
   throw Error(kind, std::string(what) + " failed: " + cudaGetErrorString(e));
 }
+
+// A stream-ordered allocation that is given back on the stream unless released, so that an
+// error between allocating and handing it over leaks nothing.
+class StreamAllocation {
+ public:
+  StreamAllocation(size_t bytes, cudaStream_t stream) : stream_(stream) {
+    check(cudaMallocAsync(&data_, bytes, stream), "cudaMallocAsync");
+  }
+  ~StreamAllocation() {
+    if (data_) cudaFreeAsync(data_, stream_);
+  }
+  StreamAllocation(const StreamAllocation&) = delete;
+  StreamAllocation& operator=(const StreamAllocation&) = delete;
+  void* get() const { return data_; }
+  void* release() { return std::exchange(data_, nullptr); }
+
+ private:
+  void* data_ = nullptr;
+  cudaStream_t stream_;
+};
 
 class CudaEvent final : public Event {
  public:
@@ -151,10 +172,9 @@ class CudaDevice final : public Device {
   void* allocate(size_t bytes, Placement, Stream& stream) override {
     if (bytes == 0) return nullptr;
     select();
-    void* p = nullptr;
-    check(cudaMallocAsync(&p, bytes, cuda_of(stream).get()), "cudaMallocAsync");
-    check(cudaMemsetAsync(p, 0, bytes, cuda_of(stream).get()), "cudaMemsetAsync");
-    return p;
+    StreamAllocation p(bytes, cuda_of(stream).get());
+    check(cudaMemsetAsync(p.get(), 0, bytes, cuda_of(stream).get()), "cudaMemsetAsync");
+    return p.release();
   }
   void free(void* data, size_t, Stream& stream) override {
     if (!data) return;
@@ -188,11 +208,8 @@ class CudaDevice final : public Device {
   void sum_of_squares(DType dtype, const void* x, size_t count, double* out, Stream& s) override {
     select();
     cudaStream_t stream = cuda_of(s).get();
-    void* workspace = nullptr;
-    check(cudaMallocAsync(&workspace, kernels::cuda::sum_of_squares_workspace_bytes(), stream),
-          "cudaMallocAsync");
-    kernels::cuda::sum_of_squares(dtype, x, count, out, workspace, stream);
-    check(cudaFreeAsync(workspace, stream), "cudaFreeAsync");
+    StreamAllocation workspace(kernels::cuda::sum_of_squares_workspace_bytes(), stream);
+    kernels::cuda::sum_of_squares(dtype, x, count, out, workspace.get(), stream);
   }
 
   void adam_step(const kernels::AdamHyper& h, int64_t step, float grad_factor, float* param,
@@ -226,12 +243,9 @@ class CudaDevice final : public Device {
     select();
     cudaStream_t stream = cuda_of(s).get();
     const kernels::cuda::LambLayout layout = lamb_layout(count);
-    void* workspace = nullptr;
-    check(cudaMallocAsync(&workspace, kernels::cuda::lamb_workspace_bytes(layout), stream),
-          "cudaMallocAsync");
+    StreamAllocation workspace(kernels::cuda::lamb_workspace_bytes(layout), stream);
     kernels::cuda::lamb_prepare(h, step, grad_factor, param, grad, m, v, layout, norms_sq,
-                                workspace, stream);
-    check(cudaFreeAsync(workspace, stream), "cudaFreeAsync");
+                                workspace.get(), stream);
   }
   void lamb_apply(const kernels::LambHyper& h, int64_t step, float* param, const float* m,
                   const float* v, size_t count, const double* norms_sq, kernels::ParamCopy copy,
@@ -259,11 +273,19 @@ class CudaDevice final : public Device {
     auto& host = lamb_host_[count];
     host = {0, count};
     if (fresh) {
+      // Uploaded on the compute stream and waited for once: the table is then read from any
+      // stream. (A cudaMemcpy on the legacy stream would not order the non-blocking streams.)
       void* table = nullptr;
-      check(cudaMalloc(&table, 2 * sizeof(size_t)), "cudaMalloc");
+      cudaError_t e = cudaMalloc(&table, 2 * sizeof(size_t));
+      if (e == cudaSuccess) {
+        cudaStream_t stream = compute_->get();
+        e = cudaMemcpyAsync(table, host.data(), 2 * sizeof(size_t), cudaMemcpyHostToDevice, stream);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+        if (e != cudaSuccess) cudaFree(table);
+      }
+      if (e != cudaSuccess) lamb_offsets_.erase(it);
+      check(e, "the LAMB tensor table (cudaMalloc, cudaMemcpyAsync)");
       it->second = static_cast<size_t*>(table);
-      check(cudaMemcpy(it->second, host.data(), 2 * sizeof(size_t), cudaMemcpyHostToDevice),
-            "cudaMemcpy");
     }
     return {it->second, host.data(), 1};
   }

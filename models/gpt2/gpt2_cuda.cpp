@@ -57,24 +57,30 @@ float value_of(uint16_t bits) {
   return storage_dtype<T>() == kernels::DType::F16 ? kernels::fp16_to_float(bits) : kernels::bf16_to_float(bits);
 }
 
+// Copies on `stream` and waits for it: a cudaMemcpy on the legacy stream may return before its
+// data lands, and the model's non-blocking streams would not wait for it.
 template <class T>
-void upload_as(T* device, const float* host, size_t n) {
-  if constexpr (sizeof(T) == 4) {
-    cuda_check(cudaMemcpy(device, host, n * 4, cudaMemcpyHostToDevice), "upload");
-  } else {
-    std::vector<uint16_t> bits(n);
+void upload_as(T* device, const float* host, size_t n, cudaStream_t stream) {
+  std::vector<uint16_t> bits;
+  const void* src = host;
+  if constexpr (sizeof(T) != 4) {
+    bits.resize(n);
     for (size_t i = 0; i < n; ++i) bits[i] = bits_of<T>(host[i]);
-    cuda_check(cudaMemcpy(device, bits.data(), n * 2, cudaMemcpyHostToDevice), "upload");
+    src = bits.data();
   }
+  cuda_check(cudaMemcpyAsync(device, src, n * sizeof(T), cudaMemcpyHostToDevice, stream), "upload");
+  cuda_check(cudaStreamSynchronize(stream), "upload");
 }
 
 template <class T>
-void download_as(float* host, const T* device, size_t n) {
+void download_as(float* host, const T* device, size_t n, cudaStream_t stream) {
   if constexpr (sizeof(T) == 4) {
-    cuda_check(cudaMemcpy(host, device, n * 4, cudaMemcpyDeviceToHost), "download");
+    cuda_check(cudaMemcpyAsync(host, device, n * 4, cudaMemcpyDeviceToHost, stream), "download");
+    cuda_check(cudaStreamSynchronize(stream), "download");
   } else {
     std::vector<uint16_t> bits(n);
-    cuda_check(cudaMemcpy(bits.data(), device, n * 2, cudaMemcpyDeviceToHost), "download");
+    cuda_check(cudaMemcpyAsync(bits.data(), device, n * 2, cudaMemcpyDeviceToHost, stream), "download");
+    cuda_check(cudaStreamSynchronize(stream), "download");
     for (size_t i = 0; i < n; ++i) host[i] = value_of<T>(bits[i]);
   }
 }
@@ -264,7 +270,7 @@ std::vector<float> GPT2Cuda<T>::logits() const {
   std::vector<float> padded(N * Vp), out(N * V);
   kc::use_rank_device();
   cuda_check(cudaStreamSynchronize(stream_.get()), "logits");
-  download_as(padded.data(), logits_.data(), padded.size());
+  download_as(padded.data(), logits_.data(), padded.size(), stream_.get());
   for (size_t r = 0; r < N; ++r) std::memcpy(out.data() + r * V, padded.data() + r * Vp, V * sizeof(float));
   return out;
 }
@@ -301,15 +307,15 @@ template void init_params_as<__half>(const Model&, void*, uint64_t);
 template class DeviceArray<float>;
 template class DeviceArray<int32_t>;
 template class DeviceArray<__nv_bfloat16>;
-template void upload_as<float>(float*, const float*, size_t);
-template void upload_as<__nv_bfloat16>(__nv_bfloat16*, const float*, size_t);
-template void download_as<float>(float*, const float*, size_t);
-template void download_as<__nv_bfloat16>(float*, const __nv_bfloat16*, size_t);
+template void upload_as<float>(float*, const float*, size_t, cudaStream_t);
+template void upload_as<__nv_bfloat16>(__nv_bfloat16*, const float*, size_t, cudaStream_t);
+template void download_as<float>(float*, const float*, size_t, cudaStream_t);
+template void download_as<__nv_bfloat16>(float*, const __nv_bfloat16*, size_t, cudaStream_t);
 template class GPT2Cuda<float>;
 template class GPT2Cuda<__nv_bfloat16>;
 template class DeviceArray<__half>;
-template void upload_as<__half>(__half*, const float*, size_t);
-template void download_as<__half>(float*, const __half*, size_t);
+template void upload_as<__half>(__half*, const float*, size_t, cudaStream_t);
+template void download_as<__half>(float*, const __half*, size_t, cudaStream_t);
 template class GPT2Cuda<__half>;
 
 }  // namespace dsx::models

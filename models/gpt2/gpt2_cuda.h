@@ -41,11 +41,11 @@ class DeviceArray {
   size_t size_ = 0;
 };
 
-// Host fp32 <-> device T (bf16 rounds to nearest even).
+// Host fp32 <-> device T (bf16 rounds to nearest even), on `stream`, waited for.
 template <class T>
-void upload_as(T* device, const float* host, size_t n);
+void upload_as(T* device, const float* host, size_t n, cudaStream_t stream);
 template <class T>
-void download_as(float* host, const T* device, size_t n);
+void download_as(float* host, const T* device, size_t n, cudaStream_t stream);
 
 // The engine's name of a storage type.
 template <class T>

@@ -53,7 +53,7 @@ kc::AttentionShape attention_shape(const LlamaConfig& c, int B, int Tn, kernels:
 // The rotary tables: cos and sin of transformers' angles (llama_rope_angles), rounded to fp32 as
 // LlamaCpu<float> rounds its own.
 void upload_rope_tables(DeviceArray<float>& cos, DeviceArray<float>& sin, const LlamaConfig& config,
-                        int max_seq) {
+                        int max_seq, cudaStream_t stream) {
   const auto angles = llama_rope_angles(config, max_seq);
   std::vector<float> c(angles.size()), s(angles.size());
   for (size_t i = 0; i < angles.size(); ++i) {
@@ -61,8 +61,8 @@ void upload_rope_tables(DeviceArray<float>& cos, DeviceArray<float>& sin, const 
     s[i] = static_cast<float>(std::sin(angles[i]));
   }
   cos = DeviceArray<float>(c.size()), sin = DeviceArray<float>(s.size());
-  upload_as(cos.data(), c.data(), c.size());
-  upload_as(sin.data(), s.data(), s.size());
+  upload_as(cos.data(), c.data(), c.size(), stream);
+  upload_as(sin.data(), s.data(), s.size(), stream);
 }
 
 }  // namespace
@@ -80,7 +80,7 @@ LlamaCuda<T>::LlamaCuda(const LlamaConfig& config, int max_batch, int max_seq,
   const size_t QD = size_t(config.num_heads) * config.head_dim,
                KVD = size_t(config.num_kv_heads) * config.head_dim;
   const size_t N = size_t(max_batch) * max_seq;
-  upload_rope_tables(cos_, sin_, config_, max_seq);
+  upload_rope_tables(cos_, sin_, config_, max_seq, stream_.get());
   for (size_t l = 0; l <= L; ++l) residual_.emplace_back(N * C);
   blocks_.resize(checkpointing_ ? 1 : L);
   for (auto& a : blocks_) {
@@ -408,7 +408,7 @@ std::vector<float> LlamaCuda<T>::logits() const {
   std::vector<float> out(size_t(B_) * T_ * config_.vocab_size);
   kc::use_rank_device();
   cuda_check(cudaStreamSynchronize(stream_.get()), "logits");
-  download_as(out.data(), logits_.data(), out.size());
+  download_as(out.data(), logits_.data(), out.size(), stream_.get());
   return out;
 }
 

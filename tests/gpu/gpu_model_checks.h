@@ -34,13 +34,17 @@ class DeviceParams final : public models::ParamAccess, public models::GradSink {
         device_ordered_(device_ordered) {
     zero_grads();
   }
-  void upload(const float* host) { models::upload_as(params_.data(), host, params_.size()); }
+  void upload(const float* host) { models::upload_as(params_.data(), host, params_.size(), nullptr); }
   std::vector<float> grads() const {
     std::vector<float> g(grads_.size());
-    models::download_as(g.data(), grads_.data(), g.size());
+    models::download_as(g.data(), grads_.data(), g.size(), nullptr);
     return g;
   }
-  void zero_grads() { cudaMemset(grads_.data(), 0, grads_.size() * sizeof(T)); }
+  // Waited for: the model's non-blocking streams do not order after the legacy stream.
+  void zero_grads() {
+    cudaMemset(grads_.data(), 0, grads_.size() * sizeof(T));
+    cudaStreamSynchronize(nullptr);
+  }
   std::vector<unsigned char> grad_bits() const {
     std::vector<unsigned char> bits(grads_.size() * sizeof(T));
     cudaMemcpy(bits.data(), grads_.data(), bits.size(), cudaMemcpyDeviceToHost);
