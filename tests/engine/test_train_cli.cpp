@@ -345,6 +345,34 @@ TEST(TrainCli, ResumeMessagesReachAFileBeforeTrainingEnds) {
   }
 }
 
+// --steps counts optimizer steps from step 0, as DeepSpeed's global step does. A resume at or
+// beyond --steps says it has nothing to train and saves nothing again into the directory it
+// loaded from; beyond --steps (--steps 25 meant as "25 more") it also names the --steps that
+// trains that many more. (Into another --save it writes the copy that
+// ReloadOnAnotherWorldSizeAndStageKeepsEveryState re-cuts with.)
+TEST(TrainCli, ResumingAtOrBeyondStepsIsSaidNotSilentlySavedAgain) {
+  dsx::test::TempDir dir;
+  const std::string config = "--deepspeed_config " + config_file(dir, 2) + " --eval_interval 0 ";
+  const std::string ck = dir.file("ck");
+  ASSERT_EQ(train(2, config + "--steps 4 --save " + ck).exit_code, 0);
+  const auto saved_at = std::filesystem::last_write_time(ck + "/global_step4");
+
+  auto done = train(2, config + "--steps 4 --load " + ck + " --save " + ck);
+  ASSERT_EQ(done.exit_code, 0) << done.output;
+  EXPECT_NE(done.output.find("resumed from " + ck + "/global_step4 at step 4, the last of --steps 4: nothing to "
+                             "train, no new checkpoint"), std::string::npos) << done.output;
+  EXPECT_EQ(done.output.find("saved checkpoint"), std::string::npos) << done.output;
+  EXPECT_TRUE(std::filesystem::last_write_time(ck + "/global_step4") == saved_at) << "global_step4 was saved again";
+
+  auto fewer = train(2, config + "--steps 3 --load " + ck + " --save " + ck);
+  EXPECT_EQ(fewer.exit_code, 0) << fewer.output;
+  EXPECT_NE(fewer.output.find("resumed from " + ck + "/global_step4 at step 4, beyond --steps 3: nothing to train, "
+                              "no new checkpoint (--steps counts optimizer steps from step 0, not from the resume: "
+                              "to train 3 more steps, pass --steps 7)"), std::string::npos) << fewer.output;
+  EXPECT_EQ(fewer.output.find("saved checkpoint"), std::string::npos) << fewer.output;
+  EXPECT_TRUE(std::filesystem::last_write_time(ck + "/global_step4") == saved_at) << "global_step4 was saved again";
+}
+
 TEST(TrainCli, EpochsOverTextData) {
   dsx::test::TempDir dir;
   const std::string text = dir.file("text.txt");
