@@ -226,8 +226,10 @@ class TrainingRun {
     if (lead_) display_.print_line(line);
   }
 
-  // --load of a directory no save has completed in yet (no `latest`, no --tag) starts from
-  // scratch with a note, as DeepSpeed does: job scripts pass the same --load/--save on every run.
+  // --load of a directory no save has completed in yet (no `latest`, no checkpoint folder, no
+  // --tag) starts from scratch with a note, as DeepSpeed does: job scripts pass the same
+  // --load/--save on every run. Checkpoint folders without a `latest` are resumed from, never
+  // trained over (find_latest_checkpoint).
   void resume() {
     if (o_.load_dir.empty()) return;
     const ResumePoint point = find_resume_point(o_.load_dir, o_.load_tag, comm_, session_.rendezvous().store());
