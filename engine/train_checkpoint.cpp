@@ -192,12 +192,19 @@ std::string save_training_checkpoint(const std::string& save_dir, const std::str
   const std::string key = "dsx/checkpoint/" + tag + "/" + std::to_string(trainer.micro_steps()) + "/";
   const NodeCommit nodes = node_commit(store, key, rank, world);
   const bool leader = nodes.layout.leads(rank);
-  const bool node_local =
-      options.node_local_storage || (nodes.layout.nodes > 1 && !save_directory_shared(nodes, save_dir));
-  if (node_local && !options.node_local_storage && rank == 0) {
-    std::cerr << "dsx: note: " << save_dir << " is not one directory the " << nodes.layout.nodes
-              << " nodes share: each node keeps its own ranks' files, as with checkpoint.use_node_local_storage "
-                 "(a resume needs the same nodes; docs/checkpoints.md)\n";
+  // Probed whatever the config says: DeepSpeed configs carry use_node_local_storage onto shared
+  // file systems, where per-node commits of one directory would collide. There one copy is enough.
+  const bool node_local = nodes.layout.nodes > 1 && !save_directory_shared(nodes, save_dir);
+  if (rank == 0 && nodes.layout.nodes > 1 && node_local != options.node_local_storage) {
+    std::cerr << "dsx: note: "
+              << (node_local ? save_dir + " is not one directory the " + std::to_string(nodes.layout.nodes) +
+                                   " nodes share: each node keeps its own ranks' files, as with "
+                                   "checkpoint.use_node_local_storage (a resume needs the same nodes; "
+                                   "docs/checkpoints.md)"
+                             : "checkpoint.use_node_local_storage: " + save_dir + " is one directory the " +
+                                   std::to_string(nodes.layout.nodes) + " nodes share: one copy is saved, as "
+                                   "without the flag")
+              << "\n";
   }
   try {
     trace::Scope write("write files", "checkpoint");
