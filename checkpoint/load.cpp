@@ -75,6 +75,13 @@ CheckpointReader CheckpointReader::open(const std::string& save_dir, const std::
   return reader;
 }
 
+std::string CheckpointReader::model_states_file() const {
+  if (contains(model_states_file_name())) return model_states_file_name();
+  for (const auto& rank : manifest_.ranks)  // ordered by rank
+    if (contains(zero_model_states_file_name(rank.rank))) return zero_model_states_file_name(rank.rank);
+  return model_states_file_name();  // read_tensor_file then says it is missing
+}
+
 TensorFile CheckpointReader::read_tensor_file(const std::string& file_name) const {
   const FileRecord* record = manifest_.find(file_name);
   if (!record)

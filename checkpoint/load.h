@@ -25,6 +25,11 @@ class CheckpointReader {
   int world_size() const { return manifest_.world_size; }
   bool contains(const std::string& file_name) const { return manifest_.find(file_name) != nullptr; }
 
+  // The model-states file that holds the weights: mp_rank_00_model_states (stages 0-2), else the
+  // lowest listed rank's zero_pp_rank_<r>_mp_rank_00_model_states (stage 3: rank 0's, or on a
+  // node's disk its first rank's).
+  std::string model_states_file() const;
+
   // Reads `file_name` whole, checks its CRC32C and parses it as safetensors.
   TensorFile read_tensor_file(const std::string& file_name) const;
 

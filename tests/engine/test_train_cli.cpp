@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <string>
 
 #include "tests/comm/free_port.h"
@@ -173,6 +174,24 @@ TEST_P(TrainResume, ResumingGivesTheSameWeightsBitForBit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Stages, TrainResume, ::testing::Values(1, 3));
+
+// DeepSpeed's stage-3 layout: no mp_rank_00_model_states file; every rank writes
+// zero_pp_rank_<r>_mp_rank_00_model_states beside its optim_states (rank 0's also holds the full
+// model, dsx's addition, so that export needs one file). Export reads it; resume is TrainResume/3.
+TEST(TrainCli, StageThreeCheckpointHasDeepSpeedsPerRankModelStates) {
+  dsx::test::TempDir dir;
+  const std::string ck = dir.file("ck");
+  ASSERT_EQ(train(2, "--deepspeed_config " + config_file(dir, 3) + " --eval_interval 0 --steps 2 --save " + ck).exit_code, 0);
+  std::set<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(ck + "/global_step2")) names.insert(entry.path().filename());
+  EXPECT_EQ(names, (std::set<std::string>{"manifest.json", "zero_pp_rank_0_mp_rank_00_model_states.safetensors",
+                                          "zero_pp_rank_1_mp_rank_00_model_states.safetensors",
+                                          "zero_pp_rank_0_mp_rank_00_optim_states.safetensors",
+                                          "zero_pp_rank_1_mp_rank_00_optim_states.safetensors"}));
+  auto e = run_command(std::string(DSX_EXE) + " export " + ck + " --out " + dir.file("export/fp32.safetensors"));
+  ASSERT_EQ(e.exit_code, 0) << e.output;
+  EXPECT_TRUE(read_all(dir.file("export/fp32.safetensors")) == read_all(ck + "/model.safetensors"));
+}
 
 TEST(TrainCli, TruncatedCheckpointIsRefusedNamingTheFile) {
   dsx::test::TempDir dir;
