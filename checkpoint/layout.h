@@ -2,6 +2,8 @@
 //
 //   <save_dir>/latest                                          the tag of the newest complete save
 //   <save_dir>/<tag>/mp_rank_00_model_states.safetensors       rank 0: model weights + engine state
+//   <save_dir>/<tag>/zero_pp_rank_<r>_mp_rank_00_model_states.safetensors   stage 3, instead: rank r's
+//                                                              engine state (rank 0's: + the weights)
 //   <save_dir>/<tag>/zero_pp_rank_<r>_mp_rank_00_optim_states.safetensors   rank r's ZeRO partition
 //   <save_dir>/<tag>/manifest.json                             every file's size and CRC32C (dsx)
 //

@@ -3,11 +3,14 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "dsx/error.h"
+#include "dsx/join.h"
 #include "checkpoint/durable_file.h"
 #include "checkpoint/layout.h"
 #include "checkpoint/verify.h"
@@ -72,6 +75,13 @@ CheckpointReader CheckpointReader::open(const std::string& save_dir, const std::
   return reader;
 }
 
+std::string CheckpointReader::model_states_file() const {
+  if (contains(model_states_file_name())) return model_states_file_name();
+  for (const auto& rank : manifest_.ranks)  // ordered by rank
+    if (contains(zero_model_states_file_name(rank.rank))) return zero_model_states_file_name(rank.rank);
+  return model_states_file_name();  // read_tensor_file then says it is missing
+}
+
 TensorFile CheckpointReader::read_tensor_file(const std::string& file_name) const {
   const FileRecord* record = manifest_.find(file_name);
   if (!record)
@@ -82,6 +92,92 @@ TensorFile CheckpointReader::read_tensor_file(const std::string& file_name) cons
   // The checksum pass leaves the file in the page cache, so the parse reads no disk again.
   verify_file(path, *record, VerifyLevel::Checksum);
   return TensorFile::load(path);
+}
+
+bool looks_like_checkpoint(const std::string& folder) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(folder, ec)) {
+    const std::string file = entry.path().filename().string();
+    if (file == kManifestFile || file.find("model_states") != std::string::npos ||
+        file.find("optim_states") != std::string::npos)
+      return true;
+  }
+  return false;
+}
+
+namespace {
+
+// Why `latest` cannot be followed ("" when it can): missing, or empty (a crash of a file system
+// that does not keep renames in order, or a user's truncation).
+std::string latest_unusable(const std::string& save_dir) {
+  const std::string path = latest_file(save_dir);
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) return "there is no " + path;
+  try {
+    read_latest_tag(save_dir);
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::Format) return path + " is empty";  // unreadable (Io): reported as is
+    throw;
+  }
+  return "";
+}
+
+struct Folder {
+  std::string tag;
+  int64_t step = -1;  // the manifest's, else the N of global_step<N>
+  std::filesystem::file_time_type committed;  // manifest.json's time: orders saves of equal step
+};
+
+int64_t step_of(const CheckpointManifest& m) {
+  if (m.step >= 0) return m.step;
+  const std::string prefix = default_tag(0).substr(0, default_tag(0).size() - 1);  // "global_step"
+  if (!m.tag.starts_with(prefix) || m.tag.size() == prefix.size()) return -1;
+  for (size_t i = prefix.size(); i < m.tag.size(); ++i)
+    if (m.tag[i] < '0' || m.tag[i] > '9') return -1;
+  return std::stoll(m.tag.substr(prefix.size()));
+}
+
+}  // namespace
+
+LatestCheckpoint find_latest_checkpoint(const std::string& save_dir) {
+  const std::string why = latest_unusable(save_dir);
+  if (why.empty()) return {true, read_latest_tag(save_dir), ""};
+  // The folders that look like checkpoints, newest first; each is verified in full only until one
+  // passes, so an intact newest folder costs one read of its files.
+  std::vector<Folder> folders;
+  std::vector<std::string> refused;  // "tag (why)"
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(save_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_directory() || name.starts_with(".") || !looks_like_checkpoint(entry.path())) continue;
+    try {
+      const CheckpointReader reader = CheckpointReader::open(save_dir, name, /*check_all_sizes=*/false);
+      folders.push_back({name, step_of(reader.manifest()),
+                         std::filesystem::last_write_time(reader.directory() + "/" + kManifestFile)});
+    } catch (const Error& e) {
+      refused.push_back(name + " (" + e.what() + ")");
+    }
+  }
+  if (folders.empty() && refused.empty()) return {};
+  std::sort(folders.begin(), folders.end(), [](const Folder& a, const Folder& b) {
+    return a.step != b.step ? a.step > b.step : a.committed > b.committed;
+  });
+  for (const Folder& f : folders) {
+    try {
+      CheckpointReader::open(save_dir, f.tag).verify_all();
+    } catch (const Error& e) {
+      refused.push_back(f.tag + " (" + e.what() + ")");
+      continue;
+    }
+    std::string note = why + "; a load takes " + tag_directory(save_dir, f.tag) +
+                       ", the newest checkpoint whose files all verify";
+    if (!refused.empty()) note += " (not: " + join(refused, "; ") + ")";
+    return {true, f.tag, note};
+  }
+  throw Error(ErrorKind::Format, why + ", and no checkpoint folder in " + save_dir + " verifies: " +
+                                     join(refused, "; ") +
+                                     ". Restore `latest` or the damaged file, or name a folder with --tag; "
+                                     "dsx does not start from scratch over them");
 }
 
 void CheckpointReader::verify_all() const {

@@ -25,6 +25,11 @@ class CheckpointReader {
   int world_size() const { return manifest_.world_size; }
   bool contains(const std::string& file_name) const { return manifest_.find(file_name) != nullptr; }
 
+  // The model-states file that holds the weights: mp_rank_00_model_states (stages 0-2), else the
+  // lowest listed rank's zero_pp_rank_<r>_mp_rank_00_model_states (stage 3: rank 0's, or on a
+  // node's disk its first rank's).
+  std::string model_states_file() const;
+
   // Reads `file_name` whole, checks its CRC32C and parses it as safetensors.
   TensorFile read_tensor_file(const std::string& file_name) const;
 
@@ -35,5 +40,22 @@ class CheckpointReader {
   std::string directory_;
   CheckpointManifest manifest_;
 };
+
+// What a load of `save_dir` takes when no tag is given: the tag `latest` names. When `latest` is
+// missing or empty but the directory holds checkpoint folders (a lost `latest` must never make a
+// run start from scratch and then overwrite them), the newest folder whose every file verifies
+// (size and CRC32C), with `note` saying so and naming the newer ones that do not. Throws
+// dsx::Error(Format) naming every folder when none verifies. `found` is false only when the
+// directory holds no `latest` and no checkpoint folder (a first run).
+struct LatestCheckpoint {
+  bool found = false;
+  std::string tag;
+  std::string note;
+};
+LatestCheckpoint find_latest_checkpoint(const std::string& save_dir);
+
+// Whether a folder of a save directory holds a checkpoint's files: a manifest or DeepSpeed's
+// model/optimizer states. Anything else there (a monitor's logs, a user's folder) is not one.
+bool looks_like_checkpoint(const std::string& folder);
 
 }  // namespace dsx::checkpoint

@@ -61,14 +61,16 @@ void swap_into_place(const std::string& staging, const std::string& target) {
   std::filesystem::remove_all(staging, ec);
 }
 
-// Staging directories of saves that were killed before their commit hold partial copies of a
-// checkpoint (gigabytes, for a large model). Saves of one job run one at a time, so once this
-// commit is done any other staging directory in save_dir is such a leftover.
+// What saves killed before or during their commit leave: staging directories with partial copies
+// of a checkpoint (gigabytes, for a large model), and `latest.tmp<pid>` from a kill while `latest`
+// was replaced. Saves of one job run one at a time, so once this commit is done any of them in
+// save_dir is such a leftover.
 void remove_abandoned_saves(const std::string& save_dir) {
+  const std::string latest_temp = std::filesystem::path(latest_file(save_dir)).filename().string() + ".tmp";
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(save_dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (name.starts_with(".") && name.ends_with(".saving"))
+    if ((name.starts_with(".") && name.ends_with(".saving")) || name.starts_with(latest_temp))
       std::filesystem::remove_all(entry.path(), ec);
   }
 }

@@ -205,6 +205,11 @@ bool convert_list(const json::Value& v, std::vector<T>& out, const Spec& spec, s
     why = std::string("expected a list, got ") + json::type_name(v.type) + " " + shown(v) + ".";
     return false;
   }
+  if (spec.items && v.items.size() != *spec.items) {
+    why = "expected " + std::to_string(*spec.items) + " values " + spec.items_named + ", got " +
+          std::to_string(v.items.size()) + ".";
+    return false;
+  }
   std::vector<T> result;
   for (size_t i = 0; i < v.items.size(); ++i) {
     T item{};

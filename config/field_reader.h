@@ -25,6 +25,8 @@ struct Spec {
   bool min_exclusive = false;
   std::vector<std::string> choices;  // allowed strings
   bool ignore_case = false;          // choices match in any case; the canonical spelling is stored
+  std::optional<size_t> items;       // a list of exactly this many values
+  const char* items_named = "";      // what they are, for the error: "(beta1, beta2)"
 };
 
 // How DeepSpeed treats a block's unknown keys and "auto" values:

@@ -26,6 +26,14 @@ inline Spec between(double min, double max) {
   s.max = max;
   return s;
 }
+// A list of two values in [min, max]: DeepSpeed's optimizers unpack it into two names, so any
+// other length fails there (a ValueError at the first step).
+inline Spec pair_between(double min, double max, const char* named) {
+  Spec s = between(min, max);
+  s.items = 2;
+  s.items_named = named;
+  return s;
+}
 // A field DeepSpeed also accepts under another name (populate-by-name).
 inline Spec also_named(const char* name) {
   Spec s;
@@ -310,7 +318,7 @@ void visit_optimizer_params(V& v, OptimizerParams& p, const std::string& name) {
     v.field("maximize", p.maximize);
     return;
   }
-  v.field("betas", p.betas, between(0, 1));
+  v.field("betas", p.betas, pair_between(0, 1, "(beta1, beta2)"));
   v.field("weight_decay", p.weight_decay, at_least(0));
   if (name == "lion") return;
   v.field("eps", p.eps, at_least(0));

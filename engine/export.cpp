@@ -33,7 +33,7 @@ void refuse_foreign_config(const std::filesystem::path& path, const std::string&
 std::string export_checkpoint(const std::string& checkpoint_dir, const std::string& tag, const std::string& out_path,
                               kernels::DType dtype) {
   const auto reader = checkpoint::CheckpointReader::open(checkpoint_dir, tag);
-  const checkpoint::TensorFile states = reader.read_tensor_file(checkpoint::model_states_file_name());
+  const checkpoint::TensorFile states = reader.read_tensor_file(reader.model_states_file());
   rapidjson::Document meta;
   meta.Parse(states.metadata_json().c_str());
   auto model = meta.IsObject() ? meta.FindMember("model") : meta.MemberEnd();

@@ -1,4 +1,5 @@
 // The load side of node_checkpoint.h: which checkpoint every node can resume from.
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -25,14 +26,24 @@ struct Held {
   bool same_save(const Held& o) const { return tag == o.tag && save_id == o.save_id; }
 };
 
-// A node's checkpoints, one line each: tag, save id, step, whether `latest` names it.
+// A node's checkpoints, one line each: tag, save id, step, whether `latest` names it. `latest`
+// is what find_latest_checkpoint takes (the newest folder that verifies when the file is missing
+// or empty); its note, or why nothing can be taken, follows on a line of its own ("\tnote\t...",
+// "\terror\t...": a tag never starts with a tab).
 std::string describe_local(const std::string& dir) {
   std::string latest;
-  try {
-    latest = ck::read_latest_tag(dir);
-  } catch (const Error&) {
-  }
   std::ostringstream out;
+  const auto line_of = [](std::string text) {
+    std::replace(text.begin(), text.end(), '\n', ' ');
+    return text;
+  };
+  try {
+    const ck::LatestCheckpoint found = ck::find_latest_checkpoint(dir);
+    latest = found.tag;
+    if (!found.note.empty()) out << "\tnote\t" << line_of(found.note) << '\n';
+  } catch (const Error& e) {
+    out << "\terror\t" << line_of(e.what()) << '\n';
+  }
   bool latest_listed = false;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
@@ -52,10 +63,20 @@ std::string describe_local(const std::string& dir) {
   return out.str();
 }
 
-std::vector<Held> parse_held(const std::string& text) {
+// What a node said: its checkpoints, and the note or error of its `latest`.
+struct NodeHolds {
   std::vector<Held> held;
+  std::string note, error;
+};
+
+NodeHolds parse_held(const std::string& text) {
+  NodeHolds node;
+  std::vector<Held>& held = node.held;
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
+    if (line.starts_with("\tnote\t")) node.note = line.substr(6);
+    if (line.starts_with("\terror\t")) node.error = line.substr(7);
+    if (line.starts_with("\t")) continue;
     std::istringstream fields(line);
     Held h;
     std::string step, latest;
@@ -68,7 +89,7 @@ std::vector<Held> parse_held(const std::string& text) {
     h.broken = latest == "broken";
     held.push_back(h);
   }
-  return held;
+  return node;
 }
 
 const Held* find(const std::vector<Held>& held, const Held& wanted) {
@@ -129,9 +150,18 @@ ResumePoint agree_on_resume(const NodeCommit& c, const std::string& load_dir, co
   if (c.layout.leads(c.rank)) c.store.set(c.key + "held/" + std::to_string(c.layout.node), describe_local(load_dir));
   if (c.rank == 0) {
     std::vector<std::vector<Held>> nodes;
-    for (int n = 0; n < c.layout.nodes; ++n)
-      nodes.push_back(parse_held(c.store.get(c.key + "held/" + std::to_string(n), c.timeout)));
-    c.store.set(c.key + "choice", choose(nodes, load_dir, tag));
+    std::string note, error;  // of `latest` files missing or empty: the first node's that says one
+    for (int n = 0; n < c.layout.nodes; ++n) {
+      NodeHolds node = parse_held(c.store.get(c.key + "held/" + std::to_string(n), c.timeout));
+      const std::string where = c.layout.nodes > 1 ? "node " + std::to_string(n) + ": " : "";
+      if (note.empty() && !node.note.empty()) note = where + node.note;
+      if (error.empty() && !node.error.empty()) error = where + node.error;
+      nodes.push_back(std::move(node.held));
+    }
+    std::string choice = tag.empty() && !error.empty() ? "error:" + error : choose(nodes, load_dir, tag);
+    if (tag.empty() && !note.empty() && choice.starts_with("found\t"))
+      choice += choice.ends_with("\t") ? note : "; " + note;
+    c.store.set(c.key + "choice", choice);
   }
   const std::string choice = c.store.get(c.key + "choice", c.timeout);
   if (choice.starts_with("error:")) throw Error(ErrorKind::Io, "dsx train --load: " + choice.substr(6));

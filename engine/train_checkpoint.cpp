@@ -57,11 +57,16 @@ double get_double(const rapidjson::Value& obj, const char* key, const std::strin
   return it->value.GetDouble();
 }
 
-// rank 0's file: the full model (tensor per parameter, the model's names) + the engine counters.
+// The model states, DeepSpeed's way: at stages 0-2 rank 0 writes mp_rank_00_model_states; at
+// stage 3 every rank writes zero_pp_rank_<r>_mp_rank_00_model_states. Each holds the engine
+// counters; `with_weights` (rank 0, or each node's first rank on node-local disks) adds the full
+// model, a tensor per parameter under the model's names, so that export reads one file.
 void write_model_states(ck::RankWriter& writer, Trainer& trainer, const models::Model& model,
-                        const std::vector<float>& weights, int world, const std::string& model_json) {
+                        const std::vector<float>& weights, int rank, int world, bool with_weights,
+                        const std::string& model_json) {
   std::vector<ck::TensorRef> tensors;
   for (const models::ParamSpec& spec : model.params()) {
+    if (!with_weights) break;
     tensors.push_back({"module." + spec.name, ck::TensorDType::F32, spec.shape, weights.data() + spec.offset});
   }
   Json meta(rapidjson::kObjectType);
@@ -76,7 +81,9 @@ void write_model_states(ck::RankWriter& writer, Trainer& trainer, const models::
   // The caller's description of the run: {"model": {...}, "seed": ..., "ds_config": "..."}.
   Json run = parse(model_json.empty() ? "{}" : model_json, "the run description");
   for (auto& m : run.GetObject()) meta.AddMember(rapidjson::Value(m.name, a), rapidjson::Value(m.value, a), a);
-  writer.write_tensor_file(ck::model_states_file_name(), tensors, to_text(meta));
+  const bool stage3 = trainer.zero().stage() == 3;
+  writer.write_tensor_file(stage3 ? ck::zero_model_states_file_name(rank) : ck::model_states_file_name(), tensors,
+                           to_text(meta));
 }
 
 // every rank's file: its partition of master weights and optimizer state, scaler, data position.
@@ -192,17 +199,26 @@ std::string save_training_checkpoint(const std::string& save_dir, const std::str
   const std::string key = "dsx/checkpoint/" + tag + "/" + std::to_string(trainer.micro_steps()) + "/";
   const NodeCommit nodes = node_commit(store, key, rank, world);
   const bool leader = nodes.layout.leads(rank);
-  const bool node_local =
-      options.node_local_storage || (nodes.layout.nodes > 1 && !save_directory_shared(nodes, save_dir));
-  if (node_local && !options.node_local_storage && rank == 0) {
-    std::cerr << "dsx: note: " << save_dir << " is not one directory the " << nodes.layout.nodes
-              << " nodes share: each node keeps its own ranks' files, as with checkpoint.use_node_local_storage "
-                 "(a resume needs the same nodes; docs/checkpoints.md)\n";
+  // Probed whatever the config says: DeepSpeed configs carry use_node_local_storage onto shared
+  // file systems, where per-node commits of one directory would collide. There one copy is enough.
+  const bool node_local = nodes.layout.nodes > 1 && !save_directory_shared(nodes, save_dir);
+  if (rank == 0 && nodes.layout.nodes > 1 && node_local != options.node_local_storage) {
+    std::cerr << "dsx: note: "
+              << (node_local ? save_dir + " is not one directory the " + std::to_string(nodes.layout.nodes) +
+                                   " nodes share: each node keeps its own ranks' files, as with "
+                                   "checkpoint.use_node_local_storage (a resume needs the same nodes; "
+                                   "docs/checkpoints.md)"
+                             : "checkpoint.use_node_local_storage: " + save_dir + " is one directory the " +
+                                   std::to_string(nodes.layout.nodes) + " nodes share: one copy is saved, as "
+                                   "without the flag")
+              << "\n";
   }
   try {
     trace::Scope write("write files", "checkpoint");
     ck::RankWriter writer(save_dir, tag, rank);
-    if (node_local ? leader : rank == 0) write_model_states(writer, trainer, model, weights, world, model_json);
+    const bool with_weights = node_local ? leader : rank == 0;
+    if (with_weights || trainer.zero().stage() == 3)
+      write_model_states(writer, trainer, model, weights, rank, world, with_weights, model_json);
     write_partition(writer, trainer, loader, rank);
     if (node_local && leader) checkpoint_fault_point("write", nodes.layout.node);
     store.set(key + "rank/" + std::to_string(rank), writer.manifest().to_json());
@@ -290,7 +306,7 @@ std::string load_training_checkpoint(const std::string& load_dir, const std::str
   const ck::CheckpointReader reader = ck::CheckpointReader::open(load_dir, tag);
   const std::string where = "checkpoint " + reader.directory();
   zero::ZeroEngine& z = trainer.zero();
-  const ck::TensorFile states = reader.read_tensor_file(ck::model_states_file_name());
+  const ck::TensorFile states = reader.read_tensor_file(reader.model_states_file());
   const Json meta = parse(states.metadata_json(), states.origin());
   const int64_t saved_params = get_int(meta, "num_params", states.origin());
   if (saved_params != static_cast<int64_t>(model.num_params())) {

@@ -24,8 +24,9 @@ namespace dsx::engine {
 // kept with the weights, for `dsx export` and for the record.
 struct SaveOptions {
   std::string tag_validation = "Warn";  // ds_config checkpoint.tag_validation
-  // ds_config checkpoint.use_node_local_storage: every node keeps its own ranks' files
-  // (node_checkpoint.h). Also chosen, with a note, when the nodes do not share save_dir.
+  // ds_config checkpoint.use_node_local_storage. Every save probes whether the nodes share
+  // save_dir: when they do not, each node keeps its own ranks' files (node_checkpoint.h); when
+  // they do, one copy is saved. The flag only decides which of the two gets a note.
   bool node_local_storage = false;
 };
 

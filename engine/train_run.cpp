@@ -204,6 +204,7 @@ class TrainingRun {
     if (!o_.save_dir.empty()) require_writable_directory(o_.save_dir, "--save");
     resume();
     print_header();
+    resumed_at_ = trainer_.global_steps();
     const double start = now_seconds();
     display_.start(start);
     throughput_.start(start);
@@ -231,8 +232,10 @@ class TrainingRun {
     if (lead_) display_.print_line(line);
   }
 
-  // --load of a directory no save has completed in yet (no `latest`, no --tag) starts from
-  // scratch with a note, as DeepSpeed does: job scripts pass the same --load/--save on every run.
+  // --load of a directory no save has completed in yet (no `latest`, no checkpoint folder, no
+  // --tag) starts from scratch with a note, as DeepSpeed does: job scripts pass the same
+  // --load/--save on every run. Checkpoint folders without a `latest` are resumed from, never
+  // trained over (find_latest_checkpoint).
   void resume() {
     if (o_.load_dir.empty()) return;
     const ResumePoint point = find_resume_point(o_.load_dir, o_.load_tag, comm_, session_.rendezvous().store());
@@ -246,10 +249,30 @@ class TrainingRun {
     if (lead_ && !point.note.empty()) std::cout << "dsx train: note: " << point.note << std::endl;
     const std::string tag = load_training_checkpoint(o_.load_dir, point.tag, trainer_, *model_, *loader_, comm_);
     trainer_.params_changed();
-    if (lead_) {
-      std::cout << "dsx train: resumed from " << in_dir(o_.load_dir, tag) << " at step " << trainer_.global_steps()
-                << std::endl;
+    const int64_t at = trainer_.global_steps();
+    std::string line = "resumed from " + in_dir(o_.load_dir, tag) + " at step " + std::to_string(at);
+    if (at >= steps_) {  // --steps counts from step 0, as DeepSpeed's global step
+      line += (at == steps_ ? ", the last of " : ", beyond ") + steps_flag() + ": nothing to train, " +
+              (saves_untrained() ? "saving it to " + o_.save_dir + " for this run's ranks and stage"
+                                 : "no new checkpoint");
+      if (at > steps_) {
+        line += " (--steps counts optimizer steps from step 0, not from the resume: to train " +
+                std::to_string(steps_) + " more steps, pass --steps " + std::to_string(at + steps_) + ")";
+      }
     }
+    if (lead_) std::cout << "dsx train: " << line << std::endl;
+  }
+
+  std::string steps_flag() const {
+    return o_.epochs > 0 ? "--epochs " + std::to_string(o_.epochs) + " (" + std::to_string(steps_) + " steps)"
+                         : "--steps " + std::to_string(steps_);
+  }
+
+  // A run that trains nothing saves only into another directory than it loaded from (a copy
+  // re-cut for this run's ranks and stage); into the same one it would only save again.
+  bool saves_untrained() const {
+    std::error_code ec;
+    return !o_.save_dir.empty() && !std::filesystem::equivalent(o_.load_dir, o_.save_dir, ec);
   }
 
   void print_header() {
@@ -349,7 +372,7 @@ class TrainingRun {
     // The trained weights, full, for `dsx sample` and Hugging Face (a collective at stage 3).
     std::vector<float> weights(model_->num_params());
     trainer_.zero().gather_params(weights.data());
-    if (!o_.save_dir.empty()) {
+    if (!o_.save_dir.empty() && (trainer_.global_steps() > resumed_at_ || saves_untrained())) {
       summary_.extra.push_back({"checkpoint", in_dir(o_.save_dir, save("end of training"))});
       if (lead_) write_weights(weights);
     }
@@ -391,6 +414,7 @@ class TrainingRun {
   std::unique_ptr<models::Model> model_;
   std::unique_ptr<models::DataLoader> loader_;
   int64_t steps_;
+  int64_t resumed_at_ = 0;  // the step training starts from: 0, or the checkpoint's
   bool profiling_;
   Trainer trainer_;
   std::ostringstream notes_;  // the monitors' notes, printed with the header

@@ -50,15 +50,7 @@ uint64_t total_bytes(const ck::CheckpointManifest& m) {
 // A tag folder holds a save's files (or the marker of one that did not finish); anything else in
 // a save directory - the monitors' logs, a user's own folder - is not a damaged checkpoint.
 bool looks_like_checkpoint(const std::filesystem::path& folder, bool named_by_latest) {
-  if (named_by_latest || folder.filename().string().starts_with(".")) return true;
-  for (const auto& entry : std::filesystem::directory_iterator(folder)) {
-    const std::string file = entry.path().filename().string();
-    if (file == "manifest.json" || file.find("model_states") != std::string::npos ||
-        file.find("optim_states") != std::string::npos) {
-      return true;
-    }
-  }
-  return false;
+  return named_by_latest || folder.filename().string().starts_with(".") || ck::looks_like_checkpoint(folder);
 }
 
 int list(const std::string& dir) {
@@ -97,7 +89,14 @@ int list(const std::string& dir) {
   return 0;
 }
 
-int verify(const std::string& dir, const std::string& tag) {
+// Without --tag, the checkpoint `dsx train --load` takes (find_latest_checkpoint), so that the two
+// agree also when `latest` is missing or empty.
+int verify(const std::string& dir, std::string tag) {
+  if (tag.empty()) {
+    const ck::LatestCheckpoint latest = ck::find_latest_checkpoint(dir);
+    if (latest.found) tag = latest.tag;  // else open() says there is nothing to load
+    if (!latest.note.empty()) std::cout << "note: " << latest.note << "\n";
+  }
   auto reader = ck::CheckpointReader::open(dir, tag);
   reader.verify_all();
   size_t files = 0;

@@ -64,6 +64,32 @@ std::pair<std::string, int> in_child(Fn&& body) {
 
 }  // namespace
 
+// A process killed while it replaces `latest` (the last step of a commit, the second phase of a
+// node-local one) leaves its temporary file `latest.tmp<pid>`; the next commit removes it, as it
+// removes a killed save's staging directory.
+TEST(CheckpointCrash, KillWhileMovingLatestLeavesNothingAfterTheNextCommit) {
+  TempDir tmp;
+  save_test_checkpoint(tmp.path(), default_tag(1), 1, 1, 64);
+  auto [message, code] = in_child([&](std::string&) {
+    DurableFile latest(latest_file(tmp.path()));
+    latest.write(default_tag(2));
+    kill(getpid(), SIGKILL);  // before the rename: the temporary file stays
+    return 0;
+  });
+  ASSERT_EQ(code, 128 + SIGKILL) << message;
+  auto leftovers = [&] {
+    std::vector<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(tmp.path()))
+      if (entry.path().filename().string().starts_with("latest.tmp")) names.push_back(entry.path().filename());
+    return names;
+  };
+  ASSERT_EQ(leftovers().size(), 1u) << "the kill left no temporary file; the test no longer reproduces it";
+  EXPECT_EQ(load_and_check(tmp.path()), 1);
+  save_test_checkpoint(tmp.path(), default_tag(3), 1, 3, 64);
+  EXPECT_TRUE(leftovers().empty()) << leftovers().front();
+  EXPECT_EQ(load_and_check(tmp.path()), 3);
+}
+
 TEST(CheckpointCrash, SigkillAtRandomMomentsNeverBreaksLatest) {
   TempDir tmp;
   constexpr int kWorld = 2;

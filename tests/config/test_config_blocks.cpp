@@ -102,6 +102,11 @@ TEST(ConfigBlocks, TypeAndRangeErrorsSayWhatToWrite) {
   EXPECT_CONTAINS(text_error(R"({"train_batch_size": 8, "optimizer": {"type": 3}})"), "optimizer.type: expected a string");
   EXPECT_CONTAINS(text_error(R"({"train_batch_size": 8, "optimizer": {"type": "AdamW", "params": {"betas": [0.9, 2]}}})"),
                   "optimizer.params.betas: item 1: must be at most 1");
+  // Adam's and Lamb's (beta1, beta2), Lion's too: one value is not a pair (DeepSpeed fails unpacking it).
+  EXPECT_CONTAINS(text_error(R"({"train_batch_size": 8, "optimizer": {"type": "AdamW", "params": {"betas": [0.9]}}})"),
+                  "optimizer.params.betas: expected 2 values (beta1, beta2), got 1");
+  EXPECT_CONTAINS(text_error(R"({"train_batch_size": 8, "optimizer": {"type": "Lion", "params": {"betas": [0.9, 0.99, 0.9]}}})"),
+                  "optimizer.params.betas: expected 2 values (beta1, beta2), got 3");
   EXPECT_CONTAINS(text_error(R"({"train_batch_size": 8, "zero_optimization": {"reduce_bucket_size": 0}})"),
                   "must be greater than 0");
   EXPECT_CONTAINS(text_error(R"({"train_batch_size": 99999999999999999999})"), "too large");

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <string>
 
 #include "tests/comm/free_port.h"
@@ -174,6 +175,24 @@ TEST_P(TrainResume, ResumingGivesTheSameWeightsBitForBit) {
 
 INSTANTIATE_TEST_SUITE_P(Stages, TrainResume, ::testing::Values(1, 3));
 
+// DeepSpeed's stage-3 layout: no mp_rank_00_model_states file; every rank writes
+// zero_pp_rank_<r>_mp_rank_00_model_states beside its optim_states (rank 0's also holds the full
+// model, dsx's addition, so that export needs one file). Export reads it; resume is TrainResume/3.
+TEST(TrainCli, StageThreeCheckpointHasDeepSpeedsPerRankModelStates) {
+  dsx::test::TempDir dir;
+  const std::string ck = dir.file("ck");
+  ASSERT_EQ(train(2, "--deepspeed_config " + config_file(dir, 3) + " --eval_interval 0 --steps 2 --save " + ck).exit_code, 0);
+  std::set<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(ck + "/global_step2")) names.insert(entry.path().filename());
+  EXPECT_EQ(names, (std::set<std::string>{"manifest.json", "zero_pp_rank_0_mp_rank_00_model_states.safetensors",
+                                          "zero_pp_rank_1_mp_rank_00_model_states.safetensors",
+                                          "zero_pp_rank_0_mp_rank_00_optim_states.safetensors",
+                                          "zero_pp_rank_1_mp_rank_00_optim_states.safetensors"}));
+  auto e = run_command(std::string(DSX_EXE) + " export " + ck + " --out " + dir.file("export/fp32.safetensors"));
+  ASSERT_EQ(e.exit_code, 0) << e.output;
+  EXPECT_TRUE(read_all(dir.file("export/fp32.safetensors")) == read_all(ck + "/model.safetensors"));
+}
+
 TEST(TrainCli, TruncatedCheckpointIsRefusedNamingTheFile) {
   dsx::test::TempDir dir;
   const std::string config = "--deepspeed_config " + config_file(dir, 2) + " --eval_interval 0 ";
@@ -307,6 +326,61 @@ TEST(TrainCli, LoadFromADirectoryWithNoSaveYetStartsFromScratch) {
   EXPECT_NE(tagged.output.find("global_step99"), std::string::npos) << tagged.output;
 }
 
+// A lost or emptied `latest` never makes a run start from scratch and overwrite the step folders
+// beside it: the run resumes from the newest folder whose files all verify and says so, and
+// `dsx checkpoint verify` names the same folder. When none verifies, both refuse, naming them.
+TEST(TrainCli, EmptyOrMissingLatestResumesFromTheNewestStepThatVerifies) {
+  dsx::test::TempDir dir;
+  const std::string config = "--deepspeed_config " + config_file(dir, 2) + " --eval_interval 0 ";
+  const std::string ck = dir.file("ck");
+  ASSERT_EQ(train(2, config + "--steps 4 --save_interval 2 --save " + ck).exit_code, 0);
+  const std::string step4 = ck + "/global_step4/zero_pp_rank_1_mp_rank_00_optim_states.safetensors";
+  const std::string saved4 = read_all(step4);
+
+  std::ofstream(ck + "/latest", std::ios::trunc);  // empty
+  auto verify = dsx::test::run_dsx("checkpoint verify " + ck);
+  EXPECT_EQ(verify.exit_code, 0) << verify.output;
+  EXPECT_NE(verify.output.find(ck + "/latest is empty; a load takes " + ck + "/global_step4"), std::string::npos)
+      << verify.output;
+  auto resumed = train(2, config + "--steps 6 --load " + ck + " --save " + ck);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find(ck + "/latest is empty; a load takes " + ck + "/global_step4"), std::string::npos)
+      << resumed.output;
+  EXPECT_NE(resumed.output.find("resumed from " + ck + "/global_step4 at step 4"), std::string::npos) << resumed.output;
+  EXPECT_TRUE(read_all(step4) == saved4) << "global_step4 was overwritten";
+
+  // No `latest` at all, and the newest folder damaged: the one before it, and the damage named.
+  std::filesystem::remove(ck + "/latest");
+  const std::string victim = ck + "/global_step6/zero_pp_rank_0_mp_rank_00_optim_states.safetensors";
+  std::filesystem::resize_file(victim, std::filesystem::file_size(victim) / 2);
+  verify = dsx::test::run_dsx("checkpoint verify " + ck);
+  EXPECT_EQ(verify.exit_code, 0) << verify.output;
+  EXPECT_NE(verify.output.find("there is no " + ck + "/latest; a load takes " + ck + "/global_step4"),
+            std::string::npos) << verify.output;
+  EXPECT_NE(verify.output.find("global_step6 (checkpoint file " + victim + " is truncated"), std::string::npos)
+      << verify.output;
+  resumed = train(2, config + "--steps 5 --load " + ck);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("resumed from " + ck + "/global_step4 at step 4"), std::string::npos) << resumed.output;
+
+  // Nothing verifies: both refuse, naming every folder, and train writes nothing.
+  for (const char* tag : {"global_step2", "global_step4"}) {
+    const std::string f = ck + "/" + tag + "/mp_rank_00_model_states.safetensors";
+    std::filesystem::resize_file(f, std::filesystem::file_size(f) - 1);
+  }
+  verify = dsx::test::run_dsx("checkpoint verify " + ck);
+  EXPECT_EQ(verify.exit_code, 1) << verify.output;
+  auto refused = train(2, config + "--steps 8 --load " + ck + " --save " + ck);
+  EXPECT_NE(refused.exit_code, 0) << refused.output;
+  for (const auto* r : {&verify, &refused}) {
+    for (const char* tag : {"global_step2 (", "global_step4 (", "global_step6 ("})
+      EXPECT_NE(r->output.find(tag), std::string::npos) << r->output;
+    EXPECT_NE(r->output.find("no checkpoint folder in " + ck + " verifies"), std::string::npos) << r->output;
+  }
+  EXPECT_FALSE(std::filesystem::exists(ck + "/global_step8"));
+  EXPECT_FALSE(std::filesystem::exists(ck + "/latest"));
+}
+
 // Whether the run resumed or starts from scratch is said before training starts, also when the
 // output goes to a file (fully buffered): a log read while the run is alive, or after it was
 // killed, holds the line.
@@ -343,6 +417,34 @@ TEST(TrainCli, ResumeMessagesReachAFileBeforeTrainingEnds) {
     EXPECT_TRUE(said) << "'" << c.expected << "' not in the log of a running train (alive: " << alive
                       << "):\n" << read_all(log);
   }
+}
+
+// --steps counts optimizer steps from step 0, as DeepSpeed's global step does. A resume at or
+// beyond --steps says it has nothing to train and saves nothing again into the directory it
+// loaded from; beyond --steps (--steps 25 meant as "25 more") it also names the --steps that
+// trains that many more. (Into another --save it writes the copy that
+// ReloadOnAnotherWorldSizeAndStageKeepsEveryState re-cuts with.)
+TEST(TrainCli, ResumingAtOrBeyondStepsIsSaidNotSilentlySavedAgain) {
+  dsx::test::TempDir dir;
+  const std::string config = "--deepspeed_config " + config_file(dir, 2) + " --eval_interval 0 ";
+  const std::string ck = dir.file("ck");
+  ASSERT_EQ(train(2, config + "--steps 4 --save " + ck).exit_code, 0);
+  const auto saved_at = std::filesystem::last_write_time(ck + "/global_step4");
+
+  auto done = train(2, config + "--steps 4 --load " + ck + " --save " + ck);
+  ASSERT_EQ(done.exit_code, 0) << done.output;
+  EXPECT_NE(done.output.find("resumed from " + ck + "/global_step4 at step 4, the last of --steps 4: nothing to "
+                             "train, no new checkpoint"), std::string::npos) << done.output;
+  EXPECT_EQ(done.output.find("saved checkpoint"), std::string::npos) << done.output;
+  EXPECT_TRUE(std::filesystem::last_write_time(ck + "/global_step4") == saved_at) << "global_step4 was saved again";
+
+  auto fewer = train(2, config + "--steps 3 --load " + ck + " --save " + ck);
+  EXPECT_EQ(fewer.exit_code, 0) << fewer.output;
+  EXPECT_NE(fewer.output.find("resumed from " + ck + "/global_step4 at step 4, beyond --steps 3: nothing to train, "
+                              "no new checkpoint (--steps counts optimizer steps from step 0, not from the resume: "
+                              "to train 3 more steps, pass --steps 7)"), std::string::npos) << fewer.output;
+  EXPECT_EQ(fewer.output.find("saved checkpoint"), std::string::npos) << fewer.output;
+  EXPECT_TRUE(std::filesystem::last_write_time(ck + "/global_step4") == saved_at) << "global_step4 was saved again";
 }
 
 TEST(TrainCli, EpochsOverTextData) {

@@ -28,11 +28,11 @@ class NodeLocalCheckpoints : public SshdFixture {
   }
 
   // dsx train on 2 nodes x 2 ranks, each node in its own directory (dir/node<NODE_RANK>), with
-  // `--save ck` relative to it. `fault`: DSX_CHECKPOINT_FAULT for every rank.
-  int train(const std::string& args, const std::string& fault = "") {
+  // `--save ck` relative to it (or `save`). `fault`: DSX_CHECKPOINT_FAULT for every rank.
+  int train(const std::string& args, const std::string& fault = "", const std::string& save = "ck") {
     const std::string command = "cd " + dir.path() + "/node$NODE_RANK && export OMP_NUM_THREADS=1 DSX_CHECKPOINT_FAULT=" +
                                 fault + " && exec " + DSX_EXE + " train --deepspeed_config " + (dir / "ds_config.json") +
-                                " --model byte-tiny --eval_interval 0 --samples 0 --progress plain --save ck " + args;
+                                " --model byte-tiny --eval_interval 0 --samples 0 --progress plain --save " + save + " " + args;
     std::vector<std::string> argv = {DSX_EXE, "launch", "-H", write_hostfile("127.0.0.1 slots=2\n127.0.0.2 slots=2\n"),
                                      "--launcher", "ssh", "--launcher_args", "-F " + client_config, "--master_port",
                                      std::to_string(free_port()), "--kill_grace_s", "3", "--no_local_rank", "bash", "-c", command};
@@ -117,4 +117,25 @@ TEST_F(NodeLocalCheckpoints, UnsharedSaveDirectoryIsFoundAndSavedPerNode) {
   std::filesystem::remove_all(node_dir(1) + "/ck");
   EXPECT_NE(train("--steps 4 --load ck"), 0);
   EXPECT_NE(output().find("node 1 holds none"), std::string::npos) << output();
+}
+
+// DeepSpeed configs carry checkpoint.use_node_local_storage onto shared file systems too, and
+// `dsx cloud --storage` points --save at shared storage. With the flag on a directory both nodes
+// see, the probe finds it shared and one copy is saved, as without the flag.
+TEST_F(NodeLocalCheckpoints, NodeLocalStorageOnASharedDirectorySavesOneCopy) {
+  const std::string shared = dir / "shared_ck";
+  ASSERT_EQ(train("--steps 2 --save_interval 2", "", shared), 0) << output();
+  EXPECT_NE(output().find("checkpoint.use_node_local_storage: " + shared + " is one directory the 2 nodes share"),
+            std::string::npos) << output();
+  EXPECT_EQ(read_text(shared + "/latest"), "global_step2");
+  const std::string manifest = read_text(shared + "/global_step2/manifest.json");
+  EXPECT_EQ(manifest.find("\"node\""), std::string::npos) << "a node's part, not the whole save: " << manifest;
+  for (int r = 0; r < 4; ++r)
+    EXPECT_TRUE(exists(shared + "/global_step2/zero_pp_rank_" + std::to_string(r) + "_mp_rank_00_optim_states.safetensors"));
+  auto verify = run_command(std::string(DSX_EXE) + " checkpoint verify " + shared);
+  EXPECT_EQ(verify.exit_code, 0) << verify.output;
+  EXPECT_NE(verify.output.find("global_step2: 4 ranks, 5 files"), std::string::npos) << verify.output;
+  ASSERT_EQ(train("--steps 3 --load " + shared, "", shared), 0) << output();
+  EXPECT_NE(output().find("resumed from " + shared + "/global_step2 at step 2"), std::string::npos) << output();
+  EXPECT_EQ(read_text(shared + "/latest"), "global_step3");
 }
