@@ -374,14 +374,17 @@ void NcclCommunicator::on_stream(device::Stream& stream, F&& issue) {
     caller_stream_ = caller;  // the operation waits for the caller's stream (ZeRO issues from one thread)
   }
   WorkHandle work = issue();
-  std::lock_guard lock(mutex_);
-  caller_stream_ = previous;
-  issue_held_locked();  // a send or receive goes out now, so the event below follows it
-  cudaEvent_t back;
-  cuda_check(cudaEventCreateWithFlags(&back, cudaEventDisableTiming), "cudaEventCreate");
-  cuda_check(cudaEventRecord(back, stream_), "cudaEventRecord");
-  cuda_check(cudaStreamWaitEvent(caller, back, 0), "cudaStreamWaitEvent");
-  cudaEventDestroy(back);  // released once the wait has used it
+  {
+    std::lock_guard lock(mutex_);
+    caller_stream_ = previous;
+    issue_held_locked();  // a send or receive goes out now, so the event below follows it
+    cudaEvent_t back;
+    cuda_check(cudaEventCreateWithFlags(&back, cudaEventDisableTiming), "cudaEventCreate");
+    cuda_check(cudaEventRecord(back, stream_), "cudaEventRecord");
+    cuda_check(cudaStreamWaitEvent(caller, back, 0), "cudaStreamWaitEvent");
+    cudaEventDestroy(back);  // released once the wait has used it
+  }
+  // Outside the lock: a send's or receive's done() issues held operations, which takes it.
   if (work->done()) work->wait(std::chrono::milliseconds(0));  // a failure at issue time is thrown here
 }
 
