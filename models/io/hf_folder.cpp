@@ -13,6 +13,7 @@
 #include <set>
 
 #include "dsx/error.h"
+#include "dsx/json_input.h"
 #include "models/io/files.h"
 #include "models/io/safetensors.h"
 #include "models/llama/hf_config.h"
@@ -71,10 +72,9 @@ class FolderTensors {
   }
   // Only weight_map is trusted, as transformers does: a shard's other tensors are not looked at.
   void read_index(const std::string& dir, const std::string& index) {
-    rapidjson::Document doc;
-    const std::string text = read_text_file(index, "the sharded weights need their index");
-    doc.Parse(text.c_str(), text.size());
-    if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("weight_map") ||
+    const rapidjson::Document doc =
+        parse_json(read_text_file(index, "the sharded weights need their index"), index);
+    if (!doc.IsObject() || !doc.HasMember("weight_map") ||
         !doc["weight_map"].IsObject())
       bad(index, "not a safetensors index (a JSON object with a weight_map object)");
     for (const auto& m : doc["weight_map"].GetObject()) {
@@ -155,10 +155,8 @@ void check_no_strangers(const FolderTensors& ft, const std::vector<ParamSpec>& s
 HfFolderKind hf_folder_kind(const std::string& dir) {
   const std::string path = dir + "/config.json";
   const std::string text = read_text_file(path, "a Hugging Face model folder needs its config.json");
-  rapidjson::Document doc;
-  doc.Parse(text.c_str(), text.size());
-  if (doc.HasParseError() || !doc.IsObject())
-    throw Error(ErrorKind::Config, "config.json '" + path + "': not a JSON object");
+  const rapidjson::Document doc = parse_json(text, path, ErrorKind::Config);
+  if (!doc.IsObject()) throw Error(ErrorKind::Config, "config.json '" + path + "': not a JSON object");
   std::string arch, type;
   if (doc.HasMember("architectures") && doc["architectures"].IsArray() &&
       !doc["architectures"].Empty() && doc["architectures"][0].IsString())
