@@ -5,7 +5,9 @@
 #include <rapidjson/prettywriter.h>
 #include <rapidjson/stringbuffer.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -150,6 +152,22 @@ void check_no_strangers(const FolderTensors& ft, const std::vector<ParamSpec>& s
   }
 }
 
+// The layers the weights hold (model.layers.<i>.*), checked against config.json before anything
+// is sized by it: a config.json saying 100000 layers once made dsx allocate 18 GB first.
+void check_layer_count(const FolderTensors& ft, const LlamaConfig& c, const std::string& dir) {
+  int64_t held = 0;
+  const std::string prefix = "model.layers.";
+  for (const auto& [name, t] : ft.tensors()) {
+    if (name.rfind(prefix, 0) != 0) continue;
+    held = std::max<int64_t>(held, std::atoll(name.c_str() + prefix.size()) + 1);
+  }
+  if (held != c.num_layers)
+    throw Error(ErrorKind::Format, "'" + dir + "/config.json' says num_hidden_layers " +
+                                       std::to_string(c.num_layers) + ", but its weights hold " +
+                                       std::to_string(held) +
+                                       " layers; give the folder the config.json its weights were saved with");
+}
+
 }  // namespace
 
 HfFolderKind hf_folder_kind(const std::string& dir) {
@@ -190,9 +208,10 @@ LlamaWeights read_llama_hf_folder(const std::string& dir) {
   LlamaWeights w{hc.config, hc.torch_dtype, {}};
   const LlamaConfig& c = w.config;
   FolderTensors ft(dir);
+  check_layer_count(ft, c, dir);
   const std::vector<ParamSpec> specs = llama_param_specs(c);
   check_no_strangers(ft, specs, c, dir);
-  w.params.assign(specs.back().offset + specs.back().numel, 0.0f);
+  // Every tensor is there with its shape before config.json's sizes allocate anything.
   for (const ParamSpec& s : specs) {
     const Located* t = ft.find(s.name);
     if (!t)
@@ -203,8 +222,9 @@ LlamaWeights read_llama_hf_folder(const std::string& dir) {
     if (t->view->shape != s.shape)
       bad(*t->file, "tensor '" + s.name + "' has shape " + shape_text(t->view->shape) +
                         ", config.json needs " + shape_text(s.shape));
-    to_float(w.params.data() + s.offset, *t, s.name);
   }
+  w.params.assign(specs.back().offset + specs.back().numel, 0.0f);
+  for (const ParamSpec& s : specs) to_float(w.params.data() + s.offset, *ft.find(s.name), s.name);
   if (c.tie_word_embeddings) check_tied_head(ft, c, w.params.data());
   return w;
 }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "tests/models/temp_dir.h"
@@ -34,6 +35,14 @@ std::string fixture(const std::string& path) { return std::string(DSX_SOURCE_DIR
   return ::testing::AssertionFailure() << "rc " << r.exit_code << ", expected an error naming " << file
                                        << " and the depth limit:\n"
                                        << r.output.substr(0, 2000);
+}
+
+// Runs dsx with at most 4 GiB of address space (on the CPU: a CUDA context alone would reserve
+// more), so that a size believed before it is checked shows as a failure here instead of taking
+// the machine's memory.
+dsx::test::CommandResult run_bounded(const std::string& args) {
+  return run_command("ulimit -v 4194304; CUDA_VISIBLE_DEVICES= OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 timeout 120 " +
+                     std::string(DSX_EXE) + " " + args);
 }
 
 }  // namespace
@@ -78,4 +87,39 @@ TEST(HostileInput, DeepJsonIsRefusedByEveryReaderNamingTheFile) {
   write(d + "/tok_config/tokenizer_config.json", kDeep);
   EXPECT_TRUE(refuses_deep(run_dsx("tokenize " + d + "/text.txt --tokenizer " + d + "/tok_config --out " + d + "/o3"),
                            d + "/tok_config/tokenizer_config.json"));
+}
+
+TEST(HostileInput, AnEndlessConfigIsRefusedAtItsSizeCap) {
+  const auto r = run_bounded("config check /dev/zero");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("/dev/zero: longer than 16 MiB"), std::string::npos) << r.output;
+}
+
+// config.json's sizes are checked against the weights before they size anything: 100,000
+// declared layers once allocated 18 GB (here, with the tiny fixture, 3.5 GB) first.
+TEST(HostileInput, ALayerCountTheWeightsDoNotHoldIsRefusedBeforeAllocating) {
+  dsx::test::TempDir dir;
+  const std::string model = dir.path() + "/model";
+  fs::create_directories(model);
+  fs::copy_file(fixture("models/data/llama/model.safetensors"), model + "/model.safetensors");
+  std::ifstream in(fixture("models/data/llama/config.json"));
+  std::string config((std::istreambuf_iterator<char>(in)), {});
+  const std::string key = "\"num_hidden_layers\": 2";
+  ASSERT_NE(config.find(key), std::string::npos);
+  write(model + "/config.json", config.replace(config.find(key), key.size(), "\"num_hidden_layers\": 100000"));
+  const auto r = run_bounded("sample " + model + " --prompt-tokens 1 --tokens 1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("says num_hidden_layers 100000, but its weights hold 2 layers"), std::string::npos)
+      << r.output;
+}
+
+// OMP_NUM_THREADS past the machine's CPUs is clamped with a note: 100000 crashed training at its
+// first parallel loop (rc 139) and 30000 took minutes and gigabytes creating threads.
+TEST(HostileInput, AHugeOmpNumThreadsIsClampedWithANote) {
+  dsx::test::TempDir dir;
+  const auto r = run_command("cd " + dir.path() + " && OMP_NUM_THREADS=100000 timeout 120 " + std::string(DSX_EXE) +
+                             " train --deepspeed_config " + std::string(DSX_SOURCE_DIR) +
+                             "/configs/zero0.json --model byte-small --steps 1 --eval_interval 0 --samples 0");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("note: OMP_NUM_THREADS=100000 is more than the"), std::string::npos) << r.output;
 }
