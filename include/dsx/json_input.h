@@ -31,7 +31,9 @@ inline constexpr size_t kMaxJsonBytes = size_t{256} << 20;
 // memory than that). Error(Io) when it cannot be read, Error(Format) when it is too long.
 inline std::string read_bounded_file(const std::string& path, size_t max_bytes = kMaxJsonBytes) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorKind::Io, path + ": cannot be opened for reading; check the path and its permissions");
+  if (!in)
+    throw Error(ErrorKind::Io,
+                path + ": cannot be opened for reading; check the path and its permissions");
   std::string text;
   static constexpr size_t kChunk = 1 << 16;
   while (in) {
@@ -40,11 +42,14 @@ inline std::string read_bounded_file(const std::string& path, size_t max_bytes =
     in.read(text.data() + old, kChunk);
     text.resize(old + static_cast<size_t>(in.gcount()));
     if (text.size() > max_bytes) {
-      throw Error(ErrorKind::Format, path + ": longer than " + std::to_string(max_bytes >> 20) +
-                                         " MiB, more than any file of this kind needs; check that it is the right file");
+      throw Error(
+          ErrorKind::Format,
+          path + ": longer than " + std::to_string(max_bytes >> 20) +
+              " MiB, more than any file of this kind needs; check that it is the right file");
     }
   }
-  if (in.bad()) throw Error(ErrorKind::Io, path + ": reading it failed; check the disk and the file");
+  if (in.bad())
+    throw Error(ErrorKind::Io, path + ": reading it failed; check the disk and the file");
   return text;
 }
 
@@ -63,7 +68,9 @@ class DepthLimit {
   bool Int64(int64_t i) { return next_.Int64(i); }
   bool Uint64(uint64_t u) { return next_.Uint64(u); }
   bool Double(double d) { return next_.Double(d); }
-  bool RawNumber(const char* s, rapidjson::SizeType n, bool copy) { return next_.RawNumber(s, n, copy); }
+  bool RawNumber(const char* s, rapidjson::SizeType n, bool copy) {
+    return next_.RawNumber(s, n, copy);
+  }
   bool String(const char* s, rapidjson::SizeType n, bool copy) { return next_.String(s, n, copy); }
   bool Key(const char* s, rapidjson::SizeType n, bool copy) { return next_.Key(s, n, copy); }
   bool StartObject() { return enter() && next_.StartObject(); }
@@ -86,7 +93,8 @@ class DepthLimit {
 // line `first_line` of its file.
 inline std::string json_line_column(std::string_view text, size_t offset, uint64_t first_line = 1) {
   uint64_t line = first_line, column = 1;
-  for (size_t i = 0; i < offset && i < text.size(); ++i) text[i] == '\n' ? (++line, column = 1) : ++column;
+  for (size_t i = 0; i < offset && i < text.size(); ++i)
+    text[i] == '\n' ? (++line, column = 1) : ++column;
   return std::to_string(line) + ":" + std::to_string(column);
 }
 
@@ -97,8 +105,9 @@ inline std::string json_line_column(std::string_view text, size_t offset, uint64
 inline rapidjson::Document parse_json(std::string_view text, const std::string& source,
                                       ErrorKind kind = ErrorKind::Format, uint64_t first_line = 1) {
   if (text.size() > kMaxJsonBytes) {
-    throw Error(kind, source + ": " + std::to_string(text.size()) + " bytes of JSON, more than the " +
-                          std::to_string(kMaxJsonBytes >> 20) + " MiB dsx reads; check that it is the right file");
+    throw Error(kind, source + ": " + std::to_string(text.size()) +
+                          " bytes of JSON, more than the " + std::to_string(kMaxJsonBytes >> 20) +
+                          " MiB dsx reads; check that it is the right file");
   }
   rapidjson::Document doc;
   rapidjson::ParseResult result;
@@ -108,20 +117,23 @@ inline rapidjson::Document parse_json(std::string_view text, const std::string& 
     rapidjson::MemoryStream bytes(text.data(), text.size());
     rapidjson::EncodedInputStream<rapidjson::UTF8<>, rapidjson::MemoryStream> stream(bytes);
     rapidjson::Reader reader;
-    constexpr unsigned kFlags = rapidjson::kParseValidateEncodingFlag | rapidjson::kParseIterativeFlag;
+    constexpr unsigned kFlags =
+        rapidjson::kParseValidateEncodingFlag | rapidjson::kParseIterativeFlag;
     result = reader.Parse<kFlags>(stream, limited);
     too_deep = limited.too_deep();
     return !result.IsError();
   };
   doc.Populate(generate);
   if (too_deep) {
-    throw Error(kind, source + ":" + json_line_column(text, result.Offset(), first_line) + ": JSON nested more than " +
-                          std::to_string(kMaxJsonDepth) +
-                          " levels deep, more than any file dsx reads needs; check that it is the right file");
+    throw Error(
+        kind,
+        source + ":" + json_line_column(text, result.Offset(), first_line) +
+            ": JSON nested more than " + std::to_string(kMaxJsonDepth) +
+            " levels deep, more than any file dsx reads needs; check that it is the right file");
   }
   if (result.IsError()) {
-    throw Error(kind, source + ":" + json_line_column(text, result.Offset(), first_line) + ": invalid JSON: " +
-                          rapidjson::GetParseError_En(result.Code()) +
+    throw Error(kind, source + ":" + json_line_column(text, result.Offset(), first_line) +
+                          ": invalid JSON: " + rapidjson::GetParseError_En(result.Code()) +
                           " Check that it is complete and the right file.");
   }
   return doc;

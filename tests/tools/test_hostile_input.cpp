@@ -25,15 +25,18 @@ void write(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
 }
 
-std::string fixture(const std::string& path) { return std::string(DSX_SOURCE_DIR) + "/tests/" + path; }
+std::string fixture(const std::string& path) {
+  return std::string(DSX_SOURCE_DIR) + "/tests/" + path;
+}
 
 // An error exit (not a signal) whose message names `file` and the depth limit.
-::testing::AssertionResult refuses_deep(const dsx::test::CommandResult& r, const std::string& file) {
+::testing::AssertionResult refuses_deep(const dsx::test::CommandResult& r,
+                                        const std::string& file) {
   if (r.exit_code != 0 && r.exit_code < 128 && r.output.find(file) != std::string::npos &&
       r.output.find("nested more than 64 levels") != std::string::npos)
     return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "rc " << r.exit_code << ", expected an error naming " << file
-                                       << " and the depth limit:\n"
+  return ::testing::AssertionFailure() << "rc " << r.exit_code << ", expected an error naming "
+                                       << file << " and the depth limit:\n"
                                        << r.output.substr(0, 2000);
 }
 
@@ -41,8 +44,10 @@ std::string fixture(const std::string& path) { return std::string(DSX_SOURCE_DIR
 // more), so that a size believed before it is checked shows as a failure here instead of taking
 // the machine's memory.
 dsx::test::CommandResult run_bounded(const std::string& args) {
-  return run_command("ulimit -v 4194304; CUDA_VISIBLE_DEVICES= OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 timeout 120 " +
-                     std::string(DSX_EXE) + " " + args);
+  return run_command(
+      "ulimit -v 4194304; CUDA_VISIBLE_DEVICES= OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 timeout "
+      "120 " +
+      std::string(DSX_EXE) + " " + args);
 }
 
 }  // namespace
@@ -61,7 +66,8 @@ TEST(HostileInput, DeepJsonIsRefusedByEveryReaderNamingTheFile) {
   fs::create_directories(d + "/weights");
   fs::copy_file(fixture("models/data/llama/config.json"), d + "/weights/config.json");
   const uint64_t n = kDeep.size();
-  write(d + "/weights/model.safetensors", std::string(reinterpret_cast<const char*>(&n), 8) + kDeep);
+  write(d + "/weights/model.safetensors",
+        std::string(reinterpret_cast<const char*>(&n), 8) + kDeep);
   EXPECT_TRUE(refuses_deep(run_dsx("sample " + d + "/weights --prompt-tokens 1 --tokens 1"),
                            d + "/weights/model.safetensors"));
 
@@ -75,18 +81,21 @@ TEST(HostileInput, DeepJsonIsRefusedByEveryReaderNamingTheFile) {
   const std::string gpt2 = fixture("tokenizer/data/gpt2");
   write(d + "/text.txt", "hello\n");
   write(d + "/deep.jsonl", "{\"text\": \"fine\"}\n{\"text\": " + kDeep + "}\n");
-  EXPECT_TRUE(refuses_deep(run_dsx("tokenize " + d + "/deep.jsonl --tokenizer " + gpt2 + " --out " + d + "/o1"),
-                           d + "/deep.jsonl:2"));
+  EXPECT_TRUE(refuses_deep(
+      run_dsx("tokenize " + d + "/deep.jsonl --tokenizer " + gpt2 + " --out " + d + "/o1"),
+      d + "/deep.jsonl:2"));
 
   write(d + "/tok/tokenizer.json", kDeep);
-  EXPECT_TRUE(refuses_deep(run_dsx("tokenize " + d + "/text.txt --tokenizer " + d + "/tok --out " + d + "/o2"),
-                           d + "/tok/tokenizer.json"));
+  EXPECT_TRUE(refuses_deep(
+      run_dsx("tokenize " + d + "/text.txt --tokenizer " + d + "/tok --out " + d + "/o2"),
+      d + "/tok/tokenizer.json"));
 
   fs::create_directories(d + "/tok_config");
   fs::copy_file(gpt2 + "/tokenizer.json", d + "/tok_config/tokenizer.json");
   write(d + "/tok_config/tokenizer_config.json", kDeep);
-  EXPECT_TRUE(refuses_deep(run_dsx("tokenize " + d + "/text.txt --tokenizer " + d + "/tok_config --out " + d + "/o3"),
-                           d + "/tok_config/tokenizer_config.json"));
+  EXPECT_TRUE(refuses_deep(
+      run_dsx("tokenize " + d + "/text.txt --tokenizer " + d + "/tok_config --out " + d + "/o3"),
+      d + "/tok_config/tokenizer_config.json"));
 }
 
 TEST(HostileInput, AnEndlessConfigIsRefusedAtItsSizeCap) {
@@ -106,10 +115,12 @@ TEST(HostileInput, ALayerCountTheWeightsDoNotHoldIsRefusedBeforeAllocating) {
   std::string config((std::istreambuf_iterator<char>(in)), {});
   const std::string key = "\"num_hidden_layers\": 2";
   ASSERT_NE(config.find(key), std::string::npos);
-  write(model + "/config.json", config.replace(config.find(key), key.size(), "\"num_hidden_layers\": 100000"));
+  write(model + "/config.json",
+        config.replace(config.find(key), key.size(), "\"num_hidden_layers\": 100000"));
   const auto r = run_bounded("sample " + model + " --prompt-tokens 1 --tokens 1");
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_NE(r.output.find("says num_hidden_layers 100000, but its weights hold 2 layers"), std::string::npos)
+  EXPECT_NE(r.output.find("says num_hidden_layers 100000, but its weights hold 2 layers"),
+            std::string::npos)
       << r.output;
 }
 
@@ -117,9 +128,11 @@ TEST(HostileInput, ALayerCountTheWeightsDoNotHoldIsRefusedBeforeAllocating) {
 // first parallel loop (rc 139) and 30000 took minutes and gigabytes creating threads.
 TEST(HostileInput, AHugeOmpNumThreadsIsClampedWithANote) {
   dsx::test::TempDir dir;
-  const auto r = run_command("cd " + dir.path() + " && OMP_NUM_THREADS=100000 timeout 120 " + std::string(DSX_EXE) +
-                             " train --deepspeed_config " + std::string(DSX_SOURCE_DIR) +
-                             "/configs/zero0.json --model byte-small --steps 1 --eval_interval 0 --samples 0");
+  const auto r = run_command(
+      "cd " + dir.path() + " && OMP_NUM_THREADS=100000 timeout 120 " + std::string(DSX_EXE) +
+      " train --deepspeed_config " + std::string(DSX_SOURCE_DIR) +
+      "/configs/zero0.json --model byte-small --steps 1 --eval_interval 0 --samples 0");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("note: OMP_NUM_THREADS=100000 is more than the"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("note: OMP_NUM_THREADS=100000 is more than the"), std::string::npos)
+      << r.output;
 }
