@@ -32,8 +32,7 @@ inline constexpr size_t kMaxJsonBytes = size_t{256} << 20;
 inline std::string read_bounded_file(const std::string& path, size_t max_bytes = kMaxJsonBytes) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw Error(ErrorKind::Io,
-                path + ": cannot be opened for reading; check the path and its permissions");
+    throw Error(ErrorKind::Io, path + ": cannot open the file; check the path and its permissions");
   std::string text;
   static constexpr size_t kChunk = 1 << 16;
   while (in) {
