@@ -11,20 +11,13 @@
 
 #include "dsx/error.h"
 #include "dsx/join.h"
+#include "dsx/json_input.h"
 #include "checkpoint/durable_file.h"
 #include "checkpoint/layout.h"
 #include "checkpoint/verify.h"
 
 namespace dsx::checkpoint {
 namespace {
-
-std::string read_small_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw_io_error("could not read", path, errno);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 bool is_directory(const std::string& path) {
   struct stat st;
@@ -62,7 +55,7 @@ CheckpointReader CheckpointReader::open(const std::string& save_dir, const std::
     throw Error(ErrorKind::Format, "checkpoint " + reader.directory_ + " has no " + kManifestFile +
                                        ": it was not written by a completed dsx save (a DeepSpeed "
                                        ".pt checkpoint cannot be loaded by dsx directly)");
-  reader.manifest_ = CheckpointManifest::from_json(read_small_file(manifest_path), manifest_path);
+  reader.manifest_ = CheckpointManifest::from_json(read_bounded_file(manifest_path), manifest_path);
   if (reader.manifest_.tag != tag)
     throw Error(ErrorKind::Format, manifest_path + " belongs to tag \"" + reader.manifest_.tag +
                                        "\", not \"" + tag +

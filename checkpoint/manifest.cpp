@@ -11,6 +11,7 @@
 #include <set>
 
 #include "dsx/error.h"
+#include "dsx/json_input.h"
 
 namespace dsx::checkpoint {
 namespace {
@@ -44,10 +45,7 @@ void write_files(Writer& w, const std::vector<FileRecord>& files) {
 }
 
 rapidjson::Document parse(std::string_view json, const std::string& origin) {
-  rapidjson::Document doc;
-  doc.Parse(json.data(), json.size());
-  if (doc.HasParseError())
-    bad(origin, "malformed JSON at byte " + std::to_string(doc.GetErrorOffset()));
+  rapidjson::Document doc = parse_json(json, origin);
   if (!doc.IsObject()) bad(origin, "not a JSON object");
   return doc;
 }

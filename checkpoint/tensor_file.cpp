@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "dsx/error.h"
+#include "dsx/json_input.h"
 #include "checkpoint/durable_file.h"
 
 namespace dsx::checkpoint {
@@ -99,9 +100,7 @@ size_t dtype_size(TensorDType dtype) {
 void write_safetensors(DurableFile& out, std::span<const TensorRef> tensors,
                        std::string_view metadata_json) {
   if (!metadata_json.empty()) {
-    rapidjson::Document check;
-    check.Parse(metadata_json.data(), metadata_json.size());
-    if (check.HasParseError() || !check.IsObject())
+    if (!parse_json(metadata_json, out.path() + "'s metadata", ErrorKind::Internal).IsObject())
       throw Error(ErrorKind::Internal,
                   "checkpoint metadata for " + out.path() + " is not a JSON object");
   }

@@ -6,19 +6,16 @@
 #include <cstdlib>
 
 #include "dsx/error.h"
+#include "dsx/json_input.h"
 
 namespace dsx::cloud {
 
 rapidjson::Document parse_cli_json(std::string_view json, const char* source) {
-  rapidjson::Document doc;
-  doc.Parse(json.data(), json.size());
-  if (doc.HasParseError()) {
-    throw Error(ErrorKind::Format, std::string(source) + " output is not JSON (offset " +
-                                       std::to_string(doc.GetErrorOffset()) + ": " +
-                                       rapidjson::GetParseError_En(doc.GetParseError()) +
-                                       "): run it with --output json / --format=json");
+  try {
+    return parse_json(json, std::string(source) + " output");
+  } catch (const Error& e) {
+    throw Error(ErrorKind::Format, std::string(e.what()) + " (run it with --output json / --format=json)");
   }
-  return doc;
 }
 
 const rapidjson::Value* json_at(const rapidjson::Value& root, std::string_view path) {

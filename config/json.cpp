@@ -1,7 +1,7 @@
 // JSON with positions: RapidJSON's SAX reader drives a small handler that builds json::Value
 // trees and remembers where each value starts. RapidJSON does the syntax (comments, trailing
-// commas, UTF-8 validation); this file adds # comments, duplicate keys, a depth limit and
-// line:column positions.
+// commas, UTF-8 validation); this file adds # comments, duplicate keys and line:column positions,
+// and takes the depth limit of every JSON dsx reads (dsx/json_input.h).
 #include "config/json.h"
 
 #include <rapidjson/error/en.h>
@@ -17,6 +17,7 @@
 #include <unordered_set>
 
 #include "dsx/error.h"
+#include "dsx/json_input.h"
 
 namespace dsx::config::json {
 
@@ -169,7 +170,6 @@ class TreeBuilder {
   bool EndArray(rapidjson::SizeType) { return close(); }
 
   Value root;
-  bool too_deep = false;
   std::vector<std::string> duplicates_;
   std::vector<Position> duplicate_positions_;
 
@@ -208,10 +208,6 @@ class TreeBuilder {
   }
 
   bool open(Type type, char bracket) {
-    if (static_cast<int>(stack_.size()) >= kMaxDepth) {
-      too_deep = true;
-      return false;
-    }
     size_t offset = here();
     while (offset > 0 && stream_.head_[offset] != bracket) --offset;
     Value& v = place(type, offset);
@@ -250,14 +246,15 @@ Value parse(std::string_view text, const std::string& source) {
   std::string clean = blank_hash_comments(text);
   TrackedStream stream(clean.c_str());
   TreeBuilder builder(stream, lines);
+  DepthLimit<TreeBuilder> limited(builder, kMaxDepth);  // the same limit as every JSON dsx reads
   constexpr unsigned kFlags = rapidjson::kParseCommentsFlag | rapidjson::kParseTrailingCommasFlag |
                               rapidjson::kParseNumbersAsStringsFlag |
                               rapidjson::kParseValidateEncodingFlag;
   rapidjson::Reader reader;
-  rapidjson::ParseResult ok = reader.Parse<kFlags>(stream, builder);
+  rapidjson::ParseResult ok = reader.Parse<kFlags>(stream, limited);
   if (!ok) {
     Position p = lines.at(ok.Offset());
-    if (builder.too_deep) {
+    if (limited.too_deep()) {
       throw Error(ErrorKind::Config,
                   where(source, p) + ": values nested more than " + std::to_string(kMaxDepth) +
                       " levels deep; a ds_config needs a handful. Check the brackets.");

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "dsx/json_input.h"
+
 namespace dsx::config::json {
 
 struct Position {
@@ -44,9 +46,11 @@ struct Member {
   Value value;
 };
 
-// Deepest nesting a config may have. DeepSpeed configs need about 5; the limit keeps hostile
-// input (100000 '[') from exhausting the stack anywhere downstream.
-inline constexpr int kMaxDepth = 64;
+// Deepest nesting a config may have: that of every JSON file dsx reads. DeepSpeed configs need
+// about 5; the limit keeps hostile input (100000 '[') from exhausting the stack anywhere downstream.
+inline constexpr int kMaxDepth = kMaxJsonDepth;
+// Largest config file read: DeepSpeed configs are a few KB; /dev/zero is refused at this size.
+inline constexpr size_t kMaxConfigBytes = size_t{16} << 20;
 
 // Parses `text`. `source` names it in messages (a file path). Throws dsx::Error(Config) with
 // "source:line:column: what is wrong. what to do".

@@ -1,9 +1,8 @@
 // Reads a ds_config: parse, walk the top level and every block, resolve "auto" and the batch
 // triad, apply DeepSpeed's derived values and cross-key rules, then report every error at once.
-#include <fstream>
-#include <sstream>
 
 #include "dsx/error.h"
+#include "dsx/json_input.h"
 #include "config/batch.h"
 #include "config/fields.h"
 #include "config/readers.h"
@@ -340,14 +339,7 @@ EngineConfig read_ds_config_text(std::string_view text, const std::string& sourc
 }
 
 EngineConfig read_ds_config_file(const std::string& path, const ConfigInputs& inputs) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw Error(ErrorKind::Io, path + ": cannot open the config file. Check the path and its permissions.");
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw Error(ErrorKind::Io, path + ": read error. Check the disk and the file.");
-  return read_ds_config_text(text.str(), path, inputs);
+  return read_ds_config_text(read_bounded_file(path, json::kMaxConfigBytes), path, inputs);
 }
 
 }  // namespace dsx::config

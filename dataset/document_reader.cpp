@@ -5,10 +5,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "dsx/error.h"
+#include "tokenizer/utf8.h"
 
 namespace dsx::dataset {
 
@@ -63,6 +66,20 @@ void DocumentReader::fill(size_t target) {
   }
 }
 
+// Checked here, where the file, the line and the offset in the file are known: a tokenizer could
+// only name an offset inside whichever chunk or document it was handed.
+void DocumentReader::require_utf8(std::string_view text) const {
+  const auto bad = tokenizer::utf8::first_invalid_byte(text);
+  if (!bad) return;
+  const uint64_t line = line_ + static_cast<uint64_t>(std::count(text.begin(), text.begin() + *bad, '\n'));
+  char hex[8];
+  std::snprintf(hex, sizeof hex, "0x%02X", static_cast<unsigned char>(text[*bad]));
+  throw Error(ErrorKind::Format, path_ + ":" + std::to_string(line) + ": not valid UTF-8 at byte offset " +
+                                     std::to_string(offset_ + *bad) + " (" + hex +
+                                     "); dsx reads UTF-8 text only: convert the file (iconv -f LATIN1 "
+                                     "-t UTF-8, say) or drop that line");
+}
+
 bool DocumentReader::next(DocumentChunk& chunk) {
   chunk.documents.clear(), chunk.lines.clear(), chunk.bytes = 0;
   size_t target = chunk_bytes_;
@@ -74,9 +91,10 @@ bool DocumentReader::next(DocumentChunk& chunk) {
     std::string_view text(buffer_.data() + begin_, end_ - begin_);
     SplitResult r = split_documents(text, split_, line_, eof_);
     if (r.consumed > 0) {
+      require_utf8(text.substr(0, r.consumed));
       chunk.documents = std::move(r.documents), chunk.lines = std::move(r.lines);
       chunk.bytes = r.consumed;
-      begin_ += r.consumed, line_ = r.next_line;
+      begin_ += r.consumed, offset_ += r.consumed, line_ = r.next_line;
       return true;
     }
     // Not one whole document in the buffer: read more, up to the limit.

@@ -1,7 +1,7 @@
 // The documents of one input file, read in chunks of about `chunk_bytes` cut at document
 // boundaries (document_split.h), so a corpus larger than memory streams through one bounded
 // buffer. A document longer than a chunk grows the buffer up to `max_document_bytes`; beyond
-// that it is an error naming the file and line.
+// that it is an error naming the file and line, as is text that is not UTF-8.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +35,7 @@ class DocumentReader {
 
  private:
   void fill(size_t target);
+  void require_utf8(std::string_view text) const;  // Error(Format) naming file, line and offset
 
   std::string path_;
   DocumentSplit split_;
@@ -44,7 +45,8 @@ class DocumentReader {
   std::string buffer_;
   size_t begin_ = 0, end_ = 0;  // unread bytes are buffer_[begin_, end_)
   bool eof_ = false;
-  uint64_t line_ = 1;  // the line buffer_[begin_] is on
+  uint64_t line_ = 1;    // the line buffer_[begin_] is on
+  uint64_t offset_ = 0;  // the file offset of buffer_[begin_]
 };
 
 }  // namespace dsx::dataset

@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include "dsx/error.h"
+#include "dsx/json_input.h"
 #include "models/data/token_files.h"
 
 namespace dsx::dataset {
@@ -19,11 +20,8 @@ ShardVocabulary shard_vocabulary(const std::vector<std::string>& shard_files) {
   const std::filesystem::path info =
       std::filesystem::path(shard_files.front()).parent_path() / "tokenize.json";
   if (std::filesystem::exists(info)) {
-    std::ifstream in(info, std::ios::binary);
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    rapidjson::Document d;
-    d.Parse(text.c_str(), text.size());
-    if (d.HasParseError() || !d.IsObject() || !d.HasMember("vocab_size") ||
+    const rapidjson::Document d = parse_json(read_bounded_file(info.string()), info.string());
+    if (!d.IsObject() || !d.HasMember("vocab_size") ||
         !d["vocab_size"].IsInt() || d["vocab_size"].GetInt() < 1) {
       throw Error(ErrorKind::Format,
                   "'" + info.string() +

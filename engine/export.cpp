@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dsx/error.h"
+#include "dsx/json_input.h"
 #include "checkpoint/layout.h"
 #include "checkpoint/load.h"
 #include "models/model_source.h"
@@ -34,8 +35,7 @@ std::string export_checkpoint(const std::string& checkpoint_dir, const std::stri
                               kernels::DType dtype) {
   const auto reader = checkpoint::CheckpointReader::open(checkpoint_dir, tag);
   const checkpoint::TensorFile states = reader.read_tensor_file(reader.model_states_file());
-  rapidjson::Document meta;
-  meta.Parse(states.metadata_json().c_str());
+  const rapidjson::Document meta = parse_json(states.metadata_json(), states.origin() + "'s metadata");
   auto model = meta.IsObject() ? meta.FindMember("model") : meta.MemberEnd();
   if (!meta.IsObject() || model == meta.MemberEnd() || !model->value.IsObject()) {
     throw Error(ErrorKind::Format, states.origin() + ": no model description in its metadata; only checkpoints "

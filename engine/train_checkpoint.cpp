@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "dsx/error.h"
+#include "dsx/json_input.h"
 #include "checkpoint/layout.h"
 #include "checkpoint/load.h"
 #include "checkpoint/save.h"
@@ -35,9 +36,8 @@ std::string to_text(const rapidjson::Value& v) {
 }
 
 Json parse(const std::string& text, const std::string& origin) {
-  Json d;
-  d.Parse(text.c_str());
-  if (d.HasParseError() || !d.IsObject()) throw Error(ErrorKind::Format, origin + ": its metadata is not a JSON object");
+  Json d = parse_json(text, origin);
+  if (!d.IsObject()) throw Error(ErrorKind::Format, origin + ": its metadata is not a JSON object");
   return d;
 }
 

@@ -220,7 +220,11 @@ BackendCommand slurm_command(const RemoteJob& job) {
 
 std::string display_command(const BackendCommand& command) {
   std::string out;
-  for (const auto& [k, v] : command.env) out += k + "=" + shell_quote(v) + " ";
+  for (const auto& [k, v] : command.env) {
+    // The secret stays out of what is printed, as it stays out of /proc/*/cmdline.
+    const bool secret = k == kStoreSecretVar || k == kStoreSecretOverSsh;
+    out += k + "=" + (secret ? std::string("<hidden>") : shell_quote(v)) + " ";
+  }
   return out + shell_join(command.argv);
 }
 

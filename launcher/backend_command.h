@@ -57,7 +57,7 @@ std::vector<BackendCommand> ssh_commands(const RemoteJob& job);
 BackendCommand mpi_command(const RemoteJob& job);  // job.options.launcher: openmpi, mpich, impi, mvapich
 BackendCommand slurm_command(const RemoteJob& job);
 
-// "K=V ... argv" as one shell-quoted line, for --dry_run.
+// "K=V ... argv" as one shell-quoted line, for --dry_run; the store secret's value shows as <hidden>.
 std::string display_command(const BackendCommand& command);
 
 }  // namespace dsx::launcher

@@ -1,45 +1,14 @@
 #include "tokenizer/json_file.h"
 
-#include <rapidjson/error/en.h>
-
-#include <fstream>
-#include <sstream>
-
 #include "dsx/error.h"
+#include "dsx/json_input.h"
 
 namespace dsx::tokenizer::json {
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorKind::Io, path + ": cannot be opened for reading");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw Error(ErrorKind::Io, path + ": reading it failed");
-  return std::move(text).str();
-}
+std::string read_file(const std::string& path) { return read_bounded_file(path); }
 
 rapidjson::Document parse(const std::string& text, const std::string& path) {
-  rapidjson::Document doc;
-  // Iterative: a deeply nested file cannot overflow the stack.
-  doc.Parse<rapidjson::kParseValidateEncodingFlag | rapidjson::kParseIterativeFlag>(text.data(),
-                                                                                    text.size());
-  if (doc.HasParseError()) {
-    size_t offset = doc.GetErrorOffset();
-    size_t line = 1;
-    size_t column = 1;
-    for (size_t i = 0; i < offset && i < text.size(); ++i) {
-      if (text[i] == '\n') {
-        ++line, column = 1;
-      } else {
-        ++column;
-      }
-    }
-    throw Error(ErrorKind::Format,
-                path + ":" + std::to_string(line) + ":" + std::to_string(column) +
-                    ": not valid JSON: " + rapidjson::GetParseError_En(doc.GetParseError()) +
-                    " (is the file complete? download or copy it again)");
-  }
-  return doc;
+  return parse_json(text, path, ErrorKind::Format);
 }
 
 const char* type_name(const Value& v) {

@@ -12,9 +12,10 @@ namespace dsx::tokenizer::json {
 
 using Value = rapidjson::Value;
 
-// The whole file; dsx::Error (Io) when it cannot be read.
+// The whole file; dsx::Error (Io) when it cannot be read, (Format) past dsx's JSON size cap.
 std::string read_file(const std::string& path);
-// Parsed, UTF-8 checked; dsx::Error (Format) with line and column when it is not JSON.
+// Parsed through dsx/json_input.h (UTF-8 checked, size and depth capped); dsx::Error (Format)
+// with line and column when it is not JSON.
 rapidjson::Document parse(const std::string& text, const std::string& path);
 
 // "string", "number", "object", ... for messages.

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "dsx/error.h"
+#include "dsx/json_input.h"
 #include "dsx/join.h"
 #include "tools/autotune/config_variant.h"
 #include "tools/autotune/search.h"
@@ -160,9 +161,7 @@ int autotune(const AutotuneFlags& flags, const std::vector<std::string>& words, 
   setup.master_port = port.count("--master_port") ? std::stoi(port.at("--master_port")) : world.multi_node ? 29500 : 0;
   setup.train_words = train_words;
   setup.base_path = taken["--deepspeed_config"];
-  std::ifstream in(setup.base_path, std::ios::binary);
-  if (!in) throw Error(ErrorKind::Io, "dsx autotune: cannot read the config " + setup.base_path);
-  setup.base_text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  setup.base_text = read_bounded_file(setup.base_path, config::json::kMaxConfigBytes);
 
   setup.world = world.ranks;
   config::ConfigInputs inputs;

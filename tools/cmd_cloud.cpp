@@ -19,6 +19,7 @@
 #include "cloud/node_script.h"
 #include "cloud/render_files.h"
 #include "dsx/error.h"
+#include "dsx/json_input.h"
 #include "tools/cli.h"
 
 namespace dsx::tools {
@@ -53,13 +54,7 @@ void add_common(po::options_description& d, CommonFlags& c, std::string& out) {
       "ready");
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorKind::Io, "cannot read " + path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+std::string read_file(const std::string& path) { return read_bounded_file(path); }
 
 // `count` is the --count flag when the user gave it, else 0. Status expects `count` nodes (else
 // the ones it finds not terminated); hostfile requires --expect running nodes, else `count`.

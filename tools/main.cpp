@@ -9,6 +9,7 @@
 
 #include "dsx/error.h"
 #include "kernels/cpu/blas_kernels.h"
+#include "kernels/cpu/omp_threads.h"
 #include "tools/command.h"
 
 namespace {
@@ -26,6 +27,7 @@ void print_help(std::ostream& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  dsx::kernels::cpu::clamp_omp_threads(argv);
   dsx::kernels::cpu::run_on_the_best_blas_kernels(argv);
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
       !std::strcmp(argv[1], "help")) {

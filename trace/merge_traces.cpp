@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "dsx/error.h"
+#include "dsx/json_input.h"
 
 namespace dsx::trace {
 
@@ -41,19 +42,9 @@ size_t merge_traces(const std::vector<std::string>& files, const std::string& ou
   rapidjson::Value events(rapidjson::kArrayType);
   size_t spans = 0;
   for (const std::string& path : files) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(ErrorKind::Io, "cannot read " + path);
-    std::stringstream text;
-    text << in.rdbuf();
-    rapidjson::Document doc;
-    doc.Parse(text.str().c_str());
-    if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("traceEvents") || !doc["traceEvents"].IsArray()) {
-      throw Error(ErrorKind::Format,
-                  path + " is not a Chrome trace" +
-                      (doc.HasParseError() ? std::string(" (") + rapidjson::GetParseError_En(doc.GetParseError()) +
-                                                 " at byte " + std::to_string(doc.GetErrorOffset()) + ")"
-                                           : std::string(" (no traceEvents array)")));
-    }
+    rapidjson::Document doc = parse_json(read_bounded_file(path), path);
+    if (!doc.IsObject() || !doc.HasMember("traceEvents") || !doc["traceEvents"].IsArray())
+      throw Error(ErrorKind::Format, path + " is not a Chrome trace (no traceEvents array)");
     for (auto& e : doc["traceEvents"].GetArray()) {
       if (e.IsObject() && e.HasMember("ph") && e["ph"] == "X") ++spans;
       events.PushBack(rapidjson::Value(e, a), a);

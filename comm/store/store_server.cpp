@@ -115,18 +115,25 @@ void StoreServer::accept_one() {
 }
 
 bool StoreServer::read_from(Connection& c) {
+  // One read at a time, each followed by the frame checks: a frame too long for the connection
+  // (4 KiB before a join) closes it after 64 KiB, not after the server has drained and held all
+  // that a stranger streams. A few reads per turn, so no one sender can keep the others waiting;
+  // poll() reports what is left.
   char buf[65536];
-  for (;;) {
+  for (int reads = 0; reads < 16; ++reads) {
     ssize_t n = ::recv(c.fd.get(), buf, sizeof(buf), MSG_DONTWAIT);
-    if (n > 0) {
-      c.inbox.append(buf, static_cast<size_t>(n));
-      continue;
-    }
     if (n == 0) return false;
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-    return false;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno == EAGAIN || errno == EWOULDBLOCK;
+    }
+    c.inbox.append(buf, static_cast<size_t>(n));
+    if (!take_frames(c)) return false;
   }
+  return true;
+}
+
+bool StoreServer::take_frames(Connection& c) {
   while (c.inbox.size() >= 4) {
     uint32_t len;
     std::memcpy(&len, c.inbox.data(), 4);

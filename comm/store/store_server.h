@@ -54,7 +54,8 @@ class StoreServer {
 
   void serve();
   void accept_one();
-  bool read_from(Connection& c);  // false: the connection is gone
+  bool read_from(Connection& c);    // false: the connection is gone
+  bool take_frames(Connection& c);  // handles the whole frames in c.inbox; false: close it
   bool handle_frame(Connection& c, const std::string& body);
   bool handle_join(Connection& c, const std::string& body);
   bool handle_request(Connection& c, const std::string& body);

@@ -9,6 +9,7 @@
 #include <iterator>
 
 #include "dsx/error.h"
+#include "dsx/json_input.h"
 #include "checkpoint/durable_file.h"
 
 namespace dsx::engine {
@@ -34,13 +35,11 @@ void write_profile_metrics(const std::string& path, const ProfileMetrics& m) {
 ProfileMetrics read_profile_metrics(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(ErrorKind::Io, "no metrics file " + path + " (the run ended before end_profile_step?)");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  rapidjson::Document d;
-  d.Parse(text.c_str());
+  const rapidjson::Document d = parse_json(read_bounded_file(path), path);
   auto bad = [&](const std::string& what) {
     return Error(ErrorKind::Format, path + ": not a dsx metrics file (" + what + ")");
   };
-  if (d.HasParseError() || !d.IsObject()) throw bad("not a JSON object");
+  if (!d.IsObject()) throw bad("not a JSON object");
   auto number = [&](const char* key) {
     auto it = d.FindMember(key);
     if (it == d.MemberEnd() || !it->value.IsNumber()) throw bad(std::string("no number '") + key + "'");

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "dsx/error.h"
+#include "dsx/json_input.h"
 
 namespace dsx::models {
 
@@ -30,11 +31,8 @@ std::string directory_of(const std::string& path) {
 }  // namespace
 
 std::string read_text_file(const std::string& path, const std::string& why) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorKind::Io, "cannot read '" + path + "'; " + why);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  if (!std::ifstream(path, std::ios::binary)) throw Error(ErrorKind::Io, "cannot read '" + path + "'; " + why);
+  return read_bounded_file(path);  // capped: /dev/zero or a huge file is refused, not read whole
 }
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {

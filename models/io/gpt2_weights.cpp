@@ -4,10 +4,12 @@
 #include <rapidjson/document.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "dsx/error.h"
+#include "dsx/json_input.h"
 #include "models/io/files.h"
 #include "models/io/safetensors.h"
 
@@ -98,13 +100,10 @@ namespace {
 int heads_from_config_json(const std::string& weights_path) {
   auto slash = weights_path.rfind('/');
   std::string dir = slash == std::string::npos ? "." : weights_path.substr(0, slash);
-  std::ifstream in(dir + "/config.json");
-  if (!in) return 0;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  rapidjson::Document doc;
-  doc.Parse(ss.str().c_str());
-  if (doc.HasParseError() || !doc.IsObject()) return 0;
+  const std::string path = dir + "/config.json";
+  if (!std::filesystem::exists(path)) return 0;
+  const rapidjson::Document doc = parse_json(read_bounded_file(path), path, ErrorKind::Config);
+  if (!doc.IsObject()) return 0;
   for (const char* key : {"n_head", "num_attention_heads"})
     if (doc.HasMember(key) && doc[key].IsInt()) return doc[key].GetInt();
   return 0;

@@ -5,7 +5,9 @@
 #include <rapidjson/prettywriter.h>
 #include <rapidjson/stringbuffer.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -13,6 +15,7 @@
 #include <set>
 
 #include "dsx/error.h"
+#include "dsx/json_input.h"
 #include "models/io/files.h"
 #include "models/io/safetensors.h"
 #include "models/llama/hf_config.h"
@@ -71,10 +74,9 @@ class FolderTensors {
   }
   // Only weight_map is trusted, as transformers does: a shard's other tensors are not looked at.
   void read_index(const std::string& dir, const std::string& index) {
-    rapidjson::Document doc;
-    const std::string text = read_text_file(index, "the sharded weights need their index");
-    doc.Parse(text.c_str(), text.size());
-    if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("weight_map") ||
+    const rapidjson::Document doc =
+        parse_json(read_text_file(index, "the sharded weights need their index"), index);
+    if (!doc.IsObject() || !doc.HasMember("weight_map") ||
         !doc["weight_map"].IsObject())
       bad(index, "not a safetensors index (a JSON object with a weight_map object)");
     for (const auto& m : doc["weight_map"].GetObject()) {
@@ -150,15 +152,29 @@ void check_no_strangers(const FolderTensors& ft, const std::vector<ParamSpec>& s
   }
 }
 
+// The layers the weights hold (model.layers.<i>.*), checked against config.json before anything
+// is sized by it: a config.json saying 100000 layers once made dsx allocate 18 GB first.
+void check_layer_count(const FolderTensors& ft, const LlamaConfig& c, const std::string& dir) {
+  int64_t held = 0;
+  const std::string prefix = "model.layers.";
+  for (const auto& [name, t] : ft.tensors()) {
+    if (name.rfind(prefix, 0) != 0) continue;
+    held = std::max<int64_t>(held, std::atoll(name.c_str() + prefix.size()) + 1);
+  }
+  if (held != c.num_layers)
+    throw Error(ErrorKind::Format, "'" + dir + "/config.json' says num_hidden_layers " +
+                                       std::to_string(c.num_layers) + ", but its weights hold " +
+                                       std::to_string(held) +
+                                       " layers; give the folder the config.json its weights were saved with");
+}
+
 }  // namespace
 
 HfFolderKind hf_folder_kind(const std::string& dir) {
   const std::string path = dir + "/config.json";
   const std::string text = read_text_file(path, "a Hugging Face model folder needs its config.json");
-  rapidjson::Document doc;
-  doc.Parse(text.c_str(), text.size());
-  if (doc.HasParseError() || !doc.IsObject())
-    throw Error(ErrorKind::Config, "config.json '" + path + "': not a JSON object");
+  const rapidjson::Document doc = parse_json(text, path, ErrorKind::Config);
+  if (!doc.IsObject()) throw Error(ErrorKind::Config, "config.json '" + path + "': not a JSON object");
   std::string arch, type;
   if (doc.HasMember("architectures") && doc["architectures"].IsArray() &&
       !doc["architectures"].Empty() && doc["architectures"][0].IsString())
@@ -192,9 +208,10 @@ LlamaWeights read_llama_hf_folder(const std::string& dir) {
   LlamaWeights w{hc.config, hc.torch_dtype, {}};
   const LlamaConfig& c = w.config;
   FolderTensors ft(dir);
+  check_layer_count(ft, c, dir);
   const std::vector<ParamSpec> specs = llama_param_specs(c);
   check_no_strangers(ft, specs, c, dir);
-  w.params.assign(specs.back().offset + specs.back().numel, 0.0f);
+  // Every tensor is there with its shape before config.json's sizes allocate anything.
   for (const ParamSpec& s : specs) {
     const Located* t = ft.find(s.name);
     if (!t)
@@ -205,8 +222,9 @@ LlamaWeights read_llama_hf_folder(const std::string& dir) {
     if (t->view->shape != s.shape)
       bad(*t->file, "tensor '" + s.name + "' has shape " + shape_text(t->view->shape) +
                         ", config.json needs " + shape_text(s.shape));
-    to_float(w.params.data() + s.offset, *t, s.name);
   }
+  w.params.assign(specs.back().offset + specs.back().numel, 0.0f);
+  for (const ParamSpec& s : specs) to_float(w.params.data() + s.offset, *ft.find(s.name), s.name);
   if (c.tie_word_embeddings) check_tied_head(ft, c, w.params.data());
   return w;
 }

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "dsx/error.h"
+#include "dsx/json_input.h"
 
 namespace dsx::models {
 
@@ -43,9 +44,9 @@ SafetensorsReader::SafetensorsReader(const std::string& path) : file_(path) {
   if (header_len > kMaxHeader || header_len > file_.size() - 8)
     bad(path, "header length " + std::to_string(header_len) + " exceeds the file (" +
                   std::to_string(file_.size()) + " bytes)");
-  rapidjson::Document doc;
-  doc.Parse(reinterpret_cast<const char*>(file_.data() + 8), header_len);
-  if (doc.HasParseError() || !doc.IsObject()) bad(path, "the header is not a JSON object");
+  const rapidjson::Document doc =
+      parse_json({reinterpret_cast<const char*>(file_.data() + 8), header_len}, path + "'s header");
+  if (!doc.IsObject()) bad(path, "the header is not a JSON object");
   const uint8_t* buffer = file_.data() + 8 + header_len;
   const size_t buffer_size = file_.size() - 8 - header_len;
   for (auto it = doc.MemberBegin(); it != doc.MemberEnd(); ++it) {

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "dsx/error.h"
+#include "dsx/json_input.h"
 #include "models/io/files.h"
 
 namespace dsx::models {
@@ -360,11 +361,8 @@ bool is_llama_family_model_type(const std::string& model_type) {
 }
 
 LlamaHfConfig parse_llama_hf_config(const std::string& json_text, const std::string& path) {
-  rapidjson::Document doc;
-  doc.Parse(json_text.c_str(), json_text.size());
-  if (doc.HasParseError() || !doc.IsObject())
-    throw Error(ErrorKind::Config, "config.json '" + path + "': not a JSON object (offset " +
-                                       std::to_string(doc.GetErrorOffset()) + ")");
+  const rapidjson::Document doc = parse_json(json_text, path, ErrorKind::Config);
+  if (!doc.IsObject()) throw Error(ErrorKind::Config, "config.json '" + path + "': not a JSON object");
   Keys k(doc, path);
   LlamaHfConfig out;
   LlamaConfig& c = out.config;

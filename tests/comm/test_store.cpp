@@ -169,6 +169,30 @@ TEST(Store, AStrangersHugeFrameIsRefusedBeforeItJoins) {
   EXPECT_EQ(job.rank(0, "s3cret")->add("alive", 1), 1);  // the job's own rank is unaffected
 }
 
+// A stranger that streams without pause is cut off after its first oversized frame header, not
+// after the server has drained (and held) all it sends: six such streams once held 1.8 GB of
+// rank 0 and kept a rank from joining for 15 s.
+TEST(Store, AStreamingStrangerIsCutOffBeforeTheServerBuffersIt) {
+  Job job(1, "s3cret");
+  std::vector<std::unique_ptr<RawConnection>> strangers;
+  std::vector<std::thread> streams;
+  std::vector<size_t> sent(4, 0);
+  for (size_t i = 0; i < sent.size(); ++i) {
+    strangers.push_back(std::make_unique<RawConnection>(job.server.port()));
+    streams.emplace_back([fd = strangers.back()->fd, &total = sent[i]] {
+      const std::string stream(1 << 20, '\xff');  // the first 4 bytes announce a 4 GiB frame
+      for (ssize_t n; total < (size_t{64} << 20) && (n = ::send(fd, stream.data(), stream.size(), MSG_NOSIGNAL)) > 0;)
+        total += static_cast<size_t>(n);
+    });
+  }
+  const std::string joined = error_of([&] { EXPECT_EQ(job.rank(0, "s3cret")->add("alive", 1), 1); });
+  for (auto& t : streams) t.join();
+  EXPECT_EQ(joined, "no error");  // the job's rank joined within its 2 s timeout
+  // What a stranger got into the socket before its sends failed: loopback buffers hold a few
+  // MiB; the server itself took one read.
+  for (size_t total : sent) EXPECT_LT(total, size_t{32} << 20);
+}
+
 // A connection that does not join is dropped after the join timeout, and a crowd of idle ones
 // cannot keep the job's ranks out: past the cap the oldest pending connection goes.
 TEST(Store, IdleConnectionsAreDroppedAndCannotCrowdOutRanks) {

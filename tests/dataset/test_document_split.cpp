@@ -98,3 +98,28 @@ TEST(DocumentReader, ErrorsNameTheFile) {
         << e.what();
   }
 }
+
+// Text that is not UTF-8 is refused where it is read, naming the file, the line and the byte's
+// offset in the file: the same whatever the chunk size (a tokenizer's own check could only give
+// an offset inside whichever chunk or document it was handed).
+TEST(DocumentReader, InvalidUtf8NamesFileLineAndFileOffset) {
+  dsx::test::TempDir dir;
+  std::string text;
+  for (int i = 0; i < 200; ++i) text += "line " + std::to_string(i) + " caf\xC3\xA9\n";
+  const size_t offset = text.size() + 7;  // line 201
+  text += "broken \xFF byte\nmore\n";
+  dsx::test::write_file(dir.file("latin1.txt"), text);
+  for (DocumentSplit split : {DocumentSplit::Lines, DocumentSplit::Paragraphs}) {
+    for (size_t chunk : {16, 100, 4096, 1 << 20}) {
+      try {
+        read_all(dir.file("latin1.txt"), split, chunk);
+        ADD_FAILURE() << "no error with chunk " << chunk;
+      } catch (const dsx::Error& e) {
+        EXPECT_NE(std::string(e.what()).find(dir.file("latin1.txt") + ":201: not valid UTF-8 at byte offset " +
+                                              std::to_string(offset) + " (0xFF)"),
+                  std::string::npos)
+            << "chunk " << chunk << ": " << e.what();
+      }
+    }
+  }
+}

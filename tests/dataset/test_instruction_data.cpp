@@ -118,7 +118,7 @@ TEST(InstructionData, BadLinesNameFileLineAndField) {
       {"{\"instruction\": \"a\", \"input\": \"b\"}", ":2: missing field 'output'"},
       {"{\"text\": \"a\"}", ":2: missing field 'prompt'"},
       {"{\"prompt\": 3, \"response\": \"b\"}", ":2: field 'prompt' must be a string"},
-      {"{\"prompt\": \"a\", ", ":2: not JSON"},
+      {"{\"prompt\": \"a\", ", ":2:17: invalid JSON"},
       {"[1, 2]", ":2: a JSON value that is not an object"},
   };
   for (const auto& c : cases) {

@@ -184,3 +184,23 @@ TEST(DsxTokenize, ErrorsSayWhatIsWrong) {
       dsx::test::is_usage_error(run_dsx("tokenize " + in.files() + " --out x"), "--tokenizer"));
   EXPECT_TRUE(dsx::test::is_usage_error(run_dsx("tokenize " + in.files() + tok), "--out"));
 }
+
+// A byte that is not UTF-8 is named by file, line and offset in the file, the same every run and
+// whatever the chunk size (it was an offset inside one parallel chunk: 15 or 18 for one file).
+TEST(DsxTokenize, InvalidUtf8NamesTheFileLineAndOffset) {
+  Inputs in;
+  std::string text;
+  for (int i = 0; i < 3000; ++i) text += "line " + std::to_string(i) + " of plain text\n";
+  const size_t offset = text.size() + 3;
+  text += "bad\xE9 latin-1\nafter\n";
+  dsx::test::write_file(in.dir.file("latin1.txt"), text);
+  const std::string expected = in.dir.file("latin1.txt") + ":3001: not valid UTF-8 at byte offset " +
+                               std::to_string(offset) + " (0xE9)";
+  const std::string tok = " --tokenizer " + dsx::test::fixture_tokenizer("gpt2");
+  for (const char* chunk : {"4K", "64K", "16M", "4K"}) {
+    auto r = run_dsx("tokenize " + in.dir.file("latin1.txt") + tok + " --chunk_size " + chunk + " --out " +
+                     in.dir.file(std::string("o_") + chunk));
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find(expected), std::string::npos) << chunk << ": " << r.output;
+  }
+}

@@ -160,3 +160,19 @@ TEST(BackendCommand, TheStoreSecretIsPassedOffTheCommandLine) {
     EXPECT_EQ(c.stdin_text, secret + "\n");
   }
 }
+
+// --dry_run prints the environment a backend gets, but not the secret in it: the output lands in
+// terminals, logs and issue reports.
+TEST(BackendCommand, DryRunMasksTheStoreSecret) {
+  const std::string secret = "0123456789abcdef0123456789abcdef";
+  for (const char* launcher : {"pdsh", "openmpi", "mpich", "slurm"}) {
+    RemoteJob j = job(launcher);
+    j.exports.emplace_back("DSX_STORE_SECRET", secret);
+    const BackendCommand c = std::string(launcher) == "pdsh"    ? pdsh_command(j)
+                             : std::string(launcher) == "slurm" ? slurm_command(j)
+                                                                : mpi_command(j);
+    const std::string shown = display_command(c);
+    EXPECT_EQ(shown.find(secret), std::string::npos) << launcher << ": " << shown;
+    EXPECT_NE(shown.find("DSX_STORE_SECRET=<hidden>"), std::string::npos) << launcher << ": " << shown;
+  }
+}

@@ -360,7 +360,7 @@ TEST_F(HfFolder, TensorsMustMatchTheConfigExactly) {
   write_file(layers + "/config.json",
              edited(read_file(layers + "/config.json"), {{"num_hidden_layers", "3"}}));
   error_of([&] { read_llama_hf_folder(layers); }, ErrorKind::Format,
-           {"model.layers.2.input_layernorm.weight", "missing"});
+           {layers + "/config.json' says num_hidden_layers 3", "weights hold 2 layers"});
   const std::string missing = copy_of("qwen2");
   rewrite(missing + "/model.safetensors",
           [](const std::string& n) { return n != "model.layers.1.mlp.down_proj.weight"; });

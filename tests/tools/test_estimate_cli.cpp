@@ -124,7 +124,7 @@ TEST(EstimateCli, UnreadableOrBrokenConfigNamesTheFile) {
   r = run_dsx("estimate --hf-config " + path);
   std::remove(path.c_str());
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("test_estimate_cli_broken.json:3: invalid JSON"), std::string::npos)
+  EXPECT_NE(r.output.find("test_estimate_cli_broken.json:3:14: invalid JSON"), std::string::npos)
       << r.output;
 }
 

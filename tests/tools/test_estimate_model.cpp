@@ -91,7 +91,7 @@ TEST(EstimateHfConfig, WrongTypeAndBadJsonSayWhere) {
   EXPECT_NE(msg.find("\"hidden_size\" must be a non-negative integer"), std::string::npos) << msg;
   msg = error_of([] { est::parse_hf_config("{\n\"hidden_size\": 64,\n\"n_layer\" 2}", "c.json"); },
                  dsx::ErrorKind::Config);
-  EXPECT_NE(msg.find("c.json:3: invalid JSON"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("c.json:3:11: invalid JSON"), std::string::npos) << msg;
   msg = error_of([] { est::read_hf_config("/nonexistent/config.json"); }, dsx::ErrorKind::Io);
   EXPECT_NE(msg.find("/nonexistent/config.json"), std::string::npos) << msg;
   msg = error_of([] { est::read_hf_config(DSX_SOURCE_DIR); }, dsx::ErrorKind::Io);

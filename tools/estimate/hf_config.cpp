@@ -2,7 +2,6 @@
 #include "tools/estimate/hf_config.h"
 
 #include <rapidjson/document.h>
-#include <rapidjson/error/en.h>
 
 #include <filesystem>
 #include <fstream>
@@ -11,16 +10,11 @@
 #include <sstream>
 
 #include "dsx/error.h"
+#include "dsx/json_input.h"
 
 namespace dsx::estimate {
 
 namespace {
-
-int line_of(const std::string& text, size_t offset) {
-  int line = 1;
-  for (size_t i = 0; i < offset && i < text.size(); ++i) line += text[i] == '\n';
-  return line;
-}
 
 // The first of `keys` that is present; null values count as absent (GPT-2's n_inner: null).
 std::optional<int64_t> find_int(const rapidjson::Value& root,
@@ -50,13 +44,7 @@ int64_t require_int(const rapidjson::Value& root, std::initializer_list<const ch
 }  // namespace
 
 ModelShape parse_hf_config(const std::string& json, const std::string& origin) {
-  rapidjson::Document doc;
-  doc.Parse(json.c_str(), json.size());
-  if (doc.HasParseError()) {
-    throw Error(ErrorKind::Config,
-                origin + ":" + std::to_string(line_of(json, doc.GetErrorOffset())) +
-                    ": invalid JSON: " + rapidjson::GetParseError_En(doc.GetParseError()));
-  }
+  const rapidjson::Document doc = parse_json(json, origin, ErrorKind::Config);
   if (!doc.IsObject())
     throw Error(ErrorKind::Config, origin + ": expected a JSON object at the top level");
 
@@ -103,10 +91,7 @@ ModelShape read_hf_config(const std::string& path) {
   if (!in)
     throw Error(ErrorKind::Io,
                 "cannot open '" + path + "'; give the path of a Hugging Face config.json");
-  std::stringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw Error(ErrorKind::Io, "cannot read '" + path + "'");
-  return parse_hf_config(text.str(), path);
+  return parse_hf_config(read_bounded_file(path), path);
 }
 
 }  // namespace dsx::estimate
