@@ -1,5 +1,5 @@
 # DSX_CUDA=EMULATED: every CUDA source of dsx compiled by the host compiler against the real CUDA
-# headers (the toolkit's, or CUDA 12.9's from PyPI that tools/cuda12_prefix.sh lays out) and
+# headers (the toolkit's, or CUDA 12.9's from PyPI that tools/cuda_headers.sh lays out) and
 # linked to tests/emulated_gpu, which stands in for libcudart, libcublasLt and libnccl. cuDNN is
 # not emulated: dsx_cudnn is empty and the models' own attention kernels run.
 set(DSX_CUDA_ENABLED ON)
@@ -8,6 +8,7 @@ set(DSX_CUDA_HEADERS "" CACHE PATH "A folder with cuda_runtime_api.h, cublasLt.h
 find_path(DSX_CUDA_INCLUDE_DIR cuda_runtime_api.h
           PATHS ${DSX_CUDA_HEADERS} ${CUDAToolkit_ROOT}/include /usr/local/cuda/include
                 ${PROJECT_SOURCE_DIR}/.cache/cuda12/include
+                ${PROJECT_SOURCE_DIR}/.cache/cuda-headers/include
           NO_DEFAULT_PATH)
 foreach(header cublasLt.h nccl.h)
   find_path(_dsx_has_${header} ${header}
@@ -19,8 +20,8 @@ endforeach()
 if(NOT DSX_CUDA_INCLUDE_DIR)
   message(FATAL_ERROR "dsx: DSX_CUDA=EMULATED needs the CUDA headers (cuda_runtime_api.h, cublasLt.h, "
                       "nccl.h): install the CUDA toolkit, or lay out CUDA 12.9's from PyPI with "
-                      "`bash tools/cuda12_prefix.sh .cache/cuda12`, or name a folder with "
-                      "-DDSX_CUDA_HEADERS=DIR.")
+                      "`bash tools/cuda_headers.sh` (into .cache/cuda-headers), or name a folder "
+                      "with -DDSX_CUDA_HEADERS=DIR.")
 endif()
 file(STRINGS "${DSX_CUDA_INCLUDE_DIR}/cuda_runtime_api.h" _dsx_cudart REGEX "^#define CUDART_VERSION +[0-9]+")
 string(REGEX MATCH "[0-9]+$" DSX_CUDART_NUMBER "${_dsx_cudart}")

@@ -42,8 +42,11 @@ void add_column_sums(T* out, const Term& term, size_t N, int C, float* scratch, 
   const RowChunks cut = row_chunks(N);
   if (cut.chunks == 0 || C <= 0) return;
   const unsigned column_blocks = static_cast<unsigned>((C + kBlock - 1) / kBlock);
+  // The term's reads are the caller's to declare (DSX_TOUCHES before this call).
+  DSX_TOUCHES(DSX_WRITES(scratch, size_t(cut.chunks) * C * 4));
   DSX_LAUNCH(dim3(column_blocks, cut.chunks), kBlock, 0, stream, column_chunk_sums_kernel)(scratch, term, N, C,
                                                                                    cut.rows_per_chunk);
+  DSX_TOUCHES(DSX_READS(scratch, size_t(cut.chunks) * C * 4), DSX_WRITES(out, size_t(C) * sizeof(T)));
   DSX_LAUNCH(column_blocks, kBlock, 0, stream, add_chunk_sums_kernel)(out, scratch, cut.chunks, C);
   check_launch(name);
 }

@@ -267,6 +267,9 @@ template <class T>
 void gpt2_encoder_forward(T* out, const int32_t* tokens, const T* wte, const T* wpe, int B, int Tn, int C,
                           cudaStream_t stream) {
   size_t n = size_t(B) * Tn * C;
+  // The tables are read at the tokens' rows only, which the launch does not know: not declared.
+  DSX_TOUCHES(DSX_WRITES(out, n * sizeof(T)), DSX_READS(tokens, size_t(B) * Tn * 4),
+              DSX_READS(wpe, size_t(Tn) * C * sizeof(T)));
   DSX_LAUNCH(grid_for(n), kBlock, 0, stream, encoder_forward_kernel)(out, tokens, wte, wpe, Tn, C, n);
   check_launch("gpt2_encoder_forward");
 }
@@ -275,6 +278,7 @@ template <class T>
 void gpt2_encoder_backward(T* dwte, T* dwpe, const T* dout, const int32_t* token_rows, int distinct, int B, int Tn,
                            int C, cudaStream_t stream) {
   add_token_rows(dwte, dout, token_rows, distinct, C, stream);
+  DSX_TOUCHES(DSX_WRITES(dwpe, size_t(Tn) * C * sizeof(T)), DSX_READS(dout, size_t(B) * Tn * C * sizeof(T)));
   DSX_LAUNCH(grid_for(size_t(Tn) * C), kBlock, 0, stream, wpe_backward_kernel)(dwpe, dout, B, Tn, C);
   check_launch("gpt2_encoder_backward");
 }
@@ -282,6 +286,8 @@ void gpt2_encoder_backward(T* dwte, T* dwpe, const T* dout, const int32_t* token
 template <class T>
 void gpt2_layernorm_forward(T* out, float* mean, float* rstd, const T* inp, const T* weight, const T* bias,
                             size_t N, int C, cudaStream_t stream) {
+  DSX_TOUCHES(DSX_WRITES(out, N * C * sizeof(T)), DSX_WRITES(mean, N * 4), DSX_WRITES(rstd, N * 4),
+              DSX_READS(inp, N * C * sizeof(T)), DSX_READS(weight, C * sizeof(T)), DSX_READS(bias, C * sizeof(T)));
   DSX_LAUNCH(warp_blocks(N), kWarpsPerBlock * kWarp, 0, stream, layernorm_forward_kernel)(out, mean, rstd, inp, weight,
                                                                                    bias, N, C);
   check_launch("gpt2_layernorm_forward");
@@ -291,18 +297,26 @@ template <class T>
 void gpt2_layernorm_backward(T* dinp, T* dweight, T* dbias, float* scratch, const T* dout, const T* inp,
                              const T* weight, const float* mean, const float* rstd, size_t N, int C,
                              cudaStream_t stream) {
+  const size_t rows_bytes = N * C * sizeof(T);
+  DSX_TOUCHES(DSX_WRITES(dinp, rows_bytes), DSX_READS(dout, rows_bytes), DSX_READS(inp, rows_bytes),
+              DSX_READS(weight, C * sizeof(T)), DSX_READS(mean, N * 4), DSX_READS(rstd, N * 4));
   DSX_LAUNCH(warp_blocks(N), kWarpsPerBlock * kWarp, 0, stream, layernorm_backward_kernel)(dinp, dout, inp, weight, mean,
                                                                                     rstd, N, C);
   check_launch("gpt2_layernorm_backward");
   // The scratch is reused: stream order puts the second sum after the first has read it.
+  DSX_TOUCHES(DSX_READS(dout, rows_bytes), DSX_READS(inp, rows_bytes), DSX_READS(mean, N * 4),
+              DSX_READS(rstd, N * 4));
   add_column_sums(dweight, LayerNormWeightTerm<T>{dout, inp, mean, rstd, C}, N, C, scratch, stream,
                   "gpt2_layernorm_backward dweight");
+  DSX_TOUCHES(DSX_READS(dout, rows_bytes));
   add_column_sums(dbias, MatrixEntry<T>{dout, C}, N, C, scratch, stream, "gpt2_layernorm_backward dbias");
 }
 
 template <class T>
 void gpt2_attention_forward(T* out, float* att, const T* qkv, int B, int Tn, int C, int NH, cudaStream_t stream) {
   size_t rows = size_t(B) * NH * Tn;
+  DSX_TOUCHES(DSX_WRITES(out, size_t(B) * Tn * C * sizeof(T)), DSX_WRITES(att, rows * Tn * 4),
+              DSX_READS(qkv, size_t(B) * Tn * 3 * C * sizeof(T)));
   DSX_LAUNCH(warp_blocks(rows), kWarpsPerBlock * kWarp, 0, stream, attention_forward_kernel)(out, att, qkv, B, Tn, C, NH);
   check_launch("gpt2_attention_forward");
 }
@@ -311,8 +325,15 @@ template <class T>
 void gpt2_attention_backward(T* dqkv, float* dpre, const T* dout, const T* qkv, const float* att, int B, int Tn,
                              int C, int NH, cudaStream_t stream) {
   size_t rows = size_t(B) * NH * Tn;
+  const auto touches = [&] {
+    DSX_TOUCHES(DSX_WRITES(dqkv, size_t(B) * Tn * 3 * C * sizeof(T)), DSX_WRITES(dpre, rows * Tn * 4),
+                DSX_READS(dout, size_t(B) * Tn * C * sizeof(T)), DSX_READS(qkv, size_t(B) * Tn * 3 * C * sizeof(T)),
+                DSX_READS(att, rows * Tn * 4));
+  };
+  touches();
   DSX_LAUNCH(warp_blocks(rows), kWarpsPerBlock * kWarp, 0, stream, attention_backward_query_kernel)(dqkv, dpre, dout, qkv,
                                                                                              att, B, Tn, C, NH);
+  touches();
   DSX_LAUNCH(warp_blocks(rows), kWarpsPerBlock * kWarp, 0, stream, attention_backward_key_kernel)(dqkv, dpre, dout, qkv, att,
                                                                                            B, Tn, C, NH);
   check_launch("gpt2_attention_backward");
@@ -320,18 +341,21 @@ void gpt2_attention_backward(T* dqkv, float* dpre, const T* dout, const T* qkv, 
 
 template <class T>
 void gpt2_gelu_forward(T* out, const T* inp, size_t n, cudaStream_t stream) {
+  DSX_TOUCHES(DSX_WRITES(out, n * sizeof(T)), DSX_READS(inp, n * sizeof(T)));
   DSX_LAUNCH(grid_for(n), kBlock, 0, stream, gelu_forward_kernel)(out, inp, n);
   check_launch("gpt2_gelu_forward");
 }
 
 template <class T>
 void gpt2_gelu_backward(T* dinp, const T* inp, const T* dout, size_t n, cudaStream_t stream) {
+  DSX_TOUCHES(DSX_WRITES(dinp, n * sizeof(T)), DSX_READS(inp, n * sizeof(T)), DSX_READS(dout, n * sizeof(T)));
   DSX_LAUNCH(grid_for(n), kBlock, 0, stream, gelu_backward_kernel)(dinp, inp, dout, n);
   check_launch("gpt2_gelu_backward");
 }
 
 template <class T>
 void gpt2_residual_forward(T* out, const T* a, const T* b, size_t n, cudaStream_t stream) {
+  DSX_TOUCHES(DSX_WRITES(out, n * sizeof(T)), DSX_READS(a, n * sizeof(T)), DSX_READS(b, n * sizeof(T)));
   DSX_LAUNCH(grid_for(n), kBlock, 0, stream, residual_forward_kernel)(out, a, b, n);
   check_launch("gpt2_residual_forward");
 }
@@ -339,6 +363,8 @@ void gpt2_residual_forward(T* out, const T* a, const T* b, size_t n, cudaStream_
 template <class T>
 void gpt2_crossentropy_forward(float* losses, float* lse, const T* logits, const int32_t* targets, size_t N, int V,
                                int Vp, cudaStream_t stream) {
+  DSX_TOUCHES(DSX_WRITES(losses, N * 4), DSX_WRITES(lse, N * 4), DSX_READS(logits, N * Vp * sizeof(T)),
+              DSX_READS(targets, N * 4));
   DSX_LAUNCH(static_cast<unsigned>(N), 512, 0, stream, crossentropy_forward_kernel)(losses, lse, logits, targets, V, Vp);
   check_launch("gpt2_crossentropy_forward");
 }
@@ -346,6 +372,7 @@ void gpt2_crossentropy_forward(float* losses, float* lse, const T* logits, const
 template <class T>
 void gpt2_crossentropy_backward(T* logits_to_dlogits, const float* lse, const int32_t* targets, float dloss,
                                 size_t N, int V, int Vp, cudaStream_t stream) {
+  DSX_TOUCHES(DSX_WRITES(logits_to_dlogits, N * Vp * sizeof(T)), DSX_READS(lse, N * 4), DSX_READS(targets, N * 4));
   DSX_LAUNCH(static_cast<unsigned>(N), 512, 0, stream, crossentropy_backward_kernel)(logits_to_dlogits, lse, targets, dloss,
                                                                               V, Vp);
   check_launch("gpt2_crossentropy_backward");

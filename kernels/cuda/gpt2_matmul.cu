@@ -194,6 +194,7 @@ void gpt2_matmul_backward(GPT2Blas& blas, T* dinp, T* dweight, T* dbias, const T
 template <class T>
 void gpt2_bias_backward(GPT2Blas& blas, T* dbias, const T* dout, size_t N, int OC, cudaStream_t stream) {
   float* scratch = blas.state().bias_sums(column_sums_scratch_floats(N, size_t(OC)));
+  DSX_TOUCHES(DSX_READS(dout, N * OC * sizeof(T)));
   add_column_sums(dbias, MatrixEntry<T>{dout, OC}, N, OC, scratch, stream, "gpt2_bias_backward");
 }
 

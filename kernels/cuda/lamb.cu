@@ -100,12 +100,17 @@ void lamb_prepare(const LambHyper& hyper, int64_t step, float grad_factor, const
   LambCoeffs c = lamb_coeffs(hyper, step, grad_factor);
   unsigned blocks = static_cast<unsigned>(blocks_per_tensor(layout));
   auto* partials = static_cast<double*>(workspace);
+  const size_t n = layout.offsets_host[layout.num_tensors], partial_bytes = lamb_workspace_bytes(layout);
   for (size_t first = 0; first < layout.num_tensors; first += kMaxGridY) {
     unsigned tensors = static_cast<unsigned>(std::min(kMaxGridY, layout.num_tensors - first));
+    DSX_TOUCHES(DSX_READS(param, n * 4), DSX_READS(grad, n * 4), DSX_WRITES(exp_avg, n * 4),
+                DSX_WRITES(exp_avg_sq, n * 4), DSX_WRITES(partials, partial_bytes),
+                DSX_READS(layout.offsets_device, (layout.num_tensors + 1) * sizeof(size_t)));
     DSX_LAUNCH(dim3(blocks, tensors), kBlock, 0, stream, lamb_moments_kernel)(
         c, param, grad, exp_avg, exp_avg_sq, layout.offsets_device, first, partials);
     check_launch("lamb_moments_kernel");
   }
+  DSX_TOUCHES(DSX_READS(partials, partial_bytes), DSX_WRITES(norms_sq, 2 * layout.num_tensors * sizeof(double)));
   DSX_LAUNCH(static_cast<unsigned>(layout.num_tensors), kBlock, 0, stream, lamb_norms_kernel)(
       partials, blocks, norms_sq);
   check_launch("lamb_norms_kernel");
@@ -124,6 +129,12 @@ void lamb_apply(const LambHyper& hyper, int64_t step, float* param, const float*
   dispatch_copy(copy.data, copy.dtype, [&](auto kc) {
     for (size_t first = 0; first < layout.num_tensors; first += kMaxGridY) {
       unsigned tensors = static_cast<unsigned>(std::min(kMaxGridY, layout.num_tensors - first));
+      const size_t n = layout.offsets_host[layout.num_tensors];
+      DSX_TOUCHES(DSX_WRITES(param, n * 4), DSX_READS(exp_avg, n * 4), DSX_READS(exp_avg_sq, n * 4),
+                  DSX_READS(layout.offsets_device, (layout.num_tensors + 1) * sizeof(size_t)),
+                  DSX_READS(norms_sq, 2 * layout.num_tensors * sizeof(double)),
+                  DSX_WRITES(trust_out, layout.num_tensors * sizeof(float)),
+                  DSX_WRITES(copy.data, n * dtype_size(copy.dtype)));
       DSX_LAUNCH(dim3(blocks, tensors), kBlock, 0, stream, lamb_apply_kernel<decltype(kc)::value>)(
           c, param, exp_avg, exp_avg_sq, layout.offsets_device, first, norms_sq, trust_out,
           copy.data);

@@ -16,7 +16,19 @@
 // declare shared memory with DSX_SHARED(T, name, count) (a dsx_shared_ptr<T> where a function
 // takes it), so that the emulated GPU (tests/emulated_gpu) can build the same source with the
 // host compiler, run each launch with its shape and check every shared access for races.
+// DSX_TOUCHES(DSX_READS(p, bytes), DSX_WRITES(q, bytes), ...) before a launch declares what the
+// kernel reads and writes, for the emulated GPU's stream-order check; nvcc drops it.
 #ifndef DSX_LAUNCH
+// Under nvcc the declarations are not evaluated, but their names count as used.
+struct DsxLaunchTouch {
+  const void* data;
+  size_t bytes;
+};
+template <class... Touches>
+int dsx_launch_touches_unused(const Touches&...);
+#define DSX_READS(data, bytes) DsxLaunchTouch{(data), (bytes)}
+#define DSX_WRITES(data, bytes) DsxLaunchTouch{(data), (bytes)}
+#define DSX_TOUCHES(...) static_cast<void>(sizeof(dsx_launch_touches_unused(__VA_ARGS__)))
 #define DSX_LAUNCH(grid, block, shared_bytes, stream, ...) \
   __VA_ARGS__<<<grid, block, shared_bytes, stream>>>
 #define DSX_SHARED(T, name, count) __shared__ T name[count]

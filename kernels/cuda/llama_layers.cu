@@ -179,6 +179,8 @@ template <class T>
 void llama_embedding_forward(T* out, const int32_t* tokens, const T* table, size_t N, int C,
                              cudaStream_t stream) {
   const size_t n = N * C;
+  // The table is read at the tokens' rows only, which the launch does not know: not declared.
+  DSX_TOUCHES(DSX_WRITES(out, n * sizeof(T)), DSX_READS(tokens, N * 4));
   DSX_LAUNCH(grid_for(n), kBlock, 0, stream, embedding_forward_kernel)(out, tokens, table, C, n);
   check_launch("llama_embedding_forward");
 }
@@ -194,6 +196,8 @@ void llama_embedding_backward(T* dtable, const T* dout, const int32_t* token_row
 template <class T>
 void llama_rmsnorm_forward(T* out, float* rstd, const T* inp, const T* weight, size_t N, int C,
                            float eps, cudaStream_t stream) {
+  DSX_TOUCHES(DSX_WRITES(out, N * C * sizeof(T)), DSX_WRITES(rstd, N * 4), DSX_READS(inp, N * C * sizeof(T)),
+              DSX_READS(weight, C * sizeof(T)));
   DSX_LAUNCH(warp_blocks(N), kWarpsPerBlock * kWarp, 0, stream, rmsnorm_forward_kernel)(out, rstd, inp,
                                                                                 weight, N, C, eps);
   check_launch("llama_rmsnorm_forward");
@@ -203,9 +207,13 @@ template <class T>
 void llama_rmsnorm_backward(T* dinp, T* dweight, float* scratch, const T* dout, const T* inp,
                             const T* weight, const float* rstd, size_t N, int C,
                             cudaStream_t stream) {
+  const size_t rows_bytes = N * C * sizeof(T);
+  DSX_TOUCHES(DSX_WRITES(dinp, rows_bytes), DSX_READS(dout, rows_bytes), DSX_READS(inp, rows_bytes),
+              DSX_READS(weight, C * sizeof(T)), DSX_READS(rstd, N * 4));
   DSX_LAUNCH(warp_blocks(N), kWarpsPerBlock * kWarp, 0, stream, rmsnorm_backward_kernel)(
       dinp, dout, inp, weight, rstd, N, C);
   check_launch("llama_rmsnorm_backward");
+  DSX_TOUCHES(DSX_READS(dout, rows_bytes), DSX_READS(inp, rows_bytes), DSX_READS(rstd, N * 4));
   add_column_sums(dweight, RmsNormWeightTerm<T>{dout, inp, rstd, C}, N, C, scratch, stream,
                   "llama_rmsnorm_backward dweight");
 }
@@ -215,6 +223,10 @@ void llama_qkv_pack_forward(T* qkv, const T* q, const T* k, const T* v, const fl
                             const float* sin, int B, int Tn, int NH, int KV, int D,
                             cudaStream_t stream) {
   const size_t n = size_t(B) * Tn * NH * (D / 2);
+  const size_t rows = size_t(B) * Tn, QD = size_t(NH) * D, KVD = size_t(KV) * D, table = size_t(Tn) * (D / 2) * 4;
+  DSX_TOUCHES(DSX_WRITES(qkv, rows * 3 * QD * sizeof(T)), DSX_READS(q, rows * QD * sizeof(T)),
+              DSX_READS(k, rows * KVD * sizeof(T)), DSX_READS(v, rows * KVD * sizeof(T)), DSX_READS(cos, table),
+              DSX_READS(sin, table));
   DSX_LAUNCH(grid_for(n), kBlock, 0, stream, qkv_pack_forward_kernel)(qkv, q, k, v, cos, sin, n, Tn, NH, KV,
                                                               D);
   check_launch("llama_qkv_pack_forward");
@@ -224,6 +236,10 @@ template <class T>
 void llama_qkv_pack_backward(T* dq, T* dk, T* dv, const T* dqkv, const float* cos, const float* sin,
                              int B, int Tn, int NH, int KV, int D, cudaStream_t stream) {
   const size_t n = size_t(B) * Tn * NH * (D / 2);
+  const size_t rows = size_t(B) * Tn, QD = size_t(NH) * D, KVD = size_t(KV) * D, table = size_t(Tn) * (D / 2) * 4;
+  DSX_TOUCHES(DSX_WRITES(dq, rows * QD * sizeof(T)), DSX_WRITES(dk, rows * KVD * sizeof(T)),
+              DSX_WRITES(dv, rows * KVD * sizeof(T)), DSX_READS(dqkv, rows * 3 * QD * sizeof(T)),
+              DSX_READS(cos, table), DSX_READS(sin, table));
   DSX_LAUNCH(grid_for(n), kBlock, 0, stream, qkv_pack_backward_kernel)(dq, dk, dv, dqkv, cos, sin, n, Tn,
                                                                NH, KV, D);
   check_launch("llama_qkv_pack_backward");
@@ -233,6 +249,8 @@ template <class T>
 void llama_rope_forward(T* x, const float* cos, const float* sin, int B, int Tn, int H, int D,
                         cudaStream_t stream) {
   const size_t n = size_t(B) * Tn * H * (D / 2);
+  DSX_TOUCHES(DSX_WRITES(x, 2 * n * sizeof(T)), DSX_READS(cos, size_t(Tn) * (D / 2) * 4),
+              DSX_READS(sin, size_t(Tn) * (D / 2) * 4));
   DSX_LAUNCH(grid_for(n), kBlock, 0, stream, rope_kernel<T, true>)(x, cos, sin, n, Tn, H, D);
   check_launch("llama_rope_forward");
 }
@@ -241,12 +259,15 @@ template <class T>
 void llama_rope_backward(T* dx, const float* cos, const float* sin, int B, int Tn, int H, int D,
                          cudaStream_t stream) {
   const size_t n = size_t(B) * Tn * H * (D / 2);
+  DSX_TOUCHES(DSX_WRITES(dx, 2 * n * sizeof(T)), DSX_READS(cos, size_t(Tn) * (D / 2) * 4),
+              DSX_READS(sin, size_t(Tn) * (D / 2) * 4));
   DSX_LAUNCH(grid_for(n), kBlock, 0, stream, rope_kernel<T, false>)(dx, cos, sin, n, Tn, H, D);
   check_launch("llama_rope_backward");
 }
 
 template <class T>
 void llama_swiglu_forward(T* h, const T* gate, const T* up, size_t n, cudaStream_t stream) {
+  DSX_TOUCHES(DSX_WRITES(h, n * sizeof(T)), DSX_READS(gate, n * sizeof(T)), DSX_READS(up, n * sizeof(T)));
   DSX_LAUNCH(grid_for(n), kBlock, 0, stream, swiglu_forward_kernel)(h, gate, up, n);
   check_launch("llama_swiglu_forward");
 }
@@ -254,6 +275,8 @@ void llama_swiglu_forward(T* h, const T* gate, const T* up, size_t n, cudaStream
 template <class T>
 void llama_swiglu_backward(T* dgate, T* dup, const T* dh, const T* gate, const T* up, size_t n,
                            cudaStream_t stream) {
+  DSX_TOUCHES(DSX_WRITES(dgate, n * sizeof(T)), DSX_WRITES(dup, n * sizeof(T)), DSX_READS(dh, n * sizeof(T)),
+              DSX_READS(gate, n * sizeof(T)), DSX_READS(up, n * sizeof(T)));
   DSX_LAUNCH(grid_for(n), kBlock, 0, stream, swiglu_backward_kernel)(dgate, dup, dh, gate, up, n);
   check_launch("llama_swiglu_backward");
 }

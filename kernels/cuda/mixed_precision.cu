@@ -115,6 +115,7 @@ __global__ void sum_partials_kernel(const double* partials, unsigned n, double* 
 
 void unscale_and_check(DType dtype, void* x, float factor, size_t count, int* found_inf,
                        cudaStream_t stream) {
+  DSX_TOUCHES(DSX_WRITES(x, count * dtype_size(dtype)), DSX_WRITES(found_inf, sizeof(int)));
   dispatch_dtype(dtype, [&](auto tag) {
     constexpr DType T = decltype(tag)::value;
     launch_elementwise("unscale_and_check", UnscaleOp<T>{x, factor, found_inf}, count,
@@ -123,6 +124,7 @@ void unscale_and_check(DType dtype, void* x, float factor, size_t count, int* fo
 }
 
 void has_inf_or_nan(DType dtype, const void* x, size_t count, int* found_inf, cudaStream_t stream) {
+  DSX_TOUCHES(DSX_READS(x, count * dtype_size(dtype)), DSX_WRITES(found_inf, sizeof(int)));
   dispatch_dtype(dtype, [&](auto tag) {
     constexpr DType T = decltype(tag)::value;
     launch_elementwise("has_inf_or_nan", CheckOp<T>{x, found_inf}, count, vector_ok(T, x), stream);
@@ -134,17 +136,20 @@ size_t sum_of_squares_workspace_bytes() { return kSumBlocks * sizeof(double); }
 void sum_of_squares(DType dtype, const void* x, size_t count, double* out, void* workspace,
                     cudaStream_t stream) {
   auto* partials = static_cast<double*>(workspace);
+  DSX_TOUCHES(DSX_READS(x, count * dtype_size(dtype)), DSX_WRITES(partials, kSumBlocks * sizeof(double)));
   dispatch_dtype(dtype, [&](auto tag) {
     DSX_LAUNCH(kSumBlocks, kBlock, 0, stream,
                sum_squares_partial_kernel<decltype(tag)::value>)(x, count, partials);
   });
   check_launch("sum_squares_partial_kernel");
+  DSX_TOUCHES(DSX_READS(partials, kSumBlocks * sizeof(double)), DSX_WRITES(out, sizeof(double)));
   DSX_LAUNCH(1, 1024, 0, stream, sum_partials_kernel)(partials, kSumBlocks, out);
   check_launch("sum_partials_kernel");
 }
 
 void cast(DType src_dtype, const void* src, DType dst_dtype, void* dst, size_t count,
           cudaStream_t stream) {
+  DSX_TOUCHES(DSX_READS(src, count * dtype_size(src_dtype)), DSX_WRITES(dst, count * dtype_size(dst_dtype)));
   dispatch_dtype(src_dtype, [&](auto s) {
     dispatch_dtype(dst_dtype, [&](auto d) {
       constexpr DType S = decltype(s)::value, D = decltype(d)::value;
@@ -155,6 +160,7 @@ void cast(DType src_dtype, const void* src, DType dst_dtype, void* dst, size_t c
 }
 
 void scale(DType dtype, void* x, float factor, size_t count, cudaStream_t stream) {
+  DSX_TOUCHES(DSX_WRITES(x, count * dtype_size(dtype)));
   dispatch_dtype(dtype, [&](auto tag) {
     constexpr DType T = decltype(tag)::value;
     launch_elementwise("scale", ScaleOp<T>{x, factor}, count, vector_ok(T, x), stream);
@@ -164,6 +170,8 @@ void scale(DType dtype, void* x, float factor, size_t count, cudaStream_t stream
 void sum_blocks(DType src_dtype, const void* src, size_t blocks, size_t stride, float factor, DType dst_dtype,
                 void* dst, size_t count, bool accumulate, cudaStream_t stream) {
   if (blocks == 0) return;
+  DSX_TOUCHES(DSX_READS(src, ((blocks - 1) * stride + count) * dtype_size(src_dtype)),
+              DSX_WRITES(dst, count * dtype_size(dst_dtype)));
   dispatch_dtype(src_dtype, [&](auto s) {
     dispatch_dtype(dst_dtype, [&](auto d) {
       constexpr DType S = decltype(s)::value, D = decltype(d)::value;
@@ -175,6 +183,7 @@ void sum_blocks(DType src_dtype, const void* src, size_t blocks, size_t stride, 
 
 void reduce_into(DType dtype, ReduceOp op, void* dst, const void* src, size_t count,
                  cudaStream_t stream) {
+  DSX_TOUCHES(DSX_WRITES(dst, count * dtype_size(dtype)), DSX_READS(src, count * dtype_size(dtype)));
   dispatch_dtype(dtype, [&](auto tag) {
     constexpr DType T = decltype(tag)::value;
     bool vec = vector_ok(T, dst) && vector_ok(T, src);

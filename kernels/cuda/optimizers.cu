@@ -120,6 +120,8 @@ void adam_step(const AdamHyper& hyper, int64_t step, float grad_factor, float* p
                const float* grad, float* exp_avg, float* exp_avg_sq, size_t count, ParamCopy copy,
                cudaStream_t stream) {
   check_step("cuda::adam_step", step);
+  DSX_TOUCHES(DSX_WRITES(param, count * 4), DSX_READS(grad, count * 4), DSX_WRITES(exp_avg, count * 4),
+              DSX_WRITES(exp_avg_sq, count * 4), DSX_WRITES(copy.data, count * dtype_size(copy.dtype)));
   AdamCoeffs c = adam_coeffs(hyper, step, grad_factor);
   bool vec = all_vector_ok({param, grad, exp_avg, exp_avg_sq}, copy);
   auto launch = [&](auto decay) {
@@ -145,6 +147,8 @@ void adam_step(const AdamHyper& hyper, int64_t step, float grad_factor, float* p
 void lion_step(const LionHyper& hyper, float grad_factor, float* param, const float* grad,
                float* exp_avg, size_t count, ParamCopy copy, cudaStream_t stream) {
   bool vec = all_vector_ok({param, grad, exp_avg}, copy);
+  DSX_TOUCHES(DSX_WRITES(param, count * 4), DSX_READS(grad, count * 4), DSX_WRITES(exp_avg, count * 4),
+              DSX_WRITES(copy.data, count * dtype_size(copy.dtype)));
   dispatch_copy(copy.data, copy.dtype, [&](auto kc) {
     LionOp<decltype(kc)::value> op{hyper, grad_factor, param, grad, exp_avg, copy.data};
     launch_elementwise("lion_step", op, count, vec, stream);
@@ -155,6 +159,8 @@ void sgd_step(const SgdHyper& hyper, int64_t step, float grad_factor, float* par
               const float* grad, float* momentum_buffer, size_t count, ParamCopy copy,
               cudaStream_t stream) {
   check_step("cuda::sgd_step", step);
+  DSX_TOUCHES(DSX_WRITES(param, count * 4), DSX_READS(grad, count * 4),
+              DSX_WRITES(momentum_buffer, count * 4), DSX_WRITES(copy.data, count * dtype_size(copy.dtype)));
   bool vec = all_vector_ok({param, grad, momentum_buffer}, copy);
   if (hyper.momentum == 0.0f)
     return launch_sgd<SgdKind::Plain, false>(hyper, grad_factor, param, grad, momentum_buffer,
@@ -180,6 +186,8 @@ void sgd_step(const SgdHyper& hyper, int64_t step, float grad_factor, float* par
 void adagrad_step(const AdagradHyper& hyper, float grad_factor, float* param, const float* grad,
                   float* sum_sq, size_t count, ParamCopy copy, cudaStream_t stream) {
   bool vec = all_vector_ok({param, grad, sum_sq}, copy);
+  DSX_TOUCHES(DSX_WRITES(param, count * 4), DSX_READS(grad, count * 4), DSX_WRITES(sum_sq, count * 4),
+              DSX_WRITES(copy.data, count * dtype_size(copy.dtype)));
   dispatch_copy(copy.data, copy.dtype, [&](auto kc) {
     AdagradOp<decltype(kc)::value> op{hyper, grad_factor, param, grad, sum_sq, copy.data};
     launch_elementwise("adagrad_step", op, count, vec, stream);

@@ -31,7 +31,8 @@ __global__ void token_rows_sum_kernel(T* dtable, const T* dout, const int32_t* t
 }
 
 // token_rows: the batch's kernels::TokenRows packed array in device memory, `distinct` its U.
-// The caller checks the launch.
+// The caller checks the launch. Its reads and writes (rows chosen by the tokens) are not declared
+// to the emulated GPU's stream-order check.
 template <class T>
 void add_token_rows(T* dtable, const T* dout, const int32_t* token_rows, int distinct, int C,
                     cudaStream_t stream) {

@@ -239,6 +239,10 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
     const Layout bias_layout{d.type, d.rows, 1, int64_t(d.rows)};
     if (!bias || !in_device_memory(bias_layout, bias, "bias")) return CUBLAS_STATUS_INVALID_VALUE;
   }
+  auto extent = [](const Layout& l) { return (size_t(l.ld) * (l.cols - 1) + l.rows) * element_bytes(l.type); };
+  std::vector<dsx::emu::Touch> touches{{A, extent(a), false}, {B, extent(b), false}, {D, extent(d), true}};
+  if (beta != 0.0f) touches.push_back({C, extent(c), false});
+  if (bias) touches.push_back({bias, d.rows * element_bytes(d.type), false});
   const cudaError_t e = dsx::emu::enqueue(stream, "cublasLtMatmul", [=]() -> std::string {
     const std::vector<float> fa = widen(a, A), fb = widen(b, B);
     std::vector<float> fd(size_t(d.ld) * d.cols, 0.0f);
@@ -254,7 +258,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
     }
     narrow(d, fd, D);
     return {};
-  });
+  }, touches);
   return e == cudaSuccess ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_EXECUTION_FAILED;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tests/emulated_gpu/memory.h"
+#include "tests/emulated_gpu/order_check.h"
 #include "tests/emulated_gpu/runtime.h"
 #include "tests/emulated_gpu/streams.h"
 
@@ -59,15 +60,21 @@ cudaError_t copy_async(void* dst, const void* src, size_t bytes, cudaMemcpyKind 
     // From pageable memory CUDA stages the source before returning: the caller may reuse it.
     auto staged = std::make_shared<std::vector<std::byte>>(static_cast<const std::byte*>(src),
                                                            static_cast<const std::byte*>(src) + bytes);
-    e = enqueue(stream, call, [dst, staged] {
-      std::memcpy(dst, staged->data(), staged->size());
-      return std::string();
-    });
+    e = enqueue(
+        stream, call,
+        [dst, staged] {
+          std::memcpy(dst, staged->data(), staged->size());
+          return std::string();
+        },
+        {{dst, bytes, true}});
   } else {
-    e = enqueue(stream, call, [dst, src, bytes] {
-      std::memmove(dst, src, bytes);
-      return std::string();
-    });
+    e = enqueue(
+        stream, call,
+        [dst, src, bytes] {
+          std::memmove(dst, src, bytes);
+          return std::string();
+        },
+        {{src, bytes, false}, {dst, bytes, true}});
   }
   if (e) return set_last_error(e);
   // Into pageable memory the copy is synchronous for the host, as on CUDA.
@@ -175,6 +182,7 @@ cudaError_t cudaMalloc(void** p, size_t bytes) {
   if (cudaError_t e = sticky_error()) return e;
   *p = device_allocate(current_device(), bytes);
   if (!*p) return set_last_error(cudaErrorMemoryAllocation);
+  order_forget(*p, bytes);
   // Fresh memory holds NaNs (0xff bytes): a read before the first write shows, as garbage would.
   with_device_access([&] { std::memset(*p, 0xff, bytes); });
   return cudaSuccess;
@@ -196,10 +204,14 @@ cudaError_t cudaMallocAsync(void** p, size_t bytes, cudaStream_t stream) {
   *p = device_allocate(device, bytes);
   if (!*p) return set_last_error(cudaErrorMemoryAllocation);
   void* at = *p;
-  return enqueue(stream, "cudaMallocAsync", [at, bytes] {
-    std::memset(at, 0xff, bytes);
-    return std::string();
-  });
+  order_forget(at, bytes);
+  return enqueue(
+      stream, "cudaMallocAsync",
+      [at, bytes] {
+        std::memset(at, 0xff, bytes);
+        return std::string();
+      },
+      {{at, bytes, true}});
 }
 
 cudaError_t cudaFreeAsync(void* p, cudaStream_t stream) {
@@ -267,10 +279,13 @@ cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t strea
   std::string why;
   if (bytes && !check_range(p, bytes, MemoryKind::Device, &why))
     return refuse(cudaErrorInvalidValue, "cudaMemset", why);
-  return enqueue(stream, "cudaMemset", [p, value, bytes] {
-    std::memset(p, value, bytes);
-    return std::string();
-  });
+  return enqueue(
+      stream, "cudaMemset",
+      [p, value, bytes] {
+        std::memset(p, value, bytes);
+        return std::string();
+      },
+      {{p, bytes, true}});
 }
 
 cudaError_t cudaMemset(void* p, int value, size_t bytes) {

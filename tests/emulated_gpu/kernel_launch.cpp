@@ -1,6 +1,8 @@
 #include "tests/emulated_gpu/kernel_launch.h"
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tests/emulated_gpu/block_runner.h"
 #include "tests/emulated_gpu/runtime.h"
@@ -27,9 +29,16 @@ std::string shape_error(const LaunchShape& s) {
   return {};
 }
 
+thread_local std::vector<Touch> t_touches;  // declared for the next launch
+
 }  // namespace
 
+void declare_launch_touches(std::initializer_list<Touch> touches) {
+  t_touches.insert(t_touches.end(), touches.begin(), touches.end());
+}
+
 void launch_kernel(const LaunchShape& shape, std::function<void()> body) {
+  std::vector<Touch> touches = std::exchange(t_touches, {});
   if (cudaError_t e = sticky_error()) {
     set_last_error(e);
     return;
@@ -41,9 +50,10 @@ void launch_kernel(const LaunchShape& shape, std::function<void()> body) {
     return;
   }
   const LaunchShape s = shape;
-  cudaError_t e = enqueue(shape.stream, shape.kernel, [s, body = std::move(body)] {
-    return run_grid(s.kernel, s.grid, s.block, s.shared_bytes, body);
-  });
+  cudaError_t e = enqueue(
+      shape.stream, shape.kernel,
+      [s, body = std::move(body)] { return run_grid(s.kernel, s.grid, s.block, s.shared_bytes, body); },
+      touches);
   set_last_error(e);
 }
 

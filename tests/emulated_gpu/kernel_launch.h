@@ -9,10 +9,13 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <initializer_list>
 #include <functional>
 #include <tuple>
 #include <type_traits>
 #include <utility>
+
+#include "tests/emulated_gpu/runtime.h"
 
 namespace dsx::emu {
 
@@ -23,8 +26,13 @@ struct LaunchShape {
   const char* kernel = "";
 };
 
-// Checks the shape and enqueues `body` (one GPU thread's work) for every thread of the grid.
+// Checks the shape and enqueues `body` (one GPU thread's work) for every thread of the grid, with
+// the ranges declared by DSX_TOUCHES before it on this thread.
 void launch_kernel(const LaunchShape& shape, std::function<void()> body);
+
+// Adds to what the next launch on this thread reads and writes (the stream-order check,
+// order_check.h); that launch takes them all.
+void declare_launch_touches(std::initializer_list<Touch> touches);
 
 // `call` calls the kernel with the arguments it is given, so that a kernel template deduces its
 // parameters from the arguments as at a <<<...>>> launch.
@@ -53,6 +61,9 @@ Launch<Call> make_launch(dim3 grid, dim3 block, size_t shared_bytes, cudaStream_
 
 }  // namespace dsx::emu
 
+#define DSX_TOUCHES(...) ::dsx::emu::declare_launch_touches({__VA_ARGS__})
+#define DSX_READS(data, bytes) ::dsx::emu::Touch{(data), (bytes), false}
+#define DSX_WRITES(data, bytes) ::dsx::emu::Touch{(data), (bytes), true}
 #define DSX_LAUNCH(grid, block, shared_bytes, stream, ...)                                 \
   ::dsx::emu::make_launch(grid, block, shared_bytes, stream, #__VA_ARGS__,                 \
                           [](const auto&... dsx_kernel_args) { __VA_ARGS__(dsx_kernel_args...); })

@@ -60,8 +60,9 @@ ncclResult_t check_call(ncclComm_t comm, cudaStream_t stream, const char* call,
 }
 
 // Enqueues `run` on `stream` in its turn among the communicator's operations.
+// `touches`: the buffers it reads and writes, for the stream-order check.
 ncclResult_t enqueue_op(const std::shared_ptr<Comm>& c, cudaStream_t stream, const char* what,
-                        std::function<void(Comm&)> run) {
+                        std::function<void(Comm&)> run, const std::vector<Touch>& touches) {
   const uint64_t ticket = c->take_ticket();
   c->outstanding.fetch_add(1);
   cudaError_t e;
@@ -74,7 +75,7 @@ ncclResult_t enqueue_op(const std::shared_ptr<Comm>& c, cudaStream_t stream, con
       c->running.fetch_sub(1);
       c->outstanding.fetch_sub(1);
       return {};  // NCCL's failures are the communicator's, not the device's
-    });
+    }, touches);
   }
   if (e == cudaSuccess) return ncclSuccess;
   c->end_turn(ticket);
@@ -91,6 +92,7 @@ struct Pending {
   bool p2p;
   Collective collective;
   PointToPoint transfer;
+  std::vector<Touch> touches;
 };
 struct Group {
   int depth = 0;
@@ -101,6 +103,8 @@ thread_local Group t_group;
 
 ncclResult_t issue_p2p(const std::shared_ptr<Comm>& c, cudaStream_t stream,
                        std::vector<PointToPoint> ops) {
+  std::vector<Touch> touches;
+  for (const PointToPoint& p : ops) touches.push_back({p.buffer, p.bytes, !p.send});
   {
     std::lock_guard lock(c->mutex);
     for (PointToPoint& p : ops) p.seq = ++(p.send ? c->sent : c->received)[size_t(p.peer)];
@@ -108,7 +112,7 @@ ncclResult_t issue_p2p(const std::shared_ptr<Comm>& c, cudaStream_t stream,
   return enqueue_op(
       c, stream,
       ops.size() == 1 ? (ops[0].send ? "ncclSend" : "ncclRecv") : "ncclGroupEnd (send/recv)",
-      [ops = std::move(ops)](Comm& comm) { run_point_to_point(comm, ops); });
+      [ops = std::move(ops)](Comm& comm) { run_point_to_point(comm, ops); }, touches);
 }
 
 ncclResult_t issue(Pending op) {
@@ -119,7 +123,7 @@ ncclResult_t issue(Pending op) {
   if (op.p2p) return issue_p2p(op.c, op.stream, {op.transfer});
   const Collective coll = op.collective;
   return enqueue_op(op.c, op.stream, kind_name(coll.kind),
-                    [coll](Comm& c) { run_collective(c, coll); });
+                    [coll](Comm& c) { run_collective(c, coll); }, op.touches);
 }
 
 ncclResult_t checked_collective(Kind kind, const void* in, void* out, size_t count,
@@ -149,7 +153,8 @@ ncclResult_t checked_collective(Kind kind, const void* in, void* out, size_t cou
                                                                                    : bytes;
   if (ncclResult_t e = check_call(comm, stream, call, {{in, in_bytes}, {out, out_bytes}})) return e;
   if (count == 0) return ncclSuccess;
-  return issue({comm->c, stream, false, {kind, in, out, count, type, op, root}, {}});
+  return issue({comm->c, stream, false, {kind, in, out, count, type, op, root}, {},
+                {{in, in_bytes, false}, {out, out_bytes, true}}});
 }
 
 ncclResult_t checked_point_to_point(bool send, void* buffer, size_t count, ncclDataType_t type,
@@ -163,7 +168,7 @@ ncclResult_t checked_point_to_point(bool send, void* buffer, size_t count, ncclD
     return refuse(ncclInvalidArgument, call,
                   "peer " + std::to_string(peer) + " is not a rank of the communicator");
   if (ncclResult_t e = check_call(comm, stream, call, {{buffer, count * es}})) return e;
-  return issue({comm->c, stream, true, {}, {send, buffer, count * es, peer}});
+  return issue({comm->c, stream, true, {}, {send, buffer, count * es, peer}, {}});
 }
 
 // A call refused inside a group fails the whole group at ncclGroupEnd, as on NCCL.

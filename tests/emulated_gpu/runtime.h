@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace dsx::emu {
 
@@ -40,11 +41,20 @@ PointerInfo locate(const void* p);
 bool check_range(const void* p, size_t bytes, MemoryKind kind, std::string* why);
 
 // ---- streams ----
+// A byte range an operation reads or writes, for the stream-order check (order_check.h).
+struct Touch {
+  const void* data = nullptr;
+  size_t bytes = 0;
+  bool write = false;
+};
+
 // Enqueues `work` on `stream` (0 and cudaStreamLegacy: the current device's legacy default
 // stream, with its implicit ordering). It runs on the stream's worker, in stream order, with
 // device memory readable; a non-empty string it returns is a fault: the device's error becomes
-// sticky (cudaErrorLaunchFailure) and the message is printed.
-cudaError_t enqueue(cudaStream_t stream, const char* what, std::function<std::string()> work);
+// sticky (cudaErrorLaunchFailure) and the message is printed. `touches` are checked against
+// the other streams' work now, at enqueue time: an unordered access is such a fault too.
+cudaError_t enqueue(cudaStream_t stream, const char* what, std::function<std::string()> work,
+                    const std::vector<Touch>& touches = {});
 // The device a stream belongs to (-1 for an unknown handle).
 int stream_device(cudaStream_t stream);
 // The host waits until `stream` ran everything enqueued so far (counted as a host sync).

@@ -15,6 +15,7 @@
 
 #include "tests/emulated_gpu/emulated_gpu.h"
 #include "tests/emulated_gpu/memory.h"
+#include "tests/emulated_gpu/order_check.h"
 #include "tests/emulated_gpu/runtime.h"
 
 namespace dsx::emu {
@@ -30,6 +31,7 @@ std::chrono::seconds stream_wait_limit() {
 
 struct StreamImpl {
   int device = 0;
+  int actor = 0;  // in the stream-order check
   bool legacy = false, blocking = true;
   std::string name;
   std::mutex mutex;
@@ -69,6 +71,7 @@ struct EventImpl {
   unsigned flags = 0;
   std::shared_ptr<StreamImpl> stream;  // where it was last recorded
   uint64_t point = 0;
+  OrderClock clock;  // the recording stream's, at the record
   uint64_t generation = 0, polled_generation = UINT64_MAX;
   std::shared_ptr<std::atomic<int64_t>> stamp;  // ns, when the stream reached it
 };
@@ -131,10 +134,14 @@ void run_worker(std::shared_ptr<StreamImpl> s) {
 }
 
 std::shared_ptr<StreamImpl> start_stream(int device, bool legacy, bool blocking) {
+  static std::atomic<int> created{0};
   auto s = std::make_shared<StreamImpl>();
   s->device = device;
   s->legacy = legacy;
   s->blocking = blocking;
+  s->actor = add_order_actor(legacy ? "GPU " + std::to_string(device) + "'s legacy stream"
+                                    : "GPU " + std::to_string(device) + " stream #" +
+                                          std::to_string(created.fetch_add(1)));
   std::thread(run_worker, s).detach();
   return s;
 }
@@ -181,6 +188,7 @@ void order_with_legacy(StreamImpl& s) {
     }
   }
   for (auto& [other, point] : before) {
+    order_merge(s.actor, order_snapshot(other->actor));
     {
       std::lock_guard lock(other->mutex);
       if (other->completed >= other->enqueued) continue;
@@ -202,11 +210,16 @@ cudaError_t sticky_error() {
 uint64_t host_syncs() { return g_host_syncs.load(); }
 void count_host_sync() { g_host_syncs.fetch_add(1); }
 
-cudaError_t enqueue(cudaStream_t stream, const char* what, std::function<std::string()> work) {
+cudaError_t enqueue(cudaStream_t stream, const char* what, std::function<std::string()> work,
+                    const std::vector<Touch>& touches) {
   if (cudaError_t e = sticky_error()) return e;
   auto s = resolve(stream);
   if (!s) return cudaErrorInvalidResourceHandle;
   order_with_legacy(*s);
+  if (std::string race = order_access(s->actor, touches, what); !race.empty()) {
+    fault(s->device, race);
+    return cudaErrorLaunchFailure;
+  }
   s->push({what, std::move(work), true});
   return cudaSuccess;
 }
@@ -225,11 +238,13 @@ cudaError_t synchronize_stream(cudaStream_t stream) {
     std::lock_guard lock(s->mutex);
     point = s->enqueued;
   }
+  const OrderClock reached = order_snapshot(s->actor);
   if (!s->wait_for(point, stream_wait_limit())) {
     say("cudaStreamSynchronize waited " + std::to_string(stream_wait_limit().count()) +
         " s for work that never finished");
     return cudaErrorLaunchTimeout;
   }
+  order_merge(kHostActor, reached);
   protect_if_idle();
   return sticky_error();
 }
@@ -271,6 +286,7 @@ cudaError_t query_stream(cudaStream_t stream) {
     count_host_sync();
   }
   if (s->completed < s->enqueued) return cudaErrorNotReady;
+  order_merge(kHostActor, order_snapshot(s->actor));
   protect_if_idle();
   return sticky_error();
 }
@@ -292,7 +308,9 @@ cudaError_t synchronize_device() {
       std::lock_guard lock(s->mutex);
       point = s->enqueued;
     }
+    const OrderClock reached = order_snapshot(s->actor);
     if (!s->wait_for(point, stream_wait_limit())) return cudaErrorLaunchTimeout;
+    order_merge(kHostActor, reached);
   }
   protect_if_idle();
   return sticky_error();
@@ -348,6 +366,7 @@ cudaError_t record_event(cudaEvent_t event, cudaStream_t stream) {
   e->stream = s;
   e->point = point;
   e->stamp = stamp;
+  e->clock = order_snapshot(s->actor);
   ++e->generation;
   return cudaSuccess;
 }
@@ -361,6 +380,7 @@ cudaError_t query_event(cudaEvent_t event) {
     count_host_sync();
   }
   if (!e->stream->reached(e->point)) return cudaErrorNotReady;
+  order_merge(kHostActor, e->clock);
   protect_if_idle();
   return sticky_error();
 }
@@ -371,6 +391,7 @@ cudaError_t synchronize_event(cudaEvent_t event) {
   count_host_sync();
   if (!e->stream) return cudaSuccess;
   if (!e->stream->wait_for(e->point, stream_wait_limit())) return cudaErrorLaunchTimeout;
+  order_merge(kHostActor, e->clock);
   protect_if_idle();
   return sticky_error();
 }
@@ -382,6 +403,7 @@ cudaError_t stream_wait_event(cudaStream_t stream, cudaEvent_t event) {
   if (!e || !s) return cudaErrorInvalidResourceHandle;
   if (!e->stream) return cudaSuccess;  // never recorded: nothing to wait for
   order_with_legacy(*s);
+  order_merge(s->actor, e->clock);
   s->push(wait_item(e->stream, e->point));
   return cudaSuccess;
 }

@@ -184,6 +184,32 @@ TEST(EmulatedGpu, StreamsRunConcurrentlyAndEventsOrderThem) {
   cudaStreamDestroy(s2);
 }
 
+// Stream s2 adds what s1 filled, with or without the event between them; the launches declare
+// what they touch, so the order check sees the missing wait whatever the timing.
+[[noreturn]] void add_after_fill(bool with_event) {
+  const size_t n = 4096;
+  Device<float> a(n), b(n);
+  cudaStream_t s1, s2;
+  cudaEvent_t filled;
+  cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking);
+  cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking);
+  cudaEventCreateWithFlags(&filled, cudaEventDisableTiming);
+  DSX_TOUCHES(DSX_WRITES(b.ptr, n * 4));
+  DSX_LAUNCH(8, 256, 0, s1, fill_kernel)(b.ptr, 3.0f, n);
+  cudaEventRecord(filled, s1);
+  if (with_event) cudaStreamWaitEvent(s2, filled, 0);
+  DSX_TOUCHES(DSX_WRITES(a.ptr, n * 4), DSX_READS(b.ptr, n * 4));
+  DSX_LAUNCH(1, 256, 0, s2, add_kernel)(a.ptr, b.ptr, n);
+  std::exit(cudaStreamSynchronize(s2) == cudaSuccess ? 0 : 3);
+}
+
+TEST(EmulatedGpuDeathTest, AStreamReadingAnotherStreamsWritesWithoutAnEventIsReported) {
+  THREADSAFE_DEATH_TESTS();
+  EXPECT_EXIT(add_after_fill(false), ::testing::ExitedWithCode(3),
+              "stream-order violation: reads bytes .* not ordered after they were written on another stream");
+  EXPECT_EXIT(add_after_fill(true), ::testing::ExitedWithCode(0), "");
+}
+
 TEST(EmulatedGpu, HostSynchronisationsAreCounted) {
   Device<float> d(1024);
   cudaStream_t s;
