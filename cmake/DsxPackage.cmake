@@ -7,6 +7,11 @@
 # binary, so they are the package names of the OS it was built on (Debian 12, Ubuntu 22.04 or
 # 24.04); `cpack -G TGZ` makes the tarball `dsx cloud ... --dsx-package` also takes.
 include(GNUInstallDirs)
+if(DSX_CUDA_EMULATED)
+  # Linked to the emulated GPU, a test fixture: nothing of this build is installed or packaged.
+  message(STATUS "dsx: the emulated GPU build installs and packages nothing")
+  return()
+endif()
 
 install(TARGETS dsx RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT dsx)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/configs/ DESTINATION ${CMAKE_INSTALL_DATADIR}/dsx/configs
