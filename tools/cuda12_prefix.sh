@@ -68,13 +68,7 @@ require_pip
 start=$SECONDS
 start_stage "$prefix"
 
-say "downloading ${wheels[*]}"
-python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
-  --dest "$stage/wheels" "${wheels[@]}"
-for whl in "$stage"/wheels/*.whl; do
-  python3 -m zipfile -e "$whl" "$stage/unpacked"
-  rm -f "$whl"
-done
+unpack_wheels "${wheels[@]}"
 unpacked=$stage/unpacked/nvidia
 for pkg in "${packages[@]}"; do
   [[ -d $unpacked/$pkg/include ]] ||

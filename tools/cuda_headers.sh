@@ -30,13 +30,7 @@ fi
 source "$repo/tools/wheel_stage.sh"
 require_pip
 start_stage "$prefix"
-say "downloading ${wheels[*]}"
-python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
-  --dest "$stage/wheels" "${wheels[@]}"
-for whl in "$stage"/wheels/*.whl; do
-  python3 -m zipfile -e "$whl" "$stage/unpacked"
-  rm -f "$whl"
-done
+unpack_wheels "${wheels[@]}"
 mkdir -p "$stage/include"
 for pkg in "${packages[@]}"; do
   [[ -d $stage/unpacked/nvidia/$pkg/include ]] ||

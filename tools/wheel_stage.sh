@@ -1,5 +1,5 @@
 # Sourced by the scripts that lay out files from PyPI wheels in a private folder (cuda12_prefix.sh,
-# cudnn_frontend.sh), which define say and die first: the check that pip can download, and the
+# cuda_headers.sh, cudnn_frontend.sh), which define say and die first: the check that pip can download, and the
 # staging folder that takes the folder's place only once everything in it is in place.
 
 require_pip() {
@@ -15,4 +15,17 @@ start_stage() {
   rm -rf "$stage"
   mkdir -p "$stage/wheels" "$stage/unpacked"
   trap 'rm -rf "$stage"' EXIT
+}
+
+# unpack_wheels WHEEL...: downloads the pinned wheels (no dependencies, binaries only) and unpacks
+# each into $stage/unpacked, keeping none of the archives.
+unpack_wheels() {
+  say "downloading $*"
+  python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+    --dest "$stage/wheels" "$@"
+  local whl
+  for whl in "$stage"/wheels/*.whl; do
+    python3 -m zipfile -e "$whl" "$stage/unpacked"
+    rm -f "$whl"
+  done
 }
