@@ -3,6 +3,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cctype>
 #include <fstream>
 #include <sstream>
@@ -20,8 +21,9 @@ std::string_view strip(std::string_view s) {
   return s;
 }
 
-// Matches `^(\S+)\s+slots=(\d+)` on an already stripped line.
-bool match_entry(std::string_view line, std::string* host, long* slots) {
+// Matches `^(\S+)\s+slots=(\d+)` on an already stripped line. `digits` gets the slot count as
+// written; `tail` what follows it up to the next blank (empty for a whole number).
+bool match_entry(std::string_view line, std::string* host, std::string_view* digits, std::string_view* tail) {
   size_t i = 0;
   while (i < line.size() && !std::isspace(static_cast<unsigned char>(line[i]))) ++i;
   if (i == 0 || i == line.size()) return false;
@@ -30,14 +32,13 @@ bool match_entry(std::string_view line, std::string* host, long* slots) {
   std::string_view rest = line.substr(i);
   if (rest.substr(0, 6) != "slots=") return false;
   rest.remove_prefix(6);
-  size_t digits = 0;
-  long value = 0;
-  while (digits < rest.size() && std::isdigit(static_cast<unsigned char>(rest[digits]))) {
-    value = std::min<long>(value * 10 + (rest[digits] - '0'), kMaxSlots + 1);
-    ++digits;
-  }
-  if (digits == 0) return false;
-  *slots = value;
+  size_t n = 0;
+  while (n < rest.size() && std::isdigit(static_cast<unsigned char>(rest[n]))) ++n;
+  if (n == 0) return false;
+  *digits = rest.substr(0, n);
+  size_t t = n;
+  while (t < rest.size() && !std::isspace(static_cast<unsigned char>(rest[t]))) ++t;
+  *tail = rest.substr(n, t - n);
   return true;
 }
 
@@ -51,6 +52,7 @@ std::vector<HostfileEntry> parse_hostfile(std::string_view text, const std::stri
   std::vector<HostfileEntry> entries;
   int line_no = 0;
   size_t pos = 0;
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") pos = 3;  // a UTF-8 byte order mark (editors on Windows add one)
   while (pos <= text.size()) {
     size_t end = text.find('\n', pos);
     if (end == std::string_view::npos) end = text.size();
@@ -59,14 +61,23 @@ std::vector<HostfileEntry> parse_hostfile(std::string_view text, const std::stri
     pos = end + 1;
     if (line.empty() || line.front() == '#') continue;
     std::string host;
-    long slots = 0;
-    if (!match_entry(line, &host, &slots)) {
+    std::string_view digits, tail;
+    if (!match_entry(line, &host, &digits, &tail)) {
       fail(path, line_no,
            "Hostfile contains a bad entry: " + std::string(line) +
                ", unable to proceed with launching. Expected 'HOST slots=N' (e.g. 'worker-0 "
                "slots=8'); comment lines start with '#'.");
     }
-    if (slots > kMaxSlots) fail(path, line_no, "slots=" + std::to_string(slots) + " is too large");
+    const std::string written = std::string(digits) + std::string(tail);
+    if (!tail.empty()) {
+      fail(path, line_no, "slots=" + written + " is not a whole number; write the number of ranks of " + host +
+                              " as digits only (e.g. 'slots=2')");
+    }
+    digits.remove_prefix(std::min(digits.find_first_not_of('0'), digits.size() - 1));  // leading zeros
+    if (digits.size() > 6 || std::stol(std::string(digits)) > kMaxSlots) {
+      fail(path, line_no, "slots=" + written + " is too large (at most " + std::to_string(kMaxSlots) + ")");
+    }
+    const long slots = std::stol(std::string(digits));
     for (const auto& e : entries) {
       if (e.host == host) {
         fail(path, line_no,
@@ -89,7 +100,13 @@ std::vector<HostfileEntry> parse_hostfile(std::string_view text, const std::stri
 
 std::optional<std::vector<HostfileEntry>> read_hostfile(const std::string& path) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  if (S_ISDIR(st.st_mode)) {
+    throw Error(ErrorKind::Launch, "hostfile " + path +
+                                       " is a directory; -H/--hostfile must name a hostfile ('HOST slots=N' lines), "
+                                       "or a path that does not exist to launch on this machine only");
+  }
+  if (!S_ISREG(st.st_mode)) return std::nullopt;
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw Error(ErrorKind::Io, "hostfile " + path + " exists but cannot be read: check its permissions");

@@ -1,5 +1,6 @@
 // The MPI-style hostfile of the `deepspeed` launcher: one `HOST slots=N` per line, blank lines
-// and `#` comments ignored, text after the slot count ignored. Errors name the file and line and
+// and `#` comments ignored, text after the slot count ignored. dsx refuses what DeepSpeed's regex
+// would misread: a slot count that is not a whole number (`slots=2.5`) or too large. Errors name the file and line and
 // keep DeepSpeed's wording so that users can search for them.
 #pragma once
 
@@ -21,8 +22,8 @@ struct HostfileEntry {
 // line, a duplicate host, or a file without entries.
 std::vector<HostfileEntry> parse_hostfile(std::string_view text, const std::string& path);
 
-// Reads and parses `path`. Returns nullopt when `path` is not an existing regular file
-// (DeepSpeed then proceeds with local resources); throws when it exists but is unreadable or bad.
+// Reads and parses `path`. Returns nullopt when `path` does not exist (DeepSpeed then proceeds
+// with local resources); throws when it is a directory, or exists but is unreadable or bad.
 std::optional<std::vector<HostfileEntry>> read_hostfile(const std::string& path);
 
 }  // namespace dsx::launcher

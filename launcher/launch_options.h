@@ -14,6 +14,7 @@ struct LaunchOptions {
   int num_nodes = -1;
   int num_gpus = -1;
   int num_accelerators = -1;  // DeepSpeed's other name for num_gpus (used when num_gpus is not given)
+  bool num_gpus_given = false;  // dsx: --num_gpus/--num_accelerators given explicitly (then it must be >= 1)
   int min_elastic_nodes = -1;
   int max_elastic_nodes = -1;
   int master_port = 29500;

@@ -45,6 +45,12 @@ LaunchPlan plan_launch(const LaunchOptions& o, const std::optional<std::vector<H
   if (o.elastic_training && o.master_addr.empty()) {
     throw Error(ErrorKind::Usage, "--elastic_training needs --master_addr (the rendezvous host)");
   }
+  if (o.num_gpus_given && o.num_gpus <= 0) {
+    // DeepSpeed treats 0 and negatives as "not given" and starts every slot; dsx refuses.
+    throw Error(ErrorKind::Usage, "--num_gpus " + std::to_string(o.num_gpus) +
+                                      ": give the number of ranks per node (1 or more), or leave --num_gpus out to "
+                                      "start one rank per slot");
+  }
   bool filtered = !o.include.empty() || !o.exclude.empty();
   if (filtered && (o.num_nodes >= 0 || o.num_gpus >= 0)) {
     throw Error(ErrorKind::Usage, "Cannot specify num_nodes/gpus with include/exclude");
@@ -89,6 +95,16 @@ LaunchPlan plan_launch(const LaunchOptions& o, const std::optional<std::vector<H
         h.slots = iota_slots(o.num_gpus);
       }
     }
+  }
+
+  const bool no_ranks = std::all_of(plan.world.begin(), plan.world.end(), [](const HostSlots& h) { return h.slots.empty(); });
+  if (hostfile && no_ranks) {
+    std::string lines;
+    for (const auto& e : *hostfile) {
+      if (e.slots == 0) lines += "\n  hostfile " + o.hostfile + ":" + std::to_string(e.line) + ": " + e.host + " slots=0";
+    }
+    throw Error(ErrorKind::Launch, "the hostfile gives no ranks to start (every host has slots=0):" + lines +
+                                       "\nGive at least one host slots=N with N >= 1, or pass --num_gpus N.");
   }
 
   if (o.no_ssh) {

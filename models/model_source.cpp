@@ -58,6 +58,12 @@ ModelSource from_folder(const std::string& dir) {
   }
   // GPT-2 folders hold model.safetensors with its config.json beside it (read for n_head).
   const std::string weights = dir + "/model.safetensors";
+  if (!std::filesystem::exists(weights) && std::filesystem::exists(dir + "/model.safetensors.index.json")) {
+    throw Error(ErrorKind::Unsupported, "--model " + dir + ": this GPT-2 folder has sharded weights "
+                                        "(model.safetensors.index.json); dsx reads a GPT-2 folder from one "
+                                        "model.safetensors: save it unsharded (save_pretrained(dir, "
+                                        "max_shard_size=\"100GB\"))");
+  }
   if (!std::filesystem::exists(weights)) {
     throw Error(ErrorKind::Usage, "--model " + dir + ": a folder needs config.json and model.safetensors (or a "
                                   "sharded model.safetensors.index.json) of a Hugging Face model");

@@ -164,7 +164,9 @@ int run_launch(int argc, char** argv) {
   if (parsed.help) return 0;
 
   o.launcher_given = !parsed.vars["launcher"].defaulted();
-  if (o.num_gpus < 0) o.num_gpus = o.num_accelerators;  // DeepSpeed's other name for --num_gpus
+  const bool num_gpus_given = !parsed.vars["num_gpus"].defaulted();
+  if (!num_gpus_given) o.num_gpus = o.num_accelerators;  // DeepSpeed's other name for --num_gpus
+  o.num_gpus_given = num_gpus_given || !parsed.vars["num_accelerators"].defaulted();
   if (o.quiet) o.log_level = "error";
   for (int i = program_at; i < static_cast<int>(args.size()); ++i) {
     if (i == program_at) {

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "dsx/error.h"
@@ -160,7 +161,11 @@ GPT2Weights read_gpt2_safetensors(const std::string& path, int num_heads) {
   c.num_layers = layers;
   auto meta = st.metadata().find("n_head");
   c.num_heads = meta != st.metadata().end() ? std::atoi(meta->second.c_str()) : 0;
-  if (c.num_heads <= 0) c.num_heads = heads_from_config_json(path);
+  const int config_heads = heads_from_config_json(path);
+  if (c.num_heads > 0 && config_heads > 0 && c.num_heads != config_heads)
+    bad(path, "its metadata says n_head " + std::to_string(c.num_heads) + " but config.json beside it says " +
+                  std::to_string(config_heads) + "; correct the one that is wrong");
+  if (c.num_heads <= 0) c.num_heads = config_heads;
   if (c.num_heads <= 0) c.num_heads = num_heads;
   if (c.num_heads <= 0)
     bad(path, "the number of attention heads is unknown: put a config.json (with n_head) beside the "
@@ -170,6 +175,27 @@ GPT2Weights read_gpt2_safetensors(const std::string& path, int num_heads) {
   } catch (const Error& e) {
     bad(path, e.what());
   }
+
+  // Every tensor must be one the model reads; only the causal-mask buffers that old transformers
+  // saved (h.N.attn.bias, h.N.attn.masked_bias) are skipped, as transformers skips them.
+  std::set<std::string> known;
+  for (int k = 0; k < kNumGPT2Tensors; ++k) {
+    auto tk = static_cast<GPT2Tensor>(k);
+    for (int l = 0; l < (gpt2_tensor_per_layer(tk) ? layers : 1); ++l) known.insert(prefix + hf_name(tk, l));
+  }
+  for (int l = 0; l < layers; ++l) {
+    known.insert(prefix + "h." + std::to_string(l) + ".attn.bias");
+    known.insert(prefix + "h." + std::to_string(l) + ".attn.masked_bias");
+  }
+  if (const TensorView* head = st.find("lm_head.weight")) {  // transformers may write the tied head
+    if (head->dtype != wte.dtype || head->shape != wte.shape || std::memcmp(head->data, wte.data, wte.bytes) != 0)
+      bad(path, "lm_head.weight differs from " + prefix + "wte.weight; dsx's GPT-2 ties the head to the embedding");
+    known.insert("lm_head.weight");
+  }
+  for (const auto& [name, t] : st.tensors())
+    if (!known.count(name))
+      bad(path, "tensor '" + name + "' is not part of a GPT-2 model of " + std::to_string(layers) +
+                    " layers (extra tensors are refused); remove it from the file");
 
   GPT2Weights w{c, {}};
   auto specs = gpt2_param_specs(c);

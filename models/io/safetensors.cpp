@@ -5,7 +5,10 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <algorithm>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include "dsx/error.h"
 #include "dsx/json_input.h"
@@ -80,6 +83,22 @@ SafetensorsReader::SafetensorsReader(const std::string& path) : file_(path) {
     t.data = buffer + begin;
     t.bytes = end - begin;
     tensors_.emplace(std::move(name), std::move(t));
+  }
+  // No two tensors may share bytes (safetensors itself refuses this too).
+  std::vector<std::pair<const std::string*, const TensorView*>> by_offset;
+  for (const auto& [name, t] : tensors_)
+    if (t.bytes > 0) by_offset.emplace_back(&name, &t);
+  std::sort(by_offset.begin(), by_offset.end(), [](const auto& a, const auto& b) { return a.second->data < b.second->data; });
+  auto range = [&](const TensorView& t) {
+    const size_t b = static_cast<size_t>(t.data - buffer);
+    return "[" + std::to_string(b) + ", " + std::to_string(b + t.bytes) + "]";
+  };
+  for (size_t i = 1; i < by_offset.size(); ++i) {
+    const auto& [pname, prev] = by_offset[i - 1];
+    const auto& [cname, cur] = by_offset[i];
+    if (prev->data + prev->bytes > cur->data)
+      bad(path, "tensors '" + *pname + "' data_offsets " + range(*prev) + " and '" + *cname + "' data_offsets " +
+                    range(*cur) + " overlap");
   }
 }
 

@@ -76,9 +76,38 @@ TEST(Hostfile, HugeSlotCountIsRejectedNotOverflowed) {
   EXPECT_NE(error_of("a slots=99999999999999999999\n").find("too large"), std::string::npos);
 }
 
-TEST(Hostfile, MissingFileMeansLocalAndDirectoryToo) {
+TEST(Hostfile, MissingFileMeansLocal) {
   EXPECT_FALSE(dsx::launcher::read_hostfile("/nonexistent/dsx/hostfile").has_value());
-  EXPECT_FALSE(dsx::launcher::read_hostfile("/tmp").has_value());
+}
+
+TEST(Hostfile, DirectoryIsRefusedNotLocal) {
+  // issue 33 item 19: `-H somedir` used to launch locally without a word.
+  try {
+    dsx::launcher::read_hostfile("/tmp");
+    ADD_FAILURE() << "a directory was accepted as a missing hostfile";
+  } catch (const dsx::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("hostfile /tmp is a directory"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Hostfile, HugeSlotCountIsReportedAsWritten) {
+  std::string err = error_of("a slots=1\nb slots=99999999999\n");
+  EXPECT_NE(err.find("hf:2: slots=99999999999 is too large"), std::string::npos) << err;
+}
+
+TEST(Hostfile, FractionalOrSuffixedSlotsAreRefused) {
+  for (const char* bad : {"2.5", "2x", "4,5"}) {
+    std::string err = error_of(std::string("a slots=1\nb slots=") + bad + " max_slots=8\n");
+    EXPECT_NE(err.find(std::string("hf:2: slots=") + bad + " is not a whole number"), std::string::npos) << err;
+  }
+  EXPECT_EQ(parse_hostfile("a slots=007\n", "hf")[0].slots, 7);
+}
+
+TEST(Hostfile, ByteOrderMarkIsNotPartOfTheHostName) {
+  auto entries = parse_hostfile("\xEF\xBB\xBFworker-0 slots=2\nworker-1 slots=2\n", "hf");
+  ASSERT_EQ(entries.size(), 2u);
+  EXPECT_EQ(entries[0].host, "worker-0");
+  EXPECT_EQ(entries[0].line, 1);
 }
 
 TEST(Hostfile, ReadsFromDisk) {

@@ -163,6 +163,27 @@ TEST(LaunchPlan, E24_E25_ZeroSlotHosts) {
   EXPECT_EQ(plan(hostfile(hf), [](LaunchOptions& o) { o.exclude = "b:0"; }).world, (World{{"b", {1}}}));
 }
 
+TEST(LaunchPlan, HostfileWithOnlyZeroSlotsIsRefusedNamingTheLines) {
+  // issue 33 item 19: this used to start nothing and exit 0.
+  std::string err = error_of(hostfile("# none\na slots=0\nb slots=0\n"), [](LaunchOptions& o) { o.hostfile = "hf"; });
+  EXPECT_NE(err.find("no ranks to start"), std::string::npos) << err;
+  EXPECT_NE(err.find("hostfile hf:2: a slots=0"), std::string::npos) << err;
+  EXPECT_NE(err.find("hostfile hf:3: b slots=0"), std::string::npos) << err;
+  // --num_gpus replaces the slots (as in DeepSpeed), so there is something to start.
+  EXPECT_EQ(plan(hostfile("a slots=0\n"), [](LaunchOptions& o) { o.num_gpus = 1; o.num_gpus_given = true; }).world,
+            (World{{"a", {0}}}));
+}
+
+TEST(LaunchPlan, NumGpusZeroOrNegativeIsRefused) {
+  // issue 33 item 19: --num_gpus 0 and -5 used to start one rank per slot.
+  for (int n : {0, -1, -5}) {
+    for (Case c : {gpus(4), hostfile(HF2)}) {
+      std::string err = error_of(c, [n](LaunchOptions& o) { o.num_gpus = n; o.num_gpus_given = true; });
+      EXPECT_NE(err.find("--num_gpus " + std::to_string(n) + ": give the number of ranks per node"), std::string::npos) << err;
+    }
+  }
+}
+
 TEST(LaunchPlan, E26_E27_E28_FilterSyntaxErrors) {
   for (const char* inc : {"worker-0:", "worker-0:a", "worker-0:0:1", "worker-0:0-3"}) {
     EXPECT_NE(error_of(hostfile(HF2), [&](LaunchOptions& o) { o.include = inc; }), "") << inc;

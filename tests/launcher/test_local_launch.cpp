@@ -273,6 +273,19 @@ TEST_F(LocalLaunch, BadHostfileLineNamesFileAndLine) {
   EXPECT_NE(r.output.find(dir / "hostfile:3: Hostfile contains a bad entry: node-b slot=2"), std::string::npos) << r.output;
 }
 
+// issue 33 item 19: these used to start one rank per slot, or run locally, and exit 0.
+TEST_F(LocalLaunch, NumGpusBelowOneAndADirectoryHostfileAreRefused) {
+  for (const char* flag : {"--num_gpus 0", "--num_gpus -5", "--num_accelerators 0"}) {
+    auto r = run_dsx(std::string("launch ") + flag + " " + probe_script());
+    EXPECT_NE(r.exit_code, 0) << flag;
+    EXPECT_NE(r.output.find(": give the number of ranks per node (1 or more)"), std::string::npos) << flag << ": " << r.output;
+  }
+  auto r = run_dsx("launch -H " + dir.path() + " --num_gpus 1 " + probe_script());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("hostfile " + dir.path() + " is a directory"), std::string::npos) << r.output;
+  EXPECT_FALSE(exists(dir / "rank0.env"));
+}
+
 TEST_F(LocalLaunch, MissingProgramIsNamed) {
   auto r = run_dsx("launch --num_gpus 2 --no_python /nonexistent/dsx-program");
   EXPECT_EQ(r.exit_code, 127);

@@ -10,6 +10,7 @@
 #include "models/gpt2/gpt2_cpu.h"
 #include "models/io/gpt2_weights.h"
 #include "models/io/safetensors.h"
+#include "models/model_source.h"
 #include "tests/models/temp_dir.h"
 
 using namespace dsx::models;
@@ -180,6 +181,68 @@ TEST_F(Gpt2Weights, SafetensorsDamagedFilesAreRejected) {
   json[8] = '[';  // the header must be an object
   write_bytes(dir.file("json.safetensors"), json);
   format_error([&] { SafetensorsReader r(dir.file("json.safetensors")); });
+}
+
+// issue 33 item 20: a tensor the model does not read used to be ignored (docs/models.md: refused).
+TEST_F(Gpt2Weights, SafetensorsExtraTensorIsRefused) {
+  write_gpt2_safetensors(dir.file("m.safetensors"), c, p.data());
+  SafetensorsReader src(dir.file("m.safetensors"));
+  auto copy_with = [&](const std::string& extra, const std::string& out) {
+    SafetensorsWriter w;
+    for (const auto& [name, t] : src.tensors()) w.add(name, t.dtype, t.shape, t.data, t.bytes);
+    float x = 1.0f;
+    w.add(extra, "F32", {1}, &x, 4);
+    w.set_metadata("n_head", "4");
+    w.write(dir.file(out));
+  };
+  copy_with("h.2.ln_1.bias", "extra.safetensors");  // a third layer's stray tensor
+  EXPECT_NE(format_error([&] { read_gpt2_safetensors(dir.file("extra.safetensors")); })
+                .find("tensor 'h.2.ln_1.bias' is not part of a GPT-2 model of 2 layers"),
+            std::string::npos);
+  copy_with("lm_head.weight", "head.safetensors");  // an untied head
+  EXPECT_NE(format_error([&] { read_gpt2_safetensors(dir.file("head.safetensors")); }).find("lm_head.weight differs"),
+            std::string::npos);
+  copy_with("h.1.attn.masked_bias", "mask.safetensors");  // old transformers' buffer, skipped as transformers does
+  EXPECT_EQ(read_gpt2_safetensors(dir.file("mask.safetensors")).params, p);
+}
+
+// issue 33 item 20: overlapping data_offsets were accepted; both tensors are named.
+TEST_F(Gpt2Weights, SafetensorsOverlappingOffsetsAreRefused) {
+  std::string header = R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})";
+  uint64_t len = header.size();
+  std::string raw(reinterpret_cast<const char*>(&len), 8);
+  raw += header + std::string(12, '\0');
+  write_bytes(dir.file("overlap.safetensors"), raw);
+  std::string err = format_error([&] { SafetensorsReader r(dir.file("overlap.safetensors")); });
+  EXPECT_NE(err.find("tensors 'a' data_offsets [0, 8] and 'b' data_offsets [4, 12] overlap"), std::string::npos) << err;
+}
+
+// issue 33 item 20: config.json's n_head was overridden by the file's metadata without a word.
+TEST_F(Gpt2Weights, SafetensorsHeadCountDisagreementIsRefused) {
+  write_gpt2_safetensors(dir.file("model.safetensors"), c, p.data());  // metadata n_head 4
+  GPT2Config other = c;
+  other.num_heads = 2;
+  write_gpt2_hf_config(dir.file("config.json"), other);
+  EXPECT_NE(format_error([&] { read_gpt2_safetensors(dir.file("model.safetensors")); })
+                .find("its metadata says n_head 4 but config.json beside it says 2"),
+            std::string::npos);
+  write_gpt2_hf_config(dir.file("config.json"), c);
+  EXPECT_EQ(read_gpt2_safetensors(dir.file("model.safetensors")).config.num_heads, 4);
+}
+
+// issue 33 item 20: a sharded GPT-2 folder was asked for the index file it has.
+TEST_F(Gpt2Weights, ShardedGpt2FolderIsRefusedForWhatItIs) {
+  write_gpt2_hf_config(dir.file("config.json"), c);
+  write_gpt2_safetensors(dir.file("model-00001-of-00001.safetensors"), c, p.data());
+  write_bytes(dir.file("model.safetensors.index.json"), R"({"metadata": {}, "weight_map": {}})");
+  try {
+    load_model_source(dir.path());
+    ADD_FAILURE() << "no error";
+  } catch (const dsx::Error& e) {
+    std::string err = e.what();
+    EXPECT_EQ(err.find("needs config.json and model.safetensors (or a sharded"), std::string::npos) << err;
+    EXPECT_NE(err.find("this GPT-2 folder has sharded weights (model.safetensors.index.json)"), std::string::npos) << err;
+  }
 }
 
 TEST_F(Gpt2Weights, LoadTellsTheFormatsApart) {
