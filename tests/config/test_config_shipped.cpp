@@ -151,6 +151,12 @@ TEST(ConfigCheckCli, UsageErrors) {
   EXPECT_EQ(run_dsx("config frobnicate").exit_code, 2);
   EXPECT_EQ(run_dsx("config check " + shipped("zero2.json") + " --world-size 0").exit_code, 2);
   EXPECT_EQ(run_dsx("config check /nonexistent.json").exit_code, 1);
+  // issue 33, item 22: a directory is called a directory, for the config and for dsx train.
+  for (std::string command : {"config check ", "train --deepspeed_config "}) {
+    auto d = run_dsx(command + DSX_SOURCE_DIR);
+    EXPECT_EQ(d.exit_code, 1) << d.output;
+    EXPECT_CONTAINS(d.output, std::string(DSX_SOURCE_DIR) + " is a directory");
+  }
   auto h = run_dsx("config check --help");
   EXPECT_EQ(h.exit_code, 0);
   EXPECT_CONTAINS(h.output, "--hidden-size");
