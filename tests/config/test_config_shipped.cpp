@@ -175,3 +175,15 @@ TEST(ConfigCheckCli, HfAutoNeedsItsFlags) {
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
   EXPECT_CONTAINS(ok.output, "auto 29:");
 }
+
+// issue 33, item 22: a refused batch key gives one error, not a second one saying the batch
+// keys are missing.
+TEST(ConfigCheckCli, ARefusedBatchSizeIsTheOnlyBatchError) {
+  const std::string path = std::string(DSX_BINARY_DIR) + "/test_config_shipped_huge_batch.json";
+  std::ofstream(path) << R"({"train_batch_size": 1e30})";
+  auto r = run_dsx("config check " + path);
+  std::remove(path.c_str());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_CONTAINS(r.output, "too large for a whole number");
+  EXPECT_EQ(r.output.find("needs to be provided"), std::string::npos) << r.output;
+}
