@@ -19,10 +19,11 @@ void check_tag(const std::string& tag) {
   };
   if (tag.empty()) refuse("is empty");
   if (tag.size() > 200) refuse("is longer than 200 bytes");
+  if (tag.find('/') != std::string::npos || tag == "." || tag == "..")
+    refuse("is a path (a '/', or '.' or '..'); a tag names one directory inside the save directory");
   if (tag[0] == '.') refuse("starts with '.' (hidden names are dsx's staging directories)");
   if (tag == "latest") refuse("would collide with the `latest` file");
   for (unsigned char c : tag) {
-    if (c == '/') refuse("contains '/'");
     if (c < 0x20 || c == 0x7f) refuse("contains a control character");
   }
 }

@@ -99,10 +99,14 @@ std::optional<int64_t> read_batch_key(ReadContext& ctx, BlockReader& top, const 
 void read_batch(ReadContext& ctx, BlockReader& top) {
   EngineConfig& c = ctx.config;
   const ConfigInputs& in = ctx.inputs;
+  const size_t errors_before = ctx.errors.size();
   bool t_auto = false, m_auto = false, g_auto = false;
   auto T = read_batch_key(ctx, top, "train_batch_size", std::nullopt, "", t_auto);
   auto M = read_batch_key(ctx, top, "train_micro_batch_size_per_gpu", in.micro_batch, "--micro-batch", m_auto);
   auto G = read_batch_key(ctx, top, "gradient_accumulation_steps", in.grad_accum, "--grad-accum", g_auto);
+  // A batch key already refused (too large, not a number): the triad would only add a second,
+  // misleading error ("needs to be provided") about a key the user did write.
+  if (ctx.errors.size() > errors_before) return;
 
   // Data-parallel size: the world divided by the sequence-parallel size (DeepSpeed §0).
   c.world_size = in.world_size;

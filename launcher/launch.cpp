@@ -218,14 +218,14 @@ int run_launch(const LaunchOptions& options) {
     const bool ask = plan.multi_node && !o.dry_run && backend != "slurm" && !is_loopback_host(first);
     plan.master_addr = ask ? ask_master_addr(first, probe_ssh_options(o, backend)) : resolve_master_addr(first);
   }
-  info(o, "world " + describe(plan.world) + ", master " + plan.master_addr + ":" + std::to_string(o.master_port) +
-              (plan.multi_node ? ", runner " + backend : ", local"));
   if (o.master_port == 0) {
     // dsx: pick a free port. Only this machine can be asked, so only for a local launch.
     if (plan.multi_node) throw Error(ErrorKind::Usage, "--master_port 0 (pick a free port) works for one node only; give a port");
     o.master_port = pick_free_port(plan.master_addr);
     info(o, "--master_port 0: using free port " + std::to_string(o.master_port));
   }
+  info(o, "world " + describe(plan.world) + ", master " + plan.master_addr + ":" + std::to_string(o.master_port) +
+              (plan.multi_node ? ", runner " + backend : ", local"));
   if (!o.dry_run) check_master_port_free(plan.master_addr, o.master_port);
   // One secret per job, so that only this job's ranks can join its rendezvous store (DSX_
   // variables reach every node). A secret the user set is kept.

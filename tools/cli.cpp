@@ -18,7 +18,16 @@ ParsedArgs parse_args(int argc, char** argv, const std::string& usage,
   try {
     auto parser = po::command_line_parser(argc, argv).options(all);
     if (positional) parser.positional(*positional);
-    po::store(parser.run(), parsed.vars);
+    auto options_seen = parser.run();
+    // Without a positional description Boost drops bare words silently: refuse them by name.
+    for (const auto& option : options_seen.options) {
+      if (!positional && option.position_key >= 0 && !option.value.empty()) {
+        throw Error(ErrorKind::Usage, std::string(argv[0]) + ": unexpected word '" +
+                                          option.value.front() +
+                                          "': this command takes only options (see --help)");
+      }
+    }
+    po::store(options_seen, parsed.vars);
     if (parsed.vars.count("help")) {
       std::cout << "usage: " << usage << "\n\n" << all << "\n";
       parsed.help = true;

@@ -272,10 +272,20 @@ int run_autotune_from_launch(const std::string& mode, const std::vector<std::str
 
 int run_autotune(int argc, char** argv) {
   AutotuneFlags flags;
-  std::vector<std::string> words(argv + 1, argv + argc);
-  size_t i = 0;
-  for (; i < words.size(); ++i) {
+  // Autotune's own flags may come before or among the launch flags: take them from every word
+  // before the program, and pass the rest on.
+  launcher::LaunchOptions unused;
+  po::options_description known = launch_options(unused);
+  for (const char* name : {"device_memory", "stages", "trial_timeout", "results_dir", "exps_dir"})
+    known.add_options()(name, po::value<std::string>());
+  const size_t program_at = static_cast<size_t>(find_program(argc, argv, known) - 1);
+  std::vector<std::string> words(argv + 1, argv + argc), rest;
+  for (size_t i = 0; i < words.size(); ++i) {
     const std::string& w = words[i];
+    if (i >= program_at) {
+      rest.push_back(w);
+      continue;
+    }
     if (w == "--help" || w == "-h") {
       std::cout << "usage: " << kUsage;
       return 0;
@@ -287,7 +297,10 @@ int run_autotune(int argc, char** argv) {
                                        : name == "--results_dir" ? &flags.results_dir
                                        : name == "--exps_dir"    ? &flags.exps_dir
                                                                  : nullptr;
-    if (!slot && name != "--trial_timeout") break;
+    if (!slot && name != "--trial_timeout") {
+      rest.push_back(w);
+      continue;
+    }
     std::string value;
     if (eq != std::string::npos) {
       value = w.substr(eq + 1);
@@ -305,7 +318,7 @@ int run_autotune(int argc, char** argv) {
       flags.trial_timeout_s = static_cast<int>(seconds);
     }
   }
-  return autotune(flags, std::vector<std::string>(words.begin() + static_cast<long>(i), words.end()), false);
+  return autotune(flags, rest, false);
 }
 
 }  // namespace dsx::tools

@@ -31,7 +31,7 @@ constexpr int64_t kMostGpus = 8192;  // the largest cluster "fewest GPUs" tries
 po::options_description estimate_options() {
   po::options_description model("model: a preset, a config.json, or a shape");
   model.add_options()
-      ("model", po::value<std::string>(), "preset name (see --list)")
+      ("model", po::value<std::string>(), "preset name (see --list), or a size (7B, 1.3B, 7e9)")
       ("hf-config", po::value<std::string>(), "a Hugging Face config.json")
       ("arch", po::value<std::string>()->default_value("llama"), "shape family: gpt2 or llama")
       ("layers", po::value<int64_t>(), "transformer blocks")
@@ -41,7 +41,7 @@ po::options_description estimate_options() {
       ("vocab", po::value<int64_t>(), "vocabulary size")
       ("intermediate", po::value<int64_t>(), "MLP width (default: 4 x hidden)")
       ("tied-embeddings", po::bool_switch(), "lm_head shares the embedding")
-      ("params", po::value<std::string>(), "total parameters (e.g. 7e9), instead of counting them");
+      ("params", po::value<std::string>(), "total parameters (e.g. 7e9, 7B, 1.3B), instead of counting them");
   po::options_description run("training");
   run.add_options()
       ("seq-len", po::value<int64_t>(), "tokens per sample (default: the model's maximum)")
@@ -86,20 +86,11 @@ Error usage(const std::string& message) {
   return Error(ErrorKind::Usage, "dsx estimate: " + message);
 }
 
-// "7e9", "124439808": a positive whole number.
+// "7e9", "124439808", "7B", "1.3b", "500M": a positive whole number.
 int64_t parse_count(const std::string& option, const std::string& text) {
-  size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || !(value >= 1) || value > 9e15 || value != std::floor(value)) {
-    throw usage("--" + option + " '" + text +
-                "' is not a positive whole number (e.g. 7e9 or 500000000)");
-  }
-  return static_cast<int64_t>(value);
+  if (auto count = est::parse_param_count(text)) return *count;
+  throw usage("--" + option + " '" + text +
+              "' is not a positive whole number (e.g. 7e9, 7B, 1.3B or 500000000)");
 }
 
 int64_t positive(const po::variables_map& vars, const std::string& option) {

@@ -209,7 +209,7 @@ int run_sample(int argc, char** argv) {
       ("weights", po::value<std::string>()->required(),
        "a Hugging Face model folder (what dsx train --save and dsx export write), or GPT-2 weights: llm.c .bin "
        "(fp32/bf16) or .safetensors")
-      ("prompt", po::value<std::string>()->default_value("\n"), "prompt text (through the model's tokenizer, or bytes "
+      ("prompt", po::value<std::string>()->default_value("\n", "\"\\n\""), "prompt text (through the model's tokenizer, or bytes "
        "for byte-level models)")
       ("prompt-tokens", po::value<std::string>(), "prompt as comma-separated token ids")
       ("chat", po::bool_switch(), "send the prompt as a user turn through the model's chat template and print the "

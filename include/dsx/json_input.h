@@ -9,6 +9,7 @@
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
 #include <rapidjson/reader.h>
+#include <sys/stat.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -47,8 +48,12 @@ inline std::string read_bounded_file(const std::string& path, size_t max_bytes =
               " MiB, more than any file of this kind needs; check that it is the right file");
     }
   }
-  if (in.bad())
+  if (in.bad()) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+      throw Error(ErrorKind::Io, path + " is a directory, not a file; give the path of the file in it");
     throw Error(ErrorKind::Io, path + ": reading it failed; check the disk and the file");
+  }
   return text;
 }
 

@@ -38,9 +38,16 @@ TokenFile TokenFile::open_shard(const std::string& path) {
   if (h[0] != kShardMagic && h[0] != kEvalShardMagic && !llama3) throw bad("magic " + std::to_string(h[0]));
   if (h[1] != (llama3 ? kLlama3ShardVersion : kShardVersion)) throw bad("version " + std::to_string(h[1]));
   const size_t width = llama3 ? 4 : 2;
-  if (h[2] < 0 || f.size() != kHeaderBytes + width * static_cast<size_t>(h[2]))
+  if (h[2] < 0) throw bad("the header says " + std::to_string(h[2]) + " tokens");
+  const size_t expected = kHeaderBytes + width * static_cast<size_t>(h[2]);
+  if (f.size() < expected)
     throw bad("the header says " + std::to_string(h[2]) + " tokens but the file has " +
               std::to_string(f.size()) + " bytes (truncated?)");
+  if (f.size() > expected)
+    throw bad("the header says " + std::to_string(h[2]) + " tokens but the file has " +
+              std::to_string(f.size()) + " bytes, " + std::to_string(f.size() - expected) +
+              " bytes more than the header's tokens (a header not updated after tokens were "
+              "appended, or a different file)");
   return TokenFile(std::move(f), kHeaderBytes, width, static_cast<size_t>(h[2]));
 }
 

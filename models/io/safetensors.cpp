@@ -77,6 +77,10 @@ SafetensorsReader::SafetensorsReader(const std::string& path) : file_(path) {
     if (begin > end || end > buffer_size)
       bad(path, "tensor '" + name + "' data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
                     "] lie outside the " + std::to_string(buffer_size) + "-byte data (truncated file?)");
+    if (end - begin != t.numel() * esize && t.dtype.rfind("F8_", 0) == 0)
+      bad(path, "tensor '" + name + "' has dtype " + t.dtype +
+                    ", which dsx does not support (it reads F32, BF16 and F16 weights; convert "
+                    "the model to one of those)");
     if (end - begin != t.numel() * esize)
       bad(path, "tensor '" + name + "' holds " + std::to_string(end - begin) + " bytes, its shape needs " +
                     std::to_string(t.numel() * esize));

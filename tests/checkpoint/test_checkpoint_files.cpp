@@ -200,6 +200,13 @@ TEST(CheckpointLayout, DeepSpeedNamesAndTags) {
     std::string msg = error_of([&] { check_tag(tag); });
     EXPECT_NE(msg.find("checkpoint tag"), std::string::npos) << "tag accepted: " << tag;
   }
+  // issue 33, item 22: a path is refused for being a path, not for its leading dot.
+  for (std::string tag : {std::string("../../etc"), std::string(".."), std::string("./x")}) {
+    std::string msg = error_of([&] { check_tag(tag); });
+    EXPECT_EQ(msg.find("starts with '.'"), std::string::npos) << tag << ": " << msg;
+    EXPECT_NE(msg.find("one directory inside the save directory"), std::string::npos)
+        << tag << ": " << msg;
+  }
 }
 
 TEST(CheckpointTensorFile, WritesWhatTheModelsReaderReadsBack) {

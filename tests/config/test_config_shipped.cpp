@@ -151,6 +151,12 @@ TEST(ConfigCheckCli, UsageErrors) {
   EXPECT_EQ(run_dsx("config frobnicate").exit_code, 2);
   EXPECT_EQ(run_dsx("config check " + shipped("zero2.json") + " --world-size 0").exit_code, 2);
   EXPECT_EQ(run_dsx("config check /nonexistent.json").exit_code, 1);
+  // issue 33, item 22: a directory is called a directory, for the config and for dsx train.
+  for (std::string command : {"config check ", "train --deepspeed_config "}) {
+    auto d = run_dsx(command + DSX_SOURCE_DIR);
+    EXPECT_EQ(d.exit_code, 1) << d.output;
+    EXPECT_CONTAINS(d.output, std::string(DSX_SOURCE_DIR) + " is a directory");
+  }
   auto h = run_dsx("config check --help");
   EXPECT_EQ(h.exit_code, 0);
   EXPECT_CONTAINS(h.output, "--hidden-size");
@@ -168,4 +174,16 @@ TEST(ConfigCheckCli, HfAutoNeedsItsFlags) {
                     " --world-size 2 --hidden-size 768 --micro-batch 4 --grad-accum 2 --warmup-steps 100");
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
   EXPECT_CONTAINS(ok.output, "auto 29:");
+}
+
+// issue 33, item 22: a refused batch key gives one error, not a second one saying the batch
+// keys are missing.
+TEST(ConfigCheckCli, ARefusedBatchSizeIsTheOnlyBatchError) {
+  const std::string path = std::string(DSX_BINARY_DIR) + "/test_config_shipped_huge_batch.json";
+  std::ofstream(path) << R"({"train_batch_size": 1e30})";
+  auto r = run_dsx("config check " + path);
+  std::remove(path.c_str());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_CONTAINS(r.output, "too large for a whole number");
+  EXPECT_EQ(r.output.find("needs to be provided"), std::string::npos) << r.output;
 }

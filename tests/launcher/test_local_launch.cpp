@@ -177,6 +177,9 @@ TEST_F(LocalLaunch, MasterPortZeroPicksAFreePort) {
   EXPECT_EQ(read_env(dir / "rank1.env")["MASTER_PORT"], port0);
   EXPECT_GT(std::atoi(port0.c_str()), 0) << port0;
   EXPECT_NE(output().find("--master_port 0: using free port " + port0), std::string::npos) << output();
+  // issue 33, item 22: the world line names the chosen port, not :0.
+  EXPECT_NE(output().find("127.0.0.1:" + port0 + ", local"), std::string::npos) << output();
+  EXPECT_EQ(output().find(":0, local"), std::string::npos) << output();
 }
 
 TEST_F(LocalLaunch, NodeAgentAcceptsDeepSpeedsPerNodeLauncherFlags) {

@@ -117,6 +117,8 @@ TEST(TokenLoader, BadShardsAreRejected) {
     }
   };
   expect_format(raw.substr(0, raw.size() - 2), "truncated");
+  // issue 33, item 22: a longer file is not "truncated".
+  expect_format(raw + "xyzw", "4 bytes more than the header's tokens");
   std::string v = raw;
   v[4] = 7;
   expect_format(v, "version 7");

@@ -181,6 +181,14 @@ TEST_F(Gpt2Weights, SafetensorsDamagedFilesAreRejected) {
   json[8] = '[';  // the header must be an object
   write_bytes(dir.file("json.safetensors"), json);
   format_error([&] { SafetensorsReader r(dir.file("json.safetensors")); });
+  // issue 33, item 22: an F32 tensor relabelled F8_E4M3 is an unsupported dtype, not a byte count.
+  const std::string header = R"({"w":{"dtype":"F8_E4M3","shape":[2],"data_offsets":[0,8]}})";
+  std::string f8(8, '\0');
+  const uint64_t header_len = header.size();
+  std::memcpy(f8.data(), &header_len, 8);
+  write_bytes(dir.file("f8.safetensors"), f8 + header + std::string(8, '\0'));
+  const std::string msg = format_error([&] { SafetensorsReader r(dir.file("f8.safetensors")); });
+  EXPECT_NE(msg.find("dtype F8_E4M3, which dsx does not support"), std::string::npos) << msg;
 }
 
 // issue 33 item 20: a tensor the model does not read used to be ignored (docs/models.md: refused).

@@ -78,3 +78,10 @@ TEST(DsxSample, BadInputIsAClearError) {
   r = run_dsx("sample");
   EXPECT_EQ(r.exit_code, 2) << r.output;
 }
+
+// issue 33, item 22: the help shows --prompt's default (a newline) escaped, on one line.
+TEST(DsxSample, HelpShowsThePromptDefaultOnOneLine) {
+  auto r = run_dsx("sample --help");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("--prompt arg (=\"\\n\")"), std::string::npos) << r.output;
+}

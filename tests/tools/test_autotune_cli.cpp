@@ -198,6 +198,13 @@ TEST(AutotuneCli, BadCommandsAreRefusedBeforeAnyTrial) {
   r = run_in(dir, "autotune --device_memory lots dsx train --deepspeed_config " + base);
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("'lots' is not a size"), std::string::npos) << r.output;
+  // issue 33, item 18: autotune's own flags are its own after a launch flag too.
+  r = run_in(dir, "autotune --num_gpus 1 --device_memory lots dsx train --deepspeed_config " + base);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("'lots' is not a size"), std::string::npos) << r.output;
+  r = run_in(dir, "autotune --num_gpus=1 --trial_timeout=never dsx train --deepspeed_config " + base);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--trial_timeout 'never' is not a number"), std::string::npos) << r.output;
   r = run_in(dir, "launch --autotuning sometimes dsx train --deepspeed_config " + base);
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("choose tune"), std::string::npos) << r.output;

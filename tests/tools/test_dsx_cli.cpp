@@ -58,3 +58,14 @@ TEST(DsxCli, KeepsTheBlasKernelsTheUserForced) {
     GTEST_SKIP() << "this OpenBLAS has one kernel set, which OPENBLAS_CORETYPE cannot change";
   EXPECT_NE(r.output.find("blas kernels: Haswell\n"), std::string::npos) << r.output;
 }
+
+// issue 33, item 17: a stray word is refused by name, not silently ignored.
+TEST(DsxCli, StrayWordsAreRefusedByName) {
+  for (const char* args : {"version extra", "report extra", "estimate --model gpt2 extra",
+                           "train --deepspeed_config ds.json extra"}) {
+    auto r = run_dsx(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find("unexpected word 'extra'"), std::string::npos)
+        << args << "\n" << r.output;
+  }
+}

@@ -210,3 +210,37 @@ TEST(EstimateCli, AConfigNoClusterFitsSaysWhy) {
   EXPECT_NE(r.output.find("never: >= "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("GiB per GPU however many"), std::string::npos) << r.output;
 }
+
+// issue 33, item 16: sizes as people write them, for --params and for --model.
+TEST(EstimateCli, SizesAreAcceptedAsWritten) {
+  const std::string shape = "estimate --layers 32 --hidden 4096 --heads 32 --vocab 32000 "
+                            "--seq-len 2048 --json --params ";
+  auto e9 = run_dsx(shape + "7e9");
+  ASSERT_EQ(e9.exit_code, 0) << e9.output;
+  for (const char* written : {"7B", "7b", "7000M", "7G"}) {
+    auto r = run_dsx(shape + written);
+    ASSERT_EQ(r.exit_code, 0) << written << "\n" << r.output;
+    EXPECT_EQ(r.output, e9.output) << written;
+  }
+  struct Case {
+    const char* model;
+    int64_t params;
+    const char* like;
+  } cases[] = {
+      {"7B", 7000000000, "llama2-7b"},
+      {"7b", 7000000000, "llama2-7b"},
+      {"7e9", 7000000000, "llama2-7b"},
+      {"1.3B", 1300000000, "gpt2-xl"},
+  };
+  for (const auto& c : cases) {
+    auto r = run_dsx(std::string("estimate --json --model ") + c.model);
+    ASSERT_EQ(r.exit_code, 0) << c.model << "\n" << r.output;
+    auto doc = parse(r.output);
+    EXPECT_EQ(doc["model"]["params"].GetInt64(), c.params) << c.model;
+    EXPECT_NE(std::string(doc["model"]["name"].GetString()).find(c.like), std::string::npos)
+        << c.model << "\n" << r.output;
+  }
+  auto bad = run_dsx("estimate --model 7.5 --json");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("or a size such as 7B"), std::string::npos) << bad.output;
+}

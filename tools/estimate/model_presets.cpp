@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cctype>
+#include <cmath>
 #include <string>
 #include <utility>
 
@@ -68,7 +69,49 @@ constexpr std::array<std::pair<const char*, const char*>, 7> kAliases = {{
     {"llama70b", "llama2-70b"},
 }};
 
+// The preset whose own count is nearest `params`, by ratio: 1.3B takes gpt2-xl's shape.
+const ModelPreset& nearest_preset(int64_t params) {
+  const ModelPreset* best = nullptr;
+  double best_distance = 0;
+  for (const auto& p : model_presets()) {
+    double distance = std::fabs(std::log(static_cast<double>(parameter_count(p.shape)) /
+                                         static_cast<double>(params)));
+    if (!best || distance < best_distance) {
+      best = &p;
+      best_distance = distance;
+    }
+  }
+  return *best;
+}
+
 }  // namespace
+
+std::optional<int64_t> parse_param_count(const std::string& text) {
+  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) return std::nullopt;
+  std::string number = text;
+  double scale = 1;
+  switch (std::tolower(static_cast<unsigned char>(text.back()))) {
+    case 'k': scale = 1e3; break;
+    case 'm': scale = 1e6; break;
+    case 'b':
+    case 'g': scale = 1e9; break;
+    case 't': scale = 1e12; break;
+    default: break;
+  }
+  if (scale != 1) number.pop_back();
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(number, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (used != number.size()) return std::nullopt;
+  value *= scale;
+  const double whole = std::round(value);
+  if (!(whole >= 1) || whole > 9e15 || std::fabs(value - whole) > 1e-6 * whole) return std::nullopt;
+  return static_cast<int64_t>(whole);
+}
 
 ModelShape find_model_preset(const std::string& written) {
   std::string name = written;
@@ -81,9 +124,17 @@ ModelShape find_model_preset(const std::string& written) {
     known += known.empty() ? "" : ", ";
     known += p.name;
   }
+  if (auto params = parse_param_count(written)) {
+    const auto& like = nearest_preset(*params);
+    ModelShape shape = like.shape;
+    shape.name = written + " (shape of " + like.name + ")";
+    shape.params_override = *params;
+    return shape;
+  }
   throw Error(ErrorKind::Usage, "unknown model preset '" + written + "'; known presets: " + known +
-                                    " (or give --hf-config config.json, or the shape with --layers "
-                                    "--hidden --heads --vocab)");
+                                    ", or a size such as 7B or 1.3e9 (or give --hf-config "
+                                    "config.json, or the shape with --layers --hidden --heads "
+                                    "--vocab)");
 }
 
 }  // namespace dsx::estimate

@@ -2,6 +2,8 @@
 // sizes, with the shapes their authors published.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -17,7 +19,14 @@ struct ModelPreset {
 
 std::span<const ModelPreset> model_presets();
 
-// Throws dsx::Error(Usage) listing the known names when `name` is not one of them.
+// A parameter count as people write it: "7e9", "124439808", or a number with K, M, B (or G)
+// or T after it, in either case ("7B", "1.3b", "500M"). nullopt unless it is a whole number
+// from 1 to 9e15.
+std::optional<int64_t> parse_param_count(const std::string& text);
+
+// A preset by name, or by size: "7B", "1.3B" or "7e9" takes the shape of the preset nearest
+// that size and counts exactly that many parameters. Throws dsx::Error(Usage) listing the
+// known names when `name` is neither.
 ModelShape find_model_preset(const std::string& name);
 
 }  // namespace dsx::estimate
