@@ -2,10 +2,7 @@
 #include "zero/memory.h"
 
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 
-#include "comm/host_memory.h"
 #include "dsx/error.h"
 
 namespace dsx::zero {
@@ -58,29 +55,9 @@ std::string MemoryLedger::report() const {
   return out;
 }
 
-void* aligned_zeroed_alloc(size_t bytes, MemoryKind kind) {
-  if (bytes == 0) return nullptr;
-  const bool communicated = kind != MemoryKind::OptimizerState && kind != MemoryKind::Activations;
-  if (communicated && bytes >= comm::kInPlaceMinBytes) {
-    return comm::allocate_shared_host(bytes);
-  }
-  const size_t rounded = (bytes + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded);
-  if (!p) {
-    throw Error(ErrorKind::OutOfMemory, "out of host memory allocating " + std::to_string(bytes) +
-                                   " bytes; use a higher ZeRO stage, more ranks, or a smaller model/batch");
-  }
-  std::memset(p, 0, rounded);
-  return p;
-}
-
 device::Placement placement_of(MemoryKind kind) {
   const bool communicated = kind != MemoryKind::OptimizerState && kind != MemoryKind::Activations;
   return communicated ? device::Placement::Communicated : device::Placement::Private;
-}
-
-void aligned_free(void* p) {
-  if (!comm::free_shared_host(p)) std::free(p);
 }
 
 }  // namespace dsx::zero

@@ -41,14 +41,12 @@ class MemoryLedger {
   size_t limit_ = 0;
 };
 
-// A zero-initialised array of T counted in a ledger while it lives: on a device (allocated and
-// freed in the order of a stream, as cudaMallocAsync/cudaFreeAsync), or in host memory (64-byte
-// aligned) when made without one.
+// A zero-initialised array of T on a device, counted in a ledger while it lives: allocated and
+// freed in the order of a stream, as cudaMallocAsync/cudaFreeAsync.
 template <typename T>
 class Buffer {
  public:
   Buffer() = default;
-  Buffer(MemoryLedger& ledger, MemoryKind kind, size_t count);
   // Usable by `stream` at once, by other streams once they wait for an event recorded on it
   // after this; freed in the order of `stream` (or of the one given to reset()).
   Buffer(device::Device& device, device::Stream& stream, MemoryLedger& ledger, MemoryKind kind, size_t count);
@@ -77,26 +75,8 @@ class Buffer {
   device::Stream* stream_ = nullptr;
 };
 
-// Throws dsx::Error on failure, naming the size. Buffers that collectives read (every kind but
-// optimizer state and activations), when large enough to be read in place, come from the
-// communicator's shared host memory (comm/host_memory.h), so that the ranks of a host reduce
-// them without copies through staging slots.
-void* aligned_zeroed_alloc(size_t bytes, MemoryKind kind);
-void aligned_free(void* p);
 // Where a device keeps a buffer of this kind: buffers collectives read are Communicated.
 device::Placement placement_of(MemoryKind kind);
-
-template <typename T>
-Buffer<T>::Buffer(MemoryLedger& ledger, MemoryKind kind, size_t count) : ledger_(&ledger), kind_(kind) {
-  ledger.add(kind, count * sizeof(T));  // first: over the limit, nothing is allocated
-  try {
-    data_ = static_cast<T*>(aligned_zeroed_alloc(count * sizeof(T), kind));
-  } catch (...) {
-    ledger.remove(kind, count * sizeof(T));
-    throw;
-  }
-  count_ = count;
-}
 
 template <typename T>
 Buffer<T>::Buffer(device::Device& device, device::Stream& stream, MemoryLedger& ledger, MemoryKind kind,
@@ -146,15 +126,7 @@ void Buffer<T>::reset(device::Stream& stream) {
 
 template <typename T>
 void Buffer<T>::reset() {
-  if (device_) {
-    reset(*stream_);
-    return;
-  }
-  if (ledger_) ledger_->remove(kind_, count_ * sizeof(T));
-  if (data_) aligned_free(data_);
-  data_ = nullptr;
-  count_ = 0;
-  ledger_ = nullptr;
+  if (device_) reset(*stream_);  // else empty: made by the default constructor or moved from
 }
 
 }  // namespace dsx::zero

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <malloc.h>
 
+#include "device/cpu_device.h"
 #include "dsx/error.h"
 #include "models/gpt2/config.h"
 #include "models/gpt2/gpt2_cpu.h"
@@ -23,13 +24,15 @@ size_t heap_in_use() {
 }  // namespace
 
 TEST(MemoryLimit, AnAllocationPastTheLimitFailsAndCountsNothing) {
+  auto device = dsx::device::make_cpu_device();
+  auto& stream = device->compute_stream();
   MemoryLedger ledger;
   ledger.set_limit(1000);
   ledger.add(MemoryKind::Activations, 400);
-  Buffer<float> params(ledger, MemoryKind::Params, 100);  // 400 bytes: 800 held
+  Buffer<float> params(*device, stream, ledger, MemoryKind::Params, 100);  // 400 bytes: 800 held
   EXPECT_EQ(ledger.total(), 800u);
   try {
-    Buffer<float> grads(ledger, MemoryKind::Grads, 51);  // 204 bytes: 1004 > 1000
+    Buffer<float> grads(*device, stream, ledger, MemoryKind::Grads, 51);  // 204 bytes: 1004 > 1000
     FAIL() << "over the limit";
   } catch (const dsx::Error& e) {
     EXPECT_EQ(e.kind(), dsx::ErrorKind::OutOfMemory);
@@ -39,14 +42,14 @@ TEST(MemoryLimit, AnAllocationPastTheLimitFailsAndCountsNothing) {
   }
   EXPECT_EQ(ledger.total(), 800u) << "the refused buffer is not counted";
   EXPECT_EQ(ledger.bytes(MemoryKind::Grads), 0u);
-  Buffer<float> grads(ledger, MemoryKind::Grads, 50);  // exactly at the limit is fine
+  Buffer<float> grads(*device, stream, ledger, MemoryKind::Grads, 50);  // exactly at the limit is fine
   EXPECT_EQ(ledger.total(), 1000u);
   EXPECT_EQ(ledger.peak_total(), 1000u);
   grads.reset();
   EXPECT_EQ(ledger.total(), 800u);
   EXPECT_EQ(ledger.peak_total(), 1000u) << "the peak stays";
   ledger.set_limit(0);
-  Buffer<float> big(ledger, MemoryKind::Buffers, 1000);
+  Buffer<float> big(*device, stream, ledger, MemoryKind::Buffers, 1000);
   EXPECT_EQ(ledger.total(), 4800u) << "no limit";
 }
 
