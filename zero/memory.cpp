@@ -1,4 +1,4 @@
-// Counted, aligned host allocations for ZeRO's buffers.
+// The memory ledger of ZeRO's buffers and where a device keeps each kind (see memory.h).
 #include "zero/memory.h"
 
 #include <cstdio>
