@@ -143,14 +143,24 @@ std::string InstructionRows::describe() const {
 
 namespace {
 
-// The pieces of a chunk's examples encoded (text pieces plain, template pieces with their special
-// tokens), then taken back in the order they were handed out.
+// The pieces of a chunk's examples encoded, then taken back in the order they were handed out.
+// Template pieces are encoded apart, with their special tokens. Text pieces (prompt, response)
+// are encoded as the running concatenations prompt, prompt+response, as TRL and transformers do:
+// encoded apart, a SentencePiece-style tokenizer (Metaspace prepend, tokenizer.model) would start
+// the response with a spurious "▁" the model never sees at inference (issue 33, item 4).
 class PieceIds {
  public:
   PieceIds(const DocumentEncoder& encoder, const std::vector<InstructionExample>& examples) {
-    std::vector<std::string_view> plain, templated;
-    for (const auto& e : examples)
-      for (const auto& piece : e.pieces) (e.templated ? templated : plain).push_back(piece.text);
+    std::vector<std::string_view> templated;
+    for (const auto& e : examples) {
+      if (e.templated) {
+        for (const auto& piece : e.pieces) templated.push_back(piece.text);
+        continue;
+      }
+      std::string text;
+      for (const auto& piece : e.pieces) running_.push_back(text += piece.text);
+    }
+    const std::vector<std::string_view> plain(running_.begin(), running_.end());
     plain_ = encoder.encode_plain(plain);
     templated_ = encoder.encode_templated(templated);
   }
@@ -159,6 +169,7 @@ class PieceIds {
   }
 
  private:
+  std::vector<std::string> running_;
   std::vector<std::vector<TokenId>> plain_, templated_;
   size_t next_plain_ = 0, next_templated_ = 0;
 };
@@ -169,11 +180,31 @@ void append(InstructionRows::Example& row, const std::vector<TokenId>& ids, bool
 }
 
 // prefix + text pieces + EOS (the EOS trained when the response is), or the template's pieces.
+// Text pieces: the ids of the whole text; each piece ends where the encoding of the text up to
+// its end stops matching the whole's (TRL's rule: a token merged across the join goes with the
+// later piece).
 InstructionRows::Example tokens_of(const InstructionExample& e, const DocumentEncoder& encoder, PieceIds& ids) {
   InstructionRows::Example row;
-  if (!e.templated) append(row, encoder.prefix(), false);
-  for (const auto& piece : e.pieces) append(row, ids.next(e.templated), piece.target);
-  if (!e.templated) append(row, {encoder.eos()}, e.pieces.back().target);
+  if (e.templated) {
+    for (const auto& piece : e.pieces) append(row, ids.next(true), piece.target);
+    return row;
+  }
+  append(row, encoder.prefix(), false);
+  std::vector<const std::vector<TokenId>*> running;
+  for (size_t k = 0; k < e.pieces.size(); ++k) running.push_back(&ids.next(false));
+  const std::vector<TokenId>& whole = *running.back();
+  size_t start = 0;
+  for (size_t k = 0; k < e.pieces.size(); ++k) {
+    const std::vector<TokenId>& upto = *running[k];
+    size_t end = k + 1 == e.pieces.size() ? whole.size() : 0;
+    while (end < upto.size() && end < whole.size() && upto[end] == whole[end]) ++end;
+    end = std::max(end, start);
+    append(row, std::vector<TokenId>(whole.begin() + static_cast<std::ptrdiff_t>(start),
+                                     whole.begin() + static_cast<std::ptrdiff_t>(end)),
+           e.pieces[k].target);
+    start = end;
+  }
+  append(row, {encoder.eos()}, e.pieces.back().target);
   return row;
 }
 

@@ -12,7 +12,8 @@
 //     ("Below is an instruction ... ### Instruction:\n{instruction}\n\n[### Input:\n{input}\n\n]
 //     ### Response:"), its response the output.
 // Tokens of text fields: prefix (BOS where the tokenizer's rules add one) + prompt + response +
-// EOS, prompt and response encoded apart (special-token strings as text). Tokens of a
+// EOS, prompt + response encoded together (special-token strings as text), the response's tokens
+// those after the prefix that matches the prompt's own encoding (as TRL does). Tokens of a
 // conversation: what the template wrote (it writes BOS and the end-of-turn tokens itself; the
 // special-token strings it writes are their ids), trained and untrained pieces encoded apart.
 // Truncated from the right to seq_len + 1 tokens; row inputs are the first seq_len, targets the

@@ -131,13 +131,19 @@ TEST(ChatData, PrefixRuleWithADefaultSystemPromptAndTrlPromptCompletion) {
   expect_row(*tok, {{system + "<|im_start|>user\n2+3?<|im_end|>\n<|im_start|>assistant\n", false},
                     {"5<|im_end|>\n", true}},
              batch, 1);
-  // A text line in the same file keeps the text rules: special strings as text, EOS added.
+  // A text line in the same file keeps the text rules: special strings as text, EOS added,
+  // prompt + response encoded together; the prompt's trailing " " merges into " still", which
+  // goes with the response (issue 33, item 4, TRL's rule).
   dsx::tokenizer::EncodeOptions plain;
   plain.add_special_tokens = false, plain.split_special_tokens = true;
-  const auto prompt = tok->encode("Plain text ", plain), response = tok->encode("still works", plain);
-  EXPECT_EQ(batch.inputs[2 * 64 + prompt.size() + response.size()], *tok->eos_id());
-  EXPECT_EQ(batch.targets[2 * 64 + prompt.size() + response.size() - 1], *tok->eos_id());
-  EXPECT_EQ(batch.targets[2 * 64 + prompt.size() - 2], -1);
+  const auto prompt = tok->encode("Plain text ", plain), whole = tok->encode("Plain text still works", plain);
+  size_t start = 0;
+  while (start < prompt.size() && start < whole.size() && prompt[start] == whole[start]) ++start;
+  EXPECT_EQ(start + 1, prompt.size());
+  EXPECT_EQ(batch.inputs[2 * 64 + whole.size()], *tok->eos_id());
+  EXPECT_EQ(batch.targets[2 * 64 + whole.size() - 1], *tok->eos_id());
+  EXPECT_EQ(batch.targets[2 * 64 + start - 2], -1);
+  EXPECT_EQ(batch.targets[2 * 64 + start - 1], whole[start]);
 }
 
 TEST(ChatData, ConversationsWithNoAssistantTokenWithinSeqLenAreLeftOut) {

@@ -18,25 +18,47 @@ dsx::models::TokenLoaderOptions options(int batch, int seq) {
   return o;
 }
 
-// The row an example should make, from the tokenizer's own encode: prompt with its special
-// tokens (BOS), response plain, EOS; cut to T+1; targets only on response tokens.
+// The ids of prompt + response encoded together (with the tokenizer's special tokens) and where
+// the response starts in them: after the prefix that matches the prompt's own encoding (TRL's
+// rule, so a SentencePiece-style tokenizer adds no "▁" at the join).
+std::pair<std::vector<int32_t>, size_t> joint(const dsx::tokenizer::Tokenizer& tok,
+                                              const std::string& prompt, const std::string& response) {
+  const auto p = tok.encode(prompt);
+  const auto whole = tok.encode(prompt + response);
+  size_t start = 0;
+  while (start < p.size() && start < whole.size() && p[start] == whole[start]) ++start;
+  return {std::vector<int32_t>(whole.begin(), whole.end()), start};
+}
+
+// The row an example should make: prompt + response encoded together, EOS; cut to T+1; targets
+// only on response tokens.
 void expect_row(const dsx::tokenizer::Tokenizer& tok, const std::string& prompt,
                 const std::string& response, const Batch& batch, int b) {
-  auto p = tok.encode(prompt);
-  dsx::tokenizer::EncodeOptions plain;
-  plain.add_special_tokens = false;
-  auto seq = p;
-  auto r = tok.encode(response, plain);
-  seq.insert(seq.end(), r.begin(), r.end());
+  auto [seq, start] = joint(tok, prompt, response);
   seq.push_back(*tok.eos_id());
   const size_t T = batch.T;
   if (seq.size() > T + 1) seq.resize(T + 1);
   for (size_t i = 0; i < T; ++i) {
     const int32_t input = i < seq.size() ? seq[i] : *tok.eos_id();
-    const int32_t target = (i + 1 < seq.size() && i + 1 >= p.size()) ? seq[i + 1] : -1;
+    const int32_t target = (i + 1 < seq.size() && i + 1 >= start) ? seq[i + 1] : -1;
     ASSERT_EQ(batch.inputs[b * T + i], input) << "position " << i << " of '" << prompt << "'";
     ASSERT_EQ(batch.targets[b * T + i], target) << "position " << i << " of '" << prompt << "'";
   }
+}
+
+// Byte-level (GPT-2 style) tokenizers: where nothing merges across the join, the joint encoding
+// is the prompt's then the response's encoded apart, as before issue 33 item 4.
+void expect_same_as_apart(const dsx::tokenizer::Tokenizer& tok, const std::string& prompt,
+                          const std::string& response) {
+  auto apart = tok.encode(prompt);
+  dsx::tokenizer::EncodeOptions plain;
+  plain.add_special_tokens = false;
+  const auto r = tok.encode(response, plain);
+  const size_t prompt_size = apart.size();
+  apart.insert(apart.end(), r.begin(), r.end());
+  const auto [seq, start] = joint(tok, prompt, response);
+  EXPECT_EQ(seq, std::vector<int32_t>(apart.begin(), apart.end())) << prompt;
+  EXPECT_EQ(start, prompt_size) << prompt;
 }
 
 std::string error_of(const std::string& path, const dsx::tokenizer::Tokenizer& tok) {
@@ -79,10 +101,45 @@ TEST(InstructionData, LossOnlyOnResponseTokensAndPaddingMasked) {
     expect_row(*tok, "Say a word.", " fox", batch, 1);
     expect_row(*tok, kAlpacaNoInput, " Brown.", batch, 2);
     expect_row(*tok, kAlpacaInput, " 5", batch, 3);
+    if (std::string(name) != "spm") {
+      expect_same_as_apart(*tok, "Question: hello?\n", "Answer: world.");
+      expect_same_as_apart(*tok, "Say a word.", " fox");
+      expect_same_as_apart(*tok, kAlpacaNoInput, " Brown.");
+      expect_same_as_apart(*tok, kAlpacaInput, " 5");
+    }
     // The first row's -1s: one fewer than its prompt tokens, then the padding.
     const auto p = tok->encode("Question: hello?\n");
     EXPECT_EQ(batch.targets[p.size() - 2], -1);
     EXPECT_NE(batch.targets[p.size() - 1], -1);  // the last prompt position predicts the response
+  }
+}
+
+// Issue 33, item 4: with a SentencePiece-style tokenizer (tokenizer.model, or tokenizer.json with
+// the Metaspace pre-tokenizer) the response was encoded apart and so began with a spurious "▁"
+// that the model never sees at inference. Its tokens are now those of prompt + response after the
+// prompt's, as TRL and transformers give.
+TEST(InstructionData, SentencePieceResponseHasNoSpuriousMetaspaceAtTheJoin) {
+  dsx::test::TempDir dir;
+  dsx::test::write_file(dir.file("d.jsonl"), "{\"prompt\": \"A:\", \"response\": \"Paris\"}\n");
+  for (const char* name : {"spm", "spm_json", "spm_json_legacy"}) {
+    SCOPED_TRACE(name);
+    auto tok = dsx::test::load_fixture(name);
+    const auto space = tok->token_to_id("▁");
+    auto rows = read_instruction_rows(dir.file("d.jsonl"), *tok, 64);
+    ASSERT_EQ(rows->rows(), 1u);
+    std::vector<int32_t> inputs(64), targets(64);
+    rows->row(0, inputs.data(), targets.data());
+    std::vector<int32_t> trained;
+    for (int32_t t : targets)
+      if (t != -1) trained.push_back(t);
+    ASSERT_GE(trained.size(), 2u);
+    ASSERT_TRUE(space.has_value());
+    EXPECT_NE(trained.front(), *space) << "the response starts with a lone ▁";
+    const auto [whole, start] = joint(*tok, "A:", "Paris");
+    std::vector<int32_t> expected(whole.begin() + static_cast<std::ptrdiff_t>(start), whole.end());
+    expected.push_back(*tok->eos_id());
+    EXPECT_EQ(trained, expected);
+    EXPECT_EQ(tok->decode(std::vector<int32_t>(trained.begin(), trained.end() - 1)), "Paris");
   }
 }
 
