@@ -66,14 +66,28 @@ struct StreamImpl {
 
 namespace {
 
+// What the last cudaEventRecord left in an event.
+struct EventRecord {
+  std::shared_ptr<StreamImpl> stream;  // null: never recorded
+  uint64_t point = 0;
+  OrderClock clock;  // the recording stream's, at the record
+  uint64_t generation = 0;
+  std::shared_ptr<std::atomic<int64_t>> stamp;  // ns, when the stream reached it
+};
+
 struct EventImpl {
   int device = 0;
   unsigned flags = 0;
-  std::shared_ptr<StreamImpl> stream;  // where it was last recorded
-  uint64_t point = 0;
-  OrderClock clock;  // the recording stream's, at the record
-  uint64_t generation = 0, polled_generation = UINT64_MAX;
-  std::shared_ptr<std::atomic<int64_t>> stamp;  // ns, when the stream reached it
+  // A record on one thread may meet a query or wait on another, as CUDA allows: the record is
+  // replaced and read whole, under the lock.
+  std::mutex mutex;
+  EventRecord last;
+  uint64_t polled_generation = UINT64_MAX;
+
+  EventRecord snapshot() {
+    std::lock_guard lock(mutex);
+    return last;
+  }
 };
 
 struct Registry {
@@ -92,9 +106,14 @@ Registry& registry() {
 
 std::atomic<uint64_t> g_host_syncs{0};
 
+// Set by the first fault on any device: until then every call and stream item skips the
+// registry lock that the sticky errors need.
+std::atomic<bool> g_any_fault{false};
+
 void fault(int device, const std::string& message) {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
+  g_any_fault.store(true);
   if (r.sticky[device] == cudaSuccess) {
     r.sticky[device] = cudaErrorLaunchFailure;
     r.fault[device] = message;
@@ -112,8 +131,8 @@ void run_worker(std::shared_ptr<StreamImpl> s) {
       item = std::move(s->queue.front());
       s->queue.pop_front();
     }
-    bool dead;
-    {
+    bool dead = false;
+    if (g_any_fault.load()) {
       Registry& r = registry();
       std::lock_guard lock(r.mutex);
       dead = r.sticky[s->device] != cudaSuccess;
@@ -201,6 +220,7 @@ void order_with_legacy(StreamImpl& s) {
 }  // namespace
 
 cudaError_t sticky_error() {
+  if (!g_any_fault.load()) return cudaSuccess;
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
   auto it = r.sticky.find(current_device());
@@ -363,24 +383,26 @@ cudaError_t record_event(cudaEvent_t event, cudaStream_t stream) {
                                     return {};
                                   },
                                   false});
-  e->stream = s;
-  e->point = point;
-  e->stamp = stamp;
-  e->clock = order_snapshot(s->actor);
-  ++e->generation;
+  OrderClock clock = order_snapshot(s->actor);
+  std::lock_guard lock(e->mutex);
+  e->last = {s, point, std::move(clock), e->last.generation + 1, stamp};
   return cudaSuccess;
 }
 
 cudaError_t query_event(cudaEvent_t event) {
   EventImpl* e = find_event(event);
   if (!e) return cudaErrorInvalidResourceHandle;
-  if (!e->stream) return cudaSuccess;
-  if (e->polled_generation != e->generation) {
-    e->polled_generation = e->generation;
-    count_host_sync();
+  const EventRecord rec = e->snapshot();
+  if (!rec.stream) return cudaSuccess;
+  {
+    std::lock_guard lock(e->mutex);
+    if (e->polled_generation != rec.generation) {  // a polling loop is one wait
+      e->polled_generation = rec.generation;
+      count_host_sync();
+    }
   }
-  if (!e->stream->reached(e->point)) return cudaErrorNotReady;
-  order_merge(kHostActor, e->clock);
+  if (!rec.stream->reached(rec.point)) return cudaErrorNotReady;
+  order_merge(kHostActor, rec.clock);
   protect_if_idle();
   return sticky_error();
 }
@@ -389,9 +411,10 @@ cudaError_t synchronize_event(cudaEvent_t event) {
   EventImpl* e = find_event(event);
   if (!e) return cudaErrorInvalidResourceHandle;
   count_host_sync();
-  if (!e->stream) return cudaSuccess;
-  if (!e->stream->wait_for(e->point, stream_wait_limit())) return cudaErrorLaunchTimeout;
-  order_merge(kHostActor, e->clock);
+  const EventRecord rec = e->snapshot();
+  if (!rec.stream) return cudaSuccess;
+  if (!rec.stream->wait_for(rec.point, stream_wait_limit())) return cudaErrorLaunchTimeout;
+  order_merge(kHostActor, rec.clock);
   protect_if_idle();
   return sticky_error();
 }
@@ -401,10 +424,11 @@ cudaError_t stream_wait_event(cudaStream_t stream, cudaEvent_t event) {
   EventImpl* e = find_event(event);
   auto s = resolve(stream);
   if (!e || !s) return cudaErrorInvalidResourceHandle;
-  if (!e->stream) return cudaSuccess;  // never recorded: nothing to wait for
+  const EventRecord rec = e->snapshot();
+  if (!rec.stream) return cudaSuccess;  // never recorded: nothing to wait for
   order_with_legacy(*s);
-  order_merge(s->actor, e->clock);
-  s->push(wait_item(e->stream, e->point));
+  order_merge(s->actor, rec.clock);
+  s->push(wait_item(rec.stream, rec.point));
   return cudaSuccess;
 }
 
@@ -413,9 +437,10 @@ cudaError_t event_elapsed(float* ms, cudaEvent_t start, cudaEvent_t end) {
   EventImpl* b = find_event(end);
   if (!ms || !a || !b) return cudaErrorInvalidResourceHandle;
   if ((a->flags | b->flags) & cudaEventDisableTiming) return cudaErrorInvalidResourceHandle;
-  if (!a->stream || !b->stream) return cudaErrorInvalidResourceHandle;
-  if (!a->stream->reached(a->point) || !b->stream->reached(b->point)) return cudaErrorNotReady;
-  *ms = float(double(b->stamp->load() - a->stamp->load()) / 1e6);
+  const EventRecord ra = a->snapshot(), rb = b->snapshot();
+  if (!ra.stream || !rb.stream) return cudaErrorInvalidResourceHandle;
+  if (!ra.stream->reached(ra.point) || !rb.stream->reached(rb.point)) return cudaErrorNotReady;
+  *ms = float(double(rb.stamp->load() - ra.stamp->load()) / 1e6);
   return cudaSuccess;
 }
 
