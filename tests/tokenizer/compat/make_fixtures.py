@@ -212,6 +212,36 @@ def write_sentencepiece_fixture(folder, name, switches):
         json.dump(cases, f, ensure_ascii=True, indent=0)
 
 
+# Characters of Unicode 15.0 (U+0CF3, U+11F00, U+1E4D0, U+11F50), 15.1 (U+2FFC, U+31EF,
+# U+2EBF0) and 16.0 (U+1C89, U+1C8A, U+10D40, U+1CCF0, U+105C0), which PCRE2 10.42's tables lack,
+# and of 17.0 (U+1E6C0), which tokenizers 0.23's lack too, beside letters, digits and marks.
+UNICODE_16_TEXTS = [
+    "a\u0cf3b k\u0cf3 x\U00011f00y \u2ffc\u31ef. \U0002ebf0\U0002ebf1z \u1c89\u1c8a ok",
+    "\U0001e4d0\U0001e4d1 \U00011f50\U00011f51 9\U00010d40 x\U0001ccf0 \U000105c0\U000105c1 \U0001e6c0q",
+    " \u1c89abc \u0cf3\u0cf3 12\U00011f50 ",
+]
+
+
+def write_unicode_16_cases(folder):
+    """unicode16_cases.json: for those texts, the pieces tokenizers' Split gives with GPT-2's,
+    Llama 3's and Qwen2's patterns, and the ids of the tokenizer.json fixtures."""
+    from tokenizers import Regex, pre_tokenizers
+    gpt2 = (r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+")
+    cases = {"pieces": [], "ids": []}
+    for name, pattern in [("gpt2", gpt2), ("llama3", LLAMA3_PATTERN), ("qwen2", QWEN2_PATTERN)]:
+        split = pre_tokenizers.Split(Regex(pattern), behavior="isolated")
+        for text in UNICODE_16_TEXTS:
+            cases["pieces"].append({"pattern": name, "text": text,
+                                    "pieces": [p for p, _ in split.pre_tokenize_str(text)]})
+    for name in ["gpt2", "gpt2_prefix", "llama3", "qwen2"]:
+        tok = Tokenizer.from_file(os.path.join(folder, name, "tokenizer.json"))
+        for text in UNICODE_16_TEXTS:
+            cases["ids"].append({"fixture": name, "text": text,
+                                 "ids": tok.encode(text, add_special_tokens=False).ids})
+    with open(os.path.join(folder, "unicode16_cases.json"), "w") as f:
+        json.dump(cases, f, ensure_ascii=True, indent=0)
+
+
 def main():
     """make_fixtures.py FOLDER [NAME ...]: all fixtures, or the named ones (training the
     SentencePiece model is not byte-for-byte repeatable, so remake only what changed)."""
@@ -234,6 +264,7 @@ def main():
                                                ["<s>", "</s>"]),
         "spm_json_legacy": lambda: write_json_fixture(folder, "spm_json_legacy",
                                                       *sentencepiece_json_style(folder, True), ["<s>", "</s>"]),
+        "unicode16": lambda: write_unicode_16_cases(folder),
     }
     for name, make in makers.items():
         if not names or name in names:
