@@ -53,6 +53,8 @@ def main():
     print()
     print("namespace dsx::tokenizer {")
     print()
+    print("// The generator lays the table out.")
+    print("// clang-format off")
     print("const std::vector<CategoryAdditions>& unicode_additions() {")
     print("  static const std::vector<CategoryAdditions> table = {")
     for category in sorted(added):
@@ -71,6 +73,7 @@ def main():
     print("  };")
     print("  return table;")
     print("}")
+    print("// clang-format on")
     print()
     print("}  // namespace dsx::tokenizer")
 

@@ -38,7 +38,8 @@ std::vector<std::pair<std::string, std::string>> merges_from_vocabulary(const Vo
       ++chars;
       if (cut == piece.size()) break;
       std::string left = piece.substr(0, cut), right = piece.substr(cut);
-      if (vocab.count(left) && vocab.count(right)) merges.push_back({id, chars, std::move(left), std::move(right)});
+      if (vocab.count(left) && vocab.count(right))
+        merges.push_back({id, chars, std::move(left), std::move(right)});
     }
   }
   std::sort(merges.begin(), merges.end(), [](const Merge& a, const Merge& b) {
@@ -58,14 +59,17 @@ MetaspacePrepend prepend_rule(const LlamaTokenizerSwitches& switches) {
 }  // namespace
 
 HfBpeParts llama_tokenizer_from_model(const SentencePieceModelFile& model,
-                                      const LlamaTokenizerSwitches& switches, const std::string& source) {
+                                      const LlamaTokenizerSwitches& switches,
+                                      const std::string& source) {
   HfBpeParts parts;
   parts.source = source;
   Vocabulary vocab;
   for (size_t id = 0; id < model.pieces.size(); ++id) {
     const SentencePiecePiece& p = model.pieces[id];
-    vocab[p.piece] = static_cast<TokenId>(id);  // a repeated piece keeps its last id, as a dict does
-    if (p.type == PieceType::Unknown || p.type == PieceType::Control || p.type == PieceType::UserDefined) {
+    vocab[p.piece] =
+        static_cast<TokenId>(id);  // a repeated piece keeps its last id, as a dict does
+    if (p.type == PieceType::Unknown || p.type == PieceType::Control ||
+        p.type == PieceType::UserDefined) {
       AddedToken token;
       token.id = static_cast<TokenId>(id);
       token.content = p.piece;
@@ -80,12 +84,13 @@ HfBpeParts llama_tokenizer_from_model(const SentencePieceModelFile& model,
   parts.model = std::make_unique<BpeModel>(std::move(vocab), merges, options, source);
 
   const MetaspacePrepend prepend = prepend_rule(switches);
-  parts.pre_tokenizer.add_step({PreTokenizeStep::Kind::Metaspace, nullptr, SplitBehavior::MergedWithNext, false,
-                                kMetaspace, prepend});
+  parts.pre_tokenizer.add_step({PreTokenizeStep::Kind::Metaspace, nullptr,
+                                SplitBehavior::MergedWithNext, false, kMetaspace, prepend});
   parts.decoder.add({DecodeStep::Kind::Replace, kMetaspace, " "});
   parts.decoder.add({DecodeStep::Kind::ByteFallback, {}, {}});
   parts.decoder.add({DecodeStep::Kind::Fuse, {}, {}});
-  if (prepend != MetaspacePrepend::Never) parts.decoder.add({DecodeStep::Kind::Strip, " ", {}, 1, 0});
+  if (prepend != MetaspacePrepend::Never)
+    parts.decoder.add({DecodeStep::Kind::Strip, " ", {}, 1, 0});
   return parts;
 }
 

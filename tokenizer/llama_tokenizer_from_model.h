@@ -22,6 +22,7 @@ struct LlamaTokenizerSwitches {
 // The tokenizer transformers builds; BOS, EOS and the special template are left to the loader.
 // `source` names the model file in messages.
 HfBpeParts llama_tokenizer_from_model(const SentencePieceModelFile& model,
-                                      const LlamaTokenizerSwitches& switches, const std::string& source);
+                                      const LlamaTokenizerSwitches& switches,
+                                      const std::string& source);
 
 }  // namespace dsx::tokenizer

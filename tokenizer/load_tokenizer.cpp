@@ -77,7 +77,8 @@ std::unique_ptr<Tokenizer> load_json(const std::string& json_path, const Tokeniz
 }
 
 bool is_llama_tokenizer_class(const TokenizerConfig& config) {
-  return config.tokenizer_class == "LlamaTokenizer" || config.tokenizer_class == "LlamaTokenizerFast";
+  return config.tokenizer_class == "LlamaTokenizer" ||
+         config.tokenizer_class == "LlamaTokenizerFast";
 }
 
 std::unique_ptr<Tokenizer> load_sentencepiece(const std::string& model_path,
@@ -85,15 +86,17 @@ std::unique_ptr<Tokenizer> load_sentencepiece(const std::string& model_path,
   if (is_llama_tokenizer_class(config)) {
     SentencePieceModelFile model = read_sentencepiece_model(model_path);
     if (model.is_bpe) {
-      HfBpeParts parts = llama_tokenizer_from_model(model, {config.legacy, config.add_prefix_space},
-                                                    model_path + " (SentencePiece, as transformers' LlamaTokenizer reads it)");
+      HfBpeParts parts = llama_tokenizer_from_model(
+          model, {config.legacy, config.add_prefix_space},
+          model_path + " (SentencePiece, as transformers' LlamaTokenizer reads it)");
       // LlamaTokenizer's defaults: "<s>" and "</s>", BOS added, no EOS.
       TokenizerConfig with_defaults = config;
       if (!config.bos_token && find_token(parts, "<s>")) with_defaults.bos_token = "<s>";
       if (!config.eos_token && find_token(parts, "</s>")) with_defaults.eos_token = "</s>";
       SpecialTokenTemplate bos_only;
       if (with_defaults.bos_token)
-        bos_only.prefix.push_back(*config_token(parts, with_defaults, with_defaults.bos_token, "bos_token"));
+        bos_only.prefix.push_back(
+            *config_token(parts, with_defaults, with_defaults.bos_token, "bos_token"));
       return finish(std::move(parts), with_defaults, bos_only);
     }
   }

@@ -61,8 +61,8 @@ RegexSplitter::RegexSplitter(const std::string& pattern, bool literal, const std
   uint32_t options = PCRE2_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
   int error = 0;
   PCRE2_SIZE error_offset = 0;
-  compiled_->as_written = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                                        options, &error, &error_offset, nullptr);
+  compiled_->as_written = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()),
+                                        pattern.size(), options, &error, &error_offset, nullptr);
   if (!compiled_->as_written) {
     throw Error(ErrorKind::Format, where + ": the pattern " + pattern +
                                        " does not compile with PCRE2: " + pcre2_message(error) +
@@ -70,12 +70,13 @@ RegexSplitter::RegexSplitter(const std::string& pattern, bool literal, const std
   }
   const std::string extended = literal ? pattern : with_unicode_16_categories(pattern);
   if (extended != pattern) {
-    compiled_->extended = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(extended.data()), extended.size(),
-                                        options, &error, &error_offset, nullptr);
+    compiled_->extended = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(extended.data()),
+                                        extended.size(), options, &error, &error_offset, nullptr);
     if (!compiled_->extended) {
-      throw Error(ErrorKind::Internal, where + ": the pattern " + pattern +
-                                           " compiles, but not with the Unicode 16.0 classes added: " +
-                                           pcre2_message(error));
+      throw Error(
+          ErrorKind::Internal,
+          where + ": the pattern " + pattern +
+              " compiles, but not with the Unicode 16.0 classes added: " + pcre2_message(error));
     }
     pcre2_jit_compile(compiled_->extended, PCRE2_JIT_COMPLETE);
   }
@@ -93,8 +94,7 @@ void RegexSplitter::find_all(std::string_view text, std::vector<TextSpan>& out) 
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   size_t pos = 0;
   while (pos < text.size()) {
-    int rc = pcre2_match(code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK, s.data,
-                         s.context);
+    int rc = pcre2_match(code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK, s.data, s.context);
     if (rc == PCRE2_ERROR_NOMATCH) return;
     if (rc < 0) {
       throw Error(ErrorKind::Format, where_ + ": matching the pattern " + pattern_ +

@@ -24,8 +24,10 @@ std::vector<CodePointRange> merged(std::vector<CodePointRange> ranges) {
   std::sort(ranges.begin(), ranges.end(), [](auto a, auto b) { return a.first < b.first; });
   std::vector<CodePointRange> out;
   for (CodePointRange r : ranges) {
-    if (!out.empty() && r.first <= out.back().last + 1) out.back().last = std::max(out.back().last, r.last);
-    else out.push_back(r);
+    if (!out.empty() && r.first <= out.back().last + 1)
+      out.back().last = std::max(out.back().last, r.last);
+    else
+      out.push_back(r);
   }
   return out;
 }
@@ -51,7 +53,8 @@ const std::map<std::string, std::string, std::less<>>& additions_by_name() {
       std::string& out = text[name];
       for (CodePointRange r : merged(list)) {
         char buffer[32];
-        std::snprintf(buffer, sizeof(buffer), "\\x{%X}-\\x{%X}", unsigned(r.first), unsigned(r.last));
+        std::snprintf(buffer, sizeof(buffer), "\\x{%X}-\\x{%X}", unsigned(r.first),
+                      unsigned(r.last));
         out += buffer;
       }
     }
@@ -128,7 +131,8 @@ bool may_hold_added_characters(std::string_view text) {
       if (blocks[(char32_t(lead & 0x0F) << 6) | (p[1] & 0x3F)]) return true;
       p += 3;
     } else {
-      if (blocks[(char32_t(lead & 0x07) << 12) | (char32_t(p[1] & 0x3F) << 6) | (p[2] & 0x3F)]) return true;
+      if (blocks[(char32_t(lead & 0x07) << 12) | (char32_t(p[1] & 0x3F) << 6) | (p[2] & 0x3F)])
+        return true;
       p += 4;
     }
   }
@@ -153,7 +157,8 @@ std::string with_unicode_16_categories(std::string_view pattern) {
       }
       std::optional<Property> p;
       if (next == 'p' || next == 'P') p = read_property(pattern, i);
-      if (next == 'd' || next == 'D') p = Property{2, "Nd", next == 'D'};  // \d is \p{Nd} with PCRE2_UCP
+      if (next == 'd' || next == 'D')
+        p = Property{2, "Nd", next == 'D'};  // \d is \p{Nd} with PCRE2_UCP
       if (p) {
         const std::string_view escape = pattern.substr(i, p->length);
         auto added = additions.find(p->name);
@@ -162,7 +167,11 @@ std::string with_unicode_16_categories(std::string_view pattern) {
         } else if (in_class) {
           out.append(escape).append(added->second);
         } else {
-          out.append(p->negated ? "[^\\p{" : "[\\p{").append(p->name).append("}").append(added->second).append("]");
+          out.append(p->negated ? "[^\\p{" : "[\\p{")
+              .append(p->name)
+              .append("}")
+              .append(added->second)
+              .append("]");
         }
         i += p->length;
         continue;

@@ -52,17 +52,27 @@ class WireReader {
 
   void skip(int wire_type) {
     switch (wire_type) {
-      case 0: varint(); return;
-      case 1: bytes(8); return;
-      case 2: length_delimited(); return;
-      case 5: bytes(4); return;
-      default: fail("has a field of wire type " + std::to_string(wire_type));
+      case 0:
+        varint();
+        return;
+      case 1:
+        bytes(8);
+        return;
+      case 2:
+        length_delimited();
+        return;
+      case 5:
+        bytes(4);
+        return;
+      default:
+        fail("has a field of wire type " + std::to_string(wire_type));
     }
   }
 
   [[noreturn]] void fail(const std::string& what) const {
     throw Error(ErrorKind::Format, path_ + ": not a SentencePiece model: the protobuf " + what +
-                                       " at byte " + std::to_string(pos_) + " (copy the file again)");
+                                       " at byte " + std::to_string(pos_) +
+                                       " (copy the file again)");
   }
 
  private:
@@ -94,8 +104,10 @@ bool trainer_spec_is_bpe(std::string_view bytes, const std::string& path) {
   uint64_t model_type = 1;
   while (!in.done()) {
     auto [field, wire] = in.key();
-    if (field == 3 && wire == 0) model_type = in.varint();
-    else in.skip(wire);
+    if (field == 3 && wire == 0)
+      model_type = in.varint();
+    else
+      in.skip(wire);
   }
   return model_type == 2;
 }

@@ -10,7 +10,14 @@
 namespace dsx::tokenizer {
 
 // sentencepiece_model.proto's SentencePiece.Type.
-enum class PieceType { Normal = 1, Unknown = 2, Control = 3, UserDefined = 4, Unused = 5, Byte = 6 };
+enum class PieceType {
+  Normal = 1,
+  Unknown = 2,
+  Control = 3,
+  UserDefined = 4,
+  Unused = 5,
+  Byte = 6
+};
 
 struct SentencePiecePiece {
   std::string piece;

@@ -7,6 +7,8 @@
 
 namespace dsx::tokenizer {
 
+// The generator lays the table out.
+// clang-format off
 const std::vector<CategoryAdditions>& unicode_additions() {
   static const std::vector<CategoryAdditions> table = {
       {"Cf",
@@ -91,5 +93,6 @@ const std::vector<CategoryAdditions>& unicode_additions() {
   };
   return table;
 }
+// clang-format on
 
 }  // namespace dsx::tokenizer

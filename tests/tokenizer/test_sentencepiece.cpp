@@ -35,8 +35,10 @@ TEST(SentencePiece, LlamaTokenizerClassGivesTransformersIdsAnyOtherSentencepiece
   std::filesystem::copy_file(fixture("spm") + "/tokenizer.model", dir.file("tokenizer.model"));
   dir.write("tokenizer_config.json", R"({"add_bos_token": true})");
   auto sentencepiece = load_tokenizer(dir.path());
-  EXPECT_NE(sentencepiece->describe().find("SentencePiece from"), std::string::npos) << sentencepiece->describe();
-  const TokenId one_space = *llama->token_to_id("\u2581"), two_spaces = *llama->token_to_id("\u2581\u2581");
+  EXPECT_NE(sentencepiece->describe().find("SentencePiece from"), std::string::npos)
+      << sentencepiece->describe();
+  const TokenId one_space = *llama->token_to_id("\u2581"),
+                two_spaces = *llama->token_to_id("\u2581\u2581");
   const EncodeOptions bare{.add_special_tokens = false};
   // sentencepiece puts its "\u2581" before a text that starts with a space; transformers does not.
   EXPECT_EQ(llama->encode(" Hello", bare).front(), one_space);
@@ -63,7 +65,9 @@ TEST(SentencePiece, ModelFileGivesPiecesTypesAndModelType) {
   // transformers derives the same merges (spm_json is its conversion of this model).
   auto converted = load_tokenizer(fixture("spm"))->describe();
   auto json = load_tokenizer(fixture("spm_json"))->describe();
-  EXPECT_EQ(converted.substr(converted.find("(vocab")), json.substr(json.find("(vocab"))) << converted << "\n" << json;
+  EXPECT_EQ(converted.substr(converted.find("(vocab")), json.substr(json.find("(vocab")))
+      << converted << "\n"
+      << json;
 }
 
 TEST(SentencePiece, TruncatedModelFileIsAFormatError) {
@@ -75,7 +79,8 @@ TEST(SentencePiece, TruncatedModelFileIsAFormatError) {
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Format);
-    EXPECT_NE(std::string(e.what()).find("not a SentencePiece model"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("not a SentencePiece model"), std::string::npos)
+        << e.what();
   }
 }
 

@@ -61,14 +61,16 @@ TEST(UnicodeVersions, FixturesEncodeNewCharactersAsTokenizersDoes) {
 
 TEST(UnicodeVersions, OnlyTextWithNewCharactersNeedsTheExtendedClasses) {
   EXPECT_FALSE(may_hold_added_characters("plain ASCII, long enough for the 8-byte steps"));
-  EXPECT_FALSE(may_hold_added_characters("Größe 我能吞下玻璃 👍🏽 नमस्ते ﷺ"));
-  EXPECT_TRUE(may_hold_added_characters("ASCII before it: \u1C89"));               // 16.0, 3 bytes
-  EXPECT_TRUE(may_hold_added_characters("\xF0\x91\xBC\x80 Kawi"));                 // U+11F00, 15.0
-  EXPECT_TRUE(may_hold_added_characters("k\u0CF3"));                                // 15.0
+  EXPECT_FALSE(
+      may_hold_added_characters("Größe 我能吞下玻璃 👍🏽 नमस्ते ﷺ"));
+  EXPECT_TRUE(may_hold_added_characters("ASCII before it: \u1C89"));  // 16.0, 3 bytes
+  EXPECT_TRUE(may_hold_added_characters("\xF0\x91\xBC\x80 Kawi"));    // U+11F00, 15.0
+  EXPECT_TRUE(may_hold_added_characters("k\u0CF3"));                  // 15.0
 }
 
 TEST(UnicodeVersions, CategoryClassesGainTheCharactersAssignedAfterPcre2sTables) {
-  if (std::stoi(pcre2_unicode_version()) >= 16) GTEST_SKIP() << "PCRE2's own tables are Unicode 16.0 or later";
+  if (std::stoi(pcre2_unicode_version()) >= 16)
+    GTEST_SKIP() << "PCRE2's own tables are Unicode 16.0 or later";
   // U+1C89 and U+1C8A: Lu and Ll since Unicode 16.0.
   const std::string letters = with_unicode_16_categories(R"(\p{L}+)");
   EXPECT_EQ(letters.rfind(R"([\p{L}\x{)", 0), 0u) << letters;
@@ -82,11 +84,13 @@ TEST(UnicodeVersions, CategoryClassesGainTheCharactersAssignedAfterPcre2sTables)
   // \d is \p{Nd} (PCRE2_UCP): Kawi digits (15.0) and Garay's (16.0) are digits.
   EXPECT_EQ(with_unicode_16_categories(R"(\d+)").rfind(R"([\p{Nd}\x{)", 0), 0u);
   // Left alone: \p{C} (it would lose characters), scripts, \P inside a class, literals.
-  for (const char* same : {R"(\p{Cn}\p{C})", R"(\p{Han}+)", R"([\P{L}x])", R"(\Q\p{L}\E)", R"([\]\p{Zzzz}])"}) {
+  for (const char* same :
+       {R"(\p{Cn}\p{C})", R"(\p{Han}+)", R"([\P{L}x])", R"(\Q\p{L}\E)", R"([\]\p{Zzzz}])"}) {
     EXPECT_EQ(with_unicode_16_categories(same), same);
   }
   // A class that starts with ']' is one class: the property inside it is extended in place.
-  EXPECT_EQ(with_unicode_16_categories(R"([]\p{Lu}])").rfind(R"([]\p{Lu}\x{1C89}-\x{1C89})", 0), 0u);
+  EXPECT_EQ(with_unicode_16_categories(R"([]\p{Lu}])").rfind(R"([]\p{Lu}\x{1C89}-\x{1C89})", 0),
+            0u);
 }
 
 }  // namespace
