@@ -108,7 +108,7 @@ std::string pcre2_unicode_version() {
 
 bool may_hold_added_characters(std::string_view text) {
   // One byte per block of 64 code points (cp >> 6, which needs no last continuation byte); the
-  // first addition is U+0897, so ASCII (8 bytes at a time) and two-byte characters are skipped.
+  // first addition is U+0897, so characters of one and two bytes are skipped undecoded.
   static const std::vector<uint8_t> blocks = [] {
     std::vector<uint8_t> marks(0x110000 >> 6);
     for (const CategoryAdditions& c : unicode_additions())
@@ -119,14 +119,19 @@ bool may_hold_added_characters(std::string_view text) {
   const auto* p = reinterpret_cast<const unsigned char*>(text.data());
   const auto* end = p + text.size();
   while (p < end) {
+    // Eight bytes at a time while none starts a character of three or four bytes (top three
+    // bits set); a step may end inside a character, whose continuation bytes are then skipped.
     uint64_t word;
-    if (end - p >= 8 && (std::memcpy(&word, p, 8), (word & 0x8080808080808080ull) == 0)) {
-      p += 8;
-      continue;
+    if (end - p >= 8) {
+      std::memcpy(&word, p, 8);
+      if ((word & (word << 1) & (word << 2) & 0x8080808080808080ull) == 0) {
+        p += 8;
+        continue;
+      }
     }
     const unsigned char lead = *p;
     if (lead < 0xE0) {
-      p += lead < 0x80 ? 1 : 2;
+      ++p;
     } else if (lead < 0xF0) {
       if (blocks[(char32_t(lead & 0x0F) << 6) | (p[1] & 0x3F)]) return true;
       p += 3;

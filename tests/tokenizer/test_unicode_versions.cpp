@@ -66,6 +66,12 @@ TEST(UnicodeVersions, OnlyTextWithNewCharactersNeedsTheExtendedClasses) {
   EXPECT_TRUE(may_hold_added_characters("ASCII before it: \u1C89"));  // 16.0, 3 bytes
   EXPECT_TRUE(may_hold_added_characters("\xF0\x91\xBC\x80 Kawi"));    // U+11F00, 15.0
   EXPECT_TRUE(may_hold_added_characters("k\u0CF3"));                  // 15.0
+  // Wherever the character falls in the scan's 8-byte steps, after characters of 1 and 2 bytes.
+  for (size_t shift = 0; shift < 16; ++shift) {
+    const std::string before(shift, 'a');
+    EXPECT_TRUE(may_hold_added_characters(before + "Жж\u1C89 and more text")) << shift;
+    EXPECT_FALSE(may_hold_added_characters(before + "Жж\u4E2D and more text")) << shift;
+  }
 }
 
 TEST(UnicodeVersions, CategoryClassesGainTheCharactersAssignedAfterPcre2sTables) {
