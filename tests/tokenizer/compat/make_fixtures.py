@@ -213,12 +213,15 @@ def write_sentencepiece_fixture(folder, name, switches):
 
 
 # Characters of Unicode 15.0 (U+0CF3, U+11F00, U+1E4D0, U+11F50), 15.1 (U+2FFC, U+31EF,
-# U+2EBF0) and 16.0 (U+1C89, U+1C8A, U+10D40, U+1CCF0, U+105C0), which PCRE2 10.42's tables lack,
-# and of 17.0 (U+1E6C0), which tokenizers 0.23's lack too, beside letters, digits and marks.
+# U+2EBF0) and 16.0 (U+1C89, U+1C8A, U+10D40, U+1CCF0, U+105C0), which PCRE2 10.42's tables lack
+# (and utf8proc 2.8's, for 15.1 and 16.0), and of 17.0 (U+1E6C0), which tokenizers 0.23's lack
+# too, beside letters, digits and marks.
 UNICODE_16_TEXTS = [
     "a\u0cf3b k\u0cf3 x\U00011f00y \u2ffc\u31ef. \U0002ebf0\U0002ebf1z \u1c89\u1c8a ok",
     "\U0001e4d0\U0001e4d1 \U00011f50\U00011f51 9\U00010d40 x\U0001ccf0 \U000105c0\U000105c1 \U0001e6c0q",
     " \u1c89abc \u0cf3\u0cf3 12\U00011f50 ",
+    # The GPT-2 fixtures' single_word token after letters of 15.1, 16.0 and 17.0.
+    "x\u1c89[WORD] \U0002ebf0[WORD] \U0001e6c0[WORD] k\u0cf3[WORD]",
 ]
 
 
