@@ -222,6 +222,8 @@ UNICODE_16_TEXTS = [
     " \u1c89abc \u0cf3\u0cf3 12\U00011f50 ",
     # The GPT-2 fixtures' single_word token after letters of 15.1, 16.0 and 17.0.
     "x\u1c89[WORD] \U0002ebf0[WORD] \U0001e6c0[WORD] k\u0cf3[WORD]",
+    # Canonical pairs Unicode 16.0 composes (U+105C9, U+11383), which Qwen2's NFC leaves apart.
+    "a\U000105d2\u0307 \U00011382\U000113c9z",
 ]
 
 
