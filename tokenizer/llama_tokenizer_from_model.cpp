@@ -66,8 +66,8 @@ HfBpeParts llama_tokenizer_from_model(const SentencePieceModelFile& model,
   Vocabulary vocab;
   for (size_t id = 0; id < model.pieces.size(); ++id) {
     const SentencePiecePiece& p = model.pieces[id];
-    vocab[p.piece] =
-        static_cast<TokenId>(id);  // a repeated piece keeps its last id, as a dict does
+    // A repeated piece keeps its last id, as transformers' dict does.
+    vocab[p.piece] = static_cast<TokenId>(id);
     if (p.type == PieceType::Unknown || p.type == PieceType::Control ||
         p.type == PieceType::UserDefined) {
       AddedToken token;
