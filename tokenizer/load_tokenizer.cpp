@@ -5,13 +5,18 @@
 // config sets add_bos_token or add_eos_token, exactly that (transformers rebuilds the
 // post-processor from them); otherwise what tokenizer.json's post-processor adds (Llama 3's
 // TemplateProcessing adds <|begin_of_text|>; GPT-2 and Qwen2 add nothing).
+// A tokenizer.model is read as transformers reads it: a BPE model in a folder whose
+// tokenizer_class is LlamaTokenizer (Llama 2, Mistral) is converted as LlamaTokenizer converts it
+// (llama_tokenizer_from_model.h); any other goes through libsentencepiece.
 #include "tokenizer/load_tokenizer.h"
 
 #include <filesystem>
 
 #include "dsx/error.h"
 #include "tokenizer/hf_bpe_tokenizer.h"
+#include "tokenizer/llama_tokenizer_from_model.h"
 #include "tokenizer/read_tokenizer_json.h"
+#include "tokenizer/sentencepiece_model_file.h"
 #include "tokenizer/sentencepiece_tokenizer.h"
 #include "tokenizer/tokenizer_config.h"
 
@@ -49,8 +54,10 @@ TokenId named_token(const std::optional<TokenId>& token, const TokenizerConfig& 
   return *token;
 }
 
-std::unique_ptr<Tokenizer> load_json(const std::string& json_path, const TokenizerConfig& config) {
-  HfBpeParts parts = read_tokenizer_json(json_path);
+// BOS, EOS and what encode adds around the text, from tokenizer_config.json; `default_template`
+// when it sets neither add_bos_token nor add_eos_token.
+std::unique_ptr<Tokenizer> finish(HfBpeParts parts, const TokenizerConfig& config,
+                                  std::optional<SpecialTokenTemplate> default_template) {
   parts.bos = config_token(parts, config, config.bos_token, "bos_token");
   parts.eos = config_token(parts, config, config.eos_token, "eos_token");
   if (config.add_bos_token || config.add_eos_token) {
@@ -59,12 +66,40 @@ std::unique_ptr<Tokenizer> load_json(const std::string& json_path, const Tokeniz
       parts.special_template.prefix.push_back(named_token(parts.bos, config, "add_bos_token", "bos_token", "BOS"));
     if (config.add_eos_token.value_or(false))
       parts.special_template.suffix.push_back(named_token(parts.eos, config, "add_eos_token", "eos_token", "EOS"));
+  } else if (default_template) {
+    parts.special_template = *default_template;
   }
   return std::make_unique<HfBpeTokenizer>(std::move(parts));
 }
 
+std::unique_ptr<Tokenizer> load_json(const std::string& json_path, const TokenizerConfig& config) {
+  return finish(read_tokenizer_json(json_path), config, std::nullopt);
+}
+
+bool is_llama_tokenizer_class(const TokenizerConfig& config) {
+  return config.tokenizer_class == "LlamaTokenizer" ||
+         config.tokenizer_class == "LlamaTokenizerFast";
+}
+
 std::unique_ptr<Tokenizer> load_sentencepiece(const std::string& model_path,
                                               const TokenizerConfig& config) {
+  if (is_llama_tokenizer_class(config)) {
+    SentencePieceModelFile model = read_sentencepiece_model(model_path);
+    if (model.is_bpe) {
+      HfBpeParts parts = llama_tokenizer_from_model(
+          model, {config.legacy, config.add_prefix_space},
+          model_path + " (SentencePiece, as transformers' LlamaTokenizer reads it)");
+      // LlamaTokenizer's defaults: "<s>" and "</s>", BOS added, no EOS.
+      TokenizerConfig with_defaults = config;
+      if (!config.bos_token && find_token(parts, "<s>")) with_defaults.bos_token = "<s>";
+      if (!config.eos_token && find_token(parts, "</s>")) with_defaults.eos_token = "</s>";
+      SpecialTokenTemplate bos_only;
+      if (with_defaults.bos_token)
+        bos_only.prefix.push_back(
+            *config_token(parts, with_defaults, with_defaults.bos_token, "bos_token"));
+      return finish(std::move(parts), with_defaults, bos_only);
+    }
+  }
   SentencePieceRules rules;
   rules.add_bos = config.add_bos_token.value_or(true);
   rules.add_eos = config.add_eos_token.value_or(false);

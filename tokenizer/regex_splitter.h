@@ -1,6 +1,7 @@
 // A pre-tokenizer pattern compiled with PCRE2 in UTF mode with Unicode properties (\p{L}, \s
-// over all of Unicode) and JIT. It finds the matches of the pattern in a text, left to right,
-// as Hugging Face's Split pre-tokenizer sees them (Oniguruma there, PCRE2 here).
+// over all of Unicode; categories brought to Unicode 16.0 by regex_unicode_classes.h) and JIT.
+// It finds the matches of the pattern in a text, left to right, as Hugging Face's Split
+// pre-tokenizer sees them (Oniguruma there, PCRE2 here).
 #pragma once
 
 #include <cstddef>

@@ -54,6 +54,9 @@ TokenizerConfig read_tokenizer_config(const std::string& path) {
   config.pad_token = read_token(doc, "pad_token", at);
   config.add_bos_token = json::optional_bool(doc, "add_bos_token", at);
   config.add_eos_token = json::optional_bool(doc, "add_eos_token", at);
+  config.tokenizer_class = json::optional_string(doc, "tokenizer_class", at);
+  config.legacy = json::optional_bool(doc, "legacy", at);
+  config.add_prefix_space = json::optional_bool(doc, "add_prefix_space", at);
   config.chat_template = read_chat_template(doc, at);
   return config;
 }

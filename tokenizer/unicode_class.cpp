@@ -2,6 +2,8 @@
 
 #include <utf8proc.h>
 
+#include "tokenizer/unicode_additions.h"
+
 namespace dsx::tokenizer {
 
 bool is_unicode_whitespace(char32_t cp) {
@@ -9,6 +11,23 @@ bool is_unicode_whitespace(char32_t cp) {
          (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||
          cp == 0x205F || cp == 0x3000;
 }
+
+namespace {
+
+// A character utf8proc 2.8 (Unicode 15.0) leaves unassigned that Unicode 16.0 makes a word
+// character (unicode_additions.h: letters, marks, Nd, Nl, Pc assigned since 14.0).
+bool is_added_word_char(char32_t cp) {
+  for (const CategoryAdditions& c : unicode_additions()) {
+    const bool word = c.category[0] == 'L' || c.category[0] == 'M' || c.category == "Nd" ||
+                      c.category == "Nl" || c.category == "Pc";
+    if (!word) continue;
+    for (CodePointRange r : c.ranges)
+      if (cp >= r.first && cp <= r.last) return true;
+  }
+  return false;
+}
+
+}  // namespace
 
 bool is_word_char(char32_t cp) {
   if (cp < 0x80) {
@@ -29,6 +48,8 @@ bool is_word_char(char32_t cp) {
     case UTF8PROC_CATEGORY_ND:
     case UTF8PROC_CATEGORY_PC:
       return true;
+    case UTF8PROC_CATEGORY_CN:
+      return is_added_word_char(cp);
     default:
       return false;
   }

@@ -60,7 +60,8 @@ TEST_P(FixtureIds, EncodeGivesTheIdsOfThePythonLibrary) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, FixtureIds,
-                         testing::Values("gpt2", "gpt2_prefix", "llama3", "qwen2", "spm", "spm_json",
+                         testing::Values("gpt2", "gpt2_prefix", "llama3", "qwen2", "spm",
+                                         "spm_legacy", "spm_no_prefix", "spm_json",
                                          "spm_json_legacy"),
                          [](const auto& info) { return info.param; });
 

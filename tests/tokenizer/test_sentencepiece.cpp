@@ -1,11 +1,13 @@
-// The SentencePiece tokenizer behind the common interface: BOS by tokenizer_config.json, byte
-// fallback round trips, the model's special ids.
+// tokenizer.model folders behind the common interface: read as transformers' LlamaTokenizer
+// reads them where tokenizer_config.json names that class, else through sentencepiece; BOS by
+// tokenizer_config.json, byte fallback round trips, the model's special ids, the model file read.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
 #include "dsx/error.h"
 #include "tokenizer/load_tokenizer.h"
+#include "tokenizer/sentencepiece_model_file.h"
 #include "tokenizer_test_util.h"
 
 namespace dsx::tokenizer {
@@ -22,8 +24,64 @@ TEST(SentencePiece, IdsAndRulesOfALlama2StyleModel) {
   auto ids = tok->encode("héllo 你");
   ASSERT_GT(ids.size(), 2u);
   EXPECT_EQ(ids.front(), 1);  // add_bos_token: true
-  EXPECT_EQ(tok->decode(ids), "héllo 你");
-  EXPECT_NE(tok->describe().find("SentencePiece"), std::string::npos);
+  EXPECT_EQ(tok->decode(ids), "<s> héllo 你");  // as transformers decodes it
+  EXPECT_EQ(tok->decode(ids, {.skip_special_tokens = true}), "héllo 你");
+  EXPECT_NE(tok->describe().find("LlamaTokenizer"), std::string::npos) << tok->describe();
+}
+
+TEST(SentencePiece, LlamaTokenizerClassGivesTransformersIdsAnyOtherSentencepieces) {
+  auto llama = load_tokenizer(fixture("spm"));  // tokenizer_class LlamaTokenizer
+  TempDir dir;
+  std::filesystem::copy_file(fixture("spm") + "/tokenizer.model", dir.file("tokenizer.model"));
+  dir.write("tokenizer_config.json", R"({"add_bos_token": true})");
+  auto sentencepiece = load_tokenizer(dir.path());
+  EXPECT_NE(sentencepiece->describe().find("SentencePiece from"), std::string::npos)
+      << sentencepiece->describe();
+  const TokenId one_space = *llama->token_to_id("\u2581"),
+                two_spaces = *llama->token_to_id("\u2581\u2581");
+  const EncodeOptions bare{.add_special_tokens = false};
+  // sentencepiece puts its "\u2581" before a text that starts with a space; transformers does not.
+  EXPECT_EQ(llama->encode(" Hello", bare).front(), one_space);
+  EXPECT_EQ(sentencepiece->encode(" Hello", bare).front(), two_spaces);
+  // "</s>" in the text is EOS for transformers, text for sentencepiece.
+  EXPECT_EQ(llama->encode("a</s>", bare).back(), 2);
+  EXPECT_NE(sentencepiece->encode("a</s>", bare).back(), 2);
+  // Elsewhere the two agree: the merges derived from the vocabulary are sentencepiece's.
+  const std::string text = "Hello  wörld, 你好 ᚠᛇᚻ!\n  indented 12345";
+  EXPECT_EQ(llama->encode(text), sentencepiece->encode(text));
+}
+
+TEST(SentencePiece, ModelFileGivesPiecesTypesAndModelType) {
+  SentencePieceModelFile model = read_sentencepiece_model(fixture("spm") + "/tokenizer.model");
+  ASSERT_EQ(model.pieces.size(), 600u);
+  EXPECT_TRUE(model.is_bpe);
+  EXPECT_EQ(model.pieces[0].piece, "<unk>");
+  EXPECT_EQ(model.pieces[0].type, PieceType::Unknown);
+  EXPECT_EQ(model.pieces[1].type, PieceType::Control);
+  EXPECT_EQ(model.pieces[3].piece, "<0x00>");
+  EXPECT_EQ(model.pieces[3].type, PieceType::Byte);
+  EXPECT_EQ(model.pieces[300].type, PieceType::Normal);
+  EXPECT_LT(model.pieces[300].score, model.pieces[299].score + 1e-6f);
+  // transformers derives the same merges (spm_json is its conversion of this model).
+  auto converted = load_tokenizer(fixture("spm"))->describe();
+  auto json = load_tokenizer(fixture("spm_json"))->describe();
+  EXPECT_EQ(converted.substr(converted.find("(vocab")), json.substr(json.find("(vocab")))
+      << converted << "\n"
+      << json;
+}
+
+TEST(SentencePiece, TruncatedModelFileIsAFormatError) {
+  TempDir dir;
+  std::string bytes = testing_util::read(fixture("spm") + "/tokenizer.model");
+  dir.write("tokenizer.model", bytes.substr(0, bytes.size() / 2));
+  try {
+    read_sentencepiece_model(dir.file("tokenizer.model"));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Format);
+    EXPECT_NE(std::string(e.what()).find("not a SentencePiece model"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(SentencePiece, RareCharactersFallBackToBytesAndBack) {

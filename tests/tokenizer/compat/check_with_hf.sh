@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# dsx's token ids beside Hugging Face tokenizers' and sentencepiece's on a multilingual text of
-# at least 1 MB made here (compat/multilingual_text.py: several scripts, emoji, combining marks,
-# digit runs, whitespace runs, CRLF, and random code points), for every fixture tokenizer of
-# tests/tokenizer/data/. Byte-identical id streams or it fails. Not run in CI (needs the venv).
+# dsx's token ids beside Hugging Face tokenizers', sentencepiece's and transformers' on a
+# multilingual text of at least 1 MB made here (compat/multilingual_text.py: several scripts,
+# emoji, combining marks, digit runs, whitespace runs, CRLF, and random code points), for every
+# fixture tokenizer of tests/tokenizer/data/ (a LlamaTokenizer tokenizer.model folder against
+# transformers only: dsx gives its ids, not sentencepiece's). Byte-identical id streams or it fails. Not run in CI (needs the venv).
 #
 #   bash tests/tokenizer/compat/check_with_hf.sh [BUILD_DIR]     (default build-tok)
 #
@@ -33,20 +34,21 @@ for dir in "$root"/tests/tokenizer/data/*/; do
   name=$(basename "$dir")
   "$build/tests/tokenizer/tokenizer_dump_ids" "$dir" "$work/text.txt" "$work/$name.dsx" 2>/dev/null
   "$venv/bin/python" - "$dir" "$work/text.txt" "$work/$name.dsx" "$name" <<'PY' || status=1
-import os, sys
+import json, os, sys
 folder, text_file, dsx_file, name = sys.argv[1:]
 text = open(text_file, encoding="utf-8", newline="").read()
+config_file = os.path.join(folder, "tokenizer_config.json")
+config = json.load(open(config_file)) if os.path.exists(config_file) else {}
+refs = {}
 if os.path.exists(os.path.join(folder, "tokenizer.json")):
     from tokenizers import Tokenizer
-    ref = Tokenizer.from_file(os.path.join(folder, "tokenizer.json")).encode(text).ids
-    lib = "tokenizers"
-else:
+    refs["tokenizers"] = Tokenizer.from_file(os.path.join(folder, "tokenizer.json")).encode(text).ids
+elif config.get("tokenizer_class") not in ("LlamaTokenizer", "LlamaTokenizerFast"):
+    # A LlamaTokenizer folder gives transformers' ids (below), not sentencepiece's.
     import sentencepiece
     sp = sentencepiece.SentencePieceProcessor(model_file=os.path.join(folder, "tokenizer.model"))
-    ref = [sp.bos_id()] + sp.encode(text)
-    lib = "sentencepiece"
+    refs["sentencepiece"] = [sp.bos_id()] + sp.encode(text)
 ours = [int(line) for line in open(dsx_file)]
-refs = {lib: ref}
 try:  # transformers, where installed: tokenizer_config.json's BOS/EOS rules applied by it
     import transformers
     transformers.logging.set_verbosity_error()

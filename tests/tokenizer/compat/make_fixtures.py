@@ -8,9 +8,9 @@ and protobuf:
 Each fixture folder looks like a Hugging Face model folder (tokenizer.json or tokenizer.model, and
 tokenizer_config.json). The fixtures are small (vocabularies of 300-1000) but use the real
 components: GPT-2's ByteLevel regex, Llama 3's Split regex with ignore_merges and a BOS template,
-Qwen2's NFC normalizer and single-digit regex, a SentencePiece BPE model with byte fallback, and
-that model as transformers converts it to tokenizer.json (Metaspace, and the older Prepend/Replace
-spelling). cases.json of the tokenizer.json fixtures holds the decoded text too."""
+Qwen2's NFC normalizer and single-digit regex, a SentencePiece BPE model with byte fallback (with
+transformers' ids for its folder under three sets of LlamaTokenizer switches), and that model as
+transformers converts it to tokenizer.json (Metaspace, and the older Prepend/Replace spelling). cases.json of the tokenizer.json fixtures holds the decoded text too."""
 
 import json
 import os
@@ -154,9 +154,14 @@ def write_json_fixture(folder, name, tok, config, specials):
         json.dump(cases, f, ensure_ascii=True, indent=0)
 
 
-def write_sentencepiece_fixture(folder):
-    out = os.path.join(folder, "spm")
-    os.makedirs(out, exist_ok=True)
+# Where transformers' LlamaTokenizer and sentencepiece part: spaces at the start of the text or
+# after a special token, runs of spaces, special-token strings in the text.
+SPACE_CASES = [" Hello", "   three leading", "trailing   ", "a  b   c    d", "\n  indented\n\n    more\n",
+               " \n \n", "tab\t \tspace", "<s> after a special", "  <s>  spaces around  </s>  ",
+               "line\n<s>\nline", "</s>x", "<unk> <s>"]
+
+
+def train_sentencepiece_model(out):
     corpus_file = os.path.join(out, "corpus.tmp")
     with open(corpus_file, "w") as f:
         for text in CORPUS:
@@ -171,18 +176,74 @@ def write_sentencepiece_fixture(folder):
                                    remove_extra_whitespaces=False, allow_whitespace_only_pieces=True)
     os.remove(corpus_file)
     os.remove(os.path.join(out, "tokenizer.vocab"))
+
+
+def write_sentencepiece_fixture(folder, name, switches):
+    """A tokenizer.model folder (tokenizer_class LlamaTokenizer, plus `switches` such as legacy or
+    add_prefix_space) with the ids transformers' AutoTokenizer gives for it: it converts the model
+    to a tokenizers BPE, whose ids differ from sentencepiece's on leading spaces and special-token
+    strings. The model is trained for "spm" when it is missing there (delete it to retrain: training
+    is not byte-for-byte repeatable) and copied from "spm" for the others."""
+    import shutil
+    import transformers
+    out = os.path.join(folder, name)
+    os.makedirs(out, exist_ok=True)
+    model = os.path.join(folder, "spm", "tokenizer.model")
+    if name == "spm" and not os.path.exists(model):
+        train_sentencepiece_model(out)
+    elif name != "spm":
+        shutil.copy(model, os.path.join(out, "tokenizer.model"))
     config = {"add_bos_token": True, "add_eos_token": False, "bos_token": "<s>", "eos_token": "</s>",
-              "unk_token": "<unk>", "tokenizer_class": "LlamaTokenizer"}
+              "unk_token": "<unk>", "tokenizer_class": "LlamaTokenizer", **switches}
     with open(os.path.join(out, "tokenizer_config.json"), "w") as f:
         json.dump(config, f, indent=2)
-    sp = spm.SentencePieceProcessor(model_file=os.path.join(out, "tokenizer.model"))
+    tok = transformers.AutoTokenizer.from_pretrained(out)
+    specials = ["<s>", "</s>"]
     cases = []
-    for text in [SAMPLE] + short_cases(["<s>", "</s>"]):
-        cases.append({"text": text, "add_special_tokens": True, "split_special_tokens": False,
-                      "ids": [sp.bos_id()] + sp.encode(text)})
-        cases.append({"text": text, "add_special_tokens": False, "split_special_tokens": False,
-                      "ids": sp.encode(text)})
+    for text in [SAMPLE] + short_cases(specials) + SPACE_CASES:
+        for add_special in (True, False):
+            ids = tok(text, add_special_tokens=add_special)["input_ids"]
+            cases.append({"text": text, "add_special_tokens": add_special, "split_special_tokens": False,
+                          "ids": ids, "decoded": tok.decode(ids)})
+    for text in short_cases(specials)[-len(specials) - 1:] + SPACE_CASES[-5:]:
+        cases.append({"text": text, "add_special_tokens": False, "split_special_tokens": True,
+                      "ids": tok(text, add_special_tokens=False, split_special_tokens=True)["input_ids"]})
     with open(os.path.join(out, "cases.json"), "w") as f:
+        json.dump(cases, f, ensure_ascii=True, indent=0)
+
+
+# Characters of Unicode 15.0 (U+0CF3, U+11F00, U+1E4D0, U+11F50), 15.1 (U+2FFC, U+31EF,
+# U+2EBF0) and 16.0 (U+1C89, U+1C8A, U+10D40, U+1CCF0, U+105C0), which PCRE2 10.42's tables lack
+# (and utf8proc 2.8's, for 15.1 and 16.0), and of 17.0 (U+1E6C0), which tokenizers 0.23's lack
+# too, beside letters, digits and marks.
+UNICODE_16_TEXTS = [
+    "a\u0cf3b k\u0cf3 x\U00011f00y \u2ffc\u31ef. \U0002ebf0\U0002ebf1z \u1c89\u1c8a ok",
+    "\U0001e4d0\U0001e4d1 \U00011f50\U00011f51 9\U00010d40 x\U0001ccf0 \U000105c0\U000105c1 \U0001e6c0q",
+    " \u1c89abc \u0cf3\u0cf3 12\U00011f50 ",
+    # The GPT-2 fixtures' single_word token after letters of 15.1, 16.0 and 17.0.
+    "x\u1c89[WORD] \U0002ebf0[WORD] \U0001e6c0[WORD] k\u0cf3[WORD]",
+    # Canonical pairs Unicode 16.0 composes (U+105C9, U+11383), which Qwen2's NFC leaves apart.
+    "a\U000105d2\u0307 \U00011382\U000113c9z",
+]
+
+
+def write_unicode_16_cases(folder):
+    """unicode16_cases.json: for those texts, the pieces tokenizers' Split gives with GPT-2's,
+    Llama 3's and Qwen2's patterns, and the ids of the tokenizer.json fixtures."""
+    from tokenizers import Regex, pre_tokenizers
+    gpt2 = (r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+")
+    cases = {"pieces": [], "ids": []}
+    for name, pattern in [("gpt2", gpt2), ("llama3", LLAMA3_PATTERN), ("qwen2", QWEN2_PATTERN)]:
+        split = pre_tokenizers.Split(Regex(pattern), behavior="isolated")
+        for text in UNICODE_16_TEXTS:
+            cases["pieces"].append({"pattern": name, "text": text,
+                                    "pieces": [p for p, _ in split.pre_tokenize_str(text)]})
+    for name in ["gpt2", "gpt2_prefix", "llama3", "qwen2"]:
+        tok = Tokenizer.from_file(os.path.join(folder, name, "tokenizer.json"))
+        for text in UNICODE_16_TEXTS:
+            cases["ids"].append({"fixture": name, "text": text,
+                                 "ids": tok.encode(text, add_special_tokens=False).ids})
+    with open(os.path.join(folder, "unicode16_cases.json"), "w") as f:
         json.dump(cases, f, ensure_ascii=True, indent=0)
 
 
@@ -199,12 +260,16 @@ def main():
                                              ["<|begin_of_text|>", "<|eot_id|>", "<|rstrip|>"]),
         "qwen2": lambda: write_json_fixture(folder, "qwen2", *qwen2_style(),
                                             ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]),
-        "spm": lambda: write_sentencepiece_fixture(folder),
+        "spm": lambda: write_sentencepiece_fixture(folder, "spm", {}),
+        "spm_legacy": lambda: write_sentencepiece_fixture(folder, "spm_legacy", {"legacy": True}),
+        "spm_no_prefix": lambda: write_sentencepiece_fixture(folder, "spm_no_prefix",
+                                                             {"legacy": False, "add_prefix_space": False}),
         # After "spm": converted from it.
         "spm_json": lambda: write_json_fixture(folder, "spm_json", *sentencepiece_json_style(folder, False),
                                                ["<s>", "</s>"]),
         "spm_json_legacy": lambda: write_json_fixture(folder, "spm_json_legacy",
                                                       *sentencepiece_json_style(folder, True), ["<s>", "</s>"]),
+        "unicode16": lambda: write_unicode_16_cases(folder),
     }
     for name, make in makers.items():
         if not names or name in names:
