@@ -71,16 +71,30 @@ int report_nodes(const std::string& verb, const std::vector<CloudNode>& nodes, i
   std::string text = cloud::render_hostfile(nodes, slots);
   int running = int(std::count(text.begin(), text.end(), '\n'));
   int expect = c.expect > 0 ? c.expect : count;
+  // A node that failed its set-up or the cluster bench would slow or hang every job: named, and
+  // left out.
+  std::string left_out;
+  for (const auto& node : cloud::left_out_of_hostfile(nodes))
+    left_out += (left_out.empty() ? "" : ", ") + node;
+  if (!left_out.empty()) {
+    std::cerr << "dsx: left out of the hostfile: " << left_out
+              << "; replace them (docs/cloud.md 1.5)\n";
+  }
   if (expect > 0 && running < expect) {
     throw Error(ErrorKind::Launch,
                 "only " + std::to_string(running) + " of " + std::to_string(expect) +
-                    " nodes are running: wait (see `status`) and run hostfile again");
+                    " nodes are running and healthy" +
+                    (left_out.empty() ? "" : " (left out: " + left_out + ")") +
+                    ": wait (see `status`), or replace the nodes left out, and run hostfile again");
   }
   if (running == 0)
     throw Error(ErrorKind::Launch,
-                "no running nodes found for this cluster: check --cluster and the region/zone");
+                left_out.empty()
+                    ? "no running nodes found for this cluster: check --cluster and the region/zone"
+                    : "no healthy node left for the hostfile (left out: " + left_out +
+                          "): replace them (docs/cloud.md 1.5)");
   for (const auto& n : nodes) {
-    if (n.state == "running" && n.ready != "yes") {
+    if (n.state == "running" && n.ready != "yes" && cloud::unhealthy_reason(n).empty()) {
       std::cerr << "dsx: warning: node " << n.id
                 << " has not reported ready (dsx-ready=" << (n.ready.empty() ? "unset" : n.ready)
                 << "); see /var/log/dsx-node-setup.log there\n";
