@@ -126,9 +126,9 @@ host_verdicts() {
 }
 
 # healthy_hostfile OUT: the candidate hostfile less the nodes the cluster bench did not find ok
-# (slow, failed), which are named in the log: a job must not start ranks on them. The bench node
-# tags the nodes one after another, so this waits until every candidate has its verdict. Without
-# dsx there was no bench: every candidate.
+# (slow, failed, or no longer running), which are named in the log: a job must not start ranks on
+# them. The bench node tags the nodes one after another, so this waits until every running
+# candidate has its verdict. Without dsx there was no bench: every candidate.
 healthy_hostfile() {
   local verdicts unknown left_out deadline=$((SECONDS + DSX_HEALTH_TIMEOUT_S))
   if [[ -z ${DSX_BIN:-} ]]; then
@@ -137,14 +137,14 @@ healthy_hostfile() {
   fi
   while true; do
     verdicts=$(host_verdicts)
-    unknown=$(awk 'NR == FNR {v[$1] = $2; next} v[$1] == "" || v[$1] == "None" {printf "%s ", $1}' \
+    unknown=$(awk 'NR == FNR {v[$1] = $2; next} ($1 in v) && (v[$1] == "" || v[$1] == "None") {printf "%s ", $1}' \
       <(printf '%s\n' "$verdicts") "$DSX_CANDIDATES")
     [[ -n $unknown ]] || break
     ((SECONDS < deadline)) || fail "no verdict from the cluster bench for ${unknown}within ${DSX_HEALTH_TIMEOUT_S}s"
     sleep "$DSX_POLL_S"
   done
   awk 'NR == FNR {v[$1] = $2; next} v[$1] == "ok"' <(printf '%s\n' "$verdicts") "$DSX_CANDIDATES" >"$1"
-  left_out=$(awk 'NR == FNR {v[$1] = $2; next} v[$1] != "ok" {printf "%s%s (%s)", sep, $1, v[$1]; sep = ", "}' \
+  left_out=$(awk 'NR == FNR {v[$1] = $2; next} {s = ($1 in v) ? v[$1] : "not running"} s != "ok" {printf "%s%s (%s)", sep, $1, s; sep = ", "}' \
     <(printf '%s\n' "$verdicts") "$DSX_CANDIDATES")
   [[ -z $left_out ]] || log "left out of the hostfile, as the cluster bench did not find them ok: $left_out"
 }
