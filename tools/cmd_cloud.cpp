@@ -30,6 +30,11 @@ using cloud::CloudNode;
 
 constexpr const char* kVerbs = "render|up|status|hostfile|down";
 
+// up returns before the nodes have checked themselves: where the ones that fail will be named.
+constexpr const char* kUnhealthyNodesNote =
+    "a node that fails its set-up or the cluster bench is named by status and hostfile, and left "
+    "out of every hostfile (docs/cloud.md 1.3)\n";
+
 // Flags every verb of both clouds takes.
 struct CommonFlags {
   bool dry_run = false;
@@ -227,7 +232,8 @@ int run_aws(const std::string& verb, int argc, char** argv) {
     if (verb == "up" && !c.dry_run) {
       std::cout << "launched; nodes set themselves up for a few minutes. Next: dsx cloud aws status"
                    " --cluster "
-                << o.cluster << " --region " << o.region << "\n";
+                << o.cluster << " --region " << o.region << "\n"
+                << kUnhealthyNodesNote;
     }
     return 0;
   }
@@ -300,7 +306,8 @@ int run_gcp(const std::string& verb, int argc, char** argv) {
     if (verb == "up" && !c.dry_run) {
       std::cout << "created; VMs set themselves up for a few minutes. Next: dsx cloud gcp status"
                    " --cluster "
-                << o.cluster << " --project " << o.project << " --zone " << o.zone << "\n";
+                << o.cluster << " --project " << o.project << " --zone " << o.zone << "\n"
+                << kUnhealthyNodesNote;
     }
     return 0;
   }

@@ -167,6 +167,12 @@ TEST_F(CloudUpScript, AMissingAwsImageStopsBeforeAnythingIsCreated) {
   r = up("", std::string(kAwsUp) + " --image ami-0good");
   EXPECT_NE(calls().find("ec2 describe-images --image-ids ami-0good"), std::string::npos);
   EXPECT_NE(calls().find("create-security-group"), std::string::npos) << r.output;
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // up ends before the nodes check themselves: it says where a failing node will be named.
+  EXPECT_NE(r.output.find("a node that fails its set-up or the cluster bench is named by status "
+                          "and hostfile, and left out of every hostfile"),
+            std::string::npos)
+      << r.output;
 }
 
 TEST_F(CloudUpScript, AMissingGcpImageFamilyStopsBeforeAnythingIsCreated) {
