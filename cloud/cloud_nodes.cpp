@@ -182,7 +182,8 @@ std::string render_status(const std::vector<CloudNode>& nodes, int expected,
     out << ": write the hostfile with `hostfile` and start with dsx launch --hostfile";
   }
   out << "\n";
-  for (const auto& node : left_out_of_hostfile(nodes)) out << "not in the hostfile: " << node << "\n";
+  for (const auto& node : left_out_of_hostfile(nodes))
+    out << "not in the hostfile: " << node << "\n";
   if (!reference.empty()) out << bench_summary(nodes, reference);
   return out.str();
 }

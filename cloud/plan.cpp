@@ -444,9 +444,9 @@ RunResult run_step(const Step& step, const std::vector<std::string>& argv) {
     if (!state.empty() && is_fail_state(step, state))
       throw Error(ErrorKind::Launch, wait_failed_message(step.what, state));
     if (left <= poll_s) {
-      throw Error(ErrorKind::Timeout, wait_timeout_message(step.what, state,
-                                                           std::to_string(step.timeout_s),
-                                                           step.until));
+      throw Error(
+          ErrorKind::Timeout,
+          wait_timeout_message(step.what, state, std::to_string(step.timeout_s), step.until));
     }
     std::this_thread::sleep_for(std::chrono::seconds(poll_s));
   }
@@ -470,13 +470,13 @@ Vars execute_plan(const Plan& plan, std::ostream& log, Vars vars) {
                                               package_of(argv[0]) +
                                               " (or use --dry-run to print the commands)");
     }
-    if (!step.refusal.empty() && (result.exit_code != 0 ||
-                                  (!step.expect.empty() && trim(result.out) != step.expect))) {
+    if (!step.refusal.empty() &&
+        (result.exit_code != 0 || (!step.expect.empty() && trim(result.out) != step.expect))) {
       throw Error(ErrorKind::Config, step.refusal);
     }
     if (result.exit_code != 0 && !step.may_fail) {
-      throw Error(ErrorKind::Launch, call_failed_message(step.what, argv[0],
-                                                         std::to_string(result.exit_code)));
+      throw Error(ErrorKind::Launch,
+                  call_failed_message(step.what, argv[0], std::to_string(result.exit_code)));
     }
     if (result.exit_code != 0) {
       log << "   (failed with exit code " << result.exit_code << "; continuing)\n";

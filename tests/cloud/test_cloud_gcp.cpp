@@ -137,8 +137,8 @@ TEST_P(CloudGcpMachine, CompactPlacementAndOneBulkCreate) {
     EXPECT_EQ(step.argv[0], "gcloud");
     // The image family is looked up in the image's own project.
     const bool family = has(step.argv, "describe-from-family");
-    EXPECT_TRUE(has(step.argv, family ? "--project=deeplearning-platform-release"
-                                      : "--project=proj-1"))
+    EXPECT_TRUE(
+        has(step.argv, family ? "--project=deeplearning-platform-release" : "--project=proj-1"))
         << step.what;
     EXPECT_TRUE(has(step.argv, "--quiet")) << step.what << ": a prompt would hang up";
   }

@@ -88,7 +88,8 @@ TEST(CloudHostfile, CommandWritesTheFileFromASavedListing) {
       "--from-json " +
       kData + "aws-describe-instances.json --hostfile " + dir / "hostfile");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(read_text(dir / "hostfile"), "10.0.1.9 slots=8\n10.0.1.10 slots=8\n10.0.1.12 slots=8\n");
+  EXPECT_EQ(read_text(dir / "hostfile"),
+            "10.0.1.9 slots=8\n10.0.1.10 slots=8\n10.0.1.12 slots=8\n");
   EXPECT_NE(r.output.find("dsx: left out of the hostfile: i-0bbb00000000000b1 (10.0.2.200, "
                           "dsx-ready=failed-efa); replace them (docs/cloud.md 1.5)"),
             std::string::npos)

@@ -525,8 +525,9 @@ TEST_F(CloudNodeScript, ThePairsFindTheSlowNode) {
 // (10.0.1.9) is left out of its hostfile too, and so is one no longer running (10.0.1.11).
 TEST_F(CloudNodeScript, EveryHealthyNodesHostfileLeavesTheSlowNodeOut) {
   write_text(root_ / "opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so", "");
-  states_ = "10.0.1.3\\ti-0first\\tyes\\tok\\n10.0.1.7\\ti-0abc1234\\tchecked\\tok\\n"
-            "10.0.1.9\\ti-0third\\tfailed-health\\tslow";
+  states_ =
+      "10.0.1.3\\ti-0first\\tyes\\tok\\n10.0.1.7\\ti-0abc1234\\tchecked\\tok\\n"
+      "10.0.1.9\\ti-0third\\tfailed-health\\tslow";
   auto r = run(aws_user_data(aws_options(), kPublicKey),
                "10.0.1.3\\t10.0.1.7\\t10.0.1.9\\t10.0.1.11", 4);
   ASSERT_EQ(r.exit_code, 0) << r.output << calls();

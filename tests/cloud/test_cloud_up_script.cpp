@@ -13,22 +13,22 @@ using dsx::test::CommandResult;
 
 namespace {
 
-const std::string kData = DSX_SOURCE_DIR "/tests/cloud/data/";
-
 // FAKE_IMAGE=missing: the image (or its SSM parameter) does not exist. FAKE_FSX_STATE and
 // FAKE_EFS_STATE: what the file systems' waits read. Every other call succeeds.
 std::string fake_aws() {
   return "#!/bin/sh\n"
          "echo \"aws $*\" >>\"$FAKE_LOG\"\n"
+         "d=" DSX_SOURCE_DIR
+         "/tests/cloud/data\n"
          "missing() { [ \"$FAKE_IMAGE\" = missing ] && echo \"An error occurred ($1)\" >&2; }\n"
          "case \"$*\" in\n"
          "  *\"ssm get-parameter\"*) missing ParameterNotFound && exit 254; echo ami-0abc ;;\n"
          "  *describe-images*) missing InvalidAMIID.NotFound && exit 254; echo available ;;\n"
          "  *AvailabilityZone*) echo us-east-1a ;;\n"
          "  *VpcId*) echo vpc-0abc ;;\n"
-         "  *describe-instance-type-offerings*) cat " + kData + "aws-instance-type-offerings-p5.json ;;\n"
-         "  *describe-instance-types*) cat " + kData + "aws-instance-types-p5.json ;;\n"
-         "  *get-service-quota*) cat " + kData + "aws-service-quota-p.json ;;\n"
+         "  *describe-instance-type-offerings*) cat \"$d\"/aws-instance-type-offerings-p5.json ;;\n"
+         "  *describe-instance-types*) cat \"$d\"/aws-instance-types-p5.json ;;\n"
+         "  *get-service-quota*) cat \"$d\"/aws-service-quota-p.json ;;\n"
          "  *create-security-group*) echo sg-0new ;;\n"
          "  *\"fsx create-file-system\"*) echo fs-0new ;;\n"
          "  *\"efs create-file-system\"*) echo fs-0efs ;;\n"
@@ -42,9 +42,11 @@ std::string fake_aws() {
 std::string fake_gcloud() {
   return "#!/bin/sh\n"
          "echo \"gcloud $*\" >>\"$FAKE_LOG\"\n"
+         "d=" DSX_SOURCE_DIR
+         "/tests/cloud/data\n"
          "case \"$*\" in\n"
-         "  *\"machine-types describe\"*) cat " + kData + "gcp-machine-type-a3-highgpu-8g.json ;;\n"
-         "  *\"regions describe\"*) cat " + kData + "gcp-region-us-central1.json ;;\n"
+         "  *\"machine-types describe\"*) cat \"$d\"/gcp-machine-type-a3-highgpu-8g.json ;;\n"
+         "  *\"regions describe\"*) cat \"$d\"/gcp-region-us-central1.json ;;\n"
          "  *\"images describe\"*) [ \"$FAKE_IMAGE\" = missing ] && { echo \"ERROR: The resource "
          "was not found\" >&2; exit 1; }; echo READY ;;\n"
          "esac\n";
