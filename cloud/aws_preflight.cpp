@@ -147,6 +147,44 @@ std::vector<Finding> aws_preflight_findings(const AwsClusterOptions& o,
   return out;
 }
 
+namespace {
+
+// The image must exist in the region before anything is made: a bad --image would otherwise
+// fail only at run-instances, after the security group, role and file system exist. The steps
+// are refusals, so the printed script makes the same check. A resolve:ssm: image is first
+// resolved to its AMI id, as run-instances does.
+void add_image_check(Plan& plan, const AwsClusterOptions& o) {
+  const std::string ssm = "resolve:ssm:";
+  std::string image_id = o.image;
+  if (o.image.rfind(ssm, 0) == 0) {
+    const std::string parameter = o.image.substr(ssm.size());
+    Step resolve{"pre-flight: the AMI that SSM parameter " + parameter + " names",
+                 aws_command(o, {"ssm", "get-parameter", "--name", parameter, "--query",
+                                 "Parameter.Value", "--output", "text"}),
+                 "IMAGE_ID"};
+    resolve.refusal = "pre-flight: --image " + o.image + ": SSM parameter " + parameter +
+                      " was not found in " + o.region +
+                      " (aws's message is above): check --image and --region, or give an AMI "
+                      "id (--image ami-...); nothing was created";
+    plan.steps.push_back(resolve);
+    image_id = "${IMAGE_ID}";
+  }
+  Step available{"pre-flight: is image " + o.image + " available in " + o.region,
+                 aws_command(o, {"ec2", "describe-images", "--image-ids", image_id, "--query",
+                                 "Images[0].State", "--output", "text"}),
+                 "IMAGE_STATE"};
+  available.expect = "available";
+  available.refusal =
+      "pre-flight: image " + o.image + " is not available in " + o.region +
+      " (ec2 describe-images finds no such image, or it is not 'available'; aws's message, if "
+      "any, is above): an AMI lives in one region; check --image and --region, copy the image "
+      "there (aws ec2 copy-image), or leave --image out for the default Deep Learning AMI; "
+      "nothing was created";
+  plan.steps.push_back(available);
+}
+
+}  // namespace
+
 void add_aws_preflight(Plan& plan, const AwsClusterOptions& o) {
   auto read = [&](std::string what, std::vector<std::string> words, std::string capture) {
     plan.steps.push_back(
@@ -184,6 +222,7 @@ void add_aws_preflight(Plan& plan, const AwsClusterOptions& o) {
                                                get("RESERVATION_JSON")}),
                     std::cerr);
   };
+  add_image_check(plan, o);
 }
 
 }  // namespace dsx::cloud

@@ -1,7 +1,7 @@
 // AWS pre-flight (shared/ref/cluster_storage_preflight.md 4.1): the instance type is offered in
 // the subnet's availability zone, supports EFA with the network cards the launch template uses,
-// the P-instance vCPU quota covers --count, and a given capacity reservation is active, of the
-// type, in the zone and large enough.
+// the P-instance vCPU quota covers --count, a given capacity reservation is active, of the
+// type, in the zone and large enough, and the image is available in the region.
 #pragma once
 
 #include <string>
@@ -29,7 +29,9 @@ struct AwsPreflightAnswers {
 std::vector<Finding> aws_preflight_findings(const AwsClusterOptions& options,
                                             const AwsPreflightAnswers& answers);
 
-// The read-only steps; the last one's check judges them (report_findings to stderr).
+// The read-only steps; the last of the findings' steps judges them (report_findings to stderr).
+// Then the image check (--image exists and is available in the region), which the printed
+// script makes too.
 void add_aws_preflight(Plan& plan, const AwsClusterOptions& options);
 
 }  // namespace dsx::cloud

@@ -29,6 +29,9 @@ Step poll(std::string what, std::vector<std::string> argv, std::string until, in
   return step;
 }
 
+// EFS LifeCycleState values from which `available` never comes (creating, updating pass).
+const std::vector<std::string> kEfsFailStates = {"error", "deleting", "deleted"};
+
 int fsx_throughput(const AwsClusterOptions& o) { return o.fsx_throughput ? o.fsx_throughput : 250; }
 
 // The cluster's FSx file systems, as a JMESPath filter on their tags.
@@ -64,7 +67,7 @@ void add_efs_create(Plan& plan, const AwsClusterOptions& o) {
                     aws_command(o, {"efs", "describe-file-systems", "--file-system-id", "${EFS_ID}",
                                     "--query", "FileSystems[0].LifeCycleState", "--output", "text"}),
                     "available", 600);
-  ready.stop_if = "error";
+  ready.fail_states = kEfsFailStates;
   plan.steps.push_back(ready);
   plan.steps.push_back(
       {"create its mount target in " + o.subnet + " (NFS 2049 through the security group)",
@@ -162,16 +165,18 @@ void add_aws_storage_wait(Plan& plan, const AwsClusterOptions& o) {
                                       "${EFS_ID}", "--query", "MountTargets[0].LifeCycleState",
                                       "--output", "text"}),
                       "available", 900);
-    ready.stop_if = "error";
+    ready.fail_states = kEfsFailStates;
     plan.steps.push_back(ready);
   }
   if (o.storage != "fsx-lustre") return;
+  // FSx Lifecycle: a file system that is FAILED, MISCONFIGURED or being deleted does not become
+  // AVAILABLE by waiting.
   Step ready = poll("wait until the FSx file system is AVAILABLE (5-15 minutes)",
                     aws_command(o, {"fsx", "describe-file-systems", "--file-system-ids",
                                     "${FSX_ID}", "--query", "FileSystems[0].Lifecycle", "--output",
                                     "text"}),
                     "AVAILABLE", 2400);
-  ready.stop_if = "FAILED";
+  ready.fail_states = {"FAILED", "MISCONFIGURED", "DELETING"};
   plan.steps.push_back(ready);
   plan.steps.push_back(
       {"read its mount address (<dns>@tcp:/<mount name>) for the nodes",

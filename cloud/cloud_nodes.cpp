@@ -123,10 +123,31 @@ std::vector<CloudNode> parse_gcp_instances_list(std::string_view json) {
   return nodes;
 }
 
+std::string unhealthy_reason(const CloudNode& node) {
+  if (node.health == "slow" || node.health == "failed") return "dsx-health=" + node.health;
+  if (node.ready.rfind("failed-", 0) == 0) return "dsx-ready=" + node.ready;
+  return "";
+}
+
+std::vector<std::string> left_out_of_hostfile(const std::vector<CloudNode>& nodes) {
+  std::vector<std::pair<uint32_t, std::string>> left_out;
+  for (const auto& node : nodes) {
+    const std::string reason = unhealthy_reason(node);
+    if (node.state == "running" && !node.private_ip.empty() && !reason.empty()) {
+      left_out.emplace_back(ipv4_key(node.private_ip),
+                            node.id + " (" + node.private_ip + ", " + reason + ")");
+    }
+  }
+  std::sort(left_out.begin(), left_out.end());
+  std::vector<std::string> named;
+  for (const auto& [key, text] : left_out) named.push_back(text);
+  return named;
+}
+
 std::string render_hostfile(const std::vector<CloudNode>& nodes, int slots) {
   std::vector<std::pair<uint32_t, std::string>> running;
   for (const auto& node : nodes) {
-    if (node.state == "running" && !node.private_ip.empty()) {
+    if (node.state == "running" && !node.private_ip.empty() && unhealthy_reason(node).empty()) {
       running.emplace_back(ipv4_key(node.private_ip), node.private_ip);
     }
   }
@@ -161,6 +182,8 @@ std::string render_status(const std::vector<CloudNode>& nodes, int expected,
     out << ": write the hostfile with `hostfile` and start with dsx launch --hostfile";
   }
   out << "\n";
+  for (const auto& node : left_out_of_hostfile(nodes))
+    out << "not in the hostfile: " << node << "\n";
   if (!reference.empty()) out << bench_summary(nodes, reference);
   return out.str();
 }

@@ -22,12 +22,22 @@ struct CloudNode {
 std::vector<CloudNode> parse_aws_describe_instances(std::string_view json);
 std::vector<CloudNode> parse_gcp_instances_list(std::string_view json);
 
-// "IP slots=N" for each running node with an address, ordered by address (numerically, octet by
-// octet) so that the first line (rank 0, MASTER_ADDR) is the same every time it is made.
+// Why a node does not belong in the hostfile though it runs: its set-up failed
+// (dsx-ready=failed-<step>) or the cluster bench found it slow or failed (dsx-health); "" when
+// nothing is known against it.
+std::string unhealthy_reason(const CloudNode& node);
+
+// The running nodes that unhealthy_reason leaves out, as "ID (IP, REASON)", in address order.
+std::vector<std::string> left_out_of_hostfile(const std::vector<CloudNode>& nodes);
+
+// "IP slots=N" for each running node with an address and no unhealthy_reason, ordered by address
+// (numerically, octet by octet) so that the first line (rank 0, MASTER_ADDR) is the same every
+// time it is made.
 std::string render_hostfile(const std::vector<CloudNode>& nodes, int slots);
 
-// A table of the nodes with their bench figures and a summary line ("3 of 4 running, 2 ready");
-// with a `reference` (health_reference_line), a line of the cluster's figure beside it.
+// A table of the nodes with their bench figures and a summary line ("3 of 4 running, 2 ready"),
+// the nodes left out of the hostfile; with a `reference` (health_reference_line), a line of the
+// cluster's figure beside it.
 std::string render_status(const std::vector<CloudNode>& nodes, int expected,
                           std::string_view reference = "");
 

@@ -104,6 +104,43 @@ std::vector<Finding> gcp_preflight_findings(const GcpClusterOptions& o,
   return out;
 }
 
+namespace {
+
+// The image (or the family's newest) must be READY before anything is made, else the bulk create
+// fails after the networks, rules and Filestore exist. A refusal: the printed script checks it
+// too. A family is looked up in --image-project, a given --image in the cluster's project, as
+// the instance template does.
+void add_image_check(Plan& plan, const GcpClusterOptions& o) {
+  GcpClusterOptions in_image_project = o;
+  in_image_project.project = o.image_project;
+  Step step =
+      o.image.empty()
+          ? Step{"pre-flight: the newest image of family " + o.image_family + " in " +
+                     o.image_project,
+                 gcloud_command(in_image_project, {"compute", "images", "describe-from-family",
+                                                   o.image_family, "--format=value(status)"}),
+                 "IMAGE_STATUS"}
+          : Step{"pre-flight: is image " + o.image + " READY in " + o.project,
+                 gcloud_command(
+                     o, {"compute", "images", "describe", o.image, "--format=value(status)"}),
+                 "IMAGE_STATUS"};
+  step.expect = "READY";
+  step.refusal =
+      o.image.empty()
+          ? "pre-flight: image family " + o.image_family + " has no READY image in project " +
+                o.image_project +
+                " (gcloud's message, if any, is above): check --image-family "
+                "and --image-project (gcloud compute images list --project " +
+                o.image_project + "), or give --image; nothing was created"
+          : "pre-flight: image " + o.image + " is not READY in project " + o.project +
+                " (gcloud's message, if any, is above): check --image (an image of another "
+                "project as projects/P/global/images/NAME), or use --image-family; nothing was "
+                "created";
+  plan.steps.push_back(step);
+}
+
+}  // namespace
+
 void add_gcp_preflight(Plan& plan, const GcpClusterOptions& o) {
   auto read = [&](std::string what, std::vector<std::string> words, std::string capture) {
     plan.steps.push_back(
@@ -129,6 +166,7 @@ void add_gcp_preflight(Plan& plan, const GcpClusterOptions& o) {
                                                get("RESERVATION_JSON")}),
                     std::cerr);
   };
+  add_image_check(plan, o);
 }
 
 }  // namespace dsx::cloud

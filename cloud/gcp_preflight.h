@@ -1,6 +1,6 @@
 // GCP pre-flight (shared/ref/cluster_storage_preflight.md 4.2): the machine type exists in the
 // zone, the region's GPU quota (its PREEMPTIBLE_ variant with --spot) covers --count VMs, and a
-// given reservation is READY, of the machine type and large enough.
+// given reservation is READY, of the machine type and large enough, and the image is READY.
 #pragma once
 
 #include <string>
@@ -26,7 +26,9 @@ struct GcpPreflightAnswers {
 std::vector<Finding> gcp_preflight_findings(const GcpClusterOptions& options,
                                             const GcpPreflightAnswers& answers);
 
-// The read-only steps; the last one's check judges them (report_findings to stderr).
+// The read-only steps; the last of the findings' steps judges them (report_findings to stderr).
+// Then the image check (--image, or the family's newest image, is READY), which the printed
+// script makes too.
 void add_gcp_preflight(Plan& plan, const GcpClusterOptions& options);
 
 }  // namespace dsx::cloud

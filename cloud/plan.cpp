@@ -93,6 +93,30 @@ std::string trim(std::string s) {
   return begin == std::string::npos ? "" : s.substr(begin);
 }
 
+// The messages a stopped step gives. The printed script gives the same ones: print_plan calls
+// these with shell variables for the values only known when it runs (see wait_function).
+std::string call_failed_message(const std::string& what, const std::string& program,
+                                const std::string& code) {
+  return "step '" + what + "' failed: " + program + " exited with " + code +
+         " (its message is above)";
+}
+
+std::string wait_failed_message(const std::string& what, const std::string& state) {
+  return "step '" + what + "': the cloud reports " + state +
+         "; see why in its console, then run down and up again";
+}
+
+std::string wait_timeout_message(const std::string& what, const std::string& state,
+                                 const std::string& timeout_s, const std::string& until) {
+  return "step '" + what + "': still '" + state + "' after " + timeout_s + " s, not '" + until +
+         "'; check it in the cloud's console, then run up again or down";
+}
+
+bool is_fail_state(const Step& step, const std::string& state) {
+  return std::find(step.fail_states.begin(), step.fail_states.end(), state) !=
+         step.fail_states.end();
+}
+
 // Where each tool a plan runs comes from, for the message when it is missing.
 std::string package_of(const std::string& tool) {
   if (tool == "aws") return "the AWS CLI (Debian package awscli)";
@@ -254,17 +278,84 @@ std::string command_line(const Step& step, const std::vector<std::string>& lists
   return line;
 }
 
-// A polling step: the call again every poll_s seconds until it prints the wanted value.
-void print_until(std::ostream& out, const Step& step, const std::string& indent,
-                 const std::string& command) {
-  out << indent << "deadline=$((SECONDS + " << step.timeout_s << "))\n"
-      << indent << "until [[ \"$(" << command << ")\" == " << shell_quote(step.until)
-      << " ]]; do\n"
-      << indent << "  ((SECONDS < deadline)) || { echo " << shell_quote("not " + step.until +
-                                                                         " in time: " + step.what)
-      << " >&2; exit 1; }\n"
-      << indent << "  sleep " << step.poll_s << "\n"
-      << indent << "done\n";
+// `text` as a double-quoted bash word in which each "@name@" of `vars` becomes ${name}.
+std::string bash_template(const std::string& text, const std::vector<std::string>& vars) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '$' || c == '`' || c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  for (const auto& name : vars) {
+    for (size_t at; (at = out.find("@" + name + "@")) != std::string::npos;)
+      out.replace(at, name.size() + 2, "${" + name + "}");
+  }
+  return out + "\"";
+}
+
+// The wait loop of execute_plan (run_step) in bash, printed once above the steps that use it.
+std::string wait_function() {
+  auto message = [](const std::string& text) {
+    return "echo " +
+           bash_template("error: " + text,
+                         {"what", "program", "code", "state", "timeout_s", "until"}) +
+           " >&2; exit 1; }";
+  };
+  return "\n# dsx_wait WHAT UNTIL FAIL_STATES TIMEOUT_S POLL_S COMMAND...: the wait dsx runs: the\n"
+         "# command every POLL_S seconds (DSX_CLOUD_POLL_S overrides it) until it prints UNTIL; a\n"
+         "# failed call, a state of FAIL_STATES or the end of TIMEOUT_S stops the script at once.\n"
+         "dsx_wait() {\n"
+         "  local what=$1 until=$2 fail_states=$3 timeout_s=$4 poll_s=${DSX_CLOUD_POLL_S:-$5}\n"
+         "  shift 5\n"
+         "  local program=$1 deadline=$((SECONDS + timeout_s)) state code\n"
+         "  while true; do\n"
+         "    code=0\n"
+         "    state=$(\"$@\") || code=$?\n"
+         "    state=${state#\"${state%%[![:space:]]*}\"}\n"
+         "    state=${state%\"${state##*[![:space:]]}\"}\n"
+         "    ((code == 0)) || { " +
+         message(call_failed_message("@what@", "@program@", "@code@")) +
+         "\n"
+         "    [[ $state == \"$until\" ]] && return 0\n"
+         "    [[ -z $state || \" $fail_states \" != *\" $state \"* ]] || { " +
+         message(wait_failed_message("@what@", "@state@")) +
+         "\n"
+         "    ((deadline - SECONDS > poll_s)) || { " +
+         message(wait_timeout_message("@what@", "@state@", "@timeout_s@", "@until@")) +
+         "\n"
+         "    sleep \"$poll_s\"\n"
+         "  done\n"
+         "}\n";
+}
+
+std::string join_words(const std::vector<std::string>& words) {
+  std::string out;
+  for (const auto& w : words) out += (out.empty() ? "" : " ") + w;
+  return out;
+}
+
+// A polling step: one call of dsx_wait with the step's description of its wait.
+void print_wait(std::ostream& out, const Step& step, const std::string& indent,
+                const std::string& command) {
+  out << indent << "dsx_wait " << shell_quote(step.what) << " " << shell_quote(step.until) << " "
+      << shell_quote(join_words(step.fail_states)) << " " << step.timeout_s << " " << step.poll_s
+      << " " << command << "\n";
+}
+
+// A check the script makes itself: the call must succeed (and print `expect`), else it stops.
+void print_refusal(std::ostream& out, const Step& step, const std::string& indent,
+                   const std::string& command) {
+  out << indent << "if ! ";
+  if (step.capture.empty()) {
+    out << command << " >/dev/null";
+  } else {
+    out << step.capture << "=$(" << command << ")";
+    if (!step.expect.empty())
+      out << " || [[ \"${" << step.capture << "}\" != " << shell_quote(step.expect) << " ]]";
+  }
+  out << "; then\n"
+      << indent << "  echo " << shell_quote("error: " + step.refusal) << " >&2\n"
+      << indent << "  exit 1\n"
+      << indent << "fi\n";
 }
 
 // Every ${NAME} the plan's words refer to.
@@ -303,11 +394,14 @@ void print_step(std::ostream& out, const Step& step, const std::vector<std::stri
   for (const auto& word : step.argv) splits = splits || print_word(word, lists).find("${") == 0;
   if (splits) out << indent << "# shellcheck disable=SC2086  # one word per item\n";
   const std::string command = command_line(step, lists);
-  if (!step.capture.empty() && !contains(used, step.capture)) {
+  // A refusal's capture is used by its own test of `expect`.
+  if (!step.capture.empty() && !contains(used, step.capture) && step.expect.empty()) {
     out << indent << "# shellcheck disable=SC2034  # for dsx's check, not a later call\n";
   }
   if (!step.until.empty()) {
-    print_until(out, step, indent, command);
+    print_wait(out, step, indent, command);
+  } else if (!step.refusal.empty()) {
+    print_refusal(out, step, indent, command);
   } else {
     out << indent << (step.capture.empty() ? "" : step.capture + "=$(") << command
         << (step.capture.empty() ? "" : ")") << (step.quiet ? " >/dev/null" : "")
@@ -325,6 +419,9 @@ void print_plan(std::ostream& out, const Plan& plan) {
       << "\n# Printed by dsx --dry-run; each step is one CLI call.\n"
       << "set -euo pipefail\n";
   const auto used = used_names(plan);
+  if (std::any_of(plan.steps.begin(), plan.steps.end(),
+                  [](const Step& step) { return !step.until.empty(); }))
+    out << wait_function();
   for (const auto& step : plan.steps) print_step(out, step, lists, used);
 }
 
@@ -342,18 +439,14 @@ RunResult run_step(const Step& step, const std::vector<std::string>& argv) {
                     deadline - std::chrono::steady_clock::now())
                     .count();
     auto result = run_argv(argv, true, int(std::max<long>(1, std::min<long>(left, 120))));
-    if (result.exit_code != 0 || trim(result.out) == step.until) return result;
-    if (!step.stop_if.empty() && trim(result.out) == step.stop_if) {
-      throw Error(ErrorKind::Launch, "step '" + step.what + "': the cloud reports " +
-                                         step.stop_if +
-                                         "; see why in its console, then run down and up again");
-    }
+    const std::string state = trim(result.out);
+    if (result.exit_code != 0 || state == step.until) return result;
+    if (!state.empty() && is_fail_state(step, state))
+      throw Error(ErrorKind::Launch, wait_failed_message(step.what, state));
     if (left <= poll_s) {
-      throw Error(ErrorKind::Timeout, "step '" + step.what + "': still '" + trim(result.out) +
-                                          "' after " + std::to_string(step.timeout_s) +
-                                          " s, not '" + step.until +
-                                          "'; check it in the cloud's console, then run up "
-                                          "again or down");
+      throw Error(
+          ErrorKind::Timeout,
+          wait_timeout_message(step.what, state, std::to_string(step.timeout_s), step.until));
     }
     std::this_thread::sleep_for(std::chrono::seconds(poll_s));
   }
@@ -377,10 +470,13 @@ Vars execute_plan(const Plan& plan, std::ostream& log, Vars vars) {
                                               package_of(argv[0]) +
                                               " (or use --dry-run to print the commands)");
     }
+    if (!step.refusal.empty() &&
+        (result.exit_code != 0 || (!step.expect.empty() && trim(result.out) != step.expect))) {
+      throw Error(ErrorKind::Config, step.refusal);
+    }
     if (result.exit_code != 0 && !step.may_fail) {
-      throw Error(ErrorKind::Launch, "step '" + step.what + "' failed: " + argv[0] +
-                                         " exited with " + std::to_string(result.exit_code) +
-                                         " (its message is above)");
+      throw Error(ErrorKind::Launch,
+                  call_failed_message(step.what, argv[0], std::to_string(result.exit_code)));
     }
     if (result.exit_code != 0) {
       log << "   (failed with exit code " << result.exit_code << "; continuing)\n";

@@ -31,9 +31,15 @@ struct Step {
   int timeout_s = 300;  // with `until`: for all the calls together
   // When set, the call is repeated every `poll_s` seconds (DSX_CLOUD_POLL_S overrides it) until
   // its trimmed stdout is this value (a resource that becomes AVAILABLE), at most timeout_s.
+  // up and the printed script run the same wait (print_plan writes it as a call of dsx_wait).
   std::string until;
-  std::string stop_if;  // ... but stops the plan at once when it prints this (FAILED)
+  std::vector<std::string> fail_states;  // ... but stop the plan at once on one of these (FAILED)
   int poll_s = 15;
+  // A read-only check that the printed script makes too: when the call fails, or prints
+  // something else than `expect` (when set), the plan stops with dsx::Error(Config) `refusal`,
+  // which says what is wrong and what to do (nothing was created yet).
+  std::string expect;
+  std::string refusal;
   // Run after the step (and its capture), with every variable captured so far; throws to stop
   // the plan (pre-flight checks). `check_what` is the line print_plan shows for it.
   std::function<void(const Vars&)> check;

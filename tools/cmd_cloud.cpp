@@ -30,6 +30,11 @@ using cloud::CloudNode;
 
 constexpr const char* kVerbs = "render|up|status|hostfile|down";
 
+// up returns before the nodes have checked themselves: where the ones that fail will be named.
+constexpr const char* kUnhealthyNodesNote =
+    "a node that fails its set-up or the cluster bench is named by status and hostfile, and left "
+    "out of every hostfile (docs/cloud.md 1.3)\n";
+
 // Flags every verb of both clouds takes.
 struct CommonFlags {
   bool dry_run = false;
@@ -71,16 +76,30 @@ int report_nodes(const std::string& verb, const std::vector<CloudNode>& nodes, i
   std::string text = cloud::render_hostfile(nodes, slots);
   int running = int(std::count(text.begin(), text.end(), '\n'));
   int expect = c.expect > 0 ? c.expect : count;
+  // A node that failed its set-up or the cluster bench would slow or hang every job: named, and
+  // left out.
+  std::string left_out;
+  for (const auto& node : cloud::left_out_of_hostfile(nodes))
+    left_out += (left_out.empty() ? "" : ", ") + node;
+  if (!left_out.empty()) {
+    std::cerr << "dsx: left out of the hostfile: " << left_out
+              << "; replace them (docs/cloud.md 1.5)\n";
+  }
   if (expect > 0 && running < expect) {
     throw Error(ErrorKind::Launch,
                 "only " + std::to_string(running) + " of " + std::to_string(expect) +
-                    " nodes are running: wait (see `status`) and run hostfile again");
+                    " nodes are running and healthy" +
+                    (left_out.empty() ? "" : " (left out: " + left_out + ")") +
+                    ": wait (see `status`), or replace the nodes left out, and run hostfile again");
   }
   if (running == 0)
     throw Error(ErrorKind::Launch,
-                "no running nodes found for this cluster: check --cluster and the region/zone");
+                left_out.empty()
+                    ? "no running nodes found for this cluster: check --cluster and the region/zone"
+                    : "no healthy node left for the hostfile (left out: " + left_out +
+                          "): replace them (docs/cloud.md 1.5)");
   for (const auto& n : nodes) {
-    if (n.state == "running" && n.ready != "yes") {
+    if (n.state == "running" && n.ready != "yes" && cloud::unhealthy_reason(n).empty()) {
       std::cerr << "dsx: warning: node " << n.id
                 << " has not reported ready (dsx-ready=" << (n.ready.empty() ? "unset" : n.ready)
                 << "); see /var/log/dsx-node-setup.log there\n";
@@ -213,7 +232,8 @@ int run_aws(const std::string& verb, int argc, char** argv) {
     if (verb == "up" && !c.dry_run) {
       std::cout << "launched; nodes set themselves up for a few minutes. Next: dsx cloud aws status"
                    " --cluster "
-                << o.cluster << " --region " << o.region << "\n";
+                << o.cluster << " --region " << o.region << "\n"
+                << kUnhealthyNodesNote;
     }
     return 0;
   }
@@ -286,7 +306,8 @@ int run_gcp(const std::string& verb, int argc, char** argv) {
     if (verb == "up" && !c.dry_run) {
       std::cout << "created; VMs set themselves up for a few minutes. Next: dsx cloud gcp status"
                    " --cluster "
-                << o.cluster << " --project " << o.project << " --zone " << o.zone << "\n";
+                << o.cluster << " --project " << o.project << " --zone " << o.zone << "\n"
+                << kUnhealthyNodesNote;
     }
     return 0;
   }

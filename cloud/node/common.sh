@@ -237,9 +237,11 @@ wait_for_peers() {
   log "$(wc -l <"$DSX_CANDIDATES") nodes are running"
 }
 
+# publish_hostfile: the candidates the cluster bench found ok (healthy_hostfile) become the
+# hostfile of this node and of its OS user.
 publish_hostfile() {
   local home="$DSX_ROOT/home/$DSX_OS_USER"
-  cp "$DSX_CANDIDATES" "$DSX_HOSTFILE"
+  healthy_hostfile "$DSX_HOSTFILE"
   cp "$DSX_HOSTFILE" "$home/hostfile"
   cp "$DSX_ENV_FILE" "$home/.deepspeed_env"
   chown "$DSX_OS_USER:" "$home/hostfile" "$home/.deepspeed_env"

@@ -6,7 +6,7 @@
 # every node with its figures and verdict: dsx-busbw (its better pair, GB/s), dsx-busbw-all
 # (all nodes) and dsx-health (ok, slow, failed). Every node then waits for its own verdict. The
 # cloud's part gives my_ip, list_peer_states (lines "IP<tab>ID<tab>READY<tab>HEALTH") and
-# tag_health ID BUSBW ALL HEALTH.
+# tag_health ID BUSBW ALL HEALTH. The hostfile then holds only the nodes found ok.
 : "${DSX_HEALTH_TIMEOUT_S:=3600}"
 : "${DSX_BENCH_TIMEOUT_S:=900}"
 : "${DSX_HEALTH_MIN_FRACTION:=0.8}"
@@ -113,6 +113,40 @@ run_cluster_bench() {
     log "node ${DSX_HOSTS[i]}: busbw $best GB/s with its neighbours (median $median): $health"
     tag_health "$(peer_field "${DSX_HOSTS[i]}" 2 "$DSX_STATES")" "$best" "$all" "$health"
   done
+}
+
+# host_verdicts: "IP VERDICT" lines, from the bench's summary on the node that ran it, else from
+# the nodes' dsx-health tags/labels.
+host_verdicts() {
+  if [[ -s $DSX_BENCH_DIR/summary ]]; then
+    awk '{print $1, $3}' "$DSX_BENCH_DIR/summary"
+  else
+    list_peer_states | awk -F'\t' '{print $1, $4}'
+  fi
+}
+
+# healthy_hostfile OUT: the candidate hostfile less the nodes the cluster bench did not find ok
+# (slow, failed, or no longer running), which are named in the log: a job must not start ranks on
+# them. The bench node tags the nodes one after another, so this waits until every running
+# candidate has its verdict. Without dsx there was no bench: every candidate.
+healthy_hostfile() {
+  local verdicts unknown left_out deadline=$((SECONDS + DSX_HEALTH_TIMEOUT_S))
+  if [[ -z ${DSX_BIN:-} ]]; then
+    cp "$DSX_CANDIDATES" "$1"
+    return 0
+  fi
+  while true; do
+    verdicts=$(host_verdicts)
+    unknown=$(awk 'NR == FNR {v[$1] = $2; next} ($1 in v) && (v[$1] == "" || v[$1] == "None") {printf "%s ", $1}' \
+      <(printf '%s\n' "$verdicts") "$DSX_CANDIDATES")
+    [[ -n $unknown ]] || break
+    ((SECONDS < deadline)) || fail "no verdict from the cluster bench for ${unknown}within ${DSX_HEALTH_TIMEOUT_S}s"
+    sleep "$DSX_POLL_S"
+  done
+  awk 'NR == FNR {v[$1] = $2; next} v[$1] == "ok"' <(printf '%s\n' "$verdicts") "$DSX_CANDIDATES" >"$1"
+  left_out=$(awk 'NR == FNR {v[$1] = $2; next} {s = ($1 in v) ? v[$1] : "not running"} s != "ok" {printf "%s%s (%s)", sep, $1, s; sep = ", "}' \
+    <(printf '%s\n' "$verdicts") "$DSX_CANDIDATES")
+  [[ -z $left_out ]] || log "left out of the hostfile, as the cluster bench did not find them ok: $left_out"
 }
 
 # await_verdict ME FIRST: this node's dsx-health (the bench node reads its own summary).

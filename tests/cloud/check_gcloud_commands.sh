@@ -61,8 +61,9 @@ for spec in "${types[@]}"; do
       echo "FAIL  $spec (exit $code): $line"$'\n'"$output"
       failures=$((failures + 1))
     fi
-  done < <(grep -h 'gcloud ' "$work/up.sh" "$work/down.sh" |
-    sed -e 's/^ *//' -e 's/ || true$//' -e 's| >/dev/null$||' -e 's/^[A-Z_]*=\$(//' -e 's/)$//')
+  done < <(grep -h 'gcloud ' "$work/up.sh" "$work/down.sh" | grep -v '^ *echo ' |
+    sed -e 's/^ *//' -e 's/ || true$//' -e 's| >/dev/null$||' -e 's/^if ! //' \
+      -e 's/) || \[\[.*; then$/)/' -e 's/^[A-Z_]*=\$(//' -e 's/)$//')
 done
 echo "$failures call(s) failed"
 ((failures == 0))

@@ -99,6 +99,7 @@ class CloudAwsCli : public ::testing::Test {
   void expect_every_call_valid(const Plan& plan) {
     Vars vars = {{"VPC_ID", "vpc-0123456789abcdef0"},
                  {"SUBNET_AZ", "us-east-1a"},
+                 {"IMAGE_ID", "ami-0123456789abcdef0"},
                  {"SG_ID", "sg-0123456789abcdef0"},
                  {"FSX_ID", "fs-0123456789abcdef0"},
                  {"EFS_ID", "fs-0123abcd"},

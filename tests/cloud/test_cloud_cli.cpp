@@ -196,6 +196,8 @@ std::string fake_aws(const std::string& quota_json) {
   return "#!/bin/sh\ncase \"$*\" in\n"
          "  *AvailabilityZone*) echo us-east-1a ;;\n"
          "  *VpcId*) echo vpc-0abc ;;\n"
+         "  *\"ssm get-parameter\"*) echo ami-0abc ;;\n"
+         "  *describe-images*) echo available ;;\n"
          "  *describe-instance-type-offerings*) cat " + d + "aws-instance-type-offerings-p5.json ;;\n"
          "  *describe-instance-types*) cat " + d + "aws-instance-types-p5.json ;;\n"
          "  *get-service-quota*) cat " + quota_json + " ;;\n"

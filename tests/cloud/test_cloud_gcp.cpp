@@ -135,7 +135,11 @@ TEST_P(CloudGcpMachine, CompactPlacementAndOneBulkCreate) {
   EXPECT_EQ(plan.steps.back().argv, bulk[0]);
   for (const auto& step : plan.steps) {
     EXPECT_EQ(step.argv[0], "gcloud");
-    EXPECT_TRUE(has(step.argv, "--project=proj-1")) << step.what;
+    // The image family is looked up in the image's own project.
+    const bool family = has(step.argv, "describe-from-family");
+    EXPECT_TRUE(
+        has(step.argv, family ? "--project=deeplearning-platform-release" : "--project=proj-1"))
+        << step.what;
     EXPECT_TRUE(has(step.argv, "--quiet")) << step.what << ": a prompt would hang up";
   }
 }

@@ -498,7 +498,7 @@ TEST_F(CloudNodeScript, LowestNodeBenchesAllNodesAndPairsBeforeTheHostfile) {
 }
 
 // Both pairs of 10.0.1.12 are slow, so its better pair is far under the median: it is tagged
-// slow, the others ok (and this node goes on).
+// slow, the others ok, and this node goes on with a hostfile that leaves 10.0.1.12 out.
 TEST_F(CloudNodeScript, ThePairsFindTheSlowNode) {
   write_text(root_ / "opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so", "");
   slow_host_ = "10.0.1.12";
@@ -510,6 +510,34 @@ TEST_F(CloudNodeScript, ThePairsFindTheSlowNode) {
   EXPECT_TRUE(called("--resources id-10.0.1.9 --tags Key=dsx-busbw\\,Value=78.5 "
                      "Key=dsx-busbw-all\\,Value=78.5 Key=dsx-health\\,Value=ok\n"))
       << calls();
+  EXPECT_TRUE(called("Key=dsx-ready\\,Value=yes")) << calls();
+  // No rank of any job goes to the slow node, and the log says which node was left out.
+  const std::string hostfile = "10.0.1.7 slots=8\n10.0.1.9 slots=8\n";
+  EXPECT_EQ(read_text(root_ / "etc/dsx/hostfile"), hostfile);
+  EXPECT_EQ(read_text(root_ / "home/ubuntu/hostfile"), hostfile);
+  EXPECT_NE(r.output.find("left out of the hostfile, as the cluster bench did not find them ok: "
+                          "10.0.1.12 (slow)"),
+            std::string::npos)
+      << r.output;
+}
+
+// A node that is not the bench node learns the others' verdicts from their tags: the slow one
+// (10.0.1.9) is left out of its hostfile too, and so is one no longer running (10.0.1.11).
+TEST_F(CloudNodeScript, EveryHealthyNodesHostfileLeavesTheSlowNodeOut) {
+  write_text(root_ / "opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so", "");
+  states_ =
+      "10.0.1.3\\ti-0first\\tyes\\tok\\n10.0.1.7\\ti-0abc1234\\tchecked\\tok\\n"
+      "10.0.1.9\\ti-0third\\tfailed-health\\tslow";
+  auto r = run(aws_user_data(aws_options(), kPublicKey),
+               "10.0.1.3\\t10.0.1.7\\t10.0.1.9\\t10.0.1.11", 4);
+  ASSERT_EQ(r.exit_code, 0) << r.output << calls();
+  EXPECT_EQ(read_text(root_ / "etc/dsx/hostfile.candidate"),
+            "10.0.1.3 slots=8\n10.0.1.7 slots=8\n10.0.1.9 slots=8\n10.0.1.11 slots=8\n");
+  EXPECT_EQ(read_text(root_ / "etc/dsx/hostfile"), "10.0.1.3 slots=8\n10.0.1.7 slots=8\n");
+  EXPECT_NE(r.output.find("left out of the hostfile, as the cluster bench did not find them ok: "
+                          "10.0.1.9 (slow), 10.0.1.11 (not running)"),
+            std::string::npos)
+      << r.output;
   EXPECT_TRUE(called("Key=dsx-ready\\,Value=yes")) << calls();
 }
 

@@ -138,7 +138,7 @@ TEST(CloudPlan, PollingStepWaitsForTheStateAndStopsOnFailure) {
   setenv("DSX_CLOUD_POLL_S", "0", 1);
   Step wait{"wait for it", {dir / "state"}};
   wait.until = "AVAILABLE";
-  wait.stop_if = "FAILED";
+  wait.fail_states = {"FAILED", "DELETING"};
   wait.timeout_s = 20;
   Plan plan{"poll", {wait}};
   std::ostringstream log;
@@ -180,6 +180,15 @@ TEST(CloudPlan, PollingStepWaitsForTheStateAndStopsOnFailure) {
   auto r = dsx::test::run_command("bash " + dir / "poll.sh");
   EXPECT_EQ(r.exit_code, 0) << script.str() << r.output;
   EXPECT_EQ(dsx::test::read_text(dir / "state.n"), "3\n") << script.str();
+  // The script stops on a failure state at once, with up's message.
+  std::filesystem::remove(dir / "state.n");
+  r = dsx::test::run_command("FINAL=DELETING bash " + dir / "poll.sh");
+  EXPECT_EQ(r.exit_code, 1) << script.str() << r.output;
+  EXPECT_NE(r.output.find("error: step 'wait for it': the cloud reports DELETING; see why in its "
+                          "console, then run down and up again"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(dsx::test::read_text(dir / "state.n"), "3\n") << "no call after the failure state";
   unsetenv("DSX_CLOUD_POLL_S");
   unsetenv("FINAL");
 }

@@ -69,6 +69,25 @@ TEST(CloudScripts, EveryRenderedScriptPassesShellcheck) {
             0);
 }
 
+// With shared storage up.sh and down.sh wait for file systems (their dsx_wait function), and
+// every up.sh refuses a missing image: both pass shellcheck too.
+TEST(CloudScripts, PrintedWaitsAndImageChecksPassShellcheck) {
+  dsx::test::TempDir dir;
+  AwsClusterOptions o;
+  o.cluster = "lint";
+  o.region = "eu-west-1";
+  o.subnet = "subnet-0aaa";
+  o.ssh_cidr = "10.0.0.0/8";
+  o.storage = "efs";
+  o.out_dir = dir / "aws";
+  render_aws(o);
+  const std::string up = dsx::test::read_text(dir / "aws/aws/up.sh");
+  EXPECT_NE(up.find("dsx_wait 'wait until the EFS mount target is available'"), std::string::npos)
+      << up;
+  EXPECT_NE(up.find("if ! IMAGE_STATE=$("), std::string::npos) << up;
+  EXPECT_EQ(shellcheck({dir / "aws/aws/up.sh", dir / "aws/aws/down.sh"}), "");
+}
+
 TEST(CloudScripts, SlurmJobAsksForTheWholeAllocation) {
   std::string job = render_slurm_job(16, 8);
   EXPECT_NE(job.find("#SBATCH --nodes=16\n"), std::string::npos);

@@ -68,7 +68,8 @@ TEST(CloudStorage, FsxIsCreatedInTheClusterSubnetAndAvailableBeforeTheNodes) {
   const int wait = find_step(plan, {"describe-file-systems", "FileSystems[0].Lifecycle"});
   ASSERT_GE(wait, 0);
   EXPECT_EQ(plan.steps[wait].until, "AVAILABLE");
-  EXPECT_EQ(plan.steps[wait].stop_if, "FAILED");
+  EXPECT_EQ(plan.steps[wait].fail_states,
+            (std::vector<std::string>{"FAILED", "MISCONFIGURED", "DELETING"}));
   const int source = find_step(plan, {"describe-file-systems", "--file-system-ids"}) + 1;
   EXPECT_EQ(plan.steps[source].capture, "SHARED_SOURCE");
   EXPECT_LT(wait, find_step(plan, {"create-launch-template"}));
@@ -95,6 +96,8 @@ TEST(CloudStorage, EfsGetsAMountTargetInTheSubnetAndWaitsForIt) {
   EXPECT_EQ(plan.steps[target].capture, "SHARED_SOURCE");
   ASSERT_GT(ready, target);
   EXPECT_EQ(plan.steps[ready].until, "available");
+  EXPECT_EQ(plan.steps[ready].fail_states,
+            (std::vector<std::string>{"error", "deleting", "deleted"}));
   EXPECT_LT(ready, find_step(plan, {"run-instances"}));
 }
 
