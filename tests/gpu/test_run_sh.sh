@@ -50,12 +50,14 @@ failing='cat <<EOF
 EOF
 exit 1'
 
-# check <name> <expected status> <expected text> [env...]: runs run.sh --no-build on $work/build.
+# check <name> <expected status> <expected text> [env...]: runs run.sh --no-build on $work/build,
+# with run_args after it.
+run_args=()
 check() {
   local name=$1 want=$2 text=$3 status=0 out
   shift 3
   out=$(env PATH="$work/bin:$PATH" FAKE_DRIVER=580.159.04 FAKE_DRIVER_CUDA=13.0 DSX_GPU_DEPS="$work/no-debs" "$@" \
-    bash "$root/tests/gpu/run.sh" --no-build "$work/build" 2>&1) || status=$?
+    bash "$root/tests/gpu/run.sh" --no-build "$work/build" "${run_args[@]}" 2>&1) || status=$?
   if [[ $status != "$want" ]] || ! grep -qF -- "$text" <<<"$out"; then
     echo "FAIL $name: exit $status (want $want), output should contain '$text':"
     printf '    %s\n' "${out//$'\n'/$'\n    '}"
@@ -76,9 +78,30 @@ check "driver and runtime are printed first" 0 "driver 580.159.04 (supports CUDA
 check "the CUDA runtime is printed" 0 "CUDA runtime 13.0"
 
 fake "$work/build/tests/gpu/test_gpu_training" "$failing"
-check "a failing test fails the run" 1 "| test_gpu_training | FAILED | 0 | 0 | GpuTraining.SameWeights |"
+check "a failing test fails the run" 1 "| test_gpu_training | FAILED | 0 | 1 | 0 | GpuTraining.SameWeights |"
 check "failures are counted" 1 "summary: 1 passed, 1 failed, 1 skipped"
 rm "$work/build/tests/gpu/test_gpu_training"
+
+# Time limits: a binary past its own is cut and failed; one that starts after the run's budget is
+# spent is not run, and the run fails.
+fake "$work/build/tests/gpu/test_gpu_training" 'echo "[ RUN      ] GpuTraining.Slow"; sleep 30'
+check "a binary past its time limit is cut and failed" 1 "| test_gpu_training | FAILED | 0 | 0 | 0 | timed out after 6 s" \
+  DSX_TEST_TIMEOUT=6
+if grep -qF "GpuTraining.Slow" "$work/build/logs/test_gpu_training.log"; then
+  echo "ok   a cut binary's output is kept in its log"
+  passes=$((passes + 1))
+else
+  echo "FAIL $work/build/logs/test_gpu_training.log lacks what the cut binary printed"
+  fails=$((fails + 1))
+fi
+rm "$work/build/tests/gpu/test_gpu_training"
+check "binaries after the budget is spent are not run" 1 "| test_gpu_comm | NOT RUN | - | - | - | the run's budget (DSX_RUN_BUDGET=3 s) is spent" \
+  DSX_RUN_BUDGET=3
+run_args=(--only no_such_binary)
+check "--only picks binaries by name" 0 "summary: 0 passed, 0 failed, 0 skipped"
+run_args=(--bogus)
+check "an unknown option is refused" 1 "unknown option --bogus"
+run_args=()
 
 check "an old driver is named as such" 3 "driver 575.57.08 is too old for the CUDA 13 runtime, which needs driver >= 580" \
   FAKE_DRIVER=575.57.08 FAKE_DRIVER_CUDA=12.9
@@ -96,7 +119,7 @@ echo fake >"$work/deb/usr/lib/x86_64-linux-gnu/libdsxfake.so.1"
 printf 'Package: dsx-fake\nVersion: 1\nArchitecture: amd64\nMaintainer: dsx\nDescription: test\n' >"$work/deb/DEBIAN/control"
 dpkg-deb --build "$work/deb" "$work/debs/dsx-fake.deb" >/dev/null
 echo "needs-glibc 2.0" >"$work/debs/MANIFEST"
-check "prepared packages are unpacked into the build's prefix" 0 "| libraries from $work/debs | ok | - | - | 1 packages in $work/build/deps-prefix" \
+check "prepared packages are unpacked into the build's prefix" 0 "| libraries from $work/debs | ok | - | - | - | 1 packages in $work/build/deps-prefix" \
   DSX_GPU_DEPS="$work/debs"
 if [[ -f $work/build/deps-prefix/usr/lib/x86_64-linux-gnu/libdsxfake.so.1 ]]; then
   echo "ok   the package's file is in the prefix"
