@@ -133,6 +133,54 @@ check "packages for a newer glibc are refused" 1 "need glibc >= 99.0, this machi
 printf 'needs-glibc 2.0\nneeds-glibcxx 3.4.99\n' >"$work/debs/MANIFEST"
 check "packages for a newer libstdc++ are refused" 1 "need libstdc++ GLIBCXX_3.4.99, the compiler's" DSX_GPU_DEPS="$work/debs"
 
+# A bundle (tools/gpu_bundle.sh) of kind cuda, on the fake GPU: binaries whose NVIDIA libraries the
+# image lacks. Real ELF files (copies of true) are given a library that exists nowhere with the
+# name of cuDNN's or cudart's, as patchelf would leave them.
+if command -v patchelf >/dev/null; then
+  fb=$work/fakebundle
+  mkdir -p "$fb/tests/gpu" "$fb/lib"
+  fake "$fb/cuda_probe" "$probe_one_device"
+  fake "$fb/tests/gpu/test_gpu_comm" "$pass_and_skip"
+  cp "$(type -P true)" "$fb/tests/gpu/test_gpu_cudnn"
+  patchelf --add-needed libcudnn_dsxfake.so.9 "$fb/tests/gpu/test_gpu_cudnn"
+  cp "$(type -P true)" "$fb/tests/gpu/test_gpu_zero"
+  patchelf --add-needed libcudart_dsxfake.so.12 "$fb/tests/gpu/test_gpu_zero"
+  {
+    printf 'dsx-gpu-bundle 1\nkind cuda\ncommit fake\nneeds-glibc 2.0\nneeds-glibcxx 3.4.0\ncxx-needs-glibc 2.0\n'
+    echo "file cuda_probe 1 -"
+    echo "file tests/gpu/test_gpu_comm 1 -"
+    echo "file tests/gpu/test_gpu_cudnn 1 libcudnn_dsxfake.so.9"
+    echo "file tests/gpu/test_gpu_zero 1 libcudart_dsxfake.so.12"
+  } >"$fb/MANIFEST"
+  run_args=(--bundle "$fb" --results "$work/fbres")
+  check "bundle: a binary that needs only a missing cuDNN is skipped, with the reason" 1 \
+    "| test_gpu_cudnn | skipped | - | - | - | needs libcudnn_dsxfake.so.9, which this image lacks (cuDNN is optional"
+  check "bundle: a binary that needs a missing cudart fails, naming it" 1 \
+    "| test_gpu_zero | FAILED | - | - | - | cannot start: this image lacks libcudart_dsxfake.so.12"
+  check "bundle: the others run" 1 "summary: 1 passed, 1 failed, 2 skipped"
+  check "bundle: the NVIDIA libraries found and missing are recorded" 1 \
+    "| CUDA libraries | libcudart_dsxfake.so.12 libcudnn_dsxfake.so.9 missing |"
+  if grep -qx "libcudnn_dsxfake.so.9 missing" "$work/fbres/cuda-libraries.txt"; then
+    echo "ok   bundle: cuda-libraries.txt says what is missing"
+    passes=$((passes + 1))
+  else
+    echo "FAIL bundle: $work/fbres/cuda-libraries.txt lacks 'libcudnn_dsxfake.so.9 missing'"
+    fails=$((fails + 1))
+  fi
+  run_args=(--bundle "$fb")
+  check "bundle: results go to \$OUT without --results" 1 "summary: 1 passed" OUT="$work/out"
+  if [[ -f $work/out/gpu-summary.md && -f $work/out/logs/test_gpu_comm.log ]]; then
+    echo "ok   bundle: \$OUT holds the summary and the logs"
+    passes=$((passes + 1))
+  else
+    echo "FAIL bundle: $work/out lacks gpu-summary.md or logs/test_gpu_comm.log"
+    fails=$((fails + 1))
+  fi
+  run_args=()
+else
+  echo "skip bundle cases: no patchelf (bash tools/setup.sh installs it)"
+fi
+
 # The real probe, built with the real nvcc where there is one: on a machine without a GPU it
 # must say why CUDA has no device and exit non-zero.
 nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
