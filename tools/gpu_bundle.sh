@@ -71,7 +71,7 @@ copy_deps() {
       [[ $name =~ ^lib(stdc\+\+|gcc_s)\. ]] && dest=$stage/lib/cxx
       [[ -f $dest/$name ]] || { cp -L "$path" "$dest/$name" && chmod u+w "$dest/$name"; }
     fi
-  done < <(ldd "$1")
+  done < <(timeout 60 ldd "$1")
   echo "${nvidia[*]}"
 }
 
@@ -93,7 +93,7 @@ done
 # The probe that run.sh asks for the runtime's version and the device count (cudart static).
 if [[ $kind == cuda ]]; then
   nvcc=$(sed -n 's/^CMAKE_CUDA_COMPILER:[A-Z]*=//p' CMakeCache.txt)
-  "$nvcc" -o "$stage/cuda_probe" "$root/tests/gpu/cuda_probe.cu" || die "cannot build the CUDA probe with $nvcc"
+  timeout 300 "$nvcc" -o "$stage/cuda_probe" "$root/tests/gpu/cuda_probe.cu" || die "cannot build the CUDA probe with $nvcc"
   strip "$stage/cuda_probe"
   binaries+=(cuda_probe)
   needs[cuda_probe]=$(copy_deps "$stage/cuda_probe")
@@ -123,7 +123,7 @@ while read -r path; do
 done < <(find "$stage" -type f | sort)
 
 mkdir -p "$(dirname "$out")"
-tar -C "$work" -czf "$out.tmp" dsx-gpu-bundle
+timeout 300 tar -C "$work" -czf "$out.tmp" dsx-gpu-bundle
 mv "$out.tmp" "$out"
 size=$(stat -c %s "$out")
 awk '/^file / {n++; s += $3} END {printf "tools/gpu_bundle.sh: %d files, %.1f MiB unpacked\n", n, s / 1048576}' "$manifest"

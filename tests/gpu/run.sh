@@ -106,14 +106,16 @@ fi
 # The oldest driver branch that runs each CUDA major version (NVIDIA's compatibility table).
 min_driver_for() { case $1 in 13) echo 580 ;; 12) echo 525 ;; 11) echo 450 ;; *) echo 0 ;; esac; }
 
+# smi <args>: nvidia-smi, which can hang on a GPU in a bad state.
+smi() { timeout 60 nvidia-smi "$@"; }
 check_driver() {
-  if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >>"$log" 2>&1; then
+  if ! command -v nvidia-smi >/dev/null || ! smi -L >>"$log" 2>&1; then
     die 2 "no NVIDIA GPU visible (nvidia-smi missing or nvidia-smi -L failed); run this on a GPU machine."
   fi
-  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
-  gpus=$(nvidia-smi -L | grep -c '^GPU ' || true)
-  driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n 1)
-  driver_cuda=$(nvidia-smi | grep -oE 'CUDA Version: *[0-9]+\.[0-9]+' | grep -oE '[0-9.]+$' || true)
+  gpu=$(smi --query-gpu=name --format=csv,noheader | head -n 1)
+  gpus=$(smi -L | grep -c '^GPU ' || true)
+  driver=$(smi --query-gpu=driver_version --format=csv,noheader | head -n 1)
+  driver_cuda=$(smi | grep -oE 'CUDA Version: *[0-9]+\.[0-9]+' | grep -oE '[0-9.]+$' || true)
   say "driver $driver (supports CUDA ${driver_cuda:-?}), $gpus GPU(s): $gpu"
   [[ -n $bundle ]] || table_head "dsx GPU run on $gpu"
 
