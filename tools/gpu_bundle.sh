@@ -7,7 +7,8 @@
 #
 # The binaries are stripped; the shared libraries they load are copied beside them (lib/, found
 # with ldd), except the C library's own and NVIDIA's (libcuda, libcudart, cuBLAS/Lt, NCCL, cuDNN,
-# ...), which the GPU image provides: they are too big to carry (NCCL alone is 200+ MB). Each file
+# ...), which the GPU image provides: they are too big to carry (NCCL alone is 200+ MB); only
+# cuDNN's small loader is carried, as a stand-in for an image without cuDNN. Each file
 # finds lib/ through its RUNPATH ($ORIGIN, set with patchelf). MANIFEST lists every file, its size
 # and the NVIDIA libraries each binary needs. An emulated build (-DDSX_CUDA=EMULATED) makes a
 # bundle of kind "emulated", whose stand-in CUDA library is its own and so is carried.
@@ -60,6 +61,13 @@ copy_deps() {
     [[ $arrow == "=>" ]] || continue  # the loader and the vdso
     if is_nvidia "$name"; then
       nvidia+=("$name")
+      # cuDNN 9's libcudnn.so.9 is a small loader that opens its engines only when asked: carried
+      # (lib/cudnn-shim) for images without cuDNN, where it lets the binaries start and cuDNN's
+      # attention say it is unsupported, instead of every binary failing to load.
+      if [[ $name == libcudnn.so.* && -f $path && $(stat -L -c %s "$path") -lt 1048576 && ! -f $stage/lib/cudnn-shim/$name ]]; then
+        mkdir -p "$stage/lib/cudnn-shim"
+        cp -L "$path" "$stage/lib/cudnn-shim/$name"
+      fi
     elif is_libc "$name"; then
       :
     elif [[ $path == not ]]; then
@@ -85,7 +93,8 @@ for f in "${binaries[@]}"; do
   [[ $f == */* ]] || up=.
   patchelf --set-rpath "\$ORIGIN/$up/lib" "$stage/$f"
 done
-for lib in "$stage"/lib/*.so* "$stage"/lib/cxx/*; do
+shopt -s nullglob
+for lib in "$stage"/lib/*.so* "$stage"/lib/cxx/* "$stage"/lib/cudnn-shim/*; do
   strip --strip-unneeded "$lib"
   patchelf --set-rpath "\$ORIGIN" "$lib"
 done

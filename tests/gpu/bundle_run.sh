@@ -76,7 +76,7 @@ find_lib() {
     [[ -e $d/$1 ]] && { echo "$d/$1"; return; }
   done
   d=$(ldconfig -p 2>/dev/null | awk -v n="$1" '$1 == n && /x86-64/ && !k++ {print $NF}')
-  [[ -n $d ]] && { echo "$d"; return; }
+  [[ -n $d && -e $d ]] && { echo "$d"; return; }
   while read -r d; do
     if [[ -e $d/$1 ]]; then
       export LD_LIBRARY_PATH=$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -89,11 +89,17 @@ find_lib() {
 # bundle_nvidia_libraries: finds each NVIDIA library the MANIFEST names, writes what it found to
 # $results/cuda-libraries.txt and a row; a missing one fails (or, for cuDNN, skips) its binaries.
 bundle_nvidia_libraries() {
-  local lib where found=() missing=()
+  local lib where found=() missing=() shim=()
   : >"$results/cuda-libraries.txt"
   for lib in $(awk '$1 == "file" && $4 != "-" {print $4}' "$manifest" | tr ',' '\n' | sort -u); do
     where=$(find_lib "$lib")
-    if [[ -n $where ]]; then
+    if [[ -z $where && -f $bundle_dir/lib/cudnn-shim/$lib ]]; then
+      # No cuDNN here: its loader alone lets the binaries start; cuDNN's attention then says it
+      # cannot run (its tests skip, the models take their own kernels).
+      export LD_LIBRARY_PATH=$bundle_dir/lib/cudnn-shim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+      shim+=("$lib")
+      echo "$lib missing; the bundle's loader alone (lib/cudnn-shim)" >>"$results/cuda-libraries.txt"
+    elif [[ -n $where ]]; then
       found+=("$lib")
       echo "$lib $where" >>"$results/cuda-libraries.txt"
     else
@@ -103,10 +109,12 @@ bundle_nvidia_libraries() {
   done
   if [[ $bundle_kind == emulated ]]; then
     row "CUDA libraries" ok - - - "emulated GPU: its stand-in library is in the bundle"
+  elif ((${#missing[@]} == 0 && ${#shim[@]} > 0)); then
+    row "CUDA libraries" "ok, no cuDNN" - - - "found ${found[*]}; ${shim[*]}: only the bundle's loader, so cuDNN's attention is unsupported (its tests skip)"
   elif ((${#missing[@]} == 0)); then
     row "CUDA libraries" ok - - - "found ${found[*]} (where: $(basename "$results")/cuda-libraries.txt)"
   else
-    row "CUDA libraries" "${missing[*]} missing" - - - "found ${found[*]:-none}; a binary that needs a missing one does not run"
+    row "CUDA libraries" "${missing[*]} missing" - - - "found ${found[*]:-none}${shim[*]:+; ${shim[*]}: only the loader in the bundle}; a binary that needs a missing one does not run"
   fi
 }
 

@@ -38,6 +38,7 @@ holds() {
 
 bundle=$work/bundle.tar.gz
 expect "the bundle is made and its size said" 0 "(emulated; limit 60 MiB)" bash "$root/tools/gpu_bundle.sh" "$build" "$bundle"
+[[ -f $bundle ]] || { echo "bundle: no bundle made, nothing more to check"; exit 1; }
 tar -C "$work" -xzf "$bundle" dsx-gpu-bundle/MANIFEST
 holds "the MANIFEST lists dsx with its size" "$work/dsx-gpu-bundle/MANIFEST" "file dsx "
 holds "the MANIFEST lists the emulated GPU's library" "$work/dsx-gpu-bundle/MANIFEST" "file lib/libdsx_emulated_gpu.so "

@@ -145,12 +145,19 @@ if command -v patchelf >/dev/null; then
   patchelf --add-needed libcudnn_dsxfake.so.9 "$fb/tests/gpu/test_gpu_cudnn"
   cp "$(type -P true)" "$fb/tests/gpu/test_gpu_zero"
   patchelf --add-needed libcudart_dsxfake.so.12 "$fb/tests/gpu/test_gpu_zero"
+  # cuDNN's loader carried in the bundle (lib/cudnn-shim) lets a binary start on an image without cuDNN.
+  mkdir -p "$fb/lib/cudnn-shim"
+  cc -shared -o "$fb/lib/cudnn-shim/libcudnn_dsxshim.so.9" -x c /dev/null
+  cp "$(type -P true)" "$fb/tests/gpu/test_gpu_llama"
+  patchelf --add-needed libcudnn_dsxshim.so.9 "$fb/tests/gpu/test_gpu_llama"
   {
     printf 'dsx-gpu-bundle 1\nkind cuda\ncommit fake\nneeds-glibc 2.0\nneeds-glibcxx 3.4.0\ncxx-needs-glibc 2.0\n'
     echo "file cuda_probe 1 -"
     echo "file tests/gpu/test_gpu_comm 1 -"
     echo "file tests/gpu/test_gpu_cudnn 1 libcudnn_dsxfake.so.9"
     echo "file tests/gpu/test_gpu_zero 1 libcudart_dsxfake.so.12"
+    echo "file tests/gpu/test_gpu_llama 1 libcudnn_dsxshim.so.9"
+    echo "file lib/cudnn-shim/libcudnn_dsxshim.so.9 1 -"
   } >"$fb/MANIFEST"
   run_args=(--bundle "$fb" --results "$work/fbres")
   check "bundle: a binary that needs only a missing cuDNN is skipped, with the reason" 1 \
@@ -160,7 +167,9 @@ if command -v patchelf >/dev/null; then
   check "bundle: the others run" 1 "summary: 1 passed, 1 failed, 2 skipped"
   check "bundle: the NVIDIA libraries found and missing are recorded" 1 \
     "| CUDA libraries | libcudart_dsxfake.so.12 libcudnn_dsxfake.so.9 missing |"
-  if grep -qx "libcudnn_dsxfake.so.9 missing" "$work/fbres/cuda-libraries.txt"; then
+  check "bundle: without cuDNN a binary starts on the bundle's cuDNN loader" 1 "| test_gpu_llama | ok | 0 | 0 | 0 |"
+  if grep -qx "libcudnn_dsxfake.so.9 missing" "$work/fbres/cuda-libraries.txt" &&
+    grep -qx "libcudnn_dsxshim.so.9 missing; the bundle's loader alone (lib/cudnn-shim)" "$work/fbres/cuda-libraries.txt"; then
     echo "ok   bundle: cuda-libraries.txt says what is missing"
     passes=$((passes + 1))
   else
