@@ -7,7 +7,9 @@
 # values (bundle_kind, and the versions it needs).
 bundle_unpack() {
   local src=$1 scratch=$2
-  if [[ -d $src ]]; then
+  if [[ -d $src/dsx-gpu-bundle ]]; then  # the folder it was unpacked in
+    bundle_dir=$(realpath "$src/dsx-gpu-bundle")
+  elif [[ -d $src ]]; then
     bundle_dir=$(realpath "$src")
   elif [[ -f $src ]]; then
     mkdir -p "$scratch"

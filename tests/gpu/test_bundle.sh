@@ -68,6 +68,8 @@ tar -C "$work/other" -czf "$work/other.tar.gz" dsx-gpu-bundle
 expect "a tar.gz without a MANIFEST is refused" 1 "is not a dsx GPU bundle" \
   bash "${run[@]}" "$work/other.tar.gz" --dry-run --results "$work/x"
 tar -C "$work" -xzf "$bundle"
+expect "the folder a bundle was unpacked in is taken too" 0 "dry run: every binary and library loads" \
+  bash "${run[@]}" "$work" --dry-run --results "$work/x"
 unpacked=$work/dsx-gpu-bundle
 rm "$unpacked/lib/libdsx_emulated_gpu.so"
 expect "a file the MANIFEST lists is missed" 1 "lacks lib/libdsx_emulated_gpu.so, which its MANIFEST lists" \
