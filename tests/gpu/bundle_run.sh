@@ -70,22 +70,25 @@ nvidia_lib_dirs() {
   done
 }
 
-# find_lib <soname>: where the loader will find it, adding a folder to LD_LIBRARY_PATH if only the
-# toolkit or a wheel has it; nothing when it is nowhere.
+# find_lib <soname>: sets where to the path the loader will take it from, adding a folder to
+# LD_LIBRARY_PATH if only the toolkit or a wheel has it; empty when it is nowhere. Not called in
+# a subshell, so that the folder stays on the path.
 find_lib() {
   local d
+  where=""
   for d in ${LD_LIBRARY_PATH:+${LD_LIBRARY_PATH//:/ }}; do
-    [[ -e $d/$1 ]] && { echo "$d/$1"; return; }
+    [[ -e $d/$1 ]] && { where=$d/$1; return; }
   done
   d=$(ldconfig -p 2>/dev/null | awk -v n="$1" '$1 == n && /x86-64/ && !k++ {print $NF}')
-  [[ -n $d && -e $d ]] && { echo "$d"; return; }
+  [[ -n $d && -e $d ]] && { where=$d; return; }
+  [[ -n ${nvidia_dirs+set} ]] || nvidia_dirs=$(nvidia_lib_dirs || true)  # asked once: Python is slow to start
   while read -r d; do
-    if [[ -e $d/$1 ]]; then
+    if [[ -n $d && -e $d/$1 ]]; then
       export LD_LIBRARY_PATH=$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-      echo "$d/$1"
+      where=$d/$1
       return
     fi
-  done < <(nvidia_lib_dirs)
+  done <<<"$nvidia_dirs"
 }
 
 # bundle_nvidia_libraries: finds each NVIDIA library the MANIFEST names, writes what it found to
@@ -94,7 +97,7 @@ bundle_nvidia_libraries() {
   local lib where found=() missing=() shim=()
   : >"$results/cuda-libraries.txt"
   for lib in $(awk '$1 == "file" && $4 != "-" {print $4}' "$manifest" | tr ',' '\n' | sort -u); do
-    where=$(find_lib "$lib")
+    find_lib "$lib"
     if [[ -z $where && -f $bundle_dir/lib/cudnn-shim/$lib ]]; then
       # No cuDNN here: its loader alone lets the binaries start; cuDNN's attention then says it
       # cannot run (its tests skip, the models take their own kernels).

@@ -245,8 +245,9 @@ may_run() {
   name=$(basename "$1")
   [[ -f $1 && -x $1 ]] || return 1
   [[ -z $only || $name =~ $only ]] || return 1
-  limit=$(((budget - (SECONDS - run_start)) < $2 ? budget - (SECONDS - run_start) : $2))
-  if ((limit < 5)); then
+  local left=$((budget - (SECONDS - run_start)))
+  limit=$((left < $2 ? left : $2))
+  if ((left < 5)); then
     not_run=$((not_run + 1))
     row "$name" "NOT RUN" - - - "the run's budget (DSX_RUN_BUDGET=$budget s) is spent"
     return 1

@@ -85,8 +85,8 @@ rm "$work/build/tests/gpu/test_gpu_training"
 # Time limits: a binary past its own is cut and failed; one that starts after the run's budget is
 # spent is not run, and the run fails.
 fake "$work/build/tests/gpu/test_gpu_training" 'echo "[ RUN      ] GpuTraining.Slow"; sleep 30'
-check "a binary past its time limit is cut and failed" 1 "| test_gpu_training | FAILED | 0 | 0 | 0 | timed out after 6 s" \
-  DSX_TEST_TIMEOUT=6
+check "a binary past its time limit is cut and failed" 1 "| test_gpu_training | FAILED | 0 | 0 | 0 | timed out after 2 s" \
+  DSX_TEST_TIMEOUT=2
 if grep -qF "GpuTraining.Slow" "$work/build/logs/test_gpu_training.log"; then
   echo "ok   a cut binary's output is kept in its log"
   passes=$((passes + 1))
@@ -150,6 +150,13 @@ if command -v patchelf >/dev/null; then
   cc -shared -o "$fb/lib/cudnn-shim/libcudnn_dsxshim.so.9" -x c /dev/null
   cp "$(type -P true)" "$fb/tests/gpu/test_gpu_llama"
   patchelf --add-needed libcudnn_dsxshim.so.9 "$fb/tests/gpu/test_gpu_llama"
+  # A CUDA library only Python's nvidia-* wheels have (as in a PyTorch image): found and put on the path.
+  mkdir -p "$work/wheels/nvidia/cuda_runtime/lib"
+  cc -shared -o "$work/wheels/nvidia/cuda_runtime/lib/libcudart_dsxwheel.so.12" -x c /dev/null
+  # The image's Python, for the rest of this file: it has the wheel.
+  fake "$work/bin/python3" "[[ \$* == *nvidia.__path__* ]] && echo $work/wheels/nvidia || exit 1"
+  cp "$(type -P true)" "$fb/tests/gpu/test_gpu_gpt2"
+  patchelf --add-needed libcudart_dsxwheel.so.12 "$fb/tests/gpu/test_gpu_gpt2"
   {
     printf 'dsx-gpu-bundle 1\nkind cuda\ncommit fake\nneeds-glibc 2.0\nneeds-glibcxx 3.4.0\ncxx-needs-glibc 2.0\n'
     echo "file cuda_probe 1 -"
@@ -157,6 +164,7 @@ if command -v patchelf >/dev/null; then
     echo "file tests/gpu/test_gpu_cudnn 1 libcudnn_dsxfake.so.9"
     echo "file tests/gpu/test_gpu_zero 1 libcudart_dsxfake.so.12"
     echo "file tests/gpu/test_gpu_llama 1 libcudnn_dsxshim.so.9"
+    echo "file tests/gpu/test_gpu_gpt2 1 libcudart_dsxwheel.so.12"
     echo "file lib/cudnn-shim/libcudnn_dsxshim.so.9 1 -"
   } >"$fb/MANIFEST"
   run_args=(--bundle "$fb" --results "$work/fbres")
@@ -168,7 +176,9 @@ if command -v patchelf >/dev/null; then
   check "bundle: the NVIDIA libraries found and missing are recorded" 1 \
     "| CUDA libraries | libcudart_dsxfake.so.12 libcudnn_dsxfake.so.9 missing |"
   check "bundle: without cuDNN a binary starts on the bundle's cuDNN loader" 1 "| test_gpu_llama | ok | 0 | 0 | 0 |"
+  check "bundle: a library in Python's nvidia wheels is found and loaded" 1 "| test_gpu_gpt2 | ok | 0 | 0 | 0 |"
   if grep -qx "libcudnn_dsxfake.so.9 missing" "$work/fbres/cuda-libraries.txt" &&
+    grep -qx "libcudart_dsxwheel.so.12 $work/wheels/nvidia/cuda_runtime/lib/libcudart_dsxwheel.so.12" "$work/fbres/cuda-libraries.txt" &&
     grep -qx "libcudnn_dsxshim.so.9 missing; the bundle's loader alone (lib/cudnn-shim)" "$work/fbres/cuda-libraries.txt"; then
     echo "ok   bundle: cuda-libraries.txt says what is missing"
     passes=$((passes + 1))
