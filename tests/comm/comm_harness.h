@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -57,6 +58,8 @@ inline JobResult run_job_with(int world, const std::function<comm::CommOptions(i
                               const std::function<void(int rank)>& child_setup = {},
                               const std::vector<int>& frozen_ranks = {}) {
   std::string dir = std::string(DSX_BINARY_DIR) + "/tests/comm";
+  // A GPU test run from a bundle (tools/gpu_bundle.sh) is far from the build folder.
+  if (!std::filesystem::is_directory(dir)) dir = std::filesystem::temp_directory_path().string();
   for (int attempt = 0;; ++attempt) {
     uint16_t port = free_port();
     std::string stem = dir + "/job-" + std::to_string(getpid()) + "-" + std::to_string(port) + "-rank";

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <regex>
 #include <string>
@@ -23,6 +24,13 @@
 #include "tests/tools/run_command.h"
 
 namespace {
+
+// The dsx this build made, or the one DSX_EXE names: a bundle (tools/gpu_bundle.sh, run by
+// tests/gpu/run.sh --bundle) runs far from the build folder baked in here.
+std::string dsx_exe() {
+  const char* named = std::getenv("DSX_EXE");
+  return named != nullptr && *named != '\0' ? named : DSX_EXE;
+}
 
 double max_relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
   if (a.size() != b.size()) return 1e30;
@@ -53,9 +61,9 @@ std::string config(const dsx::test::TempDir& dir, int stage, bool bf16, bool off
 // `extra`: more `dsx train` flags (--load DIR, ...).
 dsx::test::CommandResult train(const std::string& device, const std::string& cfg, const std::string& save, int steps,
                                int ranks = 2, const std::string& extra = "") {
-  return dsx::test::run_command("OMP_NUM_THREADS=1 timeout 600 " + std::string(DSX_EXE) + " launch --num_gpus " +
+  return dsx::test::run_command("OMP_NUM_THREADS=1 timeout 600 " + dsx_exe() + " launch --num_gpus " +
                                 std::to_string(ranks) + " --master_port " + std::to_string(dsx::test::free_port()) +
-                                " " + DSX_EXE + " train --device " + device + " --deepspeed_config " + cfg +
+                                " " + dsx_exe() + " train --device " + device + " --deepspeed_config " + cfg +
                                 " --steps " + std::to_string(steps) +
                                 " --progress plain --samples 0 --eval_interval 0 --save " + save + " " + extra);
 }

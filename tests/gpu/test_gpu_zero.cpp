@@ -22,6 +22,7 @@
 #include "kernels/mixed_precision.h"
 #include "tests/comm/comm_harness.h"
 #include "tests/gpu/visible_gpus.h"
+#include "tests/models/temp_dir.h"
 #include "tests/zero/hand_backward.h"
 
 namespace {
@@ -139,8 +140,9 @@ TEST_P(GpuZero, DeviceResidentMatchesTheCpuDevice) {
 TEST(GpuZeroNccl, DeviceResidentOverNcclMatchesTheCpuDevice) {
   if (dsx::test::visible_gpus() == 0) GTEST_SKIP() << "no GPU visible";
   for (int stage = 0; stage <= 3; ++stage) {
-    const std::string path =
-        std::string(DSX_BINARY_DIR) + "/tests/gpu/zero-ref-" + std::to_string(getpid());
+    // A temporary folder, not the build's: a bundle (tools/gpu_bundle.sh) runs far from it.
+    const dsx::test::TempDir dir;
+    const std::string path = dir.file("zero-ref");
     auto ref = dsx::test::run_job(
         1, dsx::test::test_options("tcp"),
         [&](dsx::comm::Communicator& comm, int) {
@@ -169,7 +171,6 @@ TEST(GpuZeroNccl, DeviceResidentOverNcclMatchesTheCpuDevice) {
             throw std::runtime_error("GPU weights over nccl differ by " + std::to_string(worst));
         },
         300s);
-    std::remove(path.c_str());
     EXPECT_TRUE(job.all_ok()) << "stage " << stage << ": " << job.summary();
   }
 }

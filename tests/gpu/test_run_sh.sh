@@ -50,12 +50,14 @@ failing='cat <<EOF
 EOF
 exit 1'
 
-# check <name> <expected status> <expected text> [env...]: runs run.sh --no-build on $work/build.
+# check <name> <expected status> <expected text> [env...]: runs run.sh --no-build on $work/build,
+# with run_args after it.
+run_args=()
 check() {
   local name=$1 want=$2 text=$3 status=0 out
   shift 3
   out=$(env PATH="$work/bin:$PATH" FAKE_DRIVER=580.159.04 FAKE_DRIVER_CUDA=13.0 DSX_GPU_DEPS="$work/no-debs" "$@" \
-    bash "$root/tests/gpu/run.sh" --no-build "$work/build" 2>&1) || status=$?
+    bash "$root/tests/gpu/run.sh" --no-build "$work/build" "${run_args[@]}" 2>&1) || status=$?
   if [[ $status != "$want" ]] || ! grep -qF -- "$text" <<<"$out"; then
     echo "FAIL $name: exit $status (want $want), output should contain '$text':"
     printf '    %s\n' "${out//$'\n'/$'\n    '}"
@@ -76,9 +78,30 @@ check "driver and runtime are printed first" 0 "driver 580.159.04 (supports CUDA
 check "the CUDA runtime is printed" 0 "CUDA runtime 13.0"
 
 fake "$work/build/tests/gpu/test_gpu_training" "$failing"
-check "a failing test fails the run" 1 "| test_gpu_training | FAILED | 0 | 0 | GpuTraining.SameWeights |"
+check "a failing test fails the run" 1 "| test_gpu_training | FAILED | 0 | 1 | 0 | GpuTraining.SameWeights |"
 check "failures are counted" 1 "summary: 1 passed, 1 failed, 1 skipped"
 rm "$work/build/tests/gpu/test_gpu_training"
+
+# Time limits: a binary past its own is cut and failed; one that starts after the run's budget is
+# spent is not run, and the run fails.
+fake "$work/build/tests/gpu/test_gpu_training" 'echo "[ RUN      ] GpuTraining.Slow"; sleep 30'
+check "a binary past its time limit is cut and failed" 1 "| test_gpu_training | FAILED | 0 | 0 | 0 | timed out after 2 s" \
+  DSX_TEST_TIMEOUT=2
+if grep -qF "GpuTraining.Slow" "$work/build/logs/test_gpu_training.log"; then
+  echo "ok   a cut binary's output is kept in its log"
+  passes=$((passes + 1))
+else
+  echo "FAIL $work/build/logs/test_gpu_training.log lacks what the cut binary printed"
+  fails=$((fails + 1))
+fi
+rm "$work/build/tests/gpu/test_gpu_training"
+check "binaries after the budget is spent are not run" 1 "| test_gpu_comm | NOT RUN | - | - | - | the run's budget (DSX_RUN_BUDGET=3 s) is spent" \
+  DSX_RUN_BUDGET=3
+run_args=(--only no_such_binary)
+check "--only picks binaries by name" 0 "summary: 0 passed, 0 failed, 0 skipped"
+run_args=(--bogus)
+check "an unknown option is refused" 1 "unknown option --bogus"
+run_args=()
 
 check "an old driver is named as such" 3 "driver 575.57.08 is too old for the CUDA 13 runtime, which needs driver >= 580" \
   FAKE_DRIVER=575.57.08 FAKE_DRIVER_CUDA=12.9
@@ -96,7 +119,7 @@ echo fake >"$work/deb/usr/lib/x86_64-linux-gnu/libdsxfake.so.1"
 printf 'Package: dsx-fake\nVersion: 1\nArchitecture: amd64\nMaintainer: dsx\nDescription: test\n' >"$work/deb/DEBIAN/control"
 dpkg-deb --build "$work/deb" "$work/debs/dsx-fake.deb" >/dev/null
 echo "needs-glibc 2.0" >"$work/debs/MANIFEST"
-check "prepared packages are unpacked into the build's prefix" 0 "| libraries from $work/debs | ok | - | - | 1 packages in $work/build/deps-prefix" \
+check "prepared packages are unpacked into the build's prefix" 0 "| libraries from $work/debs | ok | - | - | - | 1 packages in $work/build/deps-prefix" \
   DSX_GPU_DEPS="$work/debs"
 if [[ -f $work/build/deps-prefix/usr/lib/x86_64-linux-gnu/libdsxfake.so.1 ]]; then
   echo "ok   the package's file is in the prefix"
@@ -109,6 +132,73 @@ echo "needs-glibc 99.0" >"$work/debs/MANIFEST"
 check "packages for a newer glibc are refused" 1 "need glibc >= 99.0, this machine has" DSX_GPU_DEPS="$work/debs"
 printf 'needs-glibc 2.0\nneeds-glibcxx 3.4.99\n' >"$work/debs/MANIFEST"
 check "packages for a newer libstdc++ are refused" 1 "need libstdc++ GLIBCXX_3.4.99, the compiler's" DSX_GPU_DEPS="$work/debs"
+
+# A bundle (tools/gpu_bundle.sh) of kind cuda, on the fake GPU: binaries whose NVIDIA libraries the
+# image lacks. Real ELF files (copies of true) are given a library that exists nowhere with the
+# name of cuDNN's or cudart's, as patchelf would leave them.
+if command -v patchelf >/dev/null; then
+  fb=$work/fakebundle
+  mkdir -p "$fb/tests/gpu" "$fb/lib"
+  fake "$fb/cuda_probe" "$probe_one_device"
+  fake "$fb/tests/gpu/test_gpu_comm" "$pass_and_skip"
+  cp "$(type -P true)" "$fb/tests/gpu/test_gpu_cudnn"
+  patchelf --add-needed libcudnn_dsxfake.so.9 "$fb/tests/gpu/test_gpu_cudnn"
+  cp "$(type -P true)" "$fb/tests/gpu/test_gpu_zero"
+  patchelf --add-needed libcudart_dsxfake.so.12 "$fb/tests/gpu/test_gpu_zero"
+  # cuDNN's loader carried in the bundle (lib/cudnn-shim) lets a binary start on an image without cuDNN.
+  mkdir -p "$fb/lib/cudnn-shim"
+  cc -shared -o "$fb/lib/cudnn-shim/libcudnn_dsxshim.so.9" -x c /dev/null
+  cp "$(type -P true)" "$fb/tests/gpu/test_gpu_llama"
+  patchelf --add-needed libcudnn_dsxshim.so.9 "$fb/tests/gpu/test_gpu_llama"
+  # A CUDA library only Python's nvidia-* wheels have (as in a PyTorch image): found and put on the path.
+  mkdir -p "$work/wheels/nvidia/cuda_runtime/lib"
+  cc -shared -o "$work/wheels/nvidia/cuda_runtime/lib/libcudart_dsxwheel.so.12" -x c /dev/null
+  # The image's Python, for the rest of this file: it has the wheel.
+  fake "$work/bin/python3" "[[ \$* == *nvidia.__path__* ]] && echo $work/wheels/nvidia || exit 1"
+  cp "$(type -P true)" "$fb/tests/gpu/test_gpu_gpt2"
+  patchelf --add-needed libcudart_dsxwheel.so.12 "$fb/tests/gpu/test_gpu_gpt2"
+  {
+    printf 'dsx-gpu-bundle 1\nkind cuda\ncommit fake\nneeds-glibc 2.0\nneeds-glibcxx 3.4.0\ncxx-needs-glibc 2.0\n'
+    echo "file cuda_probe 1 -"
+    echo "file tests/gpu/test_gpu_comm 1 -"
+    echo "file tests/gpu/test_gpu_cudnn 1 libcudnn_dsxfake.so.9"
+    echo "file tests/gpu/test_gpu_zero 1 libcudart_dsxfake.so.12"
+    echo "file tests/gpu/test_gpu_llama 1 libcudnn_dsxshim.so.9"
+    echo "file tests/gpu/test_gpu_gpt2 1 libcudart_dsxwheel.so.12"
+    echo "file lib/cudnn-shim/libcudnn_dsxshim.so.9 1 -"
+  } >"$fb/MANIFEST"
+  run_args=(--bundle "$fb" --results "$work/fbres")
+  check "bundle: a binary that needs only a missing cuDNN is skipped, with the reason" 1 \
+    "| test_gpu_cudnn | skipped | - | - | - | needs libcudnn_dsxfake.so.9, which this image lacks (cuDNN is optional"
+  check "bundle: a binary that needs a missing cudart fails, naming it" 1 \
+    "| test_gpu_zero | FAILED | - | - | - | cannot start: this image lacks libcudart_dsxfake.so.12"
+  check "bundle: the others run" 1 "summary: 1 passed, 1 failed, 2 skipped"
+  check "bundle: the NVIDIA libraries found and missing are recorded" 1 \
+    "| CUDA libraries | libcudart_dsxfake.so.12 libcudnn_dsxfake.so.9 missing |"
+  check "bundle: without cuDNN a binary starts on the bundle's cuDNN loader" 1 "| test_gpu_llama | ok | 0 | 0 | 0 |"
+  check "bundle: a library in Python's nvidia wheels is found and loaded" 1 "| test_gpu_gpt2 | ok | 0 | 0 | 0 |"
+  if grep -qx "libcudnn_dsxfake.so.9 missing" "$work/fbres/cuda-libraries.txt" &&
+    grep -qx "libcudart_dsxwheel.so.12 $work/wheels/nvidia/cuda_runtime/lib/libcudart_dsxwheel.so.12" "$work/fbres/cuda-libraries.txt" &&
+    grep -qx "libcudnn_dsxshim.so.9 missing; the bundle's loader alone (lib/cudnn-shim)" "$work/fbres/cuda-libraries.txt"; then
+    echo "ok   bundle: cuda-libraries.txt says what is missing"
+    passes=$((passes + 1))
+  else
+    echo "FAIL bundle: $work/fbres/cuda-libraries.txt lacks 'libcudnn_dsxfake.so.9 missing'"
+    fails=$((fails + 1))
+  fi
+  run_args=(--bundle "$fb")
+  check "bundle: results go to \$OUT without --results" 1 "summary: 1 passed" OUT="$work/out"
+  if [[ -f $work/out/gpu-summary.md && -f $work/out/logs/test_gpu_comm.log ]]; then
+    echo "ok   bundle: \$OUT holds the summary and the logs"
+    passes=$((passes + 1))
+  else
+    echo "FAIL bundle: $work/out lacks gpu-summary.md or logs/test_gpu_comm.log"
+    fails=$((fails + 1))
+  fi
+  run_args=()
+else
+  echo "skip bundle cases: no patchelf (bash tools/setup.sh installs it)"
+fi
 
 # The real probe, built with the real nvcc where there is one: on a machine without a GPU it
 # must say why CUDA has no device and exit non-zero.
