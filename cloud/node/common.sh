@@ -127,7 +127,7 @@ SSH
 }
 
 # install_dsx URL: installs dsx from what --dsx-package names, by its kind:
-#   dsx_<version>_<arch>.deb        (cpack -G DEB) apt installs it with its Depends
+#   <package>_<version>_<arch>.deb  (cpack -G DEB: dsx, or dsx-cuda) apt installs it with its Depends
 #   .tar.gz of an installed tree    (cpack -G TGZ, bin/dsx at its root) unpacked into /opt/dsx
 #   .tar.gz of dsx's sources        (git archive) built here with the image's CUDA, into /opt/dsx
 install_dsx() {
@@ -148,7 +148,7 @@ install_dsx() {
     *.deb)
       DSX_BIN="$DSX_ROOT/usr/bin/dsx"
       apt-get install -y -qq --no-install-recommends "$file" ||
-        fail "apt-get could not install $url: was it built on this image's OS (docs/cloud.md)?"
+        fail "apt-get could not install $url: built on this image's OS? dsx-cuda also needs NVIDIA's CUDA apt repository (docs/cloud.md)"
       ;;
     *.tar.gz | *.tgz)
       listing=$(tar -tzf "$file") || fail "$url is not a gzip tarball"
