@@ -230,13 +230,12 @@ std::vector<double> ZeroEngine::tensor_sums_of_squares(const void* grads) {
   return sums;
 }
 
-// DeepSpeed's stage-0 engine clips through its clip_grad_norm_, not ZeRO's formula, and (as
-// DeepSpeed 0.19.8 runs it) in fp32 tensors throughout: each tensor's norm, their squares added in
-// fp32 in the model's order, the square root, norm / world averaged over the ranks by an fp32
-// allreduce. Every rounding moves the coefficient's last bit, and a last bit in one step grows
-// to 1e-6 of the loss within 30 steps of Adam; double sums here made stage 0 drift from DeepSpeed.
-// Not copied: torch's pow(0.5) (Sleef's powf) is within an ulp of sqrtf, and differs about once
-// in six.
+// DeepSpeed's stage-0 engine clips through its clip_grad_norm_, not ZeRO's formula, and
+// DeepSpeed 0.19.8 runs it in fp32 tensors throughout: each tensor's norm, their squares summed in
+// fp32, the square root, norm / world averaged over the ranks by an fp32 allreduce. Double sums
+// here (older DeepSpeed's arithmetic) moved the clip coefficient's last bit in about a quarter of
+// cases. Not copied, each within an ulp: torch's pow(0.5) (Sleef's powf, not sqrtf) and its
+// summation order (SIMD lanes over the module's parameter order; here dsx's order, one by one).
 float ZeroEngine::stage0_clip_norm(const std::vector<double>& tensor_sums) {
   trace::Scope span("clip norm (stage 0)", "zero");
   float total = 0;

@@ -158,7 +158,7 @@ def ds_rank(args):
         mean = loss.detach().clone()
         torch.distributed.all_reduce(mean)
         losses.append(mean.item() / WORLD)
-        norm = engine.get_global_grad_norm() if stage else stage0_norms[-1]
+        norm = stage0_norms[-1] if stage0_norms else engine.get_global_grad_norm()  # bf16: FP16_Optimizer's
         norms.append(float(norm))
     params = list(engine.module.named_parameters())
     with deepspeed.zero.GatheredParameters([p for _, p in params], enabled=stage == 3):
