@@ -214,11 +214,6 @@ void ZeroEngine::sum_across_ranks(double* values, size_t n, bool always) {
   for (size_t i = 0; i < n; ++i) values[i] = f[i];
 }
 
-// DeepSpeed's stage-0 engine clips through its clip_grad_norm_, not ZeRO's formula: each tensor's
-// norm as an fp32 value, their squares added in double in the model's order, the total rounded to
-// fp32 before its square root, and that norm averaged over the data-parallel ranks through an
-// fp32 allreduce of norm / world. Followed step by step: the rounding is what makes stage 0 with
-// gradient_clipping train as DeepSpeed's stage 0 does.
 std::vector<double> ZeroEngine::tensor_sums_of_squares(const void* grads) {
   const size_t n = params_.size();
   if (tensor_sums_.size() < n) {
@@ -235,17 +230,23 @@ std::vector<double> ZeroEngine::tensor_sums_of_squares(const void* grads) {
   return sums;
 }
 
-double ZeroEngine::stage0_clip_norm(const std::vector<double>& tensor_sums) {
+// DeepSpeed's stage-0 engine clips through its clip_grad_norm_, not ZeRO's formula, and
+// DeepSpeed 0.19.8 runs it in fp32 tensors throughout: each tensor's norm, their squares summed in
+// fp32, the square root, norm / world averaged over the ranks by an fp32 allreduce. Double sums
+// here (older DeepSpeed's arithmetic) moved the clip coefficient's last bit in about a quarter of
+// cases. Not copied, each within an ulp: torch's pow(0.5) (Sleef's powf, not sqrtf) and its
+// summation order (SIMD lanes over the module's parameter order; here dsx's order, one by one).
+float ZeroEngine::stage0_clip_norm(const std::vector<double>& tensor_sums) {
   trace::Scope span("clip norm (stage 0)", "zero");
-  double total = 0;
+  float total = 0;
   for (double s : tensor_sums) {
-    const double tensor_norm = static_cast<float>(std::sqrt(s));
-    total += tensor_norm * tensor_norm;
+    const float tensor_norm = static_cast<float>(std::sqrt(s));
+    const float square = tensor_norm * tensor_norm;  // rounded before the sum, as torch's pow(2)
+    total += square;
   }
-  const double norm = std::sqrt(static_cast<double>(static_cast<float>(total)));
-  double averaged = static_cast<float>(norm / comm_.size());
+  double averaged = std::sqrt(total) / static_cast<float>(comm_.size());  // an fp32 value
   sum_across_ranks(&averaged, 1, /*always=*/true);
-  return averaged;
+  return static_cast<float>(averaged);
 }
 
 StepResult ZeroEngine::step(const StepHyper& hyper) {
@@ -285,9 +286,11 @@ StepResult ZeroEngine::step(const StepHyper& hyper) {
   double combined = result.loss_scale;
   std::optional<float> stage0_factor;
   if (stage0_clipping && finite) {
-    const double coefficient = options_.gradient_clipping / (stage0_clip_norm(tensor_sums) + 1e-6);
-    if (coefficient < 1.0) {
-      stage0_factor = static_cast<float>(coefficient);  // grad.mul_(clip_coef) in fp32
+    // fp32 tensors: max_norm / (norm + 1e-6), then grad.mul_(min(1, coefficient)).
+    const float coefficient =
+        static_cast<float>(options_.gradient_clipping) / (stage0_clip_norm(tensor_sums) + 1e-6f);
+    if (coefficient < 1.0f) {
+      stage0_factor = coefficient;
       result.clip_coefficient = coefficient;
     }
   } else if (options_.gradient_clipping > 0.0 && finite) {

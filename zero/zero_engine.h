@@ -131,8 +131,8 @@ class ZeroEngine {
   void sum_across_ranks(double* values, size_t n, bool always = false);
   // Each parameter's sum of squares (fp32 gradients), host values in the model's order.
   std::vector<double> tensor_sums_of_squares(const void* grads);
-  // DeepSpeed's stage-0 clipping norm from them (clip_grad_norm_'s arithmetic; zero_engine.cpp).
-  double stage0_clip_norm(const std::vector<double>& tensor_sums);
+  // DeepSpeed's stage-0 clipping norm from them (clip_grad_norm_'s fp32 arithmetic; zero_engine.cpp).
+  float stage0_clip_norm(const std::vector<double>& tensor_sums);
 
   std::unique_ptr<device::Device> owned_device_;  // first: destroyed last, after everything on it
   device::Device& device_;

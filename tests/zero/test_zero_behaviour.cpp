@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <regex>
 #include <tuple>
 #include <vector>
@@ -270,38 +271,50 @@ TEST_P(ZeroClipping, GlobalNormAndClipFactorFollowTheFormula) {
 
 INSTANTIATE_TEST_SUITE_P(Stages, ZeroClipping, ::testing::Values(0, 1, 2, 3));
 
-// Stage 0 clips as DeepSpeed's stage-0 engine (clip_grad_norm_), not with ZeRO's formula: per
-// tensor an fp32 norm, their squares added in double, the total rounded to fp32 before its
-// square root, averaged over the ranks through fp32, coefficient max_norm / (norm + 1e-6). The
-// coefficient must be that arithmetic's to the last bit; gradients differ per tensor and rank.
-TEST(ZeroClipping, StageZeroFollowsDeepSpeedsClipGradNormArithmetic) {
+// Stage 0 clips as DeepSpeed's stage-0 engine (clip_grad_norm_), not with ZeRO's formula, and
+// to the last bit of what DeepSpeed 0.19.8 itself gives: the expected gradients were clipped by
+// DeepSpeed (bench/zero/deepspeed_clip_reference.py, which prints these rows). Per layer l every
+// gradient element is (a(l+1) + b·rank)/1024; SGD with lr 1 from zero moves each parameter by
+// minus its clipped gradient. The first case clips alike in fp32 and in double; in the others
+// the double arithmetic dsx used gave another last bit (in all four torch's pow(0.5) equals
+// sqrtf, the one step dsx does not copy).
+struct DeepSpeedClipCase {
+  double clip;
+  int a, b;
+  uint32_t clipped[8];  // fp32 bits of each tensor's clipped gradient, in params_of's order
+};
+const DeepSpeedClipCase kDeepSpeedClipCases[] = {
+    // by bench/zero/deepspeed_clip_reference.py, DeepSpeed 0.19.8
+    {0.05, 3, 1, {0x3a803bbeu, 0x3a803bbeu, 0x3aee25ceu, 0x3aee25ceu, 0x3b2e07efu, 0x3b2e07efu, 0x3b64fcf7u, 0x3b64fcf7u}},
+    {0.03, 4, 1, {0x3a165fd4u, 0x3a165fd4u, 0x3a8e052cu, 0x3a8e052cu, 0x3ad0da6eu, 0x3ad0da6eu, 0x3b09d7d8u, 0x3b09d7d8u}},
+    {0.05, 5, 1, {0x3a7709deu, 0x3a7709deu, 0x3aebcf3du, 0x3aebcf3du, 0x3b2e0cc5u, 0x3b2e0cc5u, 0x3b6631ecu, 0x3b6631ecu}},
+    {0.05, 8, 2, {0x3a7a9fdcu, 0x3a7a9fdcu, 0x3aecb36cu, 0x3aecb36cu, 0x3b2e0b75u, 0x3b2e0b75u, 0x3b65bd34u, 0x3b65bd34u}},
+};
+
+TEST(ZeroClipping, StageZeroClipsAsDeepSpeedsStageZeroEngine) {
   const auto ps = params_of(4, 97);
   const size_t n = total(ps);
   auto job = dsx::test::run_job(2, dsx::test::test_options("tcp"), [&](dsx::comm::Communicator& comm, int rank) {
-    ZeroOptions o = sgd_options(0);
-    o.gradient_clipping = 0.05;
-    std::vector<float> init(n, 0.0f);
-    ZeroEngine z(ps, 4, init.data(), o, comm);
-    auto grad_of = [](int layer, int r) { return 0.003f * static_cast<float>(layer + 1) + 0.0007f * static_cast<float>(r); };
-    backward(z, ps, 4, [&](int layer) { return grad_of(layer, rank); });
-    const auto result = z.step({1.0, {}, {}});
-    // The reference: averaged gradients (fp32, as the engine holds them), DeepSpeed's steps.
-    double total_sq = 0;
-    for (const auto& p : ps) {
-      const float g = (grad_of(p.info.layer, 0) + grad_of(p.info.layer, 1)) * 0.5f;
-      double s = 0;
-      for (size_t i = 0; i < p.info.numel; ++i) s += double(g) * double(g);
-      const double tensor_norm = static_cast<float>(std::sqrt(s));
-      total_sq += tensor_norm * tensor_norm;
-    }
-    const double norm = std::sqrt(double(static_cast<float>(total_sq)));
-    const float averaged = static_cast<float>(norm / 2) + static_cast<float>(norm / 2);
-    const double coefficient = 0.05 / (double(averaged) + 1e-6);
-    if (result.clip_coefficient != coefficient) {
-      char text[160];
-      std::snprintf(text, sizeof text, "clip coefficient %.17g, DeepSpeed's arithmetic gives %.17g",
-                    result.clip_coefficient, coefficient);
-      throw std::runtime_error(text);
+    for (const auto& c : kDeepSpeedClipCases) {
+      ZeroOptions o = sgd_options(0);
+      o.gradient_clipping = c.clip;
+      std::vector<float> init(n, 0.0f);
+      ZeroEngine z(ps, 4, init.data(), o, comm);
+      backward(z, ps, 4, [&](int l) { return static_cast<float>((c.a * (l + 1) + c.b * rank) / 1024.0); });
+      z.step({1.0, {}, {}});
+      std::vector<float> after(n);
+      z.gather_params(after.data());
+      for (size_t t = 0; t < ps.size(); ++t) {
+        const float moved = -after[ps[t].model_offset];
+        uint32_t bits;
+        std::memcpy(&bits, &moved, sizeof bits);
+        if (bits != c.clipped[t]) {
+          char text[200];
+          std::snprintf(text, sizeof text, "clip %g, a %d, b %d: tensor %zu clipped to %08x, DeepSpeed gives %08x",
+                        c.clip, c.a, c.b, t, bits, c.clipped[t]);
+          throw std::runtime_error(text);
+        }
+      }
     }
   });
   EXPECT_TRUE(job.all_ok()) << job.summary();
