@@ -39,20 +39,22 @@ TEST_F(LocalLaunch, FourRanksGetTheirEnvironmentArgumentsAndPrefixedOutput) {
   for (int r = 0; r < 4; ++r) {
     auto e = read_env(dir / ("rank" + std::to_string(r) + ".env"));
     std::string rs = std::to_string(r);
-    EXPECT_EQ(e["RANK"], rs);
-    EXPECT_EQ(e["LOCAL_RANK"], rs);
-    EXPECT_EQ(e["WORLD_SIZE"], "4");
-    EXPECT_EQ(e["LOCAL_WORLD_SIZE"], "4");
-    EXPECT_EQ(e["LOCAL_SIZE"], "4");
-    EXPECT_EQ(e["CROSS_RANK"], "0");
-    EXPECT_EQ(e["CROSS_SIZE"], "1");
-    EXPECT_EQ(e["GROUP_RANK"], "0");
-    EXPECT_EQ(e["ROLE_RANK"], rs);
-    EXPECT_EQ(e["MASTER_ADDR"], "127.0.0.1");
-    EXPECT_EQ(e["MASTER_PORT"], std::to_string(port));
-    EXPECT_EQ(e["CUDA_VISIBLE_DEVICES"], "0,1,2,3");
-    EXPECT_EQ(e["TORCHELASTIC_USE_AGENT_STORE"], "False");
-    EXPECT_EQ(e["DSX_TEST_MODE"], "ok");  // the launcher's environment is inherited
+    expect_vars(e,
+                {{"RANK", rs},
+                 {"LOCAL_RANK", rs},
+                 {"WORLD_SIZE", "4"},
+                 {"LOCAL_WORLD_SIZE", "4"},
+                 {"LOCAL_SIZE", "4"},
+                 {"CROSS_RANK", "0"},
+                 {"CROSS_SIZE", "1"},
+                 {"GROUP_RANK", "0"},
+                 {"ROLE_RANK", rs},
+                 {"MASTER_ADDR", "127.0.0.1"},
+                 {"MASTER_PORT", std::to_string(port)},
+                 {"CUDA_VISIBLE_DEVICES", "0,1,2,3"},
+                 {"TORCHELASTIC_USE_AGENT_STORE", "False"},
+                 {"DSX_TEST_MODE", "ok"}},  // the launcher's environment is inherited
+                "rank " + rs);
     // ranks sharing the node share its cores (as torchrun sets OMP_NUM_THREADS), unless the user set it
     if (!std::getenv("OMP_NUM_THREADS")) {
       const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
