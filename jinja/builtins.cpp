@@ -6,6 +6,7 @@
 #include <cmath>
 #include <ctime>
 #include <map>
+#include <utility>
 
 #include "dsx/error.h"
 #include "jinja/python_string.h"
@@ -95,99 +96,121 @@ Value indent(const Value& input, const CallArgs& args) {
   return out;
 }
 
+// A string reversed stays a string; anything else becomes a list.
+Value reverse_items(List items, const Value& input) {
+  std::reverse(items.begin(), items.end());
+  if (!input.is_string()) return items;
+  std::string s;
+  for (const auto& c : items) s += c.as_string();
+  return s;
+}
+
+Value join_items(const List& items, const CallArgs& args) {
+  const auto separator = optional_string(args.get(0, "d"), "join's separator").value_or("");
+  const auto attribute = optional_string(args.get(1, "attribute"), "join's attribute");
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i)
+    out += (i ? separator : "") + (attribute ? get_path(items[i], *attribute) : items[i]).str();
+  return out;
+}
+
+Value unique_items(const List& items) {
+  List out;
+  for (const auto& v : items)
+    if (std::none_of(out.begin(), out.end(), [&](const Value& o) { return equal(o, v); })) out.push_back(v);
+  return out;
+}
+
+Value sort_items(List items, const CallArgs& args) {
+  const auto attribute = optional_string(args.get(2, "attribute"), "sort's attribute");
+  std::stable_sort(items.begin(), items.end(), [&](const Value& a, const Value& b) {
+    return attribute ? less(get_path(a, *attribute), get_path(b, *attribute)) : less(a, b);
+  });
+  if (args.get(0, "reverse").truthy()) std::reverse(items.begin(), items.end());
+  return items;
+}
+
+// map(attribute=...) or map(filter, args...).
+Value map_items(const List& items, const CallArgs& args) {
+  List out;
+  const auto attribute = optional_string(args.get(1000, "attribute"), "map's attribute");
+  CallArgs rest;
+  if (!attribute) {
+    if (args.positional.empty()) fail("map needs attribute= or a filter name");
+    rest.positional.assign(args.positional.begin() + 1, args.positional.end());
+    rest.named = args.named;
+  }
+  for (const auto& v : items) {
+    if (attribute) {
+      Value got = get_path(v, *attribute);
+      out.push_back(got.is_undefined() ? args.get(1000, "default") : got);
+    } else {
+      out.push_back(apply_filter(string_of(args.positional[0], "map's filter"), v, rest));
+    }
+  }
+  return out;
+}
+
+// select, reject, selectattr and rejectattr: the items (or their attribute) that pass a test, or
+// that are truthy where no test is named.
+Value select_items(const std::string& name, const List& items, const CallArgs& args) {
+  const bool by_attribute = name.size() > 6;
+  const bool keep = name[0] == 's';
+  const size_t test_at = by_attribute ? 1 : 0;
+  const std::string attribute = by_attribute ? string_of(args.get(0, ""), name + "'s attribute") : "";
+  CallArgs test_args;
+  if (args.positional.size() > test_at + 1)
+    test_args.positional.assign(args.positional.begin() + static_cast<ptrdiff_t>(test_at) + 1, args.positional.end());
+  List out;
+  for (const auto& v : items) {
+    const Value subject = by_attribute ? get_path(v, attribute) : v;
+    bool passed;
+    if (args.positional.size() <= test_at) passed = subject.truthy();
+    else {
+      const std::string& test = string_of(args.positional[test_at], name + "'s test");
+      passed = test == "defined"     ? !subject.is_undefined()
+               : test == "undefined" ? subject.is_undefined()
+                                     : apply_test(test, subject, test_args);
+    }
+    if (passed == keep) out.push_back(v);
+  }
+  return out;
+}
+
+Value sum_items(const List& items, const CallArgs& args) {
+  Value total = args.get(1, "start").is_undefined() ? Value(int64_t{0}) : args.get(1, "start");
+  for (const auto& v : items) {
+    if (!v.is_number() || !total.is_number()) fail("sum needs numbers");
+    total = total.kind() == Value::Kind::Float || v.kind() == Value::Kind::Float
+                ? Value(total.as_float() + v.as_float())
+                : Value(total.as_int() + v.as_int());
+  }
+  return total;
+}
+
+// min or max: the first of the smallest (largest) items; none for no items.
+Value extreme_item(bool smallest, const List& items) {
+  if (items.empty()) return Value();
+  auto best = items.front();
+  for (const auto& v : items)
+    if (smallest ? less(v, best) : less(best, v)) best = v;
+  return best;
+}
+
 Value sequence_filter(const std::string& name, const Value& input, const CallArgs& args) {
   List items = iterate(input);
   if (name == "first") return items.empty() ? Value() : items.front();
   if (name == "last") return items.empty() ? Value() : items.back();
   if (name == "list") return items;
-  if (name == "reverse") {
-    std::reverse(items.begin(), items.end());
-    if (!input.is_string()) return items;
-    std::string s;
-    for (const auto& c : items) s += c.as_string();
-    return s;
-  }
-  if (name == "join") {
-    const auto separator = optional_string(args.get(0, "d"), "join's separator").value_or("");
-    const auto attribute = optional_string(args.get(1, "attribute"), "join's attribute");
-    std::string out;
-    for (size_t i = 0; i < items.size(); ++i)
-      out += (i ? separator : "") + (attribute ? get_path(items[i], *attribute) : items[i]).str();
-    return out;
-  }
-  if (name == "unique") {
-    List out;
-    for (const auto& v : items)
-      if (std::none_of(out.begin(), out.end(), [&](const Value& o) { return equal(o, v); })) out.push_back(v);
-    return out;
-  }
-  if (name == "sort") {
-    const auto attribute = optional_string(args.get(2, "attribute"), "sort's attribute");
-    std::stable_sort(items.begin(), items.end(), [&](const Value& a, const Value& b) {
-      return attribute ? less(get_path(a, *attribute), get_path(b, *attribute)) : less(a, b);
-    });
-    if (args.get(0, "reverse").truthy()) std::reverse(items.begin(), items.end());
-    return items;
-  }
-  if (name == "map") {
-    List out;
-    const auto attribute = optional_string(args.get(1000, "attribute"), "map's attribute");
-    CallArgs rest;
-    if (!attribute) {
-      if (args.positional.empty()) fail("map needs attribute= or a filter name");
-      rest.positional.assign(args.positional.begin() + 1, args.positional.end());
-      rest.named = args.named;
-    }
-    for (const auto& v : items) {
-      if (attribute) {
-        Value got = get_path(v, *attribute);
-        out.push_back(got.is_undefined() ? args.get(1000, "default") : got);
-      } else {
-        out.push_back(apply_filter(string_of(args.positional[0], "map's filter"), v, rest));
-      }
-    }
-    return out;
-  }
-  if (name == "select" || name == "reject" || name == "selectattr" || name == "rejectattr") {
-    const bool by_attribute = name.size() > 6;
-    const bool keep = name[0] == 's';
-    const size_t test_at = by_attribute ? 1 : 0;
-    const std::string attribute = by_attribute ? string_of(args.get(0, ""), name + "'s attribute") : "";
-    CallArgs test_args;
-    if (args.positional.size() > test_at + 1)
-      test_args.positional.assign(args.positional.begin() + static_cast<ptrdiff_t>(test_at) + 1, args.positional.end());
-    List out;
-    for (const auto& v : items) {
-      const Value subject = by_attribute ? get_path(v, attribute) : v;
-      bool passed;
-      if (args.positional.size() <= test_at) passed = subject.truthy();
-      else {
-        const std::string& test = string_of(args.positional[test_at], name + "'s test");
-        passed = test == "defined"     ? !subject.is_undefined()
-                 : test == "undefined" ? subject.is_undefined()
-                                       : apply_test(test, subject, test_args);
-      }
-      if (passed == keep) out.push_back(v);
-    }
-    return out;
-  }
-  if (name == "sum" || name == "min" || name == "max") {
-    if (name == "sum") {
-      Value total = args.get(1, "start").is_undefined() ? Value(int64_t{0}) : args.get(1, "start");
-      for (const auto& v : items) {
-        if (!v.is_number() || !total.is_number()) fail("sum needs numbers");
-        total = total.kind() == Value::Kind::Float || v.kind() == Value::Kind::Float
-                    ? Value(total.as_float() + v.as_float())
-                    : Value(total.as_int() + v.as_int());
-      }
-      return total;
-    }
-    if (items.empty()) return Value();
-    auto best = items.front();
-    for (const auto& v : items)
-      if (name == "min" ? less(v, best) : less(best, v)) best = v;
-    return best;
-  }
+  if (name == "reverse") return reverse_items(std::move(items), input);
+  if (name == "join") return join_items(items, args);
+  if (name == "unique") return unique_items(items);
+  if (name == "sort") return sort_items(std::move(items), args);
+  if (name == "map") return map_items(items, args);
+  if (name == "select" || name == "reject" || name == "selectattr" || name == "rejectattr")
+    return select_items(name, items, args);
+  if (name == "sum") return sum_items(items, args);
+  if (name == "min" || name == "max") return extreme_item(name == "min", items);
   return Value();  // not a sequence filter
 }
 

@@ -130,10 +130,16 @@ bool names_a_stage(const std::string& text, const std::string& path) {
   return z && z->type == config::json::Type::Object && z->find("stage");
 }
 
-int autotune(const AutotuneFlags& flags, const std::vector<std::string>& words, bool then_train) {
-  // The launch command: runner flags, then `dsx train ...`.
+// The job to tune, as the user wrote it: `[dsx launch flags] dsx train [dsx train flags]`.
+struct TunedJob {
   launcher::LaunchOptions launch;
-  po::options_description launch_flags = launch_options(launch);
+  std::vector<std::string> launch_words;  // the runner flags as given, --master_port included
+  std::vector<std::string> train_words;   // dsx train's flags as given
+};
+
+TunedJob parse_job(const std::vector<std::string>& words) {
+  TunedJob job;
+  po::options_description launch_flags = launch_options(job.launch);
   std::vector<std::string> argv_words = {"dsx autotune"};
   argv_words.insert(argv_words.end(), words.begin(), words.end());
   std::vector<char*> argv;
@@ -145,46 +151,150 @@ int autotune(const AutotuneFlags& flags, const std::vector<std::string>& words, 
     throw Error(ErrorKind::Usage, "dsx autotune tunes a `dsx train` job: dsx autotune [flags] [dsx launch flags] dsx "
                                   "train --deepspeed_config FILE [...]");
   }
-  std::vector<std::string> launch_words(argv_words.begin() + 1, argv_words.begin() + program_at);
-  const auto port = take_flags(launch_words, [](const std::string& f) { return f == "--master_port"; });
-  std::vector<std::string> train_words(program.begin() + 2, program.end());
-  const std::vector<std::string> user_train_words = train_words;
-  auto taken = take_flags(train_words, trial_owned);
-  if (!taken.count("--deepspeed_config")) throw Error(ErrorKind::Usage, "dsx autotune: dsx train needs --deepspeed_config FILE");
+  job.launch_words.assign(argv_words.begin() + 1, argv_words.begin() + program_at);
+  job.train_words.assign(program.begin() + 2, program.end());
+  return job;
+}
 
+// The user's job as trials repeat it: the binary, the runner flags, the port and the train flags
+// without those a trial sets itself (kept in `owned`), the base ds_config, and the world.
+struct TrialPlan {
   TrialSetup setup;
+  std::map<std::string, std::string> owned;
+  launcher::PlannedWorld world;
+};
+
+TrialPlan plan_trials(const TunedJob& job) {
+  TrialPlan plan;
+  TrialSetup& setup = plan.setup;
+  setup.launch_words = job.launch_words;
+  const auto port = take_flags(setup.launch_words, [](const std::string& f) { return f == "--master_port"; });
+  setup.train_words = job.train_words;
+  plan.owned = take_flags(setup.train_words, trial_owned);
+  if (!plan.owned.count("--deepspeed_config")) throw Error(ErrorKind::Usage, "dsx autotune: dsx train needs --deepspeed_config FILE");
   setup.dsx = self_path();
-  setup.launch_words = launch_words;
-  const launcher::PlannedWorld world = launcher::planned_world(launch);
+  plan.world = launcher::planned_world(job.launch);
   // A free port per trial where only this machine is involved; across nodes the user's (or
   // DeepSpeed's default) port, reused by one trial after another.
-  setup.master_port = port.count("--master_port") ? std::stoi(port.at("--master_port")) : world.multi_node ? 29500 : 0;
-  setup.train_words = train_words;
-  setup.base_path = taken["--deepspeed_config"];
+  setup.master_port = port.count("--master_port") ? std::stoi(port.at("--master_port")) : plan.world.multi_node ? 29500 : 0;
+  setup.base_path = plan.owned["--deepspeed_config"];
   setup.base_text = read_bounded_file(setup.base_path, config::json::kMaxConfigBytes);
+  setup.world = plan.world.ranks;
+  return plan;
+}
 
-  setup.world = world.ranks;
-  config::ConfigInputs inputs;
-  inputs.world_size = setup.world;
-  const config::EngineConfig base = config::read_ds_config_file(setup.base_path, inputs);
+// The stages to compare: --stages, else the config's stage where it names one, else all four.
+std::vector<int> stages_to_try(const AutotuneFlags& flags, const TrialSetup& setup, const config::EngineConfig& base) {
+  if (flags.stages) return parse_stages(*flags.stages);
+  if (names_a_stage(setup.base_text, setup.base_path)) return {static_cast<int>(base.zero_optimization.stage)};
+  return {0, 1, 2, 3};
+}
+
+at::TuneRequest tune_request(const AutotuneFlags& flags, const TrialSetup& setup, const config::EngineConfig& base) {
   const config::AutotuningConfig& tuning = base.autotuning;
-
   at::TuneRequest request;
   request.world = setup.world;
   request.train_batch_size = base.train_batch_size;
-  request.stages = flags.stages ? parse_stages(*flags.stages)
-                   : names_a_stage(setup.base_text, setup.base_path) ? std::vector<int>{static_cast<int>(base.zero_optimization.stage)}
-                                                                     : std::vector<int>{0, 1, 2, 3};
+  request.stages = stages_to_try(flags, setup, base);
   request.min_micro = tuning.min_train_micro_batch_size_per_gpu;
   request.max_micro = tuning.max_train_micro_batch_size_per_gpu;
   if (tuning.max_train_batch_size) request.max_micro = std::min(request.max_micro, *tuning.max_train_batch_size / setup.world);
   request.splits_per_stage = tuning.num_tuning_micro_batch_sizes;
   request.metric = at::metric_named(tuning.metric);
+  return request;
+}
+
+// The memory one rank may hold: autotune's --device_memory, dsx train's, DSX_DEVICE_MEMORY, else
+// this host's share.
+size_t memory_limit(const AutotuneFlags& flags, const std::map<std::string, std::string>& owned,
+                    const launcher::PlannedWorld& world) {
   const char* env_memory = std::getenv("DSX_DEVICE_MEMORY");
-  setup.memory_limit = flags.device_memory ? parse_byte_size(*flags.device_memory, "dsx autotune: --device_memory")
-                       : taken.count("--device_memory") ? parse_byte_size(taken["--device_memory"], "dsx train: --device_memory")
-                       : env_memory && *env_memory ? parse_byte_size(env_memory, "DSX_DEVICE_MEMORY")
-                                                   : default_memory_limit(std::max(1, world.ranks / std::max(1, world.nodes)));
+  if (flags.device_memory) return parse_byte_size(*flags.device_memory, "dsx autotune: --device_memory");
+  if (owned.count("--device_memory")) return parse_byte_size(owned.at("--device_memory"), "dsx train: --device_memory");
+  if (env_memory && *env_memory) return parse_byte_size(env_memory, "DSX_DEVICE_MEMORY");
+  return default_memory_limit(std::max(1, world.ranks / std::max(1, world.nodes)));
+}
+
+// One line per trial as it ends: its outcome, peak memory and, for timed trials, throughput.
+void print_trial(int count, const at::Experiment& e, const at::Trial& t) {
+  std::ostringstream line;
+  line.precision(3);
+  line << "  [" << count << "] " << e.name << ": " << at::to_string(t.status);
+  if (t.status == at::TrialStatus::Ok) {
+    line << ", peak " << t.metrics.peak_memory_bytes / 1e6 << " MB";
+    if (e.timed) line << ", " << t.metrics.throughput << " samples/s";
+  }
+  if (t.seconds > 0 || t.status != at::TrialStatus::Ok) {
+    line << " (" << t.seconds << " s)";
+  } else {
+    line << " (result reused: autotuning.overwrite is false)";
+  }
+  std::cout << line.str() << std::endl;
+}
+
+at::TuneResult run_trials(const at::TuneRequest& request, const TrialSetup& setup, const std::string& metric) {
+  std::cout << "dsx autotune: " << setup.world << " rank(s), global batch " << request.train_batch_size
+            << ", ZeRO stage(s) " << join(request.stages, ",") << ", at most " << setup.memory_limit / 1e6
+            << " MB per rank, metric " << metric << "; trials in " << setup.exps_dir << "/" << std::endl;
+  int count = 0;
+  return at::tune(request, [&](const at::Experiment& e) {
+    at::Trial t = run_trial(setup, e);
+    print_trial(++count, e, t);
+    return t;
+  });
+}
+
+// The tuned job: the user's command with the optimal config.
+std::vector<std::string> tuned_command(const std::string& dsx, const TunedJob& job, const std::string& optimal) {
+  std::vector<std::string> rest = job.train_words;
+  take_flags(rest, [](const std::string& f) { return f == "--deepspeed_config"; });
+  std::vector<std::string> c = {dsx, "launch"};
+  c.insert(c.end(), job.launch_words.begin(), job.launch_words.end());
+  c.insert(c.end(), {dsx, "train", "--deepspeed_config", optimal});
+  c.insert(c.end(), rest.begin(), rest.end());
+  return c;
+}
+
+// Writes <results_dir>/ds_config_optimal.json, summary.md and cmd_optimal.txt and says so.
+void write_results(const std::string& results_dir, const std::string& optimal, const std::string& report,
+                   const at::Experiment& best, const at::TuneRequest& request, const TrialSetup& setup,
+                   const TunedJob& job) {
+  checkpoint::make_directories(results_dir);
+  checkpoint::write_file_durably(
+      optimal, at::config_variant(setup.base_text, setup.base_path,
+                                  {best.stage, best.micro_batch, best.accumulation, request.train_batch_size}));
+  checkpoint::write_file_durably(results_dir + "/summary.md", report);
+  // As the user can type it: `dsx` where it is on PATH, else this binary's path (a build tree).
+  const std::vector<std::string> command =
+      tuned_command(launcher::resolve_program("dsx").empty() ? setup.dsx : std::string("dsx"), job, optimal);
+  checkpoint::write_file_durably(results_dir + "/cmd_optimal.txt", launcher::shell_join(command) + "\n");
+  std::cout << "\nbest: " << best.name << " (ZeRO stage " << best.stage << ", micro-batch " << best.micro_batch
+            << " x accumulation " << best.accumulation << " x " << setup.world << " ranks)\nwritten: " << optimal
+            << ", " << results_dir << "/summary.md, " << results_dir << "/cmd_optimal.txt\nrun it: "
+            << launcher::shell_join(command) << std::endl;
+}
+
+// `dsx launch --autotuning run`: replaces this process with the tuned job.
+[[noreturn]] void exec_tuned(const TrialSetup& setup, const TunedJob& job, const std::string& optimal) {
+  std::cout << "\ndsx launch --autotuning run: training with the tuned config" << std::endl;
+  std::vector<std::string> exec_words = tuned_command(setup.dsx, job, optimal);
+  std::vector<char*> exec_argv;
+  for (auto& w : exec_words) exec_argv.push_back(w.data());
+  exec_argv.push_back(nullptr);
+  ::execv(setup.dsx.c_str(), exec_argv.data());
+  throw Error(ErrorKind::Launch, std::string("dsx autotune: could not start the tuned run: ") + std::strerror(errno));
+}
+
+int autotune(const AutotuneFlags& flags, const std::vector<std::string>& words, bool then_train) {
+  const TunedJob job = parse_job(words);
+  TrialPlan plan = plan_trials(job);
+  TrialSetup& setup = plan.setup;
+  config::ConfigInputs inputs;
+  inputs.world_size = setup.world;
+  const config::EngineConfig base = config::read_ds_config_file(setup.base_path, inputs);
+  const config::AutotuningConfig& tuning = base.autotuning;
+  at::TuneRequest request = tune_request(flags, setup, base);
+  setup.memory_limit = memory_limit(flags, plan.owned, plan.world);
   request.memory_limit = static_cast<int64_t>(setup.memory_limit);
   setup.train_batch_size = base.train_batch_size;
   setup.start_profile_step = tuning.start_profile_step;
@@ -194,28 +304,7 @@ int autotune(const AutotuneFlags& flags, const std::vector<std::string>& words, 
   const std::string results_dir = flags.results_dir.value_or(tuning.results_dir);
   setup.exps_dir = flags.exps_dir.value_or(tuning.exps_dir);
 
-  std::string stage_list = join(request.stages, ",");
-  std::cout << "dsx autotune: " << setup.world << " rank(s), global batch " << request.train_batch_size
-            << ", ZeRO stage(s) " << stage_list << ", at most " << setup.memory_limit / 1e6
-            << " MB per rank, metric " << tuning.metric << "; trials in " << setup.exps_dir << "/" << std::endl;
-  int count = 0;
-  const at::TuneResult result = at::tune(request, [&](const at::Experiment& e) {
-    at::Trial t = run_trial(setup, e);
-    std::ostringstream line;
-    line.precision(3);
-    line << "  [" << ++count << "] " << e.name << ": " << at::to_string(t.status);
-    if (t.status == at::TrialStatus::Ok) {
-      line << ", peak " << t.metrics.peak_memory_bytes / 1e6 << " MB";
-      if (e.timed) line << ", " << t.metrics.throughput << " samples/s";
-    }
-    if (t.seconds > 0 || t.status != at::TrialStatus::Ok) {
-      line << " (" << t.seconds << " s)";
-    } else {
-      line << " (result reused: autotuning.overwrite is false)";
-    }
-    std::cout << line.str() << std::endl;
-    return t;
-  });
+  const at::TuneResult result = run_trials(request, setup, tuning.metric);
   const std::string report = at::format_report(request, result);
   std::cout << "\n" << report;
   if (!result.best) {
@@ -227,37 +316,9 @@ int autotune(const AutotuneFlags& flags, const std::vector<std::string>& words, 
   }
   const at::Experiment& best = result.trials[*result.best].experiment;
   const std::string optimal = results_dir + "/ds_config_optimal.json";
-  checkpoint::make_directories(results_dir);
-  checkpoint::write_file_durably(
-      optimal, at::config_variant(setup.base_text, setup.base_path,
-                                  {best.stage, best.micro_batch, best.accumulation, request.train_batch_size}));
-  checkpoint::write_file_durably(results_dir + "/summary.md", report);
-  std::vector<std::string> rest = user_train_words;
-  take_flags(rest, [](const std::string& f) { return f == "--deepspeed_config"; });
-  // The tuned job: the user's command with the optimal config.
-  auto tuned_command = [&](const std::string& dsx) {
-    std::vector<std::string> c = {dsx, "launch"};
-    c.insert(c.end(), argv_words.begin() + 1, argv_words.begin() + program_at);
-    c.insert(c.end(), {dsx, "train", "--deepspeed_config", optimal});
-    c.insert(c.end(), rest.begin(), rest.end());
-    return c;
-  };
-  // As the user can type it: `dsx` where it is on PATH, else this binary's path (a build tree).
-  const std::vector<std::string> command =
-      tuned_command(launcher::resolve_program("dsx").empty() ? setup.dsx : std::string("dsx"));
-  checkpoint::write_file_durably(results_dir + "/cmd_optimal.txt", launcher::shell_join(command) + "\n");
-  std::cout << "\nbest: " << best.name << " (ZeRO stage " << best.stage << ", micro-batch " << best.micro_batch
-            << " x accumulation " << best.accumulation << " x " << setup.world << " ranks)\nwritten: " << optimal
-            << ", " << results_dir << "/summary.md, " << results_dir << "/cmd_optimal.txt\nrun it: "
-            << launcher::shell_join(command) << std::endl;
-  if (!then_train) return 0;
-  std::cout << "\ndsx launch --autotuning run: training with the tuned config" << std::endl;
-  std::vector<std::string> exec_words = tuned_command(setup.dsx);
-  std::vector<char*> exec_argv;
-  for (auto& w : exec_words) exec_argv.push_back(w.data());
-  exec_argv.push_back(nullptr);
-  ::execv(setup.dsx.c_str(), exec_argv.data());
-  throw Error(ErrorKind::Launch, std::string("dsx autotune: could not start the tuned run: ") + std::strerror(errno));
+  write_results(results_dir, optimal, report, best, request, setup, job);
+  if (then_train) exec_tuned(setup, job, optimal);
+  return 0;
 }
 
 }  // namespace

@@ -218,103 +218,131 @@ class SizeRun {
   size_t esize_, count_ = 0, per_rank_ = 0;
 };
 
-int run_bench_comm(int argc, char** argv) {
-  po::options_description options("dsx bench comm (nccl-tests style; sizes in bytes, K/M/G suffixes allowed)");
+// `dsx bench comm`'s flags as given, before they are checked.
+struct CommBenchFlags {
   std::string op_name, min_text, max_text, dtype_name, redop_name, backend, provider;
   double factor = 2;
-  BenchSettings s{};
+  BenchSettings settings{};
   int timeout_s = 0;
   size_t chunk_bytes = 0, small_bytes = 0, shm_chunk_bytes = 0, shm_one_shot_bytes = 0;
   int shared_buffers = 1;
+};
+
+po::options_description comm_bench_options(CommBenchFlags& f) {
+  po::options_description options("dsx bench comm (nccl-tests style; sizes in bytes, K/M/G suffixes allowed)");
   options.add_options()
-      ("op", po::value(&op_name)->default_value("allreduce"), "allreduce, reduce_scatter, allgather or broadcast")
-      ("minbytes,b", po::value(&min_text)->default_value("4K"), "smallest size")
-      ("maxbytes,e", po::value(&max_text)->default_value("64M"), "largest size")
-      ("stepfactor,f", po::value(&factor)->default_value(2), "multiply the size by this between rows")
-      ("iters,n", po::value(&s.iters)->default_value(20), "timed operations per size")
-      ("warmup_iters,w", po::value(&s.warmup)->default_value(5), "untimed operations per size first")
-      ("check,c", po::value(&s.check)->default_value(1), "check the result (0: skip, prints N/A)")
-      ("blocking,z", po::value(&s.blocking)->default_value(0),
+      ("op", po::value(&f.op_name)->default_value("allreduce"), "allreduce, reduce_scatter, allgather or broadcast")
+      ("minbytes,b", po::value(&f.min_text)->default_value("4K"), "smallest size")
+      ("maxbytes,e", po::value(&f.max_text)->default_value("64M"), "largest size")
+      ("stepfactor,f", po::value(&f.factor)->default_value(2), "multiply the size by this between rows")
+      ("iters,n", po::value(&f.settings.iters)->default_value(20), "timed operations per size")
+      ("warmup_iters,w", po::value(&f.settings.warmup)->default_value(5), "untimed operations per size first")
+      ("check,c", po::value(&f.settings.check)->default_value(1), "check the result (0: skip, prints N/A)")
+      ("blocking,z", po::value(&f.settings.blocking)->default_value(0),
        "1: wait for each operation before the next (as a blocking MPI call); 0: all in flight, wait once")
-      ("datatype,d", po::value(&dtype_name)->default_value("fp32"), "fp32, fp16 or bf16")
-      ("redop,o", po::value(&redop_name)->default_value("sum"), "sum, avg, max or min")
-      ("root,r", po::value(&s.root)->default_value(0), "broadcast root")
-      ("shared-buffers,R", po::value(&shared_buffers)->default_value(1),
+      ("datatype,d", po::value(&f.dtype_name)->default_value("fp32"), "fp32, fp16 or bf16")
+      ("redop,o", po::value(&f.redop_name)->default_value("sum"), "sum, avg, max or min")
+      ("root,r", po::value(&f.settings.root)->default_value(0), "broadcast root")
+      ("shared-buffers,R", po::value(&f.shared_buffers)->default_value(1),
        "1: buffers from dsx's shared host memory, read in place by peers on this host (as the engine's); "
        "0: ordinary memory")
-      ("backend", po::value(&backend)->default_value(""), "ofi, nccl or auto (default: DSX_COMM_BACKEND, else auto)")
-      ("provider", po::value(&provider)->default_value(""), "ofi provider: shm, tcp, efa (default: FI_PROVIDER, else automatic)")
-      ("timeout", po::value(&timeout_s)->default_value(0), "seconds one operation may wait for a peer (default: DSX_COMM_TIMEOUT or 300)")
-      ("chunk-bytes", po::value(&chunk_bytes)->default_value(0), "ring pipeline chunk (default 512 KiB)")
-      ("small-bytes", po::value(&small_bytes)->default_value(0), "largest allreduce done by recursive doubling (default 64 KiB)")
-      ("shm-chunk-bytes", po::value(&shm_chunk_bytes)->default_value(0), "shared-memory collectives' round, per block (default 64 KiB)")
-      ("shm-one-shot-bytes", po::value(&shm_one_shot_bytes)->default_value(0), "largest shared-memory allreduce done in one step (default 64 KiB)");
+      ("backend", po::value(&f.backend)->default_value(""), "ofi, nccl or auto (default: DSX_COMM_BACKEND, else auto)")
+      ("provider", po::value(&f.provider)->default_value(""), "ofi provider: shm, tcp, efa (default: FI_PROVIDER, else automatic)")
+      ("timeout", po::value(&f.timeout_s)->default_value(0), "seconds one operation may wait for a peer (default: DSX_COMM_TIMEOUT or 300)")
+      ("chunk-bytes", po::value(&f.chunk_bytes)->default_value(0), "ring pipeline chunk (default 512 KiB)")
+      ("small-bytes", po::value(&f.small_bytes)->default_value(0), "largest allreduce done by recursive doubling (default 64 KiB)")
+      ("shm-chunk-bytes", po::value(&f.shm_chunk_bytes)->default_value(0), "shared-memory collectives' round, per block (default 64 KiB)")
+      ("shm-one-shot-bytes", po::value(&f.shm_one_shot_bytes)->default_value(0), "largest shared-memory allreduce done in one step (default 64 KiB)");
+  return options;
+}
+
+// The environment's communicator settings with the flags given on top.
+comm::CommOptions comm_options(const CommBenchFlags& f) {
+  comm::CommOptions copts = comm::comm_options_from_environment();
+  if (!f.backend.empty()) copts.backend = f.backend;
+  if (!f.provider.empty()) copts.provider = f.provider;
+  if (f.timeout_s > 0) copts.timeout = std::chrono::seconds(f.timeout_s);
+  if (f.chunk_bytes) copts.chunk_bytes = f.chunk_bytes;
+  if (f.small_bytes) copts.small_bytes = f.small_bytes;
+  if (f.shm_chunk_bytes) copts.shared_memory_chunk_bytes = f.shm_chunk_bytes;
+  if (f.shm_one_shot_bytes) copts.shared_memory_one_shot_bytes = f.shm_one_shot_bytes;
+  return copts;
+}
+
+void print_comm_header(const BenchSettings& s, Communicator& comm, bool shared_buffers) {
+  std::printf("# dsx bench comm: %s, %s, %s, %d ranks, backend %s, %d iterations after %d warm-up, %s, %s buffers\n",
+              collective_name(s.op), kernels::dtype_name(s.dtype), kernels::reduce_op_name(s.redop), comm.size(),
+              comm.backend().c_str(), s.iters, s.warmup, s.blocking ? "each waited for" : "all in flight",
+              shared_buffers ? "shared" : "ordinary");
+  std::printf("#%13s %12s %6s %6s %12s %12s %12s %8s\n", "size(B)", "count", "type", "redop", "time(us)",
+              "algbw(GB/s)", "busbw(GB/s)", "#wrong");
+}
+
+// What the footer sums over the rows.
+struct CommBenchTotals {
+  double busbw_sum = 0;
+  int rows = 0;
+  size_t wrong = 0;  // over all ranks
+};
+
+// One row: checks and times `bytes` on every rank; rank 0 (`printer`) prints it.
+void measure_size(Communicator& comm, const BenchSettings& s, BenchBuffer& a, BenchBuffer& b, size_t bytes,
+                  bool printer, CommBenchTotals& totals) {
+  SizeRun run(comm, s, a.data(), b.data(), bytes);
+  size_t wrong = 0;
+  for (int c = 0; c < s.check; ++c) wrong += run.check();
+  float wrong_all = static_cast<float>(wrong);
+  comm.allreduce(&wrong_all, 1, DType::F32, ReduceOp::Sum)->wait();
+  double seconds = run.time();
+  double algbw = static_cast<double>(bytes) / seconds / 1e9;
+  double busbw = algbw * bus_factor(s.op, comm.size());
+  totals.busbw_sum += busbw;
+  ++totals.rows;
+  totals.wrong += static_cast<size_t>(wrong_all);
+  if (printer) {
+    char wrong_text[16];
+    if (s.check) std::snprintf(wrong_text, sizeof(wrong_text), "%zu", static_cast<size_t>(wrong_all));
+    std::printf("%14zu %12zu %6s %6s %12.2f %12.3f %12.3f %8s\n", bytes, run.count(), kernels::dtype_name(s.dtype),
+                kernels::reduce_op_name(s.redop), seconds * 1e6, algbw, busbw, s.check ? wrong_text : "N/A");
+    std::fflush(stdout);
+  }
+}
+
+int run_bench_comm(int argc, char** argv) {
+  CommBenchFlags f;
+  po::options_description options = comm_bench_options(f);
   auto args = parse_args(argc, argv, "dsx bench comm [options]   (one process per rank)", options);
   if (args.help) return 0;
 
-  const size_t min_bytes = parse_byte_size(min_text, "dsx bench comm: --minbytes");
-  const size_t max_bytes = parse_byte_size(max_text, "dsx bench comm: --maxbytes");
+  BenchSettings& s = f.settings;
+  const size_t min_bytes = parse_byte_size(f.min_text, "dsx bench comm: --minbytes");
+  const size_t max_bytes = parse_byte_size(f.max_text, "dsx bench comm: --maxbytes");
   if (min_bytes > max_bytes) throw Error(ErrorKind::Usage, "dsx bench comm: --minbytes is larger than --maxbytes");
-  if (factor <= 1.0) throw Error(ErrorKind::Usage, "dsx bench comm: --stepfactor must be above 1");
+  if (f.factor <= 1.0) throw Error(ErrorKind::Usage, "dsx bench comm: --stepfactor must be above 1");
   if (s.iters < 1 || s.warmup < 0) throw Error(ErrorKind::Usage, "dsx bench comm: --iters must be >= 1 and --warmup_iters >= 0");
-  s.op = parse_collective(op_name);
-  s.dtype = parse_dtype(dtype_name);
-  s.redop = parse_redop(redop_name);
+  s.op = parse_collective(f.op_name);
+  s.dtype = parse_dtype(f.dtype_name);
+  s.redop = parse_redop(f.redop_name);
 
-  comm::CommOptions copts = comm::comm_options_from_environment();
-  if (!backend.empty()) copts.backend = backend;
-  if (!provider.empty()) copts.provider = provider;
-  if (timeout_s > 0) copts.timeout = std::chrono::seconds(timeout_s);
-  if (chunk_bytes) copts.chunk_bytes = chunk_bytes;
-  if (small_bytes) copts.small_bytes = small_bytes;
-  if (shm_chunk_bytes) copts.shared_memory_chunk_bytes = shm_chunk_bytes;
-  if (shm_one_shot_bytes) copts.shared_memory_one_shot_bytes = shm_one_shot_bytes;
-  comm::Session session(comm::rank_env_from_environment(), copts);
+  comm::Session session(comm::rank_env_from_environment(), comm_options(f));
   Communicator& comm = session.world();
   const int n = comm.size();
   if (s.root < 0 || s.root >= n) throw Error(ErrorKind::Usage, "dsx bench comm: --root is not a rank of the world");
   const size_t esize = kernels::dtype_size(s.dtype);
   const size_t unit = esize * static_cast<size_t>(n);  // every size divides evenly among the ranks
 
-  BenchBuffer a(max_bytes + unit, shared_buffers != 0), b(max_bytes + unit, shared_buffers != 0);
+  BenchBuffer a(max_bytes + unit, f.shared_buffers != 0), b(max_bytes + unit, f.shared_buffers != 0);
   bool printer = comm.rank() == 0;
-  if (printer) {
-    std::printf("# dsx bench comm: %s, %s, %s, %d ranks, backend %s, %d iterations after %d warm-up, %s, %s buffers\n",
-                collective_name(s.op), kernels::dtype_name(s.dtype), kernels::reduce_op_name(s.redop), n,
-                comm.backend().c_str(), s.iters, s.warmup, s.blocking ? "each waited for" : "all in flight",
-                shared_buffers ? "shared" : "ordinary");
-    std::printf("#%13s %12s %6s %6s %12s %12s %12s %8s\n", "size(B)", "count", "type", "redop", "time(us)",
-                "algbw(GB/s)", "busbw(GB/s)", "#wrong");
-  }
-  double busbw_sum = 0;
-  int rows = 0;
-  size_t total_wrong = 0;
-  for (double size = static_cast<double>(min_bytes); size <= static_cast<double>(max_bytes) * 1.0001; size *= factor) {
-    size_t bytes = std::max(unit, static_cast<size_t>(size) / unit * unit);
-    SizeRun run(comm, s, a.data(), b.data(), bytes);
-    size_t wrong = 0;
-    for (int c = 0; c < s.check; ++c) wrong += run.check();
-    float wrong_all = static_cast<float>(wrong);
-    comm.allreduce(&wrong_all, 1, DType::F32, ReduceOp::Sum)->wait();
-    double seconds = run.time();
-    double algbw = static_cast<double>(bytes) / seconds / 1e9;
-    double busbw = algbw * bus_factor(s.op, n);
-    busbw_sum += busbw;
-    ++rows;
-    total_wrong += static_cast<size_t>(wrong_all);
-    if (printer) {
-      char wrong_text[16];
-      if (s.check) std::snprintf(wrong_text, sizeof(wrong_text), "%zu", static_cast<size_t>(wrong_all));
-      std::printf("%14zu %12zu %6s %6s %12.2f %12.3f %12.3f %8s\n", bytes, run.count(), kernels::dtype_name(s.dtype),
-                  kernels::reduce_op_name(s.redop), seconds * 1e6, algbw, busbw, s.check ? wrong_text : "N/A");
-      std::fflush(stdout);
-    }
+  if (printer) print_comm_header(s, comm, f.shared_buffers != 0);
+  CommBenchTotals totals;
+  for (double size = static_cast<double>(min_bytes); size <= static_cast<double>(max_bytes) * 1.0001; size *= f.factor) {
+    measure_size(comm, s, a, b, std::max(unit, static_cast<size_t>(size) / unit * unit), printer, totals);
   }
   if (printer) {
-    std::printf("# Out of bounds values : %zu %s\n", total_wrong, total_wrong ? "FAILED" : "OK");
-    std::printf("# Avg bus bandwidth    : %.3f GB/s\n", rows ? busbw_sum / rows : 0.0);
+    std::printf("# Out of bounds values : %zu %s\n", totals.wrong, totals.wrong ? "FAILED" : "OK");
+    std::printf("# Avg bus bandwidth    : %.3f GB/s\n", totals.rows ? totals.busbw_sum / totals.rows : 0.0);
   }
-  return total_wrong ? 1 : 0;
+  return totals.wrong ? 1 : 0;
 }
 
 struct BenchVerb {

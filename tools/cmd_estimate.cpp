@@ -1,9 +1,6 @@
 // `dsx estimate`: how much GPU and CPU memory a training run needs, per ZeRO stage and offload
 // choice, and the fewest GPUs that fit. Parses flags and prints; the memory model is in
 // engine/estimate/.
-#include <rapidjson/prettywriter.h>
-#include <rapidjson/stringbuffer.h>
-
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -16,6 +13,7 @@
 #include "tools/estimate/memory_model.h"
 #include "tools/estimate/model_presets.h"
 #include "tools/cli.h"
+#include "tools/json_fields.h"
 
 namespace dsx::tools {
 
@@ -312,124 +310,98 @@ void print_table(const est::EstimateRequest& r, const std::vector<Row>& rows,
       "figures; docs/estimate.md explains every column.\n");
 }
 
-void print_json(const est::EstimateRequest& r, const std::vector<Row>& rows) {
-  rapidjson::StringBuffer buffer;
-  rapidjson::PrettyWriter<rapidjson::StringBuffer> w(buffer);
-  const auto& m = r.model;
-  w.StartObject();
+void write_model(JsonWriter& w, const est::ModelShape& m) {
   w.Key("model");
   w.StartObject();
-  w.Key("name");
-  w.String(m.name.c_str());
-  w.Key("arch");
-  w.String(to_string(m.arch));
-  w.Key("params");
-  w.Int64(est::parameter_count(m));
-  w.Key("largest_layer_params");
-  w.Int64(est::largest_layer_params(m));
-  w.Key("layers");
-  w.Int64(m.layers);
-  w.Key("hidden");
-  w.Int64(m.hidden);
-  w.Key("heads");
-  w.Int64(m.heads);
-  w.Key("kv_heads");
-  w.Int64(m.kv_heads);
-  w.Key("vocab");
-  w.Int64(m.vocab);
-  w.Key("intermediate");
-  w.Int64(m.intermediate);
-  w.Key("tied_embeddings");
-  w.Bool(m.tied_embeddings);
+  field(w, "name", m.name.c_str());
+  field(w, "arch", to_string(m.arch));
+  field(w, "params", est::parameter_count(m));
+  field(w, "largest_layer_params", est::largest_layer_params(m));
+  field(w, "layers", m.layers);
+  field(w, "hidden", m.hidden);
+  field(w, "heads", m.heads);
+  field(w, "kv_heads", m.kv_heads);
+  field(w, "vocab", m.vocab);
+  field(w, "intermediate", m.intermediate);
+  field(w, "tied_embeddings", m.tied_embeddings);
   w.EndObject();
+}
+
+void write_setup(JsonWriter& w, const est::EstimateRequest& r) {
   w.Key("setup");
   w.StartObject();
-  w.Key("seq_len");
-  w.Int64(r.activations.seq_len);
-  w.Key("micro_batch");
-  w.Int64(r.activations.micro_batch);
-  w.Key("precision");
-  w.String(to_string(r.precision));
-  w.Key("flash_attention");
-  w.Bool(r.activations.flash_attention);
-  w.Key("activation_checkpointing");
-  w.Bool(r.activations.checkpointing);
-  w.Key("gpus_per_node");
-  w.Int64(r.cluster.gpus_per_node);
-  w.Key("nodes");
-  w.Int64(r.cluster.nodes);
-  w.Key("gpu_memory_bytes");
-  w.Int64(r.gpu_memory_bytes);
+  field(w, "seq_len", r.activations.seq_len);
+  field(w, "micro_batch", r.activations.micro_batch);
+  field(w, "precision", to_string(r.precision));
+  field(w, "flash_attention", r.activations.flash_attention);
+  field(w, "activation_checkpointing", r.activations.checkpointing);
+  field(w, "gpus_per_node", r.cluster.gpus_per_node);
+  field(w, "nodes", r.cluster.nodes);
+  field(w, "gpu_memory_bytes", r.gpu_memory_bytes);
   w.Key("cpu_memory_per_node_bytes");
   r.cpu_memory_per_node_bytes ? w.Int64(r.cpu_memory_per_node_bytes) : w.Null();
-  w.Key("zero_init");
-  w.Bool(r.zero_init);
+  field(w, "zero_init", r.zero_init);
   w.EndObject();
-  // The same for every row: where the activation bytes go.
+}
+
+// The same for every row: where the activation bytes go.
+void write_activations(JsonWriter& w, const est::EstimateRequest& r) {
   est::ActivationOptions act = r.activations;
   act.bytes_per_value = r.precision == est::Precision::Fp32 ? 4 : 2;
-  const auto parts = est::activation_bytes(m, act);
+  const auto parts = est::activation_bytes(r.model, act);
   w.Key("activations");
   w.StartObject();
-  w.Key("layers");
-  w.Int64(parts.layers);
-  w.Key("embedding");
-  w.Int64(parts.embedding);
-  w.Key("logits");
-  w.Int64(parts.logits);
-  w.Key("block_bytes_per_token");
-  w.Int64(est::block_bytes_per_token(m, act));
+  field(w, "layers", parts.layers);
+  field(w, "embedding", parts.embedding);
+  field(w, "logits", parts.logits);
+  field(w, "block_bytes_per_token", est::block_bytes_per_token(r.model, act));
   w.EndObject();
+}
+
+void write_row(JsonWriter& w, const Row& row) {
+  const auto& e = row.estimate;
+  w.StartObject();
+  field(w, "stage", e.option.stage);
+  field(w, "offload_optimizer", e.option.offload == est::Offload::None ? "none" : "cpu");
+  field(w, "offload_param", e.option.offload == est::Offload::OptimizerAndParams ? "cpu" : "none");
+  field(w, "model_states_formula", e.model_states_formula);
+  w.Key("gpu");
+  w.StartObject();
+  field(w, "model_states", e.gpu_model_states);
+  field(w, "activations", e.gpu_activations);
+  field(w, "buffers", e.gpu_buffers);
+  field(w, "reserve", e.gpu_reserve);
+  field(w, "total", e.gpu_total());
+  w.EndObject();
+  w.Key("cpu_per_node");
+  w.StartObject();
+  field(w, "model_states", e.cpu_model_states);
+  w.EndObject();
+  field(w, "fits", e.fits());
+  field(w, "max_micro_batch", e.max_micro_batch);
+  w.Key("fewest_gpus");
+  if (row.fewest) {
+    w.StartObject();
+    field(w, "gpus", row.fewest->total_gpus());
+    field(w, "gpus_per_node", row.fewest->gpus_per_node);
+    field(w, "nodes", row.fewest->nodes);
+    w.EndObject();
+  } else {
+    w.Null();
+  }
+  w.EndObject();
+}
+
+void print_json(const est::EstimateRequest& r, const std::vector<Row>& rows) {
+  rapidjson::StringBuffer buffer;
+  JsonWriter w(buffer);
+  w.StartObject();
+  write_model(w, r.model);
+  write_setup(w, r);
+  write_activations(w, r);
   w.Key("rows");
   w.StartArray();
-  for (const auto& row : rows) {
-    const auto& e = row.estimate;
-    w.StartObject();
-    w.Key("stage");
-    w.Int(e.option.stage);
-    w.Key("offload_optimizer");
-    w.String(e.option.offload == est::Offload::None ? "none" : "cpu");
-    w.Key("offload_param");
-    w.String(e.option.offload == est::Offload::OptimizerAndParams ? "cpu" : "none");
-    w.Key("model_states_formula");
-    w.String(e.model_states_formula);
-    w.Key("gpu");
-    w.StartObject();
-    w.Key("model_states");
-    w.Int64(e.gpu_model_states);
-    w.Key("activations");
-    w.Int64(e.gpu_activations);
-    w.Key("buffers");
-    w.Int64(e.gpu_buffers);
-    w.Key("reserve");
-    w.Int64(e.gpu_reserve);
-    w.Key("total");
-    w.Int64(e.gpu_total());
-    w.EndObject();
-    w.Key("cpu_per_node");
-    w.StartObject();
-    w.Key("model_states");
-    w.Int64(e.cpu_model_states);
-    w.EndObject();
-    w.Key("fits");
-    w.Bool(e.fits());
-    w.Key("max_micro_batch");
-    w.Int64(e.max_micro_batch);
-    w.Key("fewest_gpus");
-    if (row.fewest) {
-      w.StartObject();
-      w.Key("gpus");
-      w.Int64(row.fewest->total_gpus());
-      w.Key("gpus_per_node");
-      w.Int64(row.fewest->gpus_per_node);
-      w.Key("nodes");
-      w.Int64(row.fewest->nodes);
-      w.EndObject();
-    } else {
-      w.Null();
-    }
-    w.EndObject();
-  }
+  for (const auto& row : rows) write_row(w, row);
   w.EndArray();
   w.EndObject();
   std::cout << buffer.GetString() << "\n";

@@ -1,8 +1,6 @@
 // `dsx report`: this machine as a multi-GPU job sees it (ds_report and `nvidia-smi topo -m` in
 // one), then checks with advice. Parses flags and prints; the probes and checks are in
 // tools/report/.
-#include <rapidjson/prettywriter.h>
-#include <rapidjson/stringbuffer.h>
 
 #include <cstdio>
 #include <iostream>
@@ -13,6 +11,7 @@
 #include "tools/report/environment.h"
 #include "tools/report/variable_catalog.h"
 #include "tools/cli.h"
+#include "tools/json_fields.h"
 
 namespace dsx::tools {
 
@@ -131,31 +130,7 @@ void print_text(const rep::Environment& env, const std::vector<rep::Finding>& fi
   std::printf("  %d error(s), %d warning(s)\n", errors, warnings);
 }
 
-using Writer = rapidjson::PrettyWriter<rapidjson::StringBuffer>;
-
-// One "key": value member of the object being written.
-void field(Writer& w, const char* key, const std::string& value) {
-  w.Key(key);
-  w.String(value.c_str());
-}
-void field(Writer& w, const char* key, const char* value) {
-  w.Key(key);
-  w.String(value);
-}
-void field(Writer& w, const char* key, bool value) {
-  w.Key(key);
-  w.Bool(value);
-}
-void field(Writer& w, const char* key, int value) {
-  w.Key(key);
-  w.Int(value);
-}
-void field(Writer& w, const char* key, int64_t value) {
-  w.Key(key);
-  w.Int64(value);
-}
-
-void write_library(Writer& w, const char* key, const rep::LibraryInfo& lib) {
+void write_library(JsonWriter& w, const char* key, const rep::LibraryInfo& lib) {
   w.Key(key);
   w.StartObject();
   field(w, "found", lib.found);
@@ -167,7 +142,7 @@ void write_library(Writer& w, const char* key, const rep::LibraryInfo& lib) {
   w.EndObject();
 }
 
-void write_strings(Writer& w, const char* key, const std::vector<std::string>& items) {
+void write_strings(JsonWriter& w, const char* key, const std::vector<std::string>& items) {
   w.Key(key);
   w.StartArray();
   for (const auto& s : items) w.String(s.c_str());
@@ -175,7 +150,7 @@ void write_strings(Writer& w, const char* key, const std::vector<std::string>& i
 }
 
 // The sections of `dsx report --json`, in order.
-void write_build(Writer& w, const rep::Environment& env) {
+void write_build(JsonWriter& w, const rep::Environment& env) {
   w.Key("dsx");
   w.StartObject();
   field(w, "version", env.build.version);
@@ -189,7 +164,7 @@ void write_build(Writer& w, const rep::Environment& env) {
   w.EndObject();
 }
 
-void write_cpu(Writer& w, const rep::Environment& env) {
+void write_cpu(JsonWriter& w, const rep::Environment& env) {
   w.Key("cpu");
   w.StartObject();
   field(w, "model", env.cpu.model);
@@ -199,7 +174,7 @@ void write_cpu(Writer& w, const rep::Environment& env) {
   w.EndObject();
 }
 
-void write_cuda(Writer& w, const rep::Environment& env) {
+void write_cuda(JsonWriter& w, const rep::Environment& env) {
   w.Key("cuda");
   w.StartObject();
   write_library(w, "runtime", env.cuda.runtime);
@@ -210,7 +185,7 @@ void write_cuda(Writer& w, const rep::Environment& env) {
   w.EndObject();
 }
 
-void write_fabric(Writer& w, const rep::Environment& env) {
+void write_fabric(JsonWriter& w, const rep::Environment& env) {
   w.Key("libfabric");
   w.StartObject();
   field(w, "version", env.fabric.version);
@@ -228,7 +203,7 @@ void write_fabric(Writer& w, const rep::Environment& env) {
   w.EndObject();
 }
 
-void write_gpus(Writer& w, const rep::Environment& env) {
+void write_gpus(JsonWriter& w, const rep::Environment& env) {
   w.Key("gpus");
   w.StartObject();
   field(w, "nvml_loaded", env.gpus.nvml_loaded);
@@ -255,7 +230,7 @@ void write_gpus(Writer& w, const rep::Environment& env) {
   w.EndObject();
 }
 
-void write_host(Writer& w, const rep::Environment& env) {
+void write_host(JsonWriter& w, const rep::Environment& env) {
   write_strings(w, "interfaces", env.interfaces);
   write_strings(w, "rdma_devices", env.rdma_devices);
   field(w, "nodes", env.job.nodes);
@@ -271,7 +246,7 @@ void write_host(Writer& w, const rep::Environment& env) {
   w.EndArray();
 }
 
-void write_findings(Writer& w, const std::vector<rep::Finding>& findings) {
+void write_findings(JsonWriter& w, const std::vector<rep::Finding>& findings) {
   w.Key("findings");
   w.StartArray();
   for (const auto& f : findings) {
@@ -287,7 +262,7 @@ void write_findings(Writer& w, const std::vector<rep::Finding>& findings) {
 
 void print_json(const rep::Environment& env, const std::vector<rep::Finding>& findings) {
   rapidjson::StringBuffer buffer;
-  Writer w(buffer);
+  JsonWriter w(buffer);
   w.StartObject();
   write_build(w, env);
   write_cpu(w, env);

@@ -99,88 +99,78 @@ std::map<std::string, double> read_peers(const std::string& path, int ranks, int
   return peers;
 }
 
-}  // namespace
+// What every measurement shares: where it writes, and each rank's partition.
+struct Workload {
+  std::string dir;
+  int ranks = 2, reps = 3;
+  size_t numel = 0;  // floats per rank
+  std::vector<std::vector<float>> partitions;
+  std::string raw_file(int r) const { return dir + "/raw_" + std::to_string(r); }
+};
 
-int main(int argc, char** argv) {
-  namespace po = boost::program_options;
-  std::string dir, peers_path;
-  int ranks = 2, mib = 128, reps = 3;
-  po::options_description options("bench_checkpoint options");
-  options.add_options()("help", "this help")(
-      "dir", po::value(&dir), "directory to save in (default: a new one in $TMPDIR)")(
-      "ranks", po::value(&ranks), "ranks, one partition file each")(
-      "mib", po::value(&mib), "MiB per rank")("reps", po::value(&reps),
-                                              "timed repetitions (best is reported)")(
-      "peers", po::value(&peers_path), "JSON written by bench/checkpoint/checkpoint_peers.py");
-  po::variables_map vars;
-  if (auto stop = dsx::bench::parse_bench_flags(argc, argv, options, vars, "bench_checkpoint"))
-    return *stop;
-  bool own_dir = dir.empty();
-  if (own_dir) {
-    std::string templ = (std::filesystem::temp_directory_path() / "dsx-bench-ckpt-XXXXXX").string();
-    if (!::mkdtemp(templ.data())) return 1;
-    dir = templ;
-  }
-  const size_t numel = static_cast<size_t>(mib) << 18;  // floats per rank
+std::vector<std::vector<float>> make_partitions(int ranks, size_t numel) {
   std::vector<std::vector<float>> partitions(static_cast<size_t>(ranks), std::vector<float>(numel));
   for (int r = 0; r < ranks; ++r)
     for (size_t i = 0; i < numel; ++i) partitions[r][i] = static_cast<float>(i % 1009) * 0.001f + r;
-  const double gb = static_cast<double>(ranks) * static_cast<double>(numel) * 4 / 1e9;
+  return partitions;
+}
 
-  std::map<std::string, double> seconds;
+// The disk's write limit, then dsx's save of the same bytes with either commit check.
+void time_saves(const Workload& w, std::map<std::string, double>& seconds) {
   // New files each time, as a save writes them (the old ones are removed untimed).
   auto remove_raw = [&] {
-    for (int r = 0; r < ranks; ++r) std::filesystem::remove(dir + "/raw_" + std::to_string(r));
+    for (int r = 0; r < w.ranks; ++r) std::filesystem::remove(w.raw_file(r));
   };
   seconds["write+fsync"] = best_seconds(
-      reps,
+      w.reps,
       [&] {
-        for (int r = 0; r < ranks; ++r)
-          write_fsync(dir + "/raw_" + std::to_string(r), partitions[r]);
+        for (int r = 0; r < w.ranks; ++r) write_fsync(w.raw_file(r), w.partitions[r]);
       },
       remove_raw);
   // Each save is a new tag, as training saves are; the previous one is removed untimed.
   int save_count = 0;
   auto remove_previous = [&] {
-    std::filesystem::remove_all(dir + "/" + ck::default_tag(save_count));
+    std::filesystem::remove_all(w.dir + "/" + ck::default_tag(save_count));
   };
   auto dsx_save = [&](ck::VerifyLevel verify) {
     const std::string tag = ck::default_tag(++save_count);
     std::vector<ck::RankManifest> manifests;
-    for (int r = 0; r < ranks; ++r) {
-      ck::RankWriter writer(dir, tag, r);
+    for (int r = 0; r < w.ranks; ++r) {
+      ck::RankWriter writer(w.dir, tag, r);
       ck::TensorRef t{
-          "master.0", ck::TensorDType::F32, {static_cast<int64_t>(numel)}, partitions[r].data()};
+          "master.0", ck::TensorDType::F32, {static_cast<int64_t>(w.numel)}, w.partitions[r].data()};
       writer.write_tensor_file(ck::zero_optim_states_file_name(r, false), {&t, 1}, "{\"step\":1}");
       manifests.push_back(writer.manifest());
     }
-    ck::commit(dir, tag, manifests, {verify});
+    ck::commit(w.dir, tag, manifests, {verify});
   };
   seconds["dsx save"] = best_seconds(
-      reps, [&] { dsx_save(ck::VerifyLevel::Checksum); }, remove_previous);
+      w.reps, [&] { dsx_save(ck::VerifyLevel::Checksum); }, remove_previous);
   seconds["dsx save, sizes only"] = best_seconds(
-      reps, [&] { dsx_save(ck::VerifyLevel::Size); }, remove_previous);
+      w.reps, [&] { dsx_save(ck::VerifyLevel::Size); }, remove_previous);
+}
 
-  std::vector<float> into(numel);
-  seconds["read"] = best_seconds(reps, [&] {
-    for (int r = 0; r < ranks; ++r) read_whole(dir + "/raw_" + std::to_string(r), into);
+// The read limit (from the page cache), dsx's load of what time_saves wrote, and CRC32C alone.
+void time_loads(const Workload& w, std::map<std::string, double>& seconds) {
+  std::vector<float> into(w.numel);
+  seconds["read"] = best_seconds(w.reps, [&] {
+    for (int r = 0; r < w.ranks; ++r) read_whole(w.raw_file(r), into);
   });
-  seconds["dsx load"] = best_seconds(reps, [&] {
-    auto reader = ck::CheckpointReader::open(dir);
-    for (int r = 0; r < ranks; ++r)
+  seconds["dsx load"] = best_seconds(w.reps, [&] {
+    auto reader = ck::CheckpointReader::open(w.dir);
+    for (int r = 0; r < w.ranks; ++r)
       reader.read_tensor_file(ck::zero_optim_states_file_name(r, false))
-          .read("master.0", ck::TensorDType::F32, into.data(), numel);
+          .read("master.0", ck::TensorDType::F32, into.data(), w.numel);
   });
-  seconds["crc32c"] = best_seconds(reps, [&] {
+  seconds["crc32c"] = best_seconds(w.reps, [&] {
     uint32_t crc = 0;
-    for (int r = 0; r < ranks; ++r) crc ^= ck::crc32c(partitions[r].data(), numel * 4);
+    for (int r = 0; r < w.ranks; ++r) crc ^= ck::crc32c(w.partitions[r].data(), w.numel * 4);
     if (crc == 0x12345678) std::printf(" ");
   });
-  auto peers = read_peers(peers_path, ranks, mib);
-  if (own_dir) std::filesystem::remove_all(dir);
+}
 
-  std::printf("checkpoint of %d ranks x %d MiB fp32 (%.2f GB), best of %d, in %s\n\n", ranks, mib,
-              gb, reps, own_dir ? "$TMPDIR" : dir.c_str());
+// One row per operation: dsx's and the peers' saves against the write limit, loads against the read limit.
+void print_table(double gb, std::map<std::string, double>& seconds, std::map<std::string, double>& peers) {
   std::printf("| operation | seconds | GB/s | speed vs the limit |\n|---|---:|---:|---:|\n");
   auto row = [&](const char* label, double s, double limit) {
     std::printf("| %s | %.3f | %.2f | %.2f |\n", label, s, gb / s, limit / s);
@@ -199,5 +189,43 @@ int main(int argc, char** argv) {
     row("safetensors.torch.load_file", peers["safetensors_load"], r);
   if (peers.count("torch_load")) row("torch.load (DeepSpeed's .pt)", peers["torch_load"], r);
   std::printf("\nCRC32C alone: %.2f GB/s (in memory)\n", gb / seconds["crc32c"]);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  namespace po = boost::program_options;
+  Workload w;
+  std::string peers_path;
+  int mib = 128;
+  po::options_description options("bench_checkpoint options");
+  options.add_options()("help", "this help")(
+      "dir", po::value(&w.dir), "directory to save in (default: a new one in $TMPDIR)")(
+      "ranks", po::value(&w.ranks), "ranks, one partition file each")(
+      "mib", po::value(&mib), "MiB per rank")("reps", po::value(&w.reps),
+                                              "timed repetitions (best is reported)")(
+      "peers", po::value(&peers_path), "JSON written by bench/checkpoint/checkpoint_peers.py");
+  po::variables_map vars;
+  if (auto stop = dsx::bench::parse_bench_flags(argc, argv, options, vars, "bench_checkpoint"))
+    return *stop;
+  bool own_dir = w.dir.empty();
+  if (own_dir) {
+    std::string templ = (std::filesystem::temp_directory_path() / "dsx-bench-ckpt-XXXXXX").string();
+    if (!::mkdtemp(templ.data())) return 1;
+    w.dir = templ;
+  }
+  w.numel = static_cast<size_t>(mib) << 18;
+  w.partitions = make_partitions(w.ranks, w.numel);
+  const double gb = static_cast<double>(w.ranks) * static_cast<double>(w.numel) * 4 / 1e9;
+
+  std::map<std::string, double> seconds;
+  time_saves(w, seconds);
+  time_loads(w, seconds);
+  auto peers = read_peers(peers_path, w.ranks, mib);
+  if (own_dir) std::filesystem::remove_all(w.dir);
+
+  std::printf("checkpoint of %d ranks x %d MiB fp32 (%.2f GB), best of %d, in %s\n\n", w.ranks, mib,
+              gb, w.reps, own_dir ? "$TMPDIR" : w.dir.c_str());
+  print_table(gb, seconds, peers);
   return 0;
 }

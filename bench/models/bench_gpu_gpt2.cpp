@@ -73,25 +73,36 @@ struct Linear {
   bool bias;
 };
 
-}  // namespace
+// The command line: batch, sequence, timed steps, and the limits the figures are compared with.
+struct BenchArgs {
+  int B = 8, T = 1024, steps = 10;
+  double peak = 989.0;  // H100/H200 SXM dense bf16 TFLOPS
+  double hbm = 4800.0;  // H200 HBM3e GB/s (H100 SXM: 3350)
+};
 
-int main(int argc, char** argv) try {
-  const int B = argc > 1 ? std::atoi(argv[1]) : 8, T = argc > 2 ? std::atoi(argv[2]) : 1024;
-  const int steps = argc > 3 ? std::atoi(argv[3]) : 10;
-  const double peak = argc > 4 ? std::atof(argv[4]) : 989.0;  // H100/H200 SXM dense bf16 TFLOPS
-  const double hbm = argc > 5 ? std::atof(argv[5]) : 4800.0;  // H200 HBM3e GB/s (H100 SXM: 3350)
-  auto c = dsx::models::gpt2_preset("gpt2-124M");
-  dsx::models::GPT2Cuda<bf16> model(c, B, T);
-  DeviceParams p(model);
-  std::vector<uint16_t> init(model.num_params());
-  model.init_params(init.data(), 1);
-  check(cudaMemcpy(p.params().data(), init.data(), init.size() * 2, cudaMemcpyHostToDevice), "upload");
+BenchArgs parse_args(int argc, char** argv) {
+  BenchArgs a;
+  if (argc > 1) a.B = std::atoi(argv[1]);
+  if (argc > 2) a.T = std::atoi(argv[2]);
+  if (argc > 3) a.steps = std::atoi(argv[3]);
+  if (argc > 4) a.peak = std::atof(argv[4]);
+  if (argc > 5) a.hbm = std::atof(argv[5]);
+  return a;
+}
+
+struct StepTiming {
+  double step_ms, tokens_per_s, mfu;
+  float loss;  // of the last step
+};
+
+// 1. The whole step, forward and backward on random tokens, after two untimed steps.
+StepTiming time_steps(dsx::models::GPT2Cuda<bf16>& model, DeviceParams& p, const dsx::models::GPT2Config& c,
+                      const BenchArgs& a) {
+  const int B = a.B, T = a.T, steps = a.steps;
   std::mt19937_64 rng(2);
   std::vector<int32_t> x(size_t(B) * T), y(size_t(B) * T);
   for (auto& t : x) t = static_cast<int32_t>(rng() % c.vocab_size);
   for (auto& t : y) t = static_cast<int32_t>(rng() % c.vocab_size);
-
-  // 1. The whole step.
   double total = 0;
   float loss = 0;
   for (int step = 0; step < steps + 2; ++step) {
@@ -102,13 +113,13 @@ int main(int argc, char** argv) try {
     check(cudaDeviceSynchronize(), "step");
     if (step >= 2) total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
-  const double step_ms = 1e3 * total / steps;
   const double tokens_per_s = double(B) * T * steps / total;
   const double flops_per_token = 6.0 * model.num_params() + 6.0 * c.num_layers * c.channels * T;
-  const double mfu = tokens_per_s * flops_per_token / (peak * 1e12);
+  return {1e3 * total / steps, tokens_per_s, tokens_per_s * flops_per_token / (a.peak * 1e12), loss};
+}
 
-  // 2. One step's matmuls and bias gradients, replayed at the model's shapes.
-  const size_t N = size_t(B) * T;
+// The matmuls of one step, at the model's shapes.
+std::vector<Linear> step_linears(const dsx::models::GPT2Config& c) {
   const int C = c.channels, Vp = c.padded_vocab_size;
   std::vector<Linear> linears;
   for (int l = 0; l < c.num_layers; ++l) {
@@ -118,12 +129,20 @@ int main(int argc, char** argv) try {
     linears.push_back({4 * C, C, true});      // fc projection
   }
   linears.push_back({C, Vp, false});          // classifier (tied wte), no bias
+  return linears;
+}
+
+struct PartTiming {
+  double matmul_ms, bias_ms, matmul_tflops, bias_gbs;
+};
+
+// 2. One step's matmuls and bias gradients, replayed at the model's shapes on `s`.
+PartTiming time_parts(cudaStream_t s, const std::vector<Linear>& linears, size_t N, int C, int Vp) {
   DeviceArray<bf16> in(N * 4 * C), dinp(N * 4 * C), w(size_t(Vp) * C), dw(size_t(Vp) * C), out(N * Vp), db(4 * C);
   for (auto* a : {&in, &w, &out}) check(cudaMemset(a->data(), 0x3c, a->size() * 2), "fill");
   check(cudaMemset(dw.data(), 0, dw.size() * 2), "fill");
   check(cudaMemset(db.data(), 0, db.size() * 2), "fill");
   kc::GPT2Blas blas;
-  cudaStream_t s = model.stream();
   const int reps = 3;
   double matmul_flops = 0, bias_bytes = 0;
   for (const auto& L : linears) {
@@ -142,20 +161,36 @@ int main(int argc, char** argv) try {
       if (L.bias) kc::gpt2_bias_backward(blas, db.data(), out.data(), N, L.OC, s);
     }
   });
-  const double matmul_tflops = matmul_flops / (matmul_ms * 1e-3) / 1e12;
-  const double bias_gbs = bias_bytes / (bias_ms * 1e-3) / 1e9;
+  return {matmul_ms, bias_ms, matmul_flops / (matmul_ms * 1e-3) / 1e12, bias_bytes / (bias_ms * 1e-3) / 1e9};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  const BenchArgs a = parse_args(argc, argv);
+  auto c = dsx::models::gpt2_preset("gpt2-124M");
+  dsx::models::GPT2Cuda<bf16> model(c, a.B, a.T);
+  DeviceParams p(model);
+  std::vector<uint16_t> init(model.num_params());
+  model.init_params(init.data(), 1);
+  check(cudaMemcpy(p.params().data(), init.data(), init.size() * 2, cudaMemcpyHostToDevice), "upload");
+
+  const StepTiming step = time_steps(model, p, c, a);
+  const std::vector<Linear> linears = step_linears(c);
+  const PartTiming parts = time_parts(model.stream(), linears, size_t(a.B) * a.T, c.channels, c.padded_vocab_size);
 
   std::printf("GPT-2 124M bf16 fwd+bwd, B%d T%d, %d steps; loss %.3f; %zu matmul plans built for the model's "
               "%zu matmul calls a step\n",
-              B, T, steps, loss, model.blas().plans_built(), 3 * linears.size());
+              a.B, a.T, a.steps, step.loss, model.blas().plans_built(), 3 * linears.size());
   std::printf("| part | ms/step | share of step | achieved | limit | ratio |\n");
   std::printf("|---|---|---|---|---|---|\n");
-  std::printf("| forward+backward | %.2f | 100%% | %.0f tokens/s | %.0f TFLOPS bf16 | MFU %.1f%% |\n", step_ms,
-              tokens_per_s, peak, 100 * mfu);
+  std::printf("| forward+backward | %.2f | 100%% | %.0f tokens/s | %.0f TFLOPS bf16 | MFU %.1f%% |\n", step.step_ms,
+              step.tokens_per_s, a.peak, 100 * step.mfu);
   std::printf("| matmuls (%zu fwd + %zu bwd) | %.2f | %.1f%% | %.0f TFLOPS | %.0f TFLOPS | %.1f%% |\n", linears.size(),
-              linears.size(), matmul_ms, 100 * matmul_ms / step_ms, matmul_tflops, peak, 100 * matmul_tflops / peak);
-  std::printf("| bias gradients (%d) | %.3f | %.2f%% | %.0f GB/s | %.0f GB/s | %.1f%% |\n", 4 * c.num_layers, bias_ms,
-              100 * bias_ms / step_ms, bias_gbs, hbm, 100 * bias_gbs / hbm);
+              linears.size(), parts.matmul_ms, 100 * parts.matmul_ms / step.step_ms, parts.matmul_tflops, a.peak,
+              100 * parts.matmul_tflops / a.peak);
+  std::printf("| bias gradients (%d) | %.3f | %.2f%% | %.0f GB/s | %.0f GB/s | %.1f%% |\n", 4 * c.num_layers,
+              parts.bias_ms, 100 * parts.bias_ms / step.step_ms, parts.bias_gbs, a.hbm, 100 * parts.bias_gbs / a.hbm);
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "bench_gpu_gpt2: %s\n", e.what());

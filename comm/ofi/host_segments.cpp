@@ -53,7 +53,60 @@ uint64_t random_nonce() {
   return (uint64_t{device()} << 32) ^ device();
 }
 
+// Step 3 of open: publishes this rank's outcome (`problem`, "" for success) and reads every other
+// rank's; returns the first reason any rank gave, or "" when every rank mapped every segment.
+std::string agree_on_segments(Store& store, const std::string& keys, int rank, int size, const std::string& problem,
+                              std::chrono::milliseconds timeout) {
+  store.set(keys + "mapped/" + std::to_string(rank), problem.empty() ? "ok" : "-" + problem);
+  std::string why_not;
+  for (int q = 0; q < size; ++q) {
+    std::string said = q == rank ? (problem.empty() ? "ok" : "-" + problem)
+                                 : get_from_peers(store, keys + "mapped/" + std::to_string(q), timeout);
+    if (said != "ok" && why_not.empty()) why_not = said.substr(1);
+  }
+  return why_not;
+}
+
 }  // namespace
+
+std::string HostSegments::create_own(uint64_t nonce, int& fd) {
+  const size_t bytes = segment_bytes();
+  fd = memfd_create("dsx-comm", MFD_CLOEXEC);
+  if (fd < 0) return errno_text("memfd_create");
+  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) return errno_text("ftruncate of the segment");
+  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  if (base == MAP_FAILED) return errno_text("mmap of the segment");
+  bases_[static_cast<size_t>(rank_)] = static_cast<char*>(base);
+  auto* header = new (base) Header{};
+  header->nonce.value.store(nonce, std::memory_order_release);
+  return "";
+}
+
+std::string HostSegments::map_peer(int q, const std::string& entry) {
+  const size_t bytes = segment_bytes();
+  long pid = 0, peer_fd = 0;
+  unsigned long long peer_nonce = 0;
+  std::istringstream(entry) >> pid >> peer_fd >> peer_nonce;
+  const std::string path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(peer_fd);
+  const std::string not_its = path + " is not rank " + std::to_string(q) + "'s segment (another pid namespace?)";
+  const int peer = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (peer < 0) return errno_text(("open " + path).c_str());
+  struct stat st {};
+  void* base = MAP_FAILED;
+  std::string problem;
+  if (fstat(peer, &st) != 0 || static_cast<size_t>(st.st_size) != bytes) {
+    problem = not_its;
+  } else if ((base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, peer, 0)) == MAP_FAILED) {
+    problem = errno_text(("mmap " + path).c_str());
+  }
+  close(peer);
+  if (base == MAP_FAILED) return problem;
+  bases_[static_cast<size_t>(q)] = static_cast<char*>(base);
+  if (header(q).nonce.value.load(std::memory_order_acquire) != peer_nonce) return not_its;
+  pidfds_[static_cast<size_t>(q)] = static_cast<int>(syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0));
+  pids_[static_cast<size_t>(q)] = pid;
+  return "";
+}
 
 HostSegments::Setup HostSegments::open(Store& store, const std::string& keys, int rank, int size, size_t chunk_bytes,
                                        bool enabled, const std::string& disabled_reason,
@@ -63,7 +116,6 @@ HostSegments::Setup HostSegments::open(Store& store, const std::string& keys, in
   seg->pidfds_.assign(static_cast<size_t>(size), -1);
   seg->pids_.assign(static_cast<size_t>(size), 0);
   seg->peer_regions_.resize(static_cast<size_t>(size));
-  const size_t bytes = seg->segment_bytes();
   const std::string me = "rank " + std::to_string(rank) + " of the group";
 
   // 1. Our own segment, published as "<pid> <fd> <nonce>", or "-<why not>".
@@ -71,22 +123,8 @@ HostSegments::Setup HostSegments::open(Store& store, const std::string& keys, in
   int fd = -1;
   uint64_t nonce = random_nonce();
   if (problem.empty()) {
-    fd = memfd_create("dsx-comm", MFD_CLOEXEC);
-    void* base = MAP_FAILED;
-    if (fd < 0) {
-      problem = errno_text("memfd_create");
-    } else if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
-      problem = errno_text("ftruncate of the segment");
-    } else if ((base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0)) == MAP_FAILED) {
-      problem = errno_text("mmap of the segment");
-    }
-    if (problem.empty()) {
-      seg->bases_[static_cast<size_t>(rank)] = static_cast<char*>(base);
-      auto* header = new (base) Header{};
-      header->nonce.value.store(nonce, std::memory_order_release);
-    } else {
-      problem = me + ": " + problem;
-    }
+    problem = seg->create_own(nonce, fd);
+    if (!problem.empty()) problem = me + ": " + problem;
   }
   store.set(keys + "segment/" + std::to_string(rank),
             problem.empty() ? std::to_string(getpid()) + " " + std::to_string(fd) + " " + std::to_string(nonce)
@@ -100,41 +138,13 @@ HostSegments::Setup HostSegments::open(Store& store, const std::string& keys, in
       problem = entry.substr(1);
       break;
     }
-    long pid = 0, peer_fd = 0;
-    unsigned long long peer_nonce = 0;
-    std::istringstream(entry) >> pid >> peer_fd >> peer_nonce;
-    std::string path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(peer_fd);
-    int peer = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-    struct stat st {};
-    void* base = MAP_FAILED;
-    if (peer < 0) {
-      problem = errno_text(("open " + path).c_str());
-    } else if (fstat(peer, &st) != 0 || static_cast<size_t>(st.st_size) != bytes) {
-      problem = path + " is not rank " + std::to_string(q) + "'s segment (another pid namespace?)";
-    } else if ((base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, peer, 0)) == MAP_FAILED) {
-      problem = errno_text(("mmap " + path).c_str());
-    }
-    if (peer >= 0) close(peer);
-    if (base != MAP_FAILED) {
-      seg->bases_[static_cast<size_t>(q)] = static_cast<char*>(base);
-      if (reinterpret_cast<Header*>(base)->nonce.value.load(std::memory_order_acquire) != peer_nonce) {
-        problem = path + " is not rank " + std::to_string(q) + "'s segment (another pid namespace?)";
-      } else {
-        seg->pidfds_[static_cast<size_t>(q)] = static_cast<int>(syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0));
-        seg->pids_[static_cast<size_t>(q)] = pid;
-      }
-    }
+    problem = seg->map_peer(q, entry);
     if (!problem.empty()) problem = me + " cannot map rank " + std::to_string(q) + "'s segment: " + problem;
   }
 
   // 3. Agree: everyone has mapped everything (so our fd may close), or nobody uses the segments.
-  store.set(keys + "mapped/" + std::to_string(rank), problem.empty() ? "ok" : "-" + problem);
   Setup result;
-  for (int q = 0; q < size; ++q) {
-    std::string said = q == rank ? (problem.empty() ? "ok" : "-" + problem)
-                                 : get_from_peers(store, keys + "mapped/" + std::to_string(q), timeout);
-    if (said != "ok" && result.why_not.empty()) result.why_not = said.substr(1);
-  }
+  result.why_not = agree_on_segments(store, keys, rank, size, problem, timeout);
   if (fd >= 0) close(fd);
   if (result.why_not.empty()) result.segments = std::move(seg);
   return result;  // otherwise `seg` unmaps whatever it mapped

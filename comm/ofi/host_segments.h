@@ -116,6 +116,11 @@ class HostSegments {
   };
   static constexpr size_t kPeerRegionsKept = 8;
   char* peer_region(int peer, const BufferPlace& place);
+  // Steps of open, each returning why it failed ("" when it did not): this rank's segment (a
+  // memfd, `fd`, stamped with `nonce`), and peer `q`'s, from what it published
+  // ("<pid> <fd> <nonce>"), mapped through /proc and checked by its nonce.
+  std::string create_own(uint64_t nonce, int& fd);
+  std::string map_peer(int q, const std::string& entry);
   HostSegments(int rank, size_t chunk_bytes) : rank_(rank), chunk_bytes_(chunk_bytes) {}
   Header& header(int owner) const { return *reinterpret_cast<Header*>(bases_[static_cast<size_t>(owner)]); }
   std::atomic<uint64_t>& counter(int owner, Counter c) const { return header(owner).counters[c].value; }

@@ -135,19 +135,41 @@ std::string hf_name(GPT2Tensor k, int layer) {
   return gpt2_tensor_per_layer(k) ? "h." + std::to_string(layer) + "." + names[k] : names[k];
 }
 
-}  // namespace
-
-GPT2Weights read_gpt2_safetensors(const std::string& path, int num_heads) {
-  SafetensorsReader st(path);
+// "" or "transformer.": what the file's tensor names start with (transformers writes either).
+std::string tensor_prefix(const SafetensorsReader& st) {
   std::string prefix = st.find("wte.weight") ? "" : st.find("transformer.wte.weight") ? "transformer." : "?";
-  if (prefix == "?") bad(path, "no wte.weight tensor; this is not a GPT-2 model");
-  auto get = [&](const std::string& name) -> const TensorView& {
-    const TensorView* t = st.find(prefix + name);
-    if (!t) bad(path, "tensor '" + prefix + name + "' is missing");
-    return *t;
-  };
-  const TensorView& wte = get("wte.weight");
-  const TensorView& wpe = get("wpe.weight");
+  if (prefix == "?") bad(st.path(), "no wte.weight tensor; this is not a GPT-2 model");
+  return prefix;
+}
+
+const TensorView& required_tensor(const SafetensorsReader& st, const std::string& prefix, const std::string& name) {
+  const TensorView* t = st.find(prefix + name);
+  if (!t) bad(st.path(), "tensor '" + prefix + name + "' is missing");
+  return *t;
+}
+
+// The head count: the file's metadata, config.json beside it (they must agree), else `num_heads`.
+int resolve_heads(const SafetensorsReader& st, int num_heads) {
+  const std::string& path = st.path();
+  auto meta = st.metadata().find("n_head");
+  int heads = meta != st.metadata().end() ? std::atoi(meta->second.c_str()) : 0;
+  const int config_heads = heads_from_config_json(path);
+  if (heads > 0 && config_heads > 0 && heads != config_heads)
+    bad(path, "its metadata says n_head " + std::to_string(heads) + " but config.json beside it says " +
+                  std::to_string(config_heads) + "; correct the one that is wrong");
+  if (heads <= 0) heads = config_heads;
+  if (heads <= 0) heads = num_heads;
+  if (heads <= 0)
+    bad(path, "the number of attention heads is unknown: put a config.json (with n_head) beside the "
+              "file or pass the head count (dsx sample --heads N)");
+  return heads;
+}
+
+// The model's sizes, read from the embeddings' shapes and the layers present.
+GPT2Config config_from_tensors(const SafetensorsReader& st, const std::string& prefix, int num_heads) {
+  const std::string& path = st.path();
+  const TensorView& wte = required_tensor(st, prefix, "wte.weight");
+  const TensorView& wpe = required_tensor(st, prefix, "wpe.weight");
   if (wte.shape.size() != 2 || wpe.shape.size() != 2 || wte.shape[1] != wpe.shape[1])
     bad(path, "wte and wpe must be matrices with the same number of columns");
   int layers = 0;
@@ -159,25 +181,19 @@ GPT2Weights read_gpt2_safetensors(const std::string& path, int num_heads) {
   c.channels = static_cast<int>(wte.shape[1]);
   c.max_seq_len = static_cast<int>(wpe.shape[0]);
   c.num_layers = layers;
-  auto meta = st.metadata().find("n_head");
-  c.num_heads = meta != st.metadata().end() ? std::atoi(meta->second.c_str()) : 0;
-  const int config_heads = heads_from_config_json(path);
-  if (c.num_heads > 0 && config_heads > 0 && c.num_heads != config_heads)
-    bad(path, "its metadata says n_head " + std::to_string(c.num_heads) + " but config.json beside it says " +
-                  std::to_string(config_heads) + "; correct the one that is wrong");
-  if (c.num_heads <= 0) c.num_heads = config_heads;
-  if (c.num_heads <= 0) c.num_heads = num_heads;
-  if (c.num_heads <= 0)
-    bad(path, "the number of attention heads is unknown: put a config.json (with n_head) beside the "
-              "file or pass the head count (dsx sample --heads N)");
+  c.num_heads = resolve_heads(st, num_heads);
   try {
     validate(c);
   } catch (const Error& e) {
     bad(path, e.what());
   }
+  return c;
+}
 
-  // Every tensor must be one the model reads; only the causal-mask buffers that old transformers
-  // saved (h.N.attn.bias, h.N.attn.masked_bias) are skipped, as transformers skips them.
+// Every tensor must be one the model reads; only the causal-mask buffers that old transformers
+// saved (h.N.attn.bias, h.N.attn.masked_bias) are skipped, as transformers skips them.
+void refuse_unknown_tensors(const SafetensorsReader& st, const std::string& prefix, int layers) {
+  const std::string& path = st.path();
   std::set<std::string> known;
   for (int k = 0; k < kNumGPT2Tensors; ++k) {
     auto tk = static_cast<GPT2Tensor>(k);
@@ -188,6 +204,7 @@ GPT2Weights read_gpt2_safetensors(const std::string& path, int num_heads) {
     known.insert(prefix + "h." + std::to_string(l) + ".attn.masked_bias");
   }
   if (const TensorView* head = st.find("lm_head.weight")) {  // transformers may write the tied head
+    const TensorView& wte = required_tensor(st, prefix, "wte.weight");
     if (head->dtype != wte.dtype || head->shape != wte.shape || std::memcmp(head->data, wte.data, wte.bytes) != 0)
       bad(path, "lm_head.weight differs from " + prefix + "wte.weight; dsx's GPT-2 ties the head to the embedding");
     known.insert("lm_head.weight");
@@ -196,29 +213,41 @@ GPT2Weights read_gpt2_safetensors(const std::string& path, int num_heads) {
     if (!known.count(name))
       bad(path, "tensor '" + name + "' is not part of a GPT-2 model of " + std::to_string(layers) +
                     " layers (extra tensors are refused); remove it from the file");
+}
 
-  GPT2Weights w{c, {}};
+// Each tensor, checked for its shape, into its place in the flat fp32 parameters (llm.c's layout).
+std::vector<float> flat_params(const SafetensorsReader& st, const std::string& prefix, const GPT2Config& c) {
   auto specs = gpt2_param_specs(c);
-  w.params.assign(specs.back().offset + specs.back().numel, 0.0f);
+  std::vector<float> params(specs.back().offset + specs.back().numel, 0.0f);
   for (int k = 0; k < kNumGPT2Tensors; ++k) {
     auto tk = static_cast<GPT2Tensor>(k);
     auto shape = gpt2_tensor_shape(c, tk);
-    for (int l = 0; l < (gpt2_tensor_per_layer(tk) ? layers : 1); ++l) {
+    for (int l = 0; l < (gpt2_tensor_per_layer(tk) ? c.num_layers : 1); ++l) {
       std::string name = hf_name(tk, l);
-      const TensorView& t = get(name);
+      const TensorView& t = required_tensor(st, prefix, name);
       std::vector<int64_t> want = shape;
       if (tk == kWte) want[0] = c.vocab_size;
       if (hf_transposed(tk)) std::swap(want[0], want[1]);
-      if (t.shape != want) bad(path, "tensor '" + prefix + name + "' has an unexpected shape");
+      if (t.shape != want) bad(st.path(), "tensor '" + prefix + name + "' has an unexpected shape");
       std::vector<float> v = tensor_as_float(st, t, name);
-      float* dst = w.params.data() + specs[gpt2_param_index(c, tk, l)].offset;
+      float* dst = params.data() + specs[gpt2_param_index(c, tk, l)].offset;
       if (hf_transposed(tk))
         transpose(dst, v.data(), want[0], want[1]);
       else
         std::memcpy(dst, v.data(), v.size() * 4);
     }
   }
-  return w;
+  return params;
+}
+
+}  // namespace
+
+GPT2Weights read_gpt2_safetensors(const std::string& path, int num_heads) {
+  SafetensorsReader st(path);
+  const std::string prefix = tensor_prefix(st);
+  const GPT2Config c = config_from_tensors(st, prefix, num_heads);
+  refuse_unknown_tensors(st, prefix, c.num_layers);
+  return GPT2Weights{c, flat_params(st, prefix, c)};
 }
 
 void write_gpt2_safetensors(const std::string& path, const GPT2Config& c, const float* params,

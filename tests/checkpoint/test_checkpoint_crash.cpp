@@ -19,6 +19,7 @@
 #include "checkpoint_test_util.h"
 #include "dsx/error.h"
 #include "tests/engine/test_files.h"
+#include "tests/expect_contains.h"
 
 using namespace dsx::checkpoint;
 using namespace dsx::test;  // test_files.h: read_all, load_and_check, save_test_checkpoint, TempDir
@@ -58,9 +59,6 @@ std::pair<std::string, int> in_child(Fn&& body) {
   waitpid(pid, &status, 0);
   return {out, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)};
 }
-
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
 
 }  // namespace
 

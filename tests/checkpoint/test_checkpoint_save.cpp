@@ -10,6 +10,7 @@
 #include "checkpoint_test_util.h"
 #include "dsx/error.h"
 #include "tests/engine/test_files.h"
+#include "tests/expect_contains.h"
 
 using namespace dsx::checkpoint;
 using namespace dsx::test;  // test_files.h: read_all, error_of, load_and_check, save_test_checkpoint, TempDir
@@ -25,9 +26,6 @@ void flip_byte(const std::string& path, long offset) {
   f.seekp(offset);
   f.write(&c, 1);
 }
-
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
 
 }  // namespace
 

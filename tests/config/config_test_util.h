@@ -11,6 +11,7 @@
 
 #include "dsx/error.h"
 #include "config/ds_config.h"
+#include "tests/expect_contains.h"
 
 namespace dsx::test {
 
@@ -82,6 +83,3 @@ inline bool has_warning(const config::EngineConfig& c, const std::string& fragme
 }
 
 }  // namespace dsx::test
-
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << "in: " << (haystack)

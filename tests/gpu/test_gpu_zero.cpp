@@ -60,12 +60,7 @@ std::vector<float> train(dsx::device::Device& device, dsx::comm::Communicator& c
   std::vector<float> host;
   std::vector<uint16_t> host16;
   for (int step = 0; step < 3; ++step) {
-    z.begin_micro_step(true);
-    for (int l = 0; l < kLayers; ++l) {
-      z.prefetch(l + 1);
-      z.acquire(l);
-      z.release(l);
-    }
+    dsx::test::forward(z, kLayers);
     z.begin_backward();
     for (int l = kLayers - 1; l >= 0; --l) {
       z.acquire(l);

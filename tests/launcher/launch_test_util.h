@@ -1,5 +1,5 @@
 // Helpers for launcher tests that start real processes: run `dsx launch` in the background with
-// a known pid, wait for files, read a rank's recorded environment, find free ports.
+// a known pid, wait for files, read and check a rank's recorded environment, find free ports.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -47,6 +47,16 @@ inline std::map<std::string, std::string> read_env(const std::string& path) {
     if (eq != std::string::npos) env[line.substr(0, eq)] = line.substr(eq + 1);
   }
   return env;
+}
+
+// Checks each variable of `want` in a rank's environment `env` (an absent one reads as ""); a
+// failure names `where` and the variable.
+inline void expect_vars(const std::map<std::string, std::string>& env, const std::map<std::string, std::string>& want,
+                        const std::string& where = "") {
+  for (const auto& [name, value] : want) {
+    const auto it = env.find(name);
+    EXPECT_EQ(it == env.end() ? std::string() : it->second, value) << where << " " << name;
+  }
 }
 
 // A TCP port nobody listens on right now (bound to port 0 and released).

@@ -6,6 +6,7 @@
 
 #include <regex>
 
+#include "tests/expect_contains.h"
 #include "tests/launcher/launch_test_util.h"
 #include "tests/tools/run_command.h"
 
@@ -39,20 +40,22 @@ TEST_F(LocalLaunch, FourRanksGetTheirEnvironmentArgumentsAndPrefixedOutput) {
   for (int r = 0; r < 4; ++r) {
     auto e = read_env(dir / ("rank" + std::to_string(r) + ".env"));
     std::string rs = std::to_string(r);
-    EXPECT_EQ(e["RANK"], rs);
-    EXPECT_EQ(e["LOCAL_RANK"], rs);
-    EXPECT_EQ(e["WORLD_SIZE"], "4");
-    EXPECT_EQ(e["LOCAL_WORLD_SIZE"], "4");
-    EXPECT_EQ(e["LOCAL_SIZE"], "4");
-    EXPECT_EQ(e["CROSS_RANK"], "0");
-    EXPECT_EQ(e["CROSS_SIZE"], "1");
-    EXPECT_EQ(e["GROUP_RANK"], "0");
-    EXPECT_EQ(e["ROLE_RANK"], rs);
-    EXPECT_EQ(e["MASTER_ADDR"], "127.0.0.1");
-    EXPECT_EQ(e["MASTER_PORT"], std::to_string(port));
-    EXPECT_EQ(e["CUDA_VISIBLE_DEVICES"], "0,1,2,3");
-    EXPECT_EQ(e["TORCHELASTIC_USE_AGENT_STORE"], "False");
-    EXPECT_EQ(e["DSX_TEST_MODE"], "ok");  // the launcher's environment is inherited
+    expect_vars(e,
+                {{"RANK", rs},
+                 {"LOCAL_RANK", rs},
+                 {"WORLD_SIZE", "4"},
+                 {"LOCAL_WORLD_SIZE", "4"},
+                 {"LOCAL_SIZE", "4"},
+                 {"CROSS_RANK", "0"},
+                 {"CROSS_SIZE", "1"},
+                 {"GROUP_RANK", "0"},
+                 {"ROLE_RANK", rs},
+                 {"MASTER_ADDR", "127.0.0.1"},
+                 {"MASTER_PORT", std::to_string(port)},
+                 {"CUDA_VISIBLE_DEVICES", "0,1,2,3"},
+                 {"TORCHELASTIC_USE_AGENT_STORE", "False"},
+                 {"DSX_TEST_MODE", "ok"}},  // the launcher's environment is inherited
+                "rank " + rs);
     // ranks sharing the node share its cores (as torchrun sets OMP_NUM_THREADS), unless the user set it
     if (!std::getenv("OMP_NUM_THREADS")) {
       const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
@@ -62,7 +65,7 @@ TEST_F(LocalLaunch, FourRanksGetTheirEnvironmentArgumentsAndPrefixedOutput) {
     EXPECT_EQ(e["DSX_STORE_SECRET"].size(), 32u);
     EXPECT_EQ(e["DSX_STORE_SECRET"], read_env(dir / "rank0.env")["DSX_STORE_SECRET"]);
     EXPECT_EQ(read_text(dir / ("rank" + rs + ".args")), "--local_rank=" + rs + "\na\nb c\n");
-    EXPECT_NE(output().find("[rank" + rs + "]: rank " + rs + " says hello\n"), std::string::npos) << output();
+    EXPECT_CONTAINS(output(), "[rank" + rs + "]: rank " + rs + " says hello\n");
     EXPECT_NE(output().find("[rank" + rs + "]: rank " + rs + " to stderr\n"), std::string::npos);
   }
 }
@@ -79,7 +82,7 @@ TEST_F(LocalLaunch, ProgressBarRedrawsPassThroughAtOnce) {
   EXPECT_TRUE(seen) << "the redraw was held back: " << output();
   ASSERT_EQ(run.wait(30), 0) << output();
   // Every redraw starts with the rank's prefix: the carriage return would otherwise draw over it.
-  EXPECT_NE(output().find("\r[rank0]: step 1 of 2\r[rank0]: step 2 of 2\n"), std::string::npos) << output();
+  EXPECT_CONTAINS(output(), "\r[rank0]: step 1 of 2\r[rank0]: step 2 of 2\n");
 }
 
 TEST_F(LocalLaunch, VisibleDevicesAndIncludePickSlots) {
@@ -109,7 +112,7 @@ TEST_F(LocalLaunch, RankKilledBySignalIsAFailure) {
   Background run(launch({"--num_gpus", "3"}), env("selfkill", 1), dir / "launch.out");
   EXPECT_EQ(run.wait(30), 128 + SIGKILL) << output();
   EXPECT_NE(output().find("rank 1 (pid"), std::string::npos);
-  EXPECT_NE(output().find("was killed by signal 9"), std::string::npos) << output();
+  EXPECT_CONTAINS(output(), "was killed by signal 9");
   EXPECT_TRUE(exists(dir / "rank0.term"));
 }
 
@@ -176,9 +179,9 @@ TEST_F(LocalLaunch, MasterPortZeroPicksAFreePort) {
   std::string port0 = read_env(dir / "rank0.env")["MASTER_PORT"];
   EXPECT_EQ(read_env(dir / "rank1.env")["MASTER_PORT"], port0);
   EXPECT_GT(std::atoi(port0.c_str()), 0) << port0;
-  EXPECT_NE(output().find("--master_port 0: using free port " + port0), std::string::npos) << output();
+  EXPECT_CONTAINS(output(), "--master_port 0: using free port " + port0);
   // issue 33, item 22: the world line names the chosen port, not :0.
-  EXPECT_NE(output().find("127.0.0.1:" + port0 + ", local"), std::string::npos) << output();
+  EXPECT_CONTAINS(output(), "127.0.0.1:" + port0 + ", local");
   EXPECT_EQ(output().find(":0, local"), std::string::npos) << output();
 }
 
@@ -250,7 +253,7 @@ TEST_F(LocalLaunch, BindCoresGivesEachRankItsCoreAndOmpThreads) {
 TEST_F(LocalLaunch, TooFewCoresForTheRanksIsAClearError) {
   auto r = run_dsx("launch --num_gpus 3 --bind_core_list 0 " + probe_script());
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("cannot bind 3 ranks to 1 core(s)"), std::string::npos) << r.output;
+  EXPECT_CONTAINS(r.output, "cannot bind 3 ranks to 1 core(s)");
 }
 
 TEST_F(LocalLaunch, MasterPortInUseIsReportedBeforeStarting) {
@@ -265,7 +268,7 @@ TEST_F(LocalLaunch, MasterPortInUseIsReportedBeforeStarting) {
                        " " + probe_script());
   ::close(fd);
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("master port " + std::to_string(port) + " on 127.0.0.1 is already in use"), std::string::npos) << r.output;
+  EXPECT_CONTAINS(r.output, "master port " + std::to_string(port) + " on 127.0.0.1 is already in use");
   EXPECT_FALSE(exists(dir / "rank0.env"));
 }
 
@@ -273,7 +276,7 @@ TEST_F(LocalLaunch, BadHostfileLineNamesFileAndLine) {
   std::ofstream(dir / "hostfile") << "# cluster\nnode-a slots=2\nnode-b slot=2\n";
   auto r = run_dsx("launch -H " + (dir / "hostfile") + " " + probe_script());
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find(dir / "hostfile:3: Hostfile contains a bad entry: node-b slot=2"), std::string::npos) << r.output;
+  EXPECT_CONTAINS(r.output, dir / "hostfile:3: Hostfile contains a bad entry: node-b slot=2");
 }
 
 // issue 33 item 19: these used to start one rank per slot, or run locally, and exit 0.
@@ -285,14 +288,14 @@ TEST_F(LocalLaunch, NumGpusBelowOneAndADirectoryHostfileAreRefused) {
   }
   auto r = run_dsx("launch -H " + dir.path() + " --num_gpus 1 " + probe_script());
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.output.find("hostfile " + dir.path() + " is a directory"), std::string::npos) << r.output;
+  EXPECT_CONTAINS(r.output, "hostfile " + dir.path() + " is a directory");
   EXPECT_FALSE(exists(dir / "rank0.env"));
 }
 
 TEST_F(LocalLaunch, MissingProgramIsNamed) {
   auto r = run_dsx("launch --num_gpus 2 --no_python /nonexistent/dsx-program");
   EXPECT_EQ(r.exit_code, 127);
-  EXPECT_NE(r.output.find("cannot start '/nonexistent/dsx-program': No such file or directory"), std::string::npos) << r.output;
+  EXPECT_CONTAINS(r.output, "cannot start '/nonexistent/dsx-program': No such file or directory");
 }
 
 TEST_F(LocalLaunch, DryRunPrintsEveryRankAndStartsNothing) {
@@ -301,7 +304,7 @@ TEST_F(LocalLaunch, DryRunPrintsEveryRankAndStartsNothing) {
   EXPECT_NE(r.output.find("rank 1: MASTER_ADDR=127.0.0.1 MASTER_PORT=1234 WORLD_SIZE=2 RANK=1 LOCAL_RANK=1 CUDA_VISIBLE_DEVICES=0,1 "),
             std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find(" -u train.py --local_rank=1 --x 'a b'\n"), std::string::npos) << r.output;
+  EXPECT_CONTAINS(r.output, " -u train.py --local_rank=1 --x 'a b'\n");
 }
 
 TEST_F(LocalLaunch, MoreRanksThanVisibleGpusWarnsOnceOnStderr) {
@@ -312,7 +315,7 @@ TEST_F(LocalLaunch, MoreRanksThanVisibleGpusWarnsOnceOnStderr) {
   const auto first = r.output.find(warning);
   ASSERT_NE(first, std::string::npos) << r.output;
   EXPECT_EQ(r.output.find(warning, first + 1), std::string::npos) << "printed more than once:\n" << r.output;
-  EXPECT_NE(r.output.find("DSX_COMM_BACKEND=ofi"), std::string::npos) << r.output;
+  EXPECT_CONTAINS(r.output, "DSX_COMM_BACKEND=ofi");
   // --quiet (log level error) silences it; two visible GPUs for two ranks need no warning.
   EXPECT_EQ(run_command("CUDA_VISIBLE_DEVICES=0 " + launch + " --quiet train.py").output.find("warning"), std::string::npos);
   EXPECT_EQ(run_command("CUDA_VISIBLE_DEVICES=0,1 " + launch + " train.py").output.find("warning"), std::string::npos);
@@ -324,20 +327,20 @@ TEST_F(LocalLaunch, DryRunOfMultiNodeBackendsPrintsTheExactCommands) {
   auto r = run_command(std::string("cd ") + dir.path() + " && env -i PATH=/usr/bin:/bin NCCL_X='a b' " + DSX_EXE + common +
                        "--launcher pdsh train.py --lr 1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("pdsh: PDSH_RCMD_TYPE=ssh pdsh -S -f 1024 -w 127.0.0.1,127.0.0.2 "), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("--node_rank=%n"), std::string::npos) << r.output;
+  EXPECT_CONTAINS(r.output, "pdsh: PDSH_RCMD_TYPE=ssh pdsh -S -f 1024 -w 127.0.0.1,127.0.0.2 ");
+  EXPECT_CONTAINS(r.output, "--node_rank=%n");
   EXPECT_NE(r.output.find("node 1 (127.0.0.2): export NCCL_X='a b'; export PYTHONPATH=" + dir.path() + "; cd " + dir.path() +
                           " && exec "),
             std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find(" --node_rank=1 --master_addr=127.0.0.1 --master_port=1234 "), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find(" train.py --lr 1\n"), std::string::npos) << r.output;
+  EXPECT_CONTAINS(r.output, " --node_rank=1 --master_addr=127.0.0.1 --master_port=1234 ");
+  EXPECT_CONTAINS(r.output, " train.py --lr 1\n");
   r = run_command(std::string("cd ") + dir.path() + " && " + DSX_EXE + common + "--launcher slurm train.py");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("srun -n 4 --nodes=2 --ntasks-per-node=2 --nodelist=127.0.0.1,127.0.0.2 --kill-on-bad-exit=1 --export=ALL "),
             std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find(" launch --dsx_rank_shim --kill_grace_s=30 train.py"), std::string::npos) << r.output;
+  EXPECT_CONTAINS(r.output, " launch --dsx_rank_shim --kill_grace_s=30 train.py");
 }
 
 TEST_F(LocalLaunch, PythonScriptRunsUnderPythonWithLocalRank) {
@@ -354,7 +357,7 @@ TEST_F(LocalLaunch, PythonScriptRunsUnderPythonWithLocalRank) {
 TEST_F(LocalLaunch, BadLogLevelIsAUsageError) {
   auto r = run_dsx("launch --log_level loud x.py");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("--log_level 'loud'"), std::string::npos) << r.output;
+  EXPECT_CONTAINS(r.output, "--log_level 'loud'");
 }
 
 TEST_F(LocalLaunch, ElasticIsRejectedAndAutotuningOnlyTunesDsxTrain) {
@@ -364,7 +367,7 @@ TEST_F(LocalLaunch, ElasticIsRejectedAndAutotuningOnlyTunesDsxTrain) {
   // --autotuning runs dsx autotune (tests/tools/test_autotune_cli.cpp), which tunes dsx train jobs.
   r = run_dsx("launch --autotuning tune x.py");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("tunes a `dsx train` job"), std::string::npos) << r.output;
+  EXPECT_CONTAINS(r.output, "tunes a `dsx train` job");
 }
 
 // `dsx launch ... dsx <command>` from a build tree, where no `dsx` is on PATH: the ranks run the
@@ -373,8 +376,8 @@ TEST_F(LocalLaunch, DsxWithoutDsxOnPathRunsTheLaunchersOwnBinary) {
   auto r = run_command("env PATH=/usr/bin:/bin " + std::string(DSX_EXE) + " launch --num_gpus 2 --master_port " +
                        std::to_string(port) + " dsx version");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("[rank0]: dsx "), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("[rank1]: dsx "), std::string::npos) << r.output;
+  EXPECT_CONTAINS(r.output, "[rank0]: dsx ");
+  EXPECT_CONTAINS(r.output, "[rank1]: dsx ");
 }
 
 // Spellings DeepSpeed's argparse takes: --num_accelerators (its other name for --num_gpus),
@@ -388,16 +391,16 @@ TEST_F(LocalLaunch, FlagSpellingsDeepSpeedAcceptsAreAccepted) {
     EXPECT_NE(r.output.find(two_ranks), std::string::npos) << flags << "\n" << r.output;
   }
   auto program_args = run_command(launch + "--num_gpus 1 train.py --out= x");  // the program's words stay
-  EXPECT_NE(program_args.output.find(" train.py --local_rank=0 --out= x\n"), std::string::npos) << program_args.output;
+  EXPECT_CONTAINS(program_args.output, " train.py --local_rank=0 --out= x\n");
   auto addr = run_command(launch + "--num_gpus 1 --master_add 10.1.2.3 train.py");
-  EXPECT_NE(addr.output.find("MASTER_ADDR=10.1.2.3"), std::string::npos) << addr.output;
+  EXPECT_CONTAINS(addr.output, "MASTER_ADDR=10.1.2.3");
   auto ambiguous = run_command(launch + "--num 2 train.py");
   EXPECT_EQ(ambiguous.exit_code, 2) << ambiguous.output;
-  EXPECT_NE(ambiguous.output.find("'--num' is ambiguous"), std::string::npos) << ambiguous.output;
+  EXPECT_CONTAINS(ambiguous.output, "'--num' is ambiguous");
   std::ofstream(dir / "hostfile") << "127.0.0.1 slots=4\n";
   auto spaced = run_command(launch + "-H " + (dir / "hostfile") + " -i \"127.0.0.1: 1, 3\" train.py");
   EXPECT_EQ(spaced.exit_code, 0) << spaced.output;
-  EXPECT_NE(spaced.output.find("CUDA_VISIBLE_DEVICES=1,3"), std::string::npos) << spaced.output;
+  EXPECT_CONTAINS(spaced.output, "CUDA_VISIBLE_DEVICES=1,3");
 }
 
 // A rank killed before it closes its libfabric shm endpoint leaves /dev/shm/<pid>:0:0 (16 MiB

@@ -9,8 +9,10 @@
 #include "launcher/rank_command.h"
 #include "launcher/rank_env.h"
 #include "launcher/rank_shim.h"
+#include "tests/launcher/launch_test_util.h"
 
 using namespace dsx::launcher;
+using dsx::test::expect_vars;
 
 namespace {
 
@@ -24,42 +26,33 @@ std::map<std::string, std::string> env_of(const World& w, int node, int index, L
 
 TEST(RankEnv, DeepSpeedVectorTwoNodes) {
   World w = {{"worker-0", {0, 1}}, {"worker-1", {2}}};
-  auto r1 = env_of(w, 0, 1);
-  EXPECT_EQ(r1["RANK"], "1");
-  EXPECT_EQ(r1["LOCAL_RANK"], "1");
-  EXPECT_EQ(r1["CUDA_VISIBLE_DEVICES"], "0,1");
-  EXPECT_EQ(r1["LOCAL_SIZE"], "2");
-  EXPECT_EQ(r1["WORLD_SIZE"], "3");
-  EXPECT_EQ(r1["CROSS_SIZE"], "2");
-  auto r2 = env_of(w, 1, 0);
-  EXPECT_EQ(r2["RANK"], "2");
-  EXPECT_EQ(r2["LOCAL_RANK"], "0");
-  EXPECT_EQ(r2["CUDA_VISIBLE_DEVICES"], "2");
-  EXPECT_EQ(r2["LOCAL_SIZE"], "1");
-  EXPECT_EQ(r2["CROSS_RANK"], "1");
-  EXPECT_EQ(r2["WORLD_SIZE"], "3");
+  expect_vars(env_of(w, 0, 1), {{"RANK", "1"}, {"LOCAL_RANK", "1"}, {"CUDA_VISIBLE_DEVICES", "0,1"},
+                                {"LOCAL_SIZE", "2"}, {"WORLD_SIZE", "3"}, {"CROSS_SIZE", "2"}});
+  expect_vars(env_of(w, 1, 0), {{"RANK", "2"}, {"LOCAL_RANK", "0"}, {"CUDA_VISIBLE_DEVICES", "2"},
+                                {"LOCAL_SIZE", "1"}, {"CROSS_RANK", "1"}, {"WORLD_SIZE", "3"}});
 }
 
 TEST(RankEnv, TorchrunContractOnEveryRank) {
   World w = {{"a", {0, 1, 2, 3}}, {"b", {0, 1, 2, 3}}};
   for (int node = 0; node < 2; ++node) {
     for (int i = 0; i < 4; ++i) {
-      auto e = env_of(w, node, i);
-      int rank = node * 4 + i;
-      EXPECT_EQ(e["RANK"], std::to_string(rank));
-      EXPECT_EQ(e["ROLE_RANK"], std::to_string(rank));
-      EXPECT_EQ(e["LOCAL_RANK"], std::to_string(i));
-      EXPECT_EQ(e["LOCAL_WORLD_SIZE"], "4");
-      EXPECT_EQ(e["GROUP_RANK"], std::to_string(node));
-      EXPECT_EQ(e["NODE_RANK"], std::to_string(node));
-      EXPECT_EQ(e["GROUP_WORLD_SIZE"], "2");
-      EXPECT_EQ(e["ROLE_WORLD_SIZE"], "8");
-      EXPECT_EQ(e["ROLE_NAME"], "default");
-      EXPECT_EQ(e["MASTER_ADDR"], "10.0.0.1");
-      EXPECT_EQ(e["MASTER_PORT"], "29500");
-      EXPECT_EQ(e["TORCHELASTIC_USE_AGENT_STORE"], "False");
-      EXPECT_EQ(e["TORCHELASTIC_RESTART_COUNT"], "0");
-      EXPECT_EQ(e["TORCHELASTIC_RUN_ID"], "dsx-10.0.0.1-29500");
+      const std::string rank = std::to_string(node * 4 + i);
+      expect_vars(env_of(w, node, i),
+                  {{"RANK", rank},
+                   {"ROLE_RANK", rank},
+                   {"LOCAL_RANK", std::to_string(i)},
+                   {"LOCAL_WORLD_SIZE", "4"},
+                   {"GROUP_RANK", std::to_string(node)},
+                   {"NODE_RANK", std::to_string(node)},
+                   {"GROUP_WORLD_SIZE", "2"},
+                   {"ROLE_WORLD_SIZE", "8"},
+                   {"ROLE_NAME", "default"},
+                   {"MASTER_ADDR", "10.0.0.1"},
+                   {"MASTER_PORT", "29500"},
+                   {"TORCHELASTIC_USE_AGENT_STORE", "False"},
+                   {"TORCHELASTIC_RESTART_COUNT", "0"},
+                   {"TORCHELASTIC_RUN_ID", "dsx-10.0.0.1-29500"}},
+                  "rank " + rank);
     }
   }
 }
@@ -109,22 +102,15 @@ TEST(RankShim, MapsOpenMpiSlurmAndPmi) {
     auto v = scheduler_rank_env(env);
     return std::map<std::string, std::string>(v.begin(), v.end());
   };
-  auto ompi = m({{"OMPI_COMM_WORLD_RANK", "5"}, {"OMPI_COMM_WORLD_SIZE", "8"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
-                 {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}});
-  EXPECT_EQ(ompi["RANK"], "5");
-  EXPECT_EQ(ompi["LOCAL_RANK"], "1");
-  EXPECT_EQ(ompi["WORLD_SIZE"], "8");
-  EXPECT_EQ(ompi["CROSS_RANK"], "1");
-  EXPECT_EQ(ompi["CROSS_SIZE"], "2");
-  auto slurm = m({{"SLURM_PROCID", "4"}, {"SLURM_NTASKS", "5"}, {"SLURM_LOCALID", "0"}, {"SLURM_NODEID", "2"},
-                  {"SLURM_NNODES", "3"}, {"SLURM_TASKS_PER_NODE", "2(x2),1"}});
-  EXPECT_EQ(slurm["RANK"], "4");
-  EXPECT_EQ(slurm["LOCAL_SIZE"], "1");
-  EXPECT_EQ(slurm["NODE_RANK"], "2");
-  EXPECT_EQ(slurm["GROUP_WORLD_SIZE"], "3");
-  auto pmi = m({{"PMI_RANK", "3"}, {"PMI_SIZE", "4"}, {"MPI_LOCALRANKID", "1"}, {"MPI_LOCALNRANKS", "2"}});
-  EXPECT_EQ(pmi["LOCAL_RANK"], "1");
-  EXPECT_EQ(pmi["GROUP_RANK"], "1");
+  expect_vars(m({{"OMPI_COMM_WORLD_RANK", "5"}, {"OMPI_COMM_WORLD_SIZE", "8"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                 {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}}),
+              {{"RANK", "5"}, {"LOCAL_RANK", "1"}, {"WORLD_SIZE", "8"}, {"CROSS_RANK", "1"}, {"CROSS_SIZE", "2"}},
+              "Open MPI");
+  expect_vars(m({{"SLURM_PROCID", "4"}, {"SLURM_NTASKS", "5"}, {"SLURM_LOCALID", "0"}, {"SLURM_NODEID", "2"},
+                 {"SLURM_NNODES", "3"}, {"SLURM_TASKS_PER_NODE", "2(x2),1"}}),
+              {{"RANK", "4"}, {"LOCAL_SIZE", "1"}, {"NODE_RANK", "2"}, {"GROUP_WORLD_SIZE", "3"}}, "Slurm");
+  expect_vars(m({{"PMI_RANK", "3"}, {"PMI_SIZE", "4"}, {"MPI_LOCALRANKID", "1"}, {"MPI_LOCALNRANKS", "2"}}),
+              {{"LOCAL_RANK", "1"}, {"GROUP_RANK", "1"}}, "PMI");
   EXPECT_THROW(scheduler_rank_env({}), dsx::Error);
   EXPECT_THROW(scheduler_rank_env({{"PMI_RANK", "1"}, {"PMIX_RANK", "2"}, {"PMI_SIZE", "4"}, {"MPI_LOCALRANKID", "0"},
                                    {"MPI_LOCALNRANKS", "1"}}),

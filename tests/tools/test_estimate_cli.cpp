@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "tests/expect_contains.h"
 #include "tests/tools/run_command.h"
 
 using dsx::test::run_dsx;
@@ -47,7 +48,7 @@ TEST(EstimateCli, JsonCarriesDeepSpeedFiguresForA7bModel) {
 TEST(EstimateCli, TableShowsEveryStageAndOffload) {
   auto r = run_dsx("estimate --model gpt2 --gpu rtx4090 --micro-batch 8");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("124439808 params"), std::string::npos) << r.output;
+  EXPECT_CONTAINS(r.output, "124439808 params");
   EXPECT_NE(r.output.find("fewest GPUs"), std::string::npos);
   EXPECT_NE(r.output.find("optimizer+param"), std::string::npos);
   EXPECT_NE(r.output.find("\n0     none"), std::string::npos);
@@ -106,12 +107,12 @@ TEST(EstimateCli, BadInputIsAClearUsageError) {
 TEST(EstimateCli, AbsurdSizesAreRefusedNotOverflowed) {
   auto r = run_dsx("estimate --layers 2 --hidden 99999999999 --heads 1 --vocab 10 --seq-len 8");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("sizes beyond any real model"), std::string::npos) << r.output;
+  EXPECT_CONTAINS(r.output, "sizes beyond any real model");
   r = run_dsx(
       "estimate --layers 16384 --hidden 1048576 --heads 16 --vocab 1000 --seq-len 1000000 "
       "--micro-batch 100000");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("more than an exabyte"), std::string::npos) << r.output;
+  EXPECT_CONTAINS(r.output, "more than an exabyte");
 }
 
 TEST(EstimateCli, UnreadableOrBrokenConfigNamesTheFile) {
@@ -171,12 +172,12 @@ TEST(EstimateCli, DsConfigErrorsNameTheFile) {
     "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "nvme", "nvme_path": "/tmp"}}})";
   auto r = run_dsx("estimate --model gpt2 --ds-config " + nvme);
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("offload_optimizer.device is nvme"), std::string::npos) << r.output;
+  EXPECT_CONTAINS(r.output, "offload_optimizer.device is nvme");
   std::ofstream(nvme) << "{\"zero_optimization\": {\"stage\": 7}}";
   r = run_dsx("estimate --model gpt2 --ds-config " + nvme);
   std::remove(nvme.c_str());
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("test_estimate_cli_nvme.json"), std::string::npos) << r.output;
+  EXPECT_CONTAINS(r.output, "test_estimate_cli_nvme.json");
 }
 
 // The names people write: dsx train's GPT-2 presets, "llama-7b", any case and separators, and
@@ -207,8 +208,8 @@ TEST(EstimateCli, AConfigNoClusterFitsSaysWhy) {
   auto r = run_dsx("estimate --model llama2-70b --gpu a100-40gb --stage 0 --offload none");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output.find("none <= 8192"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("never: >= "), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("GiB per GPU however many"), std::string::npos) << r.output;
+  EXPECT_CONTAINS(r.output, "never: >= ");
+  EXPECT_CONTAINS(r.output, "GiB per GPU however many");
 }
 
 // issue 33, item 16: sizes as people write them, for --params and for --model.
@@ -242,5 +243,5 @@ TEST(EstimateCli, SizesAreAcceptedAsWritten) {
   }
   auto bad = run_dsx("estimate --model 7.5 --json");
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
-  EXPECT_NE(bad.output.find("or a size such as 7B"), std::string::npos) << bad.output;
+  EXPECT_CONTAINS(bad.output, "or a size such as 7B");
 }

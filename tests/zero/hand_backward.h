@@ -27,6 +27,17 @@ inline std::vector<zero::ModelParam> params_of(int layers, size_t per_layer) {
 
 inline size_t total(const std::vector<zero::ModelParam>& ps) { return ps.back().model_offset + ps.back().info.numel; }
 
+// The first half of a micro-step: its "forward", layer by layer from the bottom, each layer
+// gathered (stage 3: with the next one prefetched) and released.
+inline void forward(zero::ZeroEngine& z, int layers) {
+  z.begin_micro_step(true);
+  for (int l = 0; l < layers; ++l) {
+    z.prefetch(l + 1);
+    z.acquire(l);
+    z.release(l);
+  }
+}
+
 // One micro-step of "backward": layer by layer from the top, each gradient element += value(l).
 template <class Value>
 void backward(zero::ZeroEngine& z, const std::vector<zero::ModelParam>& ps, int layers, Value value,

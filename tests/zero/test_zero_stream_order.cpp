@@ -25,16 +25,11 @@ using dsx::test::total;
 constexpr int kLayers = 4;
 const auto kParams = params_of(kLayers, 101);
 
-// Two steps of forward (acquire/release every layer) and hand backward, then the weights.
+// Two steps of hand forward and backward, then the weights.
 void train(dsx::zero::ZeroEngine& z) {
   std::vector<float> weights(total(kParams));
   for (int step = 0; step < 2; ++step) {
-    z.begin_micro_step(true);
-    for (int l = 0; l < kLayers; ++l) {
-      z.prefetch(l + 1);
-      z.acquire(l);
-      z.release(l);
-    }
+    dsx::test::forward(z, kLayers);
     backward(z, kParams, kLayers, [](int l) { return 0.01f * float(l + 1); });
     z.step({1e-2, {}, {}});
   }
