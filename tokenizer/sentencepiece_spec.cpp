@@ -60,32 +60,39 @@ class WireReader {
   size_t pos_ = 0;
 };
 
+using Field = std::function<void(uint32_t, uint32_t, uint64_t, std::string_view)>;
+
+Field trainer_spec(SentencePieceSpec& spec) {
+  return [&spec](uint32_t field, uint32_t type, uint64_t value, std::string_view) {
+    if (type != 0) return;
+    if (field == 3) spec.model_type = static_cast<SentencePieceSpec::ModelType>(value);
+    if (field == 24) spec.treat_whitespace_as_suffix = value != 0;
+  };
+}
+
+Field normalizer_spec(SentencePieceSpec& spec) {
+  return [&spec](uint32_t field, uint32_t type, uint64_t value, std::string_view bytes) {
+    if (field == 2 && type == 2) spec.has_charsmap = !bytes.empty();
+    if (type != 0) return;
+    if (field == 3) spec.add_dummy_prefix = value != 0;
+    if (field == 4) spec.remove_extra_whitespaces = value != 0;
+    if (field == 5) spec.escape_whitespaces = value != 0;
+  };
+}
+
 }  // namespace
 
 SentencePieceSpec read_sentencepiece_spec(std::string_view model_proto) {
   SentencePieceSpec spec;
-  SentencePieceSpec read = spec;
   bool ok = true;
-  ok &= WireReader(model_proto).each_field([&](uint32_t field, uint32_t type, uint64_t,
-                                                   std::string_view nested) {
-    if (type != 2) return;
-    if (field == 2) {  // TrainerSpec
-      ok &= WireReader(nested).each_field([&](uint32_t f, uint32_t t, uint64_t v, std::string_view) {
-        if (t != 0) return;
-        if (f == 3) read.model_type = static_cast<SentencePieceSpec::ModelType>(v);
-        if (f == 24) read.treat_whitespace_as_suffix = v != 0;
-      });
-    } else if (field == 3) {  // NormalizerSpec
-      ok &= WireReader(nested).each_field([&](uint32_t f, uint32_t t, uint64_t v, std::string_view s) {
-        if (f == 2 && t == 2) read.has_charsmap = !s.empty();
-        if (t != 0) return;
-        if (f == 3) read.add_dummy_prefix = v != 0;
-        if (f == 4) read.remove_extra_whitespaces = v != 0;
-        if (f == 5) read.escape_whitespaces = v != 0;
-      });
-    }
-  });
-  return ok ? read : spec;
+  ok &= WireReader(model_proto)
+            .each_field([&](uint32_t field, uint32_t type, uint64_t, std::string_view nested) {
+              if (type == 2 && field == 2) ok &= WireReader(nested).each_field(trainer_spec(spec));
+              if (type == 2 && field == 3) {
+                ok &= WireReader(nested).each_field(normalizer_spec(spec));
+              }
+            });
+  return ok ? spec : SentencePieceSpec{};
 }
 
 }  // namespace dsx::tokenizer

@@ -12,10 +12,10 @@ struct SentencePieceSpec {
   enum class ModelType { Unigram = 1, Bpe = 2, Word = 3, Char = 4 };
   ModelType model_type = ModelType::Unigram;  // TrainerSpec.model_type (3)
   bool treat_whitespace_as_suffix = false;    // TrainerSpec (24)
-  bool has_charsmap = false;             // NormalizerSpec.precompiled_charsmap (2) not empty
-  bool add_dummy_prefix = true;          // NormalizerSpec (3)
-  bool remove_extra_whitespaces = true;  // NormalizerSpec (4)
-  bool escape_whitespaces = true;        // NormalizerSpec (5)
+  bool has_charsmap = false;                  // NormalizerSpec.precompiled_charsmap (2) not empty
+  bool add_dummy_prefix = true;               // NormalizerSpec (3)
+  bool remove_extra_whitespaces = true;       // NormalizerSpec (4)
+  bool escape_whitespaces = true;             // NormalizerSpec (5)
 };
 
 // The settings of a serialized ModelProto; the defaults where a field is absent or the bytes are

@@ -42,8 +42,8 @@ SentencePieceTokenizer::SentencePieceTokenizer(const std::string& model_path,
   }
   std::vector<std::string> pieces(size_t(processor_->GetPieceSize()));
   for (size_t id = 0; id < pieces.size(); ++id) pieces[id] = processor_->IdToPiece(int(id));
-  by_words_ = encodes_word_by_word(read_sentencepiece_spec(processor_->serialized_model_proto()),
-                                   pieces);
+  by_words_ =
+      encodes_word_by_word(read_sentencepiece_spec(processor_->serialized_model_proto()), pieces);
 }
 
 SentencePieceTokenizer::~SentencePieceTokenizer() = default;

@@ -39,8 +39,11 @@ TEST(SentencePieceSpec, ReadsTheLlama2StyleFixturesSettings) {
 }
 
 TEST(SentencePieceSpec, BytesThatAreNoMessageGiveTheDefaults) {
-  for (std::string_view bytes : {std::string_view(""), std::string_view("\x12\x05" "ab", 4),
-                                 std::string_view("\xFF", 1)}) {
+  const std::string cut_short =
+      "\x12\x05"
+      "ab";  // TrainerSpec of 5 bytes, 2 there
+  for (std::string_view bytes :
+       {std::string_view(""), std::string_view(cut_short), std::string_view("\xFF", 1)}) {
     const auto spec = read_sentencepiece_spec(bytes);
     EXPECT_EQ(spec.model_type, Type::Unigram);
     EXPECT_TRUE(spec.remove_extra_whitespaces);
@@ -48,7 +51,8 @@ TEST(SentencePieceSpec, BytesThatAreNoMessageGiveTheDefaults) {
 }
 
 TEST(SentencePieceWords, OnlyBpeThatNormalizesSpacesAloneGoesWordByWord) {
-  const std::vector<std::string> pieces{"<unk>", "<s>", "\xE2\x96\x81\xE2\x96\x81", "\xE2\x96\x81the", "ab"};
+  const std::vector<std::string> pieces{"<unk>", "<s>", "\xE2\x96\x81\xE2\x96\x81",
+                                        "\xE2\x96\x81the", "ab"};
   EXPECT_TRUE(encodes_word_by_word(llama2_like(), pieces));
   auto unigram = llama2_like();
   unigram.model_type = Type::Unigram;
@@ -83,7 +87,8 @@ TEST(SentencePieceWords, WordByWordIdsAreTheLibrarysIds) {
   EXPECT_NE(tok->describe().find("word by word"), std::string::npos) << tok->describe();
   std::string long_text;
   for (int i = 0; i < 50; ++i) {
-    long_text += "Größe  und\tStraße, it's 12345 metres;   ", long_text += "你好 \n\n x\xE2\x96\x81 y ";
+    long_text += "Größe  und\tStraße, it's 12345 metres;   ";
+    long_text += "你好 \n\n x\xE2\x96\x81 y ";
   }
   for (const std::string& text :
        {std::string(""), std::string(" "), std::string("a "), std::string(" a"),
