@@ -6,7 +6,8 @@
 #      with tokenizers' encode_batch or sentencepiece's encode on all threads (end_to_end.py);
 #   2. the encode phase alone, 1 thread and all threads (bench_tokenizer), unless ENCODE_PHASE=0.
 # The peers come from the shared peers venv (bench/peers/venv.sh).
-# usage: bash bench/tokenizer/run_tokenizer_bench.sh [build-dir]   (env REPS, SIZE_MB, ENCODE_PHASE)
+# usage: bash bench/tokenizer/run_tokenizer_bench.sh [build-dir]
+#        (env REPS, SIZE_MB, ENCODE_PHASE; DSX_PEERS_VENV: where the peers venv is or goes)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
