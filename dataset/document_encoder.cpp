@@ -35,20 +35,10 @@ std::vector<std::vector<TokenId>> DocumentEncoder::encode_templated(
 void DocumentEncoder::append_documents(std::span<const std::string_view> documents,
                                        std::vector<TokenId>& out,
                                        std::vector<size_t>* starts) const {
-  auto ids = encode_plain(documents);
-  size_t total = out.size();
-  for (const auto& d : ids) {
-    total += prefix_.size() + d.size() + 1;
-  }
-  out.reserve(total);
-  for (const auto& d : ids) {
-    if (starts) {
-      starts->push_back(out.size());
-    }
-    out.insert(out.end(), prefix_.begin(), prefix_.end());
-    out.insert(out.end(), d.begin(), d.end());
-    out.push_back(eos_);
-  }
+  tokenizer::EncodeOptions o;
+  o.add_special_tokens = false, o.split_special_tokens = true;
+  const TokenId eos[] = {eos_};
+  tokenizer::append_documents(tokenizer_, documents, o, threads_, prefix_, eos, out, starts);
 }
 
 }  // namespace dsx::dataset

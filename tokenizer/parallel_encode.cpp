@@ -54,6 +54,70 @@ std::vector<std::vector<TokenId>> encode_documents(const Tokenizer& tokenizer,
   return out;
 }
 
+namespace {
+
+// Consecutive documents [first, last) encoded into one buffer; ends[i] is where document first + i
+// ends in ids.
+struct DocumentRun {
+  size_t first = 0, last = 0;
+  std::vector<TokenId> ids;
+  std::vector<size_t> ends;
+};
+
+// Cuts the documents into runs of about `target` bytes; the runs' buffers keep their capacity.
+void plan_runs(std::span<const std::string_view> documents, size_t target,
+               std::vector<DocumentRun>& runs, size_t& count) {
+  count = 0;
+  size_t bytes = 0;
+  for (size_t d = 0; d < documents.size(); ++d) {
+    if (bytes == 0) {
+      if (runs.size() == count) runs.emplace_back();
+      runs[count].first = d;
+    }
+    bytes += documents[d].size() + 1;
+    if (bytes >= target || d + 1 == documents.size()) {
+      runs[count++].last = d + 1;
+      bytes = 0;
+    }
+  }
+}
+
+}  // namespace
+
+void append_documents(const Tokenizer& tokenizer, std::span<const std::string_view> documents,
+                      const EncodeOptions& options, unsigned threads,
+                      std::span<const TokenId> before, std::span<const TokenId> after,
+                      std::vector<TokenId>& out, std::vector<size_t>* starts) {
+  constexpr size_t kRunBytes = 64 * 1024;
+  thread_local std::vector<DocumentRun> callers_runs;  // reused call after call
+  // A name for the caller's instance: inside the lambda, `callers_runs` would name each worker's.
+  std::vector<DocumentRun>& runs = callers_runs;
+  size_t count = 0;
+  plan_runs(documents, kRunBytes, runs, count);
+  for_each_index(count, thread_count(threads, count), [&](size_t r) {
+    DocumentRun& run = runs[r];
+    run.ids.clear(), run.ends.clear();
+    for (size_t d = run.first; d < run.last; ++d) {
+      run.ids.insert(run.ids.end(), before.begin(), before.end());
+      tokenizer.encode_into(documents[d], options, run.ids);
+      run.ids.insert(run.ids.end(), after.begin(), after.end());
+      run.ends.push_back(run.ids.size());
+    }
+  });
+  size_t total = out.size();
+  for (size_t r = 0; r < count; ++r) total += runs[r].ids.size();
+  out.reserve(total);
+  for (size_t r = 0; r < count; ++r) {
+    const DocumentRun& run = runs[r];
+    const size_t base = out.size();
+    if (starts) {
+      starts->push_back(base);
+      for (size_t i = 0; i + 1 < run.ends.size(); ++i) starts->push_back(base + run.ends[i]);
+    }
+    out.insert(out.end(), run.ids.begin(), run.ids.end());
+  }
+}
+
 std::vector<size_t> line_start_cuts(std::string_view text, size_t target) {
   std::vector<size_t> cuts;
   size_t from = target;

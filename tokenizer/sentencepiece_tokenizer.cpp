@@ -5,13 +5,18 @@
 #include <filesystem>
 
 #include "dsx/error.h"
+#include "tokenizer/sentencepiece_spec.h"
+#include "tokenizer/sentencepiece_words.h"
 #include "tokenizer/utf8.h"
+#include "tokenizer/word_cache.h"
 
 namespace dsx::tokenizer {
 
 SentencePieceTokenizer::SentencePieceTokenizer(const std::string& model_path,
                                                const SentencePieceRules& rules)
-    : processor_(std::make_unique<sentencepiece::SentencePieceProcessor>()), source_(model_path) {
+    : processor_(std::make_unique<sentencepiece::SentencePieceProcessor>()),
+      source_(model_path),
+      cache_owner_(WordCache::new_owner()) {
   if (!std::filesystem::exists(model_path)) {
     throw Error(ErrorKind::Io, model_path + ": no such file");
   }
@@ -35,6 +40,10 @@ SentencePieceTokenizer::SentencePieceTokenizer(const std::string& model_path,
                                        ": add_eos_token is true but the model has no EOS "
                                        "piece (set eos_token in tokenizer_config.json)");
   }
+  std::vector<std::string> pieces(size_t(processor_->GetPieceSize()));
+  for (size_t id = 0; id < pieces.size(); ++id) pieces[id] = processor_->IdToPiece(int(id));
+  by_words_ =
+      encodes_word_by_word(read_sentencepiece_spec(processor_->serialized_model_proto()), pieces);
 }
 
 SentencePieceTokenizer::~SentencePieceTokenizer() = default;
@@ -52,15 +61,42 @@ std::optional<TokenId> SentencePieceTokenizer::piece_id(const std::string& piece
 void SentencePieceTokenizer::encode_into(std::string_view text, const EncodeOptions& options,
                                          std::vector<TokenId>& out) const {
   utf8::require_valid(text, "the text to encode");
-  std::vector<int> ids;
+  if (options.add_special_tokens && add_bos_) out.push_back(*bos_);
+  if (by_words_) {
+    encode_by_words(text, out);
+  } else {
+    encode_by_library(text, out);
+  }
+  if (options.add_special_tokens && add_eos_) out.push_back(*eos_);
+}
+
+void SentencePieceTokenizer::encode_by_library(std::string_view text,
+                                               std::vector<TokenId>& out) const {
+  thread_local std::vector<int> ids;
   auto status = processor_->Encode(text, &ids);
   if (!status.ok()) {
     throw Error(ErrorKind::Internal,
                 source_ + ": sentencepiece failed to encode: " + status.ToString());
   }
-  if (options.add_special_tokens && add_bos_) out.push_back(*bos_);
   out.insert(out.end(), ids.begin(), ids.end());
-  if (options.add_special_tokens && add_eos_) out.push_back(*eos_);
+}
+
+void SentencePieceTokenizer::encode_by_words(std::string_view text,
+                                             std::vector<TokenId>& out) const {
+  thread_local std::vector<std::string_view> words;
+  words.clear();
+  sentencepiece_words(text, words);
+  WordCache& cache = WordCache::for_thread(cache_owner_);
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string_view input = library_input(words[i], i);
+    if (const auto* ids = cache.find(input)) {
+      out.insert(out.end(), ids->begin(), ids->end());
+      continue;
+    }
+    const size_t start = out.size();
+    encode_by_library(input, out);
+    cache.insert(input, out.data() + start, out.size() - start);
+  }
 }
 
 std::string SentencePieceTokenizer::decode(std::span<const TokenId> ids,
@@ -97,7 +133,8 @@ std::optional<TokenId> SentencePieceTokenizer::token_to_id(std::string_view toke
 }
 
 std::string SentencePieceTokenizer::describe() const {
-  return "SentencePiece from " + source_ + " (vocab " + std::to_string(vocab_size()) + ")";
+  return "SentencePiece from " + source_ + " (vocab " + std::to_string(vocab_size()) +
+         (by_words_ ? ", word by word" : "") + ")";
 }
 
 }  // namespace dsx::tokenizer

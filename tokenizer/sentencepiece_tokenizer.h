@@ -1,9 +1,12 @@
 // A SentencePiece model (tokenizer.model: Llama 2, Mistral) through Google's sentencepiece
 // library, behind the Tokenizer interface. The library does the normalization, byte fallback and
 // merges; this class adds BOS / EOS as tokenizer_config.json says. Special-token strings in the
-// text are text, as sentencepiece itself treats them.
+// text are text, as sentencepiece itself treats them. Where the model allows it (BPE that
+// normalizes only spaces: Llama 2, Mistral), text is encoded word by word through the word cache
+// (sentencepiece_words.h), with the library's ids.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -42,6 +45,8 @@ class SentencePieceTokenizer : public Tokenizer {
 
  private:
   std::optional<TokenId> piece_id(const std::string& piece, const char* field) const;
+  void encode_by_library(std::string_view text, std::vector<TokenId>& out) const;
+  void encode_by_words(std::string_view text, std::vector<TokenId>& out) const;
 
   std::unique_ptr<sentencepiece::SentencePieceProcessor> processor_;
   std::string source_;
@@ -49,6 +54,8 @@ class SentencePieceTokenizer : public Tokenizer {
   std::optional<TokenId> eos_;
   bool add_bos_ = false;
   bool add_eos_ = false;
+  bool by_words_ = false;
+  uint64_t cache_owner_;
 };
 
 }  // namespace dsx::tokenizer

@@ -68,6 +68,32 @@ TEST_P(ParallelEncode, DocumentsGiveTheirOwnIds) {
   for (size_t i = 0; i < docs.size(); ++i) ASSERT_EQ(batch[i], tok->encode(docs[i])) << i;
 }
 
+TEST_P(ParallelEncode, AppendedDocumentsAreEachDocumentsIdsBetweenBeforeAndAfter) {
+  auto tok = load_tokenizer(fixture(GetParam()));
+  std::string text = large_text(GetParam());  // about 600 KB: several runs of documents
+  std::vector<std::string_view> lines;
+  for (size_t pos = 0; pos < text.size();) {
+    size_t end = std::min(text.find('\n', pos), text.size() - 1) + 1;
+    lines.push_back(std::string_view(text).substr(pos, end - pos)), pos = end;
+  }
+  const std::vector<TokenId> before{7}, after{8, 9};
+  // The second call, on fewer documents, reuses the first call's buffers.
+  for (size_t count : {lines.size(), lines.size() / 3}) {
+    std::span<const std::string_view> docs(lines.data(), count);
+    std::vector<TokenId> out{42}, expected{42};
+    std::vector<size_t> starts, expected_starts;
+    append_documents(*tok, docs, {}, 3, before, after, out, &starts);
+    for (std::string_view doc : docs) {
+      expected_starts.push_back(expected.size());
+      expected.insert(expected.end(), before.begin(), before.end());
+      tok->encode_into(doc, {}, expected);
+      expected.insert(expected.end(), after.begin(), after.end());
+    }
+    ASSERT_EQ(out, expected);
+    ASSERT_EQ(starts, expected_starts);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, ParallelEncode,
                          testing::Values("gpt2", "gpt2_prefix", "llama3", "qwen2", "spm", "spm_json",
                                          "spm_json_legacy"),
