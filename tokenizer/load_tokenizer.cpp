@@ -85,7 +85,7 @@ std::unique_ptr<Tokenizer> load_sentencepiece(const std::string& model_path,
                                               const TokenizerConfig& config) {
   if (is_llama_tokenizer_class(config)) {
     SentencePieceModelFile model = read_sentencepiece_model(model_path);
-    if (model.is_bpe) {
+    if (model.spec.model_type == SentencePieceSpec::ModelType::Bpe) {
       HfBpeParts parts = llama_tokenizer_from_model(
           model, {config.legacy, config.add_prefix_space},
           model_path + " (SentencePiece, as transformers' LlamaTokenizer reads it)");

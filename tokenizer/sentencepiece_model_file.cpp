@@ -1,8 +1,7 @@
 // Protobuf's wire format, as much as ModelProto needs: each field is a varint key (number << 3 |
 // wire type) and then a varint (type 0), 8 bytes (1), a length and that many bytes (2), or 4
-// bytes (5). ModelProto: pieces = 1, trainer_spec = 2. SentencePiece: piece = 1, score = 2
-// (float), type = 3. TrainerSpec: model_type = 3 (UNIGRAM 1, BPE 2, WORD 3, CHAR 4; unset means
-// UNIGRAM).
+// bytes (5). ModelProto: pieces = 1, trainer_spec = 2, normalizer_spec = 3. SentencePiece:
+// piece = 1, score = 2 (float), type = 3. The settings' field numbers are in the header.
 #include "tokenizer/sentencepiece_model_file.h"
 
 #include <cstdint>
@@ -99,37 +98,75 @@ SentencePiecePiece read_piece(std::string_view bytes, const std::string& path) {
   return piece;
 }
 
-bool trainer_spec_is_bpe(std::string_view bytes, const std::string& path) {
+void read_trainer_spec(std::string_view bytes, const std::string& path, SentencePieceSpec& spec) {
   WireReader in(bytes, path);
-  uint64_t model_type = 1;
   while (!in.done()) {
     auto [field, wire] = in.key();
-    if (field == 3 && wire == 0)
-      model_type = in.varint();
-    else
+    if (wire != 0) {
       in.skip(wire);
+    } else if (field == 3) {
+      spec.model_type = static_cast<SentencePieceSpec::ModelType>(in.varint());
+    } else if (field == 24) {
+      spec.treat_whitespace_as_suffix = in.varint() != 0;
+    } else {
+      in.skip(wire);
+    }
   }
-  return model_type == 2;
+}
+
+void read_normalizer_spec(std::string_view bytes, const std::string& path,
+                          SentencePieceSpec& spec) {
+  WireReader in(bytes, path);
+  while (!in.done()) {
+    auto [field, wire] = in.key();
+    if (field == 2 && wire == 2) {
+      spec.has_charsmap = !in.length_delimited().empty();
+    } else if (wire != 0) {
+      in.skip(wire);
+    } else if (field == 3) {
+      spec.add_dummy_prefix = in.varint() != 0;
+    } else if (field == 4) {
+      spec.remove_extra_whitespaces = in.varint() != 0;
+    } else if (field == 5) {
+      spec.escape_whitespaces = in.varint() != 0;
+    } else {
+      in.skip(wire);
+    }
+  }
 }
 
 }  // namespace
 
-SentencePieceModelFile read_sentencepiece_model(const std::string& path) {
-  const std::string bytes = read_bounded_file(path, kMaxModelBytes);
-  WireReader in(bytes, path);
+SentencePieceModelFile parse_sentencepiece_model(std::string_view model_proto,
+                                                 const std::string& origin) {
+  WireReader in(model_proto, origin);
   SentencePieceModelFile model;
   while (!in.done()) {
     auto [field, wire] = in.key();
     if (field == 1 && wire == 2) {
-      model.pieces.push_back(read_piece(in.length_delimited(), path));
+      model.pieces.push_back(read_piece(in.length_delimited(), origin));
     } else if (field == 2 && wire == 2) {
-      model.is_bpe = trainer_spec_is_bpe(in.length_delimited(), path);
+      read_trainer_spec(in.length_delimited(), origin, model.spec);
+    } else if (field == 3 && wire == 2) {
+      read_normalizer_spec(in.length_delimited(), origin, model.spec);
     } else {
       in.skip(wire);
     }
   }
   if (model.pieces.empty()) in.fail("holds no pieces");
   return model;
+}
+
+SentencePieceModelFile read_sentencepiece_model(const std::string& path) {
+  return parse_sentencepiece_model(read_bounded_file(path, kMaxModelBytes), path);
+}
+
+SentencePieceSpec read_sentencepiece_spec(std::string_view model_proto) {
+  try {
+    return parse_sentencepiece_model(model_proto, "the loaded SentencePiece model").spec;
+  } catch (const Error&) {
+    return {};
+  }
 }
 
 }  // namespace dsx::tokenizer

@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "dsx/error.h"
-#include "tokenizer/sentencepiece_spec.h"
+#include "tokenizer/sentencepiece_model_file.h"
 #include "tokenizer/sentencepiece_words.h"
 #include "tokenizer/utf8.h"
 #include "tokenizer/word_cache.h"

@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tokenizer/sentencepiece_spec.h"
+#include "tokenizer/sentencepiece_model_file.h"
 
 namespace dsx::tokenizer {
 

@@ -54,7 +54,7 @@ TEST(SentencePiece, LlamaTokenizerClassGivesTransformersIdsAnyOtherSentencepiece
 TEST(SentencePiece, ModelFileGivesPiecesTypesAndModelType) {
   SentencePieceModelFile model = read_sentencepiece_model(fixture("spm") + "/tokenizer.model");
   ASSERT_EQ(model.pieces.size(), 600u);
-  EXPECT_TRUE(model.is_bpe);
+  EXPECT_EQ(model.spec.model_type, SentencePieceSpec::ModelType::Bpe);
   EXPECT_EQ(model.pieces[0].piece, "<unk>");
   EXPECT_EQ(model.pieces[0].type, PieceType::Unknown);
   EXPECT_EQ(model.pieces[1].type, PieceType::Control);

@@ -4,7 +4,7 @@
 #include <sentencepiece_processor.h>
 
 #include "tokenizer/load_tokenizer.h"
-#include "tokenizer/sentencepiece_spec.h"
+#include "tokenizer/sentencepiece_model_file.h"
 #include "tokenizer/sentencepiece_words.h"
 #include "tokenizer_test_util.h"
 
@@ -80,10 +80,14 @@ TEST(SentencePieceWords, WordsStartAtASpaceAfterAnotherCharacter) {
 }
 
 TEST(SentencePieceWords, WordByWordIdsAreTheLibrarysIds) {
-  const std::string model = fixture("spm") + "/tokenizer.model";
+  // The fixture's model alone: without tokenizer_class LlamaTokenizer it is the library's to
+  // encode (with the class, transformers' rules apply: llama_tokenizer_from_model.h).
+  testing_util::TempDir dir;
+  dir.write("tokenizer.model", read(fixture("spm") + "/tokenizer.model"));
+  const std::string model = dir.file("tokenizer.model");
   sentencepiece::SentencePieceProcessor library;
   ASSERT_TRUE(library.Load(model).ok());
-  auto tok = load_tokenizer(fixture("spm"));
+  auto tok = load_tokenizer(dir.path());
   EXPECT_NE(tok->describe().find("word by word"), std::string::npos) << tok->describe();
   std::string long_text;
   for (int i = 0; i < 50; ++i) {
