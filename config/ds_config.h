@@ -76,10 +76,13 @@ struct OptimizerConfig {
   bool legacy_fusion = false;
 };
 
+// WarmupDecayLR's warmup_max_lr when the file leaves it out: its own default, not the optimizer's lr.
+inline constexpr double kWarmupDecayMaxLr = 0.001;
+
 struct SchedulerParams {
   // WarmupLR, WarmupDecayLR, WarmupCosineLR
   double warmup_min_lr = 0.0;
-  std::optional<double> warmup_max_lr;  // WarmupLR: null = the optimizer's lr; WarmupDecayLR: 0.001
+  std::optional<double> warmup_max_lr;  // WarmupLR: null = the optimizer's lr; WarmupDecayLR: kWarmupDecayMaxLr
   int64_t warmup_num_steps = 1000;
   std::string warmup_type = "log";  // "log" | "linear"
   std::optional<int64_t> total_num_steps;  // required by WarmupDecayLR and WarmupCosineLR

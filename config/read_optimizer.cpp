@@ -159,7 +159,7 @@ void read_scheduler(ReadContext& ctx, const json::Member* member) {
     return;
   }
   SchedulerParams& sp = s.params;
-  if (*s.type == "WarmupDecayLR") sp.warmup_max_lr = 0.001;  // its own default, not the optimizer's lr
+  if (*s.type == "WarmupDecayLR") sp.warmup_max_lr = kWarmupDecayMaxLr;
   BlockReader pr(ctx, p, "scheduler.params", Extra::Kwargs);
   visit_scheduler_params(pr, sp, *s.type);
   pr.finish();
