@@ -16,6 +16,7 @@
 #include "dsx/error.h"
 #include "dsx/json_input.h"
 #include "dsx/join.h"
+#include "dsx/master_port.h"
 #include "tools/autotune/config_variant.h"
 #include "tools/autotune/search.h"
 #include "checkpoint/durable_file.h"
@@ -158,7 +159,7 @@ int autotune(const AutotuneFlags& flags, const std::vector<std::string>& words, 
   const launcher::PlannedWorld world = launcher::planned_world(launch);
   // A free port per trial where only this machine is involved; across nodes the user's (or
   // DeepSpeed's default) port, reused by one trial after another.
-  setup.master_port = port.count("--master_port") ? std::stoi(port.at("--master_port")) : world.multi_node ? 29500 : 0;
+  setup.master_port = port.count("--master_port") ? std::stoi(port.at("--master_port")) : world.multi_node ? kDefaultMasterPort : 0;
   setup.train_words = train_words;
   setup.base_path = taken["--deepspeed_config"];
   setup.base_text = read_bounded_file(setup.base_path, config::json::kMaxConfigBytes);
