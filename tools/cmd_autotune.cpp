@@ -24,7 +24,7 @@
 #include "config/json.h"
 #include "launcher/launch.h"
 #include "launcher/rank_command.h"
-#include "launcher/shell_quote.h"
+#include "launcher/shell_words.h"
 #include "tools/autotune_trials.h"
 #include "tools/cli.h"
 #include "tools/launch_args.h"
