@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "cloud/aws_storage.h"
+#include "cloud/cluster_flags.h"
 #include "cloud/dsx_package.h"
 #include "cloud/instance_types.h"
 #include "dsx/error.h"
@@ -27,23 +28,6 @@ bool is_ipv4_cidr(const std::string& text) {
 }
 
 }  // namespace
-
-void validate_cluster_name(const std::string& name) {
-  bool ok =
-      !name.empty() && name.size() <= 40 && name[0] >= 'a' && name[0] <= 'z' && name.back() != '-';
-  for (char c : name) ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-');
-  require(ok, "--cluster '" + name +
-                  "' is not a usable name: use 1-40 lower-case letters, digits and '-', starting "
-                  "with a letter (it names every cloud resource, e.g. dsx-" +
-                  name + ")");
-}
-
-void validate_shared_dir(const std::string& path) {
-  require(path.size() > 1 && path[0] == '/' &&
-              path.find_first_of(" \t'\"\\$`") == std::string::npos,
-          "--shared-dir must be an absolute path (not /) without spaces or quotes, got '" + path +
-              "'");
-}
 
 void validate(const AwsClusterOptions& o) {
   validate_cluster_name(o.cluster);

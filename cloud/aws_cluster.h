@@ -55,9 +55,4 @@ bool aws_creates_instance_profile(const AwsClusterOptions& options);
 // Targeted capacity reservations may lie outside a new placement group (ref 1.2.3): skip it.
 bool aws_uses_placement_group(const AwsClusterOptions& options);
 
-// A cluster name usable in every AWS and GCP resource name; throws dsx::Error(Usage) otherwise.
-void validate_cluster_name(const std::string& name);
-// --shared-dir: an absolute path the node scripts can use unquoted in fstab; throws otherwise.
-void validate_shared_dir(const std::string& path);
-
 }  // namespace dsx::cloud

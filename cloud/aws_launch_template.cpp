@@ -6,8 +6,8 @@
 #include <rapidjson/stringbuffer.h>
 
 #include "cloud/aws_storage.h"
-#include "cloud/base64.h"
 #include "cloud/gzip.h"
+#include "dsx/base64.h"
 #include "dsx/error.h"
 
 namespace dsx::cloud {
@@ -101,9 +101,9 @@ std::vector<EfaInterface> efa_interfaces(const AwsInstanceType& type, bool efa_o
 }
 
 std::string aws_user_data_field(const std::string& script) {
-  std::string user_data = base64_encode(script);
+  std::string user_data = base64::encode(script, base64::kStandard);
   if (user_data.size() > kAwsUserDataLimit && gzip_available()) {
-    user_data = base64_encode(gzip(script));  // cloud-init unpacks gzip user data
+    user_data = base64::encode(gzip(script), base64::kStandard);  // cloud-init unpacks gzip user data
   }
   if (user_data.size() > kAwsUserDataLimit) {
     throw Error(ErrorKind::Config,

@@ -7,10 +7,10 @@
 #include "cloud/aws_plan.h"
 #include "cloud/cluster_key.h"
 #include "cloud/health_reference.h"
-#include "cloud/embedded_files.h"
 #include "cloud/instance_types.h"
 #include "cloud/node_script.h"
 #include "cloud/render_files.h"
+#include "cloud/slurm_job.h"
 
 namespace dsx::cloud {
 
@@ -33,12 +33,6 @@ std::string aws_user_data(const AwsClusterOptions& o, const std::string& public_
   };
   return render_node_script("dsx node set-up for AWS cluster " + o.cluster, settings,
                             "aws/user-data.sh", /*strip_comments=*/true);
-}
-
-std::string render_slurm_job(int nodes, int gpus) {
-  std::string text(embedded_file("slurm/dsx-train.sbatch"));
-  text = replace_placeholder(text, "nodes", std::to_string(nodes));
-  return replace_placeholder(text, "gpus", std::to_string(gpus));
 }
 
 std::vector<std::string> render_aws(const AwsClusterOptions& o) {

@@ -19,7 +19,4 @@ std::string aws_user_data(const AwsClusterOptions& options, const std::string& p
 // Writes the files; returns their paths.
 std::vector<std::string> render_aws(const AwsClusterOptions& options);
 
-// The Slurm batch job for `nodes` nodes of `gpus` GPUs each.
-std::string render_slurm_job(int nodes, int gpus);
-
 }  // namespace dsx::cloud

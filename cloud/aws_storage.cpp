@@ -3,6 +3,7 @@
 #include "cloud/aws_storage.h"
 
 #include "cloud/aws_plan.h"
+#include "cloud/cluster_flags.h"
 #include "dsx/error.h"
 
 namespace dsx::cloud {

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <regex>
 
-#include "cloud/aws_cluster.h"
+#include "cloud/cluster_flags.h"
 #include "cloud/dsx_package.h"
 #include "cloud/gcp_storage.h"
 #include "dsx/error.h"

@@ -3,12 +3,12 @@
 
 #include <sstream>
 
-#include "cloud/aws_render.h"
 #include "cloud/cluster_key.h"
 #include "cloud/health_reference.h"
 #include "cloud/gcp_plan.h"
 #include "cloud/node_script.h"
 #include "cloud/render_files.h"
+#include "cloud/slurm_job.h"
 
 namespace dsx::cloud {
 

@@ -2,7 +2,7 @@
 // is named dsx-<cluster>, has one file share "shared" and lives in the cluster's zone.
 #include "cloud/gcp_storage.h"
 
-#include "cloud/aws_cluster.h"
+#include "cloud/cluster_flags.h"
 #include "cloud/gcp_plan.h"
 #include "dsx/error.h"
 

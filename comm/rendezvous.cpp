@@ -53,7 +53,9 @@ RankEnv rank_env_from_environment() {
     throw Error(ErrorKind::Usage, "MASTER_ADDR is not set - set it to rank 0's address (127.0.0.1 on one host)");
   }
   env.master.host = addr && *addr ? addr : "127.0.0.1";
-  env.master.port = static_cast<uint16_t>(env_integer("MASTER_PORT", env.world_size > 1 ? nullptr : "29500", 1, 65535));
+  const std::string one_rank_port = std::to_string(kDefaultMasterPort);
+  env.master.port = static_cast<uint16_t>(
+      env_integer("MASTER_PORT", env.world_size > 1 ? nullptr : one_rank_port.c_str(), 1, 65535));
   return env;
 }
 

@@ -10,6 +10,7 @@
 
 #include "comm/store/store.h"
 #include "comm/store/store_server.h"
+#include "dsx/master_port.h"
 
 namespace dsx::comm {
 
@@ -17,7 +18,7 @@ struct RankEnv {
   int rank = 0;
   int world_size = 1;
   int local_rank = 0;
-  StoreAddress master{"127.0.0.1", 29500};
+  StoreAddress master{"127.0.0.1", kDefaultMasterPort};
 };
 
 // Reads the rank environment. Throws Usage naming the variable that is missing or malformed.

@@ -17,6 +17,7 @@
 #include "config/json.h"
 #include "config/loss_scaling.h"
 #include "config/zero_partitioning.h"
+#include "dsx/optimizer_defaults.h"
 
 namespace dsx::config {
 
@@ -43,9 +44,9 @@ struct Diagnostic {
 
 // ---- blocks ---------------------------------------------------------------------------------
 struct OptimizerParams {
-  double lr = 1e-3;
-  std::vector<double> betas = {0.9, 0.999};
-  double eps = 1e-8;
+  double lr = optimizer_defaults::kLr;  // Adagrad: kAdagradLr and kAdagradEps (read_optimizer.cpp)
+  std::vector<double> betas = {optimizer_defaults::kBeta1, optimizer_defaults::kBeta2};
+  double eps = optimizer_defaults::kEps;
   double weight_decay = 0.0;
   bool bias_correction = true;
   bool amsgrad = false;
@@ -55,8 +56,8 @@ struct OptimizerParams {
   bool set_grad_none = true;          // FusedAdam only
   // Lamb
   bool eps_inside_sqrt = false;
-  double max_coeff = 10.0;
-  double min_coeff = 0.01;
+  double max_coeff = optimizer_defaults::kLambMaxCoeff;
+  double min_coeff = optimizer_defaults::kLambMinCoeff;
   // SGD / Adagrad (torch)
   double momentum = 0.0;
   double dampening = 0.0;
@@ -75,10 +76,13 @@ struct OptimizerConfig {
   bool legacy_fusion = false;
 };
 
+// WarmupDecayLR's warmup_max_lr when the file leaves it out: its own default, not the optimizer's lr.
+inline constexpr double kWarmupDecayMaxLr = 0.001;
+
 struct SchedulerParams {
   // WarmupLR, WarmupDecayLR, WarmupCosineLR
   double warmup_min_lr = 0.0;
-  std::optional<double> warmup_max_lr;  // WarmupLR: null = the optimizer's lr; WarmupDecayLR: 0.001
+  std::optional<double> warmup_max_lr;  // WarmupLR: null = the optimizer's lr; WarmupDecayLR: kWarmupDecayMaxLr
   int64_t warmup_num_steps = 1000;
   std::string warmup_type = "log";  // "log" | "linear"
   std::optional<int64_t> total_num_steps;  // required by WarmupDecayLR and WarmupCosineLR

@@ -97,8 +97,8 @@ void read_optimizer(ReadContext& ctx, const json::Member* member) {
   o.known = contains(kCheckedOptimizers, o.name);
   // torch's defaults where they differ from DeepSpeed's fused ones.
   if (o.name == "adagrad") {
-    o.params.lr = 1e-2;
-    o.params.eps = 1e-10;
+    o.params.lr = optimizer_defaults::kAdagradLr;
+    o.params.eps = optimizer_defaults::kAdagradEps;
   }
   const json::Value* p = params ? object_of(ctx, params, "optimizer.params", /*null_ok=*/true) : nullptr;
   if (p) o.raw_params = *p;
@@ -159,7 +159,7 @@ void read_scheduler(ReadContext& ctx, const json::Member* member) {
     return;
   }
   SchedulerParams& sp = s.params;
-  if (*s.type == "WarmupDecayLR") sp.warmup_max_lr = 0.001;  // its own default, not the optimizer's lr
+  if (*s.type == "WarmupDecayLR") sp.warmup_max_lr = kWarmupDecayMaxLr;
   BlockReader pr(ctx, p, "scheduler.params", Extra::Kwargs);
   visit_scheduler_params(pr, sp, *s.type);
   pr.finish();

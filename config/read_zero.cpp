@@ -86,7 +86,7 @@ void read_zero(ReadContext& ctx, const json::Member* member, const json::Value& 
   if (overlap) {
     z.overlap_comm = *overlap;
   } else {
-    z.overlap_comm = z.stage == 3;
+    z.overlap_comm = default_overlap_comm(z.stage);
     ctx.record("zero_optimization.overlap_comm", Source::Derived, {}, "true for stage 3 only");
   }
   read_offload(ctx, r, "offload_param", z.offload_param);

@@ -15,7 +15,7 @@ struct ZeroPartitioning {
   bool reduce_scatter = true;
   int64_t reduce_bucket_size = 500'000'000;     // elements
   int64_t allgather_bucket_size = 500'000'000;  // elements
-  bool overlap_comm = false;  // effective: null in the file means true for stage 3 only
+  bool overlap_comm = false;  // effective: null in the file means default_overlap_comm(stage)
   // stage 3
   int64_t prefetch_bucket_size = 50'000'000;
   int64_t param_persistence_threshold = 100'000;
@@ -23,5 +23,8 @@ struct ZeroPartitioning {
   int64_t max_live_parameters = 1'000'000'000;
   int64_t max_reuse_distance = 1'000'000'000;
 };
+
+// overlap_comm where the file leaves it out or writes null: DeepSpeed turns it on for stage 3 only.
+inline bool default_overlap_comm(int64_t stage) { return stage == 3; }
 
 }  // namespace dsx::config

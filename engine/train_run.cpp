@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -16,8 +17,11 @@
 #include "comm/session.h"
 #include "device/cuda_device.h"
 #include "dsx/error.h"
+#include "engine/addition_samples.h"
 #include "engine/arrangement.h"
+#include "engine/device_flag.h"
 #include "engine/flops_profiler.h"
+#include "engine/monitor/monitor_master.h"
 #include "engine/observers/divergence_guard.h"
 #include "engine/observers/flops_profile_writer.h"
 #include "engine/observers/monitor_writer.h"
@@ -28,8 +32,15 @@
 #include "engine/observers/step_log_printer.h"
 #include "engine/observers/throughput_printer.h"
 #include "engine/observers/trace_window.h"
+#include "engine/progress/progress_display.h"
+#include "engine/rank_environment.h"
+#include "engine/resource_rows.h"
+#include "engine/run_description.h"
 #include "engine/train_checkpoint.h"
-#include "engine/train_run_parts.h"
+#include "engine/trainer.h"
+#include "engine/training_data.h"
+#include "engine/trial_metrics.h"
+#include "engine/writable_directory.h"
 #include "kernels/device_choice.h"
 #include "models/gpt2/factory.h"
 #include "models/model_source.h"
@@ -37,6 +48,20 @@
 
 namespace dsx::engine {
 namespace {
+
+// Seconds on the steady clock.
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+monitor::MonitorSettings monitor_settings(const config::EngineConfig& c) {
+  monitor::MonitorSettings s;
+  s.tensorboard = {c.tensorboard.enabled, c.tensorboard.output_path, c.tensorboard.job_name};
+  s.csv_monitor = {c.csv_monitor.enabled, c.csv_monitor.output_path, c.csv_monitor.job_name};
+  s.wandb_enabled = c.wandb.enabled;
+  s.comet_enabled = c.comet.enabled;
+  return s;
+}
 
 // DIR/name as users wrote DIR, without the doubled slash of a DIR/ they gave with one.
 std::string in_dir(const std::string& dir, const std::string& name) {
@@ -183,7 +208,7 @@ progress::ProgressDisplay::Options display_options(const TrainRunOptions& o, int
 class TrainingRun {
  public:
   explicit TrainingRun(const TrainRunOptions& o)
-      : o_(with_config(o)), choice_(choose_model(o)), env_(rank_env()), config_(read_config(o, choice_, env_)),
+      : o_(with_config(o)), choice_(models::load_model_source(o.model)), env_(rank_env()), config_(read_config(o, choice_, env_)),
         cuda_(wants_cuda(o.device, choice_.shape)), arrangement_(arrange(config_, cuda_)),
         session_(env_, comm_options_for(arrangement_)),
         gpu_(arrangement_.zero_on_gpu ? device::make_cuda_device() : nullptr),

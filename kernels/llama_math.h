@@ -1,16 +1,16 @@
 // Element formulas of the Llama-family layers (RMSNorm, rotary embedding, SwiGLU), written once for
 // the CPU loops (kernels/cpu/llama_layers.cpp) and, later, the CUDA kernels, so the CPU tests
 // check the arithmetic the GPU will run. Templated on the scalar so the float64 gradient checks run
-// the same formulas. Softmax, attention's scale and cross-entropy are GPT-2's (kernels/gpt2_math.h).
+// the same formulas. Softmax, attention's scale and cross-entropy are shared (kernels/decoder_math.h).
 //
-// As in gpt2_math.h the reductions (a row's sum of squares, the dot products of backward) stay in
+// As in decoder_math.h the reductions (a row's sum of squares, the dot products of backward) stay in
 // the kernels, and a formula that needs an exp takes it precomputed (*_given).
 #pragma once
 
 #include <cmath>
 
 #include "kernels/dtype.h"
-#include "kernels/gpt2_math.h"
+#include "kernels/decoder_math.h"
 
 namespace dsx::kernels::llama {
 
@@ -22,7 +22,7 @@ using std::exp;
 // r from the row's sum of x^2 over its C channels.
 template <class T>
 DSX_HD T rmsnorm_rstd(T sum_sq, int C, T eps) {
-  return gpt2::inv_sqrt(sum_sq / T(C) + eps);
+  return decoder::inv_sqrt(sum_sq / T(C) + eps);
 }
 
 // The normalised input x_hat = x * r: the forward's output before the weight and the factor of the

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "dsx/optimizer_defaults.h"
 #include "kernels/dtype.h"
 
 namespace dsx::kernels {
@@ -22,32 +23,33 @@ namespace dsx::kernels {
 // ---- hyper-parameters (DeepSpeed names and defaults) ----
 
 struct AdamHyper {
-  float lr = 1e-3f;
-  float beta1 = 0.9f, beta2 = 0.999f;  // "betas"
-  float eps = 1e-8f;
+  float lr = float(optimizer_defaults::kLr);
+  float beta1 = float(optimizer_defaults::kBeta1), beta2 = float(optimizer_defaults::kBeta2);  // "betas"
+  float eps = float(optimizer_defaults::kEps);
   float weight_decay = 0.0f;
   bool adam_w_mode = true;  // true: decoupled decay (AdamW); false: L2 added to the gradient
   bool bias_correction = true;
 };
 
 struct LambHyper {
-  float lr = 1e-3f;
-  float beta1 = 0.9f, beta2 = 0.999f;
-  float eps = 1e-8f;
+  float lr = float(optimizer_defaults::kLr);
+  float beta1 = float(optimizer_defaults::kBeta1), beta2 = float(optimizer_defaults::kBeta2);
+  float eps = float(optimizer_defaults::kEps);
   float weight_decay = 0.0f;
   bool bias_correction = true;
-  float max_coeff = 10.0f, min_coeff = 0.01f;  // clamp of the trust ratio
+  float max_coeff = float(optimizer_defaults::kLambMaxCoeff);  // clamp of the trust ratio
+  float min_coeff = float(optimizer_defaults::kLambMinCoeff);
   bool eps_inside_sqrt = false;                // DeepSpeed's adam mode 0: sqrt(v + eps)
 };
 
 struct LionHyper {
-  float lr = 1e-4f;
-  float beta1 = 0.9f, beta2 = 0.99f;
+  float lr = float(optimizer_defaults::kLr);
+  float beta1 = float(optimizer_defaults::kBeta1), beta2 = float(optimizer_defaults::kBeta2);
   float weight_decay = 0.0f;
 };
 
 struct SgdHyper {  // torch.optim.SGD semantics, which DeepSpeed uses
-  float lr = 1e-3f;
+  float lr = float(optimizer_defaults::kLr);
   float momentum = 0.0f;
   float dampening = 0.0f;
   float weight_decay = 0.0f;
@@ -55,8 +57,8 @@ struct SgdHyper {  // torch.optim.SGD semantics, which DeepSpeed uses
 };
 
 struct AdagradHyper {  // torch.optim.Adagrad with lr_decay 0 and initial_accumulator_value 0
-  float lr = 1e-2f;
-  float eps = 1e-10f;
+  float lr = float(optimizer_defaults::kAdagradLr);
+  float eps = float(optimizer_defaults::kAdagradEps);
   float weight_decay = 0.0f;
 };
 

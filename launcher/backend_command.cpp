@@ -5,8 +5,9 @@
 #include <algorithm>
 
 #include "dsx/error.h"
+#include "dsx/shell_quote.h"
 #include "dsx/join.h"
-#include "launcher/shell_quote.h"
+#include "launcher/shell_words.h"
 #include "launcher/world_info.h"
 
 namespace dsx::launcher {

@@ -13,6 +13,7 @@
 #include <iostream>
 
 #include "dsx/error.h"
+#include "dsx/shell_quote.h"
 #include "launcher/backend_command.h"
 #include "launcher/env_export.h"
 #include "launcher/gpu_oversubscription.h"
@@ -21,7 +22,7 @@
 #include "launcher/local_devices.h"
 #include "launcher/preflight.h"
 #include "launcher/rank_shim.h"
-#include "launcher/shell_quote.h"
+#include "launcher/shell_words.h"
 
 namespace dsx::launcher {
 namespace {

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "dsx/master_port.h"
+
 namespace dsx::launcher {
 
 struct LaunchOptions {
@@ -17,7 +19,7 @@ struct LaunchOptions {
   bool num_gpus_given = false;  // dsx: --num_gpus/--num_accelerators given explicitly (then it must be >= 1)
   int min_elastic_nodes = -1;
   int max_elastic_nodes = -1;
-  int master_port = 29500;
+  int master_port = kDefaultMasterPort;
   std::string master_addr;
   int node_rank = -1;
   std::string launcher = "pdsh";

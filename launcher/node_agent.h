@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "dsx/master_port.h"
 #include "launcher/rank_command.h"
 #include "launcher/rank_env.h"
 #include "launcher/supervisor.h"
@@ -19,7 +20,7 @@ struct AgentOptions {
   World world;
   int node_rank = 0;
   std::string master_addr = "127.0.0.1";
-  int master_port = 29500;
+  int master_port = kDefaultMasterPort;
   ProgramSpec program;
   std::string each_rank_log = "None";  // a directory, or "None"
   bool bind_cores_to_rank = false;

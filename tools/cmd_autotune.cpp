@@ -16,6 +16,7 @@
 #include "dsx/error.h"
 #include "dsx/json_input.h"
 #include "dsx/join.h"
+#include "dsx/master_port.h"
 #include "tools/autotune/config_variant.h"
 #include "tools/autotune/search.h"
 #include "checkpoint/durable_file.h"
@@ -23,7 +24,7 @@
 #include "config/json.h"
 #include "launcher/launch.h"
 #include "launcher/rank_command.h"
-#include "launcher/shell_quote.h"
+#include "launcher/shell_words.h"
 #include "tools/autotune_trials.h"
 #include "tools/cli.h"
 #include "tools/launch_args.h"
@@ -176,7 +177,7 @@ TrialPlan plan_trials(const TunedJob& job) {
   plan.world = launcher::planned_world(job.launch);
   // A free port per trial where only this machine is involved; across nodes the user's (or
   // DeepSpeed's default) port, reused by one trial after another.
-  setup.master_port = port.count("--master_port") ? std::stoi(port.at("--master_port")) : plan.world.multi_node ? 29500 : 0;
+  setup.master_port = port.count("--master_port") ? std::stoi(port.at("--master_port")) : plan.world.multi_node ? kDefaultMasterPort : 0;
   setup.base_path = plan.owned["--deepspeed_config"];
   setup.base_text = read_bounded_file(setup.base_path, config::json::kMaxConfigBytes);
   setup.world = plan.world.ranks;

@@ -13,6 +13,7 @@
 #include "cloud/aws_plan.h"
 #include "cloud/aws_render.h"
 #include "cloud/cloud_nodes.h"
+#include "cloud/cluster_flags.h"
 #include "cloud/gcp_plan.h"
 #include "cloud/gcp_render.h"
 #include "cloud/health_reference.h"

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "dsx/error.h"
+#include "dsx/master_port.h"
 #include "launcher/env_export.h"
 #include "launcher/launch.h"
 #include "launcher/world_info.h"
@@ -28,7 +29,7 @@ po::options_description launch_options(LaunchOptions& o) {
       ("num_accelerators", po::value(&o.num_accelerators)->default_value(-1), "same as --num_gpus")
       ("min_elastic_nodes", po::value(&o.min_elastic_nodes)->default_value(-1), "elastic training (not supported)")
       ("max_elastic_nodes", po::value(&o.max_elastic_nodes)->default_value(-1), "elastic training (not supported)")
-      ("master_port", po::value(&o.master_port)->default_value(29500), "MASTER_PORT for the ranks")
+      ("master_port", po::value(&o.master_port)->default_value(kDefaultMasterPort), "MASTER_PORT for the ranks")
       ("master_addr", po::value(&o.master_addr)->default_value(""), "MASTER_ADDR (default: node 0's address)")
       ("node_rank", po::value(&o.node_rank)->default_value(-1), "this node's index, with --no_ssh")
       ("launcher", po::value(&o.launcher)->default_value("pdsh"), "multi-node backend: pdsh, ssh, openmpi, mpich, impi, mvapich, slurm")

@@ -67,15 +67,16 @@ dataset::DocumentSplit split_named(const std::string& name) {
 }  // namespace
 
 int run_tokenize(int argc, char** argv) {
+  const dataset::TokenizeOptions defaults;  // the pipeline's defaults are the command's
   po::options_description options("dsx tokenize");
   options.add_options()("files", po::value<std::vector<std::string>>(), "text or .jsonl files")(
       "tokenizer", po::value<std::string>(),
       "a Hugging Face model folder (tokenizer.json or tokenizer.model)")(
       "out", po::value<std::string>(),
       "the directory for the shards (made if need be; must hold no shards)")(
-      "shard_tokens", po::value<uint64_t>()->default_value(100'000'000), "tokens per shard")(
-      "threads", po::value<unsigned>()->default_value(0), "encoding threads (0: one per core)")(
-      "val_fraction", po::value<double>()->default_value(0.0),
+      "shard_tokens", po::value<uint64_t>()->default_value(defaults.shard_tokens), "tokens per shard")(
+      "threads", po::value<unsigned>()->default_value(defaults.threads), "encoding threads (0: one per core)")(
+      "val_fraction", po::value<double>()->default_value(defaults.val_fraction),
       "share of documents for val_*.bin shards")("split",
                                                  po::value<std::string>()->default_value("lines"),
                                                  "documents of a text file: lines or paragraphs")(

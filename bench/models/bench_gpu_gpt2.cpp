@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "dsx/error.h"
-#include "kernels/cuda/gpt2_layers.h"
+#include "kernels/cuda/decoder_layers.h"
 #include "models/gpt2/gpt2_cuda.h"
 
 namespace {
@@ -142,7 +142,7 @@ PartTiming time_parts(cudaStream_t s, const std::vector<Linear>& linears, size_t
   for (auto* a : {&in, &w, &out}) check(cudaMemset(a->data(), 0x3c, a->size() * 2), "fill");
   check(cudaMemset(dw.data(), 0, dw.size() * 2), "fill");
   check(cudaMemset(db.data(), 0, db.size() * 2), "fill");
-  kc::GPT2Blas blas;
+  kc::DecoderBlas blas;
   const int reps = 3;
   double matmul_flops = 0, bias_bytes = 0;
   for (const auto& L : linears) {
@@ -151,14 +151,14 @@ PartTiming time_parts(cudaStream_t s, const std::vector<Linear>& linears, size_t
   }
   const double matmul_ms = time_ms(s, reps, [&] {
     for (const auto& L : linears) {
-      kc::gpt2_matmul_forward(blas, out.data(), in.data(), w.data(), L.bias ? w.data() : nullptr, N, L.C, L.OC, s);
-      kc::gpt2_matmul_backward(blas, dinp.data(), dw.data(), static_cast<bf16*>(nullptr), out.data(), in.data(),
+      kc::decoder_matmul_forward(blas, out.data(), in.data(), w.data(), L.bias ? w.data() : nullptr, N, L.C, L.OC, s);
+      kc::decoder_matmul_backward(blas, dinp.data(), dw.data(), static_cast<bf16*>(nullptr), out.data(), in.data(),
                                w.data(), N, L.C, L.OC, s);
     }
   });
   const double bias_ms = time_ms(s, reps, [&] {
     for (const auto& L : linears) {
-      if (L.bias) kc::gpt2_bias_backward(blas, db.data(), out.data(), N, L.OC, s);
+      if (L.bias) kc::decoder_bias_backward(blas, db.data(), out.data(), N, L.OC, s);
     }
   });
   return {matmul_ms, bias_ms, matmul_flops / (matmul_ms * 1e-3) / 1e12, bias_bytes / (bias_ms * 1e-3) / 1e9};

@@ -34,7 +34,7 @@ ScheduleValue at_warmup(const SchedulerParams& p, double optimizer_lr, int64_t i
 }
 
 ScheduleValue at_warmup_decay(const SchedulerParams& p, int64_t it) {
-  const double max_lr = p.warmup_max_lr.value_or(0.001);  // not the optimizer's lr here
+  const double max_lr = p.warmup_max_lr.value_or(config::kWarmupDecayMaxLr);
   const int64_t warmup = effective_warmup(p.warmup_num_steps);
   const int64_t total = p.total_num_steps.value_or(0);
   if (it < warmup) return {warmup_lr(p, max_lr, it), {}, {}};

@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "dsx/error.h"
+
 namespace dsx::base64 {
 
 inline constexpr char kStandard[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -41,6 +43,41 @@ inline int digit_of(char c) {
   if (c == '+' || c == '-') return 62;
   if (c == '/' || c == '_') return 63;
   return -1;
+}
+
+// The standard alphabet decoded strictly (what the cloud files need: padding only at the end,
+// a multiple of 4 characters). Throws dsx::Error(Format) on characters outside the alphabet or a
+// bad length.
+inline std::string decode_strict(std::string_view text) {
+  if (text.size() % 4 != 0) {
+    throw Error(ErrorKind::Format, "base64 text of " + std::to_string(text.size()) +
+                                       " characters is not a multiple of 4");
+  }
+  std::string out;
+  out.reserve(text.size() / 4 * 3);
+  for (size_t i = 0; i < text.size(); i += 4) {
+    uint32_t v = 0;
+    int padding = 0;
+    for (size_t k = 0; k < 4; ++k) {
+      char c = text[i + k];
+      bool last_group = i + 4 == text.size();
+      if (c == '=' && last_group && k >= 2 && (k == 3 || text[i + 3] == '=')) {
+        ++padding;
+        v <<= 6;
+        continue;
+      }
+      int d = digit_of(c);
+      if (d < 0 || padding > 0) {
+        throw Error(ErrorKind::Format,
+                    "invalid base64 character at offset " + std::to_string(i + k));
+      }
+      v = v << 6 | uint32_t(d);
+    }
+    out += char((v >> 16) & 0xff);
+    if (padding < 2) out += char((v >> 8) & 0xff);
+    if (padding < 1) out += char(v & 0xff);
+  }
+  return out;
 }
 
 }  // namespace dsx::base64

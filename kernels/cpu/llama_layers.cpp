@@ -16,7 +16,7 @@ namespace lm = dsx::kernels::llama;
 
 namespace {
 
-// As in gpt2_layers.cpp: below this much work a parallel region costs more than it saves.
+// As in decoder_layers.cpp: below this much work a parallel region costs more than it saves.
 constexpr size_t kLayerParallelMin = size_t(1) << 18;
 
 // f(n, cos, sin) for each of the B x Tn token rows with the rotation tables of its position, in

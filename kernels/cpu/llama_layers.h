@@ -1,9 +1,9 @@
-// The Llama-family layers the GPT-2 CPU kernels do not already provide, as free function pairs in
+// The Llama-family layers the shared decoder layers do not already provide, as free function pairs in
 // llm.c's argument order (outputs, inputs, sizes): token embedding, RMSNorm, the rotary embedding
 // with grouped-query packing, SwiGLU. Element math is kernels/llama_math.h; matmuls, attention and
-// cross-entropy are GPT-2's (kernels/cpu/gpt2_layers.h). Instantiated for float and double.
+// cross-entropy are the shared ones (kernels/cpu/decoder_layers.h). Instantiated for float and double.
 //
-// Shapes: N = B*T rows of C channels. Conventions as in gpt2_layers.h: parameter gradients
+// Shapes: N = B*T rows of C channels. Conventions as in decoder_layers.h: parameter gradients
 // ACCUMULATE (+=); activation gradients are OVERWRITTEN (=) unless the comment says "+=".
 #pragma once
 
@@ -27,7 +27,7 @@ template <class T>
 void llama_rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* weight,
                             const T* rstd, size_t N, int C);
 
-// Grouped-query attention fed to GPT-2's multi-head kernel: packs q (N, NH*D), k and v (N, KV*D)
+// Grouped-query attention fed to the shared multi-head kernel: packs q (N, NH*D), k and v (N, KV*D)
 // into qkv (N, 3*NH*D) with q and k rotated at positions 0..Tn-1 of each row and every kv head
 // repeated for its NH/KV query heads (query head h reads kv head h / (NH/KV)). cos and sin are
 // (Tn or more, D/2) tables.

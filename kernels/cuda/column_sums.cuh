@@ -10,7 +10,7 @@
 #include <cstddef>
 
 #include "kernels/column_sums.h"
-#include "kernels/cuda/gpt2_types.cuh"
+#include "kernels/cuda/storage_types.cuh"
 #include "kernels/cuda/launch.cuh"
 
 namespace dsx::kernels::cuda {

@@ -1,6 +1,6 @@
 // Llama-family layer kernels on the GPU (see llama_layers.h), over kernels/llama_math.h.
 #include "kernels/cuda/column_sums.cuh"
-#include "kernels/cuda/gpt2_types.cuh"
+#include "kernels/cuda/storage_types.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/llama_layers.h"
 #include "kernels/cuda/token_rows_sum.cuh"

@@ -1,8 +1,8 @@
 // Llama-family layers on the GPU: the CUDA twins of kernels/cpu/llama_layers.h (token
 // embedding, RMSNorm, the rotary embedding with grouped-query packing, SwiGLU), same names,
 // argument order (outputs, inputs, sizes) and element formulas (kernels/llama_math.h), plus a
-// stream. Matmuls, GPT-2's own attention, residual adds and cross-entropy are GPT-2's
-// (kernels/cuda/gpt2_layers.h). T is the storage type: float, __nv_bfloat16 or __half; all
+// stream. Matmuls, attention, residual adds and cross-entropy are the shared decoder layers
+// (kernels/cuda/decoder_layers.h). T is the storage type: float, __nv_bfloat16 or __half; all
 // arithmetic is fp32. Pointers are device memory. Conventions as on the CPU: parameter gradients
 // +=, activation gradients =, rmsnorm's dinp +=. No atomics: the sums over rows (the RMSNorm
 // weight, the embedding) are added in a fixed order, so gradients are the same bits every run.
@@ -37,7 +37,7 @@ void llama_rmsnorm_backward(T* dinp, T* dweight, float* scratch, const T* dout, 
                             const T* weight, const float* rstd, size_t N, int C,
                             cudaStream_t stream);
 
-// GPT-2's attention kernel on grouped-query heads, as on the CPU: packs q (N, NH*D), k and v
+// The shared attention kernel on grouped-query heads, as on the CPU: packs q (N, NH*D), k and v
 // (N, KV*D) into qkv (N, 3*NH*D), q and k rotated at positions 0..Tn-1 of each row, every kv head
 // repeated for its NH/KV query heads. cos and sin are fp32 (Tn or more, D/2) tables.
 template <class T>

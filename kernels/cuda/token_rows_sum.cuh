@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/cuda/gpt2_types.cuh"
+#include "kernels/cuda/storage_types.cuh"
 #include "kernels/cuda/launch.cuh"
 
 namespace dsx::kernels::cuda {

@@ -1,4 +1,4 @@
-// Row-per-warp plumbing of the layer kernels (internal, gpt2_layers.cu and llama_layers.cu): a
+// Row-per-warp plumbing of the layer kernels (internal, decoder_layers.cu and llama_layers.cu): a
 // norm or softmax row is reduced by one warp of 32 lanes, kWarpsPerBlock rows to a block.
 #pragma once
 

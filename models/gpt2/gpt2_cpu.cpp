@@ -8,7 +8,7 @@
 #include <string>
 
 #include "dsx/error.h"
-#include "kernels/cpu/gpt2_layers.h"
+#include "kernels/cpu/decoder_layers.h"
 #include "models/token_batch.h"
 #include "trace/trace.h"
 
@@ -77,16 +77,16 @@ template <class T>
 void GPT2Cpu<T>::block_forward(BlockActs& a, T* res_out, const T* res_in, const BlockParams& p) {
   const size_t N = static_cast<size_t>(B_) * T_;
   const int C = config_.channels, NH = config_.num_heads;
-  kc::gpt2_layernorm_forward(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), res_in, p.ln1w, p.ln1b, N, C);
-  kc::gpt2_matmul_forward(a.qkv.data(), a.ln1.data(), p.qkvw, p.qkvb, N, C, 3 * C);
-  kc::gpt2_attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), B_, T_, C, NH);
-  kc::gpt2_matmul_forward(tmp_.data(), a.atty.data(), p.attprojw, p.attprojb, N, C, C);
-  kc::gpt2_residual_forward(a.res2.data(), res_in, tmp_.data(), N * C);
-  kc::gpt2_layernorm_forward(a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.res2.data(), p.ln2w, p.ln2b, N, C);
-  kc::gpt2_matmul_forward(a.fch.data(), a.ln2.data(), p.fcw, p.fcb, N, C, 4 * C);
-  kc::gpt2_gelu_forward(a.fch_gelu.data(), a.fch.data(), N * 4 * C);
-  kc::gpt2_matmul_forward(tmp_.data(), a.fch_gelu.data(), p.fcprojw, p.fcprojb, N, 4 * C, C);
-  kc::gpt2_residual_forward(res_out, a.res2.data(), tmp_.data(), N * C);
+  kc::decoder_layernorm_forward(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), res_in, p.ln1w, p.ln1b, N, C);
+  kc::decoder_matmul_forward(a.qkv.data(), a.ln1.data(), p.qkvw, p.qkvb, N, C, 3 * C);
+  kc::decoder_attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), B_, T_, C, NH);
+  kc::decoder_matmul_forward(tmp_.data(), a.atty.data(), p.attprojw, p.attprojb, N, C, C);
+  kc::decoder_residual_forward(a.res2.data(), res_in, tmp_.data(), N * C);
+  kc::decoder_layernorm_forward(a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.res2.data(), p.ln2w, p.ln2b, N, C);
+  kc::decoder_matmul_forward(a.fch.data(), a.ln2.data(), p.fcw, p.fcb, N, C, 4 * C);
+  kc::decoder_gelu_forward(a.fch_gelu.data(), a.fch.data(), N * 4 * C);
+  kc::decoder_matmul_forward(tmp_.data(), a.fch_gelu.data(), p.fcprojw, p.fcprojb, N, 4 * C, C);
+  kc::decoder_residual_forward(res_out, a.res2.data(), tmp_.data(), N * C);
 }
 
 // dres holds d loss / d (block output) on entry and d loss / d (block input) on return.
@@ -96,16 +96,16 @@ void GPT2Cpu<T>::block_backward(T* dres, BlockActs& a, const T* res_in, const Bl
   const size_t N = static_cast<size_t>(B_) * T_;
   const int C = config_.channels, NH = config_.num_heads;
   // output = res2 + fcproj(gelu(fc(ln2(res2))))
-  kc::gpt2_matmul_backward(dfch_.data(), g.fcprojw, g.fcprojb, dres, a.fch_gelu.data(), p.fcprojw, N, 4 * C, C);
-  kc::gpt2_gelu_backward(dfch_.data(), a.fch.data(), dfch_.data(), N * 4 * C);
-  kc::gpt2_matmul_backward(dln_.data(), g.fcw, g.fcb, dfch_.data(), a.ln2.data(), p.fcw, N, C, 4 * C);
-  kc::gpt2_layernorm_backward(dres, g.ln2w, g.ln2b, dln_.data(), a.res2.data(), p.ln2w, a.ln2_mean.data(),
+  kc::decoder_matmul_backward(dfch_.data(), g.fcprojw, g.fcprojb, dres, a.fch_gelu.data(), p.fcprojw, N, 4 * C, C);
+  kc::decoder_gelu_backward(dfch_.data(), a.fch.data(), dfch_.data(), N * 4 * C);
+  kc::decoder_matmul_backward(dln_.data(), g.fcw, g.fcb, dfch_.data(), a.ln2.data(), p.fcw, N, C, 4 * C);
+  kc::decoder_layernorm_backward(dres, g.ln2w, g.ln2b, dln_.data(), a.res2.data(), p.ln2w, a.ln2_mean.data(),
                               a.ln2_rstd.data(), N, C);
   // res2 = input + attproj(attention(qkv(ln1(input))))
-  kc::gpt2_matmul_backward(datty_.data(), g.attprojw, g.attprojb, dres, a.atty.data(), p.attprojw, N, C, C);
-  kc::gpt2_attention_backward(dqkv_.data(), datty_.data(), a.qkv.data(), a.att.data(), B_, T_, C, NH);
-  kc::gpt2_matmul_backward(dln_.data(), g.qkvw, g.qkvb, dqkv_.data(), a.ln1.data(), p.qkvw, N, C, 3 * C);
-  kc::gpt2_layernorm_backward(dres, g.ln1w, g.ln1b, dln_.data(), res_in, p.ln1w, a.ln1_mean.data(),
+  kc::decoder_matmul_backward(datty_.data(), g.attprojw, g.attprojb, dres, a.atty.data(), p.attprojw, N, C, C);
+  kc::decoder_attention_backward(dqkv_.data(), datty_.data(), a.qkv.data(), a.att.data(), B_, T_, C, NH);
+  kc::decoder_matmul_backward(dln_.data(), g.qkvw, g.qkvb, dqkv_.data(), a.ln1.data(), p.qkvw, N, C, 3 * C);
+  kc::decoder_layernorm_backward(dres, g.ln1w, g.ln1b, dln_.data(), res_in, p.ln1w, a.ln1_mean.data(),
                               a.ln1_rstd.data(), N, C);
 }
 
@@ -123,7 +123,7 @@ float GPT2Cpu<T>::forward(const int32_t* inputs, const int32_t* targets, int B, 
   access.prefetch(1);
   const T* wte = static_cast<const T*>(access.param(gpt2_param_index(config_, kWte, 0)));
   const T* wpe = static_cast<const T*>(access.param(gpt2_param_index(config_, kWpe, 0)));
-  kc::gpt2_encoder_forward(residual_[0].data(), inputs, wte, wpe, B, Tn, C);
+  kc::decoder_positional_embedding_forward(residual_[0].data(), inputs, wte, wpe, B, Tn, C);
   blocks_forward(access, [&](int l) {
     trace::Scope span("forward layer", l + 1, "layer");
     block_forward(acts_of(l), residual_[l + 1].data(), residual_[l].data(), gpt2_block_params<T>(config_, access, l));
@@ -132,15 +132,15 @@ float GPT2Cpu<T>::forward(const int32_t* inputs, const int32_t* targets, int B, 
   access.acquire(L + 1);
   const T* lnfw = static_cast<const T*>(access.param(gpt2_param_index(config_, kLnfw, 0)));
   const T* lnfb = static_cast<const T*>(access.param(gpt2_param_index(config_, kLnfb, 0)));
-  kc::gpt2_layernorm_forward(lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), residual_[L].data(), lnfw, lnfb, N, C);
-  kc::gpt2_classifier_forward(logits_.data(), lnf_.data(), wte, N, C, V, Vp);
+  kc::decoder_layernorm_forward(lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), residual_[L].data(), lnfw, lnfb, N, C);
+  kc::decoder_classifier_forward(logits_.data(), lnf_.data(), wte, N, C, V, Vp);
   access.release(L + 1);
   access.release(0);
 
   mean_loss_ = 0;
   counted_ = 0;
   if (has_targets_) {
-    counted_ = kc::gpt2_crossentropy_forward(losses_.data(), lse_.data(), logits_.data(), targets, N, V, Vp);
+    counted_ = kc::decoder_crossentropy_forward(losses_.data(), lse_.data(), logits_.data(), targets, N, V, Vp);
     T sum = 0;
     for (size_t i = 0; i < N; ++i) sum += losses_[i];
     mean_loss_ = counted_ ? sum / static_cast<T>(counted_) : T(0);
@@ -164,10 +164,10 @@ void GPT2Cpu<T>::backward(ParamAccess& access, GradSink& sink, float grad_scale)
   const T* wte = static_cast<const T*>(access.param(gpt2_param_index(config_, kWte, 0)));
   T* dwte = static_cast<T*>(sink.grad(gpt2_param_index(config_, kWte, 0)));
   T dloss = counted_ ? static_cast<T>(grad_scale) / static_cast<T>(counted_) : T(0);
-  kc::gpt2_crossentropy_backward(logits_.data(), lse_.data(), targets_.data(), dloss, N, V, Vp);
-  kc::gpt2_classifier_backward(dln_.data(), dwte, logits_.data(), lnf_.data(), wte, N, C, V, Vp);
+  kc::decoder_crossentropy_backward(logits_.data(), lse_.data(), targets_.data(), dloss, N, V, Vp);
+  kc::decoder_classifier_backward(dln_.data(), dwte, logits_.data(), lnf_.data(), wte, N, C, V, Vp);
   std::fill(dres_.begin(), dres_.begin() + N * C, T(0));
-  kc::gpt2_layernorm_backward(dres_.data(), static_cast<T*>(sink.grad(gpt2_param_index(config_, kLnfw, 0))),
+  kc::decoder_layernorm_backward(dres_.data(), static_cast<T*>(sink.grad(gpt2_param_index(config_, kLnfw, 0))),
                               static_cast<T*>(sink.grad(gpt2_param_index(config_, kLnfb, 0))), dln_.data(),
                               residual_[L].data(),
                               static_cast<const T*>(access.param(gpt2_param_index(config_, kLnfw, 0))),
@@ -187,7 +187,7 @@ void GPT2Cpu<T>::backward(ParamAccess& access, GradSink& sink, float grad_scale)
       done);
 
   T* dwpe = static_cast<T*>(sink.grad(gpt2_param_index(config_, kWpe, 0)));
-  kc::gpt2_encoder_backward(dwte, dwpe, dres_.data(), inputs_.data(), B_, T_, C);
+  kc::decoder_positional_embedding_backward(dwte, dwpe, dres_.data(), inputs_.data(), B_, T_, C);
   done(0);
 }
 

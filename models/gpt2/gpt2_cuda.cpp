@@ -142,16 +142,16 @@ void GPT2Cuda<T>::block_forward(BlockActs& a, T* res_out, const T* res_in, const
   const size_t N = size_t(B_) * T_;
   const int C = config_.channels, NH = config_.num_heads;
   cudaStream_t s = stream_.get();
-  kc::gpt2_layernorm_forward(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), res_in, p.ln1w, p.ln1b, N, C, s);
-  kc::gpt2_matmul_forward(blas_, a.qkv.data(), a.ln1.data(), p.qkvw, p.qkvb, N, C, 3 * C, s);
-  kc::gpt2_attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), B_, T_, C, NH, s);
-  kc::gpt2_matmul_forward(blas_, tmp_.data(), a.atty.data(), p.attprojw, p.attprojb, N, C, C, s);
-  kc::gpt2_residual_forward(a.res2.data(), res_in, tmp_.data(), N * C, s);
-  kc::gpt2_layernorm_forward(a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.res2.data(), p.ln2w, p.ln2b, N, C, s);
-  kc::gpt2_matmul_forward(blas_, a.fch.data(), a.ln2.data(), p.fcw, p.fcb, N, C, 4 * C, s);
-  kc::gpt2_gelu_forward(a.fch_gelu.data(), a.fch.data(), N * 4 * C, s);
-  kc::gpt2_matmul_forward(blas_, tmp_.data(), a.fch_gelu.data(), p.fcprojw, p.fcprojb, N, 4 * C, C, s);
-  kc::gpt2_residual_forward(res_out, a.res2.data(), tmp_.data(), N * C, s);
+  kc::decoder_layernorm_forward(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), res_in, p.ln1w, p.ln1b, N, C, s);
+  kc::decoder_matmul_forward(blas_, a.qkv.data(), a.ln1.data(), p.qkvw, p.qkvb, N, C, 3 * C, s);
+  kc::decoder_attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), B_, T_, C, NH, s);
+  kc::decoder_matmul_forward(blas_, tmp_.data(), a.atty.data(), p.attprojw, p.attprojb, N, C, C, s);
+  kc::decoder_residual_forward(a.res2.data(), res_in, tmp_.data(), N * C, s);
+  kc::decoder_layernorm_forward(a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.res2.data(), p.ln2w, p.ln2b, N, C, s);
+  kc::decoder_matmul_forward(blas_, a.fch.data(), a.ln2.data(), p.fcw, p.fcb, N, C, 4 * C, s);
+  kc::decoder_gelu_forward(a.fch_gelu.data(), a.fch.data(), N * 4 * C, s);
+  kc::decoder_matmul_forward(blas_, tmp_.data(), a.fch_gelu.data(), p.fcprojw, p.fcprojb, N, 4 * C, C, s);
+  kc::decoder_residual_forward(res_out, a.res2.data(), tmp_.data(), N * C, s);
 }
 
 template <class T>
@@ -159,15 +159,15 @@ void GPT2Cuda<T>::block_backward(T* dres, BlockActs& a, const T* res_in, const B
   const size_t N = size_t(B_) * T_;
   const int C = config_.channels, NH = config_.num_heads;
   cudaStream_t s = stream_.get();
-  kc::gpt2_matmul_backward(blas_, dfch_.data(), g.fcprojw, g.fcprojb, dres, a.fch_gelu.data(), p.fcprojw, N, 4 * C, C, s);
-  kc::gpt2_gelu_backward(dfch_.data(), a.fch.data(), dfch_.data(), N * 4 * C, s);
-  kc::gpt2_matmul_backward(blas_, dln_.data(), g.fcw, g.fcb, dfch_.data(), a.ln2.data(), p.fcw, N, C, 4 * C, s);
-  kc::gpt2_layernorm_backward(dres, g.ln2w, g.ln2b, ln_scratch_.data(), dln_.data(), a.res2.data(), p.ln2w,
+  kc::decoder_matmul_backward(blas_, dfch_.data(), g.fcprojw, g.fcprojb, dres, a.fch_gelu.data(), p.fcprojw, N, 4 * C, C, s);
+  kc::decoder_gelu_backward(dfch_.data(), a.fch.data(), dfch_.data(), N * 4 * C, s);
+  kc::decoder_matmul_backward(blas_, dln_.data(), g.fcw, g.fcb, dfch_.data(), a.ln2.data(), p.fcw, N, C, 4 * C, s);
+  kc::decoder_layernorm_backward(dres, g.ln2w, g.ln2b, ln_scratch_.data(), dln_.data(), a.res2.data(), p.ln2w,
                               a.ln2_mean.data(), a.ln2_rstd.data(), N, C, s);
-  kc::gpt2_matmul_backward(blas_, datty_.data(), g.attprojw, g.attprojb, dres, a.atty.data(), p.attprojw, N, C, C, s);
-  kc::gpt2_attention_backward(dqkv_.data(), dpre_.data(), datty_.data(), a.qkv.data(), a.att.data(), B_, T_, C, NH, s);
-  kc::gpt2_matmul_backward(blas_, dln_.data(), g.qkvw, g.qkvb, dqkv_.data(), a.ln1.data(), p.qkvw, N, C, 3 * C, s);
-  kc::gpt2_layernorm_backward(dres, g.ln1w, g.ln1b, ln_scratch_.data(), dln_.data(), res_in, p.ln1w,
+  kc::decoder_matmul_backward(blas_, datty_.data(), g.attprojw, g.attprojb, dres, a.atty.data(), p.attprojw, N, C, C, s);
+  kc::decoder_attention_backward(dqkv_.data(), dpre_.data(), datty_.data(), a.qkv.data(), a.att.data(), B_, T_, C, NH, s);
+  kc::decoder_matmul_backward(blas_, dln_.data(), g.qkvw, g.qkvb, dqkv_.data(), a.ln1.data(), p.qkvw, N, C, 3 * C, s);
+  kc::decoder_layernorm_backward(dres, g.ln1w, g.ln1b, ln_scratch_.data(), dln_.data(), res_in, p.ln1w,
                               a.ln1_mean.data(), a.ln1_rstd.data(), N, C, s);
 }
 
@@ -189,7 +189,7 @@ float GPT2Cuda<T>::forward(const int32_t* inputs, const int32_t* targets, int B,
   access.prefetch(1);
   const T* wte = static_cast<const T*>(access.param(gpt2_param_index(config_, kWte, 0)));
   const T* wpe = static_cast<const T*>(access.param(gpt2_param_index(config_, kWpe, 0)));
-  kc::gpt2_encoder_forward(residual_[0].data(), inputs_.data(), wte, wpe, B, Tn, C, stream);
+  kc::decoder_positional_embedding_forward(residual_[0].data(), inputs_.data(), wte, wpe, B, Tn, C, stream);
   blocks_forward(access, [&](int l) {
     GpuLayerSpan on_gpu(stream, "forward layer", l + 1);
     block_forward(acts_of(l), residual_[l + 1].data(), residual_[l].data(), gpt2_block_params<T>(config_, access, l));
@@ -197,15 +197,15 @@ float GPT2Cuda<T>::forward(const int32_t* inputs, const int32_t* targets, int B,
   access.acquire(L + 1);
   const T* lnfw = static_cast<const T*>(access.param(gpt2_param_index(config_, kLnfw, 0)));
   const T* lnfb = static_cast<const T*>(access.param(gpt2_param_index(config_, kLnfb, 0)));
-  kc::gpt2_layernorm_forward(lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), residual_[L].data(), lnfw, lnfb, N, C,
+  kc::decoder_layernorm_forward(lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), residual_[L].data(), lnfw, lnfb, N, C,
                              stream);
-  kc::gpt2_matmul_forward(blas_, logits_.data(), lnf_.data(), wte, static_cast<const T*>(nullptr), N, C, Vp, stream);
+  kc::decoder_matmul_forward(blas_, logits_.data(), lnf_.data(), wte, static_cast<const T*>(nullptr), N, C, Vp, stream);
   access.release(L + 1);
   access.release(0);
 
   counted_ = 0;
   if (!has_targets_) return 0.0f;
-  kc::gpt2_crossentropy_forward(losses_.data(), lse_.data(), logits_.data(), targets_.data(), N, V, Vp, stream);
+  kc::decoder_crossentropy_forward(losses_.data(), lse_.data(), logits_.data(), targets_.data(), N, V, Vp, stream);
   return host_mean_loss(losses_.data(), targets, N, stream, counted_);
 }
 
@@ -224,11 +224,11 @@ void GPT2Cuda<T>::backward(ParamAccess& access, GradSink& sink, float grad_scale
   const T* wte = static_cast<const T*>(access.param(gpt2_param_index(config_, kWte, 0)));
   T* dwte = static_cast<T*>(sink.grad(gpt2_param_index(config_, kWte, 0)));
   float dloss = counted_ ? grad_scale / static_cast<float>(counted_) : 0.0f;
-  kc::gpt2_crossentropy_backward(logits_.data(), lse_.data(), targets_.data(), dloss, N, V, Vp, s);
-  kc::gpt2_matmul_backward(blas_, dln_.data(), dwte, static_cast<T*>(nullptr), logits_.data(), lnf_.data(), wte, N, C,
+  kc::decoder_crossentropy_backward(logits_.data(), lse_.data(), targets_.data(), dloss, N, V, Vp, s);
+  kc::decoder_matmul_backward(blas_, dln_.data(), dwte, static_cast<T*>(nullptr), logits_.data(), lnf_.data(), wte, N, C,
                            Vp, s);
   cuda_check(cudaMemsetAsync(dres_.data(), 0, N * C * sizeof(T), s), "memset");
-  kc::gpt2_layernorm_backward(dres_.data(), static_cast<T*>(sink.grad(gpt2_param_index(config_, kLnfw, 0))),
+  kc::decoder_layernorm_backward(dres_.data(), static_cast<T*>(sink.grad(gpt2_param_index(config_, kLnfw, 0))),
                               static_cast<T*>(sink.grad(gpt2_param_index(config_, kLnfb, 0))), ln_scratch_.data(),
                               dln_.data(), residual_[L].data(),
                               static_cast<const T*>(access.param(gpt2_param_index(config_, kLnfw, 0))),
@@ -259,7 +259,7 @@ void GPT2Cuda<T>::backward(ParamAccess& access, GradSink& sink, float grad_scale
   cuda_check(cudaMemcpyAsync(token_rows_.data(), token_rows_host_.packed.data(), token_rows_host_.packed.size() * 4,
                              cudaMemcpyHostToDevice, s),
              "copy token rows");
-  kc::gpt2_encoder_backward(dwte, dwpe, dres_.data(), token_rows_.data(), token_rows_host_.distinct, B_, T_, C, s);
+  kc::decoder_positional_embedding_backward(dwte, dwpe, dres_.data(), token_rows_.data(), token_rows_host_.distinct, B_, T_, C, s);
   ready(0);
 }
 

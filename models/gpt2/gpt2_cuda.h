@@ -1,5 +1,5 @@
 // GPT-2 on one GPU: the same model, layer protocol and activation checkpointing as GPT2Cpu, with
-// the CUDA layers of kernels/cuda/gpt2_layers.h on one stream. T is the storage type of
+// the CUDA layers of kernels/cuda/decoder_layers.h on one stream. T is the storage type of
 // parameters, activations and gradients (float, __nv_bfloat16 or __half), arithmetic is fp32.
 // ParamAccess/GradSink hand out device pointers. Built only with CUDA (DSX_HAVE_CUDA).
 #pragma once
@@ -12,7 +12,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernels/cuda/gpt2_layers.h"
+#include "kernels/cuda/decoder_layers.h"
 #include "kernels/token_rows.h"
 #include "models/gpt2/block_tensors.h"
 #include "models/gpt2/config.h"
@@ -86,7 +86,7 @@ class GPT2Cuda final : public DecoderModel<GPT2Config, gpt2_forward_flops> {
   size_t activation_bytes() const override;  // device bytes
   cudaStream_t stream() const { return stream_.get(); }
   // The cuBLASLt state: the benchmark reads how many matmul plans were built.
-  const kernels::cuda::GPT2Blas& blas() const { return blas_; }
+  const kernels::cuda::DecoderBlas& blas() const { return blas_; }
 
  private:
   struct BlockActs {
@@ -104,7 +104,7 @@ class GPT2Cuda final : public DecoderModel<GPT2Config, gpt2_forward_flops> {
 
   RankDevice device_;  // before every CUDA member
   ModelStream stream_;
-  kernels::cuda::GPT2Blas blas_;
+  kernels::cuda::DecoderBlas blas_;
   std::vector<int32_t> host_inputs_;  // this batch's tokens: grouped by token for the embedding backward
   kernels::TokenRows token_rows_host_;
 

@@ -55,6 +55,7 @@ struct LlamaConfig {
   // none. dsx's attention is full causal, which is the window's attention exactly for sequences
   // no longer than the window, so models are built for at most that many positions.
   int sliding_window = 0;
+  // transformers' defaults, also what hf_config.cpp takes where config.json leaves the key out
   double rms_norm_eps = 1e-6;
   double rope_theta = 10000.0;
   RopeScaling rope_scaling;

@@ -136,7 +136,7 @@ void read_shape(const Keys& k, LlamaConfig& c) {
   c.max_position_embeddings = k.positive_int("max_position_embeddings", llama     ? 2048
                                                                         : mistral ? 131072
                                                                                   : 32768);
-  c.rms_norm_eps = k.positive_number("rms_norm_eps", 1e-6);
+  c.rms_norm_eps = k.positive_number("rms_norm_eps", LlamaConfig{}.rms_norm_eps);
 }
 
 // rope_scaling (4.x) wins over rope_parameters (5.x), as transformers' convert_rope_params_to_dict
@@ -144,7 +144,7 @@ void read_shape(const Keys& k, LlamaConfig& c) {
 void read_rope(const Keys& k, LlamaConfig& c) {
   const char* key = k.get("rope_scaling") ? "rope_scaling" : "rope_parameters";
   const Value* dict = k.get(key);
-  double theta = k.positive_number("rope_theta", 10000.0);
+  double theta = k.positive_number("rope_theta", LlamaConfig{}.rope_theta);
   if (!dict) {
     c.rope_theta = theta;
     return;

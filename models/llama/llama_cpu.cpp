@@ -11,7 +11,7 @@
 #include <string>
 
 #include "dsx/error.h"
-#include "kernels/cpu/gpt2_layers.h"
+#include "kernels/cpu/decoder_layers.h"
 #include "kernels/cpu/llama_layers.h"
 #include "models/token_batch.h"
 #include "trace/trace.h"
@@ -83,21 +83,21 @@ void LlamaCpu<T>::block_forward(BlockActs& a, T* res_out, const T* res_in, const
   const T eps = static_cast<T>(config_.rms_norm_eps);
   // res2 = input + o_proj(attention(rope(q, k), v)), q, k, v projections of rmsnorm(input)
   kc::llama_rmsnorm_forward(a.xn1.data(), a.rstd1.data(), res_in, p.ln1, N, C, eps);
-  kc::gpt2_matmul_forward(q_.data(), a.xn1.data(), p.wq, p.bq, N, C, QD);
-  kc::gpt2_matmul_forward(k_.data(), a.xn1.data(), p.wk, p.bk, N, C, KVD);
-  kc::gpt2_matmul_forward(v_.data(), a.xn1.data(), p.wv, p.bv, N, C, KVD);
+  kc::decoder_matmul_forward(q_.data(), a.xn1.data(), p.wq, p.bq, N, C, QD);
+  kc::decoder_matmul_forward(k_.data(), a.xn1.data(), p.wk, p.bk, N, C, KVD);
+  kc::decoder_matmul_forward(v_.data(), a.xn1.data(), p.wv, p.bv, N, C, KVD);
   kc::llama_qkv_pack_forward(a.qkv.data(), q_.data(), k_.data(), v_.data(), cos_.data(), sin_.data(), B_, T_, NH,
                          KV, D);
-  kc::gpt2_attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), B_, T_, QD, NH);
-  kc::gpt2_matmul_forward(tmp_.data(), a.atty.data(), p.wo, p.bo, N, QD, C);
-  kc::gpt2_residual_forward(a.res2.data(), res_in, tmp_.data(), N * C);
+  kc::decoder_attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), B_, T_, QD, NH);
+  kc::decoder_matmul_forward(tmp_.data(), a.atty.data(), p.wo, p.bo, N, QD, C);
+  kc::decoder_residual_forward(a.res2.data(), res_in, tmp_.data(), N * C);
   // output = res2 + down_proj(silu(gate_proj(x)) * up_proj(x)), x = rmsnorm(res2)
   kc::llama_rmsnorm_forward(a.xn2.data(), a.rstd2.data(), a.res2.data(), p.ln2, N, C, eps);
-  kc::gpt2_matmul_forward(a.gate.data(), a.xn2.data(), p.wg, static_cast<const T*>(nullptr), N, C, F);
-  kc::gpt2_matmul_forward(a.up.data(), a.xn2.data(), p.wu, static_cast<const T*>(nullptr), N, C, F);
+  kc::decoder_matmul_forward(a.gate.data(), a.xn2.data(), p.wg, static_cast<const T*>(nullptr), N, C, F);
+  kc::decoder_matmul_forward(a.up.data(), a.xn2.data(), p.wu, static_cast<const T*>(nullptr), N, C, F);
   kc::llama_swiglu_forward(a.h.data(), a.gate.data(), a.up.data(), N * F);
-  kc::gpt2_matmul_forward(tmp_.data(), a.h.data(), p.wd, static_cast<const T*>(nullptr), N, F, C);
-  kc::gpt2_residual_forward(res_out, a.res2.data(), tmp_.data(), N * C);
+  kc::decoder_matmul_forward(tmp_.data(), a.h.data(), p.wd, static_cast<const T*>(nullptr), N, F, C);
+  kc::decoder_residual_forward(res_out, a.res2.data(), tmp_.data(), N * C);
 }
 
 // dxn = d loss / d rmsnorm1(input), from dres2 = d loss / d res2.
@@ -107,15 +107,15 @@ void LlamaCpu<T>::attention_backward(T* dxn, const T* dres2, BlockActs& a, const
   const size_t N = static_cast<size_t>(B_) * T_;
   const int C = config_.hidden_size, NH = config_.num_heads, KV = config_.num_kv_heads, D = config_.head_dim;
   const int QD = NH * D, KVD = KV * D;
-  kc::gpt2_matmul_backward(datty_.data(), g.wo, g.bo, dres2, a.atty.data(), p.wo, N, QD, C);
-  kc::gpt2_attention_backward(dqkv_.data(), datty_.data(), a.qkv.data(), a.att.data(), B_, T_, QD, NH);
+  kc::decoder_matmul_backward(datty_.data(), g.wo, g.bo, dres2, a.atty.data(), p.wo, N, QD, C);
+  kc::decoder_attention_backward(dqkv_.data(), datty_.data(), a.qkv.data(), a.att.data(), B_, T_, QD, NH);
   kc::llama_qkv_pack_backward(q_.data(), k_.data(), v_.data(), dqkv_.data(), cos_.data(), sin_.data(), B_, T_, NH,
                           KV, D);
   // Three projections of one input: their input gradients add up.
-  kc::gpt2_matmul_backward(dxn, g.wq, g.bq, q_.data(), a.xn1.data(), p.wq, N, C, QD);
-  kc::gpt2_matmul_backward(tmp_.data(), g.wk, g.bk, k_.data(), a.xn1.data(), p.wk, N, C, KVD);
+  kc::decoder_matmul_backward(dxn, g.wq, g.bq, q_.data(), a.xn1.data(), p.wq, N, C, QD);
+  kc::decoder_matmul_backward(tmp_.data(), g.wk, g.bk, k_.data(), a.xn1.data(), p.wk, N, C, KVD);
   for (size_t i = 0; i < N * C; ++i) dxn[i] += tmp_[i];
-  kc::gpt2_matmul_backward(tmp_.data(), g.wv, g.bv, v_.data(), a.xn1.data(), p.wv, N, C, KVD);
+  kc::decoder_matmul_backward(tmp_.data(), g.wv, g.bv, v_.data(), a.xn1.data(), p.wv, N, C, KVD);
   for (size_t i = 0; i < N * C; ++i) dxn[i] += tmp_[i];
 }
 
@@ -127,10 +127,10 @@ void LlamaCpu<T>::block_backward(T* dres, BlockActs& a, const T* res_in, const B
   const int C = config_.hidden_size, F = config_.intermediate_size;
   T* const no_bias = nullptr;
   // MLP: dres becomes d loss / d res2 (the residual plus the path through rmsnorm2).
-  kc::gpt2_matmul_backward(dh_.data(), g.wd, no_bias, dres, a.h.data(), p.wd, N, F, C);
+  kc::decoder_matmul_backward(dh_.data(), g.wd, no_bias, dres, a.h.data(), p.wd, N, F, C);
   kc::llama_swiglu_backward(dh_.data() /* now dgate */, dup_.data(), dh_.data(), a.gate.data(), a.up.data(), N * F);
-  kc::gpt2_matmul_backward(dxn_.data(), g.wg, no_bias, dh_.data(), a.xn2.data(), p.wg, N, C, F);
-  kc::gpt2_matmul_backward(tmp_.data(), g.wu, no_bias, dup_.data(), a.xn2.data(), p.wu, N, C, F);
+  kc::decoder_matmul_backward(dxn_.data(), g.wg, no_bias, dh_.data(), a.xn2.data(), p.wg, N, C, F);
+  kc::decoder_matmul_backward(tmp_.data(), g.wu, no_bias, dup_.data(), a.xn2.data(), p.wu, N, C, F);
   for (size_t i = 0; i < N * C; ++i) dxn_[i] += tmp_[i];
   kc::llama_rmsnorm_backward(dres, g.ln2, dxn_.data(), a.res2.data(), p.ln2, a.rstd2.data(), N, C);
   // Attention: dres becomes d loss / d input.
@@ -163,14 +163,14 @@ float LlamaCpu<T>::forward(const int32_t* inputs, const int32_t* targets, int B,
   kc::llama_rmsnorm_forward(xf_.data(), rstdf_.data(), residual_[L].data(), normw, N, C,
                         static_cast<T>(config_.rms_norm_eps));
   const T* head_w = static_cast<const T*>(access.param(layout_.head_index()));
-  kc::gpt2_classifier_forward(logits_.data(), xf_.data(), head_w, N, C, V, V);
+  kc::decoder_classifier_forward(logits_.data(), xf_.data(), head_w, N, C, V, V);
   access.release(L + 1);
   if (tied) access.release(0);
 
   mean_loss_ = 0;
   counted_ = 0;
   if (has_targets_) {
-    counted_ = kc::gpt2_crossentropy_forward(losses_.data(), lse_.data(), logits_.data(), targets, N, V, V);
+    counted_ = kc::decoder_crossentropy_forward(losses_.data(), lse_.data(), logits_.data(), targets, N, V, V);
     T sum = 0;
     for (size_t i = 0; i < N; ++i) sum += losses_[i];
     mean_loss_ = counted_ ? sum / static_cast<T>(counted_) : T(0);
@@ -188,8 +188,8 @@ void LlamaCpu<T>::head_backward(ParamAccess& access, GradSink& sink, float grad_
   const T* head_w = static_cast<const T*>(access.param(layout_.head_index()));
   T* dhead_w = static_cast<T*>(sink.grad(layout_.head_index()));
   const T dloss = counted_ ? static_cast<T>(grad_scale) / static_cast<T>(counted_) : T(0);
-  kc::gpt2_crossentropy_backward(logits_.data(), lse_.data(), targets_.data(), dloss, N, V, V);
-  kc::gpt2_classifier_backward(dxn_.data(), dhead_w, logits_.data(), xf_.data(), head_w, N, C, V, V);
+  kc::decoder_crossentropy_backward(logits_.data(), lse_.data(), targets_.data(), dloss, N, V, V);
+  kc::decoder_classifier_backward(dxn_.data(), dhead_w, logits_.data(), xf_.data(), head_w, N, C, V, V);
   std::fill(dres_.begin(), dres_.begin() + N * C, T(0));
   const size_t norm = layout_.norm_index();
   kc::llama_rmsnorm_backward(dres_.data(), static_cast<T*>(sink.grad(norm)), dxn_.data(),

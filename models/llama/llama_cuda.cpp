@@ -1,5 +1,5 @@
 // Llama-family forward and backward on one GPU (see llama_cuda.h). The layer sequence is
-// LlamaCpu's; matmuls are GPT2Blas's cuBLASLt plans, cross-entropy and the own attention GPT-2's.
+// LlamaCpu's; matmuls are DecoderBlas's cuBLASLt plans, cross-entropy and the own attention GPT-2's.
 #include "models/llama/llama_cuda.h"
 
 #include <cmath>
@@ -13,7 +13,7 @@
 #include "kernels/cuda/cudnn_attention.h"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/llama_layers.h"
-#include "kernels/gpt2_math.h"
+#include "kernels/decoder_math.h"
 #include "models/gpt2/gpu_layer_span.h"
 #include "models/llama/llama_cpu.h"
 #include "models/token_batch.h"
@@ -45,7 +45,7 @@ int attention_override() {
 kc::AttentionShape attention_shape(const LlamaConfig& c, int B, int Tn, kernels::DType dtype) {
   kc::AttentionShape s;
   s.B = B, s.T = Tn, s.NH = c.num_heads, s.KV = c.num_kv_heads, s.D = c.head_dim;
-  s.scale = kernels::gpt2::attention_scale<float>(c.head_dim);
+  s.scale = kernels::decoder::attention_scale<float>(c.head_dim);
   s.dtype = dtype;
   return s;
 }
@@ -182,7 +182,7 @@ void LlamaCuda<T>::attention_forward(BlockActs& a) {
   if (path_ == LlamaAttention::Own) {
     kc::llama_qkv_pack_forward(a.qkv.data(), q_.data(), k_.data(), v_.data(), cos_.data(),
                                sin_.data(), B_, T_, NH, KV, D, s);
-    kc::gpt2_attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), B_, T_, NH * D, NH, s);
+    kc::decoder_attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), B_, T_, NH * D, NH, s);
     return;
   }
   kc::llama_rope_forward(a.q.data(), cos_.data(), sin_.data(), B_, T_, NH, D, s);
@@ -205,22 +205,22 @@ void LlamaCuda<T>::block_forward(BlockActs& a, T* res_out, const T* res_in, cons
   cudaStream_t s = stream_.get();
   // res2 = input + o_proj(attention(rope(q, k), v)), q, k, v projections of rmsnorm(input)
   kc::llama_rmsnorm_forward(a.xn1.data(), a.rstd1.data(), res_in, p.ln1, N, C, eps, s);
-  kc::gpt2_matmul_forward(blas_, own ? q_.data() : a.q.data(), a.xn1.data(), p.wq, p.bq, N, C, QD,
+  kc::decoder_matmul_forward(blas_, own ? q_.data() : a.q.data(), a.xn1.data(), p.wq, p.bq, N, C, QD,
                           s);
-  kc::gpt2_matmul_forward(blas_, own ? k_.data() : a.k.data(), a.xn1.data(), p.wk, p.bk, N, C, KVD,
+  kc::decoder_matmul_forward(blas_, own ? k_.data() : a.k.data(), a.xn1.data(), p.wk, p.bk, N, C, KVD,
                           s);
-  kc::gpt2_matmul_forward(blas_, own ? v_.data() : a.v.data(), a.xn1.data(), p.wv, p.bv, N, C, KVD,
+  kc::decoder_matmul_forward(blas_, own ? v_.data() : a.v.data(), a.xn1.data(), p.wv, p.bv, N, C, KVD,
                           s);
   attention_forward(a);
-  kc::gpt2_matmul_forward(blas_, tmp_.data(), a.atty.data(), p.wo, p.bo, N, QD, C, s);
-  kc::gpt2_residual_forward(a.res2.data(), res_in, tmp_.data(), N * C, s);
+  kc::decoder_matmul_forward(blas_, tmp_.data(), a.atty.data(), p.wo, p.bo, N, QD, C, s);
+  kc::decoder_residual_forward(a.res2.data(), res_in, tmp_.data(), N * C, s);
   // output = res2 + down_proj(silu(gate_proj(x)) * up_proj(x)), x = rmsnorm(res2)
   kc::llama_rmsnorm_forward(a.xn2.data(), a.rstd2.data(), a.res2.data(), p.ln2, N, C, eps, s);
-  kc::gpt2_matmul_forward(blas_, a.gate.data(), a.xn2.data(), p.wg, no_bias, N, C, F, s);
-  kc::gpt2_matmul_forward(blas_, a.up.data(), a.xn2.data(), p.wu, no_bias, N, C, F, s);
+  kc::decoder_matmul_forward(blas_, a.gate.data(), a.xn2.data(), p.wg, no_bias, N, C, F, s);
+  kc::decoder_matmul_forward(blas_, a.up.data(), a.xn2.data(), p.wu, no_bias, N, C, F, s);
   kc::llama_swiglu_forward(a.h.data(), a.gate.data(), a.up.data(), N * F, s);
-  kc::gpt2_matmul_forward(blas_, tmp_.data(), a.h.data(), p.wd, no_bias, N, F, C, s);
-  kc::gpt2_residual_forward(res_out, a.res2.data(), tmp_.data(), N * C, s);
+  kc::decoder_matmul_forward(blas_, tmp_.data(), a.h.data(), p.wd, no_bias, N, F, C, s);
+  kc::decoder_residual_forward(res_out, a.res2.data(), tmp_.data(), N * C, s);
 }
 
 // dxn = d loss / d rmsnorm1(input), from dres2 = d loss / d res2. dq, dk, dv land in q_, k_, v_.
@@ -232,10 +232,10 @@ void LlamaCuda<T>::attention_backward(T* dxn, const T* dres2, BlockActs& a, cons
             D = config_.head_dim;
   const int QD = NH * D, KVD = KV * D;
   cudaStream_t s = stream_.get();
-  kc::gpt2_matmul_backward(blas_, datty_.data(), g.wo, g.bo, dres2, a.atty.data(), p.wo, N, QD, C,
+  kc::decoder_matmul_backward(blas_, datty_.data(), g.wo, g.bo, dres2, a.atty.data(), p.wo, N, QD, C,
                            s);
   if (path_ == LlamaAttention::Own) {
-    kc::gpt2_attention_backward(dqkv_.data(), dpre_.data(), datty_.data(), a.qkv.data(),
+    kc::decoder_attention_backward(dqkv_.data(), dpre_.data(), datty_.data(), a.qkv.data(),
                                 a.att.data(), B_, T_, QD, NH, s);
     kc::llama_qkv_pack_backward(q_.data(), k_.data(), v_.data(), dqkv_.data(), cos_.data(),
                                 sin_.data(), B_, T_, NH, KV, D, s);
@@ -249,13 +249,13 @@ void LlamaCuda<T>::attention_backward(T* dxn, const T* dres2, BlockActs& a, cons
     kc::llama_rope_backward(k_.data(), cos_.data(), sin_.data(), B_, T_, KV, D, s);
   }
   // Three projections of one input: their input gradients add up.
-  kc::gpt2_matmul_backward(blas_, dxn, g.wq, g.bq, q_.data(), a.xn1.data(), p.wq, N, C, QD, s);
-  kc::gpt2_matmul_backward(blas_, tmp_.data(), g.wk, g.bk, k_.data(), a.xn1.data(), p.wk, N, C, KVD,
+  kc::decoder_matmul_backward(blas_, dxn, g.wq, g.bq, q_.data(), a.xn1.data(), p.wq, N, C, QD, s);
+  kc::decoder_matmul_backward(blas_, tmp_.data(), g.wk, g.bk, k_.data(), a.xn1.data(), p.wk, N, C, KVD,
                            s);
-  kc::gpt2_residual_forward(dxn, dxn, tmp_.data(), N * C, s);
-  kc::gpt2_matmul_backward(blas_, tmp_.data(), g.wv, g.bv, v_.data(), a.xn1.data(), p.wv, N, C, KVD,
+  kc::decoder_residual_forward(dxn, dxn, tmp_.data(), N * C, s);
+  kc::decoder_matmul_backward(blas_, tmp_.data(), g.wv, g.bv, v_.data(), a.xn1.data(), p.wv, N, C, KVD,
                            s);
-  kc::gpt2_residual_forward(dxn, dxn, tmp_.data(), N * C, s);
+  kc::decoder_residual_forward(dxn, dxn, tmp_.data(), N * C, s);
 }
 
 // dres holds d loss / d (block output) on entry and d loss / d (block input) on return.
@@ -268,14 +268,14 @@ void LlamaCuda<T>::block_backward(T* dres, BlockActs& a, const T* res_in, const 
   cudaStream_t s = stream_.get();
   float* scratch = norm_scratch_.data();
   // MLP: dres becomes d loss / d res2 (the residual plus the path through rmsnorm2).
-  kc::gpt2_matmul_backward(blas_, dh_.data(), g.wd, no_bias, dres, a.h.data(), p.wd, N, F, C, s);
+  kc::decoder_matmul_backward(blas_, dh_.data(), g.wd, no_bias, dres, a.h.data(), p.wd, N, F, C, s);
   kc::llama_swiglu_backward(dh_.data() /* now dgate */, dup_.data(), dh_.data(), a.gate.data(),
                             a.up.data(), N * F, s);
-  kc::gpt2_matmul_backward(blas_, dxn_.data(), g.wg, no_bias, dh_.data(), a.xn2.data(), p.wg, N, C,
+  kc::decoder_matmul_backward(blas_, dxn_.data(), g.wg, no_bias, dh_.data(), a.xn2.data(), p.wg, N, C,
                            F, s);
-  kc::gpt2_matmul_backward(blas_, tmp_.data(), g.wu, no_bias, dup_.data(), a.xn2.data(), p.wu, N, C,
+  kc::decoder_matmul_backward(blas_, tmp_.data(), g.wu, no_bias, dup_.data(), a.xn2.data(), p.wu, N, C,
                            F, s);
-  kc::gpt2_residual_forward(dxn_.data(), dxn_.data(), tmp_.data(), N * C, s);
+  kc::decoder_residual_forward(dxn_.data(), dxn_.data(), tmp_.data(), N * C, s);
   kc::llama_rmsnorm_backward(dres, g.ln2, scratch, dxn_.data(), a.res2.data(), p.ln2,
                              a.rstd2.data(), N, C, s);
   // Attention: dres becomes d loss / d input.
@@ -318,14 +318,14 @@ float LlamaCuda<T>::forward(const int32_t* inputs, const int32_t* targets, int B
   kc::llama_rmsnorm_forward(xf_.data(), rstdf_.data(), residual_[L].data(), normw, N, C,
                             static_cast<float>(config_.rms_norm_eps), s);
   const T* head_w = static_cast<const T*>(access.param(layout_.head_index()));
-  kc::gpt2_matmul_forward(blas_, logits_.data(), xf_.data(), head_w, static_cast<const T*>(nullptr),
+  kc::decoder_matmul_forward(blas_, logits_.data(), xf_.data(), head_w, static_cast<const T*>(nullptr),
                           N, C, V, s);
   access.release(L + 1);
   if (tied) access.release(0);
 
   counted_ = 0;
   if (!has_targets_) return 0.0f;
-  kc::gpt2_crossentropy_forward(losses_.data(), lse_.data(), logits_.data(), targets_.data(), N, V,
+  kc::decoder_crossentropy_forward(losses_.data(), lse_.data(), logits_.data(), targets_.data(), N, V,
                                 V, s);
   return host_mean_loss(losses_.data(), targets, N, s, counted_);
 }
@@ -340,8 +340,8 @@ void LlamaCuda<T>::head_backward(ParamAccess& access, GradSink& sink, float grad
   const T* head_w = static_cast<const T*>(access.param(layout_.head_index()));
   T* dhead_w = static_cast<T*>(sink.grad(layout_.head_index()));
   const float dloss = counted_ ? grad_scale / static_cast<float>(counted_) : 0.0f;
-  kc::gpt2_crossentropy_backward(logits_.data(), lse_.data(), targets_.data(), dloss, N, V, V, s);
-  kc::gpt2_matmul_backward(blas_, dxn_.data(), dhead_w, static_cast<T*>(nullptr), logits_.data(),
+  kc::decoder_crossentropy_backward(logits_.data(), lse_.data(), targets_.data(), dloss, N, V, V, s);
+  kc::decoder_matmul_backward(blas_, dxn_.data(), dhead_w, static_cast<T*>(nullptr), logits_.data(),
                            xf_.data(), head_w, N, C, V, s);
   cuda_check(cudaMemsetAsync(dres_.data(), 0, N * C * sizeof(T), s), "cudaMemsetAsync");
   kc::llama_rmsnorm_backward(

@@ -1,6 +1,6 @@
 // A Llama-family decoder on one GPU: the same model, layer protocol, parameter list and
 // activation checkpointing as LlamaCpu (models/llama/llama_cpu.h), with the CUDA layers of
-// kernels/cuda/llama_layers.h and GPT-2's cuBLASLt matmuls (GPT2Blas) on one stream. T is the
+// kernels/cuda/llama_layers.h and GPT-2's cuBLASLt matmuls (DecoderBlas) on one stream. T is the
 // storage type of parameters, activations and gradients (float, __nv_bfloat16 or __half);
 // arithmetic is fp32. ParamAccess/GradSink hand out device pointers. Built only with CUDA.
 //
@@ -25,7 +25,7 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/cuda/gpt2_layers.h"
+#include "kernels/cuda/decoder_layers.h"
 #include "kernels/token_rows.h"
 #include "models/gpt2/gpt2_cuda.h"  // DeviceArray, upload_as, download_as
 #include "models/llama/block_tensors.h"
@@ -63,7 +63,7 @@ class LlamaCuda final : public DecoderModel<LlamaConfig, llama_forward_flops> {
   size_t activation_bytes() const override;  // device bytes allocated so far
 
   cudaStream_t stream() const { return stream_.get(); }
-  const kernels::cuda::GPT2Blas& blas() const { return blas_; }
+  const kernels::cuda::DecoderBlas& blas() const { return blas_; }
   // The attention a forward of B rows of Tn tokens runs (chosen on first ask, then kept).
   LlamaAttention attention_for(int B, int Tn);
 
@@ -94,7 +94,7 @@ class LlamaCuda final : public DecoderModel<LlamaConfig, llama_forward_flops> {
   int forced_ = 0;     // DSX_ATTENTION: 0 auto, 1 own, 2 cudnn
   RankDevice device_;  // before every CUDA member
   ModelStream stream_;
-  kernels::cuda::GPT2Blas blas_;
+  kernels::cuda::DecoderBlas blas_;
   // Made on first use, after the stream. A plain function as deleter: builds without cuDNN
   // attention never make one and so never need its destructor.
   std::unique_ptr<kernels::cuda::CudnnAttention, void (*)(kernels::cuda::CudnnAttention*)> cudnn_{

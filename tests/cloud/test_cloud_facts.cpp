@@ -7,10 +7,10 @@
 
 #include "cloud/aws_launch_template.h"
 #include "cloud/aws_render.h"
-#include "cloud/base64.h"
 #include "tests/cloud/temp_dir.h"
 #include "tests/tools/run_command.h"
 #include "cloud/instance_types.h"
+#include "dsx/base64.h"
 #include "dsx/error.h"
 
 using namespace dsx::cloud;
@@ -136,7 +136,7 @@ TEST(CloudFacts, UserDataIsBase64OfTheScriptWithinSixteenKilobytes) {
     auto doc = parse(render_launch_template(o, "sg-0bbb", script));
     std::string encoded = doc["UserData"].GetString();
     EXPECT_LE(encoded.size(), kAwsUserDataLimit) << type.name;
-    std::string decoded = base64_decode(encoded);
+    std::string decoded = dsx::base64::decode_strict(encoded);
     if (decoded.rfind("\x1f\x8b", 0) == 0) {
       dsx::test::TempDir dir;
       dsx::test::write_text(dir / "user-data.gz", decoded);
@@ -179,14 +179,14 @@ TEST(CloudFacts, Base64MatchesKnownVectors) {
                               {"fooba", "Zm9vYmE="},
                               {"foobar", "Zm9vYmFy"}};
   for (const auto& v : vectors) {
-    EXPECT_EQ(base64_encode(v[0]), v[1]);
-    EXPECT_EQ(base64_decode(v[1]), v[0]);
+    EXPECT_EQ(dsx::base64::encode(v[0], dsx::base64::kStandard), v[1]);
+    EXPECT_EQ(dsx::base64::decode_strict(v[1]), v[0]);
   }
   std::string all;
   for (int i = 0; i < 256; ++i) all += char(i);
-  EXPECT_EQ(base64_decode(base64_encode(all)), all);
-  EXPECT_THROW(base64_decode("Zm9"), dsx::Error);
-  EXPECT_THROW(base64_decode("Zm9*"), dsx::Error);
+  EXPECT_EQ(dsx::base64::decode_strict(dsx::base64::encode(all, dsx::base64::kStandard)), all);
+  EXPECT_THROW(dsx::base64::decode_strict("Zm9"), dsx::Error);
+  EXPECT_THROW(dsx::base64::decode_strict("Zm9*"), dsx::Error);
 }
 
 TEST(CloudFacts, GcpMachineTypes) {

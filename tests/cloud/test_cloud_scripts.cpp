@@ -6,6 +6,7 @@
 #include "cloud/aws_render.h"
 #include "cloud/gcp_render.h"
 #include "cloud/instance_types.h"
+#include "cloud/slurm_job.h"
 #include "tests/cloud/temp_dir.h"
 #include "tests/tools/run_command.h"
 

@@ -161,6 +161,21 @@ TEST(LrSchedule, DefaultsAreTheDsConfigReadersOwn) {
   EXPECT_NEAR(from_defaults.at(99).lr, 1e-3 * std::log(100.0) / std::log(1000.0), 1e-15);  // 1000 log steps
 }
 
+TEST(LrSchedule, WarmupDecayMaxIsTheDsConfigReadersOwn) {
+  // WarmupDecayLR's warmup_max_lr the file leaves out: the reader's value and the schedule's
+  // fallback are one default, not the optimizer's lr.
+  const auto read = dsx::config::read_ds_config_text(
+      R"({"train_batch_size": 8, "optimizer": {"type": "Adam", "params": {"lr": 0.5}},
+          "scheduler": {"type": "WarmupDecayLR", "params": {"total_num_steps": 2000}}})",
+      "inline", {});
+  LrSchedule from_file(*read.scheduler.type, read.scheduler.params, read.optimizer.params.lr);
+  SchedulerParams unset;
+  unset.total_num_steps = 2000;
+  LrSchedule from_defaults("WarmupDecayLR", unset, read.optimizer.params.lr);
+  for (int64_t it : {-1, 0, 10, 999, 1000, 1500, 2000}) EXPECT_EQ(from_file.at(it).lr, from_defaults.at(it).lr);
+  EXPECT_EQ(from_file.at(1000).lr, dsx::config::kWarmupDecayMaxLr);
+}
+
 TEST(LrSchedule, ATorchSchedulerIsRefusedByName) {
   try {
     LrSchedule("StepLR", SchedulerParams{}, 1e-3);

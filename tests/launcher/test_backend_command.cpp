@@ -3,7 +3,7 @@
 
 #include "dsx/error.h"
 #include "launcher/backend_command.h"
-#include "launcher/shell_quote.h"
+#include "launcher/shell_words.h"
 #include "launcher/world_info.h"
 
 using namespace dsx::launcher;

@@ -8,8 +8,9 @@
 #include <map>
 
 #include "dsx/error.h"
+#include "dsx/shell_quote.h"
 #include "launcher/env_export.h"
-#include "launcher/shell_quote.h"
+#include "launcher/shell_words.h"
 #include "tests/tools/run_command.h"
 
 using namespace dsx::launcher;
@@ -84,10 +85,10 @@ TEST(EnvExport, BadEnvFileLineIsNamed) {
 }
 
 TEST(ShellQuote, SafeWordsUnchanged) {
-  EXPECT_EQ(shell_quote("abc-1.2/x:y@z%+=,"), "abc-1.2/x:y@z%+=,");
-  EXPECT_EQ(shell_quote(""), "''");
-  EXPECT_EQ(shell_quote("a b"), "'a b'");
-  EXPECT_EQ(shell_quote("it's"), "'it'\\''s'");
+  EXPECT_EQ(dsx::shell_quote("abc-1.2/x:y@z%+=,"), "abc-1.2/x:y@z%+=,");
+  EXPECT_EQ(dsx::shell_quote(""), "''");
+  EXPECT_EQ(dsx::shell_quote("a b"), "'a b'");
+  EXPECT_EQ(dsx::shell_quote("it's"), "'it'\\''s'");
 }
 
 TEST(ShellQuote, HostileValuesSurviveARealShellWithoutSideEffects) {
@@ -97,8 +98,8 @@ TEST(ShellQuote, HostileValuesSurviveARealShellWithoutSideEffects) {
       "$(touch " + canary + ")", "`touch " + canary + "`", "'; touch " + canary + "; '", "\"; touch " + canary + "; \"",
       "a\nb; touch " + canary, "$HOME *", "64(x2)", "\\\\ \\' \"", "x;y|z&w>v<u", "${IFS}!#~"};
   for (const auto& value : hostile) {
-    std::string script = "export V=" + shell_quote(value) + "; printf %s \"$V\"";
-    auto r = dsx::test::run_command("/bin/sh -c " + shell_quote(script));
+    std::string script = "export V=" + dsx::shell_quote(value) + "; printf %s \"$V\"";
+    auto r = dsx::test::run_command("/bin/sh -c " + dsx::shell_quote(script));
     EXPECT_EQ(r.exit_code, 0);
     EXPECT_EQ(r.output, value);
     struct stat st {};

@@ -459,6 +459,8 @@ TEST_F(HfFolder, ConfigDefaultsAreEachModelTypesOwn) {
   EXPECT_EQ(llama.max_position_embeddings, 2048);
   EXPECT_EQ(llama.rope_theta, 10000.0);
   EXPECT_EQ(llama.rms_norm_eps, 1e-6);
+  EXPECT_EQ(llama.rope_theta, LlamaConfig{}.rope_theta);  // the reader's default is the struct's
+  EXPECT_EQ(llama.rms_norm_eps, LlamaConfig{}.rms_norm_eps);
   EXPECT_EQ(llama.bos_token_id, 1);
   EXPECT_FALSE(llama.tie_word_embeddings);
   // MistralConfig: 8 kv heads when the key is absent, a 4096 window (fine below 4096 positions).

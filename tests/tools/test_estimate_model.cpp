@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 
+#include "config/ds_config.h"
 #include "dsx/error.h"
 #include "tools/estimate/activations.h"
 #include "tools/estimate/hf_config.h"
@@ -149,6 +151,28 @@ TEST(EstimateMemory, HigherStagesNeedLessPerGpu) {
   }
   EXPECT_EQ(est::estimate_memory(r, {0, est::Offload::None}).gpu_model_states,
             20 * est::parameter_count(r.model));
+}
+
+// The estimator leaves overlap_comm to the ds_config reader's default: an estimate without it
+// equals one given the value a zero_optimization block without the key resolves to, at every
+// stage; below stage 3 the value changes the buffers, so a rule restated apart would show.
+TEST(EstimateMemory, OverlapDefaultIsTheConfigReaders) {
+  auto r = request_for("gpt2", 1, 1);
+  for (int stage = 0; stage <= 3; ++stage) {
+    const auto config = dsx::config::read_ds_config_text(
+        R"({"train_batch_size": 1, "zero_optimization": {"stage": )" + std::to_string(stage) + "}}",
+        "test.json", dsx::config::ConfigInputs{});
+    r.overlap_comm.reset();
+    const auto left_out = est::estimate_memory(r, {stage, est::Offload::None});
+    r.overlap_comm = config.zero_optimization.overlap_comm;
+    EXPECT_EQ(est::estimate_memory(r, {stage, est::Offload::None}).gpu_buffers, left_out.gpu_buffers)
+        << "stage " << stage;
+    if (stage < 3) {
+      r.overlap_comm = !config.zero_optimization.overlap_comm;
+      EXPECT_NE(est::estimate_memory(r, {stage, est::Offload::None}).gpu_buffers, left_out.gpu_buffers)
+          << "stage " << stage;
+    }
+  }
 }
 
 TEST(EstimateMemory, Fp32StatesHaveNoMasterCopy) {

@@ -40,6 +40,41 @@ TEST(ZeroConfig, TravelOptionsReachZero) {
   EXPECT_TRUE(notes.empty()) << notes.front();
 }
 
+// An optimizer block without params and a kernel's hyper-parameters left as they are give the
+// same values: both start from dsx/optimizer_defaults.h (Lion's kernel once had its own).
+TEST(ZeroConfig, OptimizerDefaultsAreTheKernelsOwn) {
+  auto spec_of = [](const std::string& type) {
+    std::vector<std::string> notes;
+    return dsx::engine::zero_options_from(
+               dsx::config::read_ds_config_text(
+                   R"({"train_micro_batch_size_per_gpu": 1, "optimizer": {"type": ")" + type + R"("}})",
+                   "test.json", dsx::config::ConfigInputs{}),
+               notes)
+        .optimizer;
+  };
+  const dsx::kernels::AdamHyper adam = spec_of("AdamW").adam;
+  EXPECT_EQ(adam.lr, dsx::kernels::AdamHyper{}.lr);
+  EXPECT_EQ(adam.beta1, dsx::kernels::AdamHyper{}.beta1);
+  EXPECT_EQ(adam.beta2, dsx::kernels::AdamHyper{}.beta2);
+  EXPECT_EQ(adam.eps, dsx::kernels::AdamHyper{}.eps);
+  EXPECT_EQ(adam.lr, 1e-3f);  // DeepSpeed's FusedAdam
+  EXPECT_EQ(adam.beta2, 0.999f);
+  const dsx::kernels::LambHyper lamb = spec_of("Lamb").lamb;
+  EXPECT_EQ(lamb.lr, dsx::kernels::LambHyper{}.lr);
+  EXPECT_EQ(lamb.beta2, dsx::kernels::LambHyper{}.beta2);
+  EXPECT_EQ(lamb.eps, dsx::kernels::LambHyper{}.eps);
+  EXPECT_EQ(lamb.max_coeff, dsx::kernels::LambHyper{}.max_coeff);
+  EXPECT_EQ(lamb.min_coeff, dsx::kernels::LambHyper{}.min_coeff);
+  const dsx::kernels::LionHyper lion = spec_of("Lion").lion;
+  EXPECT_EQ(lion.lr, dsx::kernels::LionHyper{}.lr);
+  EXPECT_EQ(lion.beta1, dsx::kernels::LionHyper{}.beta1);
+  EXPECT_EQ(lion.beta2, dsx::kernels::LionHyper{}.beta2);
+  const dsx::kernels::AdagradHyper adagrad = spec_of("Adagrad").adagrad;
+  EXPECT_EQ(adagrad.lr, dsx::kernels::AdagradHyper{}.lr);
+  EXPECT_EQ(adagrad.eps, dsx::kernels::AdagradHyper{}.eps);
+  EXPECT_EQ(spec_of("SGD").sgd.lr, dsx::kernels::SgdHyper{}.lr);
+}
+
 TEST(ZeroConfig, DefaultsSayNothing) {
   for (int stage = 0; stage <= 3; ++stage) {
     std::vector<std::string> notes;

@@ -113,8 +113,8 @@ int64_t buffer_bytes(const EstimateRequest& r, int stage, int64_t params) {
   // A bucket never needs to hold more than the whole model.
   const int64_t reduce = std::min(params, r.reduce_bucket_size) * wb;
   if (stage == 3) return reduce + std::min(params, r.prefetch_bucket_size) * wb;
-  // Below stage 3, overlap_comm double-buffers the bucket (off by default there).
-  return r.overlap_comm.value_or(false) ? 2 * reduce : reduce;
+  // Below stage 3, overlap_comm double-buffers the bucket.
+  return r.overlap_comm.value_or(config::default_overlap_comm(stage)) ? 2 * reduce : reduce;
 }
 
 }  // namespace

@@ -49,7 +49,7 @@ struct EstimateRequest {
   // elements; the ds_config defaults unless a file or a flag says otherwise
   int64_t reduce_bucket_size = config::ZeroPartitioning{}.reduce_bucket_size;
   int64_t prefetch_bucket_size = config::ZeroPartitioning{}.prefetch_bucket_size;
-  std::optional<bool> overlap_comm;           // unset: DeepSpeed's default (on for stage 3 only)
+  std::optional<bool> overlap_comm;           // unset: config::default_overlap_comm(stage)
   int64_t reserve_bytes = int64_t{1} << 30;   // CUDA context, NCCL, allocator slack
 };
 

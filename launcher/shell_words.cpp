@@ -1,10 +1,11 @@
 // Joining and splitting shell words.
-#include "launcher/shell_quote.h"
+#include "launcher/shell_words.h"
 
 #include <cctype>
 #include <cstring>
 
 #include "dsx/error.h"
+#include "dsx/shell_quote.h"
 
 namespace dsx::launcher {
 

@@ -1,6 +1,6 @@
-// GPT-2 layers on the CPU (see gpt2_layers.h): BLAS for matmuls and attention, OpenMP loops for
+// The decoder layers on the CPU (see decoder_layers.h): BLAS for matmuls and attention, OpenMP loops for
 // the rest.
-#include "kernels/cpu/gpt2_layers.h"
+#include "kernels/cpu/decoder_layers.h"
 
 #include <omp.h>
 
@@ -11,7 +11,7 @@
 
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/vector_math.h"
-#include "kernels/gpt2_math.h"
+#include "kernels/decoder_math.h"
 
 namespace dsx::kernels::cpu {
 
@@ -25,7 +25,7 @@ constexpr size_t kLayerParallelMin = size_t(1) << 18;
 }  // namespace
 
 template <class T>
-void gpt2_encoder_forward(T* out, const int32_t* tokens, const T* wte, const T* wpe, int B, int Tn,
+void decoder_positional_embedding_forward(T* out, const int32_t* tokens, const T* wte, const T* wpe, int B, int Tn,
                           int C) {
 #pragma omp parallel for collapse(2) if (size_t(B) * Tn * C >= kLayerParallelMin)
   for (int b = 0; b < B; ++b) {
@@ -39,7 +39,7 @@ void gpt2_encoder_forward(T* out, const int32_t* tokens, const T* wte, const T* 
 }
 
 template <class T>
-void gpt2_encoder_backward(T* dwte, T* dwpe, const T* dout, const int32_t* tokens, int B, int Tn,
+void decoder_positional_embedding_backward(T* dwte, T* dwpe, const T* dout, const int32_t* tokens, int B, int Tn,
                            int C) {
   // Serial over rows: two rows may hold the same token. Parallel over channels instead.
 #pragma omp parallel for if (size_t(B) * Tn * C >= kLayerParallelMin)
@@ -55,27 +55,27 @@ void gpt2_encoder_backward(T* dwte, T* dwpe, const T* dout, const int32_t* token
 }
 
 template <class T>
-void gpt2_layernorm_forward(T* out, T* mean, T* rstd, const T* inp, const T* weight, const T* bias,
+void decoder_layernorm_forward(T* out, T* mean, T* rstd, const T* inp, const T* weight, const T* bias,
                             size_t N, int C) {
 #pragma omp parallel for if (N * C >= kLayerParallelMin)
   for (size_t r = 0; r < N; ++r) {
     const T* x = inp + r * C;
     T sum = 0;
     for (int i = 0; i < C; ++i) sum += x[i];
-    const T m = gpt2::layernorm_mean(sum, C);
+    const T m = decoder::layernorm_mean(sum, C);
     T v = 0;
     for (int i = 0; i < C; ++i) v += (x[i] - m) * (x[i] - m);
-    const T s = gpt2::layernorm_rstd(v, C);
+    const T s = decoder::layernorm_rstd(v, C);
     T* o = out + r * C;
     for (int i = 0; i < C; ++i)
-      o[i] = gpt2::layernorm_affine(gpt2::layernorm_xhat(x[i], m, s), weight[i], bias[i]);
+      o[i] = decoder::layernorm_affine(decoder::layernorm_xhat(x[i], m, s), weight[i], bias[i]);
     mean[r] = m;
     rstd[r] = s;
   }
 }
 
 template <class T>
-void gpt2_layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
+void decoder_layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
                              const T* weight, const T* mean, const T* rstd, size_t N, int C) {
   // dweight/dbias are sums over rows: each thread sums a fixed block of rows into its own
   // partial, and the partials are added in thread order, so results are bitwise reproducible.
@@ -92,19 +92,19 @@ void gpt2_layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const
       T m = mean[r], s = rstd[r];
       T g_mean = 0, g_xhat_mean = 0;
       for (int i = 0; i < C; ++i) {
-        T xhat = gpt2::layernorm_xhat(x[i], m, s);
-        T gx = gpt2::layernorm_dnorm(g[i], weight[i]);
+        T xhat = decoder::layernorm_xhat(x[i], m, s);
+        T gx = decoder::layernorm_dnorm(g[i], weight[i]);
         g_mean += gx;
         g_xhat_mean += gx * xhat;
         dw[i] += g[i] * xhat;
         db[i] += g[i];
       }
-      g_mean = gpt2::layernorm_mean(g_mean, C);
-      g_xhat_mean = gpt2::layernorm_mean(g_xhat_mean, C);
+      g_mean = decoder::layernorm_mean(g_mean, C);
+      g_xhat_mean = decoder::layernorm_mean(g_xhat_mean, C);
       T* d = dinp + r * C;
       for (int i = 0; i < C; ++i)
-        d[i] += gpt2::layernorm_dinp_given(gpt2::layernorm_dnorm(g[i], weight[i]),
-                                           gpt2::layernorm_xhat(x[i], m, s), g_mean, g_xhat_mean,
+        d[i] += decoder::layernorm_dinp_given(decoder::layernorm_dnorm(g[i], weight[i]),
+                                           decoder::layernorm_xhat(x[i], m, s), g_mean, g_xhat_mean,
                                            s);
     }
   }
@@ -122,7 +122,7 @@ void gpt2_layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const
 // between. A step opens ~145 regions; on a shared machine each barrier can wait for a thread the
 // scheduler has put aside, so fewer is better.
 template <class T>
-void gpt2_matmul_forward(T* out, const T* inp, const T* weight, const T* bias, size_t N, int C,
+void decoder_matmul_forward(T* out, const T* inp, const T* weight, const T* bias, size_t N, int C,
                          int OC) {
   const T beta = bias ? T(1) : T(0);
   auto fill_bias = [&](const GemmSlice& s) {  // the bias in C's slice, which the product adds to
@@ -168,7 +168,7 @@ void add_column_sums(T* dbias, const T* dout, size_t N, int OC, int o0, int o1) 
 }  // namespace
 
 template <class T>
-void gpt2_matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
+void decoder_matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
                           const T* weight, size_t N, int C, int OC) {
   if (!gemm_is_split(N, C, OC)) {
     gemm_serial(false, false, N, C, OC, T(1), dout, OC, weight, C, T(0), dinp, C);
@@ -198,13 +198,13 @@ void gpt2_matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T*
 }
 
 template <class T>
-void gpt2_classifier_forward(T* logits, const T* inp, const T* wte, size_t N, int C, int V,
+void decoder_classifier_forward(T* logits, const T* inp, const T* wte, size_t N, int C, int V,
                              int Vp) {
   gemm(false, true, N, V, C, T(1), inp, C, wte, C, T(0), logits, Vp);
 }
 
 template <class T>
-void gpt2_classifier_backward(T* dinp, T* dwte, const T* dlogits, const T* inp, const T* wte,
+void decoder_classifier_backward(T* dinp, T* dwte, const T* dlogits, const T* inp, const T* wte,
                               size_t N, int C, int V, int Vp) {
   gemm(false, false, N, C, V, T(1), dlogits, Vp, wte, C, T(0), dinp, C);
   gemm(true, false, V, C, N, T(1), dlogits, Vp, inp, C, T(1), dwte, C);
@@ -219,9 +219,9 @@ constexpr int kAttBlock = 64;
 }  // namespace
 
 template <class T>
-void gpt2_attention_forward(T* out, T* att, const T* qkv, int B, int Tn, int C, int NH) {
+void decoder_attention_forward(T* out, T* att, const T* qkv, int B, int Tn, int C, int NH) {
   const int hs = C / NH;
-  const T scale = gpt2::attention_scale<T>(hs);
+  const T scale = decoder::attention_scale<T>(hs);
   const size_t C3 = 3 * static_cast<size_t>(C);
   const bool parallel = size_t(B) * NH * Tn * Tn * hs / 2 >= kLayerParallelMin;
   SingleThreadedBlas single;
@@ -240,7 +240,7 @@ void gpt2_attention_forward(T* out, T* att, const T* qkv, int B, int Tn, int C, 
                   a + size_t(r0) * Tn, Tn);
       for (int t = r0; t < r1; ++t) {
         T* row = a + static_cast<size_t>(t) * Tn;
-        T inv = gpt2::softmax_inv_sum(row_exp_in_place(row, t + 1, row_max(row, t + 1)));
+        T inv = decoder::softmax_inv_sum(row_exp_in_place(row, t + 1, row_max(row, t + 1)));
         for (int t2 = 0; t2 <= t; ++t2) row[t2] *= inv;
         std::fill(row + t + 1, row + Tn, T(0));  // the masked keys: zero weight, read by backward
       }
@@ -251,10 +251,10 @@ void gpt2_attention_forward(T* out, T* att, const T* qkv, int B, int Tn, int C, 
 }
 
 template <class T>
-void gpt2_attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, int B, int Tn,
+void decoder_attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, int B, int Tn,
                              int C, int NH) {
   const int hs = C / NH;
-  const T scale = gpt2::attention_scale<T>(hs);
+  const T scale = decoder::attention_scale<T>(hs);
   const size_t C3 = 3 * static_cast<size_t>(C);
   SingleThreadedBlas single;
 #pragma omp parallel if (size_t(B) * NH * Tn * Tn * hs / 2 >= kLayerParallelMin)
@@ -281,7 +281,7 @@ void gpt2_attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att,
           T dot = 0;
           for (int t2 = 0; t2 <= t; ++t2) dot += arow[t2] * drow[t2];
           for (int t2 = 0; t2 <= t; ++t2)
-            drow[t2] = gpt2::softmax_backward_given(arow[t2], drow[t2], dot) * scale;
+            drow[t2] = decoder::softmax_backward_given(arow[t2], drow[t2], dot) * scale;
           std::fill(drow + t + 1, drow + r1, T(0));
         }
         // scores = q @ k^T: dq = dpre @ k
@@ -302,82 +302,82 @@ void gpt2_attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att,
 }
 
 template <class T>
-void gpt2_gelu_forward(T* out, const T* inp, size_t n) {
+void decoder_gelu_forward(T* out, const T* inp, size_t n) {
   for_each_element(n, [=](size_t i) DSX_ALWAYS_INLINE {
     T x = inp[i];
-    out[i] = gpt2::gelu_tanh_given(x, vtanh(gpt2::gelu_tanh_arg(x)));
+    out[i] = decoder::gelu_tanh_given(x, vtanh(decoder::gelu_tanh_arg(x)));
   });
 }
 
 template <class T>
-void gpt2_gelu_backward(T* dinp, const T* inp, const T* dout, size_t n) {
+void decoder_gelu_backward(T* dinp, const T* inp, const T* dout, size_t n) {
   for_each_element(n, [=](size_t i) DSX_ALWAYS_INLINE {
     T x = inp[i];
-    dinp[i] = gpt2::gelu_tanh_grad_given(x, vtanh(gpt2::gelu_tanh_arg(x))) * dout[i];
+    dinp[i] = decoder::gelu_tanh_grad_given(x, vtanh(decoder::gelu_tanh_arg(x))) * dout[i];
   });
 }
 
 template <class T>
-void gpt2_residual_forward(T* out, const T* a, const T* b, size_t n) {
+void decoder_residual_forward(T* out, const T* a, const T* b, size_t n) {
 #pragma omp parallel for if (n >= kLayerParallelMin)
   for (size_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
 }
 
 template <class T>
-size_t gpt2_crossentropy_forward(T* losses, T* lse, const T* logits, const int32_t* targets,
+size_t decoder_crossentropy_forward(T* losses, T* lse, const T* logits, const int32_t* targets,
                                  size_t N, int V, int Vp) {
   size_t counted = 0;
 #pragma omp parallel for reduction(+ : counted) if (N * V >= kLayerParallelMin)
   for (size_t r = 0; r < N; ++r) {
     const T* z = logits + r * Vp;
     T maxv = row_max(z, V);
-    lse[r] = gpt2::logsumexp_given(maxv, row_sum_exp(z, V, maxv));
+    lse[r] = decoder::logsumexp_given(maxv, row_sum_exp(z, V, maxv));
     const int32_t y = targets[r];
-    losses[r] = gpt2::crossentropy_loss(lse[r], y, [&] { return z[y]; });
-    counted += gpt2::crossentropy_counted(y);
+    losses[r] = decoder::crossentropy_loss(lse[r], y, [&] { return z[y]; });
+    counted += decoder::crossentropy_counted(y);
   }
   return counted;
 }
 
 template <class T>
-void gpt2_crossentropy_backward(T* logits_to_dlogits, const T* lse, const int32_t* targets, T dloss,
+void decoder_crossentropy_backward(T* logits_to_dlogits, const T* lse, const int32_t* targets, T dloss,
                                 size_t N, int V, int Vp) {
 #pragma omp parallel for if (N * V >= kLayerParallelMin)
   for (size_t r = 0; r < N; ++r) {
     T* z = logits_to_dlogits + r * Vp;
     const int32_t y = targets[r];
-    if (!gpt2::crossentropy_counted(y)) {
+    if (!decoder::crossentropy_counted(y)) {
       std::fill(z, z + Vp, T(0));
       continue;
     }
     row_exp_scale(z, V, lse[r], dloss);  // exp(z - lse) * dloss: every entry but the target's
-    z[y] = gpt2::crossentropy_dlogit_given(z[y], true, dloss);
+    z[y] = decoder::crossentropy_dlogit_given(z[y], true, dloss);
     std::fill(z + V, z + Vp, T(0));
   }
 }
 
-#define DSX_GPT2_INSTANTIATE(T)                                                                   \
-  template void gpt2_encoder_forward<T>(T*, const int32_t*, const T*, const T*, int, int, int);   \
-  template void gpt2_encoder_backward<T>(T*, T*, const T*, const int32_t*, int, int, int);        \
-  template void gpt2_layernorm_forward<T>(T*, T*, T*, const T*, const T*, const T*, size_t, int); \
-  template void gpt2_layernorm_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*,    \
+#define DSX_DECODER_INSTANTIATE(T)                                                                   \
+  template void decoder_positional_embedding_forward<T>(T*, const int32_t*, const T*, const T*, int, int, int);   \
+  template void decoder_positional_embedding_backward<T>(T*, T*, const T*, const int32_t*, int, int, int);        \
+  template void decoder_layernorm_forward<T>(T*, T*, T*, const T*, const T*, const T*, size_t, int); \
+  template void decoder_layernorm_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*,    \
                                            const T*, size_t, int);                                \
-  template void gpt2_matmul_forward<T>(T*, const T*, const T*, const T*, size_t, int, int);       \
-  template void gpt2_matmul_backward<T>(T*, T*, T*, const T*, const T*, const T*, size_t, int,    \
+  template void decoder_matmul_forward<T>(T*, const T*, const T*, const T*, size_t, int, int);       \
+  template void decoder_matmul_backward<T>(T*, T*, T*, const T*, const T*, const T*, size_t, int,    \
                                         int);                                                     \
-  template void gpt2_classifier_forward<T>(T*, const T*, const T*, size_t, int, int, int);        \
-  template void gpt2_classifier_backward<T>(T*, T*, const T*, const T*, const T*, size_t, int,    \
+  template void decoder_classifier_forward<T>(T*, const T*, const T*, size_t, int, int, int);        \
+  template void decoder_classifier_backward<T>(T*, T*, const T*, const T*, const T*, size_t, int,    \
                                             int, int);                                            \
-  template void gpt2_attention_forward<T>(T*, T*, const T*, int, int, int, int);                  \
-  template void gpt2_attention_backward<T>(T*, const T*, const T*, const T*, int, int, int, int); \
-  template void gpt2_gelu_forward<T>(T*, const T*, size_t);                                       \
-  template void gpt2_gelu_backward<T>(T*, const T*, const T*, size_t);                            \
-  template void gpt2_residual_forward<T>(T*, const T*, const T*, size_t);                         \
-  template size_t gpt2_crossentropy_forward<T>(T*, T*, const T*, const int32_t*, size_t, int,     \
+  template void decoder_attention_forward<T>(T*, T*, const T*, int, int, int, int);                  \
+  template void decoder_attention_backward<T>(T*, const T*, const T*, const T*, int, int, int, int); \
+  template void decoder_gelu_forward<T>(T*, const T*, size_t);                                       \
+  template void decoder_gelu_backward<T>(T*, const T*, const T*, size_t);                            \
+  template void decoder_residual_forward<T>(T*, const T*, const T*, size_t);                         \
+  template size_t decoder_crossentropy_forward<T>(T*, T*, const T*, const int32_t*, size_t, int,     \
                                                int);                                              \
-  template void gpt2_crossentropy_backward<T>(T*, const T*, const int32_t*, T, size_t, int, int);
+  template void decoder_crossentropy_backward<T>(T*, const T*, const int32_t*, T, size_t, int, int);
 
-DSX_GPT2_INSTANTIATE(float)
-DSX_GPT2_INSTANTIATE(double)
+DSX_DECODER_INSTANTIATE(float)
+DSX_DECODER_INSTANTIATE(double)
 
 }  // namespace dsx::kernels::cpu

@@ -1,4 +1,4 @@
-// Storage types of the GPT-2 CUDA kernels (internal): fp32 arithmetic on float, bf16 or fp16 storage.
+// Storage types of the layer kernels (internal): fp32 arithmetic on float, bf16 or fp16 storage.
 #pragma once
 
 #include <cuda_bf16.h>

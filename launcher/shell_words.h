@@ -1,15 +1,11 @@
-// Words for a remote shell (ssh and pdsh hand the command to `sh -c` on the far side): quoted
-// (dsx/shell_quote.h), joined, and split as Python's shlex does.
+// Words for a remote shell (ssh and pdsh hand the command to `sh -c` on the far side): joined,
+// each quoted by dsx::shell_quote (dsx/shell_quote.h), and split as Python's shlex does.
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "dsx/shell_quote.h"
-
 namespace dsx::launcher {
-
-using dsx::shell_quote;
 
 // The words quoted and joined by spaces.
 std::string shell_join(const std::vector<std::string>& words);

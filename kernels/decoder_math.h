@@ -1,5 +1,6 @@
-// Element formulas of the GPT-2 layers, shared by the CPU loops (kernels/cpu/gpt2_layers.cpp) and
-// the CUDA kernels (kernels/cuda/gpt2_*.cu) so the CPU tests check the arithmetic the GPU runs.
+// Element formulas of the decoder layers GPT-2 and the Llama family share (LayerNorm and GELU are
+// GPT-2's alone), used by the CPU loops (kernels/cpu/decoder_layers.cpp) and the CUDA kernels
+// (kernels/cuda/decoder_*.cu) so the CPU tests check the arithmetic the GPU runs.
 // Templated on the scalar so the float64 gradient checks run the same formulas.
 //
 // The reductions (row sums, maxima, dot products) stay in the kernels, which order them for their
@@ -13,7 +14,7 @@
 
 #include "kernels/dtype.h"
 
-namespace dsx::kernels::gpt2 {
+namespace dsx::kernels::decoder {
 
 using std::log;   // float and double overloads, host and device
 using std::sqrt;
@@ -156,4 +157,4 @@ DSX_HD T gelu_tanh_grad(T x) {
   return gelu_tanh_grad_given(x, tanh(gelu_tanh_arg(x)));
 }
 
-}  // namespace dsx::kernels::gpt2
+}  // namespace dsx::kernels::decoder

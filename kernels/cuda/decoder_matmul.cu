@@ -1,4 +1,4 @@
-// GPT-2 matmuls through cuBLASLt (see gpt2_layers.h). Row-major (N, C) activations and (OC, C)
+// The decoder layers' matmuls through cuBLASLt (see decoder_layers.h). Row-major (N, C) activations and (OC, C)
 // weights are column-major (C, N) and (C, OC) to cuBLAS, so out^T = W^T-op x inp^T needs no copy.
 // fp32 compute for both storage types (no TF32: the GPU tests compare with the CPU at 1e-4).
 // Each distinct matmul is planned once (kernels/matmul_plan_cache.h); every cuBLASLt object has
@@ -12,8 +12,8 @@
 
 #include "dsx/error.h"
 #include "kernels/cuda/column_sums.cuh"
-#include "kernels/cuda/gpt2_layers.h"
-#include "kernels/cuda/gpt2_types.cuh"
+#include "kernels/cuda/decoder_layers.h"
+#include "kernels/cuda/storage_types.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/matmul_plan_cache.h"
 
@@ -32,7 +32,7 @@ void check(cublasStatus_t s, const char* what) {
 void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess)
     throw Error(e == cudaErrorMemoryAllocation ? ErrorKind::OutOfMemory : ErrorKind::Internal,
-                std::string("GPT-2 matmul: ") + what + ": " + cudaGetErrorString(e));
+                std::string("decoder matmul: ") + what + ": " + cudaGetErrorString(e));
 }
 
 // Owners of the cuBLASLt objects and of device memory.
@@ -75,7 +75,7 @@ LtOwned<cublasLtMatrixLayout_t> layout(cudaDataType_t type, int rows, int cols, 
 
 }  // namespace
 
-struct GPT2Blas::State {
+struct DecoderBlas::State {
   LtOwned<cublasLtHandle_t> handle;
   LtOwned<void*> workspace;
   MatmulPlanCache<MatmulPlan> plans;
@@ -118,7 +118,7 @@ struct GPT2Blas::State {
                                          &heuristic, &found),
           "heuristic");
     if (found == 0)
-      throw Error(ErrorKind::Unsupported, "cuBLASLt has no algorithm for the GPT-2 matmul " + std::to_string(s.m) + "x" +
+      throw Error(ErrorKind::Unsupported, "cuBLASLt has no algorithm for the decoder matmul " + std::to_string(s.m) + "x" +
                                               std::to_string(s.n) + "x" + std::to_string(s.k));
     p->algo = heuristic.algo;
     return p;
@@ -136,7 +136,7 @@ struct GPT2Blas::State {
   }
 };
 
-GPT2Blas::GPT2Blas() : state_(std::make_unique<State>()) {
+DecoderBlas::DecoderBlas() : state_(std::make_unique<State>()) {
   cublasLtHandle_t handle = nullptr;
   check(cublasLtCreate(&handle), "create");
   state_->handle.reset(handle);
@@ -145,19 +145,19 @@ GPT2Blas::GPT2Blas() : state_(std::make_unique<State>()) {
   state_->workspace.reset(workspace);
 }
 
-GPT2Blas::~GPT2Blas() = default;
-GPT2Blas::GPT2Blas(GPT2Blas&&) noexcept = default;
-GPT2Blas& GPT2Blas::operator=(GPT2Blas&&) noexcept = default;
+DecoderBlas::~DecoderBlas() = default;
+DecoderBlas::DecoderBlas(DecoderBlas&&) noexcept = default;
+DecoderBlas& DecoderBlas::operator=(DecoderBlas&&) noexcept = default;
 
-size_t GPT2Blas::plans_built() const { return state_ ? state_->plans.builds() : 0; }
+size_t DecoderBlas::plans_built() const { return state_ ? state_->plans.builds() : 0; }
 
 namespace {
 
 // D (m x n, col-major, ld ldd) = op(A) op(B) + beta D [+ bias over rows].
 template <class T>
-void lt_matmul(GPT2Blas& blas, T* d, const T* a, const T* b, const T* bias, int m, int n, int k, bool trans_a,
+void lt_matmul(DecoderBlas& blas, T* d, const T* a, const T* b, const T* bias, int m, int n, int k, bool trans_a,
                bool trans_b, int lda, int ldb, int ldd, float beta, cudaStream_t stream) {
-  GPT2Blas::State& st = blas.state();
+  DecoderBlas::State& st = blas.state();
   MatmulShape shape;
   shape.m = m, shape.n = n, shape.k = k, shape.lda = lda, shape.ldb = ldb, shape.ldd = ldd;
   shape.trans_a = trans_a, shape.trans_b = trans_b, shape.dtype = data_type<T>();
@@ -177,36 +177,36 @@ void lt_matmul(GPT2Blas& blas, T* d, const T* a, const T* b, const T* bias, int 
 }  // namespace
 
 template <class T>
-void gpt2_matmul_forward(GPT2Blas& blas, T* out, const T* inp, const T* weight, const T* bias, size_t N, int C,
+void decoder_matmul_forward(DecoderBlas& blas, T* out, const T* inp, const T* weight, const T* bias, size_t N, int C,
                          int OC, cudaStream_t stream) {
   lt_matmul(blas, out, weight, inp, bias, OC, static_cast<int>(N), C, true, false, C, C, OC, 0.0f, stream);
 }
 
 template <class T>
-void gpt2_matmul_backward(GPT2Blas& blas, T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
+void decoder_matmul_backward(DecoderBlas& blas, T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
                           const T* weight, size_t N, int C, int OC, cudaStream_t stream) {
   const T* no_bias = nullptr;
   lt_matmul(blas, dinp, weight, dout, no_bias, C, static_cast<int>(N), OC, false, false, C, OC, C, 0.0f, stream);
   lt_matmul(blas, dweight, inp, dout, no_bias, C, OC, static_cast<int>(N), false, true, C, OC, C, 1.0f, stream);
-  if (dbias) gpt2_bias_backward(blas, dbias, dout, N, OC, stream);
+  if (dbias) decoder_bias_backward(blas, dbias, dout, N, OC, stream);
 }
 
 template <class T>
-void gpt2_bias_backward(GPT2Blas& blas, T* dbias, const T* dout, size_t N, int OC, cudaStream_t stream) {
+void decoder_bias_backward(DecoderBlas& blas, T* dbias, const T* dout, size_t N, int OC, cudaStream_t stream) {
   float* scratch = blas.state().bias_sums(column_sums_scratch_floats(N, size_t(OC)));
   DSX_TOUCHES(DSX_READS(dout, N * OC * sizeof(T)));
-  add_column_sums(dbias, MatrixEntry<T>{dout, OC}, N, OC, scratch, stream, "gpt2_bias_backward");
+  add_column_sums(dbias, MatrixEntry<T>{dout, OC}, N, OC, scratch, stream, "decoder_bias_backward");
 }
 
-#define DSX_GPT2_MATMUL_INSTANTIATE(T)                                                                          \
-  template void gpt2_matmul_forward<T>(GPT2Blas&, T*, const T*, const T*, const T*, size_t, int, int,          \
+#define DSX_DECODER_MATMUL_INSTANTIATE(T)                                                                          \
+  template void decoder_matmul_forward<T>(DecoderBlas&, T*, const T*, const T*, const T*, size_t, int, int,          \
                                        cudaStream_t);                                                           \
-  template void gpt2_matmul_backward<T>(GPT2Blas&, T*, T*, T*, const T*, const T*, const T*, size_t, int, int, \
+  template void decoder_matmul_backward<T>(DecoderBlas&, T*, T*, T*, const T*, const T*, const T*, size_t, int, int, \
                                         cudaStream_t);                                                           \
-  template void gpt2_bias_backward<T>(GPT2Blas&, T*, const T*, size_t, int, cudaStream_t);
+  template void decoder_bias_backward<T>(DecoderBlas&, T*, const T*, size_t, int, cudaStream_t);
 
-DSX_GPT2_MATMUL_INSTANTIATE(float)
-DSX_GPT2_MATMUL_INSTANTIATE(__nv_bfloat16)
-DSX_GPT2_MATMUL_INSTANTIATE(__half)
+DSX_DECODER_MATMUL_INSTANTIATE(float)
+DSX_DECODER_MATMUL_INSTANTIATE(__nv_bfloat16)
+DSX_DECODER_MATMUL_INSTANTIATE(__half)
 
 }  // namespace dsx::kernels::cuda

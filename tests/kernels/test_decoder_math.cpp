@@ -1,4 +1,4 @@
-// The shared element formulas of the GPT-2 layers (kernels/gpt2_math.h), which the CPU loops and
+// The shared element formulas of the decoder layers (kernels/decoder_math.h), which the CPU loops and
 // the CUDA kernels both call, each against a float64 reference computed here independently:
 // textbook LayerNorm, softmax and cross-entropy in double, and central differences for every
 // backward formula. The float instantiations (the GPU's arithmetic) are checked against the same
@@ -10,10 +10,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/gpt2_math.h"
+#include "kernels/decoder_math.h"
 #include "tests/models/gradcheck.h"
 
-namespace g2 = dsx::kernels::gpt2;
+namespace dm = dsx::kernels::decoder;
 using namespace dsx::test;  // gradcheck.h: dot, gradient_error, random_vector
 
 namespace {
@@ -56,20 +56,20 @@ LayerNormRow shared_layernorm(const std::vector<double>& xd, const std::vector<d
   std::vector<T> g(gd.begin(), gd.end());
   T sum = 0, sq = 0;
   for (T v : x) sum += v;
-  const T m = g2::layernorm_mean(sum, C);
+  const T m = dm::layernorm_mean(sum, C);
   for (T v : x) sq += (v - m) * (v - m);
-  const T s = g2::layernorm_rstd(sq, C);
+  const T s = dm::layernorm_rstd(sq, C);
   LayerNormRow row{std::vector<double>(C), std::vector<double>(C), double(m), double(s)};
   T dn_sum = 0, dnx_sum = 0;
   for (int i = 0; i < C; ++i) {
-    const T xhat = g2::layernorm_xhat(x[i], m, s);
-    row.out[i] = g2::layernorm_affine(xhat, w[i], b[i]);
-    dn_sum += g2::layernorm_dnorm(g[i], w[i]);
-    dnx_sum += g2::layernorm_dnorm(g[i], w[i]) * xhat;
+    const T xhat = dm::layernorm_xhat(x[i], m, s);
+    row.out[i] = dm::layernorm_affine(xhat, w[i], b[i]);
+    dn_sum += dm::layernorm_dnorm(g[i], w[i]);
+    dnx_sum += dm::layernorm_dnorm(g[i], w[i]) * xhat;
   }
-  const T dn_mean = g2::layernorm_mean(dn_sum, C), dnx_mean = g2::layernorm_mean(dnx_sum, C);
+  const T dn_mean = dm::layernorm_mean(dn_sum, C), dnx_mean = dm::layernorm_mean(dnx_sum, C);
   for (int i = 0; i < C; ++i)
-    row.dinp[i] = g2::layernorm_dinp_given(g2::layernorm_dnorm(g[i], w[i]), g2::layernorm_xhat(x[i], m, s),
+    row.dinp[i] = dm::layernorm_dinp_given(dm::layernorm_dnorm(g[i], w[i]), dm::layernorm_xhat(x[i], m, s),
                                            dn_mean, dnx_mean, s);
   return row;
 }
@@ -80,7 +80,7 @@ std::vector<double> shared_softmax(const std::vector<double>& xd) {
   const T mx = *std::max_element(x.begin(), x.end());
   T sum = 0;
   for (T& v : x) sum += v = std::exp(v - mx);
-  const T inv = g2::softmax_inv_sum(sum);
+  const T inv = dm::softmax_inv_sum(sum);
   std::vector<double> p(x.size());
   for (size_t i = 0; i < x.size(); ++i) p[i] = x[i] * inv;
   return p;
@@ -92,7 +92,7 @@ std::vector<double> shared_softmax_backward(const std::vector<double>& pd, const
   T sum = 0;
   for (size_t i = 0; i < p.size(); ++i) sum += p[i] * dp[i];
   std::vector<double> d(p.size());
-  for (size_t i = 0; i < p.size(); ++i) d[i] = g2::softmax_backward_given(p[i], dp[i], sum);
+  for (size_t i = 0; i < p.size(); ++i) d[i] = dm::softmax_backward_given(p[i], dp[i], sum);
   return d;
 }
 
@@ -108,18 +108,18 @@ CrossEntropyRow shared_crossentropy(const std::vector<double>& zd, int32_t y, do
   const T mx = *std::max_element(z.begin(), z.end());
   T sum = 0;
   for (T v : z) sum += std::exp(v - mx);
-  const T lse = g2::logsumexp_given(mx, sum);
-  CrossEntropyRow row{double(lse), double(g2::crossentropy_loss(lse, y, [&] { return z[y]; })),
+  const T lse = dm::logsumexp_given(mx, sum);
+  CrossEntropyRow row{double(lse), double(dm::crossentropy_loss(lse, y, [&] { return z[y]; })),
                       std::vector<double>(z.size(), 0.0)};
-  if (g2::crossentropy_counted(y))
+  if (dm::crossentropy_counted(y))
     for (size_t i = 0; i < z.size(); ++i)
-      row.dlogits[i] = g2::crossentropy_dlogit_given(std::exp(z[i] - lse) * dloss, int32_t(i) == y, dloss);
+      row.dlogits[i] = dm::crossentropy_dlogit_given(std::exp(z[i] - lse) * dloss, int32_t(i) == y, dloss);
   return row;
 }
 
 }  // namespace
 
-TEST(Gpt2Math, LayerNormStatisticsOutputAndInputGradient) {
+TEST(DecoderMath, LayerNormStatisticsOutputAndInputGradient) {
   for (int C : {1, 7, 64, 768}) {
     auto x = random_vector(C, 100 + C, 3.0), w = random_vector(C, 200 + C), b = random_vector(C, 300 + C);
     auto R = random_vector(C, 400 + C);
@@ -146,7 +146,7 @@ TEST(Gpt2Math, LayerNormStatisticsOutputAndInputGradient) {
   }
 }
 
-TEST(Gpt2Math, LayerNormOfAConstantRowIsTheBias) {
+TEST(DecoderMath, LayerNormOfAConstantRowIsTheBias) {
   // Variance 0: rstd = 1 / sqrt(eps), x_hat = 0, so the output is the bias and
   // dinp = rstd * (dnorm - mean(dnorm)).
   std::vector<double> x(5, 2.5), w = random_vector(5, 1), b = random_vector(5, 2), g = random_vector(5, 3);
@@ -161,7 +161,7 @@ TEST(Gpt2Math, LayerNormOfAConstantRowIsTheBias) {
   }
 }
 
-TEST(Gpt2Math, SoftmaxForwardAndBackward) {
+TEST(DecoderMath, SoftmaxForwardAndBackward) {
   for (int n : {1, 2, 9, 300}) {
     auto x = random_vector(n, 500 + n, 2.0), dp = random_vector(n, 600 + n);
     std::vector<double> x_as_float(x.begin(), x.end());
@@ -182,21 +182,21 @@ TEST(Gpt2Math, SoftmaxForwardAndBackward) {
   }
 }
 
-TEST(Gpt2Math, SoftmaxSubtractsTheMaxSoLargeScoresStayFinite) {
+TEST(DecoderMath, SoftmaxSubtractsTheMaxSoLargeScoresStayFinite) {
   // exp(1000) overflows even in double; shifted by the max the row is exact.
   std::vector<double> x = {1000.0, 999.0, 998.0}, shifted = {2.0, 1.0, 0.0};
   auto p = shared_softmax<float>(x), ref = reference_softmax(shifted);
   for (int i = 0; i < 3; ++i) EXPECT_NEAR(p[i], ref[i], 1e-7);
 }
 
-TEST(Gpt2Math, AttentionScaleIsOneOverSqrtHeadSize) {
-  EXPECT_EQ(g2::attention_scale<double>(64), 0.125);
-  EXPECT_EQ(g2::attention_scale<float>(64), 0.125f);
+TEST(DecoderMath, AttentionScaleIsOneOverSqrtHeadSize) {
+  EXPECT_EQ(dm::attention_scale<double>(64), 0.125);
+  EXPECT_EQ(dm::attention_scale<float>(64), 0.125f);
   for (int hs : {1, 3, 48, 80, 128})
-    EXPECT_NEAR(g2::attention_scale<float>(hs), 1 / std::sqrt(double(hs)), 1e-7 / std::sqrt(double(hs))) << hs;
+    EXPECT_NEAR(dm::attention_scale<float>(hs), 1 / std::sqrt(double(hs)), 1e-7 / std::sqrt(double(hs))) << hs;
 }
 
-TEST(Gpt2Math, CrossEntropyLossAndGradient) {
+TEST(DecoderMath, CrossEntropyLossAndGradient) {
   const double dloss = 0.37;
   for (int V : {2, 11, 1000}) {
     auto z = random_vector(V, 700 + V, 3.0);
@@ -220,23 +220,23 @@ TEST(Gpt2Math, CrossEntropyLossAndGradient) {
   }
 }
 
-TEST(Gpt2Math, CrossEntropyIgnoresNegativeTargets) {
-  EXPECT_TRUE(g2::crossentropy_counted(0));
-  EXPECT_FALSE(g2::crossentropy_counted(-1));
-  EXPECT_FALSE(g2::crossentropy_counted(-100));
+TEST(DecoderMath, CrossEntropyIgnoresNegativeTargets) {
+  EXPECT_TRUE(dm::crossentropy_counted(0));
+  EXPECT_FALSE(dm::crossentropy_counted(-1));
+  EXPECT_FALSE(dm::crossentropy_counted(-100));
   bool read = false;
-  EXPECT_EQ(g2::crossentropy_loss(3.5f, -1, [&] { read = true; return 1.0f; }), 0.0f);
+  EXPECT_EQ(dm::crossentropy_loss(3.5f, -1, [&] { read = true; return 1.0f; }), 0.0f);
   EXPECT_FALSE(read);  // the ignored row's target logit is never read (index -1)
   auto row = shared_crossentropy<double>(random_vector(6, 9), -1, 1.0);
   EXPECT_EQ(row.loss, 0.0);
   for (double d : row.dlogits) EXPECT_EQ(d, 0.0);
 }
 
-TEST(Gpt2Math, CrossEntropyGradientOffTheTargetIsTheScaledProbability) {
+TEST(DecoderMath, CrossEntropyGradientOffTheTargetIsTheScaledProbability) {
   // The CPU scales exp(z - lse) by dloss for the whole row and corrects only the target: the
   // shared formula leaves every other entry's bits as they are.
   for (float pd : {0.0f, 1e-30f, 0.25f, 0.999f}) {
-    EXPECT_EQ(g2::crossentropy_dlogit_given(pd, false, -2.0f), pd);
-    EXPECT_EQ(g2::crossentropy_dlogit_given(pd, true, 2.0f), pd - 2.0f);
+    EXPECT_EQ(dm::crossentropy_dlogit_given(pd, false, -2.0f), pd);
+    EXPECT_EQ(dm::crossentropy_dlogit_given(pd, true, 2.0f), pd - 2.0f);
   }
 }

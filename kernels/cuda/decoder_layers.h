@@ -1,5 +1,6 @@
-// GPT-2 layers on the GPU: the CUDA twins of kernels/cpu/gpt2_layers.h, same names, argument
-// order (outputs, inputs, sizes) and element formulas (kernels/gpt2_math.h), plus a stream.
+// The decoder layers on the GPU (GPT-2's, shared with the Llama family as on the CPU): the CUDA
+// twins of kernels/cpu/decoder_layers.h, same names, argument
+// order (outputs, inputs, sizes) and element formulas (kernels/decoder_math.h), plus a stream.
 // T is the storage type of parameters, activations and gradients: float, __nv_bfloat16 or __half; all
 // arithmetic is fp32. Pointers are device memory. Same accumulate/overwrite conventions as the
 // CPU layers: parameter gradients +=, activation gradients =, layernorm's dinp +=.
@@ -19,40 +20,40 @@
 namespace dsx::kernels::cuda {
 
 template <class T>
-void gpt2_encoder_forward(T* out, const int32_t* tokens, const T* wte, const T* wpe, int B, int Tn, int C,
+void decoder_positional_embedding_forward(T* out, const int32_t* tokens, const T* wte, const T* wpe, int B, int Tn, int C,
                           cudaStream_t stream);
 // token_rows: the batch's kernels::TokenRows (kernels/token_rows.h) packed array in device
 // memory, `distinct` its number of distinct tokens.
 template <class T>
-void gpt2_encoder_backward(T* dwte, T* dwpe, const T* dout, const int32_t* token_rows, int distinct, int B, int Tn,
+void decoder_positional_embedding_backward(T* dwte, T* dwpe, const T* dout, const int32_t* token_rows, int distinct, int B, int Tn,
                            int C, cudaStream_t stream);
 
 // mean and rstd are fp32 (N each).
 template <class T>
-void gpt2_layernorm_forward(T* out, float* mean, float* rstd, const T* inp, const T* weight, const T* bias,
+void decoder_layernorm_forward(T* out, float* mean, float* rstd, const T* inp, const T* weight, const T* bias,
                             size_t N, int C, cudaStream_t stream);
 // scratch: kernels::column_sums_scratch_floats(N, C) floats of device memory (the fp32 chunk
 // sums of dweight and dbias before they are added to T; kernels/column_sums.h).
 template <class T>
-void gpt2_layernorm_backward(T* dinp, T* dweight, T* dbias, float* scratch, const T* dout, const T* inp,
+void decoder_layernorm_backward(T* dinp, T* dweight, T* dbias, float* scratch, const T* dout, const T* inp,
                              const T* weight, const float* mean, const float* rstd, size_t N, int C,
                              cudaStream_t stream);
 
 // cuBLASLt matmuls: out (N, OC) = inp (N, C) @ weight^T + bias, bias fused into the epilogue.
-// GPT2Blas owns the cuBLASLt handle, its workspace, one cached plan per matmul shape (built on
+// DecoderBlas owns the cuBLASLt handle, its workspace, one cached plan per matmul shape (built on
 // first use: descriptors, layouts and the heuristic's algorithm) and the fp32 scratch of the bias
 // gradient. Build it with this rank's GPU current; use it from one thread at a time.
-class GPT2Blas {
+class DecoderBlas {
  public:
-  GPT2Blas();  // throws dsx::Error, having freed whatever it had made
-  ~GPT2Blas();
-  GPT2Blas(GPT2Blas&&) noexcept;
-  GPT2Blas& operator=(GPT2Blas&&) noexcept;
-  GPT2Blas(const GPT2Blas&) = delete;
-  GPT2Blas& operator=(const GPT2Blas&) = delete;
+  DecoderBlas();  // throws dsx::Error, having freed whatever it had made
+  ~DecoderBlas();
+  DecoderBlas(DecoderBlas&&) noexcept;
+  DecoderBlas& operator=(DecoderBlas&&) noexcept;
+  DecoderBlas(const DecoderBlas&) = delete;
+  DecoderBlas& operator=(const DecoderBlas&) = delete;
 
   size_t plans_built() const;  // distinct matmul plans made so far
-  struct State;                // gpt2_matmul.cu
+  struct State;                // decoder_matmul.cu
   State& state() { return *state_; }
 
  private:
@@ -60,38 +61,38 @@ class GPT2Blas {
 };
 
 template <class T>
-void gpt2_matmul_forward(GPT2Blas& blas, T* out, const T* inp, const T* weight, const T* bias, size_t N, int C,
+void decoder_matmul_forward(DecoderBlas& blas, T* out, const T* inp, const T* weight, const T* bias, size_t N, int C,
                          int OC, cudaStream_t stream);
 // dinp = dout @ weight; dweight += dout^T @ inp; dbias += column sums of dout (dbias may be null),
 // summed deterministically in fp32 (kernels/column_sums.h).
 template <class T>
-void gpt2_matmul_backward(GPT2Blas& blas, T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
+void decoder_matmul_backward(DecoderBlas& blas, T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
                           const T* weight, size_t N, int C, int OC, cudaStream_t stream);
-// The bias part of gpt2_matmul_backward alone: dbias (OC) += column sums of dout (N, OC).
+// The bias part of decoder_matmul_backward alone: dbias (OC) += column sums of dout (N, OC).
 template <class T>
-void gpt2_bias_backward(GPT2Blas& blas, T* dbias, const T* dout, size_t N, int OC, cudaStream_t stream);
+void decoder_bias_backward(DecoderBlas& blas, T* dbias, const T* dout, size_t N, int OC, cudaStream_t stream);
 
 // att: fp32 (B, NH, T, T) softmax probabilities. dpre: fp32 scratch of the same size.
 template <class T>
-void gpt2_attention_forward(T* out, float* att, const T* qkv, int B, int Tn, int C, int NH, cudaStream_t stream);
+void decoder_attention_forward(T* out, float* att, const T* qkv, int B, int Tn, int C, int NH, cudaStream_t stream);
 template <class T>
-void gpt2_attention_backward(T* dqkv, float* dpre, const T* dout, const T* qkv, const float* att, int B, int Tn,
+void decoder_attention_backward(T* dqkv, float* dpre, const T* dout, const T* qkv, const float* att, int B, int Tn,
                              int C, int NH, cudaStream_t stream);
 
 template <class T>
-void gpt2_gelu_forward(T* out, const T* inp, size_t n, cudaStream_t stream);
+void decoder_gelu_forward(T* out, const T* inp, size_t n, cudaStream_t stream);
 template <class T>
-void gpt2_gelu_backward(T* dinp, const T* inp, const T* dout, size_t n, cudaStream_t stream);
+void decoder_gelu_backward(T* dinp, const T* inp, const T* dout, size_t n, cudaStream_t stream);
 template <class T>
-void gpt2_residual_forward(T* out, const T* a, const T* b, size_t n, cudaStream_t stream);
+void decoder_residual_forward(T* out, const T* a, const T* b, size_t n, cudaStream_t stream);
 
 // Fused classifier. Forward: per row fp32 loss and log-sum-exp over the first V of Vp logits
 // (targets < 0 ignored, loss 0). Backward: logits become (softmax - onehot) * dloss in place.
 template <class T>
-void gpt2_crossentropy_forward(float* losses, float* lse, const T* logits, const int32_t* targets, size_t N, int V,
+void decoder_crossentropy_forward(float* losses, float* lse, const T* logits, const int32_t* targets, size_t N, int V,
                                int Vp, cudaStream_t stream);
 template <class T>
-void gpt2_crossentropy_backward(T* logits_to_dlogits, const float* lse, const int32_t* targets, float dloss,
+void decoder_crossentropy_backward(T* logits_to_dlogits, const float* lse, const int32_t* targets, float dloss,
                                 size_t N, int V, int Vp, cudaStream_t stream);
 
 }  // namespace dsx::kernels::cuda
