@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "tests/cloud/temp_dir.h"
+#include "tests/expect_contains.h"
 #include "tests/tools/run_command.h"
 
 using dsx::test::is_usage_error;
@@ -60,8 +61,7 @@ TEST(CloudCli, DryRunUpPrintsEveryCallAndRunsNone) {
       dir.path());
   // ssh-keygen is the one local tool render needs; without PATH it reports that clearly.
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("'ssh-keygen' was not found on PATH: install OpenSSH"), std::string::npos)
-      << r.output;
+  EXPECT_CONTAINS(r.output, "'ssh-keygen' was not found on PATH: install OpenSSH");
   r = run_dsx(
       "cloud aws up --dry-run --cluster ci --region us-east-1 --count 4 --instance-type "
       "p4d.24xlarge "
@@ -70,16 +70,13 @@ TEST(CloudCli, DryRunUpPrintsEveryCallAndRunsNone) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output.find("create-security-group"), std::string::npos)
       << "an existing group is used";
-  EXPECT_NE(r.output.find("aws --region us-east-1 ec2 create-placement-group --group-name dsx-ci "
-                          "--strategy cluster"),
-            std::string::npos)
-      << r.output;
-  EXPECT_NE(
-      r.output.find(
-          "ec2 run-instances --launch-template \"LaunchTemplateName=dsx-ci,Version=\\$Latest\" "
-          "--count 4:4"),
-      std::string::npos)
-      << r.output;
+  EXPECT_CONTAINS(r.output,
+                  "aws --region us-east-1 ec2 create-placement-group --group-name dsx-ci "
+                  "--strategy cluster");
+  EXPECT_CONTAINS(
+      r.output,
+      "ec2 run-instances --launch-template \"LaunchTemplateName=dsx-ci,Version=\\$Latest\" "
+      "--count 4:4");
   EXPECT_TRUE(std::filesystem::exists(dir / "aws/launch-template.json"));
   EXPECT_FALSE(std::filesystem::exists(dir / "aws/launch-template.filled.json"))
       << "dry-run fills nothing";
@@ -93,29 +90,23 @@ TEST(CloudCli, DryRunUpPrintsEveryCallAndRunsNone) {
       " 2>/dev/null; }");
   ASSERT_EQ(script.exit_code, 0);
   EXPECT_EQ(script.output.find("wrote "), std::string::npos) << script.output;
-  EXPECT_NE(script.output.find("create-placement-group"), std::string::npos) << script.output;
+  EXPECT_CONTAINS(script.output, "create-placement-group");
   // With the security group given, the template has nothing left to fill: a copy, never a bare
   // `sed FILE > OUT`, which would read the file's name as the sed script.
-  EXPECT_NE(script.output.find("cp " + dir.path() + "/aws/launch-template.json " + dir.path() +
-                               "/aws/launch-template.filled.json"),
-            std::string::npos)
-      << script.output;
+  EXPECT_CONTAINS(script.output, "cp " + dir.path() + "/aws/launch-template.json " + dir.path() +
+                                     "/aws/launch-template.filled.json");
   EXPECT_EQ(script.output.find("sed " + dir.path()), std::string::npos) << script.output;
 
   r = run_dsx(
       "cloud gcp down --dry-run --cluster ci --project proj-1 --zone us-central1-a --machine-type "
       "a3-highgpu-8g");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(
-      r.output.find("gcloud compute networks delete dsx-ci-gpu-4 --project=proj-1 --quiet || true"),
-      std::string::npos)
-      << r.output;
+  EXPECT_CONTAINS(r.output,
+                  "gcloud compute networks delete dsx-ci-gpu-4 --project=proj-1 --quiet || true");
   r = run_dsx("cloud aws status --dry-run --cluster ci --region us-east-1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find(
-                "ec2 describe-instances --filters Name=tag:dsx-cluster,Values=ci --output json"),
-            std::string::npos)
-      << r.output;
+  EXPECT_CONTAINS(r.output,
+                  "ec2 describe-instances --filters Name=tag:dsx-cluster,Values=ci --output json");
 }
 
 // A3 Ultra has no on-demand capacity: up says so before it writes or creates anything, and
@@ -133,14 +124,14 @@ TEST(CloudCli, DryRunUpShowsPreflightStorageAndTheNodesHealthSteps) {
   ASSERT_NE(preflight, std::string::npos) << aws.output;
   ASSERT_NE(storage, std::string::npos) << aws.output;
   EXPECT_LT(preflight, storage);
-  EXPECT_NE(aws.output.find("ssh, storage, dsx, peers, report, health, ready"), std::string::npos) << aws.output;
+  EXPECT_CONTAINS(aws.output, "ssh, storage, dsx, peers, report, health, ready");
   auto gcp = run_dsx(
       "cloud gcp up --dry-run --cluster ci --project p-1 --zone us-central1-a --machine-type a3-megagpu-8g "
       "--count 2 --ssh-cidr 35.235.240.0/20 --storage filestore --out " + dir.path());
   ASSERT_EQ(gcp.exit_code, 0) << gcp.output;
-  EXPECT_NE(gcp.output.find("gcp/startup.sh) at first boot"), std::string::npos) << gcp.output;
-  EXPECT_NE(gcp.output.find("report, health, ready"), std::string::npos) << gcp.output;
-  EXPECT_NE(gcp.output.find("filestore"), std::string::npos) << gcp.output;
+  EXPECT_CONTAINS(gcp.output, "gcp/startup.sh) at first boot");
+  EXPECT_CONTAINS(gcp.output, "report, health, ready");
+  EXPECT_CONTAINS(gcp.output, "filestore");
 }
 
 TEST(CloudCli, GcpA3UltraNeedsAReservationOrSpot) {
@@ -156,12 +147,11 @@ TEST(CloudCli, GcpA3UltraNeedsAReservationOrSpot) {
       dir.path();
   r = run_dsx(up);
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("pass --reservation NAME or --spot"), std::string::npos) << r.output;
+  EXPECT_CONTAINS(r.output, "pass --reservation NAME or --spot");
   EXPECT_TRUE(std::filesystem::is_empty(dir.path())) << "nothing is written on a usage error";
   r = run_dsx(up + " --reservation res-1 --spot");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("--spot and --reservation exclude each other"), std::string::npos)
-      << r.output;
+  EXPECT_CONTAINS(r.output, "--spot and --reservation exclude each other");
   r = run_dsx(up + " --reservation res-1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* word :
@@ -173,18 +163,14 @@ TEST(CloudCli, GcpA3UltraNeedsAReservationOrSpot) {
   }
   r = run_dsx(up + " --spot");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("--provisioning-model=SPOT --instance-termination-action=DELETE"),
-            std::string::npos)
-      << r.output;
+  EXPECT_CONTAINS(r.output, "--provisioning-model=SPOT --instance-termination-action=DELETE");
   EXPECT_NE(dsx::test::read_text(dir / "gcp/startup.sh").find("DSX_GPUDIRECT=rdma"),
             std::string::npos);
   r = run_dsx(
       "cloud gcp down --dry-run --cluster ci --project proj-1 --zone us-central1-b "
       "--machine-type a3-ultragpu-8g");
   ASSERT_EQ(r.exit_code, 0) << r.output << "down needs no capacity flag";
-  EXPECT_NE(r.output.find("gcloud compute networks delete dsx-ci-rdma --project=proj-1 --quiet"),
-            std::string::npos)
-      << r.output;
+  EXPECT_CONTAINS(r.output, "gcloud compute networks delete dsx-ci-rdma --project=proj-1 --quiet");
 }
 
 // A real run reaches the CLI: with a stand-in `aws` that fails, up stops at the first call and
@@ -214,12 +200,9 @@ TEST(CloudCli, AFailedCallStopsUpWithTheWayBack) {
                              "--ssh-cidr 10.0.0.0/16 --out " +
                              dir / "out");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("UnauthorizedOperation"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("step 'create security group dsx-ci' failed: aws exited with 254"),
-            std::string::npos)
-      << r.output;
-  EXPECT_NE(r.output.find("dsx cloud aws down --cluster ci --region us-east-1"), std::string::npos)
-      << r.output;
+  EXPECT_CONTAINS(r.output, "UnauthorizedOperation");
+  EXPECT_CONTAINS(r.output, "step 'create security group dsx-ci' failed: aws exited with 254");
+  EXPECT_CONTAINS(r.output, "dsx cloud aws down --cluster ci --region us-east-1");
 }
 
 // A pre-flight failure stops up before anything exists: no create call, no `down` to run.
@@ -232,10 +215,9 @@ TEST(CloudCli, PreflightStopsUpBeforeTheFirstCreate) {
                              " cloud aws up --cluster ci --region us-east-1 --subnet subnet-0aaa "
                              "--ssh-cidr 10.0.0.0/16 --count 2 --out " + dir / "out");
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_NE(r.output.find("pre-flight found 1 problem(s); nothing was created:\n  - 2 x p5.48xlarge "
-                          "need 384 vCPUs"),
-            std::string::npos)
-      << r.output;
+  EXPECT_CONTAINS(r.output,
+                  "pre-flight found 1 problem(s); nothing was created:\n  - 2 x p5.48xlarge "
+                  "need 384 vCPUs");
   EXPECT_EQ(r.output.find("create security group"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("down --cluster"), std::string::npos) << r.output;
 }

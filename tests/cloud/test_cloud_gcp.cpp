@@ -7,6 +7,7 @@
 #include "cloud/gcp_plan.h"
 #include "dsx/error.h"
 #include "tests/cloud/ci_cluster.h"
+#include "tests/expect_contains.h"
 
 using namespace dsx::cloud;
 
@@ -300,15 +301,15 @@ TEST(CloudGcpOptions, AReservationOnAnOnDemandTypeSetsOnlyTheAffinity) {
 
 TEST(CloudGcpOptions, A3UltraNeedsAReservationOrSpot) {
   std::string message = usage_error(ultra(""));
-  EXPECT_NE(message.find("a3-ultragpu-8g"), std::string::npos) << message;
-  EXPECT_NE(message.find("--reservation NAME"), std::string::npos) << message;
-  EXPECT_NE(message.find("--spot"), std::string::npos) << message;
+  EXPECT_CONTAINS(message, "a3-ultragpu-8g");
+  EXPECT_CONTAINS(message, "--reservation NAME");
+  EXPECT_CONTAINS(message, "--spot");
   EXPECT_EQ(usage_error(ultra("res-a3u")), "");
   EXPECT_EQ(usage_error(ultra("", /*spot=*/true)), "");
   message = usage_error(ultra("res-a3u", /*spot=*/true));
-  EXPECT_NE(message.find("--spot and --reservation"), std::string::npos) << message;
+  EXPECT_CONTAINS(message, "--spot and --reservation");
   message = usage_error(ultra("res a3u,x"));
-  EXPECT_NE(message.find("--reservation must name"), std::string::npos) << message;
+  EXPECT_CONTAINS(message, "--reservation must name");
 }
 
 TEST(CloudGcpRdma, DownDeletesTheSubnetsThenTheRoceVpc) {

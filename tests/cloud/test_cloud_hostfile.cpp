@@ -9,6 +9,7 @@
 #include "cloud/health_reference.h"
 #include "dsx/error.h"
 #include "tests/cloud/temp_dir.h"
+#include "tests/expect_contains.h"
 #include "tests/tools/run_command.h"
 
 using namespace dsx::cloud;
@@ -56,10 +57,8 @@ TEST(CloudHostfile, GcpRunningVmsByPrimaryAddress) {
 TEST(CloudHostfile, StatusCountsReadyNodes) {
   auto nodes = parse_aws_describe_instances(read_text(kData + "aws-describe-instances.json"));
   std::string status = render_status(nodes, 4);
-  EXPECT_NE(status.find("4 of 4 nodes running, 2 ready"), std::string::npos) << status;
-  EXPECT_NE(status.find("i-0bbb00000000000b1    10.0.2.200       running      failed-efa"),
-            std::string::npos)
-      << status;
+  EXPECT_CONTAINS(status, "4 of 4 nodes running, 2 ready");
+  EXPECT_CONTAINS(status, "i-0bbb00000000000b1    10.0.2.200       running      failed-efa");
   EXPECT_NE(status.find("i-0bbb00000000000b4    10.0.1.10        running      (setting up)"),
             std::string::npos);
   EXPECT_NE(status.find("i-0bbb00000000000b2    10.0.1.100       terminated   -"),
@@ -90,10 +89,9 @@ TEST(CloudHostfile, CommandWritesTheFileFromASavedListing) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(read_text(dir / "hostfile"),
             "10.0.1.9 slots=8\n10.0.1.10 slots=8\n10.0.1.12 slots=8\n");
-  EXPECT_NE(r.output.find("dsx: left out of the hostfile: i-0bbb00000000000b1 (10.0.2.200, "
-                          "dsx-ready=failed-efa); replace them (docs/cloud.md 1.5)"),
-            std::string::npos)
-      << r.output;
+  EXPECT_CONTAINS(r.output,
+                  "dsx: left out of the hostfile: i-0bbb00000000000b1 (10.0.2.200, "
+                  "dsx-ready=failed-efa); replace them (docs/cloud.md 1.5)");
   EXPECT_NE(r.output.find("i-0bbb00000000000b4 has not reported ready (dsx-ready=unset)"),
             std::string::npos)
       << "a node still setting up stays, with a warning\n"
@@ -103,9 +101,7 @@ TEST(CloudHostfile, CommandWritesTheFileFromASavedListing) {
               kData + "gcloud-instances-list.json --out " + dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(read_text(dir / "hostfile"), "10.128.0.21 slots=8\n");
-  EXPECT_NE(r.output.find("left out of the hostfile: dsx-ci-0001 (10.128.0.3, dsx-health=slow)"),
-            std::string::npos)
-      << r.output;
+  EXPECT_CONTAINS(r.output, "left out of the hostfile: dsx-ci-0001 (10.128.0.3, dsx-health=slow)");
 }
 
 TEST(CloudHostfile, TooFewNodesIsAnErrorNotAShortHostfile) {
@@ -115,10 +111,9 @@ TEST(CloudHostfile, TooFewNodesIsAnErrorNotAShortHostfile) {
       "--from-json " +
       kData + "gcloud-instances-list.json --out " + dir.path());
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("only 1 of 3 nodes are running and healthy (left out: dsx-ci-0001 "
-                          "(10.128.0.3, dsx-health=slow))"),
-            std::string::npos)
-      << r.output;
+  EXPECT_CONTAINS(r.output,
+                  "only 1 of 3 nodes are running and healthy (left out: dsx-ci-0001 "
+                  "(10.128.0.3, dsx-health=slow))");
   EXPECT_FALSE(std::filesystem::exists(dir / "hostfile"));
 }
 
@@ -127,14 +122,13 @@ TEST(CloudHostfile, StatusThroughTheCommand) {
   auto r = run_dsx("cloud aws status --cluster ci --region us-east-1 --from-json " + kData +
                    "aws-describe-instances.json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("4 of 5 nodes running, 2 ready"), std::string::npos) << r.output;
+  EXPECT_CONTAINS(r.output, "4 of 5 nodes running, 2 ready");
   // --count doubles as the expectation of hostfile.
   dsx::test::TempDir dir;
   r = run_dsx("cloud aws hostfile --cluster ci --region us-east-1 --count 6 --out " + dir.path() +
               " --from-json " + kData + "aws-describe-instances.json");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("only 3 of 6 nodes are running and healthy"), std::string::npos)
-      << r.output;
+  EXPECT_CONTAINS(r.output, "only 3 of 6 nodes are running and healthy");
 }
 
 // hostfile --wait polls the CLI until every node reports ready: here a stand-in `aws` answers
@@ -159,7 +153,7 @@ TEST(CloudHostfile, WaitPollsUntilTheNodesAreReady) {
       " cloud aws hostfile --cluster ci --region us-east-1 --count 2 --wait 30 --out " +
       dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("1 of 2 nodes ready; checking again"), std::string::npos) << r.output;
+  EXPECT_CONTAINS(r.output, "1 of 2 nodes ready; checking again");
   EXPECT_EQ(read_text(dir / "calls"), "2\n");
   EXPECT_EQ(read_text(dir / "hostfile"), "10.0.0.3 slots=8\n10.0.0.20 slots=8\n");
   EXPECT_EQ(r.output.find("has not reported ready"), std::string::npos) << r.output;
@@ -177,25 +171,19 @@ TEST(CloudHostfile, StatusShowsTheBenchFiguresBesideTheReference) {
   EXPECT_EQ(gcp[0].busbw, "49.8");
   EXPECT_EQ(gcp[0].busbw_all, "48.1");
   std::string status = render_status(gcp, 3, health_reference_line("a3-highgpu-8g"));
-  EXPECT_NE(status.find("dsx-ci-0002            10.128.0.21      running      yes            49.8\n"),
-            std::string::npos)
-      << status;
-  EXPECT_NE(status.find("failed-health  12.0 slow\n"), std::string::npos) << status;
-  EXPECT_NE(status.find("not in the hostfile: dsx-ci-0001 (10.128.0.3, dsx-health=slow)\n"),
-            std::string::npos)
-      << status;
-  EXPECT_NE(status.find("cluster bench: 48.1 GB/s busbw over all nodes; per node, its better "
-                        "neighbour pair; reference: 2 x a3-highgpu-8g (TCPX): all_gather busbw "
-                        "~50 GB/s\n"),
-            std::string::npos)
-      << status;
+  EXPECT_CONTAINS(status,
+                  "dsx-ci-0002            10.128.0.21      running      yes            49.8\n");
+  EXPECT_CONTAINS(status, "failed-health  12.0 slow\n");
+  EXPECT_CONTAINS(status, "not in the hostfile: dsx-ci-0001 (10.128.0.3, dsx-health=slow)\n");
+  EXPECT_CONTAINS(status,
+                  "cluster bench: 48.1 GB/s busbw over all nodes; per node, its better "
+                  "neighbour pair; reference: 2 x a3-highgpu-8g (TCPX): all_gather busbw "
+                  "~50 GB/s\n");
 
   auto aws = parse_aws_describe_instances(read_text(kData + "aws-describe-instances.json"));
   status = render_status(aws, 4, health_reference_line("p5.48xlarge"));
-  EXPECT_NE(status.find("reference: 2 x p5: all_reduce busbw 487 GB/s at 16 GiB"),
-            std::string::npos)
-      << status;
-  EXPECT_NE(status.find("cluster bench: 471.0 GB/s"), std::string::npos) << status;
+  EXPECT_CONTAINS(status, "reference: 2 x p5: all_reduce busbw 487 GB/s at 16 GiB");
+  EXPECT_CONTAINS(status, "cluster bench: 471.0 GB/s");
   EXPECT_EQ(std::string(health_reference_line("p5en.48xlarge")), "reference: none recorded");
   EXPECT_EQ(std::string(health_reference_line("a2-highgpu-8g")), "reference: none recorded");
   std::vector<CloudNode> fresh = {{"i-1", "10.0.0.1", "running", "checked", "", "", ""}};
@@ -209,8 +197,7 @@ TEST(CloudHostfile, StatusCommandPrintsTheReferenceOfTheType) {
   auto r = run_dsx("cloud aws status --cluster ci --region us-east-1 --instance-type p4d.24xlarge "
                    "--from-json " + kData + "aws-describe-instances.json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("reference: 2 x p4de (same 4 x 100 Gbps EFA): all_reduce busbw 78.3 GB/s "
-                          "at 2 GiB"),
-            std::string::npos)
-      << r.output;
+  EXPECT_CONTAINS(r.output,
+                  "reference: 2 x p4de (same 4 x 100 Gbps EFA): all_reduce busbw 78.3 GB/s "
+                  "at 2 GiB");
 }

@@ -11,6 +11,7 @@
 #include "cloud/gcp_render.h"
 #include "tests/cloud/ci_cluster.h"
 #include "tests/cloud/temp_dir.h"
+#include "tests/expect_contains.h"
 #include "tests/tools/run_command.h"
 
 using namespace dsx::cloud;
@@ -196,9 +197,7 @@ TEST_F(CloudNodeScript, AwsUserDataSetsUpAP4dNode) {
 TEST_F(CloudNodeScript, AwsNodeWithoutEfaReportsTheFailedStep) {
   auto r = run(aws_user_data(aws_options(), kPublicKey), "10.0.1.7", /*efa=*/0);
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("FAILED in step efa: fi_info -p efa finds no EFA device"),
-            std::string::npos)
-      << r.output;
+  EXPECT_CONTAINS(r.output, "FAILED in step efa: fi_info -p efa finds no EFA device");
   EXPECT_TRUE(
       called("create-tags --resources i-0abc1234 --tags Key=dsx-ready\\,Value=failed-efa\n"))
       << calls();
@@ -224,10 +223,9 @@ TEST_F(CloudNodeScript, NodeWhoseDsxReportFindsAnErrorIsNotReady) {
   report_error_ = "driver-too-old: CUDA runtime 13.0 needs a driver for CUDA 13 (>= 580)";
   auto r = run(aws_user_data(aws_options(), kPublicKey), "10.0.1.12\\t10.0.1.7\\n10.0.1.9", /*efa=*/4);
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_NE(r.output.find("FAILED in step report: dsx report found errors on this node: dsx report: "
-                          "driver-too-old: CUDA runtime 13.0 needs a driver for CUDA 13 (>= 580)"),
-            std::string::npos)
-      << r.output;
+  EXPECT_CONTAINS(r.output,
+                  "FAILED in step report: dsx report found errors on this node: dsx report: "
+                  "driver-too-old: CUDA runtime 13.0 needs a driver for CUDA 13 (>= 580)");
   EXPECT_TRUE(called("Key=dsx-ready\\,Value=failed-report\n")) << calls();
   EXPECT_FALSE(called("Key=dsx-ready\\,Value=yes")) << calls();
 }
@@ -243,10 +241,9 @@ TEST_F(CloudNodeScript, TarballThatIsNeitherATreeNorSourcesIsRefused) {
   o.dsx_package = "s3://dsx-artifacts/other.tar.gz";
   auto r = run(aws_user_data(o, kPublicKey), "10.0.1.7", /*efa=*/4);
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("FAILED in step dsx: s3://dsx-artifacts/other.tar.gz holds neither an installed "
-                          "dsx (bin/dsx) nor dsx's sources (CMakeLists.txt)"),
-            std::string::npos)
-      << r.output;
+  EXPECT_CONTAINS(r.output,
+                  "FAILED in step dsx: s3://dsx-artifacts/other.tar.gz holds neither an installed "
+                  "dsx (bin/dsx) nor dsx's sources (CMakeLists.txt)");
 }
 
 TEST_F(CloudNodeScript, AwsNodeGivesUpWhenPeersNeverArrive) {
@@ -254,7 +251,7 @@ TEST_F(CloudNodeScript, AwsNodeGivesUpWhenPeersNeverArrive) {
   auto r = run(aws_user_data(aws_options(), kPublicKey), "10.0.1.7\\t10.0.1.9", /*efa=*/4,
                /*peer_timeout_s=*/1);
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("only 2 of 3 nodes are running after 1s"), std::string::npos) << r.output;
+  EXPECT_CONTAINS(r.output, "only 2 of 3 nodes are running after 1s");
   EXPECT_TRUE(called("Key=dsx-ready\\,Value=failed-peers\n")) << calls();
   EXPECT_FALSE(std::filesystem::exists(root_ / "etc/dsx/hostfile"));
 }
@@ -352,8 +349,7 @@ TEST_F(CloudNodeScript, GcpA3UltraInstallsGibAndTakesItsSettings) {
              "--install-nccl\n"))
       << calls();
   EXPECT_FALSE(called("receive-datapath-manager")) << "gIB needs no RXDM";
-  EXPECT_NE(r.output.find("GPU NICs ens5,ens6,ens7,ens8,ens9,ens10,ens11,ens12"), std::string::npos)
-      << r.output;
+  EXPECT_CONTAINS(r.output, "GPU NICs ens5,ens6,ens7,ens8,ens9,ens10,ens11,ens12");
   EXPECT_EQ(read_text(root_ / "etc/dsx/hostfile"), "10.128.0.5 slots=8\n10.128.0.7 slots=8\n");
   EXPECT_TRUE(called("--labels=dsx-ready=yes\n")) << calls();
 }
@@ -363,11 +359,10 @@ TEST_F(CloudNodeScript, GcpA3UltraFailsWhenTheGibInstallLeftNoSettings) {
   o.gpudirect_plugin_image = "registry.example/gib:test";
   auto r = run(gcp_startup_script(o, kPublicKey), "10.128.0.5\\n10.128.0.7");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find(
-                "FAILED in step gpudirect: " + root_ / "usr/local/gib/scripts/set_nccl_env.sh" +
-                " is missing: the gIB plugin install (registry.example/gib:test) did not complete"),
-            std::string::npos)
-      << r.output;
+  EXPECT_CONTAINS(
+      r.output,
+      "FAILED in step gpudirect: " + root_ / "usr/local/gib/scripts/set_nccl_env.sh" +
+          " is missing: the gIB plugin install (registry.example/gib:test) did not complete");
   EXPECT_TRUE(
       called("docker run --rm --volume /usr/local/gib:/var/lib/gib registry.example/gib:test"))
       << calls();
@@ -379,11 +374,9 @@ TEST_F(CloudNodeScript, GcpA3UltraWithoutItsMrdmaNicsSaysWhatTheTemplateNeeds) {
   nics_ = 5;  // NIC 0 and four more: MRDMA NIC 5 never shows up
   auto r = run(gcp_startup_script(gcp_options("a3-ultragpu-8g"), kPublicKey), "10.128.0.5");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(
-      r.output.find("FAILED in step network: GPU NIC 5 is missing: the template needs 8 MRDMA "
-                    "NICs in the cluster's RoCE VPC"),
-      std::string::npos)
-      << r.output;
+  EXPECT_CONTAINS(r.output,
+                  "FAILED in step network: GPU NIC 5 is missing: the template needs 8 MRDMA "
+                  "NICs in the cluster's RoCE VPC");
   EXPECT_TRUE(called("--labels=dsx-ready=failed-network\n")) << calls();
 }
 
@@ -427,11 +420,10 @@ TEST_F(CloudNodeScript, SharedStorageThatNeverMountsFailsTheNodeWithWhatToCheck)
   o.storage = "efs";
   auto r = run(aws_user_data(o, kPublicKey), "10.0.1.7", /*efa=*/4);
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("FAILED in step storage: efs 10.0.1.200:/ did not mount on /shared "
-                          "within 1s: check that it is available and that the nodes' security "
-                          "group/firewall lets them reach it"),
-            std::string::npos)
-      << r.output;
+  EXPECT_CONTAINS(r.output,
+                  "FAILED in step storage: efs 10.0.1.200:/ did not mount on /shared "
+                  "within 1s: check that it is available and that the nodes' security "
+                  "group/firewall lets them reach it");
   EXPECT_TRUE(called("mount -t nfs4 -o nfsvers=4.1\\,rsize=1048576\\,wsize=1048576\\,hard\\,"
                      "timeo=600\\,retrans=2\\,noresvport\\,_netdev 10.0.1.200:/ "))
       << calls();
@@ -445,9 +437,7 @@ TEST_F(CloudNodeScript, AwsNodeLaunchedWithoutTheSourceTagSaysSo) {
   o.storage = "fsx-lustre";
   auto r = run(aws_user_data(o, kPublicKey), "10.0.1.7", /*efa=*/4);
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("FAILED in step storage: this node has no dsx-shared-source"),
-            std::string::npos)
-      << r.output;
+  EXPECT_CONTAINS(r.output, "FAILED in step storage: this node has no dsx-shared-source");
 }
 
 TEST_F(CloudNodeScript, GcpVmMountsFilestoreOverNfs) {
@@ -515,10 +505,9 @@ TEST_F(CloudNodeScript, ThePairsFindTheSlowNode) {
   const std::string hostfile = "10.0.1.7 slots=8\n10.0.1.9 slots=8\n";
   EXPECT_EQ(read_text(root_ / "etc/dsx/hostfile"), hostfile);
   EXPECT_EQ(read_text(root_ / "home/ubuntu/hostfile"), hostfile);
-  EXPECT_NE(r.output.find("left out of the hostfile, as the cluster bench did not find them ok: "
-                          "10.0.1.12 (slow)"),
-            std::string::npos)
-      << r.output;
+  EXPECT_CONTAINS(r.output,
+                  "left out of the hostfile, as the cluster bench did not find them ok: "
+                  "10.0.1.12 (slow)");
 }
 
 // A node that is not the bench node learns the others' verdicts from their tags: the slow one
@@ -534,10 +523,9 @@ TEST_F(CloudNodeScript, EveryHealthyNodesHostfileLeavesTheSlowNodeOut) {
   EXPECT_EQ(read_text(root_ / "etc/dsx/hostfile.candidate"),
             "10.0.1.3 slots=8\n10.0.1.7 slots=8\n10.0.1.9 slots=8\n10.0.1.11 slots=8\n");
   EXPECT_EQ(read_text(root_ / "etc/dsx/hostfile"), "10.0.1.3 slots=8\n10.0.1.7 slots=8\n");
-  EXPECT_NE(r.output.find("left out of the hostfile, as the cluster bench did not find them ok: "
-                          "10.0.1.9 (slow), 10.0.1.11 (not running)"),
-            std::string::npos)
-      << r.output;
+  EXPECT_CONTAINS(r.output,
+                  "left out of the hostfile, as the cluster bench did not find them ok: "
+                  "10.0.1.9 (slow), 10.0.1.11 (not running)");
   EXPECT_TRUE(called("Key=dsx-ready\\,Value=yes")) << calls();
 }
 
@@ -558,18 +546,14 @@ TEST_F(CloudNodeScript, OtherNodesWaitForTheirVerdict) {
   states_ = "10.0.1.3\\ti-0first\\tchecked\\tok\\n10.0.1.7\\ti-0abc1234\\tchecked\\tslow";
   r = run(aws_user_data(o, kPublicKey), peers, 4);
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("FAILED in step health: the cluster bench found this node slow"),
-            std::string::npos)
-      << r.output;
+  EXPECT_CONTAINS(r.output, "FAILED in step health: the cluster bench found this node slow");
   EXPECT_TRUE(called("Key=dsx-ready\\,Value=failed-health\n")) << calls();
   EXPECT_FALSE(std::filesystem::exists(root_ / "etc/dsx/hostfile"));
 
   states_ = "10.0.1.3\\ti-0first\\tchecked\\tNone\\n10.0.1.7\\ti-0abc1234\\tchecked\\tNone";
   r = run(aws_user_data(o, kPublicKey), peers, 4);
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("no verdict from the cluster bench on 10.0.1.3 within 2s"),
-            std::string::npos)
-      << r.output;
+  EXPECT_CONTAINS(r.output, "no verdict from the cluster bench on 10.0.1.3 within 2s");
 }
 
 // A node that failed its own checks, or a bench that fails, gives every node the verdict
@@ -581,10 +565,9 @@ TEST_F(CloudNodeScript, ABrokenPeerOrBenchFailsEveryNode) {
   states_ = "10.0.1.7\\ti-0abc1234\\tchecked\\tNone\\n10.0.1.9\\ti-0second\\tfailed-gpus\\tNone";
   auto r = run(aws_user_data(o, kPublicKey), "10.0.1.7\\t10.0.1.9", 4);
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("FAILED in step health: node 10.0.1.9 (dsx-ready=failed-gpus) failed its "
-                          "own checks; the cluster bench needs every node"),
-            std::string::npos)
-      << r.output;
+  EXPECT_CONTAINS(r.output,
+                  "FAILED in step health: node 10.0.1.9 (dsx-ready=failed-gpus) failed its "
+                  "own checks; the cluster bench needs every node");
   for (const char* id : {"i-0abc1234", "i-0second"}) {
     EXPECT_TRUE(called(std::string("--resources ") + id + " --tags Key=dsx-busbw\\,Value=- "
                        "Key=dsx-busbw-all\\,Value=- Key=dsx-health\\,Value=failed\n"))
@@ -594,10 +577,8 @@ TEST_F(CloudNodeScript, ABrokenPeerOrBenchFailsEveryNode) {
   bench_fail_ = "1";
   r = run(aws_user_data(o, kPublicKey), "10.0.1.7\\t10.0.1.9", 4);
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("the bench over all 2 nodes failed: see " +
-                          root_ / "var/lib/dsx/bench/all.txt"),
-            std::string::npos)
-      << r.output;
+  EXPECT_CONTAINS(r.output,
+                  "the bench over all 2 nodes failed: see " + root_ / "var/lib/dsx/bench/all.txt");
   EXPECT_NE(read_text(root_ / "var/lib/dsx/bench/all.txt").find("rank 9: allreduce failed"),
             std::string::npos);
 }

@@ -11,6 +11,7 @@
 #include "cloud/plan.h"
 #include "dsx/error.h"
 #include "tests/cloud/temp_dir.h"
+#include "tests/expect_contains.h"
 #include "tests/tools/run_command.h"
 
 using namespace dsx::cloud;
@@ -47,15 +48,10 @@ TEST(CloudPlan, PrintedScriptIsBashThatQuotesEveryWord) {
   std::ostringstream out;
   print_plan(out, plan);
   const std::string script = out.str();
-  EXPECT_NE(script.find("SG=$(aws ec2 create --description 'it'\\''s a \"test\"')"),
-            std::string::npos)
-      << script;
-  EXPECT_NE(script.find("if [[ -n \"${IDS}\" && \"${IDS}\" != None ]]; then"), std::string::npos)
-      << script;
-  EXPECT_NE(
-      script.find("  aws ec2 use --ids ${IDS} --group \"${SG}\" --v \"Version=\\$Latest\" || true"),
-      std::string::npos)
-      << script;
+  EXPECT_CONTAINS(script, "SG=$(aws ec2 create --description 'it'\\''s a \"test\"')");
+  EXPECT_CONTAINS(script, "if [[ -n \"${IDS}\" && \"${IDS}\" != None ]]; then");
+  EXPECT_CONTAINS(script,
+                  "  aws ec2 use --ids ${IDS} --group \"${SG}\" --v \"Version=\\$Latest\" || true");
   // The script runs: with `aws` a stand-in that prints its arguments one per line.
   dsx::test::TempDir dir;
   dsx::test::write_text(dir / "bin/aws",
@@ -66,9 +62,8 @@ TEST(CloudPlan, PrintedScriptIsBashThatQuotesEveryWord) {
                                   ":/usr/bin:/bin LOG=" + dir / "log bash " + dir / "plan.sh");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::string log = dsx::test::read_text(dir / "log");
-  EXPECT_NE(log.find("it's a \"test\"\n"), std::string::npos) << log;
-  EXPECT_NE(log.find("--ids\na\nb\n--group\na b\n--v\nVersion=$Latest\n"), std::string::npos)
-      << log;
+  EXPECT_CONTAINS(log, "it's a \"test\"\n");
+  EXPECT_CONTAINS(log, "--ids\na\nb\n--group\na b\n--v\nVersion=$Latest\n");
 }
 
 TEST(CloudPlan, ExecutesCapturesSkipsAndToleratedFailures) {
@@ -87,9 +82,8 @@ TEST(CloudPlan, ExecutesCapturesSkipsAndToleratedFailures) {
   auto vars = execute_plan(plan, log);
   EXPECT_EQ(vars.at("GREETING"), "hello");
   EXPECT_EQ(vars.at("RESULT"), "ok");
-  EXPECT_NE(log.str().find("-- skipped (nothing to do): skipped"), std::string::npos) << log.str();
-  EXPECT_NE(log.str().find("(failed with exit code 4; continuing)"), std::string::npos)
-      << log.str();
+  EXPECT_CONTAINS(log.str(), "-- skipped (nothing to do): skipped");
+  EXPECT_CONTAINS(log.str(), "(failed with exit code 4; continuing)");
 
   Plan failing{"fail",
                {Step{"the failing step", {"sh", "-c", "exit 7"}}, Step{"never", {"false"}}}};
@@ -184,10 +178,9 @@ TEST(CloudPlan, PollingStepWaitsForTheStateAndStopsOnFailure) {
   std::filesystem::remove(dir / "state.n");
   r = dsx::test::run_command("FINAL=DELETING bash " + dir / "poll.sh");
   EXPECT_EQ(r.exit_code, 1) << script.str() << r.output;
-  EXPECT_NE(r.output.find("error: step 'wait for it': the cloud reports DELETING; see why in its "
-                          "console, then run down and up again"),
-            std::string::npos)
-      << r.output;
+  EXPECT_CONTAINS(r.output,
+                  "error: step 'wait for it': the cloud reports DELETING; see why in its "
+                  "console, then run down and up again");
   EXPECT_EQ(dsx::test::read_text(dir / "state.n"), "3\n") << "no call after the failure state";
   unsetenv("DSX_CLOUD_POLL_S");
   unsetenv("FINAL");

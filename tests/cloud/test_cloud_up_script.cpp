@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "tests/cloud/temp_dir.h"
+#include "tests/expect_contains.h"
 #include "tests/tools/run_command.h"
 
 using dsx::test::CommandResult;
@@ -125,11 +126,9 @@ TEST_F(CloudUpScript, AFailedFileSystemStopsUpAndTheScriptAtOnce) {
       SCOPED_TRACE(std::string(c.storage) + (printed ? " (up.sh)" : " (up)"));
       auto r = printed ? script(c.env, flags) : up(c.env, flags);
       EXPECT_EQ(r.exit_code, 1) << r.output;
-      EXPECT_NE(r.output.find(message), std::string::npos) << r.output;
+      EXPECT_CONTAINS(r.output, message);
       const std::string log = calls();
-      EXPECT_NE(log.find(c.storage == std::string("efs") ? ".LifeCycleState" : ".Lifecycle"),
-                std::string::npos)
-          << log;
+      EXPECT_CONTAINS(log, c.storage == std::string("efs") ? ".LifeCycleState" : ".Lifecycle");
       EXPECT_EQ(log.find("create-launch-template"), std::string::npos) << log;
       EXPECT_EQ(log.find("run-instances"), std::string::npos) << log;
     }
@@ -149,21 +148,19 @@ TEST_F(CloudUpScript, AMissingAwsImageStopsBeforeAnythingIsCreated) {
     const std::string flags = std::string(kAwsUp) + " --image ami-0bad";
     auto r = printed ? script("FAKE_IMAGE=missing", flags) : up("FAKE_IMAGE=missing", flags);
     EXPECT_EQ(r.exit_code, 1) << r.output;
-    EXPECT_NE(r.output.find(message), std::string::npos) << r.output;
-    EXPECT_NE(r.output.find("InvalidAMIID.NotFound"), std::string::npos) << r.output;
-    EXPECT_NE(calls().find("ec2 describe-images --image-ids ami-0bad"), std::string::npos)
-        << calls();
+    EXPECT_CONTAINS(r.output, message);
+    EXPECT_CONTAINS(r.output, "InvalidAMIID.NotFound");
+    EXPECT_CONTAINS(calls(), "ec2 describe-images --image-ids ami-0bad");
     EXPECT_EQ(creating_calls(), "");
   }
   // The default image is an SSM parameter: resolved first, as run-instances would.
   auto r = up("FAKE_IMAGE=missing", kAwsUp);
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_NE(r.output.find("pre-flight: --image resolve:ssm:/aws/service/deeplearning/ami/x86_64/"
-                          "base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id: SSM parameter "
-                          "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-"
-                          "22.04/latest/ami-id was not found in us-east-1"),
-            std::string::npos)
-      << r.output;
+  EXPECT_CONTAINS(r.output,
+                  "pre-flight: --image resolve:ssm:/aws/service/deeplearning/ami/x86_64/"
+                  "base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id: SSM parameter "
+                  "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-"
+                  "22.04/latest/ami-id was not found in us-east-1");
   EXPECT_EQ(creating_calls(), "");
   // An image that exists lets up go on to its first create.
   r = up("", std::string(kAwsUp) + " --image ami-0good");
@@ -171,10 +168,9 @@ TEST_F(CloudUpScript, AMissingAwsImageStopsBeforeAnythingIsCreated) {
   EXPECT_NE(calls().find("create-security-group"), std::string::npos) << r.output;
   ASSERT_EQ(r.exit_code, 0) << r.output;
   // up ends before the nodes check themselves: it says where a failing node will be named.
-  EXPECT_NE(r.output.find("a node that fails its set-up or the cluster bench is named by status "
-                          "and hostfile, and left out of every hostfile"),
-            std::string::npos)
-      << r.output;
+  EXPECT_CONTAINS(r.output,
+                  "a node that fails its set-up or the cluster bench is named by status "
+                  "and hostfile, and left out of every hostfile");
 }
 
 TEST_F(CloudUpScript, AMissingGcpImageFamilyStopsBeforeAnythingIsCreated) {
@@ -187,18 +183,15 @@ TEST_F(CloudUpScript, AMissingGcpImageFamilyStopsBeforeAnythingIsCreated) {
     const std::string flags = std::string(kGcpUp) + " --image-family nosuch-family";
     auto r = printed ? script("FAKE_IMAGE=missing", flags) : up("FAKE_IMAGE=missing", flags);
     EXPECT_EQ(r.exit_code, 1) << r.output;
-    EXPECT_NE(r.output.find(message), std::string::npos) << r.output;
-    EXPECT_NE(calls().find("gcloud compute images describe-from-family nosuch-family "
-                           "--format=value(status) --project=deeplearning-platform-release"),
-              std::string::npos)
-        << calls();
+    EXPECT_CONTAINS(r.output, message);
+    EXPECT_CONTAINS(calls(),
+                    "gcloud compute images describe-from-family nosuch-family "
+                    "--format=value(status) --project=deeplearning-platform-release");
     EXPECT_EQ(creating_calls(), "");
   }
   auto r = up("FAKE_IMAGE=missing", std::string(kGcpUp) + " --image my-image");
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_NE(r.output.find("pre-flight: image my-image is not READY in project proj-1"),
-            std::string::npos)
-      << r.output;
+  EXPECT_CONTAINS(r.output, "pre-flight: image my-image is not READY in project proj-1");
   EXPECT_EQ(creating_calls(), "");
   r = up("", kGcpUp);
   EXPECT_NE(calls().find("services enable"), std::string::npos) << "a READY image lets up go on\n"

@@ -9,31 +9,15 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(realpath "${1:?usage: tests/gpu/test_bundle.sh BUILD_DIR}")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-fails=0 passes=0
+# shellcheck source=tests/gpu/script_checks.sh
+source "$root/tests/gpu/script_checks.sh"
 
 # expect <name> <want status> <want text> <command...>: the command's status and output.
 expect() {
   local name=$1 want=$2 text=$3 status=0 out
   shift 3
   out=$(timeout 600 "$@" 2>&1) || status=$?
-  if [[ $status != "$want" ]] || ! grep -qF -- "$text" <<<"$out"; then
-    echo "FAIL $name: exit $status (want $want), output should contain '$text':"
-    printf '    %s\n' "${out//$'\n'/$'\n    '}"
-    fails=$((fails + 1))
-  else
-    echo "ok   $name"
-    passes=$((passes + 1))
-  fi
-}
-# holds <name> <file> <text>: the file holds the text.
-holds() {
-  if grep -qF -- "$3" "$2" 2>/dev/null; then
-    echo "ok   $1"
-    passes=$((passes + 1))
-  else
-    echo "FAIL $1: $2 lacks '$3'"
-    fails=$((fails + 1))
-  fi
+  judge "$name" "$want" "$text" "$status" "$out"
 }
 
 bundle=$work/bundle.tar.gz
@@ -78,5 +62,4 @@ sed -i '/^file lib\/libdsx_emulated_gpu.so /d' "$unpacked/MANIFEST"
 expect "a library missing from the bundle fails the dry run" 1 "| dsx | FAILED | - | - | - | cannot find: libdsx_emulated_gpu.so" \
   bash "${run[@]}" "$unpacked" --dry-run --results "$work/x"
 
-echo "bundle: $passes passed, $fails failed"
-((fails == 0))
+checks_done bundle

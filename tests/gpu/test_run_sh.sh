@@ -6,7 +6,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-fails=0 passes=0
+# shellcheck source=tests/gpu/script_checks.sh
+source "$root/tests/gpu/script_checks.sh"
 
 # fake <path> <body>: an executable shell script.
 fake() {
@@ -58,14 +59,7 @@ check() {
   shift 3
   out=$(env PATH="$work/bin:$PATH" FAKE_DRIVER=580.159.04 FAKE_DRIVER_CUDA=13.0 DSX_GPU_DEPS="$work/no-debs" "$@" \
     bash "$root/tests/gpu/run.sh" --no-build "$work/build" "${run_args[@]}" 2>&1) || status=$?
-  if [[ $status != "$want" ]] || ! grep -qF -- "$text" <<<"$out"; then
-    echo "FAIL $name: exit $status (want $want), output should contain '$text':"
-    printf '    %s\n' "${out//$'\n'/$'\n    '}"
-    fails=$((fails + 1))
-  else
-    echo "ok   $name"
-    passes=$((passes + 1))
-  fi
+  judge "$name" "$want" "$text" "$status" "$out"
 }
 
 probe_one_device='echo "runtime=13000 driver=13000 devices=1"'
@@ -87,13 +81,7 @@ rm "$work/build/tests/gpu/test_gpu_training"
 fake "$work/build/tests/gpu/test_gpu_training" 'echo "[ RUN      ] GpuTraining.Slow"; sleep 30'
 check "a binary past its time limit is cut and failed" 1 "| test_gpu_training | FAILED | 0 | 0 | 0 | timed out after 2 s" \
   DSX_TEST_TIMEOUT=2
-if grep -qF "GpuTraining.Slow" "$work/build/logs/test_gpu_training.log"; then
-  echo "ok   a cut binary's output is kept in its log"
-  passes=$((passes + 1))
-else
-  echo "FAIL $work/build/logs/test_gpu_training.log lacks what the cut binary printed"
-  fails=$((fails + 1))
-fi
+holds "a cut binary's output is kept in its log" "$work/build/logs/test_gpu_training.log" "GpuTraining.Slow"
 rm "$work/build/tests/gpu/test_gpu_training"
 check "binaries after the budget is spent are not run" 1 "| test_gpu_comm | NOT RUN | - | - | - | the run's budget (DSX_RUN_BUDGET=3 s) is spent" \
   DSX_RUN_BUDGET=3
@@ -122,11 +110,9 @@ echo "needs-glibc 2.0" >"$work/debs/MANIFEST"
 check "prepared packages are unpacked into the build's prefix" 0 "| libraries from $work/debs | ok | - | - | - | 1 packages in $work/build/deps-prefix" \
   DSX_GPU_DEPS="$work/debs"
 if [[ -f $work/build/deps-prefix/usr/lib/x86_64-linux-gnu/libdsxfake.so.1 ]]; then
-  echo "ok   the package's file is in the prefix"
-  passes=$((passes + 1))
+  pass "the package's file is in the prefix"
 else
-  echo "FAIL the package's file is not in $work/build/deps-prefix"
-  fails=$((fails + 1))
+  fail "the package's file is not in $work/build/deps-prefix"
 fi
 echo "needs-glibc 99.0" >"$work/debs/MANIFEST"
 check "packages for a newer glibc are refused" 1 "need glibc >= 99.0, this machine has" DSX_GPU_DEPS="$work/debs"
@@ -180,20 +166,16 @@ if command -v patchelf >/dev/null; then
   if grep -qx "libcudnn_dsxfake.so.9 missing" "$work/fbres/cuda-libraries.txt" &&
     grep -qx "libcudart_dsxwheel.so.12 $work/wheels/nvidia/cuda_runtime/lib/libcudart_dsxwheel.so.12" "$work/fbres/cuda-libraries.txt" &&
     grep -qx "libcudnn_dsxshim.so.9 missing; the bundle's loader alone (lib/cudnn-shim)" "$work/fbres/cuda-libraries.txt"; then
-    echo "ok   bundle: cuda-libraries.txt says what is missing"
-    passes=$((passes + 1))
+    pass "bundle: cuda-libraries.txt says what is missing"
   else
-    echo "FAIL bundle: $work/fbres/cuda-libraries.txt lacks 'libcudnn_dsxfake.so.9 missing'"
-    fails=$((fails + 1))
+    fail "bundle: $work/fbres/cuda-libraries.txt lacks 'libcudnn_dsxfake.so.9 missing'"
   fi
   run_args=(--bundle "$fb")
   check "bundle: results go to \$OUT without --results" 1 "summary: 1 passed" OUT="$work/out"
   if [[ -f $work/out/gpu-summary.md && -f $work/out/logs/test_gpu_comm.log ]]; then
-    echo "ok   bundle: \$OUT holds the summary and the logs"
-    passes=$((passes + 1))
+    pass "bundle: \$OUT holds the summary and the logs"
   else
-    echo "FAIL bundle: $work/out lacks gpu-summary.md or logs/test_gpu_comm.log"
-    fails=$((fails + 1))
+    fail "bundle: $work/out lacks gpu-summary.md or logs/test_gpu_comm.log"
   fi
   run_args=()
 else
@@ -210,13 +192,10 @@ if [[ -x $nvcc ]]; then
   if [[ -e /dev/nvidia0 ]]; then
     echo "skip real probe: this machine has a GPU ($out)"
   elif [[ $status == 0 ]] || ! grep -qE '^runtime=[0-9]+ driver=[0-9]+ devices=0 error=cuda' <<<"$out"; then
-    echo "FAIL real probe without a GPU: exit $status, '$out'"
-    fails=$((fails + 1))
+    fail "real probe without a GPU: exit $status, '$out'"
   else
-    echo "ok   real probe without a GPU: $out"
-    passes=$((passes + 1))
+    pass "real probe without a GPU: $out"
   fi
 fi
 
-echo "run.sh: $passes passed, $fails failed"
-((fails == 0))
+checks_done run.sh

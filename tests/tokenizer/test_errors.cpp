@@ -71,51 +71,45 @@ TEST(TokenizerErrors, TruncatedJsonGivesLineAndColumn) {
   EXPECT_HAS(m, "Check that it is complete");
 }
 
-TEST(TokenizerErrors, WrongTypeNamesTheJsonPath) {
-  EditedGpt2 edited("\"vocab\": {", "\"vocab\": 7, \"x\": {");
-  auto m = load_error(edited.path(), ErrorKind::Format);
-  EXPECT_HAS(m, "model.vocab must be an object, found a number");
-}
+// One edit of the gpt2 fixture each, and what the error must say of it.
+struct Gpt2Edit {
+  const char* from;
+  const char* to;
+  ErrorKind kind;
+  const char* message;
+};
 
-TEST(TokenizerErrors, WrongTypeInAnAddedToken) {
-  EditedGpt2 edited("\"id\": 0,", "\"id\": \"zero\",");
-  auto m = load_error(edited.path(), ErrorKind::Format);
-  EXPECT_HAS(m, "added_tokens[0].id must be an integer, found a string");
-}
-
-TEST(TokenizerErrors, UnsupportedModelTypeIsNamed) {
-  EditedGpt2 edited("\"type\": \"BPE\"", "\"type\": \"Unigram\"");
-  auto m = load_error(edited.path(), ErrorKind::Unsupported);
-  EXPECT_HAS(m, "model.type is \"Unigram\"");
-  EXPECT_HAS(m, "tokenizer.json");
-}
-
-TEST(TokenizerErrors, UnknownDecoderIsNamed) {
-  EditedGpt2 edited("\"decoder\": {\n    \"type\": \"ByteLevel\"", "\"decoder\": {\n    \"type\": \"WordPiece\"");
-  auto m = load_error(edited.path(), ErrorKind::Unsupported);
-  EXPECT_HAS(m, "decoder.type is the decoder \"WordPiece\"");
-}
-
-TEST(TokenizerErrors, ReplaceByARegexIsRefused) {
-  EditedGpt2 edited("\"normalizer\": null",
-                    "\"normalizer\": {\"type\": \"Replace\", \"pattern\": {\"Regex\": \" +\"}, \"content\": \" \"}");
-  auto m = load_error(edited.path(), ErrorKind::Unsupported);
-  EXPECT_HAS(m, "normalizer.pattern is a Regex");
-}
-
-TEST(TokenizerErrors, UnknownNormalizerIsNamed) {
-  EditedGpt2 edited("\"normalizer\": null", "\"normalizer\": {\"type\": \"Lowercase\"}");
-  auto m = load_error(edited.path(), ErrorKind::Unsupported);
-  EXPECT_HAS(m, "normalizer.type is the normalizer \"Lowercase\"");
-}
-
-TEST(TokenizerErrors, UnknownPreTokenizerIsNamed) {
-  EditedGpt2 edited(
-      "\"type\": \"ByteLevel\",\n    \"add_prefix_space\": false,\n    \"trim_offsets\": true,\n   "
-      " \"use_regex\": true",
-      "\"type\": \"Whitespace\"");
-  auto m = load_error(edited.path(), ErrorKind::Unsupported);
-  EXPECT_HAS(m, "pre_tokenizer.type is the pre-tokenizer \"Whitespace\"");
+TEST(TokenizerErrors, EachBadFieldIsNamedWithItsPath) {
+  const Gpt2Edit edits[] = {
+      {"\"vocab\": {", "\"vocab\": 7, \"x\": {", ErrorKind::Format,
+       "model.vocab must be an object, found a number"},
+      {"\"id\": 0,", "\"id\": \"zero\",", ErrorKind::Format,
+       "added_tokens[0].id must be an integer, found a string"},
+      {"\"type\": \"BPE\"", "\"type\": \"Unigram\"", ErrorKind::Unsupported,
+       "tokenizer.json: model.type is \"Unigram\""},
+      {"\"decoder\": {\n    \"type\": \"ByteLevel\"", "\"decoder\": {\n    \"type\": \"WordPiece\"",
+       ErrorKind::Unsupported, "decoder.type is the decoder \"WordPiece\""},
+      {"\"normalizer\": null",
+       "\"normalizer\": {\"type\": \"Replace\", \"pattern\": {\"Regex\": \" +\"}, \"content\": \" "
+       "\"}",
+       ErrorKind::Unsupported, "normalizer.pattern is a Regex"},
+      {"\"normalizer\": null", "\"normalizer\": {\"type\": \"Lowercase\"}", ErrorKind::Unsupported,
+       "normalizer.type is the normalizer \"Lowercase\""},
+      {"\"type\": \"ByteLevel\",\n    \"add_prefix_space\": false,\n    \"trim_offsets\": true,\n  "
+       " "
+       " \"use_regex\": true",
+       "\"type\": \"Whitespace\"", ErrorKind::Unsupported,
+       "pre_tokenizer.type is the pre-tokenizer \"Whitespace\""},
+      {"\"truncation\": null", "\"truncation\": {\"max_length\": 512}", ErrorKind::Unsupported,
+       "truncation is set"},
+      {"\"merges\": [", "\"merges\": [[\"zz\", \"qq\"], ", ErrorKind::Format,
+       "model.merges[0] (\"zz\", \"qq\") uses the token \"zz\""},
+  };
+  for (const Gpt2Edit& e : edits) {
+    SCOPED_TRACE(e.to);
+    EditedGpt2 edited(e.from, e.to);
+    EXPECT_HAS(load_error(edited.path(), e.kind), e.message);
+  }
 }
 
 // The SentencePiece-style fixture with one edit: bad Metaspace and Strip values are named.
@@ -135,18 +129,6 @@ TEST(TokenizerErrors, BadMetaspaceAndStripValuesAreNamed) {
   EXPECT_HAS(load_error(dir.path(), ErrorKind::Format), "pre_tokenizer.replacement must be one character");
   dir.write("tokenizer.json", edited("\"start\": 1", "\"start\": -1"));
   EXPECT_HAS(load_error(dir.path(), ErrorKind::Format), "start must not be negative");
-}
-
-TEST(TokenizerErrors, TruncationIsRefused) {
-  EditedGpt2 edited("\"truncation\": null", "\"truncation\": {\"max_length\": 512}");
-  auto m = load_error(edited.path(), ErrorKind::Unsupported);
-  EXPECT_HAS(m, "truncation is set");
-}
-
-TEST(TokenizerErrors, MergeWithATokenOutsideTheVocabulary) {
-  EditedGpt2 edited("\"merges\": [", "\"merges\": [[\"zz\", \"qq\"], ");
-  auto m = load_error(edited.path(), ErrorKind::Format);
-  EXPECT_HAS(m, "model.merges[0] (\"zz\", \"qq\") uses the token \"zz\"");
 }
 
 TEST(TokenizerErrors, BadRegexNamesThePattern) {
