@@ -76,6 +76,13 @@ void decoder_residual_forward(T* out, const T* a, const T* b, size_t n);
 template <class T>
 size_t decoder_crossentropy_forward(T* losses, T* lse, const T* logits, const int32_t* targets,
                                  size_t N, int V, int Vp);
+// The mean of the N rows' losses over the `counted` ones (ignored rows hold 0): the loss.
+template <class T>
+T decoder_mean_loss(const T* losses, size_t N, size_t counted) {
+  T sum = 0;
+  for (size_t i = 0; i < N; ++i) sum += losses[i];
+  return counted ? sum / static_cast<T>(counted) : T(0);
+}
 // Turns logits into their gradient IN PLACE: (softmax - onehot) * dloss for counted rows, 0 for
 // ignored rows and padded columns. Fused so the probabilities are never stored.
 template <class T>

@@ -171,9 +171,7 @@ float LlamaCpu<T>::forward(const int32_t* inputs, const int32_t* targets, int B,
   counted_ = 0;
   if (has_targets_) {
     counted_ = kc::decoder_crossentropy_forward(losses_.data(), lse_.data(), logits_.data(), targets, N, V, V);
-    T sum = 0;
-    for (size_t i = 0; i < N; ++i) sum += losses_[i];
-    mean_loss_ = counted_ ? sum / static_cast<T>(counted_) : T(0);
+    mean_loss_ = kc::decoder_mean_loss(losses_.data(), N, counted_);
   }
   return static_cast<float>(mean_loss_);
 }
