@@ -72,11 +72,3 @@ foreach(dep IN ITEMS "pcre2;pcre2.h;pcre2-8;PCRE2;libpcre2-dev"
   target_include_directories(dsx_${name} SYSTEM INTERFACE ${DSX_${name}_INCLUDE_DIR})
   target_link_libraries(dsx_${name} INTERFACE ${DSX_${name}_LIBRARY})
 endforeach()
-
-# The dsx binary's allocator: tcmalloc (gperftools) where it is installed, else glibc's. The
-# tokenizers, and libsentencepiece's calls above all, allocate small objects at a high rate: glibc's
-# malloc and free were a third of a unigram tokenizer.model's encode time.
-find_library(DSX_TCMALLOC_LIBRARY NAMES tcmalloc_minimal)
-if(NOT DSX_TCMALLOC_LIBRARY)
-  message(STATUS "dsx: tcmalloc not found (libgoogle-perftools-dev): dsx uses glibc's malloc")
-endif()

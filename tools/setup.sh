@@ -22,7 +22,6 @@ packages=(
   libpcre2-dev                  # tokenizers: the pre-tokenizer regexes (Unicode classes, JIT)
   libutf8proc-dev               # tokenizers: NFC normalization and Unicode categories
   libsentencepiece-dev          # tokenizers: SentencePiece tokenizer.model files (Llama 2, Mistral)
-  libgoogle-perftools-dev       # dsx's allocator (tcmalloc): small allocations at tokenizer speed
   libgtest-dev libgmock-dev     # tests
   libbenchmark-dev              # micro-benchmarks
   libomp-dev                    # OpenMP (gcc uses libgomp; clang builds of the fuzzers use this)
