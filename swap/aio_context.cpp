@@ -12,10 +12,13 @@ namespace dsx::swap {
 namespace {
 
 std::string transfer_error(IoKind kind, const std::string& path, int err) {
-  std::string what = std::string("swap file ") + path + ": " + (kind == IoKind::Read ? "read" : "write") +
-                     " failed: " + std::strerror(err) + ".";
+  std::string what = std::string("swap file ") + path + ": " +
+                     (kind == IoKind::Read ? "read" : "write") + " failed: " + std::strerror(err) +
+                     ".";
   if (err == ENOSPC || err == EFBIG || err == EDQUOT) {
-    what += " The disk holding the swap files is full: free space there or point nvme_path at a larger drive.";
+    what +=
+        " The disk holding the swap files is full: free space there or point nvme_path at a larger "
+        "drive.";
   } else {
     what += " Check the drive behind nvme_path (was it unmounted or removed during the run?).";
   }
@@ -30,7 +33,8 @@ AioContext::AioContext(const AioOptions& options)
       events_(static_cast<size_t>(options.queue_depth)) {
   const int rc = io_queue_init(options.queue_depth, &context_);
   if (rc < 0) {
-    throw Error(ErrorKind::Io, std::string("swap: io_setup(") + std::to_string(options.queue_depth) +
+    throw Error(ErrorKind::Io, std::string("swap: io_setup(") +
+                                   std::to_string(options.queue_depth) +
                                    ") failed: " + std::strerror(-rc) +
                                    ". Lower aio.queue_depth or raise /proc/sys/fs/aio-max-nr.");
   }
@@ -52,16 +56,19 @@ void AioContext::submit(std::vector<iocb*>& ready, IoKind kind, const std::strin
 
 int AioContext::reap(int min_events, int max_events, IoKind kind, const std::string& path) {
   const auto limit = options_.block_timeout;
-  timespec timeout{static_cast<time_t>(limit.count() / 1000), static_cast<long>(limit.count() % 1000) * 1'000'000};
+  timespec timeout{static_cast<time_t>(limit.count() / 1000),
+                   static_cast<long>(limit.count() % 1000) * 1'000'000};
   int got = 0;
   while (got < min_events) {
-    const int rc = io_getevents(context_, min_events - got, max_events - got, events_.data() + got, &timeout);
+    const int rc =
+        io_getevents(context_, min_events - got, max_events - got, events_.data() + got, &timeout);
     if (rc == -EINTR) continue;
     if (rc < 0) throw Error(ErrorKind::Io, transfer_error(kind, path, -rc));
     if (rc == 0) {
-      throw Error(ErrorKind::Timeout, "swap file " + path + ": a " + std::to_string(options_.block_size) +
-                                          "-byte block took longer than " + std::to_string(limit.count()) +
-                                          " ms. The drive behind nvme_path is hung or gone.");
+      throw Error(ErrorKind::Timeout,
+                  "swap file " + path + ": a " + std::to_string(options_.block_size) +
+                      "-byte block took longer than " + std::to_string(limit.count()) +
+                      " ms. The drive behind nvme_path is hung or gone.");
     }
     got += rc;
   }
@@ -69,7 +76,8 @@ int AioContext::reap(int min_events, int max_events, IoKind kind, const std::str
     const long res = static_cast<long>(events_[static_cast<size_t>(i)].res);
     const iocb* block = events_[static_cast<size_t>(i)].obj;
     if (res < 0) throw Error(ErrorKind::Io, transfer_error(kind, path, static_cast<int>(-res)));
-    if (static_cast<size_t>(res) != block->u.c.nbytes) {  // past the end of the file, or a full disk
+    if (static_cast<size_t>(res) !=
+        block->u.c.nbytes) {  // past the end of the file, or a full disk
       throw Error(ErrorKind::Io, transfer_error(kind, path, kind == IoKind::Read ? EIO : ENOSPC));
     }
   }
@@ -86,7 +94,8 @@ void AioContext::drain(int in_flight) {
   }
 }
 
-void AioContext::transfer(IoKind kind, int fd, char* buffer, size_t bytes, size_t offset, const std::string& path) {
+void AioContext::transfer(IoKind kind, int fd, char* buffer, size_t bytes, size_t offset,
+                          const std::string& path) {
   const size_t block = options_.block_size;
   const size_t count = (bytes + block - 1) / block;
   std::vector<iocb*> free_blocks;
@@ -116,7 +125,8 @@ void AioContext::transfer(IoKind kind, int fd, char* buffer, size_t bytes, size_
       // overlap_events: refill as soon as one block is back; else drain the whole batch first.
       got = reap(options_.overlap_events ? 1 : in_flight, in_flight, kind, path);
     } catch (...) {
-      drain(in_flight - static_cast<int>(ready.size()));  // the kernel must let go of the buffer first
+      drain(in_flight -
+            static_cast<int>(ready.size()));  // the kernel must let go of the buffer first
       throw;
     }
     for (int i = 0; i < got; ++i) free_blocks.push_back(events_[static_cast<size_t>(i)].obj);

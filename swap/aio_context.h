@@ -23,7 +23,8 @@ class AioContext {
   AioContext& operator=(const AioContext&) = delete;
 
   // Moves `bytes` between `buffer` and `fd` at `offset`; throws Error(Io) naming `path`.
-  void transfer(IoKind kind, int fd, char* buffer, size_t bytes, size_t offset, const std::string& path);
+  void transfer(IoKind kind, int fd, char* buffer, size_t bytes, size_t offset,
+                const std::string& path);
 
  private:
   // Submits the prepared blocks (all at once, or one call each with single_submit).

@@ -48,10 +48,11 @@ int open_direct(const IoRequest& r) {
   const int fd = ::open(r.path.c_str(), flags);
   if (fd < 0) {
     const int err = errno;
-    throw Error(ErrorKind::Io, "swap file " + r.path + ": cannot open it for " +
-                                   (r.kind == IoKind::Read ? "reading" : "writing") + ": " + std::strerror(err) +
-                                   ". The swap directory under nvme_path was removed or unmounted during the "
-                                   "run; the last checkpoint was not touched: resume from it.");
+    throw Error(ErrorKind::Io,
+                "swap file " + r.path + ": cannot open it for " +
+                    (r.kind == IoKind::Read ? "reading" : "writing") + ": " + std::strerror(err) +
+                    ". The swap directory under nvme_path was removed or unmounted during the "
+                    "run; the last checkpoint was not touched: resume from it.");
   }
   return fd;
 }
@@ -72,7 +73,8 @@ void IoTicket::wait(std::chrono::milliseconds timeout) {
   if (!state_) return;
   std::unique_lock lock(state_->mutex);
   if (!state_->done.wait_for(lock, timeout, [&] { return state_->parts_left == 0; })) {
-    throw Error(ErrorKind::Timeout, "swap: a transfer did not finish within " + std::to_string(timeout.count()) +
+    throw Error(ErrorKind::Timeout, "swap: a transfer did not finish within " +
+                                        std::to_string(timeout.count()) +
                                         " ms; the drive behind nvme_path is hung or far too slow");
   }
   std::exception_ptr error = state_->error;
@@ -82,14 +84,14 @@ void IoTicket::wait(std::chrono::milliseconds timeout) {
 }
 
 AioHandle::AioHandle(const AioOptions& options) : options_(options) {
-  if (options.block_size == 0 || options.block_size % kDirectAlignment != 0 || options.queue_depth < 1 ||
-      options.intra_op_parallelism < 1) {
-    throw Error(ErrorKind::Config, "aio: block_size must be a positive multiple of " +
-                                       std::to_string(kDirectAlignment) +
-                                       " bytes and queue_depth and intra_op_parallelism at least 1 (got " +
-                                       std::to_string(options.block_size) + ", " +
-                                       std::to_string(options.queue_depth) + ", " +
-                                       std::to_string(options.intra_op_parallelism) + ")");
+  if (options.block_size == 0 || options.block_size % kDirectAlignment != 0 ||
+      options.queue_depth < 1 || options.intra_op_parallelism < 1) {
+    throw Error(
+        ErrorKind::Config,
+        "aio: block_size must be a positive multiple of " + std::to_string(kDirectAlignment) +
+            " bytes and queue_depth and intra_op_parallelism at least 1 (got " +
+            std::to_string(options.block_size) + ", " + std::to_string(options.queue_depth) + ", " +
+            std::to_string(options.intra_op_parallelism) + ")");
   }
   for (int i = 0; i < options.intra_op_parallelism; ++i) {
     workers_.push_back(std::make_unique<Worker>(options));
@@ -121,7 +123,8 @@ void AioHandle::serve(Worker& worker) {
     }
     std::exception_ptr error;
     try {
-      worker.context.transfer(part.kind, part.state->fd, part.buffer, part.bytes, part.offset, part.path);
+      worker.context.transfer(part.kind, part.state->fd, part.buffer, part.bytes, part.offset,
+                              part.path);
     } catch (...) {
       error = std::current_exception();
     }
@@ -132,8 +135,9 @@ void AioHandle::serve(Worker& worker) {
 IoTicket AioHandle::submit(const IoRequest& r) {
   const auto address = reinterpret_cast<uintptr_t>(r.buffer);
   if (address % kDirectAlignment || r.bytes % kDirectAlignment || r.offset % kDirectAlignment) {
-    throw Error(ErrorKind::Internal, "swap: a direct transfer of " + r.path + " is not aligned to " +
-                                         std::to_string(kDirectAlignment) + " bytes");
+    throw Error(ErrorKind::Internal, "swap: a direct transfer of " + r.path +
+                                         " is not aligned to " + std::to_string(kDirectAlignment) +
+                                         " bytes");
   }
   auto state = std::make_shared<IoState>();
   if (r.bytes == 0) return {};

@@ -28,6 +28,8 @@ struct AioOptions {
 // (512 B on most, 4 KiB on some): 4 KiB covers both, and is the page size buffers come in.
 inline constexpr size_t kDirectAlignment = 4096;
 
-inline size_t align_up(size_t n, size_t alignment) { return (n + alignment - 1) / alignment * alignment; }
+inline size_t align_up(size_t n, size_t alignment) {
+  return (n + alignment - 1) / alignment * alignment;
+}
 
 }  // namespace dsx::swap

@@ -13,12 +13,13 @@
 
 namespace dsx::swap {
 
-AlignedBuffer::AlignedBuffer(size_t bytes, bool pin_memory) : bytes_(align_up(bytes, kDirectAlignment)) {
+AlignedBuffer::AlignedBuffer(size_t bytes, bool pin_memory)
+    : bytes_(align_up(bytes, kDirectAlignment)) {
   if (bytes_ == 0) return;
   if (posix_memalign(&data_, kDirectAlignment, bytes_) != 0) {
     data_ = nullptr;
-    throw Error(ErrorKind::OutOfMemory,
-                "swap: could not allocate " + std::to_string(bytes_) + " bytes of aligned host memory for I/O buffers");
+    throw Error(ErrorKind::OutOfMemory, "swap: could not allocate " + std::to_string(bytes_) +
+                                            " bytes of aligned host memory for I/O buffers");
   }
   std::memset(data_, 0, bytes_);  // touched now, so the first transfer does not fault pages in
   locked_ = pin_memory && mlock(data_, bytes_) == 0;

@@ -15,19 +15,22 @@ namespace dsx::swap {
 
 SwapDirectory::SwapDirectory(const std::string& nvme_path, const std::string& what, int rank)
     : nvme_path_(nvme_path),
-      path_((std::filesystem::path(nvme_path) / "dsx_swap" / what / ("rank" + std::to_string(rank))).string()) {
+      path_((std::filesystem::path(nvme_path) / "dsx_swap" / what / ("rank" + std::to_string(rank)))
+                .string()) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(nvme_path, ec)) {
-    throw Error(ErrorKind::Io, "nvme_path " + nvme_path + " is not a directory" +
-                                   (ec ? " (" + ec.message() + ")" : std::string()) +
-                                   ": create it on the NVMe drive, or fix nvme_path in the ds_config");
+    throw Error(ErrorKind::Io,
+                "nvme_path " + nvme_path + " is not a directory" +
+                    (ec ? " (" + ec.message() + ")" : std::string()) +
+                    ": create it on the NVMe drive, or fix nvme_path in the ds_config");
   }
   fs::remove_all(path_, ec);  // a previous run's scratch
   fs::create_directories(path_, ec);
   if (ec) {
-    throw Error(ErrorKind::Io, "nvme_path " + nvme_path + ": cannot create the swap directory " + path_ + ": " +
-                                   ec.message() + ". Make nvme_path writable for this user.");
+    throw Error(ErrorKind::Io, "nvme_path " + nvme_path + ": cannot create the swap directory " +
+                                   path_ + ": " + ec.message() +
+                                   ". Make nvme_path writable for this user.");
   }
 }
 
@@ -41,18 +44,19 @@ std::string SwapDirectory::create_file(const std::string& name, size_t bytes) {
   const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) {
     const int err = errno;
-    throw Error(ErrorKind::Io, "nvme_path " + nvme_path_ + ": cannot create the swap file " + file + ": " +
-                                   std::strerror(err));
+    throw Error(ErrorKind::Io, "nvme_path " + nvme_path_ + ": cannot create the swap file " + file +
+                                   ": " + std::strerror(err));
   }
   const int rc = bytes ? posix_fallocate(fd, 0, static_cast<off_t>(bytes)) : 0;
   ::close(fd);
   if (rc != 0) {
-    throw Error(ErrorKind::Io, "nvme_path " + nvme_path_ + ": cannot reserve " + std::to_string(bytes) +
-                                   " bytes for the swap file " + file + ": " + std::strerror(rc) +
-                                   (rc == ENOSPC || rc == EFBIG
-                                        ? ". The drive is too small for this run's swap: free space there, or "
-                                          "point nvme_path at a larger drive."
-                                        : "."));
+    throw Error(ErrorKind::Io,
+                "nvme_path " + nvme_path_ + ": cannot reserve " + std::to_string(bytes) +
+                    " bytes for the swap file " + file + ": " + std::strerror(rc) +
+                    (rc == ENOSPC || rc == EFBIG
+                         ? ". The drive is too small for this run's swap: free space there, or "
+                           "point nvme_path at a larger drive."
+                         : "."));
   }
   return file;
 }

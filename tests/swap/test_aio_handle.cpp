@@ -7,9 +7,9 @@
 #include <csignal>
 #include <cstdint>
 #include <cstring>
-#include <memory>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <vector>
 
 #include "dsx/error.h"
@@ -49,18 +49,25 @@ TEST_F(AioHandleTest, EverySettingWritesAndReadsBackTheSameBytes) {
     bool single_submit;
     bool overlap;
   };
-  const Case cases[] = {{65536, 8, 1, false, true}, {65536, 2, 1, true, true},  {16384, 4, 3, false, false},
-                        {4096, 1, 2, true, false},  {1048576, 8, 4, false, true}};
+  const Case cases[] = {{65536, 8, 1, false, true},
+                        {65536, 2, 1, true, true},
+                        {16384, 4, 3, false, false},
+                        {4096, 1, 2, true, false},
+                        {1048576, 8, 4, false, true}};
   uint32_t seed = 1;
   for (const Case& c : cases) {
-    AioHandle handle({.block_size = c.block, .queue_depth = c.depth, .intra_op_parallelism = c.threads,
-                      .single_submit = c.single_submit, .overlap_events = c.overlap});
+    AioHandle handle({.block_size = c.block,
+                      .queue_depth = c.depth,
+                      .intra_op_parallelism = c.threads,
+                      .single_submit = c.single_submit,
+                      .overlap_events = c.overlap});
     AlignedBuffer out(bytes, true);
     AlignedBuffer in(bytes, false);
     fill_pattern(out.as<uint32_t>(), bytes / 4, ++seed);
     handle.write(file, out.data(), bytes, 8192);
     handle.read(file, in.data(), bytes, 8192);
-    EXPECT_EQ(std::memcmp(in.data(), out.data(), bytes), 0) << "block " << c.block << " threads " << c.threads;
+    EXPECT_EQ(std::memcmp(in.data(), out.data(), bytes), 0)
+        << "block " << c.block << " threads " << c.threads;
   }
   // The bytes are in the file, where a plain read finds them (the last case's pattern).
   std::ifstream plain(file, std::ios::binary);
