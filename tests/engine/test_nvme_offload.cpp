@@ -185,4 +185,29 @@ TEST(NvmeOffload, ADriveTooSmallIsRefusedAtStartNamingNvmePath) {
   EXPECT_NE(r.output.find("too small"), std::string::npos) << r.output;
 }
 
+// What dsx does not swap says so: LAMB is refused with what to use instead, and below stage 3
+// "nvme" runs as "cpu" (as in DeepSpeed), said in a note, with nothing written under nvme_path.
+TEST(NvmeOffload, WhatIsNotSwappedIsSaid) {
+  dsx::test::TempDir dir;
+  std::string config = config_file(dir, "lamb.json", true);
+  std::string text = read_all(dir.file("lamb.json"));
+  text.replace(text.find("\"AdamW\""), 7, "\"Lamb\"");
+  text.replace(text.find("\"aio\""), 5, "\"zero_allow_untested_optimizer\": true, \"aio\"");
+  std::ofstream(dir.file("lamb.json")) << text;
+  auto lamb = run_command(std::string(DSX_EXE) + " train --progress plain --samples 0 " + config +
+                          "--steps 1 2>&1");
+  EXPECT_NE(lamb.exit_code, 0) << lamb.output;
+  EXPECT_NE(lamb.output.find("with LAMB"), std::string::npos) << lamb.output;
+  config = config_file(dir, "stage2.json", true);
+  text = read_all(dir.file("stage2.json"));
+  text.replace(text.find("\"stage\": 3"), 10, "\"stage\": 2");
+  std::ofstream(dir.file("stage2.json")) << text;
+  auto stage2 = run_command(std::string(DSX_EXE) + " train --progress plain --samples 0 " + config +
+                            "--steps 1 2>&1");
+  EXPECT_EQ(stage2.exit_code, 0) << stage2.output;
+  EXPECT_NE(stage2.output.find("runs it as \"cpu\" below stage 3"), std::string::npos)
+      << stage2.output;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("nvme/dsx_swap")));
+}
+
 }  // namespace
