@@ -13,6 +13,21 @@
 
 namespace dsx::swap {
 
+// Swaps are O_DIRECT; a file system without it (some network and FUSE ones) is refused at once
+// instead of failing the first swap with a puzzling EINVAL.
+void SwapDirectory::check_direct_io(const std::string& file) const {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
+  if (fd >= 0) {
+    ::close(fd);
+    return;
+  }
+  const int err = errno;
+  throw Error(ErrorKind::Io,
+              "nvme_path " + nvme_path_ + ": the swap file " + file +
+                  " cannot be opened for direct I/O (O_DIRECT): " + std::strerror(err) +
+                  ". Put nvme_path on a local drive's file system (ext4, xfs).");
+}
+
 SwapDirectory::SwapDirectory(const std::string& nvme_path, const std::string& what, int rank)
     : nvme_path_(nvme_path),
       path_((std::filesystem::path(nvme_path) / "dsx_swap" / what / ("rank" + std::to_string(rank)))
@@ -49,6 +64,7 @@ std::string SwapDirectory::create_file(const std::string& name, size_t bytes) {
   }
   const int rc = bytes ? posix_fallocate(fd, 0, static_cast<off_t>(bytes)) : 0;
   ::close(fd);
+  check_direct_io(file);
   if (rc != 0) {
     throw Error(ErrorKind::Io,
                 "nvme_path " + nvme_path_ + ": cannot reserve " + std::to_string(bytes) +

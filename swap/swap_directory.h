@@ -3,6 +3,8 @@
 // starts and removed when it ends, and a checkpoint copies the values out through the normal
 // checkpoint writer (a checkpoint never points here). Each file's space is reserved when it is
 // made (fallocate), so a disk too small fails at start-up with the path named, not mid-step.
+// Two jobs must not share an nvme_path: the second empties the first's scratch, and the first
+// then stops with its swap file named.
 #pragma once
 
 #include <cstddef>
@@ -23,6 +25,8 @@ class SwapDirectory {
   std::string create_file(const std::string& name, size_t bytes);
 
  private:
+  void check_direct_io(const std::string& file) const;
+
   std::string nvme_path_;
   std::string path_;
 };
