@@ -114,11 +114,23 @@ pid_t start_job(const std::string& config_path, const std::string& save, const s
   return pid;
 }
 
-// SIGKILL at random moments of a job that swaps many times a step and saves every step; each
+// Waits (up to a minute) until the checkpoint directory's `latest` names another save than
+// `before`; returns what it names now.
+std::string wait_for_new_save(const std::string& checkpoints, const std::string& before) {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  std::string now = read_all(checkpoints + "/latest");
+  while ((now.empty() || now == before) && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    now = read_all(checkpoints + "/latest");
+  }
+  return now;
+}
+
+// SIGKILL at random moments of a job that swaps 12 sub-groups a step and saves every step; each
 // time the swap scratch is wiped, as a reboot of a scratch drive would, and the next job resumes
 // from `latest`. The end weights equal a run never killed: nothing beyond the last save is lost,
 // and no checkpoint needed a swap file.
-TEST(NvmeOffload, KilledDuringSwapsResumesLosingNothing) {
+TEST(NvmeOffload, KilledAtRandomMomentsResumesLosingNothing) {
   dsx::test::TempDir dir;
   config_file(dir, "nvme.json", true);
   const std::string config = dir.file("nvme.json");
@@ -127,15 +139,18 @@ TEST(NvmeOffload, KilledDuringSwapsResumesLosingNothing) {
   ASSERT_EQ(straight.exit_code, 0) << straight.output;
   std::mt19937 rng(11);
   int kills = 0;
+  std::string latest;
   for (int round = 0; round < 3; ++round) {
     pid_t pid = start_job(config, dir.file("ck"), dir.file("log"), round > 0);
     ASSERT_GT(pid, 0);
+    latest = wait_for_new_save(dir.file("ck"), latest);  // this job trains and saves: kill it soon
     std::this_thread::sleep_for(
-        std::chrono::milliseconds(std::uniform_int_distribution<int>(700, 1500)(rng)));
+        std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 300)(rng)));
     ::kill(pid, SIGKILL);
     int status = 0;
     ::waitpid(pid, &status, 0);
     if (WIFSIGNALED(status)) ++kills;
+    latest = read_all(dir.file("ck/latest"));  // where the next job resumes
     std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the ranks follow their launcher
     std::filesystem::remove_all(dir.file("nvme/dsx_swap"));
   }
@@ -143,6 +158,8 @@ TEST(NvmeOffload, KilledDuringSwapsResumesLosingNothing) {
   auto resumed = train("--deepspeed_config " + config + " --eval_interval 0 --steps 60 --load " +
                        dir.file("ck") + " --save " + dir.file("ck"));
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("resumed from"), std::string::npos) << "no save before the kills\n"
+                                                                    << resumed.output;
   EXPECT_TRUE(read_all(dir.file("a/model.safetensors")) ==
               read_all(dir.file("ck/model.safetensors")))
       << "weights after kills and resumes differ from the straight run";
@@ -155,11 +172,7 @@ TEST(NvmeOffload, AVanishedNvmePathStopsTheRunNamingItWithTheCheckpointIntact) {
   config_file(dir, "nvme.json", true);
   pid_t pid = start_job(dir.file("nvme.json"), dir.file("ck"), dir.file("log"), false);
   ASSERT_GT(pid, 0);
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (!std::filesystem::exists(dir.file("ck/latest")) &&
-         std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  wait_for_new_save(dir.file("ck"), "");
   std::filesystem::remove_all(dir.file("nvme/dsx_swap"));
   int status = 0;
   ::waitpid(pid, &status, 0);
