@@ -2,6 +2,7 @@
 #include "engine/training_setup.h"
 
 #include "dsx/error.h"
+#include "engine/offload_options.h"
 
 namespace dsx::engine {
 namespace {
@@ -89,7 +90,8 @@ void note_ignored_zero_keys(const config::ZeroConfig& z, std::vector<std::string
        "partition order and the optimizer already runs in host memory");
   note(stage12 && !z.use_multi_rank_bucket_allreduce, "use_multi_rank_bucket_allreduce",
        "with reduce_scatter each owner receives its run of a bucket through one reduce-scatter either way");
-  note(z.stage == 3 && z.sub_group_size != d.sub_group_size, "sub_group_size",
+  const bool swapped = z.offload_optimizer && z.offload_optimizer->device == "nvme";
+  note(z.stage == 3 && !swapped && z.sub_group_size != d.sub_group_size, "sub_group_size",
        "DeepSpeed steps the optimizer sub-group by sub-group to bound its fp32 gradient copies and to swap "
        "to NVMe; dsx's gradients are fp32 already and the partition is updated in one pass");
   note(z.stage == 3 && z.use_all_reduce_for_fetch_params, "use_all_reduce_for_fetch_params",
@@ -144,10 +146,7 @@ zero::ZeroOptions zero_options_from(const config::EngineConfig& config, std::vec
                     (config.fp16.enabled ? " with DeepSpeed's loss scaling" : ""));
   }
   note_ignored_zero_keys(z, notes);
-  if (z.optimizer_offloaded() || z.params_offloaded()) {
-    notes.push_back("offload_optimizer/offload_param: on a CPU run the optimizer and parameters already live "
-                    "in host memory, so offload changes nothing here");
-  }
+  offload_from(config, o, notes);
   return o;
 }
 

@@ -22,6 +22,8 @@ packages=(
   libpcre2-dev                  # tokenizers: the pre-tokenizer regexes (Unicode classes, JIT)
   libutf8proc-dev               # tokenizers: NFC normalization and Unicode categories
   libsentencepiece-dev          # tokenizers: SentencePiece tokenizer.model files (Llama 2, Mistral)
+  libaio-dev                    # NVMe offload: direct asynchronous I/O to the swap files
+  fio                           # bench: the disk's O_DIRECT bandwidth beside dsx's swap
   libgtest-dev libgmock-dev     # tests
   libbenchmark-dev              # micro-benchmarks
   libomp-dev                    # OpenMP (gcc uses libgomp; clang builds of the fuzzers use this)

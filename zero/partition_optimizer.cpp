@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "dsx/error.h"
 #include "kernels/optimizers.h"
 
 namespace dsx::zero {
@@ -48,6 +49,21 @@ H scheduled(H h, const StepHyper& hyper) {
   return h;
 }
 
+// NVMe swapping steps the state one sub-group at a time in host memory.
+void check_swappable(const OptimizerSpec& spec, const device::Device& device) {
+  if (spec.type == OptimizerType::Lamb) {
+    throw Error(ErrorKind::Unsupported,
+                "zero_optimization.offload_optimizer.device \"nvme\" with LAMB: LAMB needs every tensor's whole "
+                "state twice per step (its trust ratio), which dsx does not swap. Use Adam/AdamW, Lion, SGD or "
+                "Adagrad, or offload_optimizer.device \"cpu\"");
+  }
+  if (!device.host_accessible()) {
+    throw Error(ErrorKind::Unsupported, "zero_optimization.offload_optimizer.device \"nvme\" on " + device.name() +
+                                            ": dsx swaps optimizer state for host-memory ranks only. Run on the "
+                                            "CPU, or use offload_optimizer.device \"none\"");
+  }
+}
+
 }  // namespace
 
 const char* optimizer_type_name(OptimizerType type) {
@@ -85,9 +101,15 @@ double OptimizerSpec::weight_decay() const {
 
 PartitionOptimizer::PartitionOptimizer(const OptimizerSpec& spec, size_t numel, std::vector<Segment> segments,
                                        size_t num_tensors, MemoryLedger& ledger, device::Device& device,
-                                       device::Stream& stream)
+                                       device::Stream& stream, const std::optional<OptimizerSwapOptions>& nvme,
+                                       int rank)
     : spec_(spec), device_(device), stream_(stream), ledger_(ledger), numel_(numel), segments_(std::move(segments)),
       num_tensors_(num_tensors) {
+  if (nvme) {
+    check_swappable(spec, device);
+    swapper_ = std::make_unique<OptimizerSwapper>(*nvme, state_names(), numel, rank, ledger);
+    return;
+  }
   const size_t tensors = state_tensors(spec.type, spec);
   if (tensors >= 1) state_a_ = Buffer<float>(device, stream, ledger, MemoryKind::OptimizerState, numel);
   if (tensors >= 2) state_b_ = Buffer<float>(device, stream, ledger, MemoryKind::OptimizerState, numel);
@@ -95,6 +117,27 @@ PartitionOptimizer::PartitionOptimizer(const OptimizerSpec& spec, size_t numel, 
 
 size_t PartitionOptimizer::state_bytes_per_element() const {
   return 4 * state_tensors(spec_.type, spec_);
+}
+
+std::vector<std::string> PartitionOptimizer::state_names() const {
+  switch (spec_.type) {
+    case OptimizerType::Adam:
+    case OptimizerType::Lamb: return {"exp_avg", "exp_avg_sq"};
+    case OptimizerType::Lion: return {"exp_avg"};
+    case OptimizerType::Adagrad: return {"sum"};
+    case OptimizerType::Sgd: return spec_.sgd.momentum != 0.0f ? std::vector<std::string>{"momentum_buffer"} : std::vector<std::string>{};
+  }
+  return {};
+}
+
+void PartitionOptimizer::copy_state_out(size_t index, float* host) {
+  if (swapper_) return swapper_->read_state(index, host);
+  device_.copy(host, state()[index].second->data(), numel_ * sizeof(float), stream_);
+}
+
+void PartitionOptimizer::copy_state_in(size_t index, const float* host) {
+  if (swapper_) return swapper_->write_state(index, host);
+  device_.copy(state()[index].second->data(), host, numel_ * sizeof(float), stream_);
 }
 
 std::vector<std::pair<std::string, Buffer<float>*>> PartitionOptimizer::state() {
@@ -112,50 +155,68 @@ std::vector<std::pair<std::string, Buffer<float>*>> PartitionOptimizer::state() 
 
 void PartitionOptimizer::step(float* param, const float* grad, float grad_factor, const StepHyper& hyper,
                               const std::function<void(double*, size_t)>& sum_across_ranks, kernels::ParamCopy copy) {
+  ++steps_;
+  if (spec_.type == OptimizerType::Lamb) {
+    step_lamb(param, grad, grad_factor, scheduled(spec_.lamb, hyper), sum_across_ranks, copy);
+  } else if (swapper_) {
+    // Sub-group by sub-group; its buffers are written back once the kernels have run.
+    swapper_->for_each_group([&](const OptimizerSwapper::Group& g) {
+      step_range(param, grad, grad_factor, hyper, copy, g.begin, g.begin + g.count,
+                 g.state.empty() ? nullptr : g.state[0], g.state.size() > 1 ? g.state[1] : nullptr);
+      stream_.synchronize(std::chrono::minutes(5));
+    });
+  } else {
+    step_range(param, grad, grad_factor, hyper, copy, 0, numel_, state_a_.data(), state_b_.data());
+  }
+}
+
+void PartitionOptimizer::step_range(float* param, const float* grad, float grad_factor, const StepHyper& hyper,
+                                    kernels::ParamCopy copy, size_t lo, size_t hi, float* a, float* b) {
   // The working copy of elements [begin, ...) of the partition.
   auto copy_at = [copy](size_t begin) {
     kernels::ParamCopy c = copy;
     if (c.data) c.data = static_cast<uint8_t*>(c.data) + begin * kernels::dtype_size(c.dtype);
     return c;
   };
-  ++steps_;
-  float* a = state_a_.data();
-  float* b = state_b_.data();
-  // Runs step(run_hyper, begin, count) over each run of equal decay, weight decay off where the
-  // tensors take none (biases, norms).
+  auto state_at = [lo](float* s, size_t begin) { return s ? s + (begin - lo) : nullptr; };
+  // Runs step(run_hyper, begin, count) over each run of equal decay within [lo, hi), weight
+  // decay off where the tensors take none (biases, norms).
   auto for_each_run = [&](const auto& h, const auto& step) {
     for_each_decay_run(segments_, [&](size_t begin, size_t count, bool decay) {
+      const size_t from = std::max(begin, lo);
+      const size_t to = std::min(begin + count, hi);
+      if (from >= to) return;
       auto run = h;
       if (!decay) run.weight_decay = 0;
-      step(run, begin, count);
+      step(run, from, to - from);
     });
   };
   switch (spec_.type) {
     case OptimizerType::Adam:
       for_each_run(scheduled(spec_.adam, hyper), [&](const kernels::AdamHyper& h, size_t begin, size_t count) {
-        device_.adam_step(h, steps_, grad_factor, param + begin, grad + begin, a + begin, b + begin, count,
-                          copy_at(begin), stream_);
+        device_.adam_step(h, steps_, grad_factor, param + begin, grad + begin, state_at(a, begin),
+                          state_at(b, begin), count, copy_at(begin), stream_);
       });
       break;
     case OptimizerType::Lion:
       for_each_run(scheduled(spec_.lion, hyper), [&](const kernels::LionHyper& h, size_t begin, size_t count) {
-        device_.lion_step(h, grad_factor, param + begin, grad + begin, a + begin, count, copy_at(begin), stream_);
+        device_.lion_step(h, grad_factor, param + begin, grad + begin, state_at(a, begin), count, copy_at(begin),
+                          stream_);
       });
       break;
     case OptimizerType::Sgd:
       for_each_run(scheduled(spec_.sgd, hyper), [&](const kernels::SgdHyper& h, size_t begin, size_t count) {
-        device_.sgd_step(h, steps_, grad_factor, param + begin, grad + begin, a ? a + begin : nullptr, count,
+        device_.sgd_step(h, steps_, grad_factor, param + begin, grad + begin, state_at(a, begin), count,
                          copy_at(begin), stream_);
       });
       break;
     case OptimizerType::Adagrad:
       for_each_run(scheduled(spec_.adagrad, hyper), [&](const kernels::AdagradHyper& h, size_t begin, size_t count) {
-        device_.adagrad_step(h, grad_factor, param + begin, grad + begin, a + begin, count, copy_at(begin), stream_);
+        device_.adagrad_step(h, grad_factor, param + begin, grad + begin, state_at(a, begin), count,
+                             copy_at(begin), stream_);
       });
       break;
-    case OptimizerType::Lamb:
-      step_lamb(param, grad, grad_factor, scheduled(spec_.lamb, hyper), sum_across_ranks, copy);
-      break;
+    case OptimizerType::Lamb: break;  // step_lamb
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "kernels/optimizer_math.h"
 #include "kernels/optimizers.h"
 #include "zero/memory.h"
+#include "zero/optimizer_swapper.h"
 
 namespace dsx::zero {
 
@@ -52,8 +54,11 @@ class PartitionOptimizer {
   // `segments` cover [0, numel) in order (gaps are padding, left untouched); `num_tensors` is
   // the number of distinct tensors they name. The state lives on `device`; the kernels run on
   // `stream` (the compute stream).
+  // With `nvme`, the state lives in swap files of rank `rank` instead (optimizer_swapper.h) and the
+  // step goes sub-group by sub-group (host devices only).
   PartitionOptimizer(const OptimizerSpec& spec, size_t numel, std::vector<Segment> segments,
-                     size_t num_tensors, MemoryLedger& ledger, device::Device& device, device::Stream& stream);
+                     size_t num_tensors, MemoryLedger& ledger, device::Device& device, device::Stream& stream,
+                     const std::optional<OptimizerSwapOptions>& nvme = std::nullopt, int rank = 0);
 
   // One update of `param` (numel fp32, device) with `grad` (numel fp32, multiplied by
   // grad_factor first), enqueued on the stream. For LAMB, `sum_across_ranks` adds the
@@ -69,8 +74,17 @@ class PartitionOptimizer {
   // The state tensors by name ("exp_avg", "exp_avg_sq", "momentum_buffer", "sum"), for checkpoints.
   std::vector<std::pair<std::string, Buffer<float>*>> state();
   size_t state_bytes_per_element() const;
+  // The state by name, wherever it lives (device memory or swap files), as host copies of numel
+  // elements: what checkpoints save and load. Enqueued on the stream; swap reads/writes at once.
+  std::vector<std::string> state_names() const;
+  void copy_state_out(size_t index, float* host);
+  void copy_state_in(size_t index, const float* host);
+  const OptimizerSwapper* swapper() const { return swapper_.get(); }
 
  private:
+  // The update of elements [lo, hi) with the state at a and b (element lo there).
+  void step_range(float* param, const float* grad, float grad_factor, const StepHyper& hyper,
+                  kernels::ParamCopy copy, size_t lo, size_t hi, float* a, float* b);
   void step_lamb(float* param, const float* grad, float grad_factor, const kernels::LambHyper& hyper,
                  const std::function<void(double*, size_t)>& sum_across_ranks, kernels::ParamCopy copy);
 
@@ -84,6 +98,7 @@ class PartitionOptimizer {
   Buffer<float> state_a_;  // exp_avg / momentum / sum
   Buffer<float> state_b_;  // exp_avg_sq (Adam, LAMB)
   int64_t steps_ = 0;
+  std::unique_ptr<OptimizerSwapper> swapper_;  // set: the state is on NVMe, state_a_/b_ empty
 };
 
 }  // namespace dsx::zero

@@ -93,7 +93,7 @@ ZeroEngine::ZeroEngine(const std::vector<ModelParam>& params, int num_layers, co
                                            [this](int layer) { grads_->packed(layer); });
   optimizer_ = std::make_unique<PartitionOptimizer>(
       options_.optimizer, master_numel(), partitioning_->segments(comm.rank()),
-      layout_.num_params(), ledger_, device_, compute);
+      layout_.num_params(), ledger_, device_, compute, options_.optimizer_nvme, comm.rank());
   scalar_ = Buffer<double>(device_, compute, scratch_ledger_, MemoryKind::Buffers, 1);
   layer_params_.assign(static_cast<size_t>(num_layers), nullptr);
   // `initial` is the caller's: the copies must have read it before the constructor returns.
@@ -121,9 +121,7 @@ void ZeroEngine::host_sync() {
 }
 
 std::vector<std::string> ZeroEngine::optimizer_state_names() {
-  std::vector<std::string> names;
-  for (auto& [name, buffer] : optimizer_->state()) names.push_back(name);
-  return names;
+  return optimizer_->state_names();
 }
 
 ZeroEngine::PartitionState ZeroEngine::save_partition() {
@@ -131,9 +129,10 @@ ZeroEngine::PartitionState ZeroEngine::save_partition() {
   PartitionState out;
   out.master.resize(n);
   device_.copy(out.master.data(), params_store_->master(), n * sizeof(float), ctx_.compute);
-  for (auto& [name, buffer] : optimizer_->state()) {
-    out.optimizer.emplace_back(name, std::vector<float>(n));
-    device_.copy(out.optimizer.back().second.data(), buffer->data(), n * sizeof(float), ctx_.compute);
+  const std::vector<std::string> names = optimizer_->state_names();
+  for (size_t i = 0; i < names.size(); ++i) {
+    out.optimizer.emplace_back(names[i], std::vector<float>(n));
+    optimizer_->copy_state_out(i, out.optimizer.back().second.data());
   }
   host_sync();  // the copies, and the step and reductions before them, have run
   return out;
@@ -341,14 +340,16 @@ void ZeroEngine::load_partition(const PartitionState& state) {
   check(state.master, "the master partition");
   host_sync();  // the last step has finished with the buffers overwritten here
   device_.copy(params_store_->master(), state.master.data(), n * sizeof(float), ctx_.compute);
-  for (auto& [name, buffer] : optimizer_->state()) {
+  const std::vector<std::string> names = optimizer_->state_names();
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string& name = names[i];
     auto it = std::find_if(state.optimizer.begin(), state.optimizer.end(),
                            [&](const auto& entry) { return entry.first == name; });
     if (it == state.optimizer.end()) {
       throw Error(ErrorKind::Internal, "load_partition: no values for the optimizer state '" + name + "'");
     }
     check(it->second, "optimizer state '" + name + "'");
-    device_.copy(buffer->data(), it->second.data(), n * sizeof(float), ctx_.compute);
+    optimizer_->copy_state_in(i, it->second.data());
   }
   if (params_store_->separate_master()) {
     device_.cast(kernels::DType::F32, params_store_->master(), options_.model_dtype,

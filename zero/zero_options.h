@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <optional>
 
 #include "config/zero_partitioning.h"
 #include "kernels/dtype.h"
@@ -33,6 +34,8 @@ struct ZeroOptions : config::ZeroPartitioning {
   LossScalerConfig loss_scaler{.dynamic = false, .static_scale = 1.0};  // fp16 sets its own
   bool check_overflow = false;   // skip the step when a gradient is Inf/NaN (fp16; bf16 optional)
   OptimizerSpec optimizer;
+  // offload_optimizer.device "nvme" at stage 3: the optimizer state lives in swap files.
+  std::optional<OptimizerSwapOptions> optimizer_nvme;
   std::chrono::milliseconds comm_timeout = std::chrono::minutes(5);
   // The bytes this rank may hold (0: no limit; a GPU's memory, or `dsx train --device_memory`)
   // and the model's activations, charged to the ledger first so that the limit sees the whole

@@ -41,6 +41,7 @@ packages=(
   libpcre2-dev libpcre2-8-0 libpcre2-16-0 libpcre2-32-0 libpcre2-posix3  # tokenizers: regexes
   libutf8proc-dev libutf8proc2                     # tokenizers: NFC
   libsentencepiece-dev libsentencepiece0 libprotobuf-lite32  # tokenizers: tokenizer.model
+  libaio-dev libaio1                               # NVMe offload: direct asynchronous I/O
   libgtest-dev                                     # GPU tests
   libbenchmark-dev libbenchmark1debian             # GPU benchmarks
 )

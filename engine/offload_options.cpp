@@ -1,0 +1,68 @@
+// The offload blocks of the ds_config as ZeRO options (see offload_options.h).
+#include "engine/offload_options.h"
+
+namespace dsx::engine {
+namespace {
+
+swap::AioOptions aio_from(const config::AioConfig& aio) {
+  swap::AioOptions o;
+  o.block_size = zero::as_count(aio.block_size);
+  o.queue_depth = static_cast<int>(aio.queue_depth);
+  o.intra_op_parallelism = static_cast<int>(aio.intra_op_parallelism);
+  o.single_submit = aio.single_submit;
+  o.overlap_events = aio.overlap_events;
+  return o;
+}
+
+zero::OptimizerSwapOptions optimizer_swap_from(const config::EngineConfig& config) {
+  const config::ZeroConfig& z = config.zero_optimization;
+  const config::OffloadOptimizerConfig& off = *z.offload_optimizer;
+  zero::OptimizerSwapOptions o;
+  o.nvme_path = off.nvme_path.value_or("");
+  o.sub_group_size = zero::as_count(z.sub_group_size);
+  o.buffer_count = zero::as_count(off.buffer_count);
+  o.pipeline_read = off.pipeline_read;
+  o.pipeline_write = off.pipeline_write;
+  o.pin_memory = off.pin_memory;
+  o.aio = aio_from(config.aio);
+  return o;
+}
+
+}  // namespace
+
+void offload_from(const config::EngineConfig& config, zero::ZeroOptions& options,
+                  std::vector<std::string>& notes) {
+  const config::ZeroConfig& z = config.zero_optimization;
+  const bool optimizer_nvme = z.offload_optimizer && z.offload_optimizer->device == "nvme";
+  if (optimizer_nvme && z.stage == 3) {
+    options.optimizer_nvme = optimizer_swap_from(config);
+    notes.push_back(
+        "offload_optimizer.device \"nvme\": the optimizer state is swapped to " +
+        options.optimizer_nvme->nvme_path +
+        "/dsx_swap in sub-groups of sub_group_size elements; the "
+        "fp32 master partition stays in host memory, where the model reads its parameters");
+  } else if (optimizer_nvme) {
+    notes.push_back("offload_optimizer.device \"nvme\" at stage " + std::to_string(z.stage) +
+                    ": DeepSpeed runs it as \"cpu\" below stage 3, and so does dsx: the optimizer "
+                    "state stays in "
+                    "host memory. Use stage 3 to swap it to NVMe");
+  } else if (z.optimizer_offloaded()) {
+    notes.push_back(
+        "offload_optimizer.device \"cpu\": on a CPU run the optimizer already lives in host "
+        "memory, "
+        "so this offload changes nothing here");
+  }
+  if (z.params_offloaded() && z.offload_param->device == "nvme") {
+    notes.push_back(
+        "offload_param.device \"nvme\": dsx keeps the parameter partitions in host memory "
+        "(parameter swapping to NVMe is not implemented yet)");
+  } else if (z.params_offloaded()) {
+    notes.push_back(
+        "offload_param.device \"cpu\": on a CPU run the parameters already live in host memory, "
+        "so this offload changes nothing here");
+  }
+  if (config.aio.use_gds)
+    notes.push_back("aio.use_gds: GPUDirect Storage is not used; swaps go through host memory");
+}
+
+}  // namespace dsx::engine
