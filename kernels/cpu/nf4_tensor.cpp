@@ -1,0 +1,118 @@
+// Nf4Tensor: quantising a matrix (with optional double quantisation) and the tiled linear layer.
+#include "kernels/nf4_tensor.h"
+
+#include <algorithm>
+
+#include "kernels/cpu/gemm.h"
+
+namespace dsx::kernels {
+namespace {
+
+Nf4NestedAbsmax double_quantize(const std::vector<float>& absmax) {
+  Nf4NestedAbsmax nested;
+  // bnb: offset = absmax.mean() in fp32; a double sum rounded once is the exact mean's float.
+  double sum = 0.0;
+  for (float a : absmax) sum += a;
+  nested.offset = static_cast<float>(sum / static_cast<double>(absmax.size()));
+  std::vector<float> centred(absmax.size());
+  for (size_t b = 0; b < absmax.size(); ++b) centred[b] = absmax[b] - nested.offset;
+  auto code = dynamic_code8();
+  nested.code.assign(code.begin(), code.end());
+  int64_t n = static_cast<int64_t>(absmax.size());
+  nested.codes.resize(absmax.size());
+  nested.absmax.resize(static_cast<size_t>(nf4_blocks(n, nested.blocksize)));
+  code8_quantize(nested.codes.data(), nested.absmax.data(), centred.data(), n, nested.blocksize,
+                 nested.code.data());
+  return nested;
+}
+
+}  // namespace
+
+size_t Nf4Tensor::storage_bytes() const {
+  size_t bytes = packed.size() + absmax.size() * sizeof(float);
+  if (nested)
+    bytes += nested->codes.size() + (nested->absmax.size() + nested->code.size()) * sizeof(float);
+  return bytes;
+}
+
+Nf4Tensor nf4_quantize_matrix(const void* w, DType w_type, int64_t rows, int64_t cols,
+                              const Nf4Options& options) {
+  Nf4Tensor t;
+  t.rows = rows;
+  t.cols = cols;
+  t.blocksize = options.blocksize;
+  t.compute = options.compute;
+  t.packed.resize(static_cast<size_t>(nf4_packed_bytes(t.numel())));
+  t.absmax.resize(static_cast<size_t>(t.blocks()));
+  nf4_quantize(t.packed.data(), t.absmax.data(), w, w_type, t.numel(), t.blocksize);
+  if (options.double_quant) {
+    t.nested = double_quantize(t.absmax);
+    t.absmax.clear();
+  }
+  return t;
+}
+
+void nf4_absmax_range(float* absmax, const Nf4Tensor& w, int64_t first, int64_t count) {
+  if (!w.nested) {
+    std::copy_n(w.absmax.begin() + first, count, absmax);
+    return;
+  }
+  const Nf4NestedAbsmax& n = *w.nested;
+  nf4_nested_absmax(absmax, n.codes.data(), n.absmax.data(), n.code.data(), n.offset, n.blocksize,
+                    first, count);
+}
+
+void nf4_dequantize_rows(float* out, const Nf4Tensor& w, int64_t row0, int64_t nrows) {
+  int64_t begin = row0 * w.cols, end = (row0 + nrows) * w.cols;
+  int64_t first_block = begin / w.blocksize, last_block = (end - 1) / w.blocksize;
+  std::vector<float> absmax(static_cast<size_t>(last_block - first_block + 1));
+  nf4_absmax_range(absmax.data(), w, first_block, static_cast<int64_t>(absmax.size()));
+  dispatch_dtype(w.compute, [&](auto tag) {
+    constexpr DType kCompute = decltype(tag)::value;
+    for (int64_t i = begin; i < end; ++i) {
+      float v = nf4_dequantize_element(w.packed.data(), i, absmax[i / w.blocksize - first_block]);
+      uint16_t rounded[2];
+      store_element<kCompute>(rounded, 0, v);  // fp32 stays as it is
+      out[i - begin] = kCompute == DType::F32 ? v : load_element<kCompute>(rounded, 0);
+    }
+  });
+}
+
+void nf4_dequantize_matrix(void* out, DType out_type, const Nf4Tensor& w) {
+  std::vector<float> absmax(static_cast<size_t>(w.blocks()));
+  nf4_absmax_range(absmax.data(), w, 0, w.blocks());
+  nf4_dequantize(out, out_type, w.packed.data(), absmax.data(), w.numel(), w.blocksize);
+}
+
+int64_t nf4_tile_rows(const Nf4Tensor& w) {
+  constexpr int64_t kTileFloats = 16 * 1024;
+  return std::clamp<int64_t>(kTileFloats / std::max<int64_t>(w.cols, 1), 1, std::max<int64_t>(w.rows, 1));
+}
+
+void nf4_linear_forward(float* y, const float* x, const Nf4Tensor& w, int64_t tokens) {
+  int64_t tile_rows = nf4_tile_rows(w);
+  std::vector<float> tile(static_cast<size_t>(tile_rows * w.cols));
+  for (int64_t r0 = 0; r0 < w.rows; r0 += tile_rows) {
+    int64_t nr = std::min(tile_rows, w.rows - r0);
+    nf4_dequantize_rows(tile.data(), w, r0, nr);
+    // y[:, r0:r0+nr] = x @ tile^T
+    cpu::gemm<float>(false, true, tokens, nr, w.cols, 1.0f, x, w.cols, tile.data(), w.cols, 0.0f,
+                     y + r0, w.rows);
+  }
+}
+
+void nf4_linear_backward_input(float* dx, const float* dy, const Nf4Tensor& w, int64_t tokens,
+                               bool accumulate) {
+  int64_t tile_rows = nf4_tile_rows(w);
+  std::vector<float> tile(static_cast<size_t>(tile_rows * w.cols));
+  for (int64_t r0 = 0; r0 < w.rows; r0 += tile_rows) {
+    int64_t nr = std::min(tile_rows, w.rows - r0);
+    nf4_dequantize_rows(tile.data(), w, r0, nr);
+    // dx += dy[:, r0:r0+nr] @ tile
+    float beta = (r0 == 0 && !accumulate) ? 0.0f : 1.0f;
+    cpu::gemm<float>(false, false, tokens, w.cols, nr, 1.0f, dy + r0, w.rows, tile.data(), w.cols,
+                     beta, dx, w.cols);
+  }
+}
+
+}  // namespace dsx::kernels
