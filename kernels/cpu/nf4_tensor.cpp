@@ -31,7 +31,8 @@ Nf4NestedAbsmax double_quantize(const std::vector<float>& absmax) {
 size_t Nf4Tensor::storage_bytes() const {
   size_t bytes = packed.size() + absmax.size() * sizeof(float);
   if (nested)
-    bytes += nested->codes.size() + (nested->absmax.size() + nested->code.size()) * sizeof(float);
+    bytes += nested->codes.size() +
+             (nested->absmax.size() + nested->code.size() + 1) * sizeof(float);  // + the offset
   return bytes;
 }
 

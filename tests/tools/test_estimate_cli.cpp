@@ -29,7 +29,7 @@ TEST(EstimateCli, JsonCarriesDeepSpeedFiguresForA7bModel) {
   auto doc = parse(r.output);
   EXPECT_EQ(doc["model"]["params"].GetInt64(), 6738415616);
   const auto& rows = doc["rows"];
-  ASSERT_EQ(rows.Size(), 5u);
+  ASSERT_EQ(rows.Size(), 7u);  // 2: none, optimizer; 3: none, optimizer, +param, nvme, nvme+param
   EXPECT_EQ(rows[0]["stage"].GetInt(), 2);
   EXPECT_STREQ(rows[0]["offload_optimizer"].GetString(), "none");
   EXPECT_EQ(rows[0]["gpu"]["model_states"].GetInt64(), 28638266368);
@@ -89,7 +89,11 @@ TEST(EstimateCli, BadInputIsAClearUsageError) {
       {"estimate --model gpt5", "known presets: gpt2"},
       {"estimate --model gpt2 --hf-config x.json", "exactly one model"},
       {"estimate --model gpt2 --stage 5", "--stage takes 0, 1, 2 or 3"},
-      {"estimate --model gpt2 --offload nvme", "--offload takes none, optimizer or param"},
+      {"estimate --model gpt2 --offload disk", "--offload takes none, optimizer, param, nvme"},
+      {"estimate --model gpt2 --stage 2 --offload nvme", "no valid stage/offload pair"},
+      {"estimate --model gpt2 --method dora", "--method takes full, lora or qlora"},
+      {"estimate --model gpt2 --method lora --lora-targets q_proj", "use all-linear or some of: c_attn"},
+      {"estimate --model gpt2 --method lora --lora-r 0", "--lora-r must be at least 1"},
       {"estimate --model gpt2 --gpu v100", "known types: rtx4090"},
       {"estimate --model gpt2 --micro-batch 0", "--micro-batch must be at least 1"},
       {"estimate --model gpt2 --precision int8", "--precision must be bf16, fp16 or fp32"},
@@ -169,10 +173,11 @@ TEST(EstimateCli, DsConfigOverlapCommDoublesTheBucket) {
 TEST(EstimateCli, DsConfigErrorsNameTheFile) {
   const std::string nvme = std::string(DSX_BINARY_DIR) + "/test_estimate_cli_nvme.json";
   std::ofstream(nvme) << R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true},
-    "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "nvme", "nvme_path": "/tmp"}}})";
+    "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"},
+                          "offload_param": {"device": "nvme", "nvme_path": "/tmp"}}})";
   auto r = run_dsx("estimate --model gpt2 --ds-config " + nvme);
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_CONTAINS(r.output, "offload_optimizer.device is nvme");
+  EXPECT_CONTAINS(r.output, "offload_optimizer.device is cpu and offload_param.device is nvme");
   std::ofstream(nvme) << "{\"zero_optimization\": {\"stage\": 7}}";
   r = run_dsx("estimate --model gpt2 --ds-config " + nvme);
   std::remove(nvme.c_str());
