@@ -63,6 +63,23 @@ DSX_HD float nf4_dequantize_element(const uint8_t* packed, int64_t i, float absm
   return nf4_value(nf4_index_at(packed, i)) * absmax;
 }
 
+// A dequantised weight as the matmul uses it: rounded to the compute dtype, held in fp32.
+DSX_HD float round_to_dtype(DType t, float v) {
+  if (t == DType::BF16) return bf16_to_float(float_to_bf16(v));
+  if (t == DType::F16) return fp16_to_float(float_to_fp16(v));
+  return v;
+}
+
+// Block b's absmax under double quantisation: code[q[b]] * nested_absmax[b / nested_blocksize]
+// + offset, the product rounded before the add as bitsandbytes does (callers build without FMA
+// contraction).
+DSX_HD float nf4_nested_absmax_element(const uint8_t* q, const float* nested_absmax,
+                                       const float* code, float offset, int nested_blocksize,
+                                       int64_t b) {
+  float product = code[q[b]] * nested_absmax[b / nested_blocksize];
+  return product + offset;
+}
+
 // bitsandbytes clamps the divisor at 1e-38 so an all-zero block maps to index 7 (the zero).
 inline constexpr float kNf4MinAbsmax = 1e-38f;
 

@@ -114,10 +114,8 @@ void code8_quantize(uint8_t* q, float* absmax, const float* x, int64_t n, int bl
 void nf4_nested_absmax(float* absmax, const uint8_t* q, const float* nested_absmax,
                        const float* code, float offset, int nested_blocksize, int64_t first,
                        int64_t count) {
-  for (int64_t b = first; b < first + count; ++b) {
-    float value = code[q[b]] * nested_absmax[b / nested_blocksize];  // rounded before the add
-    absmax[b - first] = value + offset;
-  }
+  for (int64_t b = first; b < first + count; ++b)
+    absmax[b - first] = nf4_nested_absmax_element(q, nested_absmax, code, offset, nested_blocksize, b);
 }
 
 }  // namespace dsx::kernels

@@ -68,15 +68,10 @@ void nf4_dequantize_rows(float* out, const Nf4Tensor& w, int64_t row0, int64_t n
   int64_t first_block = begin / w.blocksize, last_block = (end - 1) / w.blocksize;
   std::vector<float> absmax(static_cast<size_t>(last_block - first_block + 1));
   nf4_absmax_range(absmax.data(), w, first_block, static_cast<int64_t>(absmax.size()));
-  dispatch_dtype(w.compute, [&](auto tag) {
-    constexpr DType kCompute = decltype(tag)::value;
-    for (int64_t i = begin; i < end; ++i) {
-      float v = nf4_dequantize_element(w.packed.data(), i, absmax[i / w.blocksize - first_block]);
-      uint16_t rounded[2];
-      store_element<kCompute>(rounded, 0, v);  // fp32 stays as it is
-      out[i - begin] = kCompute == DType::F32 ? v : load_element<kCompute>(rounded, 0);
-    }
-  });
+  for (int64_t i = begin; i < end; ++i) {
+    float v = nf4_dequantize_element(w.packed.data(), i, absmax[i / w.blocksize - first_block]);
+    out[i - begin] = round_to_dtype(w.compute, v);
+  }
 }
 
 void nf4_dequantize_matrix(void* out, DType out_type, const Nf4Tensor& w) {
