@@ -10,6 +10,7 @@
 #include "dsx/error.h"
 #include "dsx/json_input.h"
 #include "models/io/files.h"
+#include "models/io/hf_folder.h"
 
 namespace dsx::models {
 
@@ -140,17 +141,31 @@ k::Nf4Tensor read_bnb_4bit_linear(const FolderTensors& t, const std::string& wei
   return w;
 }
 
-bool hf_folder_is_bnb_4bit(const std::string& dir) {
+namespace {
+
+// config.json's quantization_config: "" when there is none, else its quant_method, with
+// "bitsandbytes-4bit" for the one dsx reads.
+std::string quantization_of(const std::string& dir) {
   const std::string path = dir + "/config.json";
-  if (!std::filesystem::exists(path)) return false;
+  if (!std::filesystem::exists(path)) return "";
   const rapidjson::Document doc =
       parse_json(read_text_file(path, "a Hugging Face model folder needs its config.json"), path,
                  ErrorKind::Config);
-  if (!doc.IsObject() || !doc.HasMember("quantization_config")) return false;
+  if (!doc.IsObject() || !doc.HasMember("quantization_config")) return "";
   const auto& q = doc["quantization_config"];
-  return q.IsObject() && q.HasMember("quant_method") && q["quant_method"].IsString() &&
-         std::string(q["quant_method"].GetString()) == "bitsandbytes" &&
-         q.HasMember("load_in_4bit") && q["load_in_4bit"].IsBool() && q["load_in_4bit"].GetBool();
+  if (!q.IsObject()) return "unknown";
+  std::string method = q.HasMember("quant_method") && q["quant_method"].IsString()
+                           ? q["quant_method"].GetString()
+                           : "unknown";
+  const bool four_bit = q.HasMember("load_in_4bit") && q["load_in_4bit"].IsBool() &&
+                        q["load_in_4bit"].GetBool();
+  return method == "bitsandbytes" && four_bit ? "bitsandbytes-4bit" : method;
+}
+
+}  // namespace
+
+bool hf_folder_is_bnb_4bit(const std::string& dir) {
+  return quantization_of(dir) == "bitsandbytes-4bit";
 }
 
 namespace {
@@ -185,7 +200,17 @@ bool is_quant_state_part(const std::string& name) {
 
 Nf4BaseWeights read_nf4_base_weights(const std::string& dir, const Nf4LoadOptions& options) {
   Nf4BaseWeights base;
-  base.prequantized = hf_folder_is_bnb_4bit(dir);
+  const std::string quantization = quantization_of(dir);
+  if (!quantization.empty() && quantization != "bitsandbytes-4bit")
+    throw Error(ErrorKind::Unsupported,
+                "'" + dir + "/config.json': quantization_config is " + quantization +
+                    "; dsx reads bitsandbytes 4-bit (NF4) folders or unquantised ones");
+  base.prequantized = !quantization.empty();
+  // Quantising at load knows Llama-family names; GPT-2's Conv1D weights are stored transposed.
+  if (!base.prequantized && hf_folder_kind(dir) != HfFolderKind::Llama)
+    throw Error(ErrorKind::Unsupported, "'" + dir + "' is a GPT-2 folder; dsx quantises "
+                                        "Llama-family folders to NF4 at load (or reads a folder "
+                                        "saved with bitsandbytes 4-bit)");
   const FolderTensors tensors(dir);
   for (const auto& [name, t] : tensors.tensors()) {
     if (base.prequantized) {

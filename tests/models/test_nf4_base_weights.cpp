@@ -103,6 +103,18 @@ std::string edited_copy(const TempDir& dir, const std::string& drop, const std::
   return dir.path();
 }
 
+TEST(Nf4BaseWeights, OtherQuantisationsAndGpt2AreRefusedByName) {
+  TempDir dir;
+  std::filesystem::copy_file(kData + "llama_bf16/model.safetensors", dir.file("model.safetensors"));
+  std::ofstream(dir.file("config.json"))
+      << R"({"model_type": "llama", "architectures": ["LlamaForCausalLM"],
+             "quantization_config": {"quant_method": "gptq", "bits": 4}})";
+  EXPECT_CONTAINS(read_error(dir.path(), ErrorKind::Unsupported), "quantization_config is gptq");
+  std::ofstream(dir.file("config.json"))
+      << R"({"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"]})";
+  EXPECT_CONTAINS(read_error(dir.path(), ErrorKind::Unsupported), "is a GPT-2 folder");
+}
+
 TEST(Nf4BaseWeights, DamagedQuantStatesNameTheTensor) {
   const std::string q = "model.layers.1.self_attn.q_proj.weight";
   {
