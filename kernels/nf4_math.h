@@ -14,11 +14,12 @@
 
 namespace dsx::kernels {
 
-inline constexpr int kNf4Blocksize = 64;        // bitsandbytes' default 4-bit blocksize
-inline constexpr int kNf4NestedBlocksize = 256; // double quantisation's 8-bit blocksize
+inline constexpr int kNf4Blocksize = 64;         // bitsandbytes' default 4-bit blocksize
+inline constexpr int kNf4NestedBlocksize = 256;  // double quantisation's 8-bit blocksize
 
 // The 16 NF4 values (bitsandbytes' get_4bit_type("nf4")): normal quantiles scaled to [-1, 1],
 // 7 negative, an exact 0 at index 7, 8 positive.
+// clang-format off
 DSX_HD float nf4_value(unsigned index) {
   switch (index & 15u) {
     case 0: return -1.0f;
@@ -39,6 +40,7 @@ DSX_HD float nf4_value(unsigned index) {
     default: return 1.0f;
   }
 }
+// clang-format on
 
 // The index of the NF4 value nearest to `scaled` (already in [-1, 1]): the count of midpoints
 // strictly below it, so a value exactly on a midpoint takes the lower index, as bitsandbytes'
@@ -91,7 +93,10 @@ DSX_HD uint8_t code8_index(const float* code, float scaled) {
   if (scaled >= code[255]) return 255;
   while (hi - lo > 1) {
     unsigned mid = (lo + hi) / 2;
-    if (code[mid] <= scaled) lo = mid; else hi = mid;
+    if (code[mid] <= scaled)
+      lo = mid;
+    else
+      hi = mid;
   }
   return static_cast<uint8_t>(scaled - code[lo] <= code[hi] - scaled ? lo : hi);
 }

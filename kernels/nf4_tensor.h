@@ -19,10 +19,10 @@ namespace dsx::kernels {
 // Double quantisation of the absmax (bnb's compress_statistics / bnb_4bit_use_double_quant):
 // absmax - offset in the 8-bit code, blocks of 256, with offset = mean(absmax).
 struct Nf4NestedAbsmax {
-  std::vector<uint8_t> codes;   // one per 4-bit block ("weight.absmax" in a saved folder)
-  std::vector<float> absmax;    // one per nested block ("weight.nested_absmax")
-  std::vector<float> code;      // 256 values ("weight.nested_quant_map")
-  float offset = 0.0f;          // "nested_offset"
+  std::vector<uint8_t> codes;  // one per 4-bit block ("weight.absmax" in a saved folder)
+  std::vector<float> absmax;   // one per nested block ("weight.nested_absmax")
+  std::vector<float> code;     // 256 values ("weight.nested_quant_map")
+  float offset = 0.0f;         // "nested_offset"
   int blocksize = kNf4NestedBlocksize;
 };
 
@@ -33,7 +33,7 @@ struct Nf4Options {
 };
 
 struct Nf4Tensor {
-  int64_t rows = 0, cols = 0;   // [out_features, in_features], as the stored shape
+  int64_t rows = 0, cols = 0;  // [out_features, in_features], as the stored shape
   int blocksize = kNf4Blocksize;
   DType compute = DType::BF16;
   std::vector<uint8_t> packed;  // nf4_packed_bytes(rows * cols)

@@ -10,10 +10,11 @@ namespace dsx::kernels {
 namespace {
 
 // One block's NF4 indices into `index` (size end - begin).
-void nf4_quantize_block(uint8_t* index, float* absmax, const void* x, DType x_type,
-                        int64_t begin, int64_t end, bool full_block) {
+void nf4_quantize_block(uint8_t* index, float* absmax, const void* x, DType x_type, int64_t begin,
+                        int64_t end, bool full_block) {
   float amax = 0.0f;
-  for (int64_t i = begin; i < end; ++i) amax = std::max(amax, std::fabs(load_as_float(x_type, x, static_cast<size_t>(i))));
+  for (int64_t i = begin; i < end; ++i)
+    amax = std::max(amax, std::fabs(load_as_float(x_type, x, static_cast<size_t>(i))));
   float divisor = std::max(amax, kNf4MinAbsmax);
   // bnb stores the clamped value only for a partial last block.
   *absmax = full_block ? amax : divisor;
@@ -44,13 +45,15 @@ void nf4_quantize(uint8_t* packed, float* absmax, const void* x, DType x_type, i
 void nf4_dequantize(void* out, DType out_type, const uint8_t* packed, const float* absmax,
                     int64_t n, int blocksize) {
   for (int64_t i = 0; i < n; ++i)
-    store_from_float(out_type, out, static_cast<size_t>(i), nf4_dequantize_element(packed, i, absmax[i / blocksize]));
+    store_from_float(out_type, out, static_cast<size_t>(i),
+                     nf4_dequantize_element(packed, i, absmax[i / blocksize]));
 }
 
 // bnb's create_dynamic_map(signed=True, max_exponent_bits=7, total_bits=8), sorted: for each
 // exponent i in 0..6 the midpoints of linspace(0.1, 1, 2^i + 1) times 10^(i-6), both signs, then
 // 0 and 1. Written out because torch's vectorised fp32 linspace rounds in its own order; the
 // test compares this table with bnb's, value for value.
+// clang-format off
 std::array<float, 256> dynamic_code8() {
   return {
       -0.992968738f, -0.978906274f, -0.96484375f, -0.950781226f, -0.936718762f, -0.922656238f,
@@ -98,6 +101,7 @@ std::array<float, 256> dynamic_code8() {
       0.96484375f, 0.978906274f, 0.992968738f, 1.0f,
   };
 }
+// clang-format on
 
 void code8_quantize(uint8_t* q, float* absmax, const float* x, int64_t n, int blocksize,
                     const float* code) {
@@ -107,7 +111,8 @@ void code8_quantize(uint8_t* q, float* absmax, const float* x, int64_t n, int bl
     for (int64_t i = begin; i < end; ++i) amax = std::max(amax, std::fabs(x[i]));
     absmax[b] = amax;
     float divisor = std::max(amax, kNf4MinAbsmax);
-    for (int64_t i = begin; i < end; ++i) q[i] = code8_index(code, std::clamp(x[i] / divisor, -1.0f, 1.0f));
+    for (int64_t i = begin; i < end; ++i)
+      q[i] = code8_index(code, std::clamp(x[i] / divisor, -1.0f, 1.0f));
   }
 }
 
@@ -115,7 +120,8 @@ void nf4_nested_absmax(float* absmax, const uint8_t* q, const float* nested_absm
                        const float* code, float offset, int nested_blocksize, int64_t first,
                        int64_t count) {
   for (int64_t b = first; b < first + count; ++b)
-    absmax[b - first] = nf4_nested_absmax_element(q, nested_absmax, code, offset, nested_blocksize, b);
+    absmax[b - first] =
+        nf4_nested_absmax_element(q, nested_absmax, code, offset, nested_blocksize, b);
 }
 
 }  // namespace dsx::kernels

@@ -82,7 +82,8 @@ void nf4_dequantize_matrix(void* out, DType out_type, const Nf4Tensor& w) {
 
 int64_t nf4_tile_rows(const Nf4Tensor& w) {
   constexpr int64_t kTileFloats = 16 * 1024;
-  return std::clamp<int64_t>(kTileFloats / std::max<int64_t>(w.cols, 1), 1, std::max<int64_t>(w.rows, 1));
+  return std::clamp<int64_t>(kTileFloats / std::max<int64_t>(w.cols, 1), 1,
+                             std::max<int64_t>(w.rows, 1));
 }
 
 void nf4_linear_forward(float* y, const float* x, const Nf4Tensor& w, int64_t tokens) {

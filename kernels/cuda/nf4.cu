@@ -65,8 +65,8 @@ void nf4_resolve_absmax(float* absmax, const uint8_t* q, const float* nested_abs
   const size_t nested = size_t((blocks + nested_blocksize - 1) / nested_blocksize);
   DSX_TOUCHES(DSX_WRITES(absmax, size_t(blocks) * 4), DSX_READS(q, size_t(blocks)),
               DSX_READS(nested_absmax, nested * 4), DSX_READS(code, 256 * 4));
-  DSX_LAUNCH(grid_for(size_t(blocks)), kBlock, 0, stream, resolve_absmax_kernel)(
-      absmax, q, nested_absmax, code, offset, nested_blocksize, blocks);
+  DSX_LAUNCH(grid_for(size_t(blocks)), kBlock, 0, stream, resolve_absmax_kernel)
+  (absmax, q, nested_absmax, code, offset, nested_blocksize, blocks);
   check_launch("nf4_resolve_absmax");
 }
 
@@ -76,7 +76,8 @@ void nf4_dequantize_rows(float* out, const Nf4DeviceWeight& w, int64_t row0, int
   if (n == 0) return;
   DSX_TOUCHES(DSX_WRITES(out, size_t(n) * 4), DSX_READS(w.packed, weight_bytes(w)),
               DSX_READS(w.absmax, absmax_bytes(w)));
-  DSX_LAUNCH(grid_for(size_t(n)), kBlock, 0, stream, dequantize_rows_kernel)(out, w, row0 * w.cols, n);
+  DSX_LAUNCH(grid_for(size_t(n)), kBlock, 0, stream, dequantize_rows_kernel)
+  (out, w, row0 * w.cols, n);
   check_launch("nf4_dequantize_rows");
 }
 
@@ -89,13 +90,14 @@ void nf4_linear_forward(float* y, const float* x, const Nf4DeviceWeight& w, int6
   check_launch("nf4_linear_forward");
 }
 
-void nf4_linear_backward_input(float* dx, const float* dy, const Nf4DeviceWeight& w,
-                               int64_t tokens, bool accumulate, cudaStream_t stream) {
+void nf4_linear_backward_input(float* dx, const float* dy, const Nf4DeviceWeight& w, int64_t tokens,
+                               bool accumulate, cudaStream_t stream) {
   if (tokens == 0 || w.cols == 0) return;
-  DSX_TOUCHES(DSX_WRITES(dx, size_t(tokens * w.cols) * 4), DSX_READS(dy, size_t(tokens * w.rows) * 4),
-              DSX_READS(w.packed, weight_bytes(w)), DSX_READS(w.absmax, absmax_bytes(w)));
-  DSX_LAUNCH(dim3(blocks_of(w.cols), unsigned(tokens)), kBlock, 0, stream, backward_input_kernel)(
-      dx, dy, w, accumulate);
+  DSX_TOUCHES(DSX_WRITES(dx, size_t(tokens * w.cols) * 4),
+              DSX_READS(dy, size_t(tokens * w.rows) * 4), DSX_READS(w.packed, weight_bytes(w)),
+              DSX_READS(w.absmax, absmax_bytes(w)));
+  DSX_LAUNCH(dim3(blocks_of(w.cols), unsigned(tokens)), kBlock, 0, stream, backward_input_kernel)
+  (dx, dy, w, accumulate);
   check_launch("nf4_linear_backward_input");
 }
 

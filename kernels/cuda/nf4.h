@@ -34,7 +34,7 @@ void nf4_linear_forward(float* y, const float* x, const Nf4DeviceWeight& w, int6
                         cudaStream_t stream);
 
 // dx[tokens, cols] (+)= dy[tokens, rows] W.
-void nf4_linear_backward_input(float* dx, const float* dy, const Nf4DeviceWeight& w,
-                               int64_t tokens, bool accumulate, cudaStream_t stream);
+void nf4_linear_backward_input(float* dx, const float* dy, const Nf4DeviceWeight& w, int64_t tokens,
+                               bool accumulate, cudaStream_t stream);
 
 }  // namespace dsx::kernels::cuda

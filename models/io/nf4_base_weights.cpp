@@ -50,8 +50,9 @@ k::DType dtype_named(const std::string& name, const std::string& file, const std
   if (name == "bfloat16") return k::DType::BF16;
   if (name == "float16") return k::DType::F16;
   if (name == "float32") return k::DType::F32;
-  bad(file, "tensor '" + tensor + "' names dtype '" + name + "'; bitsandbytes 4-bit weights "
-            "dequantise to bfloat16, float16 or float32");
+  bad(file, "tensor '" + tensor + "' names dtype '" + name +
+                "'; bitsandbytes 4-bit weights "
+                "dequantise to bfloat16, float16 or float32");
 }
 
 struct QuantState {
@@ -69,8 +70,9 @@ QuantState parse_quant_state(const Located& t, const std::string& name) {
       !doc["quant_type"].IsString() || !doc.HasMember("blocksize") || !doc["blocksize"].IsInt() ||
       !doc.HasMember("shape") || !doc["shape"].IsArray() || doc["shape"].Size() != 2 ||
       !doc.HasMember("dtype") || !doc["dtype"].IsString())
-    bad(*t.file, "tensor '" + name + "' is not bitsandbytes' quant-state JSON (quant_type, "
-                 "blocksize, dtype, shape [out, in])");
+    bad(*t.file, "tensor '" + name +
+                     "' is not bitsandbytes' quant-state JSON (quant_type, "
+                     "blocksize, dtype, shape [out, in])");
   QuantState s;
   if (std::string(doc["quant_type"].GetString()) != "nf4")
     throw Error(ErrorKind::Unsupported, "'" + *t.file + "': tensor '" + name + "' is " +
@@ -116,11 +118,12 @@ k::Nf4Tensor read_bnb_4bit_linear(const FolderTensors& t, const std::string& wei
                           std::to_string(s.cols) + "] weight packs into " +
                           std::to_string(k::nf4_packed_bytes(w.numel())));
   w.packed.assign(packed.view->data, packed.view->data + packed.view->bytes);
-  const auto code = values_of<float>(require(t, weight + ".quant_map", weight),
-                                     weight + ".quant_map", "F32", 16);
+  const auto code =
+      values_of<float>(require(t, weight + ".quant_map", weight), weight + ".quant_map", "F32", 16);
   for (unsigned i = 0; i < 16; ++i) {
     if (code[i] != k::nf4_value(i))
-      bad(*t.find(weight + ".quant_map")->file, "tensor '" + weight + ".quant_map' is not the NF4 code");
+      bad(*t.find(weight + ".quant_map")->file,
+          "tensor '" + weight + ".quant_map' is not the NF4 code");
   }
   const size_t blocks = static_cast<size_t>(w.blocks());
   const std::string absmax = weight + ".absmax";
@@ -157,8 +160,8 @@ std::string quantization_of(const std::string& dir) {
   std::string method = q.HasMember("quant_method") && q["quant_method"].IsString()
                            ? q["quant_method"].GetString()
                            : "unknown";
-  const bool four_bit = q.HasMember("load_in_4bit") && q["load_in_4bit"].IsBool() &&
-                        q["load_in_4bit"].GetBool();
+  const bool four_bit =
+      q.HasMember("load_in_4bit") && q["load_in_4bit"].IsBool() && q["load_in_4bit"].GetBool();
   return method == "bitsandbytes" && four_bit ? "bitsandbytes-4bit" : method;
 }
 
@@ -174,8 +177,9 @@ DenseTensor dense_of(const Located& t, const std::string& name) {
   const TensorView& v = *t.view;
   if (v.dtype != "F32" && v.dtype != "BF16" && v.dtype != "F16")
     bad(*t.file, "tensor '" + name + "' has dtype " + v.dtype + "; dsx reads F32, BF16 or F16");
-  const k::DType type = v.dtype == "F32" ? k::DType::F32 : v.dtype == "BF16" ? k::DType::BF16
-                                                                            : k::DType::F16;
+  const k::DType type = v.dtype == "F32"    ? k::DType::F32
+                        : v.dtype == "BF16" ? k::DType::BF16
+                                            : k::DType::F16;
   DenseTensor d{v.shape, std::vector<float>(v.numel())};
   for (size_t i = 0; i < d.values.size(); ++i) d.values[i] = k::load_as_float(type, v.data, i);
   return d;
@@ -183,13 +187,13 @@ DenseTensor dense_of(const Located& t, const std::string& name) {
 
 // A linear of a transformer block: a 2-D weight under model.layers (norms are 1-D).
 bool is_block_linear(const std::string& name, const TensorView& v) {
-  return name.rfind("model.layers.", 0) == 0 && v.shape.size() == 2 &&
-         name.size() > 7 && name.compare(name.size() - 7, 7, ".weight") == 0;
+  return name.rfind("model.layers.", 0) == 0 && v.shape.size() == 2 && name.size() > 7 &&
+         name.compare(name.size() - 7, 7, ".weight") == 0;
 }
 
 bool is_quant_state_part(const std::string& name) {
-  for (const char* part : {".absmax", ".quant_map", ".nested_absmax", ".nested_quant_map",
-                           kQuantStateSuffix}) {
+  for (const char* part :
+       {".absmax", ".quant_map", ".nested_absmax", ".nested_quant_map", kQuantStateSuffix}) {
     const size_t n = std::strlen(part);
     if (name.size() > n && name.compare(name.size() - n, n, part) == 0) return true;
   }
@@ -208,9 +212,11 @@ Nf4BaseWeights read_nf4_base_weights(const std::string& dir, const Nf4LoadOption
   base.prequantized = !quantization.empty();
   // Quantising at load knows Llama-family names; GPT-2's Conv1D weights are stored transposed.
   if (!base.prequantized && hf_folder_kind(dir) != HfFolderKind::Llama)
-    throw Error(ErrorKind::Unsupported, "'" + dir + "' is a GPT-2 folder; dsx quantises "
-                                        "Llama-family folders to NF4 at load (or reads a folder "
-                                        "saved with bitsandbytes 4-bit)");
+    throw Error(ErrorKind::Unsupported,
+                "'" + dir +
+                    "' is a GPT-2 folder; dsx quantises "
+                    "Llama-family folders to NF4 at load (or reads a folder "
+                    "saved with bitsandbytes 4-bit)");
   const FolderTensors tensors(dir);
   for (const auto& [name, t] : tensors.tensors()) {
     if (base.prequantized) {
@@ -221,10 +227,11 @@ Nf4BaseWeights read_nf4_base_weights(const std::string& dir, const Nf4LoadOption
       }
     } else if (is_block_linear(name, *t.view)) {
       const DenseTensor d = dense_of(t, name);
-      base.linears[name] = k::nf4_quantize_matrix(
-          d.values.data(), k::DType::F32, d.shape[0], d.shape[1],
-          {.blocksize = k::kNf4Blocksize, .double_quant = options.double_quant,
-           .compute = options.compute});
+      base.linears[name] =
+          k::nf4_quantize_matrix(d.values.data(), k::DType::F32, d.shape[0], d.shape[1],
+                                 {.blocksize = k::kNf4Blocksize,
+                                  .double_quant = options.double_quant,
+                                  .compute = options.compute});
       continue;
     }
     base.dense[name] = dense_of(t, name);

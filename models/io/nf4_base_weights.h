@@ -27,9 +27,10 @@ struct DenseTensor {
 };
 
 struct Nf4BaseWeights {
-  std::map<std::string, kernels::Nf4Tensor> linears;  // by tensor name, "model.layers.0.mlp.up_proj.weight"
-  std::map<std::string, DenseTensor> dense;           // everything else, as fp32
-  bool prequantized = false;                          // read from bitsandbytes' tensors
+  std::map<std::string, kernels::Nf4Tensor>
+      linears;                               // by tensor name, "model.layers.0.mlp.up_proj.weight"
+  std::map<std::string, DenseTensor> dense;  // everything else, as fp32
+  bool prequantized = false;                 // read from bitsandbytes' tensors
 };
 
 struct Nf4LoadOptions {  // for quantising a 16/32-bit folder at load

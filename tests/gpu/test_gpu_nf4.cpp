@@ -41,7 +41,8 @@ class DeviceCopy {
   std::vector<T> download() const {
     std::vector<T> host(n_);
     cuda_ok(cudaDeviceSynchronize(), "synchronize");
-    if (bytes()) cuda_ok(cudaMemcpy(host.data(), ptr_, bytes(), cudaMemcpyDeviceToHost), "download");
+    if (bytes())
+      cuda_ok(cudaMemcpy(host.data(), ptr_, bytes(), cudaMemcpyDeviceToHost), "download");
     return host;
   }
 
@@ -68,7 +69,8 @@ TEST(Nf4Cuda, MatchesTheCpuLayer) {
                                       {.blocksize = 64, .double_quant = true, .compute = compute});
     const Nf4NestedAbsmax& n = *w.nested;
     DeviceCopy<uint8_t> packed(w.packed), codes(n.codes);
-    DeviceCopy<float> nested(n.absmax), code(n.code), absmax(std::vector<float>(size_t(w.blocks())));
+    DeviceCopy<float> nested(n.absmax), code(n.code),
+        absmax(std::vector<float>(size_t(w.blocks())));
     cuda::nf4_resolve_absmax(absmax.get(), codes.get(), nested.get(), code.get(), n.offset,
                              n.blocksize, w.blocks(), nullptr);
     std::vector<float> cpu_absmax(size_t(w.blocks()));
@@ -86,7 +88,8 @@ TEST(Nf4Cuda, MatchesTheCpuLayer) {
     auto x_host = random_values(size_t(tokens * cols), 1.0f, 5);
     auto dy_host = random_values(size_t(tokens * rows), 1.0f, 6);
     std::vector<float> dx_start(size_t(tokens * cols), 0.5f);
-    DeviceCopy<float> x(x_host), dy(dy_host), y(std::vector<float>(size_t(tokens * rows))), dx(dx_start);
+    DeviceCopy<float> x(x_host), dy(dy_host), y(std::vector<float>(size_t(tokens * rows))),
+        dx(dx_start);
     cuda::nf4_linear_forward(y.get(), x.get(), dw, tokens, nullptr);
     cuda::nf4_linear_backward_input(dx.get(), dy.get(), dw, tokens, /*accumulate=*/true, nullptr);
     std::vector<float> cpu_y(size_t(tokens * rows)), cpu_dx = dx_start;
@@ -94,7 +97,8 @@ TEST(Nf4Cuda, MatchesTheCpuLayer) {
     nf4_linear_backward_input(cpu_dx.data(), dy_host.data(), w, tokens, /*accumulate=*/true);
     auto gpu_y = y.download(), gpu_dx = dx.download();
     for (size_t i = 0; i < cpu_y.size(); ++i) ASSERT_NEAR(gpu_y[i], cpu_y[i], 1e-5) << "y " << i;
-    for (size_t i = 0; i < cpu_dx.size(); ++i) ASSERT_NEAR(gpu_dx[i], cpu_dx[i], 1e-5) << "dx " << i;
+    for (size_t i = 0; i < cpu_dx.size(); ++i)
+      ASSERT_NEAR(gpu_dx[i], cpu_dx[i], 1e-5) << "dx " << i;
   }
 }
 

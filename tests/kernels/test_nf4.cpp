@@ -164,9 +164,10 @@ LinearCase random_linear(int64_t rows, int64_t cols, bool double_quant, DType co
   std::normal_distribution<float> normal(0.0f, 0.05f);
   std::vector<float> w(static_cast<size_t>(rows * cols));
   for (float& v : w) v = normal(gen);
-  LinearCase c{nf4_quantize_matrix(w.data(), DType::F32, rows, cols,
-                                   {.blocksize = 64, .double_quant = double_quant, .compute = compute}),
-               {}};
+  LinearCase c{
+      nf4_quantize_matrix(w.data(), DType::F32, rows, cols,
+                          {.blocksize = 64, .double_quant = double_quant, .compute = compute}),
+      {}};
   std::vector<float> dense(w.size());
   nf4_dequantize_matrix(dense.data(), DType::F32, c.w);
   c.dense.resize(w.size());
@@ -186,7 +187,8 @@ TEST(Nf4Linear, ForwardAndInputGradientMatchFloat64OverSeveralTiles) {
       ASSERT_GT(rows, nf4_tile_rows(c.w) * 3);
       std::mt19937 gen(11);
       std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-      std::vector<float> x(tokens * cols), dy(tokens * rows), y(tokens * rows), dx(tokens * cols, 1.0f);
+      std::vector<float> x(tokens * cols), dy(tokens * rows), y(tokens * rows),
+          dx(tokens * cols, 1.0f);
       for (float& v : x) v = uniform(gen);
       for (float& v : dy) v = uniform(gen);
       nf4_linear_forward(y.data(), x.data(), c.w, tokens);
@@ -199,7 +201,8 @@ TEST(Nf4Linear, ForwardAndInputGradientMatchFloat64OverSeveralTiles) {
         }
         for (int64_t i = 0; i < cols; ++i) {
           double ref = 1.0;  // accumulate onto the 1.0 dx held
-          for (int64_t o = 0; o < rows; ++o) ref += double(dy[t * rows + o]) * c.dense[o * cols + i];
+          for (int64_t o = 0; o < rows; ++o)
+            ref += double(dy[t * rows + o]) * c.dense[o * cols + i];
           EXPECT_NEAR(dx[t * cols + i], ref, 1e-5) << "dx " << t << "," << i;
         }
       }

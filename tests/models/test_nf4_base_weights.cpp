@@ -124,15 +124,18 @@ TEST(Nf4BaseWeights, DamagedQuantStatesNameTheTensor) {
   }
   {
     TempDir dir;
-    std::string json = R"({"quant_type": "fp4", "blocksize": 64, "dtype": "bfloat16", "shape": [32, 32]})";
+    std::string json =
+        R"({"quant_type": "fp4", "blocksize": 64, "dtype": "bfloat16", "shape": [32, 32]})";
     edited_copy(dir, "", q + ".quant_state.bitsandbytes__nf4", "U8",
                 std::vector<uint8_t>(json.begin(), json.end()));
-    EXPECT_CONTAINS(read_error(dir.path(), ErrorKind::Unsupported), "dsx reads NF4 4-bit weights only");
+    EXPECT_CONTAINS(read_error(dir.path(), ErrorKind::Unsupported),
+                    "dsx reads NF4 4-bit weights only");
   }
   {
     TempDir dir;
     edited_copy(dir, "", q, "U8", std::vector<uint8_t>(100, 0));
-    EXPECT_CONTAINS(read_error(dir.path(), ErrorKind::Format), "a 4-bit [32, 32] weight packs into 512");
+    EXPECT_CONTAINS(read_error(dir.path(), ErrorKind::Format),
+                    "a 4-bit [32, 32] weight packs into 512");
   }
 }
 

@@ -50,7 +50,8 @@ TEST(EstimateLora, AnUnknownTargetNamesTheModulesThereAre) {
 // The estimate's NF4 bytes are what the NF4 kernels hold (plus the 16-value code a saved folder
 // carries as weight.quant_map), for odd shapes, partial blocks and both absmax forms.
 TEST(EstimateQlora, Nf4BytesAreWhatTheKernelsAllocate) {
-  for (auto [out, in] : std::vector<std::pair<int64_t, int64_t>>{{64, 64}, {300, 77}, {129, 1000}}) {
+  for (auto [out, in] :
+       std::vector<std::pair<int64_t, int64_t>>{{64, 64}, {300, 77}, {129, 1000}}) {
     std::vector<float> w(static_cast<size_t>(out * in), 0.25f);
     for (bool dq : {false, true}) {
       auto t = dsx::kernels::nf4_quantize_matrix(w.data(), dsx::kernels::DType::F32, out, in,

@@ -9,9 +9,12 @@ namespace dsx::estimate {
 
 const char* to_string(Method m) {
   switch (m) {
-    case Method::Full: return "full";
-    case Method::Lora: return "lora";
-    case Method::Qlora: return "qlora";
+    case Method::Full:
+      return "full";
+    case Method::Lora:
+      return "lora";
+    case Method::Qlora:
+      return "qlora";
   }
   return "?";
 }
@@ -22,8 +25,8 @@ std::vector<LinearModule> block_linears(const ModelShape& s) {
     return {{"c_attn", 3 * h, h}, {"c_proj", h, h}, {"c_fc", i, h}, {"mlp.c_proj", h, i}};
   }
   const int64_t kv = h / s.heads * s.kv_heads;
-  return {{"q_proj", h, h},    {"k_proj", kv, h},   {"v_proj", kv, h},  {"o_proj", h, h},
-          {"gate_proj", i, h}, {"up_proj", i, h},   {"down_proj", h, i}};
+  return {{"q_proj", h, h},    {"k_proj", kv, h}, {"v_proj", kv, h},  {"o_proj", h, h},
+          {"gate_proj", i, h}, {"up_proj", i, h}, {"down_proj", h, i}};
 }
 
 std::vector<LinearModule> lora_targets(const ModelShape& s, const AdapterOptions& options) {
@@ -46,8 +49,8 @@ std::vector<LinearModule> lora_targets(const ModelShape& s, const AdapterOptions
       std::string names;
       for (const auto& m : all) names += (names.empty() ? "" : ", ") + m.name;
       throw Error(ErrorKind::Usage, "LoRA target module '" + target + "' is not a linear of a " +
-                                        to_string(s.arch) + " block; use all-linear or some of: " +
-                                        names);
+                                        to_string(s.arch) +
+                                        " block; use all-linear or some of: " + names);
     }
   }
   return chosen;
@@ -77,7 +80,8 @@ int64_t frozen_base_bytes(const ModelShape& s, Method method, bool double_quant,
     nf4_bytes += nf4_weight_bytes(m.out, m.in, double_quant);
   }
   // Biases (GPT-2) and everything outside the block linears stay in 16-bit.
-  const int64_t rest = std::max<int64_t>(0, params - s.layers * linear_params);  // --params may undercut
+  const int64_t rest =
+      std::max<int64_t>(0, params - s.layers * linear_params);  // --params may undercut
   return s.layers * nf4_bytes + weight_bytes * rest;
 }
 
