@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "kernels/nf4_tensor.h"
+#include "models/io/nf4_base_weights.h"
+#include "tools/estimate/hf_config.h"
 #include "tools/estimate/adapter_memory.h"
 #include "tools/estimate/memory_model.h"
 #include "tools/estimate/model_presets.h"
@@ -60,6 +62,19 @@ TEST(EstimateQlora, Nf4BytesAreWhatTheKernelsAllocate) {
           << out << "x" << in << " dq " << dq;
     }
   }
+}
+
+// The estimate of a QLoRA base is what dsx holds after loading it: the tiny Llama that
+// transformers saved with bitsandbytes 4-bit, its NF4 linears (plus the 16-value code each
+// carries) and its other tensors in 16-bit.
+TEST(EstimateQlora, BaseBytesAreWhatTheLoaderHolds) {
+  const std::string dir = std::string(DSX_SOURCE_DIR) + "/tests/models/data/llama_bnb_nf4";
+  auto shape = est::read_hf_config(dir + "/config.json");
+  auto base = dsx::models::read_nf4_base_weights(dir);
+  int64_t held = 0;
+  for (const auto& [name, w] : base.linears) held += static_cast<int64_t>(w.storage_bytes()) + 64;
+  for (const auto& [name, d] : base.dense) held += 2 * static_cast<int64_t>(d.values.size());
+  EXPECT_EQ(est::frozen_base_bytes(shape, est::Method::Qlora, true, 2), held);
 }
 
 // Llama-2-7B in NF4 with double quantisation: 4.127 bits a linear weight plus the 16-bit
