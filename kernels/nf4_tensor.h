@@ -59,7 +59,7 @@ void nf4_dequantize_rows(float* out, const Nf4Tensor& w, int64_t row0, int64_t n
 // tests; the linear layer below never does this).
 void nf4_dequantize_matrix(void* out, DType out_type, const Nf4Tensor& w);
 
-// How many rows of W one tile holds: about 64 KiB of fp32, at least one row.
+// How many rows of W one tile holds: about 1 MiB of fp32, at least one row.
 int64_t nf4_tile_rows(const Nf4Tensor& w);
 
 // y[tokens, rows] = x[tokens, cols] W^T.

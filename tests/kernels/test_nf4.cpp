@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <string>
@@ -180,7 +181,7 @@ LinearCase random_linear(int64_t rows, int64_t cols, bool double_quant, DType co
 }
 
 TEST(Nf4Linear, ForwardAndInputGradientMatchFloat64OverSeveralTiles) {
-  const int64_t rows = 300, cols = 200, tokens = 5;  // 16K floats a tile: 81 rows, 4 tiles
+  const int64_t rows = 520, cols = 2048, tokens = 3;  // 1 MiB tiles: 128 rows, 5 tiles
   for (bool dq : {false, true}) {
     for (DType compute : {DType::BF16, DType::F16, DType::F32}) {
       LinearCase c = random_linear(rows, cols, dq, compute);
@@ -205,6 +206,23 @@ TEST(Nf4Linear, ForwardAndInputGradientMatchFloat64OverSeveralTiles) {
             ref += double(dy[t * rows + o]) * c.dense[o * cols + i];
           EXPECT_NEAR(dx[t * cols + i], ref, 1e-5) << "dx " << t << "," << i;
         }
+      }
+    }
+  }
+}
+
+// Rows that start on an odd element (odd cols) take the low nibble of a shared byte first.
+TEST(Nf4Linear, RowsOfAnOddWidthMatrixEqualTheWholeDequantisation) {
+  for (bool dq : {false, true}) {
+    LinearCase c = random_linear(7, 33, dq, DType::F32);
+    std::vector<float> whole(7 * 33);
+    nf4_dequantize_matrix(whole.data(), DType::F32, c.w);
+    for (int64_t row0 = 0; row0 < 7; ++row0) {
+      for (int64_t nrows = 1; row0 + nrows <= 7; ++nrows) {
+        std::vector<float> rows(size_t(nrows * 33));
+        nf4_dequantize_rows(rows.data(), c.w, row0, nrows);
+        EXPECT_TRUE(std::equal(rows.begin(), rows.end(), whole.begin() + row0 * 33))
+            << row0 << "+" << nrows << " dq " << dq;
       }
     }
   }
