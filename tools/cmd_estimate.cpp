@@ -262,7 +262,11 @@ void apply_ds_config(const po::variables_map& vars, est::EstimateRequest& r,
   if (!vars["micro-batch"].defaulted()) micro_batch = r.activations.micro_batch;
   const auto c = est::read_ds_config_choices(vars["ds-config"].as<std::string>(),
                                              r.cluster.total_gpus(), r.model.hidden, micro_batch);
-  if (!vars.count("stage") && !vars.count("offload")) options = {c.option};
+  if (!vars.count("stage") && !vars.count("offload")) {
+    // The file's stage and offload, for each --method asked (adapter rows come unoffloaded).
+    options = est::zero_options({c.option.stage}, {c.option.offload}, methods_from_args(vars));
+    if (options.empty()) options = {c.option};
+  }
   if (vars["micro-batch"].defaulted()) r.activations.micro_batch = c.micro_batch;
   if (vars["precision"].defaulted()) r.precision = c.precision;
   if (!vars.count("reduce-bucket-size")) r.reduce_bucket_size = c.reduce_bucket_size;

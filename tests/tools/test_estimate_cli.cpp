@@ -170,6 +170,32 @@ TEST(EstimateCli, DsConfigOverlapCommDoublesTheBucket) {
   EXPECT_EQ(doc["rows"][0]["gpu"]["buffers"].GetInt64(), 2 * 50000000 * 4);
 }
 
+// ZeRO-Infinity from a ds_config: stage 3 with the optimizer on NVMe gives the nvme row, whose
+// GPU figure is the CPU-offload one; --method adds the adapter rows at the file's stage.
+TEST(EstimateCli, DsConfigNvmeAndMethods) {
+  const std::string path = std::string(DSX_BINARY_DIR) + "/test_estimate_cli_infinity.json";
+  std::ofstream(path) << R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true},
+    "zero_optimization": {"stage": 3, "sub_group_size": 100000000,
+                          "offload_optimizer": {"device": "nvme", "nvme_path": "/tmp"}}})";
+  auto nvme = run_dsx("estimate --model gpt2 --json --ds-config " + path);
+  auto cpu = run_dsx("estimate --model gpt2 --json --stage 3 --offload optimizer");
+  auto lora = run_dsx("estimate --model gpt2 --json --method full,lora --ds-config " + path);
+  std::remove(path.c_str());
+  ASSERT_EQ(nvme.exit_code, 0) << nvme.output;
+  auto doc = parse(nvme.output), cpu_doc = parse(cpu.output), lora_doc = parse(lora.output);
+  ASSERT_EQ(doc["rows"].Size(), 1u);
+  const auto& row = doc["rows"][0];
+  EXPECT_STREQ(row["offload_optimizer"].GetString(), "nvme");
+  EXPECT_EQ(row["gpu"]["model_states"].GetInt64(),
+            cpu_doc["rows"][0]["gpu"]["model_states"].GetInt64());
+  EXPECT_EQ(row["nvme_per_node"].GetInt64(), 16 * 124439808LL);
+  // One rank's pinned pool: 4 buffers of min(sub_group_size, its partition) fp32 elements.
+  EXPECT_EQ(row["cpu_per_node"]["model_states"].GetInt64(), 4LL * 100000000 * 4);
+  ASSERT_EQ(lora_doc["rows"].Size(), 2u);
+  EXPECT_STREQ(lora_doc["rows"][1]["method"].GetString(), "lora");
+  EXPECT_EQ(lora_doc["rows"][1]["stage"].GetInt(), 3);
+}
+
 TEST(EstimateCli, DsConfigErrorsNameTheFile) {
   const std::string nvme = std::string(DSX_BINARY_DIR) + "/test_estimate_cli_nvme.json";
   std::ofstream(nvme) << R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true},
