@@ -2,7 +2,9 @@
 #include "kernels/nf4_tensor.h"
 
 #include <algorithm>
+#include <string>
 
+#include "dsx/error.h"
 #include "kernels/cpu/gemm.h"
 
 namespace dsx::kernels {
@@ -38,6 +40,15 @@ size_t Nf4Tensor::storage_bytes() const {
 
 Nf4Tensor nf4_quantize_matrix(const void* w, DType w_type, int64_t rows, int64_t cols,
                               const Nf4Options& options) {
+  // bitsandbytes' blocksizes; an even one also keeps every block on whole bytes.
+  const int bs = options.blocksize;
+  if (bs < 32 || bs > 4096 || (bs & (bs - 1)) || rows < 0 || cols < 0)
+    throw Error(ErrorKind::Usage,
+                "NF4 needs a blocksize that is a power of two from 32 to 4096 "
+                "(bitsandbytes' 64 by default) and a non-negative shape; got "
+                "blocksize " +
+                    std::to_string(bs) + ", shape [" + std::to_string(rows) + ", " +
+                    std::to_string(cols) + "]");
   Nf4Tensor t;
   t.rows = rows;
   t.cols = cols;

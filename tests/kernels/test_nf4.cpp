@@ -3,8 +3,8 @@
 // dequantised values bit for bit; and the tiled NF4 linear layer against a float64 product.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
@@ -233,6 +233,19 @@ TEST(Nf4Linear, InputGradientOverwritesWithoutAccumulate) {
   std::vector<float> dy(2 * 70, 0.0f), dx(2 * 64, 5.0f);
   nf4_linear_backward_input(dx.data(), dy.data(), c.w, 2, /*accumulate=*/false);
   for (float v : dx) EXPECT_EQ(v, 0.0f);
+}
+
+TEST(Nf4Tensor, ABlocksizeBitsandbytesDoesNotUseIsRefused) {
+  std::vector<float> w(4 * 48, 1.0f);
+  for (int bs : {0, 48, 8192}) {
+    try {
+      nf4_quantize_matrix(w.data(), DType::F32, 4, 48, {.blocksize = bs});
+      ADD_FAILURE() << "blocksize " << bs << " accepted";
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string(e.what()).find("power of two from 32 to 4096"), std::string::npos);
+    }
+  }
+  EXPECT_EQ(nf4_quantize_matrix(w.data(), DType::F32, 4, 48, {.blocksize = 32}).blocks(), 6);
 }
 
 TEST(Nf4Tensor, DoubleQuantSavesWhatThePaperSays) {
