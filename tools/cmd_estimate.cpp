@@ -47,7 +47,14 @@ po::options_description estimate_options() {
       ("precision", po::value<std::string>()->default_value("bf16"), "bf16, fp16 or fp32")
       ("stage", po::value<std::vector<std::string>>()->composing(), "ZeRO stages, e.g. 2,3 (default: all)")
       ("offload", po::value<std::vector<std::string>>()->composing(),
-       "none, optimizer, param (= optimizer and param); default: all")
+       "none, optimizer, param (= optimizer and param), nvme (optimizer to NVMe), nvme-param "
+       "(both to NVMe); default: all")
+      ("method", po::value<std::vector<std::string>>()->composing(),
+       "full, lora, qlora (e.g. full,qlora); default: full")
+      ("lora-r", po::value<int64_t>()->default_value(8), "LoRA rank r")
+      ("lora-targets", po::value<std::vector<std::string>>()->composing(),
+       "target modules (q_proj,v_proj by default; all-linear)")
+      ("double-quant", po::value<bool>()->default_value(true), "QLoRA: double-quantise the NF4 absmax")
       ("activation-checkpointing", po::bool_switch(), "checkpoint every transformer block")
       ("attention", po::value<std::string>()->default_value("flash"), "flash or eager (stores s x s scores)")
       ("zero-init", po::value<bool>()->default_value(true), "ZeRO-3 builds the model partitioned")
@@ -192,7 +199,27 @@ est::EstimateRequest request_from_args(const po::variables_map& vars) {
     r.reduce_bucket_size = parse_count("reduce-bucket-size", vars["reduce-bucket-size"].as<std::string>());
   if (vars.count("prefetch-bucket-size"))
     r.prefetch_bucket_size = parse_count("prefetch-bucket-size", vars["prefetch-bucket-size"].as<std::string>());
+  r.adapter.r = positive(vars, "lora-r");
+  if (vars.count("lora-targets")) r.adapter.targets = split_list(vars, "lora-targets");
+  r.adapter.double_quant = vars["double-quant"].as<bool>();
+  est::lora_targets(r.model, r.adapter);  // a target that names no module is a usage error now
   return r;
+}
+
+std::vector<est::Method> methods_from_args(const po::variables_map& vars) {
+  std::vector<est::Method> methods;
+  for (const auto& m : split_list(vars, "method")) {
+    if (m == "full")
+      methods.push_back(est::Method::Full);
+    else if (m == "lora")
+      methods.push_back(est::Method::Lora);
+    else if (m == "qlora")
+      methods.push_back(est::Method::Qlora);
+    else
+      throw usage("--method takes full, lora or qlora, got '" + m + "'");
+  }
+  if (methods.empty()) methods = {est::Method::Full};
+  return methods;
 }
 
 std::vector<est::ZeroOption> options_from_args(const po::variables_map& vars) {
@@ -211,14 +238,20 @@ std::vector<est::ZeroOption> options_from_args(const po::variables_map& vars) {
       offloads.push_back(est::Offload::Optimizer);
     else if (o == "param")
       offloads.push_back(est::Offload::OptimizerAndParams);
+    else if (o == "nvme")
+      offloads.push_back(est::Offload::OptimizerNvme);
+    else if (o == "nvme-param")
+      offloads.push_back(est::Offload::OptimizerAndParamsNvme);
     else
-      throw usage("--offload takes none, optimizer or param, got '" + o + "'");
+      throw usage("--offload takes none, optimizer, param, nvme or nvme-param, got '" + o + "'");
   }
   if (offloads.empty())
-    offloads = {est::Offload::None, est::Offload::Optimizer, est::Offload::OptimizerAndParams};
-  auto options = est::zero_options(stages, offloads);
+    offloads = {est::Offload::None, est::Offload::Optimizer, est::Offload::OptimizerAndParams,
+                est::Offload::OptimizerNvme, est::Offload::OptimizerAndParamsNvme};
+  auto options = est::zero_options(stages, offloads, methods_from_args(vars));
   if (options.empty())
-    throw usage("no valid stage/offload pair: offload needs stage 1-3, param offload stage 3");
+    throw usage("no valid stage/offload pair: offload needs stage 1-3, param offload and NVMe "
+                "stage 3, QLoRA stage 0-2");
   return options;
 }
 
@@ -229,12 +262,20 @@ void apply_ds_config(const po::variables_map& vars, est::EstimateRequest& r,
   if (!vars["micro-batch"].defaulted()) micro_batch = r.activations.micro_batch;
   const auto c = est::read_ds_config_choices(vars["ds-config"].as<std::string>(),
                                              r.cluster.total_gpus(), r.model.hidden, micro_batch);
-  if (!vars.count("stage") && !vars.count("offload")) options = {c.option};
+  if (!vars.count("stage") && !vars.count("offload")) {
+    // The file's stage and offload, for each --method asked (adapter rows come unoffloaded).
+    options = est::zero_options({c.option.stage}, {c.option.offload}, methods_from_args(vars));
+    if (options.empty()) options = {c.option};
+  }
   if (vars["micro-batch"].defaulted()) r.activations.micro_batch = c.micro_batch;
   if (vars["precision"].defaulted()) r.precision = c.precision;
   if (!vars.count("reduce-bucket-size")) r.reduce_bucket_size = c.reduce_bucket_size;
   if (!vars.count("prefetch-bucket-size")) r.prefetch_bucket_size = c.prefetch_bucket_size;
   r.overlap_comm = c.overlap_comm;
+  r.sub_group_size = c.sub_group_size;
+  r.optimizer_buffer_count = c.optimizer_buffer_count;
+  r.param_buffer_count = c.param_buffer_count;
+  r.param_buffer_size = c.param_buffer_size;
 }
 
 struct Row {
@@ -268,6 +309,40 @@ std::string cluster_text(const Row& row) {
          std::to_string(c->nodes) + ")";
 }
 
+// "lora r=8 (2)": the rank and how many linears of a block carry adapters.
+std::string method_text(const est::EstimateRequest& r, est::ZeroOption option) {
+  if (option.method == est::Method::Full) return to_string(option.offload);
+  return std::string(to_string(option.method)) + " r=" + std::to_string(r.adapter.r) + " (" +
+         std::to_string(est::lora_targets(r.model, r.adapter).size()) + ")";
+}
+
+// The answers people give for a 7B model, beside this model's own figures: full fine-tuning's
+// model states in all (16 bytes a parameter: 16-bit weights and grads, fp32 master, Adam m and
+// v; "about 100 GB" for 7B, so 2 x A100 80GB or 4 x A100 40GB) and QLoRA on one 24 GB card.
+void print_common_answers(const est::EstimateRequest& r, const std::vector<Row>& rows) {
+  const double params = static_cast<double>(est::parameter_count(r.model));
+  std::printf("\nBeside the common answers (for a 7B model: full bf16 fine-tuning ~100 GB in all, "
+              "2x A100 80GB or 4x A100 40GB; QLoRA on one 24 GB GPU):\n");
+  std::printf("  full fine-tuning, model states in all GPUs (16 B/param): %.1f GB\n",
+              16.0 * params / 1e9);
+  const Row* best_full = nullptr;  // the fewest GPUs without offload
+  for (const auto& row : rows) {
+    const auto& o = row.estimate.option;
+    if (o.method != est::Method::Full || o.offload != est::Offload::None || !row.fewest) continue;
+    if (!best_full || row.fewest->total_gpus() < best_full->fewest->total_gpus()) best_full = &row;
+  }
+  if (best_full)
+    std::printf("  full fine-tuning without offload: fewest %s at stage %d\n",
+                cluster_text(*best_full).c_str(), best_full->estimate.option.stage);
+  for (const auto& row : rows) {
+    if (row.estimate.option.method == est::Method::Full) continue;
+    std::printf("  %s at stage %d: %.1f GB per GPU, %lld trainable params; fewest: %s\n",
+                method_text(r, row.estimate.option).c_str(), row.estimate.option.stage,
+                static_cast<double>(row.estimate.gpu_total()) / 1e9,
+                static_cast<long long>(row.estimate.trainable_params), cluster_text(row).c_str());
+  }
+}
+
 void print_table(const est::EstimateRequest& r, const std::vector<Row>& rows,
                  const std::string& ds_config) {
   const auto& m = r.model;
@@ -285,18 +360,19 @@ void print_table(const est::EstimateRequest& r, const std::vector<Row>& rows,
               static_cast<long long>(r.cluster.nodes), gib(r.gpu_memory_bytes).c_str(),
               r.cpu_memory_per_node_bytes ? (gib(r.cpu_memory_per_node_bytes) + " GiB").c_str()
                                           : "not checked (--cpu-mem-gib)");
-  std::printf("%-5s %-15s %12s %12s %12s %12s %12s  %-4s %9s  %s\n", "stage", "offload",
-              "states/GPU", "activations", "buf+reserve", "total/GPU", "CPU/node", "fits",
-              "max mbs", "fewest GPUs that fit");
+  std::printf("%-5s %-15s %12s %12s %12s %12s %12s %10s  %-4s %9s  %s\n", "stage",
+              "offload/method", "states/GPU", "activations", "buf+reserve", "total/GPU",
+              "CPU/node", "NVMe/node", "fits", "max mbs", "fewest GPUs that fit");
   for (const auto& row : rows) {
     const auto& e = row.estimate;
-    std::printf("%-5d %-15s %12s %12s %12s %12s %12s  %-4s %9lld  %s\n", e.option.stage,
-                to_string(e.option.offload), gib(e.gpu_model_states).c_str(),
+    std::printf("%-5d %-15s %12s %12s %12s %12s %12s %10s  %-4s %9lld  %s\n", e.option.stage,
+                method_text(r, e.option).c_str(), gib(e.gpu_model_states).c_str(),
                 gib(e.gpu_activations).c_str(), gib(e.gpu_buffers + e.gpu_reserve).c_str(),
                 gib(e.gpu_total()).c_str(), gib(e.cpu_model_states).c_str(),
-                e.fits() ? "yes" : "no", static_cast<long long>(e.max_micro_batch),
-                cluster_text(row).c_str());
+                e.nvme_per_node ? gib(e.nvme_per_node).c_str() : "-", e.fits() ? "yes" : "no",
+                static_cast<long long>(e.max_micro_batch), cluster_text(row).c_str());
   }
+  print_common_answers(r, rows);
   for (const auto& row : rows) {
     if (row.estimate.gpu_activations + row.estimate.gpu_reserve > r.gpu_memory_bytes) {
       std::printf(
@@ -362,8 +438,11 @@ void write_row(JsonWriter& w, const Row& row) {
   const auto& e = row.estimate;
   w.StartObject();
   field(w, "stage", e.option.stage);
-  field(w, "offload_optimizer", e.option.offload == est::Offload::None ? "none" : "cpu");
-  field(w, "offload_param", e.option.offload == est::Offload::OptimizerAndParams ? "cpu" : "none");
+  const char* device = est::offloads_to_nvme(e.option.offload) ? "nvme" : "cpu";
+  field(w, "method", to_string(e.option.method));
+  field(w, "trainable_params", e.trainable_params);
+  field(w, "offload_optimizer", e.option.offload == est::Offload::None ? "none" : device);
+  field(w, "offload_param", est::offloads_params(e.option.offload) ? device : "none");
   field(w, "model_states_formula", e.model_states_formula);
   w.Key("gpu");
   w.StartObject();
@@ -377,6 +456,7 @@ void write_row(JsonWriter& w, const Row& row) {
   w.StartObject();
   field(w, "model_states", e.cpu_model_states);
   w.EndObject();
+  field(w, "nvme_per_node", e.nvme_per_node);
   field(w, "fits", e.fits());
   field(w, "max_micro_batch", e.max_micro_batch);
   w.Key("fewest_gpus");

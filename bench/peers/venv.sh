@@ -16,6 +16,7 @@ if [[ ! -f "$venv/.complete" ]]; then
   # DeepSpeed's setup imports torch, so it builds against the one just installed.
   DS_BUILD_OPS=0 "$venv/bin/pip" install -q --no-build-isolation deepspeed
   "$venv/bin/pip" install -q transformers accelerate safetensors tensorboard hjson pydantic
+  "$venv/bin/pip" install -q "bitsandbytes>=0.47"  # NF4 on the CPU: bench/kernels/nf4_peers.py
   touch "$venv/.complete"
 fi
 # TensorBoard's PyTorch profiler plugin reads dsx's --profile traces (bench/trace/); added later

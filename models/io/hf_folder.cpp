@@ -17,6 +17,7 @@
 #include "dsx/error.h"
 #include "dsx/json_input.h"
 #include "models/io/files.h"
+#include "models/io/folder_tensors.h"
 #include "models/io/safetensors.h"
 #include "models/llama/hf_config.h"
 
@@ -25,9 +26,6 @@ namespace dsx::models {
 namespace fs = std::filesystem;
 
 namespace {
-
-constexpr const char* kSingleFile = "model.safetensors";
-constexpr const char* kIndexFile = "model.safetensors.index.json";
 
 [[noreturn]] void bad(const std::string& file, const std::string& what) {
   throw Error(ErrorKind::Format, "'" + file + "': " + what);
@@ -38,64 +36,6 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + "]";
 }
-
-// Every tensor of a folder's weights files, each with the file it lies in.
-struct Located {
-  const TensorView* view;
-  const std::string* file;
-};
-
-class FolderTensors {
- public:
-  explicit FolderTensors(const std::string& dir) {
-    const std::string index = dir + "/" + kIndexFile, single = dir + "/" + kSingleFile;
-    if (fs::exists(single)) {  // first, as transformers looks for it first
-      const SafetensorsReader& r = open(single);
-      for (const auto& [name, view] : r.tensors()) tensors_[name] = {&view, &r.path()};
-    } else if (fs::exists(index)) {
-      read_index(dir, index);
-    } else {
-      throw Error(ErrorKind::Io, "'" + dir + "' has neither " + kSingleFile + " nor " + kIndexFile +
-                                     "; dsx reads safetensors weights (save with transformers' "
-                                     "save_pretrained(safe_serialization=True))");
-    }
-  }
-  const std::map<std::string, Located>& tensors() const { return tensors_; }
-  const Located* find(const std::string& name) const {
-    auto it = tensors_.find(name);
-    return it == tensors_.end() ? nullptr : &it->second;
-  }
-
- private:
-  const SafetensorsReader& open(const std::string& path) {
-    auto& slot = readers_[path];
-    if (!slot) slot = std::make_unique<SafetensorsReader>(path);  // memory-mapped, not read
-    return *slot;
-  }
-  // Only weight_map is trusted, as transformers does: a shard's other tensors are not looked at.
-  void read_index(const std::string& dir, const std::string& index) {
-    const rapidjson::Document doc =
-        parse_json(read_text_file(index, "the sharded weights need their index"), index);
-    if (!doc.IsObject() || !doc.HasMember("weight_map") ||
-        !doc["weight_map"].IsObject())
-      bad(index, "not a safetensors index (a JSON object with a weight_map object)");
-    for (const auto& m : doc["weight_map"].GetObject()) {
-      const std::string name = m.name.GetString();
-      if (!m.value.IsString()) bad(index, "weight_map entry '" + name + "' is not a file name");
-      const std::string shard = dir + "/" + m.value.GetString();
-      if (!fs::exists(shard))
-        throw Error(ErrorKind::Io, "shard '" + shard + "' (listed in '" + index + "' for tensor '" +
-                                       name + "') is missing; copy the whole model folder");
-      const SafetensorsReader& r = open(shard);
-      const TensorView* t = r.find(name);
-      if (!t) bad(shard, "does not hold tensor '" + name + "', which '" + index + "' puts there");
-      tensors_[name] = {t, &r.path()};
-    }
-  }
-
-  std::map<std::string, std::unique_ptr<SafetensorsReader>> readers_;
-  std::map<std::string, Located> tensors_;
-};
 
 // Tensor `name` as fp32 into `out` (t.numel() elements), whatever its stored dtype.
 void to_float(float* out, const Located& t, const std::string& name) {

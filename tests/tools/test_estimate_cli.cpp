@@ -29,7 +29,7 @@ TEST(EstimateCli, JsonCarriesDeepSpeedFiguresForA7bModel) {
   auto doc = parse(r.output);
   EXPECT_EQ(doc["model"]["params"].GetInt64(), 6738415616);
   const auto& rows = doc["rows"];
-  ASSERT_EQ(rows.Size(), 5u);
+  ASSERT_EQ(rows.Size(), 7u);  // 2: none, optimizer; 3: none, optimizer, +param, nvme, nvme+param
   EXPECT_EQ(rows[0]["stage"].GetInt(), 2);
   EXPECT_STREQ(rows[0]["offload_optimizer"].GetString(), "none");
   EXPECT_EQ(rows[0]["gpu"]["model_states"].GetInt64(), 28638266368);
@@ -89,7 +89,11 @@ TEST(EstimateCli, BadInputIsAClearUsageError) {
       {"estimate --model gpt5", "known presets: gpt2"},
       {"estimate --model gpt2 --hf-config x.json", "exactly one model"},
       {"estimate --model gpt2 --stage 5", "--stage takes 0, 1, 2 or 3"},
-      {"estimate --model gpt2 --offload nvme", "--offload takes none, optimizer or param"},
+      {"estimate --model gpt2 --offload disk", "--offload takes none, optimizer, param, nvme"},
+      {"estimate --model gpt2 --stage 2 --offload nvme", "no valid stage/offload pair"},
+      {"estimate --model gpt2 --method dora", "--method takes full, lora or qlora"},
+      {"estimate --model gpt2 --method lora --lora-targets q_proj", "use all-linear or some of: c_attn"},
+      {"estimate --model gpt2 --method lora --lora-r 0", "--lora-r must be at least 1"},
       {"estimate --model gpt2 --gpu v100", "known types: rtx4090"},
       {"estimate --model gpt2 --micro-batch 0", "--micro-batch must be at least 1"},
       {"estimate --model gpt2 --precision int8", "--precision must be bf16, fp16 or fp32"},
@@ -166,13 +170,40 @@ TEST(EstimateCli, DsConfigOverlapCommDoublesTheBucket) {
   EXPECT_EQ(doc["rows"][0]["gpu"]["buffers"].GetInt64(), 2 * 50000000 * 4);
 }
 
+// ZeRO-Infinity from a ds_config: stage 3 with the optimizer on NVMe gives the nvme row, whose
+// GPU figure is the CPU-offload one; --method adds the adapter rows at the file's stage.
+TEST(EstimateCli, DsConfigNvmeAndMethods) {
+  const std::string path = std::string(DSX_BINARY_DIR) + "/test_estimate_cli_infinity.json";
+  std::ofstream(path) << R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true},
+    "zero_optimization": {"stage": 3, "sub_group_size": 100000000,
+                          "offload_optimizer": {"device": "nvme", "nvme_path": "/tmp"}}})";
+  auto nvme = run_dsx("estimate --model gpt2 --json --ds-config " + path);
+  auto cpu = run_dsx("estimate --model gpt2 --json --stage 3 --offload optimizer");
+  auto lora = run_dsx("estimate --model gpt2 --json --method full,lora --ds-config " + path);
+  std::remove(path.c_str());
+  ASSERT_EQ(nvme.exit_code, 0) << nvme.output;
+  auto doc = parse(nvme.output), cpu_doc = parse(cpu.output), lora_doc = parse(lora.output);
+  ASSERT_EQ(doc["rows"].Size(), 1u);
+  const auto& row = doc["rows"][0];
+  EXPECT_STREQ(row["offload_optimizer"].GetString(), "nvme");
+  EXPECT_EQ(row["gpu"]["model_states"].GetInt64(),
+            cpu_doc["rows"][0]["gpu"]["model_states"].GetInt64());
+  EXPECT_EQ(row["nvme_per_node"].GetInt64(), 16 * 124439808LL);
+  // One rank's pinned pool: 4 buffers of min(sub_group_size, its partition) fp32 elements.
+  EXPECT_EQ(row["cpu_per_node"]["model_states"].GetInt64(), 4LL * 100000000 * 4);
+  ASSERT_EQ(lora_doc["rows"].Size(), 2u);
+  EXPECT_STREQ(lora_doc["rows"][1]["method"].GetString(), "lora");
+  EXPECT_EQ(lora_doc["rows"][1]["stage"].GetInt(), 3);
+}
+
 TEST(EstimateCli, DsConfigErrorsNameTheFile) {
   const std::string nvme = std::string(DSX_BINARY_DIR) + "/test_estimate_cli_nvme.json";
   std::ofstream(nvme) << R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true},
-    "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "nvme", "nvme_path": "/tmp"}}})";
+    "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"},
+                          "offload_param": {"device": "nvme", "nvme_path": "/tmp"}}})";
   auto r = run_dsx("estimate --model gpt2 --ds-config " + nvme);
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_CONTAINS(r.output, "offload_optimizer.device is nvme");
+  EXPECT_CONTAINS(r.output, "offload_optimizer.device is cpu and offload_param.device is nvme");
   std::ofstream(nvme) << "{\"zero_optimization\": {\"stage\": 7}}";
   r = run_dsx("estimate --model gpt2 --ds-config " + nvme);
   std::remove(nvme.c_str());

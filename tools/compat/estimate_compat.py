@@ -127,6 +127,14 @@ def main():
                 got_cpu = match[0]["cpu_per_node"]["model_states"] if match else None
                 same = got_gpu == ds["gpu"] and got_cpu == ds["cpu"]
                 mismatches += 0 if same else 1
+                if ds["stage"] == 3 and ds["offload_optimizer"]:
+                    # ZeRO-Infinity rows keep DeepSpeed's GPU figure for the same offload to the CPU.
+                    nvme = [r for r in out["rows"] if r["stage"] == 3
+                            and r["offload_optimizer"] == "nvme"
+                            and (r["offload_param"] == "nvme") == ds["offload_param"]]
+                    nvme_same = bool(nvme) and nvme[0]["gpu"]["model_states"] == ds["gpu"]
+                    mismatches += 0 if nvme_same else 1
+                    same = same and nvme_same
                 table.append((preset, total, largest, gpus_per_node, nodes, ds, got_gpu, got_cpu, same))
         report["models"].append(entry)
 

@@ -18,12 +18,17 @@ struct DsConfigChoices {
   int64_t reduce_bucket_size = 0;
   int64_t prefetch_bucket_size = 0;
   bool overlap_comm = false;
+  // ZeRO-Infinity's swap buffers (DeepSpeed's defaults unless the file sets them)
+  int64_t sub_group_size = 1000000000;
+  int64_t optimizer_buffer_count = 4;
+  int64_t param_buffer_count = 5;
+  int64_t param_buffer_size = 100000000;
 };
 
 // world_size and hidden_size resolve the batch triad and "auto" values as a run would;
 // micro_batch (the command line's) fills an "auto" micro-batch. Throws dsx::Error: Config or
-// Io from the reader, Unsupported for NVMe offload or parameter offload without optimizer
-// offload (not modelled).
+// Io from the reader, Unsupported for parameter offload without optimizer offload or with
+// the two on different devices (not modelled).
 DsConfigChoices read_ds_config_choices(const std::string& path, int64_t world_size,
                                        int64_t hidden_size, std::optional<int64_t> micro_batch);
 

@@ -24,18 +24,41 @@ const char* to_string(Offload o) {
     case Offload::None: return "none";
     case Offload::Optimizer: return "optimizer";
     case Offload::OptimizerAndParams: return "optimizer+param";
+    case Offload::OptimizerNvme: return "nvme";
+    case Offload::OptimizerAndParamsNvme: return "nvme+param";
   }
   return "?";
 }
 
+bool offloads_params(Offload o) {
+  return o == Offload::OptimizerAndParams || o == Offload::OptimizerAndParamsNvme;
+}
+
+bool offloads_to_nvme(Offload o) {
+  return o == Offload::OptimizerNvme || o == Offload::OptimizerAndParamsNvme;
+}
+
 std::vector<ZeroOption> zero_options(const std::vector<int>& stages,
-                                     const std::vector<Offload>& offloads) {
+                                     const std::vector<Offload>& offloads,
+                                     const std::vector<Method>& methods) {
   std::vector<ZeroOption> options;
-  for (int stage : stages) {
-    for (Offload offload : offloads) {
-      if (stage == 0 && offload != Offload::None) continue;
-      if (stage < 3 && offload == Offload::OptimizerAndParams) continue;
-      options.push_back({stage, offload});
+  // Below stage 3 an adapter run's rows differ only in how a few MB of adapter state split, so
+  // the lowest requested stage below 3 stands for them.
+  int below_3 = 3;
+  for (int stage : stages) below_3 = std::min(below_3, stage);
+  const bool stage_3 = std::find(stages.begin(), stages.end(), 3) != stages.end();
+  for (Method method : methods) {
+    if (method != Method::Full) {
+      if (below_3 < 3) options.push_back({below_3, Offload::None, method});
+      if (stage_3 && method == Method::Lora) options.push_back({3, Offload::None, method});
+      continue;
+    }
+    for (int stage : stages) {
+      for (Offload offload : offloads) {
+        if (stage == 0 && offload != Offload::None) continue;
+        if (stage < 3 && (offloads_params(offload) || offloads_to_nvme(offload))) continue;
+        options.push_back({stage, offload, method});
+      }
     }
   }
   return options;
@@ -87,7 +110,7 @@ ModelStateBytes model_state_bytes(int64_t P, int64_t L, Precision precision, con
     case 3: {
       // fp32 has no separate 16-bit copy to offload with the parameters: its CPU side is the
       // optimizer-offload figure.
-      const bool offload_params = opt.offload == Offload::OptimizerAndParams;
+      const bool offload_params = offloads_params(opt.offload);
       m = deepspeed_zero3_model_states(P, L, c.gpus_per_node, c.nodes, offload,
                                        offload_params && mixed, zero_init, f);
       if (mixed) {
@@ -108,11 +131,13 @@ ModelStateBytes model_state_bytes(int64_t P, int64_t L, Precision precision, con
 
 namespace {
 
-int64_t buffer_bytes(const EstimateRequest& r, int stage, int64_t params) {
+// reduced: the parameters whose gradients are reduced (all, or the adapters'); gathered: those
+// stage 3 gathers (all).
+int64_t buffer_bytes(const EstimateRequest& r, int stage, int64_t reduced, int64_t gathered) {
   const int64_t wb = weight_bytes(r.precision);
   // A bucket never needs to hold more than the whole model.
-  const int64_t reduce = std::min(params, r.reduce_bucket_size) * wb;
-  if (stage == 3) return reduce + std::min(params, r.prefetch_bucket_size) * wb;
+  const int64_t reduce = std::min(reduced, r.reduce_bucket_size) * wb;
+  if (stage == 3) return reduce + std::min(gathered, r.prefetch_bucket_size) * wb;
   // Below stage 3, overlap_comm double-buffers the bucket.
   return r.overlap_comm.value_or(config::default_overlap_comm(stage)) ? 2 * reduce : reduce;
 }
@@ -142,25 +167,73 @@ void validate(const EstimateRequest& r) {
   }
 }
 
+namespace {
+
+// ZeRO-Infinity: the optimizer side (fp32 master, m, v and the fp32 gradient, 16 bytes a
+// parameter) and, with param offload, the 16-bit parameters live in swap files on each node's
+// NVMe; host memory holds each rank's pinned swap buffers. The GPU side is DeepSpeed's figure
+// for the same offload to the CPU.
+void apply_nvme(const EstimateRequest& r, int64_t params, ZeroOption option, MemoryEstimate& e) {
+  const Cluster& c = r.cluster;
+  const int64_t per_rank = (params + c.total_gpus() - 1) / c.total_gpus();
+  int64_t pinned = r.optimizer_buffer_count * std::min(r.sub_group_size, per_rank) * 4;
+  int64_t on_disk = 16 * params;
+  if (offloads_params(option.offload)) {
+    pinned += r.param_buffer_count * r.param_buffer_size * weight_bytes(r.precision);
+    on_disk += weight_bytes(r.precision) * params;
+  }
+  e.cpu_model_states = c.gpus_per_node * pinned;
+  e.nvme_per_node = on_disk / c.nodes;
+}
+
+// LoRA / QLoRA: the frozen base (16-bit or NF4; partitioned at stage 3, the largest layer
+// gathered whole) and the adapters with full fine-tuning's per-parameter terms, unpartitioned
+// (a few hundred MB at most). The host maps the base file once per node.
+ModelStateBytes adapter_states(const EstimateRequest& r, ZeroOption option, int64_t adapter) {
+  const int64_t wb = weight_bytes(r.precision), G = r.cluster.total_gpus();
+  const int64_t base = frozen_base_bytes(r.model, option.method, r.adapter.double_quant, wb);
+  ModelStateBytes m;
+  m.gpu = option.stage == 3 ? base / G + wb * largest_layer_params(r.model) : base;
+  m.gpu += (wb + wb + optimizer_bytes(r.precision)) * adapter;
+  m.cpu_per_node = base;
+  return m;
+}
+
+// What forward keeps of each adapter: x A (r values a token) for B's gradient.
+int64_t adapter_activation_bytes(const EstimateRequest& r, const ActivationOptions& act) {
+  const int64_t modules = static_cast<int64_t>(lora_targets(r.model, r.adapter).size());
+  const int64_t blocks = act.checkpointing ? 1 : r.model.layers;
+  return act.seq_len * act.micro_batch * r.adapter.r * modules * blocks * act.bytes_per_value;
+}
+
+}  // namespace
+
 MemoryEstimate estimate_memory(const EstimateRequest& r, ZeroOption option) {
   const int64_t params = parameter_count(r.model);
+  const bool adapters = option.method != Method::Full;
   MemoryEstimate e;
   e.option = option;
-  auto states = model_state_bytes(params, largest_layer_params(r.model), r.precision, r.cluster,
-                                  option, r.zero_init, r.buffer_factor, &e.model_states_formula);
+  e.trainable_params = adapters ? lora_params(r.model, r.adapter) : params;
+  auto states = adapters ? adapter_states(r, option, e.trainable_params)
+                         : model_state_bytes(params, largest_layer_params(r.model), r.precision,
+                                             r.cluster, option, r.zero_init, r.buffer_factor,
+                                             &e.model_states_formula);
+  if (adapters) e.model_states_formula = "dsx frozen base + adapters (docs/fit_your_model.md)";
   e.gpu_model_states = states.gpu;
   e.cpu_model_states = states.cpu_per_node;
+  if (offloads_to_nvme(option.offload)) apply_nvme(r, params, option, e);
   ActivationOptions act = r.activations;
   act.bytes_per_value = weight_bytes(r.precision);
-  e.gpu_activations = activation_bytes(r.model, act).total();
-  e.gpu_buffers = buffer_bytes(r, option.stage, params);
+  const int64_t adapter_act = adapters ? adapter_activation_bytes(r, act) : 0;
+  e.gpu_activations = activation_bytes(r.model, act).total() + adapter_act;
+  e.gpu_buffers = buffer_bytes(r, option.stage, e.trainable_params, params);
   e.gpu_reserve = r.reserve_bytes;
   e.fits_gpu = e.gpu_total() <= r.gpu_memory_bytes;
   e.fits_cpu =
       r.cpu_memory_per_node_bytes == 0 || e.cpu_model_states <= r.cpu_memory_per_node_bytes;
 
   act.micro_batch = 1;
-  const int64_t per_sample = activation_bytes(r.model, act).total();
+  const int64_t per_sample = activation_bytes(r.model, act).total() + adapter_act / r.activations.micro_batch;
   const int64_t room = r.gpu_memory_bytes - e.gpu_model_states - e.gpu_buffers - e.gpu_reserve;
   e.max_micro_batch = room > 0 && per_sample > 0 ? room / per_sample : 0;
   return e;

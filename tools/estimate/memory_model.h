@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config/zero_partitioning.h"
+#include "tools/estimate/adapter_memory.h"
 #include "tools/estimate/activations.h"
 #include "tools/estimate/deepspeed_estimators.h"
 #include "tools/estimate/model_shape.h"
@@ -16,20 +17,27 @@
 namespace dsx::estimate {
 
 enum class Precision { Bf16, Fp16, Fp32 };
-enum class Offload { None, Optimizer, OptimizerAndParams };  // offload_optimizer / + offload_param
+// offload_optimizer / + offload_param to the CPU, or to NVMe (ZeRO-Infinity: stage 3 only).
+enum class Offload { None, Optimizer, OptimizerAndParams, OptimizerNvme, OptimizerAndParamsNvme };
 
 const char* to_string(Precision precision);
 const char* to_string(Offload offload);
 
+bool offloads_params(Offload offload);
+bool offloads_to_nvme(Offload offload);
+
 struct ZeroOption {
   int stage = 0;
   Offload offload = Offload::None;
+  Method method = Method::Full;  // full fine-tuning, or adapters on a frozen base
 };
 
 // Every valid (stage, offload) pair among the requested ones: offload needs ZeRO 1 or more,
-// parameter offload needs ZeRO 3.
+// parameter offload and NVMe need ZeRO 3. LoRA and QLoRA rows come unoffloaded (their optimizer
+// state is a few hundred MB at most), at the lowest requested stage below 3 and (LoRA) at 3.
 std::vector<ZeroOption> zero_options(const std::vector<int>& stages,
-                                     const std::vector<Offload>& offloads);
+                                     const std::vector<Offload>& offloads,
+                                     const std::vector<Method>& methods = {Method::Full});
 
 struct Cluster {
   int64_t gpus_per_node = 1;
@@ -51,6 +59,13 @@ struct EstimateRequest {
   int64_t prefetch_bucket_size = config::ZeroPartitioning{}.prefetch_bucket_size;
   std::optional<bool> overlap_comm;           // unset: config::default_overlap_comm(stage)
   int64_t reserve_bytes = int64_t{1} << 30;   // CUDA context, NCCL, allocator slack
+  AdapterOptions adapter;                      // LoRA / QLoRA rows
+  // ZeRO-Infinity's pinned swap buffers (DeepSpeed's defaults): sub_group_size elements of fp32
+  // times offload_optimizer.buffer_count; offload_param.buffer_count x buffer_size 16-bit elements.
+  int64_t sub_group_size = 1000000000;
+  int64_t optimizer_buffer_count = 4;
+  int64_t param_buffer_count = 5;
+  int64_t param_buffer_size = 100000000;
 };
 
 struct MemoryEstimate {
@@ -61,6 +76,8 @@ struct MemoryEstimate {
   int64_t gpu_buffers = 0;
   int64_t gpu_reserve = 0;
   int64_t cpu_model_states = 0;  // per node
+  int64_t nvme_per_node = 0;     // ZeRO-Infinity swap files
+  int64_t trainable_params = 0;  // all parameters, or the adapters'
   bool fits_gpu = false;
   bool fits_cpu = true;         // true when the CPU memory is not checked
   int64_t max_micro_batch = 0;  // the largest micro-batch that fits this GPU, 0 if none
