@@ -227,7 +227,7 @@ class Job {
   void lose_tether(const std::string& why) {
     tether_lost_ = true;
     if (!stopping_) {
-      outcome_ = {129, why};
+      outcome_ = {129, why, true};
       message(why + "; stopping the ranks of this node");
       stop_all(SIGTERM);
     }
@@ -256,7 +256,7 @@ class Job {
         }
         continue;
       }
-      outcome_ = {128 + sig, std::string("received ") + strsignal(sig)};
+      outcome_ = {128 + sig, std::string("received ") + strsignal(sig), true};
       message(outcome_.reason + "; forwarding it to every process and stopping the job");
       stop_all(sig == SIGHUP ? SIGTERM : sig);
     }

@@ -37,6 +37,7 @@ struct SupervisorOptions {
 struct Outcome {
   int exit_code = 0;
   std::string reason;  // empty on success
+  bool interrupted = false;  // stopped by a signal to the supervisor or by its runner: never restarted
 };
 
 Outcome supervise(std::vector<Member> members, const SupervisorOptions& options);

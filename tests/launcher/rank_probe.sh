@@ -28,6 +28,11 @@ case "${DSX_TEST_MODE:-ok}" in
       exit "$DSX_TEST_CODE"
     fi
     nap 60; exit 0 ;;
+  fail_restarts)  # rank $DSX_TEST_RANK fails while TORCHELASTIC_RESTART_COUNT < $DSX_TEST_UNTIL
+    touch "$out/rank$RANK.started$TORCHELASTIC_RESTART_COUNT"
+    [ "$TORCHELASTIC_RESTART_COUNT" -ge "$DSX_TEST_UNTIL" ] && exit 0
+    if [ "$RANK" = "$DSX_TEST_RANK" ]; then nap 0.2; exit "$DSX_TEST_CODE"; fi
+    nap 60; exit 0 ;;
   selfkill)
     if [ "$RANK" = "$DSX_TEST_RANK" ]; then nap 0.3; kill -9 $$; fi
     nap 60; exit 0 ;;
