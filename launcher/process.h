@@ -17,6 +17,8 @@ struct SpawnSpec {
   std::vector<std::string> argv;
   std::vector<EnvVar> env;     // the complete environment of the child
   std::string log_path;        // non-empty: stdout and stderr appended to this file
+  std::string stdout_path;     // non-empty: stdout (only) to this file, stderr as above
+  std::string stderr_path;     // non-empty: stderr (only) to this file
   bool stdin_pipe = false;     // stdin is a pipe the parent writes (else /dev/null)
   std::string stdin_text;      // with stdin_pipe: written first (small: it fits the pipe's buffer)
   std::vector<int> cpus;       // non-empty: sched_setaffinity to these CPUs before exec

@@ -205,6 +205,12 @@ class Job {
       fds.push_back({1, 0, 0});  // only POLLERR/POLLHUP: the reader of our output is gone
       owners.push_back(nullptr);
     }
+    size_t stop_at = 0;
+    if (options_.stop_fd >= 0 && !outcome_.stopped_by_fd) {
+      stop_at = fds.size();
+      fds.push_back({options_.stop_fd, POLLIN, 0});
+      owners.push_back(nullptr);
+    }
     int n = ::poll(fds.data(), fds.size(), 200);
     if (n < 0 && errno != EINTR) throw Error(ErrorKind::Launch, std::string("poll: ") + std::strerror(errno));
     for (size_t i = 1; n > 0 && i < fds.size(); ++i) {
@@ -215,6 +221,8 @@ class Job {
         read_tether();
       } else if (i == tether_stdout) {
         lose_tether("the connection to the runner closed (stdout hung up)");
+      } else if (i == stop_at) {
+        stop_from_fd();
       }
     }
     if (fds[0].revents) read_signals(signal_fd);
@@ -222,6 +230,16 @@ class Job {
     if (options_.tether_parent && !tether_lost_ && ::getppid() != parent_) {
       lose_tether("the process that started this agent exited");
     }
+  }
+
+  void stop_from_fd() {
+    if (stopping_) {
+      outcome_.stopped_by_fd = true;
+      return;
+    }
+    outcome_ = {1, "the job is stopping on another node"};
+    outcome_.stopped_by_fd = true;
+    stop_all(SIGTERM);
   }
 
   void lose_tether(const std::string& why) {
@@ -308,13 +326,14 @@ class Job {
       r.mid_line = true;
       r.partial.clear();
     }
+    if (!r.member.to_console) return;
     if (!write_all(1, out) && options_.tether_parent) lose_tether("the connection to the runner closed (stdout)");
   }
 
   void flush_partial(Running& r) {
     if (r.partial.empty() && !r.mid_line) return;
     if (r.member.watch_failure_marker) check_marker(r, r.partial);
-    write_all(1, (r.mid_line ? "" : r.member.prefix) + prefixed_after_returns(r.partial, r.member.prefix) + "\n");
+    if (r.member.to_console) write_all(1, (r.mid_line ? "" : r.member.prefix) + prefixed_after_returns(r.partial, r.member.prefix) + "\n");
     r.partial.clear();
     r.mid_line = false;
   }

@@ -24,6 +24,7 @@ struct Member {
   // Stop by closing stdin first (a remote agent tears its node down on EOF) instead of SIGTERM.
   bool stop_by_closing_stdin = false;
   bool watch_failure_marker = false;  // output lines with kAgentFailureMarker count as a failure
+  bool to_console = true;  // false: output read and dropped (torchrun's --local_ranks_filter)
   bool is_rank = false;  // a rank on this host: its libfabric shm regions are removed once it is reaped
 };
 
@@ -32,12 +33,16 @@ struct SupervisorOptions {
   bool tether_stdin = false;   // stdin EOF or a "stop" line: stop everything (remote agent)
   bool tether_parent = false;  // parent gone or stdout hung up: stop everything (remote agent)
   bool quiet = false;          // no progress messages on stderr
+  // Readable (a message or a hang-up): stop everything, unread; the caller reads why (the
+  // torchrun-style agent's rendezvous connection).
+  int stop_fd = -1;
 };
 
 struct Outcome {
   int exit_code = 0;
   std::string reason;  // empty on success
   bool interrupted = false;  // stopped by a signal to the supervisor or by its runner: never restarted
+  bool stopped_by_fd = false;  // stopped because stop_fd became readable
 };
 
 Outcome supervise(std::vector<Member> members, const SupervisorOptions& options);
