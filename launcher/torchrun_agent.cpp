@@ -84,6 +84,7 @@ void torchrun_environment(Member& m, const TorchrunOptions& t, const Assignment&
   set("TORCHELASTIC_RESTART_COUNT", std::to_string(a.attempt));
   set("TORCHELASTIC_MAX_RESTARTS", std::to_string(t.max_restarts));
   set("ROLE_NAME", t.role);
+  set("TORCHELASTIC_SIGNALS_TO_HANDLE", "SIGTERM,SIGINT,SIGHUP,SIGQUIT");  // what the agent forwards
   const std::string visible = env_value(current_environment(), "CUDA_VISIBLE_DEVICES");
   env_set(env, "CUDA_VISIBLE_DEVICES", visible.empty() ? nullptr : &visible);
   if (env_value(env, "TORCH_NCCL_ASYNC_ERROR_HANDLING").empty()) set("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");

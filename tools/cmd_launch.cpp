@@ -134,6 +134,18 @@ int split_empty_values(std::vector<std::string>& words, int program_at) {
   return program_at;
 }
 
+// torchrun's flags, which `dsx launch` (the deepspeed launcher) does not take: say where they go.
+void refuse_torchrun_flags(const std::vector<std::string>& words, int program_at) {
+  for (int i = 1; i < program_at; ++i) {
+    const std::string& w = words[static_cast<size_t>(i)];
+    for (const char* flag : {"--nproc_per_node", "--nproc-per-node", "--nnodes", "--rdzv", "--standalone", "--max-restarts"}) {
+      if (w.rfind(flag, 0) != 0) continue;
+      throw Error(ErrorKind::Usage, "dsx launch: '" + w + "' is torchrun's flag; run `dsx torchrun` with the same "
+                                    "command line (torchrun's flags and meaning, see docs/launch.md)");
+    }
+  }
+}
+
 std::vector<char*> pointers_to(std::vector<std::string>& words) {
   std::vector<char*> args;
   for (auto& w : words) args.push_back(w.data());
@@ -157,6 +169,7 @@ int run_launch(int argc, char** argv) {
   std::vector<char*> args = pointers_to(words);
   int program_at = find_program(static_cast<int>(args.size()), args.data(), parse_set);
   program_at = split_empty_values(words, program_at);
+  refuse_torchrun_flags(words, program_at);
   args = pointers_to(words);
   bool wants_help = false;
   for (int i = 1; i < program_at; ++i) wants_help = wants_help || !std::strcmp(args[i], "--help") || !std::strcmp(args[i], "-h");

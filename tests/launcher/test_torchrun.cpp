@@ -159,4 +159,9 @@ TEST_F(Torchrun, BadCommandLinesAreRefusedSayingWhatToDo) {
   refused("--nnodes 2 --node_rank 2", "--node_rank 2: give 0..1");
   refused("--max_restarts -1", "--max_restarts must be >= 0");
   refused("--standalone --rdzv_conf join_timeout", "--rdzv_conf 'join_timeout': give KEY=VALUE");
+  refused("--standalone --tee 3", "--tee is not supported yet: use --redirects with --log_dir");
+  // `dsx launch` (the deepspeed launcher) points torchrun's flags here.
+  const auto r = run_command(std::string(DSX_EXE) + " launch --nproc_per_node 2 " + probe_script() + " 2>&1");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_CONTAINS(r.output, "'--nproc_per_node' is torchrun's flag; run `dsx torchrun` with the same command line");
 }
