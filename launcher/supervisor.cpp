@@ -11,9 +11,11 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 
 #include "dsx/error.h"
+#include "launcher/env_export.h"
 #include "launcher/shm_cleanup.h"
 
 namespace dsx::launcher {
@@ -29,7 +31,17 @@ struct Running {
   bool mid_line = false;  // part of the current line was already passed on (a progress bar)
   bool done = false;
   int status = 0;
+  Clock::time_point stopped_since{};  // when it was first seen stopped ({}: running)
 };
+
+// True when `pid` is stopped by a signal (state T; t is a tracer's stop, which is left alone).
+bool is_stopped(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  std::getline(in, stat);
+  const auto paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'T';
+}
 
 bool write_all(int fd, const std::string& text) {
   size_t off = 0;
@@ -118,6 +130,7 @@ class Job {
       if (stopping_ && !killed_ && Clock::now() >= kill_at_) {
         kill_all("still running after " + std::to_string(options_.kill_grace_s) + " s; sending SIGKILL");
       }
+      if (!stopping_ && options_.stopped_rank_timeout_s > 0) check_stopped_ranks();
       if (killed_ && Clock::now() >= kill_at_ + std::chrono::seconds(10)) {
         message("some processes survived SIGKILL for 10 s (stuck in the kernel?); giving up on them");
         break;
@@ -156,6 +169,24 @@ class Job {
     stop_all(SIGTERM);
   }
 
+  // The watchdog for ranks that are alive but stopped (SIGSTOP): after the timeout, a failure.
+  void check_stopped_ranks() {
+    const auto now = Clock::now();
+    for (auto& r : running_) {
+      if (r.done || r.child.pid < 0 || !r.member.is_rank) continue;
+      if (!is_stopped(r.child.pid)) {
+        r.stopped_since = {};
+        continue;
+      }
+      if (r.stopped_since == Clock::time_point{}) r.stopped_since = now;
+      if (now - r.stopped_since < std::chrono::seconds(options_.stopped_rank_timeout_s)) continue;
+      fail(r.member.name + " (pid " + std::to_string(r.child.pid) + ") has been stopped (SIGSTOP) for " +
+               std::to_string(options_.stopped_rank_timeout_s) + " s (DSX_COMM_TIMEOUT); treating it as failed",
+           128 + SIGSTOP);
+      return;
+    }
+  }
+
   void stop_all(int sig) {
     stopping_ = true;
     kill_at_ = Clock::now() + std::chrono::seconds(options_.kill_grace_s);
@@ -166,6 +197,7 @@ class Job {
         r.child.stdin_fd = -1;
       } else {
         signal_tree(r.child.pid, sig);
+        signal_tree(r.child.pid, SIGCONT);  // a stopped process acts on the signal only once continued
       }
     }
   }
@@ -374,6 +406,15 @@ class Job {
 };
 
 }  // namespace
+
+int stopped_rank_timeout_from(const std::vector<EnvVar>& environment) {
+  for (const char* name : {"DSX_COMM_TIMEOUT", "NCCL_TIMEOUT"}) {
+    const std::string text = env_value(environment, name);
+    const int seconds = std::atoi(text.c_str());
+    if (seconds > 0) return seconds;
+  }
+  return 300;
+}
 
 Outcome supervise(std::vector<Member> members, const SupervisorOptions& options) {
   return Job(std::move(members), options).run();

@@ -36,7 +36,14 @@ struct SupervisorOptions {
   // Readable (a message or a hang-up): stop everything, unread; the caller reads why (the
   // torchrun-style agent's rendezvous connection).
   int stop_fd = -1;
+  // A rank stopped (SIGSTOP, a debugger, state T in /proc) this long is failed like a dead one
+  // (0: never): its peers would wait in their collectives until a person came.
+  int stopped_rank_timeout_s = 0;
 };
+
+// The seconds a rank may stay stopped: DSX_COMM_TIMEOUT, else NCCL_TIMEOUT (seconds, as job
+// scripts set it), else 300 s, the collectives' own timeout (docs/comm.md).
+int stopped_rank_timeout_from(const std::vector<EnvVar>& environment);
 
 struct Outcome {
   int exit_code = 0;

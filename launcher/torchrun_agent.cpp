@@ -134,6 +134,7 @@ std::string run_attempt(const TorchrunOptions& t, const Assignment& a, const std
   SupervisorOptions s;
   s.kill_grace_s = t.kill_grace_s;
   s.stop_fd = store_fd;
+  s.stopped_rank_timeout_s = stopped_rank_timeout_from(current_environment());
   const Outcome out = supervise(attempt_members(t, a, logs), s);
   interrupted = out.interrupted;
   if (out.stopped_by_fd) return "";

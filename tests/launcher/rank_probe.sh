@@ -33,6 +33,9 @@ case "${DSX_TEST_MODE:-ok}" in
     [ "$TORCHELASTIC_RESTART_COUNT" -ge "$DSX_TEST_UNTIL" ] && exit 0
     if [ "$RANK" = "$DSX_TEST_RANK" ]; then nap 0.2; exit "$DSX_TEST_CODE"; fi
     nap 60; exit 0 ;;
+  sleep_first)  # the first start sleeps (to be stopped or killed by the test), the restart ends at once
+    [ "$TORCHELASTIC_RESTART_COUNT" -ge 1 ] && exit 0
+    nap 60; exit 0 ;;
   selfkill)
     if [ "$RANK" = "$DSX_TEST_RANK" ]; then nap 0.3; kill -9 $$; fi
     nap 60; exit 0 ;;

@@ -1,7 +1,8 @@
 // `--max_restarts` (torchrun's) with real processes: a failed rank stops the job and the job starts
 // again with the next TORCHELASTIC_RESTART_COUNT, up to the limit; a signal to the launcher is
-// never restarted; and a 4-rank `dsx train` killed three times (kill -9 from outside) finishes by
-// itself, resuming from its --save each time, bit-identical to a run that was never killed.
+// never restarted; a stopped rank counts as failed; and a 4-rank `dsx train` killed three times
+// (kill -9 from outside) and stopped once finishes by itself, resuming from its --save each time,
+// bit-identical to a run that was never interrupted.
 #include <signal.h>
 
 #include "tests/expect_contains.h"
@@ -63,6 +64,28 @@ TEST_F(Restarts, ASignalToTheLauncherIsNotRestarted) {
   expect_nothing_left("DSX_TEST_OUT=" + dir.path());
 }
 
+// The watchdog for a rank that is alive but stopped: after DSX_COMM_TIMEOUT it is a failed rank,
+// reported by name, and the job restarts (the stopped process is continued to take its SIGTERM).
+TEST_F(Restarts, AStoppedRankIsTreatedAsFailedAndRestarted) {
+  std::vector<std::string> argv = {DSX_EXE, "launch", "--num_gpus", "2", "--master_port", std::to_string(free_port()),
+                                   "--kill_grace_s", "5", "--max_restarts", "1", probe_script()};
+  Background run(argv, {"DSX_TEST_OUT=" + dir.path(), "DSX_TEST_MODE=sleep_first", "DSX_COMM_TIMEOUT=2"},
+                 dir / "launch.out");
+  ASSERT_TRUE(wait_for([&] { return exists(dir / "rank0.pid") && exists(dir / "rank1.pid"); }, 20)) << output();
+  const pid_t stopped = read_pid(dir / "rank1.pid");
+  const auto start = Clock::now();
+  ASSERT_EQ(::kill(stopped, SIGSTOP), 0);
+  ASSERT_EQ(run.wait(30), 0) << output();
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  EXPECT_GE(seconds, 2.0);
+  EXPECT_LT(seconds, 10.0) << "the stopped rank was not failed at the timeout";
+  EXPECT_CONTAINS(output(), "rank 1 (pid " + std::to_string(stopped) +
+                                ") has been stopped (SIGSTOP) for 2 s (DSX_COMM_TIMEOUT); treating it as failed");
+  EXPECT_CONTAINS(output(), "restarting the job (restart 1 of 1)");
+  EXPECT_TRUE(exists(dir / "rank1.term")) << "the stopped rank was continued and took its SIGTERM";
+  expect_nothing_left("DSX_TEST_OUT=" + dir.path());
+}
+
 namespace {
 
 // The pid of the `dsx train` rank `rank` of the launch marked `marker`, once it runs (0: none).
@@ -76,37 +99,40 @@ pid_t train_rank_pid(const std::string& marker, int rank) {
 
 }  // namespace
 
-TEST_F(Restarts, FourRanksKilledThreeTimesEndBitIdenticalToAnUninterruptedRun) {
+TEST_F(Restarts, FourRanksKilledThreeTimesAndStoppedOnceEndBitIdenticalToAnUninterruptedRun) {
   std::ofstream(dir / "ds_config.json")
       << R"({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 1, "steps_per_print": 1000,
             "optimizer": {"type": "AdamW", "params": {"lr": 1e-3}}, "zero_optimization": {"stage": 2}})";
   const std::string marker = "DSX_TEST_OUT=" + dir.path();
-  const auto train = [&](const std::string& save, int max_restarts) {
+  const auto train = [&](const std::string& save, int max_restarts, const std::string& comm_timeout = "300") {
     std::vector<std::string> argv = {DSX_EXE, "launch", "--num_gpus", "4", "--master_port", std::to_string(free_port()),
                                      "--kill_grace_s", "3", "--max_restarts", std::to_string(max_restarts), DSX_EXE,
                                      "train", "--deepspeed_config", dir / "ds_config.json", "--model", "byte-tiny",
                                      "--eval_interval", "0", "--samples", "0", "--progress", "plain", "--steps", "200",
                                      "--save_interval", "10", "--save", save};
     return std::make_unique<Background>(argv, std::vector<std::string>{"FI_TCP_IFACE=lo", "FI_SOCKETS_IFACE=lo",
-                                                                       "OMP_NUM_THREADS=1", marker},
+                                                                       "OMP_NUM_THREADS=1", marker,
+                                                                       "DSX_COMM_TIMEOUT=" + comm_timeout},
                                         dir / (save + ".out"), dir.path());
   };
   ASSERT_EQ(train("reference", 0)->wait(120), 0) << read_text(dir / "reference.out");
 
-  auto run = train("ck", 3);
-  // Each time a new checkpoint is committed, rank k is killed (-9) from outside.
-  for (int k = 1; k <= 3; ++k) {
+  auto run = train("ck", 4, "5");
+  // Each time a new checkpoint is committed, rank k is killed (-9) from outside; the fourth time,
+  // rank 0 is stopped (SIGSTOP) and the watchdog or its peers' collective timeout fails it.
+  for (int k = 1; k <= 4; ++k) {
     const std::string before = read_text(dir / "ck/latest");
     ASSERT_TRUE(wait_for([&] { const auto now = read_text(dir / "ck/latest"); return !now.empty() && now != before; }, 60))
         << read_text(dir / "ck.out");
     pid_t pid = 0;
-    ASSERT_TRUE(wait_for([&] { return (pid = train_rank_pid(marker, k)) > 0; }, 20)) << read_text(dir / "ck.out");
-    ASSERT_EQ(::kill(pid, SIGKILL), 0);
+    ASSERT_TRUE(wait_for([&] { return (pid = train_rank_pid(marker, k % 4)) > 0; }, 20)) << read_text(dir / "ck.out");
+    ASSERT_EQ(::kill(pid, k < 4 ? SIGKILL : SIGSTOP), 0);
   }
   ASSERT_EQ(run->wait(180), 0) << read_text(dir / "ck.out");
   expect_nothing_left(marker);
   const std::string out = read_text(dir / "ck.out");
-  EXPECT_CONTAINS(out, "was killed by signal 9 (Killed); restarting the job (restart 3 of 3)");
+  EXPECT_CONTAINS(out, "was killed by signal 9 (Killed); restarting the job (restart 3 of 4)");
+  EXPECT_CONTAINS(out, "restarting the job (restart 4 of 4)");
   EXPECT_CONTAINS(out, "dsx train: resumed from ck/global_step");
   EXPECT_EQ(read_text(dir / "ck/latest"), "global_step200");
 
