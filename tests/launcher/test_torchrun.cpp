@@ -165,3 +165,53 @@ TEST_F(Torchrun, BadCommandLinesAreRefusedSayingWhatToDo) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_CONTAINS(r.output, "'--nproc_per_node' is torchrun's flag; run `dsx torchrun` with the same command line");
 }
+
+// dsx train under two agents: rank 3 (node 1) is killed after the first checkpoint; both nodes
+// restart, resume from --save without --load, and end bit-identical to an uninterrupted run.
+TEST_F(Torchrun, TwoNodesOfDsxTrainResumeAfterAKillBitIdentical) {
+  std::ofstream(dir / "ds_config.json")
+      << R"({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 1, "steps_per_print": 1000,
+            "optimizer": {"type": "AdamW", "params": {"lr": 1e-3}}, "zero_optimization": {"stage": 1}})";
+  const std::string marker = "DSX_TEST_OUT=" + dir.path();
+  const auto train = [&](const std::string& save) {
+    const int rdzv = free_port();
+    std::vector<std::unique_ptr<Background>> nodes;
+    for (int node : {1, 0}) {
+      std::vector<std::string> argv = {DSX_EXE, "torchrun", "--nnodes", "2", "--nproc_per_node", "2", "--node_rank",
+                                       std::to_string(node), "--master_port", std::to_string(rdzv), "--max_restarts",
+                                       "1", DSX_EXE, "train", "--deepspeed_config", dir / "ds_config.json", "--model",
+                                       "byte-tiny", "--eval_interval", "0", "--samples", "0", "--progress", "plain",
+                                       "--steps", "120", "--save_interval", "10", "--save", dir / save};
+      nodes.push_back(std::make_unique<Background>(
+          argv, std::vector<std::string>{"FI_TCP_IFACE=lo", "FI_SOCKETS_IFACE=lo", "OMP_NUM_THREADS=1", marker},
+          dir / (save + std::to_string(node) + ".out")));
+    }
+    return nodes;
+  };
+  for (auto& node : train("reference")) ASSERT_EQ(node->wait(120), 0) << out("reference0") << out("reference1");
+
+  auto nodes = train("ck");
+  ASSERT_TRUE(wait_for([&] { return !read_text(dir / "ck/latest").empty(); }, 60)) << out("ck0");
+  pid_t pid = 0;
+  ASSERT_TRUE(wait_for([&] {
+    for (pid_t p : processes_with_env(marker)) {
+      const auto e = read_env_of(p);
+      if (e.count("RANK") && e.at("RANK") == "3") pid = p;
+    }
+    return pid > 0;
+  }, 20));
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  for (auto& node : nodes) ASSERT_EQ(node->wait(120), 0) << out("ck0") << out("ck1");
+  expect_nothing_left(marker);
+  // Node 1 sees its rank killed; which failure the rendezvous hears first (that one, or a rank of
+  // node 0 whose collective lost rank 3) is a race: either restarts both nodes.
+  EXPECT_CONTAINS(out("ck1"), "rank 3 (pid " + std::to_string(pid) + ") was killed by signal 9 (Killed)");
+  EXPECT_CONTAINS(out("ck0"), "restarting this node's ranks (restart 1 of 1)");
+  EXPECT_CONTAINS(out("ck0"), "dsx train: resumed from " + (dir / "ck") + "/global_step");
+  for (int r = 0; r < 4; ++r) {
+    const std::string name = "/global_step120/zero_pp_rank_" + std::to_string(r) + "_mp_rank_00_optim_states.safetensors";
+    EXPECT_EQ(read_text(dir / ("ck" + name)), read_text(dir / ("reference" + name))) << "rank " << r;
+  }
+  EXPECT_EQ(read_text(dir / "ck/global_step120/mp_rank_00_model_states.safetensors"),
+            read_text(dir / "reference/global_step120/mp_rank_00_model_states.safetensors"));
+}
