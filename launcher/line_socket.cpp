@@ -82,8 +82,9 @@ int connect_tcp(const std::string& addr, int port, Clock::time_point deadline) {
     if (Clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  throw Error(ErrorKind::Launch, "cannot reach the rendezvous at " + addr + ":" + std::to_string(port) + " (" + last +
-                                     "); start the node that hosts it, or check --rdzv_endpoint / --master_addr");
+  throw Error(ErrorKind::Launch,
+              "cannot reach the rendezvous at " + addr + ":" + std::to_string(port) + " (" + last +
+                  "); start the node that hosts it, or check --rdzv_endpoint / --master_addr");
 }
 
 LineSocket::~LineSocket() {
@@ -132,12 +133,15 @@ std::string LineSocket::take_line() {
   return line;
 }
 
-std::optional<std::string> LineSocket::read_line(std::chrono::milliseconds timeout, const std::string& what) {
+std::optional<std::string> LineSocket::read_line(std::chrono::milliseconds timeout,
+                                                 const std::string& what) {
   const auto deadline = Clock::now() + timeout;
   while (!has_line()) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left <= 0) {
-      throw Error(ErrorKind::Launch, "no " + what + " within " + std::to_string(timeout.count() / 1000) + " s");
+      throw Error(ErrorKind::Launch,
+                  "no " + what + " within " + std::to_string(timeout.count() / 1000) + " s");
     }
     pollfd p{fd_, POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000))) <= 0) continue;

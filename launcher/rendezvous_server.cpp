@@ -8,8 +8,8 @@
 
 #include <algorithm>
 #include <climits>
-#include <tuple>
 #include <sstream>
+#include <tuple>
 #include <vector>
 
 #include "launcher/line_socket.h"
@@ -41,7 +41,8 @@ struct RendezvousServer::State {
     for (auto& a : agents) a->socket.send(line);
   }
   int joined() const {
-    return static_cast<int>(std::count_if(agents.begin(), agents.end(), [](const auto& a) { return a->joined; }));
+    return static_cast<int>(
+        std::count_if(agents.begin(), agents.end(), [](const auto& a) { return a->joined; }));
   }
   void stop(int code, const std::string& why) {
     over = true;
@@ -67,27 +68,34 @@ struct RendezvousServer::State {
     for (auto& a : agents)
       if (a->joined) members.push_back(a.get());
     if (rules.by_node_rank) {
-      std::sort(members.begin(), members.end(), [](Agent* x, Agent* y) { return x->node_rank < y->node_rank; });
+      std::sort(members.begin(), members.end(),
+                [](Agent* x, Agent* y) { return x->node_rank < y->node_rank; });
       for (int g = 0; g < static_cast<int>(members.size()); ++g) {
         if (members[g]->node_rank != g) {
-          return stop(1, "the nodes' --node_rank values are not 0.." + std::to_string(rules.nnodes - 1) +
-                             " each once (node " + members[g]->address + " gave " +
-                             std::to_string(members[g]->node_rank) + "); give every node its own --node_rank");
+          return stop(1, "the nodes' --node_rank values are not 0.." +
+                             std::to_string(rules.nnodes - 1) + " each once (node " +
+                             members[g]->address + " gave " +
+                             std::to_string(members[g]->node_rank) +
+                             "); give every node its own --node_rank");
         }
       }
     } else {
       // Kept across restarts, so that a node finds its node-local checkpoints where it left them.
       const auto key = [](const Agent* a) {
-        return std::make_tuple(a->address, a->last_group < 0 ? LONG_MAX : a->last_group, a->arrival);
+        return std::make_tuple(a->address, a->last_group < 0 ? LONG_MAX : a->last_group,
+                               a->arrival);
       };
-      std::sort(members.begin(), members.end(), [&](Agent* x, Agent* y) { return key(x) < key(y); });
+      std::sort(members.begin(), members.end(),
+                [&](Agent* x, Agent* y) { return key(x) < key(y); });
     }
     std::string nodes;
-    for (Agent* m : members) nodes += (nodes.empty() ? "" : ",") + m->address + ":" + std::to_string(m->nproc);
+    for (Agent* m : members)
+      nodes += (nodes.empty() ? "" : ",") + m->address + ":" + std::to_string(m->nproc);
     const std::string master = members[0]->address + " " + std::to_string(members[0]->port);
     for (size_t g = 0; g < members.size(); ++g) {
       members[g]->last_group = static_cast<long>(g);
-      members[g]->socket.send("WORLD " + std::to_string(g) + " " + std::to_string(attempt) + " " + master + " " + nodes);
+      members[g]->socket.send("WORLD " + std::to_string(g) + " " + std::to_string(attempt) + " " +
+                              master + " " + nodes);
     }
     running = true;
   }
@@ -129,7 +137,8 @@ struct RendezvousServer::State {
     if (!running || attempt_of != attempt) return;
     if (word == "SUCCEEDED") {
       a.succeeded = true;
-      const bool all = std::all_of(agents.begin(), agents.end(), [](const auto& x) { return !x->joined || x->succeeded; });
+      const bool all = std::all_of(agents.begin(), agents.end(),
+                                   [](const auto& x) { return !x->joined || x->succeeded; });
       if (all) {
         over = true;
         running = false;
@@ -167,7 +176,8 @@ RendezvousServer::~RendezvousServer() {
 
 void RendezvousServer::wait_finished(std::chrono::milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
-  while (!finished_ && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  while (!finished_ && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
 }
 
 void RendezvousServer::serve() {
@@ -195,12 +205,14 @@ void RendezvousServer::serve() {
     }
     std::erase_if(s.agents, [](const auto& a) { return a->socket.fd() < 0; });
     if (!s.over && !s.running && Clock::now() >= s.join_deadline) {
-      s.stop(1, "the rendezvous timed out: " + std::to_string(s.joined()) + " of " + std::to_string(s.rules.nnodes) +
-                    " nodes joined within " + std::to_string(s.rules.join_timeout.count()) +
+      s.stop(1, "the rendezvous timed out: " + std::to_string(s.joined()) + " of " +
+                    std::to_string(s.rules.nnodes) + " nodes joined within " +
+                    std::to_string(s.rules.join_timeout.count()) +
                     " s (start every node, with the same --nnodes and rendezvous endpoint)");
     }
     // Once the end is said, the agents hang up; stragglers get 5 s.
-    if (s.over && (s.agents.empty() || Clock::now() > s.over_at + std::chrono::seconds(5))) finished_ = true;
+    if (s.over && (s.agents.empty() || Clock::now() > s.over_at + std::chrono::seconds(5)))
+      finished_ = true;
   }
 }
 

@@ -12,6 +12,7 @@ namespace dsx::launcher {
 // Runs `attempt(n)` for n = 0, 1, ... until it succeeds, is interrupted, or has failed
 // max_restarts + 1 times; returns the last attempt's exit code. Each restart is said on stderr
 // (unless quiet) with the failure that caused it.
-int run_with_restarts(int max_restarts, bool quiet, const std::function<Outcome(int restart_count)>& attempt);
+int run_with_restarts(int max_restarts, bool quiet,
+                      const std::function<Outcome(int restart_count)>& attempt);
 
 }  // namespace dsx::launcher

@@ -34,9 +34,10 @@ std::unique_ptr<RendezvousServer> host_rendezvous(const TorchrunOptions& t, int&
   const int fd = listen_tcp(t.rdzv_host, t.rdzv_port);
   if (fd < 0) {
     if (!must) return nullptr;
-    throw Error(ErrorKind::Launch, "node 0 cannot serve the rendezvous at " + t.rdzv_host + ":" +
-                                       std::to_string(t.rdzv_port) + " (" + std::strerror(-fd) +
-                                       "); give --master_addr an address of this machine and a free --master_port");
+    throw Error(ErrorKind::Launch,
+                "node 0 cannot serve the rendezvous at " + t.rdzv_host + ":" +
+                    std::to_string(t.rdzv_port) + " (" + std::strerror(-fd) +
+                    "); give --master_addr an address of this machine and a free --master_port");
   }
   RendezvousRules rules{t.run_id, t.nnodes, t.max_restarts, t.static_backend, t.join_timeout};
   auto server = std::make_unique<RendezvousServer>(fd, rules);
@@ -69,7 +70,8 @@ Assignment parse_world(std::istringstream& in) {
 // The next word from the store: WORLD, RESTART, DONE or STOP (the latter two end the agent).
 std::string next_message(LineSocket& store, seconds timeout, const std::string& what) {
   auto line = store.read_line(timeout, what + " from the rendezvous");
-  if (!line) return "STOP 1 the rendezvous host closed the connection (its node stopped or was lost)";
+  if (!line)
+    return "STOP 1 the rendezvous host closed the connection (its node stopped or was lost)";
   return *line;
 }
 
@@ -84,11 +86,14 @@ void torchrun_environment(Member& m, const TorchrunOptions& t, const Assignment&
   set("TORCHELASTIC_RESTART_COUNT", std::to_string(a.attempt));
   set("TORCHELASTIC_MAX_RESTARTS", std::to_string(t.max_restarts));
   set("ROLE_NAME", t.role);
-  set("TORCHELASTIC_SIGNALS_TO_HANDLE", "SIGTERM,SIGINT,SIGHUP,SIGQUIT");  // what the agent forwards
+  set("TORCHELASTIC_SIGNALS_TO_HANDLE",
+      "SIGTERM,SIGINT,SIGHUP,SIGQUIT");  // what the agent forwards
   const std::string visible = env_value(current_environment(), "CUDA_VISIBLE_DEVICES");
   env_set(env, "CUDA_VISIBLE_DEVICES", visible.empty() ? nullptr : &visible);
-  if (env_value(env, "TORCH_NCCL_ASYNC_ERROR_HANDLING").empty()) set("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
-  if (env_value(current_environment(), "OMP_NUM_THREADS").empty() && t.nproc_per_node > 1) set("OMP_NUM_THREADS", "1");
+  if (env_value(env, "TORCH_NCCL_ASYNC_ERROR_HANDLING").empty())
+    set("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
+  if (env_value(current_environment(), "OMP_NUM_THREADS").empty() && t.nproc_per_node > 1)
+    set("OMP_NUM_THREADS", "1");
   if (!attempt_dir.empty()) {
     const std::string dir = attempt_dir + "/" + std::to_string(local_rank);
     std::filesystem::create_directories(dir);
@@ -101,7 +106,8 @@ void torchrun_environment(Member& m, const TorchrunOptions& t, const Assignment&
   m.to_console = shown.empty() || std::find(shown.begin(), shown.end(), local_rank) != shown.end();
 }
 
-std::vector<Member> attempt_members(const TorchrunOptions& t, const Assignment& a, const std::string& log_root) {
+std::vector<Member> attempt_members(const TorchrunOptions& t, const Assignment& a,
+                                    const std::string& log_root) {
   AgentOptions o;
   o.world = a.world;
   o.node_rank = a.group_rank;
@@ -115,7 +121,8 @@ std::vector<Member> attempt_members(const TorchrunOptions& t, const Assignment& 
   if (!log_root.empty()) attempt_dir = log_root + "/attempt_" + std::to_string(a.attempt);
   if (!attempt_dir.empty()) std::filesystem::remove_all(attempt_dir);  // torchrun wipes it too
   auto members = rank_members(o, t.python, "");
-  for (size_t i = 0; i < members.size(); ++i) torchrun_environment(members[i], t, a, static_cast<int>(i), attempt_dir);
+  for (size_t i = 0; i < members.size(); ++i)
+    torchrun_environment(members[i], t, a, static_cast<int>(i), attempt_dir);
   return members;
 }
 
@@ -124,13 +131,14 @@ std::string log_root(const TorchrunOptions& t) {
   if (t.log_dir.empty()) return "";
   std::string tmpl = t.log_dir + "/" + t.run_id + "_XXXXXX";
   std::filesystem::create_directories(t.log_dir);
-  if (!::mkdtemp(tmpl.data())) throw Error(ErrorKind::Io, "--log_dir " + t.log_dir + ": " + std::strerror(errno));
+  if (!::mkdtemp(tmpl.data()))
+    throw Error(ErrorKind::Io, "--log_dir " + t.log_dir + ": " + std::strerror(errno));
   return tmpl;
 }
 
 // One attempt's ranks, run to their end; returns what this agent tells the store.
-std::string run_attempt(const TorchrunOptions& t, const Assignment& a, const std::string& logs, int store_fd,
-                        bool& interrupted) {
+std::string run_attempt(const TorchrunOptions& t, const Assignment& a, const std::string& logs,
+                        int store_fd, bool& interrupted) {
   SupervisorOptions s;
   s.kill_grace_s = t.kill_grace_s;
   s.stop_fd = store_fd;
@@ -138,19 +146,36 @@ std::string run_attempt(const TorchrunOptions& t, const Assignment& a, const std
   const Outcome out = supervise(attempt_members(t, a, logs), s);
   interrupted = out.interrupted;
   if (out.stopped_by_fd) return "";
-  if (out.interrupted) return "ABORT " + std::to_string(out.exit_code) + " node " + std::to_string(a.group_rank) + ": " + out.reason;
+  if (out.interrupted)
+    return "ABORT " + std::to_string(out.exit_code) + " node " + std::to_string(a.group_rank) +
+           ": " + out.reason;
   if (out.exit_code == 0) return "SUCCEEDED " + std::to_string(a.attempt);
   return "FAILED " + std::to_string(a.attempt) + " " + std::to_string(out.exit_code) + " node " +
          std::to_string(a.group_rank) + ": " + out.reason;
+}
+
+// After this node's ranks succeeded, the others may still run (a rank 0 that saves last): wait
+// for the store's word as long as it is there, which is as long as some node runs, each under its
+// own watchdogs. A store that is gone leaves this node's success standing.
+std::string word_after_success(LineSocket& store) {
+  while (true) {
+    try {
+      auto line = store.read_line(std::chrono::seconds(60), "word");
+      return line ? *line : "DONE";
+    } catch (const Error&) {  // a minute without a word: the other nodes still run
+    }
+  }
 }
 
 int agent_loop(const TorchrunOptions& t, LineSocket& store, const std::string& my_addr) {
   const std::string logs = log_root(t);
   int attempt = 0;
   while (true) {
-    const int port = pick_free_port(my_addr);  // the ranks' store, if this node becomes group rank 0
-    store.send("JOIN " + t.run_id + " " + std::to_string(attempt) + " " + std::to_string(t.nproc_per_node) + " " +
-               std::to_string(t.node_rank) + " " + my_addr + " " + std::to_string(port));
+    const int port =
+        pick_free_port(my_addr);  // the ranks' store, if this node becomes group rank 0
+    store.send("JOIN " + t.run_id + " " + std::to_string(attempt) + " " +
+               std::to_string(t.nproc_per_node) + " " + std::to_string(t.node_rank) + " " +
+               my_addr + " " + std::to_string(port));
     std::istringstream in(next_message(store, t.join_timeout + seconds(30), "the world"));
     std::string word;
     in >> word;
@@ -159,7 +184,10 @@ int agent_loop(const TorchrunOptions& t, LineSocket& store, const std::string& m
       bool interrupted = false;
       const std::string report = run_attempt(t, a, logs, store.fd(), interrupted);
       if (!report.empty()) store.send(report);
-      in = std::istringstream(next_message(store, seconds(interrupted ? 10 : 300), "the job's next step"));
+      const bool succeeded = report.starts_with("SUCCEEDED");
+      in = std::istringstream(
+          succeeded ? word_after_success(store)
+                    : next_message(store, seconds(interrupted ? 10 : 60), "the job's next step"));
       in >> word;
       if (interrupted && word != "STOP") return 128 + 2;
     }
@@ -168,7 +196,8 @@ int agent_loop(const TorchrunOptions& t, LineSocket& store, const std::string& m
       std::string why;
       in >> attempt;
       std::getline(in >> std::ws, why);
-      say(why + "; restarting this node's ranks (restart " + std::to_string(attempt) + " of " + std::to_string(t.max_restarts) + ")");
+      say(why + "; restarting this node's ranks (restart " + std::to_string(attempt) + " of " +
+          std::to_string(t.max_restarts) + ")");
       continue;
     }
     int code = 1;
