@@ -110,6 +110,11 @@ Child spawn_child(const SpawnSpec& spec) {
     stream_files[i] = ::open(stream_paths[i]->c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (stream_files[i] < 0) throw Error(ErrorKind::Io, "cannot open " + *stream_paths[i] + ": " + std::strerror(errno));
   }
+  int err_out[2] = {-1, -1};  // torchrun's --tee of stderr alone
+  if (spec.separate_stderr && stream_files[1] < 0) {
+    if (::pipe2(err_out, O_CLOEXEC) != 0) throw Error(ErrorKind::Launch, std::string("pipe: ") + std::strerror(errno));
+    stream_files[1] = err_out[1];
+  }
   int in[2] = {-1, -1};
   if (spec.stdin_pipe) {
     if (::pipe2(in, O_CLOEXEC) != 0) throw Error(ErrorKind::Launch, std::string("pipe: ") + std::strerror(errno));
@@ -139,12 +144,14 @@ Child spawn_child(const SpawnSpec& spec) {
   if (n == sizeof exec_errno) {
     ::waitpid(pid, nullptr, 0);
     if (out[0] >= 0) ::close(out[0]);
+    if (err_out[0] >= 0) ::close(err_out[0]);
     if (in[1] >= 0) ::close(in[1]);
     child.exec_errno = exec_errno;
     return child;
   }
   child.pid = pid;
   child.output_fd = out[0];
+  child.error_fd = err_out[0];
   child.stdin_fd = in[1];
   if (in[1] >= 0 && !spec.stdin_text.empty()) {
     // Fits the pipe's buffer (64 KiB), so this returns at once whatever the child does.

@@ -2,6 +2,7 @@
 // stop signals) and, for remote agents, the tether to the runner.
 #include "launcher/supervisor.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
@@ -32,7 +33,15 @@ struct Running {
   bool done = false;
   int status = 0;
   Clock::time_point stopped_since{};  // when it was first seen stopped ({}: running)
+  int tee_fd = -1;  // a copy of the output goes here (torchrun's --tee)
 };
+
+int open_tee(const std::string& path) {
+  if (path.empty()) return -1;
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error(ErrorKind::Io, "cannot open " + path + ": " + std::strerror(errno));
+  return fd;
+}
 
 // True when `pid` is stopped by a signal (state T; t is a tracer's stop, which is left alone).
 bool is_stopped(pid_t pid) {
@@ -124,6 +133,7 @@ class Job {
     }
     for (auto& r : running_)
       if (!r.child.exec_errno && r.child.pid < 0) r.done = true;  // never started (stopped first)
+    add_stderr_readers();
 
     while (!all_done()) {
       poll_once(signals.fd());
@@ -141,6 +151,23 @@ class Job {
   }
 
  private:
+  // A child whose stderr has a pipe of its own gets a second reader: an entry with no process
+  // (done from the start), the same prefix, and the stderr tee file.
+  void add_stderr_readers() {
+    std::vector<Running> readers;
+    for (auto& r : running_) {
+      r.tee_fd = open_tee(r.member.tee_stdout_path);
+      if (r.child.error_fd < 0) continue;
+      Running reader{r.member, {}, {}, false, true, 0};
+      reader.member.is_rank = false;
+      reader.child.output_fd = r.child.error_fd;
+      reader.tee_fd = open_tee(r.member.tee_stderr_path);
+      r.child.error_fd = -1;
+      readers.push_back(std::move(reader));
+    }
+    for (auto& reader : readers) running_.push_back(std::move(reader));
+  }
+
   bool all_done() const {
     for (const auto& r : running_)
       if (!r.done) return false;
@@ -339,6 +366,7 @@ class Job {
       r.child.output_fd = -1;
       return;
     }
+    if (r.tee_fd >= 0) write_all(r.tee_fd, std::string(buf, static_cast<size_t>(n)));
     r.partial.append(buf, n);
     size_t start = 0, nl;
     std::string out;
@@ -392,6 +420,8 @@ class Job {
       }
       if (r.child.stdin_fd >= 0) ::close(r.child.stdin_fd);
       r.child.stdin_fd = -1;
+      if (r.tee_fd >= 0) ::close(r.tee_fd);
+      r.tee_fd = -1;
     }
   }
 

@@ -25,6 +25,9 @@ struct Member {
   bool stop_by_closing_stdin = false;
   bool watch_failure_marker = false;  // output lines with kAgentFailureMarker count as a failure
   bool to_console = true;  // false: output read and dropped (torchrun's --local_ranks_filter)
+  // torchrun's --tee: stdout / stderr also copied to these files ("" = not). Either one set also
+  // needs spawn.separate_stderr, so that each file gets its own stream.
+  std::string tee_stdout_path, tee_stderr_path;
   bool is_rank = false;  // a rank on this host: its libfabric shm regions are removed once it is reaped
 };
 

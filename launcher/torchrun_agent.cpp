@@ -98,9 +98,16 @@ void torchrun_environment(Member& m, const TorchrunOptions& t, const Assignment&
     const std::string dir = attempt_dir + "/" + std::to_string(local_rank);
     std::filesystem::create_directories(dir);
     set("TORCHELASTIC_ERROR_FILE", dir + "/error.json");
-    const int r = local_rank < static_cast<int>(t.redirects.size()) ? t.redirects[local_rank] : 0;
-    if (r & 1) m.spawn.stdout_path = dir + "/stdout.log";
-    if (r & 2) m.spawn.stderr_path = dir + "/stderr.log";
+    const auto choice = [&](const std::vector<int>& per_rank) {
+      return local_rank < static_cast<int>(per_rank.size()) ? per_rank[local_rank] : 0;
+    };
+    // Redirected: the file only. Teed: the file and the console, so each stream reads apart.
+    const int redirected = choice(t.redirects), teed = choice(t.tee) & ~redirected;
+    if (redirected & 1) m.spawn.stdout_path = dir + "/stdout.log";
+    if (redirected & 2) m.spawn.stderr_path = dir + "/stderr.log";
+    if (teed & 1) m.tee_stdout_path = dir + "/stdout.log";
+    if (teed & 2) m.tee_stderr_path = dir + "/stderr.log";
+    m.spawn.separate_stderr = teed != 0;
   }
   const auto& shown = t.local_ranks_filter;
   m.to_console = shown.empty() || std::find(shown.begin(), shown.end(), local_rank) != shown.end();

@@ -23,6 +23,7 @@ struct TorchrunOptions {
   std::string local_addr;      // the address this node gives the others ("" : as seen by the store)
   std::string log_dir;         // "" : no per-rank files
   std::vector<int> redirects;  // per local rank: 0 none, 1 stdout, 2 stderr, 3 both to files
+  std::vector<int> tee;        // per local rank, the same: to files and the console
   std::vector<int> local_ranks_filter;  // local ranks whose output reaches the console (empty: all)
   std::chrono::seconds join_timeout{600};
   int kill_grace_s = 30;  // torchrun's shutdown grace (TORCH_ELASTIC_SHUTDOWN_TIMEOUT)

@@ -53,7 +53,7 @@ po::options_description torchrun_flags(TorchrunFlags& f) {
       ("run_path", po::bool_switch(&f.run_path), "run the script by its path (python -u script, as without it)")
       ("log_dir", po::value(&f.log_dir)->default_value(""), "directory for per-rank files: <id>_XXXXXX/attempt_N/<local rank>/")
       ("redirects,r", po::value(&f.redirects)->default_value("0"), "to files instead of the console: 0 none, 1 stdout, 2 stderr, 3 both; or 0:3,1:1")
-      ("tee,t", po::value(&f.tee)->default_value("0"), "files and the console (not supported yet: 0 only)")
+      ("tee,t", po::value(&f.tee)->default_value("0"), "to files and the console: same values as --redirects")
       ("local_ranks_filter", po::value(&f.local_ranks_filter)->default_value(""), "local ranks whose output is shown, e.g. 0,1")
       ("node_rank", po::value(&f.node_rank)->default_value(0), "this node's rank (static backend)")
       ("master_addr", po::value(&f.master_addr)->default_value(f.master_addr), "node 0's address (static backend)")
@@ -252,13 +252,16 @@ TorchrunOptions resolve(const TorchrunFlags& f, bool master_port_given, const st
   if (f.no_python && f.module)
     throw Error(ErrorKind::Usage, "dsx torchrun: don't use both the '--no-python' flag and the '--module' flag at the same time");
   if (program.empty()) throw Error(ErrorKind::Usage, "dsx torchrun: no training script: dsx torchrun [flags] SCRIPT [ARGS...]");
-  for (int tee : stream_choice(f.tee, t.nproc_per_node, "--tee"))
-    if (tee) throw Error(ErrorKind::Unsupported, "dsx torchrun --tee is not supported yet: use --redirects with --log_dir for files");
+  t.tee = stream_choice(f.tee, t.nproc_per_node, "--tee");
   t.max_restarts = f.max_restarts;
   t.role = f.role;
   t.local_addr = f.local_addr;
   t.log_dir = f.log_dir;
   t.redirects = stream_choice(f.redirects, t.nproc_per_node, "--redirects");
+  const auto any = [](const std::vector<int>& v) { return std::any_of(v.begin(), v.end(), [](int x) { return x; }); };
+  if (t.log_dir.empty() && (any(t.redirects) || any(t.tee)))
+    throw Error(ErrorKind::Usage, "dsx torchrun --redirects/--tee write files under --log_dir: give --log_dir DIR "
+                                  "(dsx makes no temporary directory for them)");
   std::istringstream shown(f.local_ranks_filter);
   for (std::string r; std::getline(shown, r, ',');) t.local_ranks_filter.push_back(to_int(r, "--local_ranks_filter"));
   const char* grace = std::getenv("TORCH_ELASTIC_SHUTDOWN_TIMEOUT");

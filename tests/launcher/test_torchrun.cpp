@@ -167,18 +167,23 @@ TEST_F(Torchrun, ALostNodeStopsTheOtherAtTheJoinTimeout) {
   expect_nothing_left("DSX_TEST_OUT=" + dir.path());
 }
 
-TEST_F(Torchrun, RedirectsWriteTorchrunsLogFilesAndTheFilterPicksTheConsole) {
-  auto run = start({"--standalone", "--nproc_per_node", "2", "--log_dir", dir / "logs",
-                    "--redirects", "0:3", "--local_ranks_filter", "0"},
+TEST_F(Torchrun, RedirectsAndTeeWriteTorchrunsLogFilesAndTheFilterPicksTheConsole) {
+  // Local rank 0: both streams to files only; 1: stderr to a file and the console; 2: not shown.
+  auto run = start({"--standalone", "--nproc_per_node", "3", "--log_dir", dir / "logs", "--redirects", "0:3",
+                    "--tee", "1:2", "--local_ranks_filter", "0,1"},
                    env("ok"), "run");
   ASSERT_EQ(run->wait(30), 0) << out("run");
   const std::string error_file = rank_env(0)["TORCHELASTIC_ERROR_FILE"];
   ASSERT_NE(error_file.find("/attempt_0/0/error.json"), std::string::npos) << error_file;
-  const std::string rank0_dir = error_file.substr(0, error_file.rfind('/'));
-  EXPECT_EQ(read_text(rank0_dir + "/stdout.log"), "rank 0 says hello\n");
-  EXPECT_EQ(read_text(rank0_dir + "/stderr.log"), "rank 0 to stderr\n");
+  const std::string attempt = error_file.substr(0, error_file.rfind("/0/"));
+  EXPECT_EQ(read_text(attempt + "/0/stdout.log"), "rank 0 says hello\n");
+  EXPECT_EQ(read_text(attempt + "/0/stderr.log"), "rank 0 to stderr\n");
+  EXPECT_EQ(read_text(attempt + "/1/stderr.log"), "rank 1 to stderr\n");
+  EXPECT_FALSE(exists(attempt + "/1/stdout.log"));
   EXPECT_EQ(out("run").find("rank 0 says"), std::string::npos) << "redirected: " << out("run");
-  EXPECT_EQ(out("run").find("rank 1 says"), std::string::npos) << "filtered out: " << out("run");
+  EXPECT_CONTAINS(out("run"), "[rank1]: rank 1 says hello\n");
+  EXPECT_CONTAINS(out("run"), "[rank1]: rank 1 to stderr\n");
+  EXPECT_EQ(out("run").find("rank 2 says"), std::string::npos) << "filtered out: " << out("run");
 }
 
 TEST_F(Torchrun, BadCommandLinesAreRefusedSayingWhatToDo) {
@@ -199,7 +204,7 @@ TEST_F(Torchrun, BadCommandLinesAreRefusedSayingWhatToDo) {
   refused("--nnodes 2 --node_rank 2", "--node_rank 2: give 0..1");
   refused("--max_restarts -1", "--max_restarts must be >= 0");
   refused("--standalone --rdzv_conf join_timeout", "--rdzv_conf 'join_timeout': give KEY=VALUE");
-  refused("--standalone --tee 3", "--tee is not supported yet: use --redirects with --log_dir");
+  refused("--standalone --tee 3", "--redirects/--tee write files under --log_dir: give --log_dir DIR");
   // `dsx launch` (the deepspeed launcher) points torchrun's flags here.
   const auto r =
       run_command(std::string(DSX_EXE) + " launch --nproc_per_node 2 " + probe_script() + " 2>&1");
