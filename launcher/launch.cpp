@@ -212,6 +212,7 @@ int run_launch(const LaunchOptions& options) {
     throw Error(ErrorKind::Usage, "--log_level '" + o.log_level + "': choose debug, info, warning, error or critical");
   }
   parse_local_rank_rule(o.local_rank_rule);  // reject a bad value before anything starts
+  if (o.max_restarts < 0) throw Error(ErrorKind::Usage, "--max_restarts " + std::to_string(o.max_restarts) + ": give 0 or more restarts");
 
   auto hostfile = read_hostfile(o.hostfile);
   if (!hostfile) info(o, "Unable to find hostfile, will proceed with training with local resources only");

@@ -60,6 +60,12 @@ TEST_F(Restarts, TheLastFailureEndsTheJobWithItsExitCode) {
   EXPECT_FALSE(exists(dir / "rank0.started2"));
 }
 
+TEST_F(Restarts, ANegativeCountIsRefusedBeforeAnythingStarts) {
+  const auto r = run_command(std::string(DSX_EXE) + " launch --max_restarts -1 " + probe_script() + " 2>&1");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_CONTAINS(r.output, "--max_restarts -1: give 0 or more restarts");
+}
+
 TEST_F(Restarts, ASignalToTheLauncherIsNotRestarted) {
   std::vector<std::string> argv = {DSX_EXE,          "launch",
                                    "--num_gpus",     "2",
