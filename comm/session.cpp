@@ -30,6 +30,8 @@ long positive_env(const char* name, long fallback) {
 
 CommOptions comm_options_from_environment(CommOptions base) {
   if (long minutes = positive_env("DEEPSPEED_TIMEOUT", 0)) base.timeout = std::chrono::minutes(minutes);
+  // NCCL_TIMEOUT is no NCCL setting, but job scripts set it (in seconds) meaning this one.
+  if (long seconds = positive_env("NCCL_TIMEOUT", 0)) base.timeout = std::chrono::seconds(seconds);
   if (long seconds = positive_env("DSX_COMM_TIMEOUT", 0)) base.timeout = std::chrono::seconds(seconds);
   if (const char* backend = std::getenv("DSX_COMM_BACKEND"); backend && *backend) base.backend = backend;
   if (const char* provider = std::getenv("DSX_OFI_PROVIDER"); provider && *provider) base.provider = provider;

@@ -64,6 +64,13 @@ void pass_secret_by_name(const std::vector<EnvVar>& exports, BackendCommand& c) 
   }
 }
 
+// Which restart a node agent or rank shim belongs to (TORCHELASTIC_RESTART_COUNT); absent when
+// the job has no restarts, so that such commands stay DeepSpeed's.
+std::vector<std::string> restart_flags(const LaunchOptions& o) {
+  if (o.max_restarts == 0) return {};
+  return {"--max_restarts=" + std::to_string(o.max_restarts), "--dsx_restart_count=" + std::to_string(o.restart_count)};
+}
+
 }  // namespace
 
 std::vector<std::string> agent_argv(const RemoteJob& job, const std::string& node_rank, const std::string& tether) {
@@ -79,6 +86,7 @@ std::vector<std::string> agent_argv(const RemoteJob& job, const std::string& nod
   argv.push_back("--log_level=" + (o.quiet ? std::string("error") : o.log_level));
   argv.push_back("--local_rank_rule=" + o.local_rank_rule);
   argv.push_back("--kill_grace_s=" + std::to_string(o.kill_grace_s));
+  append(argv, restart_flags(o));
   argv.push_back("--dsx_tether=" + tether);
   append(argv, program_words(job));
   return argv;
@@ -109,6 +117,7 @@ std::vector<std::string> rank_shim_argv(const RemoteJob& job) {
   std::vector<std::string> argv = {job.dsx_path, "launch", "--dsx_rank_shim"};
   append(argv, program_flags(job));
   argv.push_back("--kill_grace_s=" + std::to_string(job.options.kill_grace_s));
+  append(argv, restart_flags(job.options));
   append(argv, program_words(job));
   return argv;
 }

@@ -21,6 +21,7 @@
 #include "launcher/launch_plan.h"
 #include "launcher/local_devices.h"
 #include "launcher/preflight.h"
+#include "launcher/restart_loop.h"
 #include "launcher/rank_shim.h"
 #include "launcher/shell_words.h"
 
@@ -95,33 +96,42 @@ int run_local(const LaunchOptions& o, const LaunchPlan& plan) {
   if (o.save_pid) a.save_pid = std::to_string(::getpid());
   a.local_rank_rule = parse_local_rank_rule(o.local_rank_rule);
   a.kill_grace_s = o.kill_grace_s;
+  a.max_restarts = o.max_restarts;
   a.quiet = o.log_level == "critical";
   a.base_env = current_environment();
   if (plan.drop_visible_devices) env_set(a.base_env, "CUDA_VISIBLE_DEVICES", nullptr);
   return run_agent(a, o.dry_run);
 }
 
-int run_multi_node(const LaunchOptions& o, const LaunchPlan& plan, const std::string& backend) {
-  RemoteJob job;
-  job.world = plan.world;
-  job.master_addr = plan.master_addr;
-  job.cwd = std::filesystem::current_path().string();
-  auto env = current_environment();
-  job.exports = collect_exports(env, job.cwd, env_value(env, "HOME"));
-  job.dsx_path = self_path();
-  job.hostfile = o.hostfile;
-  job.runner_pid = static_cast<int>(::getpid());
-  job.options = o;
-  job.options.launcher = backend;
+// pdsh, mpirun or srun's command for `job`, with the ssh options pdsh passes on.
+BackendCommand backend_command(const RemoteJob& job, const std::vector<EnvVar>& env) {
+  const LaunchOptions& o = job.options;
+  if (o.launcher == "slurm") return slurm_command(job);
+  if (o.launcher != "pdsh") return mpi_command(job);
+  BackendCommand command = pdsh_command(job);
+  std::string append = env_value(env, "PDSH_SSH_ARGS_APPEND");
+  if (o.ssh_port > 0) {
+    if (!append.empty()) append += ' ';
+    append += "-p " + std::to_string(o.ssh_port);
+  }
+  for (const auto& [k, v] : command.env) {
+    if (k != kStoreSecretOverSsh) continue;  // the secret travels in ssh's environment
+    if (!append.empty()) append += ' ';
+    append += std::string("-o SendEnv=") + kStoreSecretOverSsh;
+  }
+  if (!append.empty()) command.env.emplace_back("PDSH_SSH_ARGS_APPEND", append);
+  return command;
+}
 
+// The members of one start of a multi-node job: one per node for dsx's ssh fan-out, else the one
+// backend command (pdsh, mpirun, srun). With `dry_run` they are printed instead.
+std::vector<Member> remote_members(const RemoteJob& job, const std::vector<EnvVar>& env, bool dry_run) {
+  const std::string& backend = job.options.launcher;
   std::vector<Member> members;
-  SupervisorOptions s;
-  s.kill_grace_s = o.kill_grace_s + 5;  // remote agents get their own grace first
-  s.quiet = o.log_level == "critical";
   if (backend == "ssh") {
     auto commands = ssh_commands(job);
     for (size_t n = 0; n < commands.size(); ++n) {
-      if (o.dry_run) {
+      if (dry_run) {
         std::cout << "node " << n << " (" << commands[n].node << "): " << display_command(commands[n]) << "\n";
         continue;
       }
@@ -136,46 +146,53 @@ int run_multi_node(const LaunchOptions& o, const LaunchPlan& plan, const std::st
       m.watch_failure_marker = true;
       members.push_back(std::move(m));
     }
-  } else {
-    BackendCommand command;
-    if (backend == "pdsh") {
-      command = pdsh_command(job);
-      std::string append = env_value(env, "PDSH_SSH_ARGS_APPEND");
-      if (o.ssh_port > 0) {
-        if (!append.empty()) append += ' ';
-        append += "-p " + std::to_string(o.ssh_port);
-      }
-      for (const auto& [k, v] : command.env) {
-        if (k != kStoreSecretOverSsh) continue;  // the secret travels in ssh's environment
-        if (!append.empty()) append += ' ';
-        append += std::string("-o SendEnv=") + kStoreSecretOverSsh;
-      }
-      if (!append.empty()) command.env.emplace_back("PDSH_SSH_ARGS_APPEND", append);
-    } else if (backend == "slurm") {
-      command = slurm_command(job);
-    } else {
-      command = mpi_command(job);
-    }
-    if (o.dry_run) {
-      std::cout << backend << ": " << display_command(command) << "\n";
-      if (backend == "pdsh") {
-        for (size_t n = 0; n < job.world.size(); ++n) {
-          std::cout << "node " << n << " (" << job.world[n].host << "): "
-                    << remote_shell_command(job, std::to_string(n), "parent") << "\n";
-        }
-      }
-      return 0;
-    }
-    Member m;
-    m.name = backend;
-    m.spawn.argv = command.argv;
-    m.spawn.env = env;
-    for (const auto& [k, v] : command.env) env_set(m.spawn.env, k, &v);
-    m.watch_failure_marker = true;  // the first failing rank's code, not the backend's summary
-    members.push_back(std::move(m));
+    return members;
   }
-  if (o.dry_run) return 0;
-  return supervise(std::move(members), s).exit_code;
+  BackendCommand command = backend_command(job, env);
+  if (dry_run) {
+    std::cout << backend << ": " << display_command(command) << "\n";
+    if (backend == "pdsh") {
+      for (size_t n = 0; n < job.world.size(); ++n) {
+        std::cout << "node " << n << " (" << job.world[n].host << "): "
+                  << remote_shell_command(job, std::to_string(n), "parent") << "\n";
+      }
+    }
+    return members;
+  }
+  Member m;
+  m.name = backend;
+  m.spawn.argv = command.argv;
+  m.spawn.env = env;
+  for (const auto& [k, v] : command.env) env_set(m.spawn.env, k, &v);
+  m.watch_failure_marker = true;  // the first failing rank's code, not the backend's summary
+  members.push_back(std::move(m));
+  return members;
+}
+
+int run_multi_node(const LaunchOptions& o, const LaunchPlan& plan, const std::string& backend) {
+  RemoteJob job;
+  job.world = plan.world;
+  job.master_addr = plan.master_addr;
+  job.cwd = std::filesystem::current_path().string();
+  auto env = current_environment();
+  job.exports = collect_exports(env, job.cwd, env_value(env, "HOME"));
+  job.dsx_path = self_path();
+  job.hostfile = o.hostfile;
+  job.runner_pid = static_cast<int>(::getpid());
+  job.options = o;
+  job.options.launcher = backend;
+  if (o.dry_run) {
+    remote_members(job, env, true);
+    return 0;
+  }
+  SupervisorOptions s;
+  s.kill_grace_s = o.kill_grace_s + 5;  // remote agents get their own grace first
+  s.quiet = o.log_level == "critical";
+  // Every node is started again on a restart, so that all ranks begin the same attempt.
+  return run_with_restarts(o.max_restarts, s.quiet, [&](int restart) {
+    job.options.restart_count = restart;
+    return supervise(remote_members(job, env, false), s);
+  });
 }
 
 }  // namespace
@@ -195,6 +212,7 @@ int run_launch(const LaunchOptions& options) {
     throw Error(ErrorKind::Usage, "--log_level '" + o.log_level + "': choose debug, info, warning, error or critical");
   }
   parse_local_rank_rule(o.local_rank_rule);  // reject a bad value before anything starts
+  if (o.max_restarts < 0) throw Error(ErrorKind::Usage, "--max_restarts " + std::to_string(o.max_restarts) + ": give 0 or more restarts");
 
   auto hostfile = read_hostfile(o.hostfile);
   if (!hostfile) info(o, "Unable to find hostfile, will proceed with training with local resources only");
@@ -257,9 +275,12 @@ int run_agent(const AgentOptions& a, bool dry_run) {
   return 0;
 }
 
-int run_rank_shim(const ProgramSpec& program, int kill_grace_s) {
+int run_rank_shim(const ProgramSpec& program, int kill_grace_s, int restart_count, int max_restarts) {
   auto env = current_environment();
   for (const auto& [k, v] : scheduler_rank_env(env)) env_set(env, k, &v);
+  const std::string restarts = std::to_string(restart_count), most = std::to_string(max_restarts);
+  env_set(env, "TORCHELASTIC_RESTART_COUNT", &restarts);
+  env_set(env, "TORCHELASTIC_MAX_RESTARTS", &most);
   std::string rank = env_value(env, "RANK");
   Member m;
   m.name = "rank " + rank;

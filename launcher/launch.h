@@ -19,6 +19,7 @@ struct PlannedWorld {
 PlannedWorld planned_world(const LaunchOptions& options);
 int run_agent(const AgentOptions& options, bool dry_run);
 // Runs one rank under mpirun/srun; a failure prints the marker the runner watches for.
-int run_rank_shim(const ProgramSpec& program, int kill_grace_s);
+// `restart_count` and `max_restarts` become the rank's TORCHELASTIC_* variables.
+int run_rank_shim(const ProgramSpec& program, int kill_grace_s, int restart_count, int max_restarts);
 
 }  // namespace dsx::launcher

@@ -46,6 +46,8 @@ struct LaunchOptions {
   bool dry_run = false;             // print the command for every node and exit
   std::string local_rank_rule = "modulo";  // "modulo" (DeepSpeed) or "index" (torchrun)
   int kill_grace_s = 30;            // SIGTERM -> SIGKILL grace when stopping ranks
+  int max_restarts = 0;             // torchrun's: restarts of the whole job after a failure
+  int restart_count = 0;            // internal: which restart a remote agent belongs to
 
   std::string user_script;
   std::vector<std::string> user_args;

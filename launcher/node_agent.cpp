@@ -17,6 +17,7 @@
 #include "dsx/error.h"
 #include "launcher/core_binding.h"
 #include "launcher/env_export.h"
+#include "launcher/restart_loop.h"
 #include "launcher/shm_cleanup.h"
 
 namespace dsx::launcher {
@@ -95,6 +96,9 @@ std::vector<Member> rank_members(const AgentOptions& o, const std::string& pytho
     m.spawn.argv = rank_argv(o.program, p.local_rank, python);
     m.spawn.env = o.base_env;
     for (const auto& [k, v] : rank_environment(o.world, o.node_rank, p, o.master_addr, o.master_port)) env_set(m.spawn.env, k, &v);
+    const std::string restarts = std::to_string(o.restart_count), max_restarts = std::to_string(o.max_restarts);
+    env_set(m.spawn.env, "TORCHELASTIC_RESTART_COUNT", &restarts);
+    env_set(m.spawn.env, "TORCHELASTIC_MAX_RESTARTS", &max_restarts);
     if (o.bind_cores_to_rank) {
       m.spawn.cpus = cores_for_rank(cores, static_cast<int>(placements.size()), p.index);
       std::string threads = std::to_string(m.spawn.cpus.size());
@@ -120,28 +124,42 @@ std::vector<Member> rank_members(const AgentOptions& o, const std::string& pytho
   return members;
 }
 
-int run_node_agent(const AgentOptions& o) {
-  // A remote agent outlives its runner's connection long enough to stop its ranks.
-  if (o.tethered) ::signal(SIGPIPE, SIG_IGN);
-  if (o.each_rank_log != "None") prepare_log_dir(o.each_rank_log);
-  remove_orphaned_shm_regions();  // left by ranks of earlier jobs that were killed
-  auto members = rank_members(o, find_python(), local_timestamp());
-  PidFile pid_file(o.save_pid);
-  if (members.empty()) {
-    if (!o.quiet) std::cerr << "dsx launch: node " << o.node_rank << " has no slots; nothing to start" << std::endl;
-    return 0;
-  }
+// One start of the node's ranks; `restart` > 0 names the log files apart from earlier starts'.
+Outcome run_ranks_once(const AgentOptions& o, int restart) {
+  const std::string stamp = local_timestamp() + (restart > 0 ? "_restart" + std::to_string(restart) : "");
+  auto members = rank_members(o, find_python(), stamp);
   SupervisorOptions s;
   s.kill_grace_s = o.kill_grace_s;
   s.tether_parent = o.tethered;
   s.tether_stdin = o.tether_stdin;
   s.quiet = o.quiet;
-  Outcome outcome = supervise(std::move(members), s);
-  if (o.tethered && outcome.exit_code != 0) {
-    // One line the runner recognises even through pdsh's "host: " prefix.
-    std::cerr << kAgentFailureMarker << outcome.exit_code << " node=" << o.node_rank << " (" << outcome.reason << ")" << std::endl;
+  s.stopped_rank_timeout_s = stopped_rank_timeout_from(o.base_env);
+  return supervise(std::move(members), s);
+}
+
+int run_node_agent(const AgentOptions& o) {
+  // A remote agent outlives its runner's connection long enough to stop its ranks.
+  if (o.tethered) ::signal(SIGPIPE, SIG_IGN);
+  if (o.each_rank_log != "None") prepare_log_dir(o.each_rank_log);
+  remove_orphaned_shm_regions();  // left by ranks of earlier jobs that were killed
+  PidFile pid_file(o.save_pid);
+  if (place_ranks(o.world, o.node_rank, o.local_rank_rule).empty()) {
+    if (!o.quiet) std::cerr << "dsx launch: node " << o.node_rank << " has no slots; nothing to start" << std::endl;
+    return 0;
   }
-  return outcome.exit_code;
+  if (o.tethered) {
+    // The runner restarts remote nodes (all of them, with the next restart count).
+    const Outcome outcome = run_ranks_once(o, o.restart_count);
+    // One line the runner recognises even through pdsh's "host: " prefix.
+    if (outcome.exit_code != 0)
+      std::cerr << kAgentFailureMarker << outcome.exit_code << " node=" << o.node_rank << " (" << outcome.reason << ")" << std::endl;
+    return outcome.exit_code;
+  }
+  return run_with_restarts(o.max_restarts, o.quiet, [&](int restart) {
+    AgentOptions attempt = o;
+    attempt.restart_count = restart;
+    return run_ranks_once(attempt, restart);
+  });
 }
 
 }  // namespace dsx::launcher

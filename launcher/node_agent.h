@@ -28,6 +28,8 @@ struct AgentOptions {
   std::string save_pid;                // the runner's pid, or "" (no pid file)
   LocalRankRule local_rank_rule = LocalRankRule::Modulo;
   int kill_grace_s = 30;
+  int max_restarts = 0;                // a local agent restarts its ranks itself; a remote one is restarted
+  int restart_count = 0;               // TORCHELASTIC_RESTART_COUNT of the ranks
   bool tethered = false;               // started by a remote runner (ssh, pdsh)
   bool tether_stdin = false;           // ...through a connection whose stdin we own (dsx's ssh runner)
   bool quiet = false;

@@ -20,8 +20,9 @@ namespace dsx::launcher {
 namespace {
 
 // Only async-signal-safe calls between fork and exec.
+// `stream_files`: files for stdout and stderr (-1: the output pipe or log).
 [[noreturn]] void exec_in_child(const SpawnSpec& spec, char* const* argv, char* const* envp, int out_fd,
-                                int in_fd, int err_pipe, pid_t parent) {
+                                const int* stream_files, int in_fd, int err_pipe, pid_t parent) {
   if (spec.own_process_group) ::setpgid(0, 0);
   // If the supervisor itself is killed (even by SIGKILL), its children get SIGTERM instead of
   // running on unsupervised.
@@ -32,8 +33,8 @@ namespace {
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
   for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT}) ::signal(sig, SIG_DFL);
   ::dup2(in_fd, 0);
-  ::dup2(out_fd, 1);
-  ::dup2(out_fd, 2);
+  ::dup2(stream_files[0] >= 0 ? stream_files[0] : out_fd, 1);
+  ::dup2(stream_files[1] >= 0 ? stream_files[1] : out_fd, 2);
   if (!spec.cpus.empty()) {
     cpu_set_t set;
     CPU_ZERO(&set);
@@ -102,6 +103,18 @@ Child spawn_child(const SpawnSpec& spec) {
   } else if (::pipe2(out, O_CLOEXEC) != 0) {
     throw Error(ErrorKind::Launch, std::string("pipe: ") + std::strerror(errno));
   }
+  int stream_files[2] = {-1, -1};  // torchrun's --redirects
+  const std::string* stream_paths[2] = {&spec.stdout_path, &spec.stderr_path};
+  for (int i = 0; i < 2; ++i) {
+    if (stream_paths[i]->empty()) continue;
+    stream_files[i] = ::open(stream_paths[i]->c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (stream_files[i] < 0) throw Error(ErrorKind::Io, "cannot open " + *stream_paths[i] + ": " + std::strerror(errno));
+  }
+  int err_out[2] = {-1, -1};  // torchrun's --tee of stderr alone
+  if (spec.separate_stderr && stream_files[1] < 0) {
+    if (::pipe2(err_out, O_CLOEXEC) != 0) throw Error(ErrorKind::Launch, std::string("pipe: ") + std::strerror(errno));
+    stream_files[1] = err_out[1];
+  }
   int in[2] = {-1, -1};
   if (spec.stdin_pipe) {
     if (::pipe2(in, O_CLOEXEC) != 0) throw Error(ErrorKind::Launch, std::string("pipe: ") + std::strerror(errno));
@@ -114,7 +127,9 @@ Child spawn_child(const SpawnSpec& spec) {
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) throw Error(ErrorKind::Launch, std::string("fork: ") + std::strerror(errno));
-  if (pid == 0) exec_in_child(spec, argv.data(), envp.data(), out[1], in[0], err_pipe[1], parent);
+  if (pid == 0) exec_in_child(spec, argv.data(), envp.data(), out[1], stream_files, in[0], err_pipe[1], parent);
+  for (int f : stream_files)
+    if (f >= 0) ::close(f);
 
   if (spec.own_process_group) ::setpgid(pid, pid);  // also here: killpg works before the child ran
   ::close(err_pipe[1]);
@@ -129,12 +144,14 @@ Child spawn_child(const SpawnSpec& spec) {
   if (n == sizeof exec_errno) {
     ::waitpid(pid, nullptr, 0);
     if (out[0] >= 0) ::close(out[0]);
+    if (err_out[0] >= 0) ::close(err_out[0]);
     if (in[1] >= 0) ::close(in[1]);
     child.exec_errno = exec_errno;
     return child;
   }
   child.pid = pid;
   child.output_fd = out[0];
+  child.error_fd = err_out[0];
   child.stdin_fd = in[1];
   if (in[1] >= 0 && !spec.stdin_text.empty()) {
     // Fits the pipe's buffer (64 KiB), so this returns at once whatever the child does.

@@ -17,6 +17,9 @@ struct SpawnSpec {
   std::vector<std::string> argv;
   std::vector<EnvVar> env;     // the complete environment of the child
   std::string log_path;        // non-empty: stdout and stderr appended to this file
+  std::string stdout_path;     // non-empty: stdout (only) to this file, stderr as above
+  std::string stderr_path;     // non-empty: stderr (only) to this file
+  bool separate_stderr = false;  // stderr to a pipe of its own (Child::error_fd), not with stdout
   bool stdin_pipe = false;     // stdin is a pipe the parent writes (else /dev/null)
   std::string stdin_text;      // with stdin_pipe: written first (small: it fits the pipe's buffer)
   std::vector<int> cpus;       // non-empty: sched_setaffinity to these CPUs before exec
@@ -28,6 +31,7 @@ struct SpawnSpec {
 struct Child {
   pid_t pid = -1;
   int output_fd = -1;  // read end of stdout+stderr, -1 with log_path
+  int error_fd = -1;   // read end of stderr with separate_stderr
   int stdin_fd = -1;   // write end of stdin, -1 unless stdin_pipe
   int exec_errno = 0;  // non-zero: the program could not be started (pid already reaped)
 };

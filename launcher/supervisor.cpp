@@ -2,6 +2,7 @@
 // stop signals) and, for remote agents, the tether to the runner.
 #include "launcher/supervisor.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
@@ -11,9 +12,11 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 
 #include "dsx/error.h"
+#include "launcher/env_export.h"
 #include "launcher/shm_cleanup.h"
 
 namespace dsx::launcher {
@@ -29,7 +32,25 @@ struct Running {
   bool mid_line = false;  // part of the current line was already passed on (a progress bar)
   bool done = false;
   int status = 0;
+  Clock::time_point stopped_since{};  // when it was first seen stopped ({}: running)
+  int tee_fd = -1;  // a copy of the output goes here (torchrun's --tee)
 };
+
+int open_tee(const std::string& path) {
+  if (path.empty()) return -1;
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error(ErrorKind::Io, "cannot open " + path + ": " + std::strerror(errno));
+  return fd;
+}
+
+// True when `pid` is stopped by a signal (state T; t is a tracer's stop, which is left alone).
+bool is_stopped(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  std::getline(in, stat);
+  const auto paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'T';
+}
 
 bool write_all(int fd, const std::string& text) {
   size_t off = 0;
@@ -112,12 +133,14 @@ class Job {
     }
     for (auto& r : running_)
       if (!r.child.exec_errno && r.child.pid < 0) r.done = true;  // never started (stopped first)
+    add_stderr_readers();
 
     while (!all_done()) {
       poll_once(signals.fd());
       if (stopping_ && !killed_ && Clock::now() >= kill_at_) {
         kill_all("still running after " + std::to_string(options_.kill_grace_s) + " s; sending SIGKILL");
       }
+      if (!stopping_ && options_.stopped_rank_timeout_s > 0) check_stopped_ranks();
       if (killed_ && Clock::now() >= kill_at_ + std::chrono::seconds(10)) {
         message("some processes survived SIGKILL for 10 s (stuck in the kernel?); giving up on them");
         break;
@@ -128,6 +151,23 @@ class Job {
   }
 
  private:
+  // A child whose stderr has a pipe of its own gets a second reader: an entry with no process
+  // (done from the start), the same prefix, and the stderr tee file.
+  void add_stderr_readers() {
+    std::vector<Running> readers;
+    for (auto& r : running_) {
+      r.tee_fd = open_tee(r.member.tee_stdout_path);
+      if (r.child.error_fd < 0) continue;
+      Running reader{r.member, {}, {}, false, true, 0};
+      reader.member.is_rank = false;
+      reader.child.output_fd = r.child.error_fd;
+      reader.tee_fd = open_tee(r.member.tee_stderr_path);
+      r.child.error_fd = -1;
+      readers.push_back(std::move(reader));
+    }
+    for (auto& reader : readers) running_.push_back(std::move(reader));
+  }
+
   bool all_done() const {
     for (const auto& r : running_)
       if (!r.done) return false;
@@ -156,6 +196,24 @@ class Job {
     stop_all(SIGTERM);
   }
 
+  // The watchdog for ranks that are alive but stopped (SIGSTOP): after the timeout, a failure.
+  void check_stopped_ranks() {
+    const auto now = Clock::now();
+    for (auto& r : running_) {
+      if (r.done || r.child.pid < 0 || !r.member.is_rank) continue;
+      if (!is_stopped(r.child.pid)) {
+        r.stopped_since = {};
+        continue;
+      }
+      if (r.stopped_since == Clock::time_point{}) r.stopped_since = now;
+      if (now - r.stopped_since < std::chrono::seconds(options_.stopped_rank_timeout_s)) continue;
+      fail(r.member.name + " (pid " + std::to_string(r.child.pid) + ") has been stopped (SIGSTOP) for " +
+               std::to_string(options_.stopped_rank_timeout_s) + " s (DSX_COMM_TIMEOUT); treating it as failed",
+           128 + SIGSTOP);
+      return;
+    }
+  }
+
   void stop_all(int sig) {
     stopping_ = true;
     kill_at_ = Clock::now() + std::chrono::seconds(options_.kill_grace_s);
@@ -166,6 +224,7 @@ class Job {
         r.child.stdin_fd = -1;
       } else {
         signal_tree(r.child.pid, sig);
+        signal_tree(r.child.pid, SIGCONT);  // a stopped process acts on the signal only once continued
       }
     }
   }
@@ -205,6 +264,12 @@ class Job {
       fds.push_back({1, 0, 0});  // only POLLERR/POLLHUP: the reader of our output is gone
       owners.push_back(nullptr);
     }
+    size_t stop_at = 0;
+    if (options_.stop_fd >= 0 && !outcome_.stopped_by_fd) {
+      stop_at = fds.size();
+      fds.push_back({options_.stop_fd, POLLIN, 0});
+      owners.push_back(nullptr);
+    }
     int n = ::poll(fds.data(), fds.size(), 200);
     if (n < 0 && errno != EINTR) throw Error(ErrorKind::Launch, std::string("poll: ") + std::strerror(errno));
     for (size_t i = 1; n > 0 && i < fds.size(); ++i) {
@@ -215,6 +280,8 @@ class Job {
         read_tether();
       } else if (i == tether_stdout) {
         lose_tether("the connection to the runner closed (stdout hung up)");
+      } else if (i == stop_at) {
+        stop_from_fd();
       }
     }
     if (fds[0].revents) read_signals(signal_fd);
@@ -224,10 +291,20 @@ class Job {
     }
   }
 
+  void stop_from_fd() {
+    if (stopping_) {
+      outcome_.stopped_by_fd = true;
+      return;
+    }
+    outcome_ = {1, "the job is stopping on another node"};
+    outcome_.stopped_by_fd = true;
+    stop_all(SIGTERM);
+  }
+
   void lose_tether(const std::string& why) {
     tether_lost_ = true;
     if (!stopping_) {
-      outcome_ = {129, why};
+      outcome_ = {129, why, true};
       message(why + "; stopping the ranks of this node");
       stop_all(SIGTERM);
     }
@@ -256,7 +333,7 @@ class Job {
         }
         continue;
       }
-      outcome_ = {128 + sig, std::string("received ") + strsignal(sig)};
+      outcome_ = {128 + sig, std::string("received ") + strsignal(sig), true};
       message(outcome_.reason + "; forwarding it to every process and stopping the job");
       stop_all(sig == SIGHUP ? SIGTERM : sig);
     }
@@ -289,6 +366,7 @@ class Job {
       r.child.output_fd = -1;
       return;
     }
+    if (r.tee_fd >= 0) write_all(r.tee_fd, std::string(buf, static_cast<size_t>(n)));
     r.partial.append(buf, n);
     size_t start = 0, nl;
     std::string out;
@@ -308,13 +386,14 @@ class Job {
       r.mid_line = true;
       r.partial.clear();
     }
+    if (!r.member.to_console) return;
     if (!write_all(1, out) && options_.tether_parent) lose_tether("the connection to the runner closed (stdout)");
   }
 
   void flush_partial(Running& r) {
     if (r.partial.empty() && !r.mid_line) return;
     if (r.member.watch_failure_marker) check_marker(r, r.partial);
-    write_all(1, (r.mid_line ? "" : r.member.prefix) + prefixed_after_returns(r.partial, r.member.prefix) + "\n");
+    if (r.member.to_console) write_all(1, (r.mid_line ? "" : r.member.prefix) + prefixed_after_returns(r.partial, r.member.prefix) + "\n");
     r.partial.clear();
     r.mid_line = false;
   }
@@ -341,6 +420,8 @@ class Job {
       }
       if (r.child.stdin_fd >= 0) ::close(r.child.stdin_fd);
       r.child.stdin_fd = -1;
+      if (r.tee_fd >= 0) ::close(r.tee_fd);
+      r.tee_fd = -1;
     }
   }
 
@@ -355,6 +436,15 @@ class Job {
 };
 
 }  // namespace
+
+int stopped_rank_timeout_from(const std::vector<EnvVar>& environment) {
+  for (const char* name : {"DSX_COMM_TIMEOUT", "NCCL_TIMEOUT"}) {
+    const std::string text = env_value(environment, name);
+    const int seconds = std::atoi(text.c_str());
+    if (seconds > 0) return seconds;
+  }
+  return 300;
+}
 
 Outcome supervise(std::vector<Member> members, const SupervisorOptions& options) {
   return Job(std::move(members), options).run();

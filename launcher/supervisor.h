@@ -24,6 +24,10 @@ struct Member {
   // Stop by closing stdin first (a remote agent tears its node down on EOF) instead of SIGTERM.
   bool stop_by_closing_stdin = false;
   bool watch_failure_marker = false;  // output lines with kAgentFailureMarker count as a failure
+  bool to_console = true;  // false: output read and dropped (torchrun's --local_ranks_filter)
+  // torchrun's --tee: stdout / stderr also copied to these files ("" = not). Either one set also
+  // needs spawn.separate_stderr, so that each file gets its own stream.
+  std::string tee_stdout_path, tee_stderr_path;
   bool is_rank = false;  // a rank on this host: its libfabric shm regions are removed once it is reaped
 };
 
@@ -32,11 +36,23 @@ struct SupervisorOptions {
   bool tether_stdin = false;   // stdin EOF or a "stop" line: stop everything (remote agent)
   bool tether_parent = false;  // parent gone or stdout hung up: stop everything (remote agent)
   bool quiet = false;          // no progress messages on stderr
+  // Readable (a message or a hang-up): stop everything, unread; the caller reads why (the
+  // torchrun-style agent's rendezvous connection).
+  int stop_fd = -1;
+  // A rank stopped (SIGSTOP, a debugger, state T in /proc) this long is failed like a dead one
+  // (0: never): its peers would wait in their collectives until a person came.
+  int stopped_rank_timeout_s = 0;
 };
+
+// The seconds a rank may stay stopped: DSX_COMM_TIMEOUT, else NCCL_TIMEOUT (seconds, as job
+// scripts set it), else 300 s, the collectives' own timeout (docs/comm.md).
+int stopped_rank_timeout_from(const std::vector<EnvVar>& environment);
 
 struct Outcome {
   int exit_code = 0;
   std::string reason;  // empty on success
+  bool interrupted = false;  // stopped by a signal to the supervisor or by its runner: never restarted
+  bool stopped_by_fd = false;  // stopped because stop_fd became readable
 };
 
 Outcome supervise(std::vector<Member> members, const SupervisorOptions& options);

@@ -55,19 +55,22 @@ po::options_description launch_options(LaunchOptions& o) {
       ("dry_run", po::bool_switch(&o.dry_run), "dsx: print the command for every node (or rank) and exit")
       ("local_rank_rule", po::value(&o.local_rank_rule)->default_value("modulo"),
        "dsx: LOCAL_RANK = RANK mod ranks-on-node ('modulo', DeepSpeed) or position on node ('index', torchrun)")
-      ("kill_grace_s", po::value(&o.kill_grace_s)->default_value(30), "dsx: seconds between SIGTERM and SIGKILL when stopping ranks");
+      ("kill_grace_s", po::value(&o.kill_grace_s)->default_value(30), "dsx: seconds between SIGTERM and SIGKILL when stopping ranks")
+      ("max_restarts", po::value(&o.max_restarts)->default_value(0),
+       "torchrun's: when a rank fails, stop the job and start it again, up to N times (dsx train resumes from --save)");
   return d;
 }
 
 namespace {
 
 // Flags of the per-node agent and the rank shim that users do not type.
-po::options_description agent_options(std::string& world_info, std::string& tether, bool& shim) {
+po::options_description agent_options(std::string& world_info, std::string& tether, bool& shim, int& restart_count) {
   po::options_description d("internal");
   d.add_options()
       ("world_info", po::value(&world_info), "node agent: the world from the runner (base64 JSON)")
       ("dsx_tether", po::value(&tether), "node agent: 'stdin' or 'parent'")
       ("dsx_rank_shim", po::bool_switch(&shim), "rank wrapper under mpirun/srun")
+      ("dsx_restart_count", po::value(&restart_count)->default_value(0), "node agent, rank shim: which restart this is")
       ("enable_elastic_training", po::bool_switch(), "elastic training (not supported)");
   return d;
 }
@@ -131,6 +134,18 @@ int split_empty_values(std::vector<std::string>& words, int program_at) {
   return program_at;
 }
 
+// torchrun's flags, which `dsx launch` (the deepspeed launcher) does not take: say where they go.
+void refuse_torchrun_flags(const std::vector<std::string>& words, int program_at) {
+  for (int i = 1; i < program_at; ++i) {
+    const std::string& w = words[static_cast<size_t>(i)];
+    for (const char* flag : {"--nproc_per_node", "--nproc-per-node", "--nnodes", "--rdzv", "--standalone", "--max-restarts"}) {
+      if (w.rfind(flag, 0) != 0) continue;
+      throw Error(ErrorKind::Usage, "dsx launch: '" + w + "' is torchrun's flag; run `dsx torchrun` with the same "
+                                    "command line (torchrun's flags and meaning, see docs/launch.md)");
+    }
+  }
+}
+
 std::vector<char*> pointers_to(std::vector<std::string>& words) {
   std::vector<char*> args;
   for (auto& w : words) args.push_back(w.data());
@@ -143,8 +158,9 @@ int run_launch(int argc, char** argv) {
   LaunchOptions o;
   std::string world_info, tether;
   bool shim = false;
+  int restart_count = 0;
   po::options_description all = launch_options(o);
-  po::options_description internal = agent_options(world_info, tether, shim);
+  po::options_description internal = agent_options(world_info, tether, shim, restart_count);
 
   std::vector<std::string> words(argv, argv + argc);
   const std::string save_pid_value = take_agent_save_pid(words);
@@ -153,6 +169,7 @@ int run_launch(int argc, char** argv) {
   std::vector<char*> args = pointers_to(words);
   int program_at = find_program(static_cast<int>(args.size()), args.data(), parse_set);
   program_at = split_empty_values(words, program_at);
+  refuse_torchrun_flags(words, program_at);
   args = pointers_to(words);
   bool wants_help = false;
   for (int i = 1; i < program_at; ++i) wants_help = wants_help || !std::strcmp(args[i], "--help") || !std::strcmp(args[i], "-h");
@@ -177,7 +194,7 @@ int run_launch(int argc, char** argv) {
     }
   }
   launcher::ProgramSpec program{o.user_script, o.user_args, o.module, o.no_python, o.no_local_rank};
-  if (shim) return launcher::run_rank_shim(program, o.kill_grace_s);
+  if (shim) return launcher::run_rank_shim(program, o.kill_grace_s, restart_count, o.max_restarts);
   if (world_info.empty() && !o.autotuning.empty()) {
     // DeepSpeed's `--autotuning tune|run`: the same command, tuned first (dsx autotune).
     std::vector<std::string> rest;
@@ -210,6 +227,8 @@ int run_launch(int argc, char** argv) {
   a.save_pid = save_pid_value;
   a.local_rank_rule = launcher::parse_local_rank_rule(o.local_rank_rule);
   a.kill_grace_s = o.kill_grace_s;
+  a.max_restarts = o.max_restarts;
+  a.restart_count = restart_count;
   a.tethered = !tether.empty();
   a.tether_stdin = tether == "stdin";
   a.quiet = o.log_level == "critical";

@@ -6,6 +6,19 @@
 #include "tools/rank_signals.h"
 
 namespace dsx::tools {
+namespace {
+
+// A job its launcher restarted (torchrun's TORCHELASTIC_RESTART_COUNT > 0, `dsx launch
+// --max_restarts`) resumes from its own --save without --load: from the newest checkpoint every
+// node holds and that verifies. A first start never does, so that a new run given an old
+// --save directory trains from scratch as it asked.
+void resume_from_save_after_restart(engine::TrainRunOptions& o) {
+  const char* restarts = std::getenv("TORCHELASTIC_RESTART_COUNT");
+  if (!o.load_dir.empty() || o.save_dir.empty() || !restarts || std::atoi(restarts) <= 0) return;
+  o.load_dir = o.save_dir;
+}
+
+}  // namespace
 
 int run_train(int argc, char** argv) {
   end_promptly_on_signals();  // first: before any thread starts
@@ -70,6 +83,7 @@ int run_train(int argc, char** argv) {
   } else if (const char* env = std::getenv("DSX_DEVICE_MEMORY"); env && *env) {
     o.device_memory = parse_byte_size(env, "dsx train: DSX_DEVICE_MEMORY");
   }
+  resume_from_save_after_restart(o);
   return engine::run_training(o);
 }
 

@@ -13,6 +13,7 @@ int run_sample(int argc, char** argv);
 int run_cloud(int argc, char** argv);
 int run_config(int argc, char** argv);
 int run_launch(int argc, char** argv);
+int run_torchrun(int argc, char** argv);
 int run_estimate(int argc, char** argv);
 int run_report(int argc, char** argv);
 int run_bench(int argc, char** argv);
@@ -28,6 +29,7 @@ std::span<const Command> commands() {
       Command{"sample", "generate text or answers from GPT-2 weights (llm.c .bin or safetensors)", run_sample},
       Command{"config", "check a DeepSpeed ds_config: every effective value and its source", run_config},
       Command{"launch", "start a program on every slot of every host (deepspeed launcher drop-in)", run_launch},
+      Command{"torchrun", "torchrun's command line: one launch per node, a rendezvous, restarts", run_torchrun},
       Command{"estimate", "memory per GPU and CPU for each ZeRO stage; fewest GPUs that fit", run_estimate},
       Command{"autotune", "fastest ZeRO stage and micro-batch split that fits, by trial runs; writes the ds_config", run_autotune},
       Command{"report", "versions, GPUs and topology, fabric providers; checks with advice", run_report},

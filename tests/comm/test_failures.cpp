@@ -107,6 +107,19 @@ TEST(Failures, DeathOfRankZeroReachesTheOthersOverSharedMemory) {
   EXPECT_TRUE(contains(result.errors[1], "rank(s) 0 died (its process exited)")) << result.errors[1];
 }
 
+// The collectives' timeout as job scripts set it: DSX_COMM_TIMEOUT, else NCCL_TIMEOUT (seconds;
+// no NCCL setting, but what users write), else DEEPSPEED_TIMEOUT (minutes).
+TEST(Failures, TimeoutComesFromDsxCommTimeoutThenNcclTimeout) {
+  ::unsetenv("DSX_COMM_TIMEOUT");
+  ::setenv("DEEPSPEED_TIMEOUT", "2", 1);
+  EXPECT_EQ(comm_options_from_environment().timeout, 120s);
+  ::setenv("NCCL_TIMEOUT", "1800", 1);
+  EXPECT_EQ(comm_options_from_environment().timeout, 1800s);
+  ::setenv("DSX_COMM_TIMEOUT", "7", 1);
+  EXPECT_EQ(comm_options_from_environment().timeout, 7s);
+  for (const char* name : {"DSX_COMM_TIMEOUT", "NCCL_TIMEOUT", "DEEPSPEED_TIMEOUT"}) ::unsetenv(name);
+}
+
 TEST(Failures, UnknownProviderIsAClearError) {
   auto options = test_options("no_such_fabric");
   auto result = run_job(1, options, [](Communicator&, int) {});

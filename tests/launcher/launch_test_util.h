@@ -166,6 +166,18 @@ inline bool process_alive(pid_t pid) {
   return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
 }
 
+// The environment of process `pid` (empty once it is gone).
+inline std::map<std::string, std::string> read_env_of(pid_t pid) {
+  std::string text = read_text("/proc/" + std::to_string(pid) + "/environ");
+  std::map<std::string, std::string> env;
+  std::istringstream in(text);
+  for (std::string entry; std::getline(in, entry, '\0');) {
+    const auto eq = entry.find('=');
+    if (eq != std::string::npos) env[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  return env;
+}
+
 // Live processes whose environment holds `marker` (e.g. DSX_TEST_OUT=<this test's dir>): what a
 // launch left behind, grandchildren included.
 inline std::vector<pid_t> processes_with_env(const std::string& marker) {

@@ -28,6 +28,18 @@ case "${DSX_TEST_MODE:-ok}" in
       exit "$DSX_TEST_CODE"
     fi
     nap 60; exit 0 ;;
+  fail_restarts)  # rank $DSX_TEST_RANK fails while TORCHELASTIC_RESTART_COUNT < $DSX_TEST_UNTIL
+    touch "$out/rank$RANK.started$TORCHELASTIC_RESTART_COUNT"
+    [ "$TORCHELASTIC_RESTART_COUNT" -ge "$DSX_TEST_UNTIL" ] && exit 0
+    if [ "$RANK" = "$DSX_TEST_RANK" ]; then  # once every rank of this start is up
+      i=0
+      while [ "$(ls "$out"/rank*.started"$TORCHELASTIC_RESTART_COUNT" | wc -l)" -lt "$WORLD_SIZE" ] && [ $i -lt 100 ]; do nap 0.1; i=$((i+1)); done
+      exit "$DSX_TEST_CODE"
+    fi
+    nap 60; exit 0 ;;
+  sleep_first)  # the first start sleeps (to be stopped or killed by the test), the restart ends at once
+    [ "$TORCHELASTIC_RESTART_COUNT" -ge 1 ] && exit 0
+    nap 60; exit 0 ;;
   selfkill)
     if [ "$RANK" = "$DSX_TEST_RANK" ]; then nap 0.3; kill -9 $$; fi
     nap 60; exit 0 ;;

@@ -130,6 +130,22 @@ TEST_F(RemoteLaunch, SshFailureOnOneNodeStopsTheOtherNode) {
   expect_all_ranks_gone();
 }
 
+// --max_restarts across nodes: node 1's rank 3 fails on the first start; the runner stops node 0
+// too and starts both nodes again, whose ranks see TORCHELASTIC_RESTART_COUNT=1.
+TEST_F(RemoteLaunch, SshFailureOnOneNodeRestartsBothNodes) {
+  auto vars = env("fail_restarts", 3, 9);
+  vars.push_back("DSX_TEST_UNTIL=1");
+  Background run(launch("ssh", {"--max_restarts", "2"}), vars, dir / "launch.out");
+  ASSERT_EQ(run.wait(60), 0) << output();
+  EXPECT_NE(output().find("a rank failed with exit code 9; restarting the job (restart 1 of 2)"), std::string::npos) << output();
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_TRUE(exists(rank_file(r, "started0")) && exists(rank_file(r, "started1"))) << "rank " << r << "\n" << output();
+    expect_vars(read_env(rank_file(r, "env")), {{"TORCHELASTIC_RESTART_COUNT", "1"}, {"TORCHELASTIC_MAX_RESTARTS", "2"}},
+                "rank " + std::to_string(r));
+  }
+  expect_all_ranks_gone();
+}
+
 TEST_F(RemoteLaunch, PdshFailureOnOneNodeStopsTheOtherNode) {
   if (!exists("/usr/bin/pdsh")) GTEST_SKIP() << "pdsh is not installed (Debian package pdsh)";
   Background run(launch("pdsh"), env("fail", 3, 9), dir / "launch.out");

@@ -1,0 +1,219 @@
+// The store side of rendezvous_server.h: a poll() loop over the listening socket and one
+// connection per agent, the job's state in one struct, decisions in small functions.
+#include "launcher/rendezvous_server.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <sstream>
+#include <tuple>
+#include <vector>
+
+#include "launcher/line_socket.h"
+
+namespace dsx::launcher {
+
+using Clock = std::chrono::steady_clock;
+
+struct RendezvousServer::State {
+  struct Agent {
+    LineSocket socket;
+    bool joined = false, succeeded = false;
+    int nproc = 0, node_rank = -1, port = 0;
+    long arrival = 0;
+    long last_group = -1;  // its group rank in the previous attempt: a restart keeps it
+    std::string address;
+  };
+  RendezvousRules rules;
+  std::vector<std::unique_ptr<Agent>> agents;
+  int attempt = 0;
+  int restarts_left = 0;
+  bool running = false;  // WORLD sent for `attempt`
+  bool over = false;     // DONE or STOP sent
+  Clock::time_point join_deadline;
+  Clock::time_point over_at;
+  long arrivals = 0;
+
+  void broadcast(const std::string& line) {
+    for (auto& a : agents) a->socket.send(line);
+  }
+  int joined() const {
+    return static_cast<int>(
+        std::count_if(agents.begin(), agents.end(), [](const auto& a) { return a->joined; }));
+  }
+  void stop(int code, const std::string& why) {
+    over = true;
+    running = false;
+    over_at = Clock::now();
+    broadcast("STOP " + std::to_string(code) + " " + why);
+  }
+
+  // A node failed while the world ran: restart everybody, or stop when no restart is left.
+  void fail(int code, const std::string& why) {
+    if (restarts_left == 0) return stop(code, why);
+    --restarts_left;
+    ++attempt;
+    running = false;
+    join_deadline = Clock::now() + rules.join_timeout;
+    for (auto& a : agents) a->joined = a->succeeded = false;
+    broadcast("RESTART " + std::to_string(attempt) + " " + why);
+  }
+
+  // Every node is here: order them, and tell each its group rank and the world.
+  void form_world() {
+    std::vector<Agent*> members;
+    for (auto& a : agents)
+      if (a->joined) members.push_back(a.get());
+    if (rules.by_node_rank) {
+      std::sort(members.begin(), members.end(),
+                [](Agent* x, Agent* y) { return x->node_rank < y->node_rank; });
+      for (int g = 0; g < static_cast<int>(members.size()); ++g) {
+        if (members[g]->node_rank != g) {
+          return stop(1, "the nodes' --node_rank values are not 0.." +
+                             std::to_string(rules.nnodes - 1) + " each once (node " +
+                             members[g]->address + " gave " +
+                             std::to_string(members[g]->node_rank) +
+                             "); give every node its own --node_rank");
+        }
+      }
+    } else {
+      // Kept across restarts, so that a node finds its node-local checkpoints where it left them.
+      const auto key = [](const Agent* a) {
+        return std::make_tuple(a->address, a->last_group < 0 ? LONG_MAX : a->last_group,
+                               a->arrival);
+      };
+      std::sort(members.begin(), members.end(),
+                [&](Agent* x, Agent* y) { return key(x) < key(y); });
+    }
+    std::string nodes;
+    for (Agent* m : members)
+      nodes += (nodes.empty() ? "" : ",") + m->address + ":" + std::to_string(m->nproc);
+    const std::string master = members[0]->address + " " + std::to_string(members[0]->port);
+    for (size_t g = 0; g < members.size(); ++g) {
+      members[g]->last_group = static_cast<long>(g);
+      members[g]->socket.send("WORLD " + std::to_string(g) + " " + std::to_string(attempt) + " " +
+                              master + " " + nodes);
+    }
+    running = true;
+  }
+
+  void on_join(Agent& a, std::istringstream& in) {
+    std::string run_id;
+    int attempt_of = -1;
+    in >> run_id >> attempt_of >> a.nproc >> a.node_rank >> a.address >> a.port;
+    if (run_id != rules.run_id) {
+      a.socket.send("STOP 1 this rendezvous serves run id '" + rules.run_id + "', not '" + run_id +
+                    "'; give every node the same --rdzv_id");
+      return;
+    }
+    if (over) return (void)a.socket.send("STOP 1 the job has ended");
+    if (running || joined() >= rules.nnodes) {
+      return (void)a.socket.send("STOP 1 the job already has its " + std::to_string(rules.nnodes) +
+                                 " nodes (elastic membership is not supported yet)");
+    }
+    if (attempt_of != attempt) return;  // a late message of an earlier attempt
+    a.joined = true;
+    a.arrival = ++arrivals;
+    if (joined() == rules.nnodes) form_world();
+  }
+
+  void on_line(Agent& a, const std::string& line) {
+    std::istringstream in(line);
+    std::string word;
+    in >> word;
+    int attempt_of = -1, code = 1;
+    if (word == "JOIN") return on_join(a, in);
+    if (word == "ABORT") {
+      in >> code;
+      std::string why;
+      std::getline(in >> std::ws, why);
+      if (!over) stop(code, why);
+      return;
+    }
+    in >> attempt_of;
+    if (!running || attempt_of != attempt) return;
+    if (word == "SUCCEEDED") {
+      a.succeeded = true;
+      const bool all = std::all_of(agents.begin(), agents.end(),
+                                   [](const auto& x) { return !x->joined || x->succeeded; });
+      if (all) {
+        over = true;
+        running = false;
+        over_at = Clock::now();
+        broadcast("DONE");
+      }
+    } else if (word == "FAILED") {
+      in >> code;
+      std::string why;
+      std::getline(in >> std::ws, why);
+      fail(code, why);
+    }
+  }
+
+  // The connection of `a` closed: a lost node when it was part of a running world.
+  void on_closed(const Agent& a) {
+    if (over || !a.joined) return;
+    if (running) return fail(1, "the agent of node " + a.address + " is gone (node lost?)");
+  }
+};
+
+RendezvousServer::RendezvousServer(int listen_fd, const RendezvousRules& rules)
+    : listen_fd_(listen_fd), port_(bound_port(listen_fd)), state_(std::make_unique<State>()) {
+  state_->rules = rules;
+  state_->restarts_left = rules.max_restarts;
+  state_->join_deadline = Clock::now() + rules.join_timeout;
+  thread_ = std::thread([this] { serve(); });
+}
+
+RendezvousServer::~RendezvousServer() {
+  quit_ = true;
+  thread_.join();
+  ::close(listen_fd_);
+}
+
+void RendezvousServer::wait_finished(std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  while (!finished_ && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+}
+
+void RendezvousServer::serve() {
+  State& s = *state_;
+  while (!quit_) {
+    std::vector<pollfd> fds = {{listen_fd_, POLLIN, 0}};
+    for (auto& a : s.agents) fds.push_back({a->socket.fd(), POLLIN, 0});
+    ::poll(fds.data(), fds.size(), 100);
+    if (fds[0].revents & POLLIN) {
+      int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd >= 0) {
+        s.agents.push_back(std::make_unique<State::Agent>());
+        s.agents.back()->socket = LineSocket(fd);
+      }
+    }
+    for (size_t i = 1; i < fds.size(); ++i) {
+      if (!fds[i].revents) continue;
+      State::Agent& a = *s.agents[i - 1];
+      const bool open = a.socket.read_available();
+      while (a.socket.has_line()) s.on_line(a, a.socket.take_line());
+      if (!open) {
+        s.on_closed(a);
+        a.socket = LineSocket();
+      }
+    }
+    std::erase_if(s.agents, [](const auto& a) { return a->socket.fd() < 0; });
+    if (!s.over && !s.running && Clock::now() >= s.join_deadline) {
+      s.stop(1, "the rendezvous timed out: " + std::to_string(s.joined()) + " of " +
+                    std::to_string(s.rules.nnodes) + " nodes joined within " +
+                    std::to_string(s.rules.join_timeout.count()) +
+                    " s (start every node, with the same --nnodes and rendezvous endpoint)");
+    }
+    // Once the end is said, the agents hang up; stragglers get 5 s.
+    if (s.over && (s.agents.empty() || Clock::now() > s.over_at + std::chrono::seconds(5)))
+      finished_ = true;
+  }
+}
+
+}  // namespace dsx::launcher
