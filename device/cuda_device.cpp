@@ -190,9 +190,9 @@ class CudaDevice final : public Device {
     void* p = nullptr;
     check(cudaMalloc(&p, bytes), "cudaMalloc of " + std::to_string(bytes) + " bytes");
     try {
-      // cudaMemset may return before it ran: zero on a stream and wait, so every stream that
-      // the host orders after this call sees zeros.
-      on_host_stream([&](cudaStream_t s) { return cudaMemsetAsync(p, 0, bytes, s); }, "cudaMemsetAsync");
+      // cudaMemset may return before it ran: zero and wait, so every stream that the host
+      // orders after this call sees zeros.
+      on_legacy_stream([&](cudaStream_t s) { return cudaMemsetAsync(p, 0, bytes, s); }, "cudaMemsetAsync");
     } catch (...) {
       cudaFree(p);
       throw;
@@ -219,19 +219,12 @@ class CudaDevice final : public Device {
   void copy_now(void* dst, const void* src, size_t bytes) override {
     if (bytes == 0) return;
     select();
-    on_host_stream([&](cudaStream_t s) { return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s); },
+    on_legacy_stream([&](cudaStream_t s) { return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s); },
                    "cudaMemcpyAsync");
   }
 
   bool is_device_pointer(const void* data) const override {
-    if (!data) return false;
-    select();
-    cudaPointerAttributes a{};
-    if (cudaPointerGetAttributes(&a, data) != cudaSuccess) {
-      cudaGetLastError();  // older runtimes report unregistered host memory as an error
-      return false;
-    }
-    return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+    return device::is_device_pointer(data);  // our GPU is the process's chosen one
   }
   void make_current() override { select(); }
 
@@ -338,15 +331,13 @@ class CudaDevice final : public Device {
  private:
   void select() const { check(cudaSetDevice(ordinal_), "cudaSetDevice"); }
 
-  // Enqueues `call` on the host's own stream and waits for it: a stream of its own, not the
-  // legacy default stream, which would also be ordered with every blocking stream of the process,
-  // and whose blocking calls (cudaMemcpy) have no timeout.
+  // Enqueues `call` on the legacy default stream and polls it: ordered as cudaMemcpy is (after
+  // the work of every blocking stream, such as a user's cudaStreamCreate'd one), but with a
+  // timeout, which cudaMemcpy lacks.
   template <class Call>
-  void on_host_stream(Call call, const char* what) {
-    std::lock_guard lock(host_stream_mutex_);
-    if (!host_stream_) host_stream_ = std::make_unique<CudaStream>("the host's copies", ordinal_);
-    check(call(host_stream_->get()), what);
-    host_stream_->synchronize(kHostWait);
+  void on_legacy_stream(Call call, const char* what) {
+    check(call(cudaStreamLegacy), what);
+    poll_until([] { return cudaStreamQuery(cudaStreamLegacy); }, kHostWait, what);
   }
 
   // LAMB over one run: the tensor table {0, count}, in device memory, made once per count.
@@ -378,8 +369,6 @@ class CudaDevice final : public Device {
 
   int ordinal_;
   std::unique_ptr<CudaStream> compute_;
-  std::mutex host_stream_mutex_;
-  std::unique_ptr<CudaStream> host_stream_;  // made on first use
   std::mutex mutex_;
   std::map<size_t, size_t*> lamb_offsets_;
   std::map<size_t, std::array<size_t, 2>> lamb_host_;

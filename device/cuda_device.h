@@ -33,5 +33,9 @@ int chosen_device();
 // Makes the chosen device current on this thread and returns it; -1 (and no CUDA call) when none
 // was chosen.
 int use_chosen_device();
+// Whether `data` is device (or managed) memory, asked on the chosen GPU (made current on this
+// thread). False, with no CUDA call, when this process chose no GPU (a CPU run of a CUDA build,
+// where asking would create a context on GPU 0) and in a build without CUDA.
+bool is_device_pointer(const void* data);
 
 }  // namespace dsx::device

@@ -19,6 +19,7 @@ int use_rank_device() { refuse(); }
 int use_rank_device(int, bool) { refuse(); }
 int chosen_device() { return -1; }
 int use_chosen_device() { return -1; }
+bool is_device_pointer(const void*) { return false; }
 
 }  // namespace dsx::device
 #endif

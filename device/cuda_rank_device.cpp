@@ -1,4 +1,5 @@
-// Choosing and selecting this process's GPU (see cuda_device.h), and counting the visible ones.
+// Choosing and selecting this process's GPU (see cuda_device.h), counting the visible ones, and
+// telling device pointers from host ones.
 #include <cuda_runtime_api.h>
 
 #include <atomic>
@@ -66,6 +67,16 @@ int use_chosen_device() {
   const int device = g_device.load();
   if (device >= 0) check_cuda(cudaSetDevice(device), "cudaSetDevice(" + std::to_string(device) + ")");
   return device;
+}
+
+bool is_device_pointer(const void* data) {
+  if (!data || use_chosen_device() < 0) return false;
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, data) != cudaSuccess) {
+    cudaGetLastError();  // older runtimes report unregistered host memory as an error
+    return false;
+  }
+  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
 }
 
 int cuda_device_count() {

@@ -98,8 +98,9 @@ class Device {
   // asynchronously. Plain host memory on a host_accessible device.
   virtual void* allocate_pinned(size_t bytes) = 0;
   virtual void free_pinned(void* data) = 0;
-  // Copies between any two of host, pinned and device memory and returns when done; ordered
-  // after nothing on the device's streams (the caller orders itself first). Every wait times out.
+  // Copies between any two of host, pinned and device memory and returns when done. Ordered as
+  // cudaMemcpy: after the work of blocking streams (the legacy default stream), not after the
+  // device's own streams (the caller orders itself after those first). The wait times out.
   virtual void copy_now(void* dst, const void* src, size_t bytes) = 0;
   // Whether `data` is memory the host cannot read directly (cuda: device or managed memory of
   // any GPU; cpu: never).
