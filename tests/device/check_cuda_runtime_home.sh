@@ -36,18 +36,27 @@ is_allowed() {  # is_allowed <path> <call>
   return 1
 }
 
+# The sources to check: git's tracked files where there is a checkout (so nothing a build or a
+# dependency cache left in the tree), else every file; never device/, tests/ or bench/.
+sources() {
+  if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    git ls-files -- '*.cpp' '*.cu' '*.cuh' '*.h'
+  else
+    find . -path './.*' -prune -o -type f \( -name '*.cpp' -o -name '*.cu' -o -name '*.cuh' -o -name '*.h' \) -print |
+      sed 's:^\./::'
+  fi | grep -vE '^(device|tests|bench|build[^/]*)/' | sort
+}
+
 found=0
-while IFS= read -r file; do
-  # Line numbers kept, comments (// to the end of the line) dropped.
-  while IFS=: read -r line call; do
-    is_allowed "$file" "$call" && continue
-    echo "$file:$line: calls the CUDA runtime ($call) outside device/; use device::Device (device/device.h)"
-    found=$((found + 1))
-  done < <(sed 's://.*$::' "$file" | grep -noE '\bcuda[A-Z][A-Za-z]*[[:space:]]*\(' | sed 's/[[:space:]]*($//')
-done < <(find . -path ./device -prune -o -path ./tests -prune -o -path ./bench -prune -o \
-              -path './build*' -prune -o -path ./.git -prune -o \
-              -type f \( -name '*.cpp' -o -name '*.cu' -o -name '*.cuh' -o -name '*.h' \) -print |
-         sed 's:^\./::' | sort)
+while IFS=: read -r file line call; do
+  call=${call%%[[:space:](]*}
+  # A call in a comment (// to the end of the line) does not count.
+  code=$(sed -n "${line}p" "$file" | sed 's://.*$::')
+  grep -qE "\b$call[[:space:]]*\(" <<<"$code" || continue
+  is_allowed "$file" "$call" && continue
+  echo "$file:$line: calls the CUDA runtime ($call) outside device/; use device::Device (device/device.h)"
+  found=$((found + 1))
+done < <(sources | xargs -r -d '\n' grep -nHoE '\bcuda[A-Z][A-Za-z]*[[:space:]]*\(' --)
 
 if ((found > 0)); then
   echo "FAIL: $found CUDA runtime call(s) outside device/"
