@@ -30,7 +30,6 @@ ncclRedOp_t nccl_op(ReduceOp op) {
   return ncclSum;
 }
 
-// Memory NCCL can read: the GPU's own, or managed memory. Anything else is host memory.
 std::string elements(size_t count, DType dtype) {
   return std::string(kernels::dtype_name(dtype)) + ", " + std::to_string(count) + " elements";
 }
