@@ -8,7 +8,8 @@ namespace dsx::device {
 namespace {
 
 [[noreturn]] void refuse() {
-  throw Error(ErrorKind::Unsupported, "this dsx was built without CUDA: no GPU device (rebuild with -DDSX_CUDA=ON)");
+  throw Error(ErrorKind::Unsupported,
+              "this dsx was built without CUDA: no GPU device (rebuild with -DDSX_CUDA=ON)");
 }
 
 }  // namespace

@@ -17,7 +17,9 @@ class OwnedMemory {
 
   OwnedMemory() = default;
   OwnedMemory(Device& device, Kind kind, size_t bytes)
-      : device_(&device), kind_(kind), bytes_(bytes),
+      : device_(&device),
+        kind_(kind),
+        bytes_(bytes),
         data_(kind == Kind::Device ? device.allocate_now(bytes) : device.allocate_pinned(bytes)) {}
   OwnedMemory(OwnedMemory&& other) noexcept { *this = std::move(other); }
   OwnedMemory& operator=(OwnedMemory&& other) noexcept {

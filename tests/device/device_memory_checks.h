@@ -66,7 +66,8 @@ inline void check_pinned_and_events(Device& device) {
     std::this_thread::sleep_for(100us);
   }
   device.host_access({}, "read pinned");
-  for (size_t i = 0; i < n; ++i) ASSERT_EQ(pinned[i], -2.0f * (0.5f * static_cast<float>(i) - 7.0f)) << i;
+  for (size_t i = 0; i < n; ++i)
+    ASSERT_EQ(pinned[i], -2.0f * (0.5f * static_cast<float>(i) - 7.0f)) << i;
   device.free_pinned(pinned);
 }
 
