@@ -1,6 +1,7 @@
 // The cpu device (see cpu_device.h): host memory, worker-thread streams, the CPU kernels.
 #include "device/cpu_device.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
@@ -69,15 +70,7 @@ class CpuDevice final : public Device {
     void* p = nullptr;
     if (placement == Placement::Communicated && options_.allocate_communicated)
       p = options_.allocate_communicated(bytes);
-    if (!p) {
-      p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-      if (!p) {
-        throw Error(ErrorKind::OutOfMemory,
-                    "out of host memory allocating " + std::to_string(bytes) +
-                        " bytes; use a higher ZeRO stage, more ranks, or a smaller model/batch");
-      }
-      std::memset(p, 0, bytes);
-    }
+    if (!p) p = host_allocate(bytes);
     if (checker_) {
       checker_->forget(p, bytes);
       const Touch t{p, bytes, Access::Write};
@@ -97,6 +90,37 @@ class CpuDevice final : public Device {
     as_cpu(stream).enqueue([data, release] {
       if (!release || !release(data)) std::free(data);
     });
+  }
+
+  void* allocate_scratch(size_t bytes, Stream& stream) override {
+    return allocate(bytes, Placement::Private, stream);
+  }
+
+  // Outside stream order the host is the only actor: set-up memory is host memory.
+  void* allocate_now(size_t bytes) override { return host_allocate(bytes); }
+  void free_now(void* data) override { std::free(data); }
+  void* allocate_pinned(size_t bytes) override { return host_allocate(bytes); }
+  void free_pinned(void* data) override { std::free(data); }
+  void copy_now(void* dst, const void* src, size_t bytes) override {
+    if (bytes) std::memmove(dst, src, bytes);
+  }
+  bool is_device_pointer(const void*) const override { return false; }
+  void make_current() override {}
+
+  bool query(Event& event) override {
+    cpu::CpuEvent& e = as_cpu(event);
+    if (!e.fence) return true;
+    if (!e.fence->wait_for(std::chrono::milliseconds(0))) return false;
+    if (auto error = e.fence->error()) throw *error;
+    if (checker_) checker_->merge(StreamChecker::kHost, e.clock);
+    return true;
+  }
+  std::unique_ptr<Stream> adopt_stream(void*, const std::string& name) override {
+    return create_stream(name);
+  }
+
+  void fill_bytes(void* dst, unsigned char value, size_t bytes, Stream& s) override {
+    run(s, {{dst, bytes, Access::Write}}, "fill_bytes", [=] { std::memset(dst, value, bytes); });
   }
 
   void copy(void* dst, const void* src, size_t bytes, Stream& s) override {
@@ -213,6 +237,17 @@ class CpuDevice final : public Device {
   }
 
  private:
+  // `bytes` zero-filled, 64-byte aligned bytes of host memory.
+  static void* host_allocate(size_t bytes) {
+    void* p = std::aligned_alloc(64, std::max<size_t>((bytes + 63) / 64 * 64, 64));
+    if (!p) {
+      throw Error(ErrorKind::OutOfMemory,
+                  "out of host memory allocating " + std::to_string(bytes) +
+                      " bytes; use a higher ZeRO stage, more ranks, or a smaller model/batch");
+    }
+    std::memset(p, 0, bytes);
+    return p;
+  }
   static Touch copied(const kernels::ParamCopy& copy, size_t count) {
     return {copy.data, copy.data ? bytes_of(copy.dtype, count) : 0, Access::Write};
   }

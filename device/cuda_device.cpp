@@ -13,19 +13,30 @@
 #include <thread>
 #include <utility>
 
+#include "device/cuda_error.h"
 #include "dsx/error.h"
-#include "kernels/cuda/device.h"
 #include "kernels/cuda/mixed_precision.h"
 #include "kernels/cuda/optimizers.h"
 
 namespace dsx::device {
 namespace {
 
-void check(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return;
-  const ErrorKind kind =
-      e == cudaErrorMemoryAllocation ? ErrorKind::OutOfMemory : ErrorKind::Internal;
-  throw Error(kind, std::string(what) + " failed: " + cudaGetErrorString(e));
+void check(cudaError_t e, const std::string& what) { check_cuda(e, what); }
+
+// Polls until `done` says the GPU got there: cudaStreamSynchronize and cudaEventSynchronize
+// would block past any timeout. Error(Timeout) names `what`.
+template <class Query>
+void poll_until(Query done, std::chrono::milliseconds timeout, const std::string& what) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  cudaError_t state;
+  while ((state = done()) == cudaErrorNotReady) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      throw Error(ErrorKind::Timeout, "waited " + std::to_string(timeout.count() / 1000) + " s for " +
+                                          what + "; a collective on it may wait for a dead or slow peer");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  check(state, what);
 }
 
 // A stream-ordered allocation that is given back on the stream unless released, so that an
@@ -65,7 +76,11 @@ class CudaStream final : public Stream {
     check(cudaSetDevice(device_), "cudaSetDevice");
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   }
+  // A stream someone else owns: neither drained nor destroyed here.
+  CudaStream(std::string name, int device, cudaStream_t adopted)
+      : name_(std::move(name)), device_(device), stream_(adopted), owned_(false) {}
   ~CudaStream() override {
+    if (!owned_) return;
     cudaSetDevice(device_);
     cudaStreamSynchronize(stream_);
     cudaStreamDestroy(stream_);
@@ -85,18 +100,7 @@ class CudaStream final : public Stream {
   }
   void synchronize(std::chrono::milliseconds timeout) override {
     check(cudaSetDevice(device_), "cudaSetDevice");
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    cudaError_t state;
-    // Polled, not cudaStreamSynchronize: that would block past any timeout.
-    while ((state = cudaStreamQuery(stream_)) == cudaErrorNotReady) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        throw Error(ErrorKind::Timeout,
-                    "waited " + std::to_string(timeout.count() / 1000) + " s for CUDA stream '" +
-                        name_ + "'; a collective on it may wait for a dead or slow peer");
-      }
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-    }
-    check(state, ("CUDA stream '" + name_ + "'").c_str());
+    poll_until([this] { return cudaStreamQuery(stream_); }, timeout, "CUDA stream '" + name_ + "'");
     std::lock_guard lock(mutex_);
     if (host_error_) throw *host_error_;
   }
@@ -111,6 +115,7 @@ class CudaStream final : public Stream {
   std::string name_;
   int device_;
   cudaStream_t stream_ = nullptr;
+  bool owned_ = true;
   std::mutex mutex_;
   std::optional<Error> host_error_;
 };
@@ -157,16 +162,7 @@ class CudaDevice final : public Device {
     auto& e = static_cast<CudaEvent&>(event);
     if (!e.recorded) return;
     select();
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    cudaError_t state;
-    while ((state = cudaEventQuery(e.event)) == cudaErrorNotReady) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        throw Error(ErrorKind::Timeout,
-                    "waited " + std::to_string(timeout.count() / 1000) + " s for " + what);
-      }
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-    }
-    check(state, what);
+    poll_until([&e] { return cudaEventQuery(e.event); }, timeout, what);
   }
 
   void* allocate(size_t bytes, Placement, Stream& stream) override {
@@ -180,6 +176,75 @@ class CudaDevice final : public Device {
     if (!data) return;
     select();
     check(cudaFreeAsync(data, cuda_of(stream).get()), "cudaFreeAsync");
+  }
+
+  void* allocate_scratch(size_t bytes, Stream& stream) override {
+    if (bytes == 0) return nullptr;
+    select();
+    return StreamAllocation(bytes, cuda_of(stream).get()).release();
+  }
+
+  void* allocate_now(size_t bytes) override {
+    if (bytes == 0) return nullptr;
+    select();
+    void* p = nullptr;
+    check(cudaMalloc(&p, bytes), "cudaMalloc of " + std::to_string(bytes) + " bytes");
+    try {
+      // cudaMemset may return before it ran: zero and wait, so every stream that the host
+      // orders after this call sees zeros.
+      on_legacy_stream([&](cudaStream_t s) { return cudaMemsetAsync(p, 0, bytes, s); }, "cudaMemsetAsync");
+    } catch (...) {
+      cudaFree(p);
+      throw;
+    }
+    return p;
+  }
+  void free_now(void* data) override {
+    if (!data) return;
+    select();
+    check(cudaFree(data), "cudaFree");
+  }
+  void* allocate_pinned(size_t bytes) override {
+    select();
+    void* p = nullptr;
+    check(cudaMallocHost(&p, bytes ? bytes : 1), "cudaMallocHost of " + std::to_string(bytes) + " bytes");
+    return p;
+  }
+  void free_pinned(void* data) override {
+    if (!data) return;
+    select();
+    check(cudaFreeHost(data), "cudaFreeHost");
+  }
+
+  void copy_now(void* dst, const void* src, size_t bytes) override {
+    if (bytes == 0) return;
+    select();
+    on_legacy_stream([&](cudaStream_t s) { return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s); },
+                   "cudaMemcpyAsync");
+  }
+
+  bool is_device_pointer(const void* data) const override {
+    return device::is_device_pointer(data);  // our GPU is the process's chosen one
+  }
+  void make_current() override { select(); }
+
+  bool query(Event& event) override {
+    auto& e = static_cast<CudaEvent&>(event);
+    if (!e.recorded) return true;
+    select();
+    const cudaError_t state = cudaEventQuery(e.event);
+    if (state == cudaErrorNotReady) return false;
+    check(state, "cudaEventQuery");
+    return true;
+  }
+  std::unique_ptr<Stream> adopt_stream(void* native, const std::string& name) override {
+    if (!native) throw Error(ErrorKind::Internal, "adopt_stream('" + name + "'): no stream given");
+    return std::make_unique<CudaStream>(name, ordinal_, static_cast<cudaStream_t>(native));
+  }
+
+  void fill_bytes(void* dst, unsigned char value, size_t bytes, Stream& s) override {
+    select();
+    check(cudaMemsetAsync(dst, value, bytes, cuda_of(s).get()), "cudaMemsetAsync");
   }
 
   void copy(void* dst, const void* src, size_t bytes, Stream& s) override {
@@ -266,6 +331,15 @@ class CudaDevice final : public Device {
  private:
   void select() const { check(cudaSetDevice(ordinal_), "cudaSetDevice"); }
 
+  // Enqueues `call` on the legacy default stream and polls it: ordered as cudaMemcpy is (after
+  // the work of every blocking stream, such as a user's cudaStreamCreate'd one), but with a
+  // timeout, which cudaMemcpy lacks.
+  template <class Call>
+  void on_legacy_stream(Call call, const char* what) {
+    check(call(cudaStreamLegacy), what);
+    poll_until([] { return cudaStreamQuery(cudaStreamLegacy); }, kHostWait, what);
+  }
+
   // LAMB over one run: the tensor table {0, count}, in device memory, made once per count.
   kernels::cuda::LambLayout lamb_layout(size_t count) {
     std::lock_guard lock(mutex_);
@@ -290,6 +364,9 @@ class CudaDevice final : public Device {
     return {it->second, host.data(), 1};
   }
 
+  // How long copy_now and allocate_now wait for the GPU.
+  static constexpr std::chrono::minutes kHostWait{5};
+
   int ordinal_;
   std::unique_ptr<CudaStream> compute_;
   std::mutex mutex_;
@@ -302,7 +379,7 @@ class CudaDevice final : public Device {
 std::unique_ptr<Device> make_cuda_device() {
   // The process's one GPU, so that every other user of CUDA in it (the ofi backend staging device
   // memory, the nccl backend, the model) works on the same device.
-  return std::make_unique<CudaDevice>(kernels::cuda::use_rank_device());
+  return std::make_unique<CudaDevice>(use_rank_device());
 }
 
 }  // namespace dsx::device

@@ -84,9 +84,44 @@ class Device {
   // the memory must be ordered before this point.
   virtual void free(void* data, size_t bytes, Stream& stream) = 0;
 
+  // `bytes` of device memory, not initialised, on `stream` as allocate(): for scratch the stream
+  // overwrites before reading (staging, workspaces).
+  virtual void* allocate_scratch(size_t bytes, Stream& stream) = 0;
+
+  // ---- memory outside stream order (set-up, buffers that live as long as their owner) ----
+  // `bytes` zero-filled bytes, usable by every stream once this returns (cudaMalloc).
+  // Error(OutOfMemory) when there is no room.
+  virtual void* allocate_now(size_t bytes) = 0;
+  // Frees memory of allocate_now; the caller has ordered every stream that used it before.
+  virtual void free_now(void* data) = 0;
+  // Page-locked host memory (cudaMallocHost): copies between it and the device run
+  // asynchronously. Plain host memory on a host_accessible device.
+  virtual void* allocate_pinned(size_t bytes) = 0;
+  virtual void free_pinned(void* data) = 0;
+  // Copies between any two of host, pinned and device memory and returns when done. Ordered as
+  // cudaMemcpy: after the work of blocking streams (the legacy default stream), not after the
+  // device's own streams (the caller orders itself after those first). The wait times out.
+  virtual void copy_now(void* dst, const void* src, size_t bytes) = 0;
+  // Whether `data` is memory the host cannot read directly (cuda: device or managed memory of
+  // any GPU; cpu: never).
+  virtual bool is_device_pointer(const void* data) const = 0;
+  // Makes this device the calling thread's current one (CUDA keeps it per thread); cpu: no-op.
+  virtual void make_current() = 0;
+
+  // ---- events and streams beyond record/wait ----
+  // Whether the stream reached the point `event` marks (true when never recorded); never blocks.
+  // Rethrows the failure of the stream's work that the event follows.
+  virtual bool query(Event& event) = 0;
+  // A Stream over a backend stream that someone else owns (a model's cudaStream_t): not
+  // destroyed or drained with the wrapper; `native` is not null. On cpu (no native streams) it
+  // is a new worker stream.
+  virtual std::unique_ptr<Stream> adopt_stream(void* native, const std::string& name) = 0;
+
   // ---- work on a stream ----
   virtual void copy(void* dst, const void* src, size_t bytes, Stream& stream) = 0;
   virtual void fill_zero(void* dst, size_t bytes, Stream& stream) = 0;
+  // dst[i] = value for `bytes` bytes (cudaMemsetAsync).
+  virtual void fill_bytes(void* dst, unsigned char value, size_t bytes, Stream& stream) = 0;
   // x[i] *= factor.
   virtual void scale(DType dtype, void* x, float factor, size_t count, Stream& stream) = 0;
   virtual void cast(DType src_dtype, const void* src, DType dst_dtype, void* dst, size_t count,

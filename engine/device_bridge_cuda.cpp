@@ -1,61 +1,26 @@
-// DeviceBridge on CUDA (see device_bridge.h). Built only with CUDA.
-#include <cuda_runtime_api.h>
-
+// DeviceBridge on CUDA (see device_bridge.h): the model's parameter copy and gradients in device
+// memory, staged through pinned host memory on a stream of its own - all of it the cuda device's
+// (device/cuda_device.h). Built only with CUDA.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "device/cuda_device.h"
+#include "device/owned_memory.h"
 #include "dsx/error.h"
 #include "engine/device_bridge.h"
-#include "kernels/cuda/device.h"
-#include "kernels/cuda/mixed_precision.h"
 #include "kernels/reduce.h"
 
 namespace dsx::engine {
 namespace {
 
+using device::OwnedMemory;
 using kernels::DType;
 
-void check(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) {
-    throw Error(status == cudaErrorMemoryAllocation ? ErrorKind::OutOfMemory : ErrorKind::Internal,
-                std::string("GPU ") + what + ": " + cudaGetErrorString(status));
-  }
-}
-
-// One allocation, freed however the constructor that made it ends.
-struct DeviceMemory {
-  void* p = nullptr;
-  DeviceMemory(size_t bytes, const char* what) { check(cudaMalloc(&p, bytes), what); }
-  ~DeviceMemory() { cudaFree(p); }
-  DeviceMemory(const DeviceMemory&) = delete;
-  DeviceMemory& operator=(const DeviceMemory&) = delete;
-};
-
-struct PinnedMemory {
-  void* p = nullptr;
-  PinnedMemory(size_t bytes, const char* what) { check(cudaMallocHost(&p, bytes), what); }
-  ~PinnedMemory() { cudaFreeHost(p); }
-  PinnedMemory(const PinnedMemory&) = delete;
-  PinnedMemory& operator=(const PinnedMemory&) = delete;
-};
-
-// Makes this rank's GPU current before the members after it allocate anything.
-struct RankDevice {
-  RankDevice() { kernels::cuda::use_rank_device(); }
-};
-
-struct Stream {
-  cudaStream_t s = nullptr;
-  Stream() { check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream"); }
-  ~Stream() {
-    cudaStreamSynchronize(s);
-    cudaStreamDestroy(s);
-  }
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-};
+// How long a copy between the host and the GPU may take before it is reported as hung.
+constexpr std::chrono::minutes kCopyTimeout{5};
 
 size_t largest_layer(const models::Model& model) {
   std::vector<size_t> per_layer(static_cast<size_t>(model.num_layers()));
@@ -67,10 +32,12 @@ class CudaDeviceBridge final : public DeviceBridge {
  public:
   CudaDeviceBridge(const models::Model& model, models::ParamAccess& host_params, models::GradSink& host_grads)
       : host_params_(host_params), host_grads_(host_grads), specs_(model.params()), dtype_(model.param_dtype()),
-        esize_(kernels::dtype_size(dtype_)), numel_(model.num_params()),
-        params_(numel_ * esize_, "parameter copy (cudaMalloc)"), grads_(numel_ * esize_, "gradients (cudaMalloc)"),
-        scratch_(largest_layer(model) * sizeof(float), "staging (cudaMalloc)"),
-        pinned_(largest_layer(model) * sizeof(float), "pinned staging (cudaMallocHost)") {
+        esize_(kernels::dtype_size(dtype_)), numel_(model.num_params()), gpu_(device::make_cuda_device()),
+        stream_(gpu_->create_stream("device bridge")),
+        params_(*gpu_, OwnedMemory::Kind::Device, numel_ * esize_),
+        grads_(*gpu_, OwnedMemory::Kind::Device, numel_ * esize_),
+        scratch_(*gpu_, OwnedMemory::Kind::Device, largest_layer(model) * sizeof(float)),
+        pinned_(*gpu_, OwnedMemory::Kind::Pinned, largest_layer(model) * sizeof(float)) {
     if (!model.on_device()) throw Error(ErrorKind::Internal, "DeviceBridge: the model is not on the GPU");
     layers_.resize(static_cast<size_t>(model.num_layers()));
     for (size_t i = 0; i < specs_.size(); ++i) layers_.at(static_cast<size_t>(specs_[i].layer)).push_back(i);
@@ -81,7 +48,7 @@ class CudaDeviceBridge final : public DeviceBridge {
   void acquire(int layer) override {
     const auto l = static_cast<size_t>(layer);
     if (fresh_.at(l)) return;  // the device copy is current: ZeRO need not gather it
-    kernels::cuda::use_rank_device();  // on whichever thread calls: the current device is per thread
+    gpu_->make_current();  // on whichever thread calls: the current device is per thread
     host_params_.acquire(layer);
     // Pack the layer's fp32 parameters into pinned memory, one copy up, then place (and cast) each.
     size_t at = 0;
@@ -91,19 +58,18 @@ class CudaDeviceBridge final : public DeviceBridge {
     }
     host_params_.release(layer);
     float* up = dtype_ == DType::F32 ? nullptr : device_staging();
-    if (up) check(cudaMemcpyAsync(up, staging(), at * sizeof(float), cudaMemcpyHostToDevice, stream_.s), "copy up");
+    if (up) gpu_->copy(up, staging(), at * sizeof(float), *stream_);
     at = 0;
     for (size_t i : layers_[l]) {
       void* dst = device_param(i);
       if (up) {
-        kernels::cuda::cast(DType::F32, up + at, dtype_, dst, specs_[i].numel, stream_.s);
+        gpu_->cast(DType::F32, up + at, dtype_, dst, specs_[i].numel, *stream_);
       } else {
-        check(cudaMemcpyAsync(dst, staging() + at, specs_[i].numel * sizeof(float), cudaMemcpyHostToDevice, stream_.s),
-              "copy up");
+        gpu_->copy(dst, staging() + at, specs_[i].numel * sizeof(float), *stream_);
       }
       at += specs_[i].numel;
     }
-    check(cudaStreamSynchronize(stream_.s), "parameter refresh");
+    stream_->synchronize(kCopyTimeout);  // the parameter refresh
     fresh_[l] = true;
   }
 
@@ -111,26 +77,26 @@ class CudaDeviceBridge final : public DeviceBridge {
   void release(int) override {}
 
   void* grad(size_t index) override {
-    return static_cast<char*>(grads_.p) + specs_.at(index).offset * kernels::dtype_size(dtype_);
+    return grads_.as<char>() + specs_.at(index).offset * kernels::dtype_size(dtype_);
   }
 
   void ready(int layer) override {
-    kernels::cuda::use_rank_device();
+    gpu_->make_current();
     const auto l = static_cast<size_t>(layer);
     size_t at = 0;
     for (size_t i : layers_.at(l)) {
       const size_t n = specs_[i].numel;
       if (dtype_ == DType::F32) {
-        check(cudaMemcpyAsync(staging() + at, grad(i), n * sizeof(float), cudaMemcpyDeviceToHost, stream_.s), "copy down");
+        gpu_->copy(staging() + at, grad(i), n * sizeof(float), *stream_);
       } else {
-        kernels::cuda::cast(dtype_, grad(i), DType::F32, device_staging() + at, n, stream_.s);
+        gpu_->cast(dtype_, grad(i), DType::F32, device_staging() + at, n, *stream_);
       }
       at += n;
     }
     if (dtype_ != DType::F32) {
-      check(cudaMemcpyAsync(staging(), device_staging(), at * sizeof(float), cudaMemcpyDeviceToHost, stream_.s), "copy down");
+      gpu_->copy(staging(), device_staging(), at * sizeof(float), *stream_);
     }
-    check(cudaStreamSynchronize(stream_.s), "gradient copy");
+    stream_->synchronize(kCopyTimeout);  // the gradients' copy down
     at = 0;
     for (size_t i : layers_[l]) {
       kernels::reduce_into(DType::F32, kernels::ReduceOp::Sum, host_grads_.grad(i), staging() + at, specs_[i].numel);
@@ -140,19 +106,19 @@ class CudaDeviceBridge final : public DeviceBridge {
   }
 
   void begin_micro_step() override {
-    kernels::cuda::use_rank_device();
-    check(cudaMemsetAsync(grads_.p, 0, numel_ * esize_, stream_.s), "zero gradients");
-    check(cudaStreamSynchronize(stream_.s), "zero gradients");
+    gpu_->make_current();
+    gpu_->fill_zero(grads_.get(), numel_ * esize_, *stream_);
+    stream_->synchronize(kCopyTimeout);
   }
 
   void params_changed() override { std::fill(fresh_.begin(), fresh_.end(), false); }
   size_t device_bytes() const override { return bytes_; }
 
  private:
-  float* staging() { return static_cast<float*>(pinned_.p); }
-  float* device_staging() { return static_cast<float*>(scratch_.p); }
+  float* staging() { return pinned_.as<float>(); }
+  float* device_staging() { return scratch_.as<float>(); }
   void* device_param(size_t index) {
-    return static_cast<char*>(params_.p) + specs_.at(index).offset * kernels::dtype_size(dtype_);
+    return params_.as<char>() + specs_.at(index).offset * kernels::dtype_size(dtype_);
   }
 
   models::ParamAccess& host_params_;
@@ -162,11 +128,11 @@ class CudaDeviceBridge final : public DeviceBridge {
   std::vector<std::vector<size_t>> layers_;  // parameter indices of each layer
   std::vector<bool> fresh_;                  // the layer's device copy matches the master weights
   size_t esize_, numel_;
-  RankDevice device_;  // before every CUDA member
-  Stream stream_;
-  DeviceMemory params_, grads_;
-  DeviceMemory scratch_;  // device fp32, the largest layer
-  PinnedMemory pinned_;   // host pinned fp32, the largest layer
+  std::unique_ptr<device::Device> gpu_;  // the rank's GPU, made current: before every GPU member
+  std::unique_ptr<device::Stream> stream_;
+  OwnedMemory params_, grads_;
+  OwnedMemory scratch_;  // device fp32, the largest layer
+  OwnedMemory pinned_;   // host pinned fp32, the largest layer
   size_t bytes_ = 0;
 };
 

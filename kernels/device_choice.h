@@ -2,7 +2,7 @@
 // visible, as torchrun and the deepspeed launcher expect. More ranks on a node than GPUs is an
 // error, except where the ranks communicate over the ofi backend (host memory): then they may
 // share GPUs round-robin, as dsx launch's oversubscription warning offers. Pure functions, so the
-// rule is tested on machines without a GPU; kernels/cuda/device.h applies it.
+// rule is tested on machines without a GPU; device/cuda_device.h applies it.
 #pragma once
 
 #include <string>

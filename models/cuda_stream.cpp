@@ -1,30 +1,17 @@
 // See cuda_stream.h.
 #include "models/cuda_stream.h"
 
-#include <string>
-
-#include "dsx/error.h"
-#include "kernels/cuda/device.h"
+#include "device/cuda_device.h"
 
 namespace dsx::models {
 
-RankDevice::RankDevice() { kernels::cuda::use_rank_device(); }
+RankDevice::RankDevice() { device::use_rank_device(); }
 
 ModelStream::ModelStream(cudaStream_t given) : s_(given) {
   if (s_) return;
-  const cudaError_t e = cudaStreamCreate(&s_);
-  if (e != cudaSuccess) {
-    throw Error(ErrorKind::Internal, std::string("a CUDA model's stream: cudaStreamCreate: ") + cudaGetErrorString(e) +
-                                         "; check that a GPU is visible");
-  }
-  owned_ = true;
-}
-
-ModelStream::~ModelStream() {
-  if (s_ && owned_) {
-    cudaStreamSynchronize(s_);
-    cudaStreamDestroy(s_);
-  }
+  gpu_ = device::make_cuda_device();
+  own_ = gpu_->create_stream("model");
+  s_ = static_cast<cudaStream_t>(own_->native());
 }
 
 }  // namespace dsx::models

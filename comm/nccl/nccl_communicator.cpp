@@ -6,8 +6,8 @@
 #include <set>
 #include <sstream>
 
+#include "device/cuda_device.h"
 #include "dsx/join.h"
-#include "kernels/cuda/device.h"
 
 namespace dsx::comm::nccl {
 
@@ -28,22 +28,6 @@ ncclRedOp_t nccl_op(ReduceOp op) {
     case ReduceOp::Min: return ncclMin;
   }
   return ncclSum;
-}
-
-void cuda_check(cudaError_t rc, const char* what) {
-  if (rc != cudaSuccess) {
-    throw Error(ErrorKind::Comm, std::string("nccl backend: ") + what + " failed: " + cudaGetErrorString(rc));
-  }
-}
-
-// Memory NCCL can read: the GPU's own, or managed memory. Anything else is host memory.
-bool is_device_memory(const void* p) {
-  cudaPointerAttributes a{};
-  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
-    (void)cudaGetLastError();  // older runtimes report unregistered host memory as an error; clear it
-    return false;
-  }
-  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
 }
 
 std::string elements(size_t count, DType dtype) {
@@ -71,7 +55,8 @@ NcclCommunicator::NcclCommunicator(Store& store, std::vector<int> members, int w
     if (members_[i] == world_rank_) rank_ = static_cast<int>(i);
   }
   // First: NCCL binds the communicator to it. Never shared: NCCL refuses two ranks on one GPU.
-  device_ = kernels::cuda::use_rank_device(local_rank_, false);
+  device::use_rank_device(local_rank_, false);
+  gpu_ = device::make_cuda_device();
   if (ncclResult_t r = ncclGetVersion(&nccl_version_); r != ncclSuccess) {
     throw Error(ErrorKind::Comm, std::string("nccl backend: ncclGetVersion failed: ") + ncclGetErrorString(r));
   }
@@ -94,9 +79,11 @@ NcclCommunicator::NcclCommunicator(Store& store, std::vector<int> members, int w
     std::lock_guard lock(mutex_);
     settle(ncclCommInitRankConfig(&comm_, size(), id, rank_, &config), "ncclCommInitRankConfig");
   }
-  cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
-  cuda_check(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming), "cudaEventCreate");
-  cuda_check(cudaMalloc(&barrier_word_, sizeof(float)), "cudaMalloc");
+  stream_ = gpu_->create_stream("nccl");
+  legacy_stream_ = gpu_->adopt_stream(cudaStreamLegacy, "the legacy default stream");
+  caller_stream_ = legacy_stream_.get();
+  ready_ = gpu_->create_event();
+  barrier_word_ = static_cast<float*>(gpu_->allocate_now(sizeof(float)));
   watchdog_store_ = store_.helper();
   lifeline_->comm = this;
   watchdog_ = std::thread([this] { watch(); });
@@ -113,7 +100,11 @@ NcclCommunicator::~NcclCommunicator() {
   }
   watchdog_.join();
   std::lock_guard lock(mutex_);
-  cudaSetDevice(device_);  // the destructor may run on any thread
+  try {
+    gpu_->make_current();  // the destructor may run on any thread
+  } catch (const Error&) {
+    // Closing goes on: NCCL's own calls below report what is wrong.
+  }
   if (comm_) {
     // Work nobody waited for still runs (a peer may be waiting on it), then completes or fails.
     issue_held_locked();
@@ -136,34 +127,44 @@ NcclCommunicator::~NcclCommunicator() {
   }
   for (auto& p : pending_) {
     p.work->fail(Error(ErrorKind::Comm, p.work->description() + " was not completed: the communicator was closed"));
-    cudaEventDestroy(p.done);
   }
-  for (auto& block : pinned_) cudaFreeHost(block->data);
-  if (barrier_word_) cudaFree(barrier_word_);
-  if (ready_) cudaEventDestroy(ready_);
-  if (stream_) cudaStreamDestroy(stream_);
+  pending_.clear();
+  try {
+    for (auto& block : pinned_) gpu_->free_pinned(block->data);
+    gpu_->free_now(barrier_word_);
+  } catch (const Error&) {
+    // A GPU already failed keeps its memory until the process ends.
+  }
 }
 
-void NcclCommunicator::use_device() { cuda_check(cudaSetDevice(device_), "cudaSetDevice"); }
+void NcclCommunicator::use_device() { gpu_->make_current(); }
 
 void NcclCommunicator::after_caller_locked() {
-  cuda_check(cudaEventRecord(ready_, caller_stream_), "cudaEventRecord");
-  cuda_check(cudaStreamWaitEvent(stream_, ready_, 0), "cudaStreamWaitEvent");
+  caller_stream_->record(*ready_);
+  stream_->wait(*ready_);
 }
 
 void NcclCommunicator::track_locked(WorkHandle work, std::function<void()> on_done) {
-  cudaEvent_t done;
-  cuda_check(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreate");
-  cuda_check(cudaEventRecord(done, stream_), "cudaEventRecord");
-  pending_.push_back({std::move(work), done, Clock::now() + options_.timeout, std::move(on_done)});
+  auto done = gpu_->create_event();
+  stream_->record(*done);
+  pending_.push_back({std::move(work), std::move(done), Clock::now() + options_.timeout, std::move(on_done)});
+}
+
+// Whether an operation's completion event fired; a failed GPU reads as never (the watchdog then
+// aborts at the deadline, naming the operation).
+bool NcclCommunicator::finished_locked(device::Event& done) {
+  try {
+    return gpu_->query(done);
+  } catch (const Error&) {
+    return false;
+  }
 }
 
 void NcclCommunicator::complete_finished_locked() {
   // One stream, so events fire in issue order.
-  while (!pending_.empty() && cudaEventQuery(pending_.front().done) == cudaSuccess) {
+  while (!pending_.empty() && finished_locked(*pending_.front().done)) {
     Pending p = std::move(pending_.front());
     pending_.pop_front();
-    cudaEventDestroy(p.done);
     if (p.on_done) p.on_done();
     p.work->complete();
   }
@@ -177,7 +178,7 @@ NcclCommunicator::PinnedBlock& NcclCommunicator::pinned_block_locked(size_t byte
     }
   }
   auto block = std::make_unique<PinnedBlock>();
-  cuda_check(cudaMallocHost(&block->data, bytes), "cudaMallocHost (staging a host buffer)");
+  block->data = gpu_->allocate_pinned(bytes);  // staging a host buffer
   block->bytes = bytes;
   block->busy = true;
   pinned_.push_back(std::move(block));
@@ -221,8 +222,8 @@ void NcclCommunicator::issue_held_locked() {
     if (ncclResult_t r = ncclGroupStart(); r != ncclSuccess) settle(r, "ncclGroupStart");
     ncclResult_t first_error = ncclSuccess;
     for (const auto& op : ops) {
-      ncclResult_t r = op.send ? ncclSend(op.data, op.count, nccl_type(op.dtype), op.peer, comm_, stream_)
-                               : ncclRecv(op.data, op.count, nccl_type(op.dtype), op.peer, comm_, stream_);
+      ncclResult_t r = op.send ? ncclSend(op.data, op.count, nccl_type(op.dtype), op.peer, comm_, nccl_stream())
+                               : ncclRecv(op.data, op.count, nccl_type(op.dtype), op.peer, comm_, nccl_stream());
       if (r != ncclSuccess && r != ncclInProgress) {
         first_error = r;
         break;
@@ -304,8 +305,8 @@ template <typename F>
 WorkHandle NcclCommunicator::enqueue_staged(const std::string& name, const std::string& detail, const void* in,
                                             size_t in_bytes, void* out, size_t out_bytes, F&& call) {
   const bool in_place = in == out;
-  const bool stage_in = !is_device_memory(in);
-  const bool stage_out = !is_device_memory(out);
+  const bool stage_in = !gpu_->is_device_pointer(in);
+  const bool stage_out = !gpu_->is_device_pointer(out);
   if (!stage_in && !stage_out) return enqueue(name, detail, [&] { return call(in, out); });
   // One pinned block and one device block: [input][output], or one region for an in-place op.
   const size_t in_part = stage_in ? in_bytes : 0;
@@ -315,13 +316,13 @@ WorkHandle NcclCommunicator::enqueue_staged(const std::string& name, const std::
   char* device = nullptr;
   auto run = [&] {  // under mutex_, on our stream after the caller's
     block = &pinned_block_locked(total);
-    cuda_check(cudaMallocAsync(reinterpret_cast<void**>(&device), total, stream_), "cudaMallocAsync (staging)");
+    device = static_cast<char*>(gpu_->allocate_scratch(total, *stream_));
     auto* pinned = static_cast<char*>(block->data);
     const void* device_in = in;
     void* device_out = out;
     if (stage_in) {
       std::memcpy(pinned, in, in_bytes);
-      cuda_check(cudaMemcpyAsync(device, pinned, in_bytes, cudaMemcpyHostToDevice, stream_), "staging the input");
+      gpu_->copy(device, pinned, in_bytes, *stream_);  // staging the input
       device_in = device;
     }
     if (stage_out) device_out = device + out_at;
@@ -330,10 +331,9 @@ WorkHandle NcclCommunicator::enqueue_staged(const std::string& name, const std::
   auto back = [&]() -> std::function<void()> {
     auto* pinned = static_cast<char*>(block->data);
     if (stage_out) {
-      cuda_check(cudaMemcpyAsync(pinned + out_at, device + out_at, out_bytes, cudaMemcpyDeviceToHost, stream_),
-                 "staging the result");
+      gpu_->copy(pinned + out_at, device + out_at, out_bytes, *stream_);  // staging the result
     }
-    cuda_check(cudaFreeAsync(device, stream_), "cudaFreeAsync (staging)");
+    gpu_->free(device, total, *stream_);
     return [block, stage_out, out, from = pinned + out_at, out_bytes] {
       if (stage_out) std::memcpy(out, from, out_bytes);
       block->busy = false;
@@ -343,7 +343,7 @@ WorkHandle NcclCommunicator::enqueue_staged(const std::string& name, const std::
 }
 
 WorkHandle NcclCommunicator::point_to_point(bool send, void* data, size_t count, DType dtype, int peer) {
-  if (!is_device_memory(data)) {
+  if (!gpu_->is_device_pointer(data)) {
     throw Error(ErrorKind::Usage, std::string("nccl ") + (send ? "send" : "recv") +
                                       " of host memory: NCCL moves GPU memory only; pass a device buffer or use ofi");
   }
@@ -366,23 +366,20 @@ WorkHandle NcclCommunicator::point_to_point(bool send, void* data, size_t count,
 
 template <typename F>
 void NcclCommunicator::on_stream(device::Stream& stream, F&& issue) {
-  auto caller = static_cast<cudaStream_t>(stream.native());
-  cudaStream_t previous;
+  device::Stream* previous;
   {
     std::lock_guard lock(mutex_);
     previous = caller_stream_;
-    caller_stream_ = caller;  // the operation waits for the caller's stream (ZeRO issues from one thread)
+    caller_stream_ = &stream;  // the operation waits for the caller's stream (ZeRO issues from one thread)
   }
   WorkHandle work = issue();
   {
     std::lock_guard lock(mutex_);
     caller_stream_ = previous;
     issue_held_locked();  // a send or receive goes out now, so the event below follows it
-    cudaEvent_t back;
-    cuda_check(cudaEventCreateWithFlags(&back, cudaEventDisableTiming), "cudaEventCreate");
-    cuda_check(cudaEventRecord(back, stream_), "cudaEventRecord");
-    cuda_check(cudaStreamWaitEvent(caller, back, 0), "cudaStreamWaitEvent");
-    cudaEventDestroy(back);  // released once the wait has used it
+    auto back = gpu_->create_event();  // released once the wait has used it
+    stream_->record(*back);
+    stream.wait(*back);
   }
   // Outside the lock: a send's or receive's done() issues held operations, which takes it.
   if (work->done()) work->wait(std::chrono::milliseconds(0));  // a failure at issue time is thrown here
@@ -421,7 +418,11 @@ void NcclCommunicator::recv_on(device::Device& device, device::Stream& stream, v
 }
 
 void NcclCommunicator::watch() {
-  cudaSetDevice(device_);
+  try {
+    gpu_->make_current();
+  } catch (const Error&) {
+    // Then every event query fails, and the deadline aborts the operations in flight.
+  }
   auto next_store_check = Clock::now();
   const std::string abort_key = key_ + "/abort";
   for (;;) {
@@ -470,7 +471,6 @@ void NcclCommunicator::abort_locked(const std::string& reason) {
   for (auto& p : pending_) {
     p.work->fail(Error(ErrorKind::Comm, "rank " + std::to_string(world_rank_) + ": " + p.work->description() +
                                             " failed: " + reason + " - the communicator was aborted; check the other ranks' logs"));
-    cudaEventDestroy(p.done);
   }
   pending_.clear();
   for (auto& p : held_) {
@@ -485,7 +485,7 @@ WorkHandle NcclCommunicator::allreduce(void* data, size_t count, DType dtype, Re
   const size_t bytes = count * kernels::dtype_size(dtype);
   return enqueue_staged(std::string("allreduce ") + kernels::reduce_op_name(op), elements(count, dtype), data, bytes,
                         data, bytes, [&](const void* in, void* out) {
-                          return ncclAllReduce(in, out, count, nccl_type(dtype), nccl_op(op), comm_, stream_);
+                          return ncclAllReduce(in, out, count, nccl_type(dtype), nccl_op(op), comm_, nccl_stream());
                         });
 }
 
@@ -495,7 +495,7 @@ WorkHandle NcclCommunicator::reduce_scatter(const void* input, void* output, siz
   return enqueue_staged(std::string("reduce_scatter ") + kernels::reduce_op_name(op),
                         elements(count, dtype) + " per rank", input, bytes * static_cast<size_t>(size()), output,
                         bytes, [&](const void* in, void* out) {
-                          return ncclReduceScatter(in, out, count, nccl_type(dtype), nccl_op(op), comm_, stream_);
+                          return ncclReduceScatter(in, out, count, nccl_type(dtype), nccl_op(op), comm_, nccl_stream());
                         });
 }
 
@@ -504,7 +504,7 @@ WorkHandle NcclCommunicator::allgather(const void* input, void* output, size_t c
   const size_t bytes = count * kernels::dtype_size(dtype);
   return enqueue_staged("allgather", elements(count, dtype) + " per rank", input, bytes, output,
                         bytes * static_cast<size_t>(size()), [&](const void* in, void* out) {
-                          return ncclAllGather(in, out, count, nccl_type(dtype), comm_, stream_);
+                          return ncclAllGather(in, out, count, nccl_type(dtype), comm_, nccl_stream());
                         });
 }
 
@@ -514,13 +514,13 @@ WorkHandle NcclCommunicator::broadcast(void* data, size_t count, DType dtype, in
   const size_t bytes = count * kernels::dtype_size(dtype);
   return enqueue_staged("broadcast", elements(count, dtype) + " from rank " + std::to_string(root), data, bytes, data,
                         bytes, [&](const void* in, void* out) {
-                          return ncclBroadcast(in, out, count, nccl_type(dtype), root, comm_, stream_);
+                          return ncclBroadcast(in, out, count, nccl_type(dtype), root, comm_, nccl_stream());
                         });
 }
 
 WorkHandle NcclCommunicator::barrier() {
   return enqueue("barrier", std::to_string(size()) + " ranks",
-                 [&] { return ncclAllReduce(barrier_word_, barrier_word_, 1, ncclFloat32, ncclSum, comm_, stream_); });
+                 [&] { return ncclAllReduce(barrier_word_, barrier_word_, 1, ncclFloat32, ncclSum, comm_, nccl_stream()); });
 }
 
 WorkHandle NcclCommunicator::send(const void* data, size_t count, DType dtype, int peer) {

@@ -36,6 +36,7 @@
 #include "comm/communicator.h"
 #include "comm/nccl/nccl_version.h"
 #include "comm/rendezvous.h"
+#include "device/device.h"
 
 namespace dsx::comm::nccl {
 
@@ -45,6 +46,7 @@ class NcclCommunicator final : public Communicator {
  public:
   // `members`: world ranks of this group, in group order. `key`: store key of the group's id.
   // The GPU is the local_rank-th visible one (kernels/device_choice.h); too few GPUs is an error.
+  // Memory, streams and events come from the cuda device (device/cuda_device.h) on that GPU.
   NcclCommunicator(Store& store, std::vector<int> members, int world_rank, int local_rank, std::string key,
                    const CommOptions& options);
   ~NcclCommunicator() override;
@@ -77,14 +79,10 @@ class NcclCommunicator final : public Communicator {
   void recv_on(device::Device& device, device::Stream& stream, void* data, size_t count, DType dtype,
                int peer) override;
 
-  // Operations wait for the work already queued on this stream of our GPU. Default: that GPU's
-  // legacy default stream, which itself waits for every blocking stream (GPT2Cuda's, cudaMemcpy).
-  void set_caller_stream(cudaStream_t stream) { caller_stream_ = stream; }
-
  private:
   struct Pending {
     WorkHandle work;
-    cudaEvent_t done;
+    std::unique_ptr<device::Event> done;
     Clock::time_point deadline;
     std::function<void()> on_done;  // before the Work completes: a staged result to the caller
   };
@@ -125,11 +123,13 @@ class NcclCommunicator final : public Communicator {
   template <typename F>
   void on_stream(device::Stream& stream, F&& issue);
   void use_device();                // our GPU, current on the calling thread
+  cudaStream_t nccl_stream() const { return static_cast<cudaStream_t>(stream_->native()); }
   void after_caller_locked();       // our stream waits for the caller's
   // Completion event on our stream; `on_done` runs once it fired, before the Work completes.
   void track_locked(WorkHandle work, std::function<void()> on_done = {});
   void issue_held_locked();         // the held sends/receives, as one group
   void complete_finished_locked();  // completes Works whose events fired, in issue order
+  bool finished_locked(device::Event& done);
   void drain_locked();              // at close: complete everything, or fail it at the deadline
   void settle(ncclResult_t result, const std::string& what);  // waits out ncclInProgress
   void watch();
@@ -141,11 +141,15 @@ class NcclCommunicator final : public Communicator {
   int rank_ = -1, world_rank_, local_rank_;
   std::string key_;
   CommOptions options_;
-  int device_ = 0;
+  std::unique_ptr<device::Device> gpu_;  // this rank's GPU, made current first
   int nccl_version_ = 0;  // ncclGetVersion of the library loaded at run time
   ncclComm_t comm_ = nullptr;
-  cudaStream_t stream_ = nullptr, caller_stream_ = cudaStreamLegacy;
-  cudaEvent_t ready_ = nullptr;
+  std::unique_ptr<device::Stream> stream_;  // ours: NCCL runs here
+  // The legacy default stream of our GPU, which itself waits for every blocking stream: what a
+  // Work-form operation waits for. An _on form waits for the caller's stream instead.
+  std::unique_ptr<device::Stream> legacy_stream_;
+  device::Stream* caller_stream_ = nullptr;
+  std::unique_ptr<device::Event> ready_;
   float* barrier_word_ = nullptr;
   uint32_t next_op_ = 0;
 

@@ -3,10 +3,8 @@
 
 #include "models/build_model.h"
 #include "models/gpt2/gpt2_cpu.h"
+#include "device/cuda_device.h"
 #ifdef DSX_HAVE_CUDA
-#include <cuda_runtime_api.h>
-
-#include "kernels/cuda/device.h"
 #include "models/gpt2/gpt2_cuda.h"
 #endif
 
@@ -19,18 +17,11 @@ std::unique_ptr<Model> make_gpt2(const GPT2Config& config, const GPT2Options& o)
   return make_cpu_model<GPT2Cpu>("GPT-2", config, o);
 }
 
-int cuda_device_count() {
-#ifdef DSX_HAVE_CUDA
-  int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
-#else
-  return 0;
-#endif
-}
+int cuda_device_count() { return device::cuda_device_count(); }
 
 void choose_rank_gpu(int local_rank, bool may_share) {
 #ifdef DSX_HAVE_CUDA
-  kernels::cuda::use_rank_device(local_rank, may_share);
+  device::use_rank_device(local_rank, may_share);
 #else
   (void)local_rank, (void)may_share;
 #endif

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "device/cpu_device.h"
+#include "device_memory_checks.h"
 #include "dsx/error.h"
 
 namespace {
@@ -140,6 +141,21 @@ TEST(CpuDevice, SumBlocksMatchesADoubleReference) {
     expect += 0.25 * sum;
     ASSERT_NEAR(dst[i], expect, 1e-5) << i;
   }
+}
+
+TEST(CpuDevice, SetUpMemoryCopiesAndFills) {
+  auto device = dsx::device::make_cpu_device();
+  dsx::device::testing::check_memory_now(*device);
+}
+
+TEST(CpuDevice, PinnedMemoryAndEventQueries) {
+  auto device = dsx::device::make_cpu_device();
+  dsx::device::testing::check_pinned_and_events(*device);
+}
+
+TEST(CpuDevice, AnAdoptedStreamRunsWork) {
+  auto device = dsx::device::make_cpu_device();
+  dsx::device::testing::check_adopted_stream(*device);
 }
 
 }  // namespace

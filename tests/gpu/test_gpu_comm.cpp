@@ -9,7 +9,6 @@
 
 #include "comm/logging_communicator.h"
 #include "device/cuda_device.h"
-#include "kernels/cuda/device.h"
 #include "tests/comm/comm_harness.h"
 #include "tests/gpu/visible_gpus.h"
 #ifdef DSX_CUDA_EMULATED
@@ -27,7 +26,7 @@ void expect(bool ok, const std::string& what) {
 
 // Allreduce (sum and avg), allgather, broadcast and barrier on cudaMalloc'd fp32 buffers.
 void device_collectives(Communicator& comm, int rank) {
-  kernels::cuda::use_rank_device();  // as every dsx path that allocates device memory does first
+  device::use_rank_device();  // as every dsx path that allocates device memory does first
   const int p = comm.size();
   const size_t n = 100003;
   std::vector<float> host(n);
@@ -62,7 +61,7 @@ void device_collectives(Communicator& comm, int rank) {
 // waits: without NCCL's grouping of the two, both sends would wait on receives queued behind
 // them. With one rank it sends to itself, which deadlocks the same way.
 void send_then_receive(Communicator& comm, int rank) {
-  kernels::cuda::use_rank_device();
+  device::use_rank_device();
   const int p = comm.size();
   const size_t n = size_t(16) << 20;
   float *out = nullptr, *in = nullptr;
@@ -82,7 +81,7 @@ void send_then_receive(Communicator& comm, int rank) {
 
 // A group closed with work nobody waited for: the Work completes (or fails), never hangs.
 void close_with_work_in_flight(Communicator& comm, int) {
-  kernels::cuda::use_rank_device();
+  device::use_rank_device();
   const size_t n = size_t(8) << 20;
   float* x = nullptr;
   expect(cudaMalloc(&x, n * 4) == cudaSuccess, "cudaMalloc");

@@ -10,7 +10,7 @@
 #ifdef DSX_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
-#include "kernels/cuda/device.h"
+#include "device/cuda_device.h"
 #endif
 
 namespace dsx::kernels {
@@ -83,27 +83,26 @@ TEST(DeviceChoice, LocalRankIsParsedStrictly) {
 // Nothing is chosen until asked; then the choice follows LOCAL_RANK (unset here: 0) on a machine
 // with a GPU, and fails clearly, choosing nothing, on one without.
 TEST(DeviceChoice, TheProcessChoosesOnceAndOnlyWhenAsked) {
-  EXPECT_EQ(cuda::chosen_device(), -1);
-  EXPECT_EQ(cuda::use_chosen_device(), -1);
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
+  EXPECT_EQ(device::chosen_device(), -1);
+  EXPECT_EQ(device::use_chosen_device(), -1);
+  const int count = device::cuda_device_count();
   if (count == 0) {
     try {
-      cuda::use_rank_device(0, false);
+      device::use_rank_device(0, false);
       ADD_FAILURE() << "use_rank_device succeeded without a GPU";
     } catch (const Error& e) {
       EXPECT_EQ(e.kind(), ErrorKind::Unsupported) << e.what();
     }
-    EXPECT_EQ(cuda::chosen_device(), -1);
+    EXPECT_EQ(device::chosen_device(), -1);
     return;
   }
-  EXPECT_EQ(cuda::use_rank_device(0, false), 0);
-  EXPECT_EQ(cuda::chosen_device(), 0);
+  EXPECT_EQ(device::use_rank_device(0, false), 0);
+  EXPECT_EQ(device::chosen_device(), 0);
   int current = -1;
   ASSERT_EQ(cudaGetDevice(&current), cudaSuccess);
   EXPECT_EQ(current, 0);
   if (count > 1) {
-    EXPECT_THROW(cuda::use_rank_device(1, false), Error);
+    EXPECT_THROW(device::use_rank_device(1, false), Error);
   }
 }
 #endif
