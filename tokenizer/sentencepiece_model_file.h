@@ -36,6 +36,7 @@ struct SentencePieceSpec {
   bool add_dummy_prefix = true;               // NormalizerSpec (3)
   bool remove_extra_whitespaces = true;       // NormalizerSpec (4)
   bool escape_whitespaces = true;             // NormalizerSpec (5)
+  bool charsmap_rewrites_spaces = false;      // a key of the charsmap holds ' '
 };
 
 struct SentencePieceModelFile {

@@ -20,6 +20,10 @@
 
 namespace dsx::tokenizer {
 
+// The piece holds a character other than "▁" directly followed by "▁": it may join a word to the
+// next.
+bool joins_a_word_to_the_next(std::string_view piece);
+
 // Whether a model with these settings and pieces gives the same ids word by word.
 bool encodes_word_by_word(const SentencePieceSpec& spec, const std::vector<std::string>& pieces);
 
