@@ -123,7 +123,7 @@ void read_normalizer_spec(std::string_view bytes, const std::string& path,
     if (field == 2 && wire == 2) {
       const std::string_view charsmap = in.length_delimited();
       spec.has_charsmap = !charsmap.empty();
-      spec.charsmap_rewrites_spaces = charsmap_rewrites_spaces(charsmap);
+      spec.spaces_read_alone = spaces_read_alone(charsmap);
     } else if (wire != 0) {
       in.skip(wire);
     } else if (field == 3) {

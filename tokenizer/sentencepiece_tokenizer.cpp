@@ -43,10 +43,11 @@ SentencePieceTokenizer::SentencePieceTokenizer(const std::string& model_path,
   }
   std::vector<std::string> pieces(size_t(processor_->GetPieceSize()));
   for (size_t id = 0; id < pieces.size(); ++id) pieces[id] = processor_->IdToPiece(int(id));
-  const std::string proto = processor_->serialized_model_proto();
-  by_words_ = encodes_word_by_word(read_sentencepiece_spec(proto), pieces);
-  by_unigram_words_ =
-      unigram_encodes_word_by_word(parse_sentencepiece_model(proto, model_path));
+  const SentencePieceModelFile model =
+      parse_sentencepiece_model(processor_->serialized_model_proto(), model_path);
+  by_words_ = encodes_word_by_word(model.spec, pieces);
+  by_unigram_words_ = unigram_encodes_word_by_word(model);
+  word_breaks_ = model.spec.spaces_read_alone;
 }
 
 SentencePieceTokenizer::~SentencePieceTokenizer() = default;
@@ -108,12 +109,12 @@ void SentencePieceTokenizer::encode_by_unigram_words(std::string_view text,
                                                      std::vector<TokenId>& out) const {
   thread_local std::vector<std::string_view> words;
   words.clear();
-  sentencepiece_words(text, words);
+  unigram_words(text, word_breaks_, words);
   auto& cache = WordCacheOf<UnigramWord>::for_thread(cache_owner_);
   const size_t start = out.size();
   double prefix_score = 0;  // |S|: the best path's score of the text so far
   for (size_t i = 0; i < words.size(); ++i) {
-    const std::string_view input = library_input(words[i], i);
+    const std::string_view input = words[i];
     const UnigramWord* word = cache.find(input);
     UnigramWord fresh;
     if (!word) {

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tokenizer/tokenizer.h"
 
@@ -58,6 +59,7 @@ class SentencePieceTokenizer : public Tokenizer {
   bool add_eos_ = false;
   bool by_words_ = false;          // BPE (sentencepiece_words.h)
   bool by_unigram_words_ = false;  // Unigram (sentencepiece_unigram_words.h)
+  std::vector<std::string> word_breaks_;  // where Unigram words start
   uint64_t cache_owner_;
 };
 

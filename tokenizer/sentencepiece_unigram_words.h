@@ -1,9 +1,10 @@
 // Where a SentencePiece Unigram model's text can be encoded word by word through the word cache,
-// with the ids the library gives the whole text. Words are cut as for BPE (sentencepiece_words.h:
-// before a ' ' that follows another character).
+// with the ids the library gives the whole text. A word starts at white space that follows another
+// character, where the white space is a character the normalizer always reads alone as " "
+// (sentencepiece_charsmap.h: ' ', and under NFKC also tab, newline, U+00A0, U+3000).
 //
-// Normalization: with remove_extra_whitespaces, a dummy "▁" and a charsmap none of whose keys
-// holds a ' ', the whole text normalizes to its words' normalized forms one after another,
+// Normalization: with remove_extra_whitespaces and a dummy "▁", the whole text normalizes to its
+// words' normalized forms one after another,
 // provided each word but the last ends in a character of its own (nothing at its end was dropped
 // as trailing space: the library's pieces reach its last byte) and a word that normalizes to
 // nothing is plain whitespace.
@@ -20,6 +21,7 @@
 #pragma once
 
 #include <limits>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -36,6 +38,12 @@ namespace dsx::tokenizer {
 // defined pieces, whose scores the library computes apart; no positive score; "▁" a piece).
 bool unigram_encodes_word_by_word(const SentencePieceModelFile& model);
 
+// Cuts `text` before every character of `spaces` that follows a character other than those and
+// "▁" and is not the last; the words, in order, are views into `text`, each to be given to the
+// library as it is.
+void unigram_words(std::string_view text, const std::vector<std::string>& spaces,
+                   std::vector<std::string_view>& words);
+
 struct UnigramWord {
   std::vector<TokenId> ids;
   double best_score = 0;  // -(score of its best path): what it adds to the |S| of later words
@@ -48,7 +56,7 @@ struct UnigramWord {
   }
 };
 
-// The library's ids for `input` (a word as library_input gives it) with what the checks above
+// The library's ids for `input` (a word of unigram_words) with what the checks above
 // need. Throws dsx::Error (Internal) when the library fails; `source` names the model.
 UnigramWord encode_unigram_word(const sentencepiece::SentencePieceProcessor& library,
                                 std::string_view input, const std::string& source);

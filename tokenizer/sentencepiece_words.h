@@ -8,8 +8,8 @@
 //   "▁" stands for the space the word starts with).
 // BPE's merge order within a word does not depend on other words (each merge joins two
 // neighbours, the best-scoring first, the leftmost among equals), so the ids are exactly the
-// library's. Unigram models are left whole: their best path adds float scores along the whole
-// text, and a sum's rounding may settle a near tie differently.
+// library's. Unigram models have their own rules (sentencepiece_unigram_words.h): their best path
+// adds float scores along the whole text, and a sum's rounding may settle a near tie differently.
 #pragma once
 
 #include <string>

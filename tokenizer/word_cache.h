@@ -47,9 +47,8 @@ class WordCacheOf {
     if (entries_.size() >= kMaxEntries) entries_.clear();
     entries_.emplace(std::string(word), std::move(value));
   }
-  void insert(std::string_view word, const TokenId* ids, size_t count)
-    requires std::same_as<Value, std::vector<TokenId>>
-  {
+  void insert(std::string_view word, const TokenId* ids,
+              size_t count) requires std::same_as<Value, std::vector<TokenId>> {
     insert(word, Value(ids, ids + count));
   }
 

@@ -3,9 +3,8 @@
 // fixture's scores and on scores rewritten so that every word's segmentations tie or nearly tie
 // (where float rounding along the whole text decides, and the words alone would differ).
 #include <gtest/gtest.h>
-#include <sentencepiece_processor.h>
-
 #include <rapidjson/document.h>
+#include <sentencepiece_processor.h>
 
 #include <cstring>
 
@@ -27,19 +26,28 @@ const std::string kSpace = "\xE2\x96\x81";
 
 std::string unigram_model() { return read(fixture("spm_unigram") + "/tokenizer.model"); }
 
-// A darts-clone trie with one key of one byte: the root's children start at unit 1.
-std::string one_key_charsmap(unsigned char key) {
-  std::vector<uint32_t> units(256);
-  units[0] = 1u << 10;                   // offset 1
-  units[1u ^ key] = key;                 // the key's node (its leaf does not matter here)
+// A darts-clone trie with one key, `key`, rewritten to `rewrite`: node i of the chain sits at
+// 256 * i + its byte, its children at 256 * (i + 1), its leaf (byte 0) there too.
+std::string one_key_charsmap(std::string_view key, std::string_view rewrite) {
+  std::vector<uint32_t> units(256 * (key.size() + 2));
+  uint32_t node = 0;
+  for (size_t i = 0; i <= key.size(); ++i) {
+    const uint32_t children = 256 * uint32_t(i + 1);
+    const uint32_t label = i == 0 ? 0 : static_cast<unsigned char>(key[i - 1]);
+    const uint32_t leaf = i == key.size() ? 1u << 8 : 0;
+    units[node] = label | leaf | ((node ^ children) << 10);
+    if (i < key.size()) node = children ^ static_cast<unsigned char>(key[i]);
+  }
+  units[256 * (key.size() + 1)] = 1u << 31;  // the leaf: the rewrite at offset 0
   const uint32_t bytes = uint32_t(units.size() * 4);
   std::string blob(4 + bytes, '\0');
   std::memcpy(blob.data(), &bytes, 4);
   std::memcpy(blob.data() + 4, units.data(), bytes);
-  return blob + "x";
+  return blob + std::string(rewrite) + '\0';
 }
 
-// Protobuf's wire format, as far as rewriting scores in place needs (see sentencepiece_model_file.cpp).
+// Protobuf's wire format, as far as rewriting scores in place needs (see
+// sentencepiece_model_file.cpp).
 struct Wire {
   std::string& bytes;
   size_t at = 0;
@@ -113,11 +121,29 @@ std::vector<std::string> documents() {
   }
   docs.push_back(text);
   docs.push_back(text + text + text);
-  for (const char* edge :
-       {"", " ", "a ", " a", "a  b", "  leading and trailing  ", "\t a \r\n b", "x\u00A0 y",
-        "x\u200B y \u200B z", "x\u2581 y \u2581z", "x\u2581\u200B y", "x\u3000 y\u3000",
-        "a \u2581 b", "\uFDFA \uFDFA x", "\u00A8 \u00A8x", "12345 67 890", "\u3000 x \u00A0",
-        "end\n", " \n \n", "ﬁ ﬂ ｆｕｌｌ ｗｉｄｔｈ ①"}) {
+  for (const char* edge : {"",
+                           " ",
+                           "a ",
+                           " a",
+                           "a  b",
+                           "  leading and trailing  ",
+                           "\t a \r\n b",
+                           "x\u00A0 y",
+                           "x\u200B y \u200B z",
+                           "x\u2581 y \u2581z",
+                           "x\u2581\u200B y",
+                           "x\u3000 y\u3000",
+                           "a \u2581 b",
+                           "\uFDFA \uFDFA x",
+                           "\u00A8 \u00A8x",
+                           "12345 67 890",
+                           "\u3000 x \u00A0",
+                           "end\n",
+                           " \n \n",
+                           "a\tb\u00A0c\u3000d\re\nf",
+                           "a \t\u00A0 b\u3000\u3000",
+                           "\t\tx \u00A0\u200B y",
+                           "ﬁ ﬂ ｆｕｌｌ ｗｉｄｔｈ ①"}) {
     docs.push_back(edge);
   }
   return docs;
@@ -135,6 +161,7 @@ int expect_library_ids(const std::string& model) {
   auto tok = load_tokenizer(dir.path());
   EXPECT_NE(tok->describe().find("word by word"), std::string::npos) << tok->describe();
   int naive_wrong = 0;
+  const auto spaces = read_sentencepiece_spec(model).spaces_read_alone;
   for (const std::string& doc : documents()) {
     std::vector<int> whole;
     EXPECT_TRUE(library.Encode(doc, &whole).ok());
@@ -144,11 +171,11 @@ int expect_library_ids(const std::string& model) {
           << "text: \"" << doc << "\"";
     }
     std::vector<std::string_view> words;
-    sentencepiece_words(doc, words);
+    unigram_words(doc, spaces, words);
     std::vector<TokenId> naive;
-    for (size_t i = 0; i < words.size(); ++i) {
+    for (std::string_view word : words) {
       std::vector<int> ids;
-      EXPECT_TRUE(library.Encode(library_input(words[i], i), &ids).ok());
+      EXPECT_TRUE(library.Encode(word, &ids).ok());
       naive.insert(naive.end(), ids.begin(), ids.end());
     }
     naive_wrong += naive != expected;
@@ -156,17 +183,40 @@ int expect_library_ids(const std::string& model) {
   return naive_wrong;
 }
 
-TEST(SentencePieceCharsmap, NfkcRewritesNoSpaceButAKeyWithOneIsSeen) {
+TEST(SentencePieceCharsmap, WhiteSpaceReadAloneAsASpace) {
+  using S = std::vector<std::string>;
   const auto spec = read_sentencepiece_spec(unigram_model());
   EXPECT_TRUE(spec.has_charsmap);  // nmt_nfkc
-  EXPECT_FALSE(spec.charsmap_rewrites_spaces);
+  EXPECT_EQ(spec.spaces_read_alone, (S{" ", "\t", "\n", "\r", "\u00A0", "\u3000"}));
   EXPECT_TRUE(spec.remove_extra_whitespaces);
-  EXPECT_FALSE(charsmap_rewrites_spaces(""));
-  EXPECT_FALSE(charsmap_rewrites_spaces(one_key_charsmap('a')));
-  EXPECT_TRUE(charsmap_rewrites_spaces(one_key_charsmap(' ')));
+  EXPECT_EQ(spaces_read_alone(""), S{" "});  // no charsmap: a tab stays a tab
+  EXPECT_EQ(spaces_read_alone(one_key_charsmap("a", "b")), S{" "});
+  EXPECT_EQ(spaces_read_alone(one_key_charsmap("\t", " ")), (S{" ", "\t"}));
+  EXPECT_EQ(spaces_read_alone(one_key_charsmap("\u00A0", " ")), (S{" ", "\u00A0"}));
+  EXPECT_EQ(spaces_read_alone(one_key_charsmap("\u00A0", "_")), S{" "});
+  EXPECT_EQ(spaces_read_alone(one_key_charsmap("\u3000\u3000", " ")), S{" "});
+  EXPECT_FALSE(charsmap_rewrites_spaces(one_key_charsmap("a", "b")));
+  EXPECT_TRUE(charsmap_rewrites_spaces(one_key_charsmap("a ", "b")));   // inside a key
+  EXPECT_TRUE(charsmap_rewrites_spaces(one_key_charsmap(" x", "y")));   // starting a longer one
+  EXPECT_TRUE(charsmap_rewrites_spaces(one_key_charsmap(" ", "_")));    // not to a space
+  EXPECT_FALSE(charsmap_rewrites_spaces(one_key_charsmap(" ", " ")));
   // Not a trie: the safe answer.
-  EXPECT_TRUE(charsmap_rewrites_spaces("\x01\x02"));
+  EXPECT_TRUE(spaces_read_alone("\x01\x02").empty());
   EXPECT_TRUE(charsmap_rewrites_spaces(std::string("\xFF\xFF\x00\x00", 4) + "abcd"));
+}
+
+TEST(SentencePieceUnigramWords, WordsStartAtWhiteSpaceAfterAnotherCharacter) {
+  using W = std::vector<std::string>;
+  auto words_of = [](std::string_view text) {
+    std::vector<std::string_view> words;
+    unigram_words(text, {" ", "\t", "\u3000"}, words);
+    return W(words.begin(), words.end());
+  };
+  EXPECT_EQ(words_of(""), W{});
+  EXPECT_EQ(words_of("It is\t so"), (W{"It", " is", "\t so"}));
+  EXPECT_EQ(words_of("a\u3000b\u00A0c"), (W{"a", "\u3000b\u00A0c"}));
+  EXPECT_EQ(words_of("  lead end "), (W{"  lead", " end "}));
+  EXPECT_EQ(words_of("x\u2581 y \u2581z"), (W{"x\u2581 y", " \u2581z"}));
 }
 
 TEST(SentencePieceUnigramWords, OnlyModelsWhosePiecesStayInsideWordsQualify) {
@@ -181,11 +231,12 @@ TEST(SentencePieceUnigramWords, OnlyModelsWhosePiecesStayInsideWordsQualify) {
   auto positive = model;
   positive.pieces.back().score = 0.5;
   EXPECT_FALSE(unigram_encodes_word_by_word(positive));
-  for (auto change : {+[](SentencePieceSpec& s) { s.remove_extra_whitespaces = false; },
-                      +[](SentencePieceSpec& s) { s.charsmap_rewrites_spaces = true; },
-                      +[](SentencePieceSpec& s) { s.add_dummy_prefix = false; },
-                      +[](SentencePieceSpec& s) { s.treat_whitespace_as_suffix = true; },
-                      +[](SentencePieceSpec& s) { s.model_type = SentencePieceSpec::ModelType::Bpe; }}) {
+  for (auto change :
+       {+[](SentencePieceSpec& s) { s.remove_extra_whitespaces = false; },
+        +[](SentencePieceSpec& s) { s.spaces_read_alone.clear(); },
+        +[](SentencePieceSpec& s) { s.add_dummy_prefix = false; },
+        +[](SentencePieceSpec& s) { s.treat_whitespace_as_suffix = true; },
+        +[](SentencePieceSpec& s) { s.model_type = SentencePieceSpec::ModelType::Bpe; }}) {
     auto changed = model;
     change(changed.spec);
     EXPECT_FALSE(unigram_encodes_word_by_word(changed));
@@ -204,16 +255,13 @@ TEST(SentencePieceUnigramWords, WordByWordIdsAreTheWholeTextsIds) {
 TEST(SentencePieceUnigramWords, NearTiesGoToTheLibraryWhole) {
   // 0.1 per character: every segmentation of a word ties in exact arithmetic; the float sums
   // differ in their last bits, and which wins depends on the score before the word.
-  const std::string ties =
-      rescored(unigram_model(), [](const std::string& piece) {
-        return -0.1f * float(characters(piece));
-      });
+  const std::string ties = rescored(
+      unigram_model(), [](const std::string& piece) { return -0.1f * float(characters(piece)); });
   EXPECT_GT(expect_library_ids(ties), 0) << "the words alone never differed: a weak test";
   // Margins of 1e-4 per piece: safe in short documents, not after thousands of characters.
-  const std::string near =
-      rescored(unigram_model(), [](const std::string& piece) {
-        return -0.1f * float(characters(piece)) - 1e-4f * float(piece.size() % 7);
-      });
+  const std::string near = rescored(unigram_model(), [](const std::string& piece) {
+    return -0.1f * float(characters(piece)) - 1e-4f * float(piece.size() % 7);
+  });
   EXPECT_GT(expect_library_ids(near), 0) << "the words alone never differed: a weak test";
 }
 
