@@ -57,8 +57,8 @@ class SentencePieceTokenizer : public Tokenizer {
   std::optional<TokenId> eos_;
   bool add_bos_ = false;
   bool add_eos_ = false;
-  bool by_words_ = false;          // BPE (sentencepiece_words.h)
-  bool by_unigram_words_ = false;  // Unigram (sentencepiece_unigram_words.h)
+  bool by_words_ = false;                 // BPE (sentencepiece_words.h)
+  bool by_unigram_words_ = false;         // Unigram (sentencepiece_unigram_words.h)
   std::vector<std::string> word_breaks_;  // where Unigram words start
   uint64_t cache_owner_;
 };

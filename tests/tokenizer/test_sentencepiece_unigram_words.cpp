@@ -196,9 +196,9 @@ TEST(SentencePieceCharsmap, WhiteSpaceReadAloneAsASpace) {
   EXPECT_EQ(spaces_read_alone(one_key_charsmap("\u00A0", "_")), S{" "});
   EXPECT_EQ(spaces_read_alone(one_key_charsmap("\u3000\u3000", " ")), S{" "});
   EXPECT_FALSE(charsmap_rewrites_spaces(one_key_charsmap("a", "b")));
-  EXPECT_TRUE(charsmap_rewrites_spaces(one_key_charsmap("a ", "b")));   // inside a key
-  EXPECT_TRUE(charsmap_rewrites_spaces(one_key_charsmap(" x", "y")));   // starting a longer one
-  EXPECT_TRUE(charsmap_rewrites_spaces(one_key_charsmap(" ", "_")));    // not to a space
+  EXPECT_TRUE(charsmap_rewrites_spaces(one_key_charsmap("a ", "b")));  // inside a key
+  EXPECT_TRUE(charsmap_rewrites_spaces(one_key_charsmap(" x", "y")));  // starting a longer one
+  EXPECT_TRUE(charsmap_rewrites_spaces(one_key_charsmap(" ", "_")));   // not to a space
   EXPECT_FALSE(charsmap_rewrites_spaces(one_key_charsmap(" ", " ")));
   // Not a trie: the safe answer.
   EXPECT_TRUE(spaces_read_alone("\x01\x02").empty());
