@@ -4,10 +4,10 @@
 // (sentencepiece_charsmap.h: ' ', and under NFKC also tab, newline, U+00A0, U+3000).
 //
 // Normalization: with remove_extra_whitespaces and a dummy "▁", the whole text normalizes to its
-// words' normalized forms one after another,
+// words' normalized forms one after another (the white space a word starts with becomes its "▁"),
 // provided each word but the last ends in a character of its own (nothing at its end was dropped
 // as trailing space: the library's pieces reach its last byte) and a word that normalizes to
-// nothing is plain whitespace.
+// nothing is plain white space.
 //
 // Best path: when no piece holds a character followed by "▁", every path of the whole text passes
 // the "▁" that starts each word, so in exact arithmetic the best path is the words' best paths.
