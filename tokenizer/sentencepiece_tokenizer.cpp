@@ -112,20 +112,25 @@ void SentencePieceTokenizer::encode_by_unigram_words(std::string_view text,
   unigram_words(text, word_breaks_, words);
   auto& cache = WordCacheOf<UnigramWord>::for_thread(cache_owner_);
   const size_t start = out.size();
+  auto to_library = [&] {
+    out.resize(start);
+    encode_by_library(text, out);
+  };
   double prefix_score = 0;  // |S|: the best path's score of the text so far
   for (size_t i = 0; i < words.size(); ++i) {
     const std::string_view input = words[i];
     const UnigramWord* word = cache.find(input);
     UnigramWord fresh;
+    if (!word && input.size() > WordCacheOf<UnigramWord>::kMaxWordBytes) {
+      return to_library();  // a long word, seldom seen twice: its 2-best costs more than that
+    }
     if (!word) {
       fresh = encode_unigram_word(*processor_, input, source_);
       cache.insert(input, fresh);
       word = &fresh;
     }
     if (!word->fits_after(prefix_score, i + 1 == words.size())) {
-      out.resize(start);  // a near tie or a join the words cannot settle: the library decides
-      encode_by_library(text, out);
-      return;
+      return to_library();  // a near tie or a join the words cannot settle: the library decides
     }
     out.insert(out.end(), word->ids.begin(), word->ids.end());
     prefix_score += word->best_score;

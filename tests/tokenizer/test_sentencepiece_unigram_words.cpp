@@ -146,6 +146,7 @@ std::vector<std::string> documents() {
                            "ﬁ ﬂ ｆｕｌｌ ｗｉｄｔｈ ①"}) {
     docs.push_back(edge);
   }
+  docs.push_back("a " + std::string(300, 'x') + " b");  // a word too long for the cache
   return docs;
 }
 
