@@ -10,6 +10,7 @@
 
 #include "dsx/error.h"
 #include "dsx/json_input.h"
+#include "tokenizer/sentencepiece_charsmap.h"
 
 namespace dsx::tokenizer {
 namespace {
@@ -120,7 +121,9 @@ void read_normalizer_spec(std::string_view bytes, const std::string& path,
   while (!in.done()) {
     auto [field, wire] = in.key();
     if (field == 2 && wire == 2) {
-      spec.has_charsmap = !in.length_delimited().empty();
+      const std::string_view charsmap = in.length_delimited();
+      spec.has_charsmap = !charsmap.empty();
+      spec.spaces_read_alone = spaces_read_alone(charsmap);
     } else if (wire != 0) {
       in.skip(wire);
     } else if (field == 3) {

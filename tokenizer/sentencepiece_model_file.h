@@ -36,6 +36,8 @@ struct SentencePieceSpec {
   bool add_dummy_prefix = true;               // NormalizerSpec (3)
   bool remove_extra_whitespaces = true;       // NormalizerSpec (4)
   bool escape_whitespaces = true;             // NormalizerSpec (5)
+  // The white space the normalizer always reads alone, as " " (sentencepiece_charsmap.h).
+  std::vector<std::string> spaces_read_alone{" "};
 };
 
 struct SentencePieceModelFile {

@@ -6,6 +6,7 @@
 
 #include "dsx/error.h"
 #include "tokenizer/sentencepiece_model_file.h"
+#include "tokenizer/sentencepiece_unigram_words.h"
 #include "tokenizer/sentencepiece_words.h"
 #include "tokenizer/utf8.h"
 #include "tokenizer/word_cache.h"
@@ -42,8 +43,11 @@ SentencePieceTokenizer::SentencePieceTokenizer(const std::string& model_path,
   }
   std::vector<std::string> pieces(size_t(processor_->GetPieceSize()));
   for (size_t id = 0; id < pieces.size(); ++id) pieces[id] = processor_->IdToPiece(int(id));
-  by_words_ =
-      encodes_word_by_word(read_sentencepiece_spec(processor_->serialized_model_proto()), pieces);
+  const SentencePieceModelFile model =
+      parse_sentencepiece_model(processor_->serialized_model_proto(), model_path);
+  by_words_ = encodes_word_by_word(model.spec, pieces);
+  by_unigram_words_ = unigram_encodes_word_by_word(model);
+  word_breaks_ = model.spec.spaces_read_alone;
 }
 
 SentencePieceTokenizer::~SentencePieceTokenizer() = default;
@@ -64,6 +68,8 @@ void SentencePieceTokenizer::encode_into(std::string_view text, const EncodeOpti
   if (options.add_special_tokens && add_bos_) out.push_back(*bos_);
   if (by_words_) {
     encode_by_words(text, out);
+  } else if (by_unigram_words_) {
+    encode_by_unigram_words(text, out);
   } else {
     encode_by_library(text, out);
   }
@@ -96,6 +102,38 @@ void SentencePieceTokenizer::encode_by_words(std::string_view text,
     const size_t start = out.size();
     encode_by_library(input, out);
     cache.insert(input, out.data() + start, out.size() - start);
+  }
+}
+
+void SentencePieceTokenizer::encode_by_unigram_words(std::string_view text,
+                                                     std::vector<TokenId>& out) const {
+  thread_local std::vector<std::string_view> words;
+  words.clear();
+  unigram_words(text, word_breaks_, words);
+  auto& cache = WordCacheOf<UnigramWord>::for_thread(cache_owner_);
+  const size_t start = out.size();
+  auto to_library = [&] {
+    out.resize(start);
+    encode_by_library(text, out);
+  };
+  double prefix_score = 0;  // |S|: the best path's score of the text so far
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string_view input = words[i];
+    const UnigramWord* word = cache.find(input);
+    UnigramWord fresh;
+    if (!word && input.size() > WordCacheOf<UnigramWord>::kMaxWordBytes) {
+      return to_library();  // a long word, seldom seen twice: its 2-best costs more than that
+    }
+    if (!word) {
+      fresh = encode_unigram_word(*processor_, input, source_);
+      cache.insert(input, fresh);
+      word = &fresh;
+    }
+    if (!word->fits_after(prefix_score, i + 1 == words.size())) {
+      return to_library();  // a near tie or a join the words cannot settle: the library decides
+    }
+    out.insert(out.end(), word->ids.begin(), word->ids.end());
+    prefix_score += word->best_score;
   }
 }
 
@@ -134,7 +172,7 @@ std::optional<TokenId> SentencePieceTokenizer::token_to_id(std::string_view toke
 
 std::string SentencePieceTokenizer::describe() const {
   return "SentencePiece from " + source_ + " (vocab " + std::to_string(vocab_size()) +
-         (by_words_ ? ", word by word" : "") + ")";
+         (by_words_ || by_unigram_words_ ? ", word by word" : "") + ")";
 }
 
 }  // namespace dsx::tokenizer

@@ -2,14 +2,16 @@
 // library, behind the Tokenizer interface. The library does the normalization, byte fallback and
 // merges; this class adds BOS / EOS as tokenizer_config.json says. Special-token strings in the
 // text are text, as sentencepiece itself treats them. Where the model allows it (BPE that
-// normalizes only spaces: Llama 2, Mistral), text is encoded word by word through the word cache
-// (sentencepiece_words.h), with the library's ids.
+// normalizes only spaces: Llama 2, Mistral; Unigram whose pieces stay inside words), text is
+// encoded word by word through the word cache (sentencepiece_words.h,
+// sentencepiece_unigram_words.h), with the library's ids.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tokenizer/tokenizer.h"
 
@@ -47,6 +49,7 @@ class SentencePieceTokenizer : public Tokenizer {
   std::optional<TokenId> piece_id(const std::string& piece, const char* field) const;
   void encode_by_library(std::string_view text, std::vector<TokenId>& out) const;
   void encode_by_words(std::string_view text, std::vector<TokenId>& out) const;
+  void encode_by_unigram_words(std::string_view text, std::vector<TokenId>& out) const;
 
   std::unique_ptr<sentencepiece::SentencePieceProcessor> processor_;
   std::string source_;
@@ -54,7 +57,9 @@ class SentencePieceTokenizer : public Tokenizer {
   std::optional<TokenId> eos_;
   bool add_bos_ = false;
   bool add_eos_ = false;
-  bool by_words_ = false;
+  bool by_words_ = false;                 // BPE (sentencepiece_words.h)
+  bool by_unigram_words_ = false;         // Unigram (sentencepiece_unigram_words.h)
+  std::vector<std::string> word_breaks_;  // where Unigram words start
   uint64_t cache_owner_;
 };
 

@@ -6,7 +6,8 @@ namespace {
 
 constexpr std::string_view kSpace = "\xE2\x96\x81";  // U+2581, SentencePiece's escaped space
 
-// The piece holds a character other than "▁" directly followed by "▁".
+}  // namespace
+
 bool joins_a_word_to_the_next(std::string_view piece) {
   for (size_t pos = piece.find(kSpace); pos != std::string_view::npos;
        pos = piece.find(kSpace, pos + kSpace.size())) {
@@ -14,8 +15,6 @@ bool joins_a_word_to_the_next(std::string_view piece) {
   }
   return false;
 }
-
-}  // namespace
 
 bool encodes_word_by_word(const SentencePieceSpec& spec, const std::vector<std::string>& pieces) {
   // Only spaces change in normalization, each to "▁", with a "▁" put before the text.

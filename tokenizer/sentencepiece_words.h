@@ -8,8 +8,8 @@
 //   "▁" stands for the space the word starts with).
 // BPE's merge order within a word does not depend on other words (each merge joins two
 // neighbours, the best-scoring first, the leftmost among equals), so the ids are exactly the
-// library's. Unigram models are left whole: their best path adds float scores along the whole
-// text, and a sum's rounding may settle a near tie differently.
+// library's. Unigram models have their own rules (sentencepiece_unigram_words.h): their best path
+// adds float scores along the whole text, and a sum's rounding may settle a near tie differently.
 #pragma once
 
 #include <string>
@@ -19,6 +19,10 @@
 #include "tokenizer/sentencepiece_model_file.h"
 
 namespace dsx::tokenizer {
+
+// The piece holds a character other than "▁" directly followed by "▁": it may join a word to the
+// next.
+bool joins_a_word_to_the_next(std::string_view piece);
 
 // Whether a model with these settings and pieces gives the same ids word by word.
 bool encodes_word_by_word(const SentencePieceSpec& spec, const std::vector<std::string>& pieces);

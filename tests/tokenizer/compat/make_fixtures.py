@@ -212,6 +212,25 @@ def write_sentencepiece_fixture(folder, name, switches):
         json.dump(cases, f, ensure_ascii=True, indent=0)
 
 
+def write_unigram_fixture(folder):
+    """A SentencePiece Unigram tokenizer.model with the library's defaults (nmt_nfkc, extra
+    whitespace removed), for the word-by-word tests, which compare with the linked library itself
+    (no cases.json). Training is not byte-for-byte repeatable: remake it only to change it."""
+    out = os.path.join(folder, "spm_unigram")
+    os.makedirs(out, exist_ok=True)
+    corpus_file = os.path.join(out, "corpus.tmp")
+    with open(corpus_file, "w") as f:
+        for text in CORPUS:
+            f.write(text.replace("\r", "") + "\n")
+    spm.SentencePieceTrainer.train(input=corpus_file, model_prefix=os.path.join(out, "tokenizer"),
+                                   vocab_size=600, model_type="unigram", character_coverage=0.995,
+                                   unk_id=0, bos_id=1, eos_id=2, pad_id=-1, minloglevel=2)
+    os.remove(corpus_file)
+    os.remove(os.path.join(out, "tokenizer.vocab"))
+    with open(os.path.join(out, "tokenizer_config.json"), "w") as f:
+        json.dump({"add_bos_token": False, "add_eos_token": False}, f, indent=2)
+
+
 # Characters of Unicode 15.0 (U+0CF3, U+11F00, U+1E4D0, U+11F50), 15.1 (U+2FFC, U+31EF,
 # U+2EBF0) and 16.0 (U+1C89, U+1C8A, U+10D40, U+1CCF0, U+105C0), which PCRE2 10.42's tables lack
 # (and utf8proc 2.8's, for 15.1 and 16.0), and of 17.0 (U+1E6C0), which tokenizers 0.23's lack
@@ -270,6 +289,7 @@ def main():
         "spm_json_legacy": lambda: write_json_fixture(folder, "spm_json_legacy",
                                                       *sentencepiece_json_style(folder, True), ["<s>", "</s>"]),
         "unicode16": lambda: write_unicode_16_cases(folder),
+        "spm_unigram": lambda: write_unigram_fixture(folder),
     }
     for name, make in makers.items():
         if not names or name in names:
