@@ -57,6 +57,77 @@ TEST(CheckpointCrc32c, HardwareAndTableAgreeAtEveryLengthAndAlignment) {
     }
 }
 
+// Every kernel this CPU runs, each named so a failure says which.
+std::vector<Crc32cKernel> available_kernels() {
+  std::vector<Crc32cKernel> kernels;
+  for (auto k : {Crc32cKernel::Portable, Crc32cKernel::Sse42, Crc32cKernel::Pclmul,
+                 Crc32cKernel::Vpclmul})
+    if (crc32c_kernel_available(k)) kernels.push_back(k);
+  return kernels;
+}
+
+TEST(CheckpointCrc32c, EveryKernelMeetsRfc3720Vectors) {
+  uint8_t zeros[32] = {}, ascending[32], big[4096];
+  for (int i = 0; i < 32; ++i) ascending[i] = static_cast<uint8_t>(i);
+  for (int i = 0; i < 4096; ++i) big[i] = static_cast<uint8_t>(i * 7 + 3);
+  const uint32_t big_reference = crc32c_extend_portable(0, big, sizeof big);
+  for (Crc32cKernel k : available_kernels()) {
+    SCOPED_TRACE(crc32c_kernel_name(k));
+    EXPECT_EQ(crc32c_extend_with(k, 0, zeros, 32), 0x8a9136aau);
+    EXPECT_EQ(crc32c_extend_with(k, 0, ascending, 32), 0x46dd794eu);
+    EXPECT_EQ(crc32c_extend_with(k, 0, "123456789", 9), 0xe3069283u);
+    EXPECT_EQ(crc32c_extend_with(k, 0, big, sizeof big), big_reference);
+  }
+  // The dispatch picks AVX-512 folding where the CPU has it.
+  EXPECT_TRUE(crc32c_kernel_available(crc32c_fastest_kernel()));
+  if (crc32c_kernel_available(Crc32cKernel::Vpclmul)) {
+    EXPECT_EQ(crc32c_fastest_kernel(), Crc32cKernel::Vpclmul);
+  }
+}
+
+// The folding kernels against the table version at every length 0..4096 and every alignment
+// 0..63 (each start and tail length of the 16-, 64- and 256-byte blocks), from a nonzero CRC.
+TEST(CheckpointCrc32c, FoldingKernelsAgreeAtEveryLengthAndAlignment) {
+  std::mt19937 rng(5);
+  std::vector<uint8_t> data(4096 + 64);
+  for (auto& b : data) b = static_cast<uint8_t>(rng());
+  for (Crc32cKernel k : available_kernels()) {
+    if (k == Crc32cKernel::Portable) continue;
+    SCOPED_TRACE(crc32c_kernel_name(k));
+    for (size_t offset = 0; offset < 64; ++offset)
+      for (size_t n = 0; n <= 4096; ++n) {
+        const uint32_t start = static_cast<uint32_t>(n * 2654435761u + offset);
+        const uint8_t* p = data.data() + offset;
+        ASSERT_EQ(crc32c_extend_with(k, start, p, n), crc32c_extend_portable(start, p, n))
+            << "offset " << offset << " length " << n;
+      }
+  }
+}
+
+TEST(CheckpointCrc32c, FoldingKernelsAgreeOnLargeBuffers) {
+  std::mt19937 rng(13);
+  std::vector<uint8_t> data((8u << 20) + 77);
+  for (auto& b : data) b = static_cast<uint8_t>(rng());
+  for (Crc32cKernel k : available_kernels()) {
+    SCOPED_TRACE(crc32c_kernel_name(k));
+    for (size_t n : {size_t{65'537}, size_t{1} << 20, data.size() - 13}) {
+      const uint32_t want = crc32c_extend_portable(0x9abcdef0u, data.data() + 13, n);
+      ASSERT_EQ(crc32c_extend_with(k, 0x9abcdef0u, data.data() + 13, n), want) << n;
+    }
+  }
+}
+
+TEST(CheckpointCrc32c, CombiningPiecesEqualsOnePass) {
+  std::mt19937 rng(17);
+  std::vector<uint8_t> data(300'000);
+  for (auto& b : data) b = static_cast<uint8_t>(rng());
+  for (size_t cut : {size_t{0}, size_t{1}, size_t{4}, size_t{1000}, size_t{131'072}, data.size()}) {
+    const uint32_t a = crc32c(data.data(), cut), b = crc32c(data.data() + cut, data.size() - cut);
+    EXPECT_EQ(crc32c_combine(a, b, data.size() - cut), crc32c(data.data(), data.size())) << cut;
+  }
+  EXPECT_EQ(crc32c_combine(0x12345678u, 0, 0), 0x12345678u);
+}
+
 TEST(CheckpointCrc32c, ThreeStreamPathAgreesOnLargeBuffers) {
   // Buffers past 3 x 8 KiB take the three-stream path whose states are joined by shifting.
   std::mt19937 rng(11);
