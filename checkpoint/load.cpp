@@ -82,9 +82,11 @@ TensorFile CheckpointReader::read_tensor_file(const std::string& file_name) cons
                                        " in its manifest: it was saved with a different world "
                                        "size or configuration");
   const std::string path = directory_ + "/" + file_name;
-  // The checksum pass leaves the file in the page cache, so the parse reads no disk again.
-  verify_file(path, *record, VerifyLevel::Checksum);
-  return TensorFile::load(path);
+  verify_file(path, *record, VerifyLevel::Size);  // missing or truncated: said as such
+  // One mapping, its page tables filled at once: checksummed in place, then parsed and read from.
+  models::MappedFile mapped(path, /*populate=*/true);
+  verify_bytes(path, mapped.data(), mapped.size(), *record);
+  return TensorFile::parse(std::move(mapped));
 }
 
 bool looks_like_checkpoint(const std::string& folder) {
@@ -174,9 +176,10 @@ LatestCheckpoint find_latest_checkpoint(const std::string& save_dir) {
 }
 
 void CheckpointReader::verify_all() const {
+  std::vector<std::pair<std::string, FileRecord>> files;
   for (const auto& rank : manifest_.ranks)
-    for (const auto& file : rank.files)
-      verify_file(directory_ + "/" + file.name, file, VerifyLevel::Checksum);
+    for (const auto& file : rank.files) files.emplace_back(directory_ + "/" + file.name, file);
+  verify_files(files, VerifyLevel::Checksum);
 }
 
 }  // namespace dsx::checkpoint

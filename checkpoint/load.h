@@ -30,7 +30,8 @@ class CheckpointReader {
   // node's disk its first rank's).
   std::string model_states_file() const;
 
-  // Reads `file_name` whole, checks its CRC32C and parses it as safetensors.
+  // Maps `file_name`, checks its size and CRC32C (every byte, before any is parsed or handed out)
+  // and parses it as safetensors; its tensors are read from that one mapping.
   TensorFile read_tensor_file(const std::string& file_name) const;
 
   // Re-reads every file and checks its CRC32C (what `open` skips to stay cheap).

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "checkpoint/manifest.h"
 
@@ -13,7 +15,14 @@ enum class VerifyLevel { Size, Checksum };
 // Throws dsx::Error(Format) (Io when unreadable) naming `path` and saying what to do.
 void verify_file(const std::string& path, const FileRecord& expected, VerifyLevel level);
 
-// Size and CRC32C of a whole file, read in large chunks.
+// verify_file for several files, one per core; throws the error of the first failing file.
+void verify_files(const std::vector<std::pair<std::string, FileRecord>>& files, VerifyLevel level);
+
+// The same checks of a file's bytes already in memory (mapped by the caller, who then uses them).
+void verify_bytes(const std::string& path, const void* data, uint64_t size,
+                  const FileRecord& expected);
+
+// Size and CRC32C of a whole file, checksummed in place in the page cache on all cores.
 FileRecord measure_file(const std::string& path);
 
 }  // namespace dsx::checkpoint

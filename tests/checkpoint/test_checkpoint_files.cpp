@@ -3,6 +3,7 @@
 // models library's reader with every byte and the metadata intact.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -13,6 +14,7 @@
 #include "checkpoint/crc32c.h"
 #include "checkpoint/durable_file.h"
 #include "checkpoint/manifest.h"
+#include "checkpoint/parallel_bytes.h"
 #include "checkpoint/tag_validation.h"
 #include "checkpoint/tensor_file.h"
 #include "checkpoint/verify.h"
@@ -126,6 +128,28 @@ TEST(CheckpointCrc32c, CombiningPiecesEqualsOnePass) {
     EXPECT_EQ(crc32c_combine(a, b, data.size() - cut), crc32c(data.data(), data.size())) << cut;
   }
   EXPECT_EQ(crc32c_combine(0x12345678u, 0, 0), 0x12345678u);
+}
+
+// Buffers large enough to be cut into one piece per core (4 MiB each) give the one-pass CRC and
+// an exact copy; so does a DurableFile whose large writes are checksummed beside the write.
+TEST(CheckpointCrc32c, ParallelPiecesAndOverlappedWritesEqualOnePass) {
+  std::mt19937 rng(19);
+  std::vector<uint8_t> data((13u << 20) + 5);
+  for (auto& b : data) b = static_cast<uint8_t>(rng());
+  for (size_t n : {size_t{100}, size_t{8u << 20}, data.size()}) {
+    ASSERT_EQ(crc32c_parallel(data.data(), n), crc32c(data.data(), n)) << n;
+    std::vector<uint8_t> copy(n);
+    copy_parallel(copy.data(), data.data(), n);
+    ASSERT_TRUE(std::equal(copy.begin(), copy.end(), data.begin())) << n;
+  }
+  TempDir tmp;
+  DurableFile f(tmp.file("big.bin"));
+  f.write(data.data(), 7);
+  f.write(data.data() + 7, (9u << 20));
+  f.write(data.data() + 7 + (9u << 20), data.size() - 7 - (9u << 20));
+  f.commit();
+  EXPECT_EQ(f.crc32c(), crc32c(data.data(), data.size()));
+  EXPECT_EQ(measure_file(tmp.file("big.bin")).crc32c, f.crc32c());
 }
 
 TEST(CheckpointCrc32c, ThreeStreamPathAgreesOnLargeBuffers) {

@@ -170,6 +170,32 @@ TEST(CheckpointLoad, RefusesDamagedFilesNamingThem) {
   EXPECT_CONTAINS(msg, "is missing");
 }
 
+// Files past the sizes where saves checksum beside the write and loads checksum and copy on all
+// cores (4 MiB pieces): 6 MiB partitions round-trip exactly, and one flipped byte in the middle of
+// one is refused by the load and by the commit-time check, naming that file.
+TEST(CheckpointLoad, LargeFilesRoundTripAndRefuseOneFlippedByte) {
+  TempDir tmp;
+  const size_t numel = (6u << 20) / 4 + 3;
+  save_test_checkpoint(tmp.path(), default_tag(4), 2, 4, numel);
+  auto reader = CheckpointReader::open(tmp.path());
+  for (int rank = 0; rank < 2; ++rank) {
+    TensorFile f = reader.read_tensor_file(zero_optim_states_file_name(rank, false));
+    std::vector<float> master(numel);
+    f.read("master.0", TensorDType::F32, master.data(), numel);
+    for (size_t i = 0; i < numel; i += 4099) ASSERT_EQ(master[i], partition_value(4, rank, i)) << i;
+    ASSERT_EQ(master.back(), partition_value(4, rank, numel - 1));
+  }
+  const std::string rank0 = tmp.file("global_step4/zero_pp_rank_0_mp_rank_00_optim_states.safetensors");
+  const std::string rank1 = tmp.file("global_step4/zero_pp_rank_1_mp_rank_00_optim_states.safetensors");
+  flip_byte(rank1, 3 << 20);
+  std::string msg = error_of([&] { reader.read_tensor_file(zero_optim_states_file_name(1, false)); });
+  EXPECT_CONTAINS(msg, rank1 + " is corrupt");
+  EXPECT_CONTAINS(error_of([&] { reader.verify_all(); }), rank1 + " is corrupt");
+  // Both damaged: the files are checked side by side, and the first in the manifest is named.
+  flip_byte(rank0, 5 << 20);
+  EXPECT_CONTAINS(error_of([&] { reader.verify_all(); }), rank0 + " is corrupt");
+}
+
 TEST(CheckpointLoad, ExplainsMissingOrBrokenLatestAndManifest) {
   TempDir tmp;
   std::string msg = error_of([&] { CheckpointReader::open(tmp.path()); });

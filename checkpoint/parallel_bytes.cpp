@@ -1,0 +1,76 @@
+// Splitting a buffer into one piece per core (see parallel_bytes.h).
+#include "checkpoint/parallel_bytes.h"
+
+#include <algorithm>
+#include <cstring>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "checkpoint/crc32c.h"
+
+namespace dsx::checkpoint {
+namespace {
+
+constexpr size_t kMinPiece = 4u << 20;  // below this a thread's start costs more than it saves
+constexpr unsigned kMaxThreads = 8;     // memory bandwidth is saturated well before
+
+size_t piece_count(size_t size) {
+  const size_t cores = std::clamp(std::thread::hardware_concurrency(), 1u, kMaxThreads);
+  return std::clamp<size_t>(size / kMinPiece, 1, cores);
+}
+
+// Runs work(i) for i in [0, pieces): piece 0 on this thread, the others on their own. A thread
+// that cannot be started leaves its piece to this thread.
+template <class Work>
+void for_each_piece(size_t pieces, const Work& work) {
+  std::vector<std::thread> threads;
+  std::vector<size_t> left;
+  for (size_t i = 1; i < pieces; ++i) {
+    try {
+      threads.emplace_back(work, i);
+    } catch (const std::system_error&) {
+      left.push_back(i);
+    }
+  }
+  work(0);
+  for (size_t i : left) work(i);
+  for (auto& t : threads) t.join();
+}
+
+// Piece i of `pieces` equal pieces of `size` bytes, cut at 64-byte boundaries: [begin, end).
+size_t piece_begin(size_t size, size_t pieces, size_t i) {
+  return i == pieces ? size : (size / pieces * i) & ~size_t{63};
+}
+
+}  // namespace
+
+uint32_t crc32c_parallel(const void* data, size_t size) {
+  const size_t pieces = piece_count(size);
+  if (pieces == 1) return crc32c(data, size);
+  const auto* bytes = static_cast<const uint8_t*>(data);
+  std::vector<uint32_t> crcs(pieces);
+  for_each_piece(pieces, [&](size_t i) {
+    const size_t begin = piece_begin(size, pieces, i), end = piece_begin(size, pieces, i + 1);
+    crcs[i] = crc32c(bytes + begin, end - begin);
+  });
+  uint32_t crc = crcs[0];
+  for (size_t i = 1; i < pieces; ++i)
+    crc = crc32c_combine(crc, crcs[i], piece_begin(size, pieces, i + 1) - piece_begin(size, pieces, i));
+  return crc;
+}
+
+void copy_parallel(void* dst, const void* src, size_t size) {
+  const size_t pieces = piece_count(size);
+  if (pieces == 1) {
+    if (size > 0) std::memcpy(dst, src, size);
+    return;
+  }
+  for_each_piece(pieces, [&](size_t i) {
+    const size_t begin = piece_begin(size, pieces, i), end = piece_begin(size, pieces, i + 1);
+    std::memcpy(static_cast<uint8_t*>(dst) + begin, static_cast<const uint8_t*>(src) + begin,
+                end - begin);
+  });
+}
+
+}  // namespace dsx::checkpoint
