@@ -196,9 +196,14 @@ void time_loads(const Workload& w, std::map<std::string, double>& seconds) {
   }
 }
 
+// Seconds of an older build's load rows, timed in the same run by run_checkpoint.sh (0: none).
+struct Baseline {
+  double load = 0, in_place = 0;
+};
+
 // One row per operation: dsx's and the peers' saves against the write limit, loads against the read limit.
 void print_table(double gb, std::map<std::string, double>& seconds, std::map<std::string, double>& peers,
-                 double baseline_load) {
+                 const Baseline& baseline) {
   std::printf("| operation | seconds | GB/s | speed vs the limit |\n|---|---:|---:|---:|\n");
   auto row = [&](const char* label, double s, double limit) {
     std::printf("| %s | %.3f | %.2f | %.2f |\n", label, s, gb / s, limit / s);
@@ -212,8 +217,9 @@ void print_table(double gb, std::map<std::string, double>& seconds, std::map<std
   if (peers.count("torch_save"))
     row("torch.save + fsync (DeepSpeed's .pt)", peers["torch_save"], w);
   row("read of the same bytes, page cache (limit)", r, r);
-  if (baseline_load > 0) row("dsx load, copy out: BASELINE build (before)", baseline_load, r);
+  if (baseline.load > 0) row("BASELINE build: dsx load, copy out", baseline.load, r);
   row("dsx load: open, CRC verify, parse, copy out", seconds["dsx load"], r);
+  if (baseline.in_place > 0) row("BASELINE build: dsx load, sum in place", baseline.in_place, r);
   row("dsx load: open, CRC verify, parse, sum in place", seconds["dsx load, in place"], r);
   if (peers.count("safetensors_load"))
     row("safetensors.torch.load_file + sum (no check)", peers["safetensors_load"], r);
@@ -231,7 +237,7 @@ int main(int argc, char** argv) {
   Workload w;
   std::string peers_path;
   int mib = 128;
-  double baseline_load = 0;
+  Baseline baseline;
   po::options_description options("bench_checkpoint options");
   options.add_options()("help", "this help")(
       "dir", po::value(&w.dir), "directory to save in (default: a new one in $TMPDIR)")(
@@ -239,8 +245,10 @@ int main(int argc, char** argv) {
       "mib", po::value(&mib), "MiB per rank")("reps", po::value(&w.reps),
                                               "timed repetitions (best is reported)")(
       "peers", po::value(&peers_path), "JSON written by bench/checkpoint/checkpoint_peers.py")(
-      "baseline-load", po::value(&baseline_load),
-      "seconds of an older build's \"dsx load\" row in the same run (run_checkpoint.sh BASELINE=)");
+      "baseline-load", po::value(&baseline.load),
+      "seconds of an older build's copy-out load row in the same run (run_checkpoint.sh BASELINE=)")(
+      "baseline-in-place", po::value(&baseline.in_place),
+      "seconds of an older build's in-place load row in the same run");
   po::variables_map vars;
   if (auto stop = dsx::bench::parse_bench_flags(argc, argv, options, vars, "bench_checkpoint"))
     return *stop;
@@ -262,6 +270,6 @@ int main(int argc, char** argv) {
 
   std::printf("checkpoint of %d ranks x %d MiB fp32 (%.2f GB), best of %d, in %s\n\n", w.ranks, mib,
               gb, w.reps, own_dir ? "$TMPDIR" : w.dir.c_str());
-  print_table(gb, seconds, peers, baseline_load);
+  print_table(gb, seconds, peers, baseline);
   return 0;
 }

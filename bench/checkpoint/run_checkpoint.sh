@@ -24,10 +24,13 @@ for ((round = 1; round <= rounds; ++round)); do
   "$python" "$root/bench/checkpoint/checkpoint_peers.py" --ranks "$ranks" --mib "$mib" --reps "$reps" --dir "$dir" --out "$peers"
   extra=()
   if [[ -n $baseline ]]; then
-    # The baseline's own table; its "dsx load ... copy out" row's seconds go into this round's table.
-    before=$("$baseline" "${args[@]}" | awk -F'|' '/dsx load: open, CRC verify, parse, copy out/ {gsub(/ /, "", $3); print $3}')
+    # The baseline's own table; its load rows' seconds go into this round's table.
+    table=$("$baseline" "${args[@]}")
     rm -rf "${work:?}"/*
-    extra=(--baseline-load "$before")
+    seconds_of() { awk -F'|' -v row="$1" 'index($0, row) {gsub(/ /, "", $3); print $3}' <<<"$table"; }
+    extra=(--baseline-load "$(seconds_of 'dsx load: open, CRC verify, parse, copy out')")
+    in_place=$(seconds_of 'dsx load: open, CRC verify, parse, sum in place')
+    [[ -z $in_place ]] || extra+=(--baseline-in-place "$in_place")
   fi
   echo "round $round of $rounds"
   "$build/bench/checkpoint/bench_checkpoint" "${args[@]}" --peers "$peers" "${extra[@]}"
