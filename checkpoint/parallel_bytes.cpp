@@ -43,7 +43,39 @@ size_t piece_begin(size_t size, size_t pieces, size_t i) {
   return i == pieces ? size : (size / pieces * i) & ~size_t{63};
 }
 
+constexpr size_t kCacheBlock = 256u << 10;  // checksummed, then copied from L2
+
+// One thread's share of crc32c_and_copy: bytes [begin, end) of data.
+uint32_t crc32c_and_copy_piece(const uint8_t* data, size_t begin, size_t end,
+                               const std::vector<CopyRange>& ranges) {
+  uint32_t crc = 0;
+  for (size_t block = begin; block < end; block += kCacheBlock) {
+    const size_t block_end = std::min(end, block + kCacheBlock);
+    crc = crc32c_extend(crc, data + block, block_end - block);
+    for (const CopyRange& r : ranges) {
+      const size_t from = std::max(block, r.offset), to = std::min(block_end, r.offset + r.size);
+      if (from < to)
+        std::memcpy(static_cast<uint8_t*>(r.dst) + (from - r.offset), data + from, to - from);
+    }
+  }
+  return crc;
+}
+
 }  // namespace
+
+uint32_t crc32c_and_copy(const void* data, size_t size, const std::vector<CopyRange>& ranges) {
+  const auto* bytes = static_cast<const uint8_t*>(data);
+  const size_t pieces = piece_count(size);
+  std::vector<uint32_t> crcs(pieces);
+  for_each_piece(pieces, [&](size_t i) {
+    crcs[i] = crc32c_and_copy_piece(bytes, piece_begin(size, pieces, i),
+                                    piece_begin(size, pieces, i + 1), ranges);
+  });
+  uint32_t crc = crcs[0];
+  for (size_t i = 1; i < pieces; ++i)
+    crc = crc32c_combine(crc, crcs[i], piece_begin(size, pieces, i + 1) - piece_begin(size, pieces, i));
+  return crc;
+}
 
 uint32_t crc32c_parallel(const void* data, size_t size) {
   const size_t pieces = piece_count(size);

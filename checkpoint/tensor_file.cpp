@@ -151,6 +151,12 @@ const models::TensorView& TensorFile::view(const std::string& name) const {
 }
 
 void TensorFile::read(const std::string& name, TensorDType dtype, void* dst, uint64_t numel) const {
+  const models::TensorView& v = checked_view(name, dtype, numel);
+  copy_parallel(dst, v.data, v.bytes);
+}
+
+const models::TensorView& TensorFile::checked_view(const std::string& name, TensorDType dtype,
+                                                   uint64_t numel) const {
   const models::TensorView& v = view(name);
   if (v.dtype != dtype_name(dtype) || v.numel() != numel)
     throw Error(ErrorKind::Format,
@@ -158,7 +164,7 @@ void TensorFile::read(const std::string& name, TensorDType dtype, void* dst, uin
                     std::to_string(v.numel()) + " elements, expected " + dtype_name(dtype) +
                     " with " + std::to_string(numel) +
                     ": the checkpoint was written by a different model or configuration");
-  copy_parallel(dst, v.data, v.bytes);
+  return v;
 }
 
 std::string TensorFile::metadata_json() const {

@@ -61,6 +61,11 @@ class TensorFile {
   // Copies tensor `name` into dst after checking its dtype and element count (a large tensor on
   // all cores).
   void read(const std::string& name, TensorDType dtype, void* dst, uint64_t numel) const;
+  // Tensor `name`, after read()'s checks of its dtype and element count.
+  const models::TensorView& checked_view(const std::string& name, TensorDType dtype,
+                                         uint64_t numel) const;
+  // The whole file as mapped.
+  const uint8_t* file_data() const { return reader_->file().data(); }
 
   const std::map<std::string, std::string>& metadata() const { return reader_->metadata(); }
   std::string metadata_json() const;  // the "dsx" entry, or "{}" when absent

@@ -108,6 +108,10 @@ void verify_one(const std::string& path, const FileRecord& expected, VerifyLevel
 
 FileRecord measure_file(const std::string& path) { return measure(path, true); }
 
+void check_crc32c(const std::string& path, uint32_t crc, const FileRecord& expected) {
+  if (crc != expected.crc32c) throw_corrupt(path, crc, expected.crc32c);
+}
+
 void verify_bytes(const std::string& path, const void* data, uint64_t size,
                   const FileRecord& expected) {
   if (size != expected.size) throw_size_mismatch(path, size, expected.size);

@@ -22,6 +22,9 @@ void verify_files(const std::vector<std::pair<std::string, FileRecord>>& files, 
 void verify_bytes(const std::string& path, const void* data, uint64_t size,
                   const FileRecord& expected);
 
+// Throws verify_file's "is corrupt" error when `crc` is not the record's.
+void check_crc32c(const std::string& path, uint32_t crc, const FileRecord& expected);
+
 // Size and CRC32C of a whole file, checksummed in place in the page cache on all cores.
 FileRecord measure_file(const std::string& path);
 

@@ -196,6 +196,38 @@ TEST(CheckpointLoad, LargeFilesRoundTripAndRefuseOneFlippedByte) {
   EXPECT_CONTAINS(error_of([&] { reader.verify_all(); }), rank0 + " is corrupt");
 }
 
+// The one-pass load: tensors copied into the caller's buffers while the file is checksummed.
+// Exact values at small and multi-piece sizes; a flipped data byte, a damaged header and a wrong
+// request are each refused with the error that says what happened.
+TEST(CheckpointLoad, ReadIntoBuffersVerifiesInTheSamePass) {
+  TempDir tmp;
+  for (size_t numel : {size_t{300}, size_t{(6u << 20) / 4 + 3}}) {
+    const std::string tag = default_tag(static_cast<int64_t>(numel));
+    save_test_checkpoint(tmp.path(), tag, 1, 5, numel);
+    auto reader = CheckpointReader::open(tmp.path(), tag);
+    std::vector<float> master(numel, -1.0f);
+    std::vector<int64_t> counters(2, -1);
+    const std::vector<TensorDestination> into = {
+        {"master.0", TensorDType::F32, master.data(), numel},
+        {"counters", TensorDType::I64, counters.data(), 2}};
+    const std::string name = zero_optim_states_file_name(0, false);
+    TensorFile f = reader.read_tensor_file_into(name, into);
+    for (size_t i = 0; i < numel; ++i) ASSERT_EQ(master[i], partition_value(5, 0, i)) << i;
+    EXPECT_EQ(counters, (std::vector<int64_t>{5, 0}));
+    EXPECT_CONTAINS(f.metadata_json(), "\"step\":5");
+
+    const std::vector<TensorDestination> wrong = {{"master.0", TensorDType::F32, master.data(), numel - 1}};
+    EXPECT_CONTAINS(error_of([&] { reader.read_tensor_file_into(name, wrong); }),
+                    "elements, expected F32 with " + std::to_string(numel - 1));
+    const std::string path = reader.directory() + "/" + name;
+    flip_byte(path, static_cast<long>(std::filesystem::file_size(path)) - 7);
+    EXPECT_CONTAINS(error_of([&] { reader.read_tensor_file_into(name, into); }), path + " is corrupt");
+    flip_byte(path, static_cast<long>(std::filesystem::file_size(path)) - 7);
+    flip_byte(path, 8);  // the header's opening brace: it no longer parses
+    EXPECT_CONTAINS(error_of([&] { reader.read_tensor_file_into(name, into); }), path + " is corrupt");
+  }
+}
+
 TEST(CheckpointLoad, ExplainsMissingOrBrokenLatestAndManifest) {
   TempDir tmp;
   std::string msg = error_of([&] { CheckpointReader::open(tmp.path()); });
