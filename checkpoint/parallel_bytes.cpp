@@ -2,6 +2,7 @@
 #include "checkpoint/parallel_bytes.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <system_error>
 #include <thread>
@@ -13,12 +14,8 @@ namespace dsx::checkpoint {
 namespace {
 
 constexpr size_t kMinPiece = 4u << 20;  // below this a thread's start costs more than it saves
-constexpr unsigned kMaxThreads = 8;     // memory bandwidth is saturated well before
 
-size_t piece_count(size_t size) {
-  const size_t cores = std::clamp(std::thread::hardware_concurrency(), 1u, kMaxThreads);
-  return std::clamp<size_t>(size / kMinPiece, 1, cores);
-}
+size_t piece_count(size_t size) { return std::clamp<size_t>(size / kMinPiece, 1, io_threads()); }
 
 // Runs work(i) for i in [0, pieces): piece 0 on this thread, the others on their own. A thread
 // that cannot be started leaves its piece to this thread.
@@ -62,6 +59,18 @@ uint32_t crc32c_and_copy_piece(const uint8_t* data, size_t begin, size_t end,
 }
 
 }  // namespace
+
+unsigned io_threads() {
+  // One core checksums the page cache at about the memory's speed (33 GB/s on the 2-core Zen 5
+  // VM of docs/benchmarks.md, where a second thread made it 3x slower: the ranks and other
+  // processes hold the cores, and the join waits for the last piece). More threads pay only where
+  // cores are many: a quarter of them, at most 8, unless DSX_CHECKPOINT_THREADS says otherwise.
+  if (const char* forced = std::getenv("DSX_CHECKPOINT_THREADS")) {
+    const long n = std::strtol(forced, nullptr, 10);
+    if (n >= 1 && n <= 64) return static_cast<unsigned>(n);
+  }
+  return std::clamp(std::thread::hardware_concurrency() / 4, 1u, 8u);
+}
 
 uint32_t crc32c_and_copy(const void* data, size_t size, const std::vector<CopyRange>& ranges) {
   const auto* bytes = static_cast<const uint8_t*>(data);

@@ -124,12 +124,12 @@ void verify_file(const std::string& path, const FileRecord& expected, VerifyLeve
 }
 
 void verify_files(const std::vector<std::pair<std::string, FileRecord>>& files, VerifyLevel level) {
-  const size_t threads = std::min<size_t>(files.size(), std::max(1u, std::thread::hardware_concurrency()));
+  const size_t threads = std::min<size_t>(files.size(), io_threads());
   if (level == VerifyLevel::Size || threads <= 1) {
     for (const auto& [path, record] : files) verify_file(path, record, level);
     return;
   }
-  // One file per core; every file is checked, and the first failing one in the list is reported.
+  // One file per thread; every file is checked, and the first failing one in the list is reported.
   std::vector<std::exception_ptr> errors(files.size());
   std::atomic<size_t> next{0};
   auto work = [&] {

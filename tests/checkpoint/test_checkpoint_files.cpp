@@ -133,6 +133,8 @@ TEST(CheckpointCrc32c, CombiningPiecesEqualsOnePass) {
 // Buffers large enough to be cut into one piece per core (4 MiB each) give the one-pass CRC and
 // an exact copy; so does a DurableFile whose large writes are checksummed beside the write.
 TEST(CheckpointCrc32c, ParallelPiecesAndOverlappedWritesEqualOnePass) {
+  dsx::test::ForcedCheckpointThreads threads(3);
+  ASSERT_EQ(io_threads(), 3u);
   std::mt19937 rng(19);
   std::vector<uint8_t> data((13u << 20) + 5);
   for (auto& b : data) b = static_cast<uint8_t>(rng());
@@ -141,6 +143,12 @@ TEST(CheckpointCrc32c, ParallelPiecesAndOverlappedWritesEqualOnePass) {
     std::vector<uint8_t> copy(n);
     copy_parallel(copy.data(), data.data(), n);
     ASSERT_TRUE(std::equal(copy.begin(), copy.end(), data.begin())) << n;
+    // Two ranges copied while checksumming, one across the pieces' borders.
+    std::vector<uint8_t> head(n / 3), tail(n - n / 2);
+    const std::vector<CopyRange> ranges = {{0, head.size(), head.data()}, {n / 2, tail.size(), tail.data()}};
+    ASSERT_EQ(crc32c_and_copy(data.data(), n, ranges), crc32c(data.data(), n)) << n;
+    ASSERT_TRUE(std::equal(head.begin(), head.end(), data.begin())) << n;
+    ASSERT_TRUE(std::equal(tail.begin(), tail.end(), data.begin() + static_cast<long>(n / 2))) << n;
   }
   TempDir tmp;
   DurableFile f(tmp.file("big.bin"));

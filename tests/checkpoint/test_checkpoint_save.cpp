@@ -170,10 +170,11 @@ TEST(CheckpointLoad, RefusesDamagedFilesNamingThem) {
   EXPECT_CONTAINS(msg, "is missing");
 }
 
-// Files past the sizes where saves checksum beside the write and loads checksum and copy on all
-// cores (4 MiB pieces): 6 MiB partitions round-trip exactly, and one flipped byte in the middle of
+// Files past the sizes where saves checksum beside the write and loads checksum and copy on
+// several threads (4 MiB pieces): 6 MiB partitions round-trip exactly, and one flipped byte in the middle of
 // one is refused by the load and by the commit-time check, naming that file.
 TEST(CheckpointLoad, LargeFilesRoundTripAndRefuseOneFlippedByte) {
+  ForcedCheckpointThreads threads(2);
   TempDir tmp;
   const size_t numel = (6u << 20) / 4 + 3;
   save_test_checkpoint(tmp.path(), default_tag(4), 2, 4, numel);
@@ -200,6 +201,7 @@ TEST(CheckpointLoad, LargeFilesRoundTripAndRefuseOneFlippedByte) {
 // Exact values at small and multi-piece sizes; a flipped data byte, a damaged header and a wrong
 // request are each refused with the error that says what happened.
 TEST(CheckpointLoad, ReadIntoBuffersVerifiesInTheSamePass) {
+  ForcedCheckpointThreads threads(2);
   TempDir tmp;
   for (size_t numel : {size_t{300}, size_t{(6u << 20) / 4 + 3}}) {
     const std::string tag = default_tag(static_cast<int64_t>(numel));
