@@ -61,10 +61,11 @@ uint32_t crc32c_and_copy_piece(const uint8_t* data, size_t begin, size_t end,
 }  // namespace
 
 unsigned io_threads() {
-  // One core checksums the page cache at about the memory's speed (33 GB/s on the 2-core Zen 5
-  // VM of docs/benchmarks.md, where a second thread made it 3x slower: the ranks and other
-  // processes hold the cores, and the join waits for the last piece). More threads pay only where
-  // cores are many: a quarter of them, at most 8, unless DSX_CHECKPOINT_THREADS says otherwise.
+  // One core checksums at about the memory's speed (up to 33 GB/s on the 2-core Zen 5 VM of
+  // docs/benchmarks.md); there a second thread gained nothing (bench_checkpoint's CRC rows) or
+  // lost, when other processes held the cores and the join waited for the last piece. More
+  // threads pay only where cores are many: a quarter of them, at most 8, unless
+  // DSX_CHECKPOINT_THREADS says otherwise.
   if (const char* forced = std::getenv("DSX_CHECKPOINT_THREADS")) {
     const long n = std::strtol(forced, nullptr, 10);
     if (n >= 1 && n <= 64) return static_cast<unsigned>(n);
