@@ -1,4 +1,4 @@
-// Splitting a buffer into one piece per core (see parallel_bytes.h).
+// Splitting a buffer into one piece per thread (see parallel_bytes.h).
 #include "checkpoint/parallel_bytes.h"
 
 #include <algorithm>

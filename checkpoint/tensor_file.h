@@ -59,7 +59,7 @@ class TensorFile {
   bool contains(const std::string& name) const { return reader_->find(name) != nullptr; }
   const models::TensorView& view(const std::string& name) const;  // throws Format when absent
   // Copies tensor `name` into dst after checking its dtype and element count (a large tensor on
-  // all cores).
+  // io_threads() threads).
   void read(const std::string& name, TensorDType dtype, void* dst, uint64_t numel) const;
   // Tensor `name`, after read()'s checks of its dtype and element count.
   const models::TensorView& checked_view(const std::string& name, TensorDType dtype,

@@ -45,8 +45,8 @@ std::string hex(uint32_t v) {
                                      "; load an earlier tag, or restore the file from a copy");
 }
 
-// on_all_cores: checksum a mapped file's pieces on every core (one file at a time), else on this
-// thread (verify_files runs one file per core).
+// on_all_cores: checksum a mapped file's pieces on io_threads() threads (one file at a time),
+// else on this thread (verify_files runs one file per thread).
 FileRecord measure(const std::string& path, bool on_all_cores) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw_io_error("could not open", path, errno);
@@ -59,7 +59,7 @@ FileRecord measure(const std::string& path, bool on_all_cores) {
     throw_io_error("could not examine", path, err);
   }
   // Checksum the page cache in place (no copy into a buffer), its page tables filled in one call
-  // and the pieces on all cores; fall back to read() where the file system can not map files.
+  // and its pieces on several threads; fall back to read() where the file system can not map.
   const auto size = static_cast<size_t>(st.st_size);
   void* map = size ? ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0) : MAP_FAILED;
   if (map != MAP_FAILED) {

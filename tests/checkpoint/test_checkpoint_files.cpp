@@ -130,7 +130,7 @@ TEST(CheckpointCrc32c, CombiningPiecesEqualsOnePass) {
   EXPECT_EQ(crc32c_combine(0x12345678u, 0, 0), 0x12345678u);
 }
 
-// Buffers large enough to be cut into one piece per core (4 MiB each) give the one-pass CRC and
+// Buffers large enough to be cut into one piece per thread (4 MiB each) give the one-pass CRC and
 // an exact copy; so does a DurableFile whose large writes are checksummed beside the write.
 TEST(CheckpointCrc32c, ParallelPiecesAndOverlappedWritesEqualOnePass) {
   dsx::test::ForcedCheckpointThreads threads(3);
