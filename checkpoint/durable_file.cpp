@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <system_error>
+#include <thread>
 
 #include "dsx/error.h"
 #include "checkpoint/crc32c.h"
@@ -96,9 +98,7 @@ DurableFile::~DurableFile() {
   }
 }
 
-void DurableFile::write(const void* data, size_t size) {
-  if (fd_ < 0) throw Error(ErrorKind::Internal, "write to " + path_ + " after commit");
-  crc_ = crc32c_extend(crc_, data, size);
+void DurableFile::write_all(const void* data, size_t size) {
   const auto* p = static_cast<const char*>(data);
   size_t left = size;
   while (left > 0) {
@@ -110,6 +110,27 @@ void DurableFile::write(const void* data, size_t size) {
     p += n;
     left -= static_cast<size_t>(n);
   }
+}
+
+void DurableFile::write(const void* data, size_t size) {
+  if (fd_ < 0) throw Error(ErrorKind::Internal, "write to " + path_ + " after commit");
+  // A large piece is checksummed on another core while this one hands it to the kernel; the
+  // checksum thread is joined on every way out, a failed write included.
+  uint32_t piece_crc = 0;
+  {
+    std::jthread checksum;
+    if (size >= kOverlapBytes) {
+      try {
+        checksum = std::jthread([&] { piece_crc = checkpoint::crc32c(data, size); });
+      } catch (const std::system_error&) {  // no thread to be had: checksum here
+        piece_crc = checkpoint::crc32c(data, size);
+      }
+    } else {
+      piece_crc = checkpoint::crc32c(data, size);
+    }
+    write_all(data, size);
+  }
+  crc_ = crc32c_combine(crc_, piece_crc, size);
   size_ += size;
 }
 

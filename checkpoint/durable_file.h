@@ -1,7 +1,8 @@
 // Files that are either complete or absent. A DurableFile is written under a temporary name in
 // its final directory, fsync'd, renamed over the final name and the directory fsync'd, so a
 // crash at any moment leaves the old file or the new one, never a mix. The size and CRC32C of
-// what was written are computed on the way, for the checkpoint manifest.
+// what was written are computed on the way, for the checkpoint manifest (a large piece's CRC on
+// another core while this one writes it).
 //
 // Every failure throws dsx::Error(Io) naming the file, the operation and what to do (disk full,
 // file-size limit, permissions, read-only file system).
@@ -32,6 +33,9 @@ class DurableFile {
   uint32_t crc32c() const { return crc_; }
 
  private:
+  static constexpr size_t kOverlapBytes = 4u << 20;  // pieces this large: CRC beside the write
+  void write_all(const void* data, size_t size);
+
   std::string path_;
   std::string temp_path_;
   bool sync_directory_ = true;

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "dsx/error.h"
@@ -14,6 +15,7 @@
 #include "dsx/json_input.h"
 #include "checkpoint/durable_file.h"
 #include "checkpoint/layout.h"
+#include "checkpoint/parallel_bytes.h"
 #include "checkpoint/verify.h"
 
 namespace dsx::checkpoint {
@@ -75,16 +77,51 @@ std::string CheckpointReader::model_states_file() const {
   return model_states_file_name();  // read_tensor_file then says it is missing
 }
 
-TensorFile CheckpointReader::read_tensor_file(const std::string& file_name) const {
+const FileRecord& CheckpointReader::record_of(const std::string& file_name) const {
   const FileRecord* record = manifest_.find(file_name);
   if (!record)
     throw Error(ErrorKind::Format, "checkpoint " + directory_ + " has no file " + file_name +
                                        " in its manifest: it was saved with a different world "
                                        "size or configuration");
+  return *record;
+}
+
+TensorFile CheckpointReader::read_tensor_file(const std::string& file_name) const {
+  const FileRecord& record = record_of(file_name);
   const std::string path = directory_ + "/" + file_name;
-  // The checksum pass leaves the file in the page cache, so the parse reads no disk again.
-  verify_file(path, *record, VerifyLevel::Checksum);
-  return TensorFile::load(path);
+  verify_file(path, record, VerifyLevel::Size);  // missing or truncated: said as such
+  // One mapping, its page tables filled at once: checksummed in place, then parsed and read from.
+  models::MappedFile mapped(path, /*populate=*/true);
+  verify_bytes(path, mapped.data(), mapped.size(), record);
+  return TensorFile::parse(std::move(mapped));
+}
+
+TensorFile CheckpointReader::read_tensor_file_into(const std::string& file_name,
+                                                   std::span<const TensorDestination> tensors) const {
+  const FileRecord& record = record_of(file_name);
+  const std::string path = directory_ + "/" + file_name;
+  verify_file(path, record, VerifyLevel::Size);
+  models::MappedFile mapped(path, /*populate=*/true);
+  const uint8_t* data = mapped.data();
+  const size_t size = mapped.size();
+  if (size != record.size) verify_bytes(path, data, size, record);  // shrank since: truncated
+  // The header is parsed before the bytes are verified (it says where the tensors lie); when it
+  // or a tensor's dtype and size do not parse, a damaged file is reported as damaged.
+  std::optional<TensorFile> file;
+  std::vector<CopyRange> ranges;
+  try {
+    file = TensorFile::parse(std::move(mapped));
+    for (const TensorDestination& t : tensors) {
+      const models::TensorView& v = file->checked_view(t.name, t.dtype, t.numel);
+      ranges.push_back({static_cast<size_t>(v.data - data), v.bytes, t.dst});
+    }
+  } catch (const Error&) {
+    const models::MappedFile again(path);  // a failed parse has unmapped its copy
+    verify_bytes(path, again.data(), again.size(), record);
+    throw;
+  }
+  check_crc32c(path, crc32c_and_copy(data, size, ranges), record);
+  return std::move(*file);
 }
 
 bool looks_like_checkpoint(const std::string& folder) {
@@ -174,9 +211,10 @@ LatestCheckpoint find_latest_checkpoint(const std::string& save_dir) {
 }
 
 void CheckpointReader::verify_all() const {
+  std::vector<std::pair<std::string, FileRecord>> files;
   for (const auto& rank : manifest_.ranks)
-    for (const auto& file : rank.files)
-      verify_file(directory_ + "/" + file.name, file, VerifyLevel::Checksum);
+    for (const auto& file : rank.files) files.emplace_back(directory_ + "/" + file.name, file);
+  verify_files(files, VerifyLevel::Checksum);
 }
 
 }  // namespace dsx::checkpoint

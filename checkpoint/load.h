@@ -4,12 +4,21 @@
 // A truncated, corrupt or incomplete checkpoint is refused with an error naming the file.
 #pragma once
 
+#include <span>
 #include <string>
 
 #include "checkpoint/manifest.h"
 #include "checkpoint/tensor_file.h"
 
 namespace dsx::checkpoint {
+
+// A tensor for read_tensor_file_into: `numel` elements of `dtype` go to `dst`.
+struct TensorDestination {
+  std::string name;
+  TensorDType dtype = TensorDType::F32;
+  void* dst = nullptr;
+  uint64_t numel = 0;
+};
 
 class CheckpointReader {
  public:
@@ -30,13 +39,24 @@ class CheckpointReader {
   // node's disk its first rank's).
   std::string model_states_file() const;
 
-  // Reads `file_name` whole, checks its CRC32C and parses it as safetensors.
+  // Maps `file_name`, checks its size and CRC32C (every byte, before any is parsed or handed out)
+  // and parses it as safetensors; its tensors are read from that one mapping.
   TensorFile read_tensor_file(const std::string& file_name) const;
+
+  // read_tensor_file with `tensors` copied into their buffers in the same pass that checksums
+  // the file (each block checksummed, then copied while still in the cache): memory is read once
+  // instead of twice. It returns only once every byte has verified; when it throws, the buffers
+  // may hold unverified bytes and must not be used. A damaged file is named as such even where
+  // its header no longer parses.
+  TensorFile read_tensor_file_into(const std::string& file_name,
+                                   std::span<const TensorDestination> tensors) const;
 
   // Re-reads every file and checks its CRC32C (what `open` skips to stay cheap).
   void verify_all() const;
 
  private:
+  const FileRecord& record_of(const std::string& file_name) const;  // throws when not listed
+
   std::string directory_;
   CheckpointManifest manifest_;
 };

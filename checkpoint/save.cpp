@@ -129,12 +129,14 @@ void check_staged(const std::string& save_dir, const CheckpointManifest& manifes
                   const CommitOptions& options) {
   const std::string staging = staging_directory(save_dir, manifest.tag);
   std::set<std::string> listed{kManifestFile};
+  std::vector<std::pair<std::string, FileRecord>> files;
   for (const auto& rank : manifest.ranks) {
     for (const auto& file : rank.files) {
       listed.insert(file.name);
-      verify_file(staging + "/" + file.name, file, options.verify);
+      files.emplace_back(staging + "/" + file.name, file);
     }
   }
+  verify_files(files, options.verify);
   remove_unlisted(staging, listed);
 }
 

@@ -12,6 +12,7 @@
 #include "dsx/error.h"
 #include "dsx/json_input.h"
 #include "checkpoint/durable_file.h"
+#include "checkpoint/parallel_bytes.h"
 
 namespace dsx::checkpoint {
 namespace {
@@ -130,6 +131,12 @@ TensorFile TensorFile::load(const std::string& path) {
   return file;
 }
 
+TensorFile TensorFile::parse(models::MappedFile mapped) {
+  TensorFile file;
+  file.reader_ = std::make_unique<models::SafetensorsReader>(std::move(mapped));
+  return file;
+}
+
 std::vector<std::string> TensorFile::names() const {
   std::vector<std::string> names;
   for (const auto& [name, view] : reader_->tensors()) names.push_back(name);
@@ -144,6 +151,12 @@ const models::TensorView& TensorFile::view(const std::string& name) const {
 }
 
 void TensorFile::read(const std::string& name, TensorDType dtype, void* dst, uint64_t numel) const {
+  const models::TensorView& v = checked_view(name, dtype, numel);
+  copy_parallel(dst, v.data, v.bytes);
+}
+
+const models::TensorView& TensorFile::checked_view(const std::string& name, TensorDType dtype,
+                                                   uint64_t numel) const {
   const models::TensorView& v = view(name);
   if (v.dtype != dtype_name(dtype) || v.numel() != numel)
     throw Error(ErrorKind::Format,
@@ -151,7 +164,7 @@ void TensorFile::read(const std::string& name, TensorDType dtype, void* dst, uin
                     std::to_string(v.numel()) + " elements, expected " + dtype_name(dtype) +
                     " with " + std::to_string(numel) +
                     ": the checkpoint was written by a different model or configuration");
-  if (v.bytes > 0) std::memcpy(dst, v.data, v.bytes);
+  return v;
 }
 
 std::string TensorFile::metadata_json() const {

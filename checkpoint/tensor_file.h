@@ -51,13 +51,21 @@ void write_safetensors(DurableFile& out, std::span<const TensorRef> tensors,
 class TensorFile {
  public:
   static TensorFile load(const std::string& path);
+  // Parses a file its caller has mapped and verified: its tensors are read from that mapping.
+  static TensorFile parse(models::MappedFile file);
 
   const std::string& origin() const { return reader_->path(); }
   std::vector<std::string> names() const;  // sorted
   bool contains(const std::string& name) const { return reader_->find(name) != nullptr; }
   const models::TensorView& view(const std::string& name) const;  // throws Format when absent
-  // Copies tensor `name` into dst after checking its dtype and element count.
+  // Copies tensor `name` into dst after checking its dtype and element count (a large tensor on
+  // io_threads() threads).
   void read(const std::string& name, TensorDType dtype, void* dst, uint64_t numel) const;
+  // Tensor `name`, after read()'s checks of its dtype and element count.
+  const models::TensorView& checked_view(const std::string& name, TensorDType dtype,
+                                         uint64_t numel) const;
+  // The whole file as mapped.
+  const uint8_t* file_data() const { return reader_->file().data(); }
 
   const std::map<std::string, std::string>& metadata() const { return reader_->metadata(); }
   std::string metadata_json() const;  // the "dsx" entry, or "{}" when absent

@@ -26,6 +26,7 @@
 #include "checkpoint/crc32c.h"
 #include "checkpoint/layout.h"
 #include "checkpoint/load.h"
+#include "checkpoint/parallel_bytes.h"
 #include "checkpoint/save.h"
 
 namespace {
@@ -150,7 +151,29 @@ void time_saves(const Workload& w, std::map<std::string, double>& seconds) {
       w.reps, [&] { dsx_save(ck::VerifyLevel::Size); }, remove_previous);
 }
 
-// The read limit (from the page cache), dsx's load of what time_saves wrote, and CRC32C alone.
+// What the peers do with each loaded tensor (torch's .sum()): every byte is read once, in wide
+// vectors with four partial sums (as torch's vectorized sum), so the row is bound by memory.
+float sum_of(const float* p, size_t n) {
+  using Floats = float __attribute__((vector_size(64)));
+  Floats a{}, b{}, c{}, d{};
+  size_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    Floats x[4];
+    std::memcpy(x, p + i, sizeof x);
+    a += x[0];
+    b += x[1];
+    c += x[2];
+    d += x[3];
+  }
+  const Floats all = a + b + c + d;
+  float total = 0;
+  for (int j = 0; j < 16; ++j) total += all[j];
+  for (; i < n; ++i) total += p[i];
+  return total;
+}
+
+// The read limit (from the page cache), dsx's load of what time_saves wrote (copied out into the
+// engine's buffers, or used in place as the peers use theirs), and CRC32C alone per kernel.
 void time_loads(const Workload& w, std::map<std::string, double>& seconds) {
   std::vector<float> into(w.numel);
   seconds["read"] = best_seconds(w.reps, [&] {
@@ -162,15 +185,51 @@ void time_loads(const Workload& w, std::map<std::string, double>& seconds) {
       reader.read_tensor_file(ck::zero_optim_states_file_name(r, false))
           .read("master.0", ck::TensorDType::F32, into.data(), w.numel);
   });
-  seconds["crc32c"] = best_seconds(w.reps, [&] {
-    uint32_t crc = 0;
-    for (int r = 0; r < w.ranks; ++r) crc ^= ck::crc32c(w.partitions[r].data(), w.numel * 4);
-    if (crc == 0x12345678) std::printf(" ");
+  seconds["dsx load, one pass"] = best_seconds(w.reps, [&] {
+    auto reader = ck::CheckpointReader::open(w.dir);
+    for (int r = 0; r < w.ranks; ++r) {
+      const ck::TensorDestination to{"master.0", ck::TensorDType::F32, into.data(), w.numel};
+      reader.read_tensor_file_into(ck::zero_optim_states_file_name(r, false), {&to, 1});
+    }
   });
+  volatile float sink = 0;
+  seconds["dsx load, in place"] = best_seconds(w.reps, [&] {
+    auto reader = ck::CheckpointReader::open(w.dir);
+    for (int r = 0; r < w.ranks; ++r) {
+      const auto file = reader.read_tensor_file(ck::zero_optim_states_file_name(r, false));
+      const auto& view = file.view("master.0");
+      sink = sink + sum_of(reinterpret_cast<const float*>(view.data), view.numel());
+    }
+  });
+  for (auto kernel : {ck::Crc32cKernel::Portable, ck::Crc32cKernel::Sse42, ck::Crc32cKernel::Pclmul,
+                      ck::Crc32cKernel::Vpclmul}) {
+    if (!ck::crc32c_kernel_available(kernel)) continue;
+    seconds[std::string("crc32c: ") + ck::crc32c_kernel_name(kernel)] = best_seconds(w.reps, [&] {
+      uint32_t crc = 0;
+      for (int r = 0; r < w.ranks; ++r)
+        crc ^= ck::crc32c_extend_with(kernel, 0, w.partitions[r].data(), w.numel * 4);
+      sink = sink + static_cast<float>(crc & 1);
+    });
+  }
+  // The dispatched kernel on two threads' pieces, which a machine of few cores does not use.
+  ::setenv("DSX_CHECKPOINT_THREADS", "2", 1);
+  const std::string dispatched = ck::crc32c_kernel_name(ck::crc32c_fastest_kernel());
+  seconds["crc32c: " + dispatched + ", pieces on 2 threads"] = best_seconds(w.reps, [&] {
+    uint32_t crc = 0;
+    for (int r = 0; r < w.ranks; ++r) crc ^= ck::crc32c_parallel(w.partitions[r].data(), w.numel * 4);
+    sink = sink + static_cast<float>(crc & 1);
+  });
+  ::unsetenv("DSX_CHECKPOINT_THREADS");
 }
 
+// Seconds of an older build's load rows, timed in the same run by run_checkpoint.sh (0: none).
+struct Baseline {
+  double load = 0, in_place = 0;
+};
+
 // One row per operation: dsx's and the peers' saves against the write limit, loads against the read limit.
-void print_table(double gb, std::map<std::string, double>& seconds, std::map<std::string, double>& peers) {
+void print_table(double gb, std::map<std::string, double>& seconds, std::map<std::string, double>& peers,
+                 const Baseline& baseline) {
   std::printf("| operation | seconds | GB/s | speed vs the limit |\n|---|---:|---:|---:|\n");
   auto row = [&](const char* label, double s, double limit) {
     std::printf("| %s | %.3f | %.2f | %.2f |\n", label, s, gb / s, limit / s);
@@ -184,11 +243,18 @@ void print_table(double gb, std::map<std::string, double>& seconds, std::map<std
   if (peers.count("torch_save"))
     row("torch.save + fsync (DeepSpeed's .pt)", peers["torch_save"], w);
   row("read of the same bytes, page cache (limit)", r, r);
+  if (baseline.load > 0) row("BASELINE build: dsx load, copy out", baseline.load, r);
   row("dsx load: open, CRC verify, parse, copy out", seconds["dsx load"], r);
+  row("dsx load into buffers, CRC and copy in one pass", seconds["dsx load, one pass"], r);
+  if (baseline.in_place > 0) row("BASELINE build: dsx load, sum in place", baseline.in_place, r);
+  row("dsx load: open, CRC verify, parse, sum in place", seconds["dsx load, in place"], r);
   if (peers.count("safetensors_load"))
-    row("safetensors.torch.load_file", peers["safetensors_load"], r);
-  if (peers.count("torch_load")) row("torch.load (DeepSpeed's .pt)", peers["torch_load"], r);
-  std::printf("\nCRC32C alone: %.2f GB/s (in memory)\n", gb / seconds["crc32c"]);
+    row("safetensors.torch.load_file + sum (no check)", peers["safetensors_load"], r);
+  if (peers.count("torch_load")) row("torch.load (DeepSpeed's .pt) + sum", peers["torch_load"], r);
+  std::printf("\n| CRC32C alone, in memory (dispatch: %s) | GB/s |\n|---|---:|\n",
+              ck::crc32c_kernel_name(ck::crc32c_fastest_kernel()));
+  for (const auto& [name, s] : seconds)
+    if (name.starts_with("crc32c: ")) std::printf("| %s | %.2f |\n", name.c_str() + 8, gb / s);
 }
 
 }  // namespace
@@ -198,13 +264,18 @@ int main(int argc, char** argv) {
   Workload w;
   std::string peers_path;
   int mib = 128;
+  Baseline baseline;
   po::options_description options("bench_checkpoint options");
   options.add_options()("help", "this help")(
       "dir", po::value(&w.dir), "directory to save in (default: a new one in $TMPDIR)")(
       "ranks", po::value(&w.ranks), "ranks, one partition file each")(
       "mib", po::value(&mib), "MiB per rank")("reps", po::value(&w.reps),
                                               "timed repetitions (best is reported)")(
-      "peers", po::value(&peers_path), "JSON written by bench/checkpoint/checkpoint_peers.py");
+      "peers", po::value(&peers_path), "JSON written by bench/checkpoint/checkpoint_peers.py")(
+      "baseline-load", po::value(&baseline.load),
+      "seconds of an older build's copy-out load row in the same run (run_checkpoint.sh BASELINE=)")(
+      "baseline-in-place", po::value(&baseline.in_place),
+      "seconds of an older build's in-place load row in the same run");
   po::variables_map vars;
   if (auto stop = dsx::bench::parse_bench_flags(argc, argv, options, vars, "bench_checkpoint"))
     return *stop;
@@ -226,6 +297,6 @@ int main(int argc, char** argv) {
 
   std::printf("checkpoint of %d ranks x %d MiB fp32 (%.2f GB), best of %d, in %s\n\n", w.ranks, mib,
               gb, w.reps, own_dir ? "$TMPDIR" : w.dir.c_str());
-  print_table(gb, seconds, peers);
+  print_table(gb, seconds, peers, baseline);
   return 0;
 }

@@ -35,7 +35,7 @@ std::string read_text_file(const std::string& path, const std::string& why) {
   return read_bounded_file(path);  // capped: /dev/zero or a huge file is refused, not read whole
 }
 
-MappedFile::MappedFile(const std::string& path) : path_(path) {
+MappedFile::MappedFile(const std::string& path, bool populate) : path_(path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) fail("cannot open", path, "; check the path and its permissions");
   struct stat st {};
@@ -49,7 +49,7 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
   }
   size_ = static_cast<size_t>(st.st_size);
   if (size_ > 0) {
-    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE | (populate ? MAP_POPULATE : 0), fd, 0);
     if (p == MAP_FAILED) {
       ::close(fd);
       fail("cannot map", path, "");

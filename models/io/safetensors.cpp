@@ -40,7 +40,10 @@ size_t safetensors_dtype_size(const std::string& d) {
   return 0;
 }
 
-SafetensorsReader::SafetensorsReader(const std::string& path) : file_(path) {
+SafetensorsReader::SafetensorsReader(const std::string& path) : SafetensorsReader(MappedFile(path)) {}
+
+SafetensorsReader::SafetensorsReader(MappedFile file) : file_(std::move(file)) {
+  const std::string& path = file_.path();
   if (file_.size() < 8) bad(path, "shorter than the 8-byte header length");
   uint64_t header_len = 0;
   std::memcpy(&header_len, file_.data(), 8);

@@ -27,7 +27,10 @@ size_t safetensors_dtype_size(const std::string& dtype);  // 0 for an unknown dt
 class SafetensorsReader {
  public:
   explicit SafetensorsReader(const std::string& path);
+  // Parses a file its caller has mapped (and, e.g., checksummed) already.
+  explicit SafetensorsReader(MappedFile file);
   const std::string& path() const { return file_.path(); }
+  const MappedFile& file() const { return file_; }
   const std::map<std::string, TensorView>& tensors() const { return tensors_; }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   // nullptr when absent.

@@ -33,6 +33,16 @@ class TempDir {
   std::string path_;
 };
 
+// Sets DSX_CHECKPOINT_THREADS while alive, so the tests run the multi-threaded checksum and copy
+// paths on any machine (a machine of few cores uses one thread by default).
+class ForcedCheckpointThreads {
+ public:
+  explicit ForcedCheckpointThreads(int threads) { ::setenv("DSX_CHECKPOINT_THREADS", std::to_string(threads).c_str(), 1); }
+  ~ForcedCheckpointThreads() { ::unsetenv("DSX_CHECKPOINT_THREADS"); }
+  ForcedCheckpointThreads(const ForcedCheckpointThreads&) = delete;
+  ForcedCheckpointThreads& operator=(const ForcedCheckpointThreads&) = delete;
+};
+
 // The value element i of `rank`'s partition holds at `step`.
 inline float partition_value(int64_t step, int rank, size_t i) {
   return static_cast<float>(step * 1000 + rank * 100) + static_cast<float>(i % 97) * 0.25f;

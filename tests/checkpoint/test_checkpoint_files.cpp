@@ -3,6 +3,7 @@
 // models library's reader with every byte and the metadata intact.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -13,6 +14,7 @@
 #include "checkpoint/crc32c.h"
 #include "checkpoint/durable_file.h"
 #include "checkpoint/manifest.h"
+#include "checkpoint/parallel_bytes.h"
 #include "checkpoint/tag_validation.h"
 #include "checkpoint/tensor_file.h"
 #include "checkpoint/verify.h"
@@ -55,6 +57,107 @@ TEST(CheckpointCrc32c, HardwareAndTableAgreeAtEveryLengthAndAlignment) {
       ASSERT_EQ(fast, crc32c_extend(crc32c(data.data() + offset, cut), data.data() + offset + cut,
                                     n - cut));
     }
+}
+
+// Every kernel this CPU runs, each named so a failure says which.
+std::vector<Crc32cKernel> available_kernels() {
+  std::vector<Crc32cKernel> kernels;
+  for (auto k : {Crc32cKernel::Portable, Crc32cKernel::Sse42, Crc32cKernel::Pclmul,
+                 Crc32cKernel::Vpclmul})
+    if (crc32c_kernel_available(k)) kernels.push_back(k);
+  return kernels;
+}
+
+TEST(CheckpointCrc32c, EveryKernelMeetsRfc3720Vectors) {
+  uint8_t zeros[32] = {}, ascending[32], big[4096];
+  for (int i = 0; i < 32; ++i) ascending[i] = static_cast<uint8_t>(i);
+  for (int i = 0; i < 4096; ++i) big[i] = static_cast<uint8_t>(i * 7 + 3);
+  const uint32_t big_reference = crc32c_extend_portable(0, big, sizeof big);
+  for (Crc32cKernel k : available_kernels()) {
+    SCOPED_TRACE(crc32c_kernel_name(k));
+    EXPECT_EQ(crc32c_extend_with(k, 0, zeros, 32), 0x8a9136aau);
+    EXPECT_EQ(crc32c_extend_with(k, 0, ascending, 32), 0x46dd794eu);
+    EXPECT_EQ(crc32c_extend_with(k, 0, "123456789", 9), 0xe3069283u);
+    EXPECT_EQ(crc32c_extend_with(k, 0, big, sizeof big), big_reference);
+  }
+  // The dispatch picks AVX-512 folding where the CPU has it.
+  EXPECT_TRUE(crc32c_kernel_available(crc32c_fastest_kernel()));
+  if (crc32c_kernel_available(Crc32cKernel::Vpclmul)) {
+    EXPECT_EQ(crc32c_fastest_kernel(), Crc32cKernel::Vpclmul);
+  }
+}
+
+// The folding kernels against the table version at every length 0..4096 and every alignment
+// 0..63 (each start and tail length of the 16-, 64- and 256-byte blocks), from a nonzero CRC.
+TEST(CheckpointCrc32c, FoldingKernelsAgreeAtEveryLengthAndAlignment) {
+  std::mt19937 rng(5);
+  std::vector<uint8_t> data(4096 + 64);
+  for (auto& b : data) b = static_cast<uint8_t>(rng());
+  for (Crc32cKernel k : available_kernels()) {
+    if (k == Crc32cKernel::Portable) continue;
+    SCOPED_TRACE(crc32c_kernel_name(k));
+    for (size_t offset = 0; offset < 64; ++offset)
+      for (size_t n = 0; n <= 4096; ++n) {
+        const uint32_t start = static_cast<uint32_t>(n * 2654435761u + offset);
+        const uint8_t* p = data.data() + offset;
+        ASSERT_EQ(crc32c_extend_with(k, start, p, n), crc32c_extend_portable(start, p, n))
+            << "offset " << offset << " length " << n;
+      }
+  }
+}
+
+TEST(CheckpointCrc32c, FoldingKernelsAgreeOnLargeBuffers) {
+  std::mt19937 rng(13);
+  std::vector<uint8_t> data((8u << 20) + 77);
+  for (auto& b : data) b = static_cast<uint8_t>(rng());
+  for (Crc32cKernel k : available_kernels()) {
+    SCOPED_TRACE(crc32c_kernel_name(k));
+    for (size_t n : {size_t{65'537}, size_t{1} << 20, data.size() - 13}) {
+      const uint32_t want = crc32c_extend_portable(0x9abcdef0u, data.data() + 13, n);
+      ASSERT_EQ(crc32c_extend_with(k, 0x9abcdef0u, data.data() + 13, n), want) << n;
+    }
+  }
+}
+
+TEST(CheckpointCrc32c, CombiningPiecesEqualsOnePass) {
+  std::mt19937 rng(17);
+  std::vector<uint8_t> data(300'000);
+  for (auto& b : data) b = static_cast<uint8_t>(rng());
+  for (size_t cut : {size_t{0}, size_t{1}, size_t{4}, size_t{1000}, size_t{131'072}, data.size()}) {
+    const uint32_t a = crc32c(data.data(), cut), b = crc32c(data.data() + cut, data.size() - cut);
+    EXPECT_EQ(crc32c_combine(a, b, data.size() - cut), crc32c(data.data(), data.size())) << cut;
+  }
+  EXPECT_EQ(crc32c_combine(0x12345678u, 0, 0), 0x12345678u);
+}
+
+// Buffers large enough to be cut into one piece per thread (4 MiB each) give the one-pass CRC and
+// an exact copy; so does a DurableFile whose large writes are checksummed beside the write.
+TEST(CheckpointCrc32c, ParallelPiecesAndOverlappedWritesEqualOnePass) {
+  dsx::test::ForcedCheckpointThreads threads(3);
+  ASSERT_EQ(io_threads(), 3u);
+  std::mt19937 rng(19);
+  std::vector<uint8_t> data((13u << 20) + 5);
+  for (auto& b : data) b = static_cast<uint8_t>(rng());
+  for (size_t n : {size_t{100}, size_t{8u << 20}, data.size()}) {
+    ASSERT_EQ(crc32c_parallel(data.data(), n), crc32c(data.data(), n)) << n;
+    std::vector<uint8_t> copy(n);
+    copy_parallel(copy.data(), data.data(), n);
+    ASSERT_TRUE(std::equal(copy.begin(), copy.end(), data.begin())) << n;
+    // Two ranges copied while checksumming, one across the pieces' borders.
+    std::vector<uint8_t> head(n / 3), tail(n - n / 2);
+    const std::vector<CopyRange> ranges = {{0, head.size(), head.data()}, {n / 2, tail.size(), tail.data()}};
+    ASSERT_EQ(crc32c_and_copy(data.data(), n, ranges), crc32c(data.data(), n)) << n;
+    ASSERT_TRUE(std::equal(head.begin(), head.end(), data.begin())) << n;
+    ASSERT_TRUE(std::equal(tail.begin(), tail.end(), data.begin() + static_cast<long>(n / 2))) << n;
+  }
+  TempDir tmp;
+  DurableFile f(tmp.file("big.bin"));
+  f.write(data.data(), 7);
+  f.write(data.data() + 7, (9u << 20));
+  f.write(data.data() + 7 + (9u << 20), data.size() - 7 - (9u << 20));
+  f.commit();
+  EXPECT_EQ(f.crc32c(), crc32c(data.data(), data.size()));
+  EXPECT_EQ(measure_file(tmp.file("big.bin")).crc32c, f.crc32c());
 }
 
 TEST(CheckpointCrc32c, ThreeStreamPathAgreesOnLargeBuffers) {

@@ -170,6 +170,66 @@ TEST(CheckpointLoad, RefusesDamagedFilesNamingThem) {
   EXPECT_CONTAINS(msg, "is missing");
 }
 
+// Files past the sizes where saves checksum beside the write and loads checksum and copy on
+// several threads (4 MiB pieces): 6 MiB partitions round-trip exactly, and one flipped byte in the middle of
+// one is refused by the load and by the commit-time check, naming that file.
+TEST(CheckpointLoad, LargeFilesRoundTripAndRefuseOneFlippedByte) {
+  ForcedCheckpointThreads threads(2);
+  TempDir tmp;
+  const size_t numel = (6u << 20) / 4 + 3;
+  save_test_checkpoint(tmp.path(), default_tag(4), 2, 4, numel);
+  auto reader = CheckpointReader::open(tmp.path());
+  for (int rank = 0; rank < 2; ++rank) {
+    TensorFile f = reader.read_tensor_file(zero_optim_states_file_name(rank, false));
+    std::vector<float> master(numel);
+    f.read("master.0", TensorDType::F32, master.data(), numel);
+    for (size_t i = 0; i < numel; i += 4099) ASSERT_EQ(master[i], partition_value(4, rank, i)) << i;
+    ASSERT_EQ(master.back(), partition_value(4, rank, numel - 1));
+  }
+  const std::string rank0 = tmp.file("global_step4/zero_pp_rank_0_mp_rank_00_optim_states.safetensors");
+  const std::string rank1 = tmp.file("global_step4/zero_pp_rank_1_mp_rank_00_optim_states.safetensors");
+  flip_byte(rank1, 3 << 20);
+  std::string msg = error_of([&] { reader.read_tensor_file(zero_optim_states_file_name(1, false)); });
+  EXPECT_CONTAINS(msg, rank1 + " is corrupt");
+  EXPECT_CONTAINS(error_of([&] { reader.verify_all(); }), rank1 + " is corrupt");
+  // Both damaged: the files are checked side by side, and the first in the manifest is named.
+  flip_byte(rank0, 5 << 20);
+  EXPECT_CONTAINS(error_of([&] { reader.verify_all(); }), rank0 + " is corrupt");
+}
+
+// The one-pass load: tensors copied into the caller's buffers while the file is checksummed.
+// Exact values at small and multi-piece sizes; a flipped data byte, a damaged header and a wrong
+// request are each refused with the error that says what happened.
+TEST(CheckpointLoad, ReadIntoBuffersVerifiesInTheSamePass) {
+  ForcedCheckpointThreads threads(2);
+  TempDir tmp;
+  for (size_t numel : {size_t{300}, size_t{(6u << 20) / 4 + 3}}) {
+    const std::string tag = default_tag(static_cast<int64_t>(numel));
+    save_test_checkpoint(tmp.path(), tag, 1, 5, numel);
+    auto reader = CheckpointReader::open(tmp.path(), tag);
+    std::vector<float> master(numel, -1.0f);
+    std::vector<int64_t> counters(2, -1);
+    const std::vector<TensorDestination> into = {
+        {"master.0", TensorDType::F32, master.data(), numel},
+        {"counters", TensorDType::I64, counters.data(), 2}};
+    const std::string name = zero_optim_states_file_name(0, false);
+    TensorFile f = reader.read_tensor_file_into(name, into);
+    for (size_t i = 0; i < numel; ++i) ASSERT_EQ(master[i], partition_value(5, 0, i)) << i;
+    EXPECT_EQ(counters, (std::vector<int64_t>{5, 0}));
+    EXPECT_CONTAINS(f.metadata_json(), "\"step\":5");
+
+    const std::vector<TensorDestination> wrong = {{"master.0", TensorDType::F32, master.data(), numel - 1}};
+    EXPECT_CONTAINS(error_of([&] { reader.read_tensor_file_into(name, wrong); }),
+                    "elements, expected F32 with " + std::to_string(numel - 1));
+    const std::string path = reader.directory() + "/" + name;
+    flip_byte(path, static_cast<long>(std::filesystem::file_size(path)) - 7);
+    EXPECT_CONTAINS(error_of([&] { reader.read_tensor_file_into(name, into); }), path + " is corrupt");
+    flip_byte(path, static_cast<long>(std::filesystem::file_size(path)) - 7);
+    flip_byte(path, 8);  // the header's opening brace: it no longer parses
+    EXPECT_CONTAINS(error_of([&] { reader.read_tensor_file_into(name, into); }), path + " is corrupt");
+  }
+}
+
 TEST(CheckpointLoad, ExplainsMissingOrBrokenLatestAndManifest) {
   TempDir tmp;
   std::string msg = error_of([&] { CheckpointReader::open(tmp.path()); });
