@@ -2,7 +2,8 @@
 // fixture tokenizer: the run writes a PEFT adapter folder beside its checkpoint and leaves the
 // base untouched; a resumed run ends on the same adapter bytes as an uninterrupted one (the
 // checkpoint keeps the adapters and their Adam state); `dsx sample --lora-adapter` applies it;
-// a target that names no module is refused before training, naming it.
+// `dsx export` writes the adapter as a PEFT folder or merged into the base; a target that names no
+// module is refused before training, naming it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -94,6 +95,21 @@ TEST(LoraCli, TrainsResumesSavesAPeftAdapterAndSamplesWithIt) {
                        " --prompt 'the cat' --tokens 4 --temperature 0");
   ASSERT_EQ(s.exit_code, 0) << s.output;
   EXPECT_EQ(s.output.rfind("the cat", 0), 0u) << s.output;
+
+  // dsx export: the checkpoint's adapter as a PEFT folder (the bytes --save wrote), or merged
+  // into the base, whose greedy continuation is the adapted model's.
+  auto peft = run_command(std::string(DSX_EXE) + " export " + dir.file("out") + " --peft " + dir.file("peft"));
+  ASSERT_EQ(peft.exit_code, 0) << peft.output;
+  EXPECT_EQ(read_all(dir.file("peft/adapter_model.safetensors")), read_all(dir.file("out/adapter_model.safetensors")));
+  auto plain = run_command(std::string(DSX_EXE) + " export " + dir.file("out") + " --out " + dir.file("full"));
+  EXPECT_NE(plain.exit_code, 0);
+  EXPECT_NE(plain.output.find("--peft DIR"), std::string::npos) << plain.output;
+  auto merged = run_command(std::string(DSX_EXE) + " export " + dir.file("out") + " --out " + dir.file("merged") + " --merged");
+  ASSERT_EQ(merged.exit_code, 0) << merged.output;
+  auto from_merged = run_command(std::string(DSX_EXE) + " sample " + dir.file("merged") +
+                                 " --prompt 'the cat' --tokens 4 --temperature 0");
+  ASSERT_EQ(from_merged.exit_code, 0) << from_merged.output;
+  EXPECT_EQ(from_merged.output, s.output);
 
   auto bad = train(args + ",qproj --steps 1");
   EXPECT_NE(bad.exit_code, 0);

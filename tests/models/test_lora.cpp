@@ -17,6 +17,7 @@
 #include "models/local_params.h"
 #include "models/lora/frozen_weights.h"
 #include "models/lora/lora_llama.h"
+#include "models/lora/lora_merge.h"
 #include "models/lora/peft_adapter.h"
 #include "tests/expect_contains.h"
 #include "tests/models/random_model.h"
@@ -300,4 +301,31 @@ TEST(PeftAdapter, WritesWhatItReadsAndReadsPeftsFile) {
   auto fewer = s.lora(flag("r=4,targets=q_proj"));
   EXPECT_CONTAINS(error_of([&] { read_peft_adapter_weights(dir.path(), fewer->params(), back.data()); }),
                   "is not an adapter tensor dsx trains");
+}
+
+TEST(LoraMerge, TheMergedBaseComputesWhatBasePlusAdaptersDid) {
+  LoraSetup s;
+  auto m = s.lora(flag("r=3,alpha=5,targets=all-linear"));
+  LocalParams<float> lp(*m);
+  const auto random = random_vector(lp.size(), 21, 0.3);
+  std::copy(random.begin(), random.end(), lp.params());
+  m->forward(s.inputs.data(), nullptr, s.B, s.T, lp);
+  LlamaCpu<float> merged(s.config, s.B, s.T);
+  LocalParams<float> mp(merged);
+  std::copy(s.base.begin(), s.base.end(), mp.params());
+  merge_lora_adapters(merged.params(), mp.params(), m->params(), lp.params(), m->lora().scaling());
+  merged.forward(s.inputs.data(), nullptr, s.B, s.T, mp);
+  const auto a = m->logits(), b = merged.logits();
+  EXPECT_LT(relative_difference({a.begin(), a.end()}, {b.begin(), b.end()}), 1e-5);
+  LlamaCpu<float> base(s.config, s.B, s.T);  // the adapters do change the logits
+  LocalParams<float> bp(base);
+  std::copy(s.base.begin(), s.base.end(), bp.params());
+  base.forward(s.inputs.data(), nullptr, s.B, s.T, bp);
+  const auto c = base.logits();
+  EXPECT_GT(relative_difference({c.begin(), c.end()}, {b.begin(), b.end()}), 1e-2);
+  auto wrong = s.lora(flag("r=3,targets=q_proj"));
+  std::vector<ParamSpec> renamed = wrong->params();
+  renamed[0].name = "model.layers.0.self_attn.x_proj.lora_A.weight";
+  EXPECT_CONTAINS(error_of([&] { merge_lora_adapters(merged.params(), mp.params(), renamed, lp.params(), 1.0); }),
+                  "does not fit a weight of the base model");
 }
