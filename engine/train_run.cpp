@@ -43,6 +43,7 @@
 #include "engine/writable_directory.h"
 #include "kernels/device_choice.h"
 #include "models/gpt2/factory.h"
+#include "engine/partitioned_frozen_weights.h"
 #include "models/lora/lora_factory.h"
 #include "models/lora/peft_adapter.h"
 #include "models/model_source.h"
@@ -159,14 +160,21 @@ std::unique_ptr<models::Model> build_model(const config::EngineConfig& config, c
 }
 
 // --lora: the base that --model named, frozen, with adapters to train (the base's weights move
-// out of `choice`; a preset's are drawn from the seed).
+// out of `choice`; a preset's are drawn from the seed). At stage 3 the base is partitioned too.
 std::unique_ptr<models::Model> build_lora_model(const TrainRunOptions& o, const config::EngineConfig& config,
-                                                models::ModelSource& choice, bool cuda, int micro, int seq) {
+                                                models::ModelSource& choice, bool cuda, int micro, int seq,
+                                                comm::Communicator& comm) {
   models::BuildOptions options;
   options.cuda = cuda, options.max_batch = micro, options.max_seq = seq;
   options.activation_checkpointing = config.activation_checkpointing.given;
   if (choice.initial.empty()) choice.initial = models::initial_parameters(choice.shape, o.seed);
-  return models::make_lora_model(choice.shape, std::move(choice.initial), models::parse_lora_flag(o.lora), options);
+  const models::LoraConfig lora = models::parse_lora_flag(o.lora);
+  if (config.zero_optimization.stage == 3 && choice.shape.family == models::ModelShape::Family::Llama) {
+    auto frozen = std::make_unique<PartitionedFrozenWeights>(models::param_specs(choice.shape), choice.initial, comm);
+    std::vector<float>().swap(choice.initial);
+    return models::make_lora_model(choice.shape, std::move(frozen), lora, options);
+  }
+  return models::make_lora_model(choice.shape, std::move(choice.initial), lora, options);
 }
 
 // A LoRA run starts from PEFT's initialisation, or from the adapter in the --lora folder when
@@ -242,7 +250,7 @@ class TrainingRun {
         lead_(rank_ == 0), task_(o.digits), micro_(static_cast<int>(config_.train_micro_batch_size_per_gpu)),
         seq_(sequence_length(o, task_, choice_.shape)),
         model_(o.lora.empty() ? build_model(config_, choice_.shape, cuda_, micro_, seq_, gpu_.get())
-                              : build_lora_model(o, config_, choice_, cuda_, micro_, seq_)),
+                              : build_lora_model(o, config_, choice_, cuda_, micro_, seq_, comm_)),
         loader_(make_loader(o, choice_, task_, micro_, seq_, rank_, comm_.size())),
         steps_(steps_to_run(o, config_, *loader_, *model_)),
         profiling_(config_.autotuning.enabled && config_.autotuning.metric_path.has_value()),

@@ -13,8 +13,11 @@
 
 namespace dsx::models {
 
-// `base`: the model's weights in its flat layout (moved into the frozen base).
+// `base`: the model's weights in its flat layout (moved into a dense frozen base).
 std::unique_ptr<LoraLlama> make_lora_model(const ModelShape& shape, std::vector<float> base, const LoraConfig& lora,
                                            const ModelBuildOptions& options);
+// `frozen` reads the base weights (dense, partitioned at ZeRO stage 3, or quantised).
+std::unique_ptr<LoraLlama> make_lora_model(const ModelShape& shape, std::unique_ptr<ParamAccess> frozen,
+                                           const LoraConfig& lora, const ModelBuildOptions& options);
 
 }  // namespace dsx::models

@@ -3,7 +3,8 @@
 // the initial adapter PEFT saved, on the same batches with the same AdamW, and each of the 20
 // steps' losses, the trained adapter and the trained model's logits equal what PEFT +
 // transformers computed in float64 (tests/models/data/llama_lora, made by
-// tests/models/compat/make_lora_fixtures.py), to float32 rounding. ZeRO holds the adapters only.
+// tests/models/compat/make_lora_fixtures.py), to float32 rounding. ZeRO holds the adapters only;
+// at stage 3 the frozen base is partitioned too (each rank keeps half, gathered per layer).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,6 +16,7 @@
 
 #include "config/ds_config.h"
 #include "dsx/json_input.h"
+#include "engine/partitioned_frozen_weights.h"
 #include "engine/trainer.h"
 #include "models/io/hf_folder.h"
 #include "models/io/safetensors.h"
@@ -92,11 +94,21 @@ dsx::config::EngineConfig config_for(const Expected& e, int stage, int world) {
   return dsx::config::read_ds_config_text(text, "lora test config", inputs);
 }
 
-std::unique_ptr<dsx::models::LoraLlama> lora_model(int batch) {
+// `partitioned`: the frozen base as stage 3 keeps it, each rank holding half; else dense.
+std::unique_ptr<dsx::models::LoraLlama> lora_model(int batch, dsx::comm::Communicator* partitioned = nullptr) {
   dsx::models::LlamaWeights base = dsx::models::read_llama_hf_folder(kData + "llama");
   const auto lora = dsx::models::read_peft_adapter_config(kData + "llama_lora/adapter_config.json");
-  auto frozen = std::make_unique<dsx::models::DenseFrozenWeights>(dsx::models::llama_param_specs(base.config),
-                                                                  std::move(base.params));
+  const auto specs = dsx::models::llama_param_specs(base.config);
+  std::unique_ptr<dsx::models::ParamAccess> frozen;
+  if (partitioned) {
+    auto p = std::make_unique<dsx::engine::PartitionedFrozenWeights>(specs, base.params, *partitioned);
+    const size_t whole = base.params.size(), held = p->held_elements();
+    if (held * 2 > whole + 2 * specs.size() + 8)
+      throw std::runtime_error("the partitioned base holds " + std::to_string(held) + " of " + std::to_string(whole));
+    frozen = std::move(p);
+  } else {
+    frozen = std::make_unique<dsx::models::DenseFrozenWeights>(specs, std::move(base.params));
+  }
   return std::make_unique<dsx::models::LoraLlama>(base.config, lora, batch, 8, false, std::move(frozen));
 }
 
@@ -138,7 +150,7 @@ TEST_P(LoraBesidePeft, TwentyStepsOnTwoRanksEqualPeft) {
   const Expected e = read_expected();
   ASSERT_EQ(e.rows, 2 * kMicro);
   auto job = dsx::test::run_job(2, dsx::test::test_options("shm"), [&](dsx::comm::Communicator& comm, int) {
-    auto model = lora_model(kMicro);
+    auto model = lora_model(kMicro, stage == 3 ? &comm : nullptr);
     std::vector<float> initial(model->num_params());
     dsx::models::read_peft_adapter_weights(kData + "llama_lora", model->params(), initial.data());
     const dsx::config::EngineConfig config = config_for(e, stage, comm.size());
