@@ -155,6 +155,12 @@ TEST_P(LoraBesidePeft, TwentyStepsOnTwoRanksEqualPeft) {
     dsx::models::read_peft_adapter_weights(kData + "llama_lora", model->params(), initial.data());
     const dsx::config::EngineConfig config = config_for(e, stage, comm.size());
     dsx::engine::Trainer trainer(config, *model, comm, initial.data(), 0, nullptr);
+    // ZeRO holds the adapters and nothing of the base: no gradient, no optimizer state for it.
+    const size_t base_numel = dsx::models::llama_param_specs(model->base_config()).back().offset +
+                              dsx::models::llama_param_specs(model->base_config()).back().numel;
+    if (trainer.zero().numel() != model->num_params() || trainer.zero().master_numel() > model->num_params())
+      throw std::runtime_error("ZeRO holds " + std::to_string(trainer.zero().numel()) + " elements, the adapters are " +
+                               std::to_string(model->num_params()) + " (the base " + std::to_string(base_numel) + ")");
     FixtureLoader loader(e, comm.rank());
     std::vector<double> losses;
     for (size_t step = 0; step < e.losses.size(); ++step) losses.push_back(trainer.train_batch(loader).loss);
