@@ -348,6 +348,14 @@ class TrainingRun {
     if (profiling_) head << " (profiled trial: metrics to " << *config_.autotuning.metric_path << ")";
     say(head.str());
     say("arrangement: " + arrangement_.summary);
+    if (const auto* lora = dynamic_cast<const models::LoraLlama*>(model_.get())) {
+      const auto& last = lora->base_params().back();
+      std::ostringstream line;
+      line << "LoRA: the " << model_->num_params() << " parameters are adapters (r " << lora->lora().r << ", scale "
+           << lora->lora().scaling() << "); the base's " << last.offset + last.numel << " are frozen"
+           << (config_.zero_optimization.stage == 3 ? ", partitioned over the ranks" : ", whole on every rank");
+      say(line.str());
+    }
     if (const std::string data = loader_->describe(); !data.empty()) say("data: " + data);
     say("ZeRO holds on rank 0 (" + trainer_.zero().device().name() + "): " + trainer_.zero().memory().report());
     for (const auto& note : trainer_.notes()) say("note: " + note);
