@@ -29,8 +29,10 @@ std::array<std::array<int, 2>, kNumProjections> projection_shapes(const LlamaCon
   return {{{C, QD}, {C, KVD}, {C, KVD}, {QD, C}, {C, F}, {C, F}, {F, C}}};
 }
 
-void refuse_untrained_parts(const LoraConfig& c) {
-  if (c.bias != "none")
+// bias "all" / "lora_only" train the model's biases too: the same as "none" for a model without
+// any (Llama, Mistral), not implemented where there are some (Qwen2, Llama's attention_bias).
+void refuse_untrained_parts(const LoraConfig& c, const LlamaConfig& model) {
+  if (c.bias != "none" && (model.qkv_bias || model.o_bias))
     throw Error(ErrorKind::Unsupported, c.source + ": bias \"" + c.bias +
                                             "\" trains biases beside the adapters, which dsx does not do yet; "
                                             "use \"none\"");
@@ -76,7 +78,7 @@ uint64_t mix(uint64_t x) {  // splitmix64's finaliser
 
 LoraAdapters::LoraAdapters(const LlamaConfig& model, const LoraConfig& config, int max_batch, int max_seq)
     : config_(config), scale_(static_cast<float>(config.scaling())), slots_(model.num_layers) {
-  refuse_untrained_parts(config_);
+  refuse_untrained_parts(config_, model);
   check_targets_match(config_, model.num_layers);
   if (config_.target_names.empty() && !config_.target_regex && !config_.all_linear)
     config_.target_names = kDefaultTargets;  // written out as such, so PEFT sees the same choice

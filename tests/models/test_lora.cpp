@@ -141,7 +141,11 @@ TEST(LoraAdapters, NamesShapesAndRefusals) {
   EXPECT_EQ(peft_tensor_name(m->params()[0]), "base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight");
   EXPECT_CONTAINS(error_of([&] { s.lora(flag("targets=qproj")); }), "target_modules entry 'qproj' matches no module");
   EXPECT_CONTAINS(error_of([&] { s.lora(flag("targets=/nothing/")); }), "regex 'nothing' matches no module");
-  EXPECT_CONTAINS(error_of([&] { s.lora(flag("bias=all")); }), "bias \"all\"");
+  EXPECT_EQ(s.lora(flag("bias=all"))->params().size(), 8u);  // no biases in this model: as "none"
+  LoraSetup qwen2;
+  qwen2.config.qkv_bias = true;
+  qwen2.base.resize(LlamaCpu<double>(qwen2.config, 1, 1).num_params(), 0.1);
+  EXPECT_CONTAINS(error_of([&] { qwen2.lora(flag("bias=lora_only")); }), "bias \"lora_only\"");
   EXPECT_EQ(s.lora(LoraConfig{})->params().size(), 8u);  // PEFT's default for llama: q_proj, v_proj
 }
 
