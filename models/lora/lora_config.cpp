@@ -18,6 +18,8 @@ namespace {
 
 using Value = rapidjson::Value;
 
+constexpr int kMaxRank = 65536;  // far beyond any model's width: a larger r is a typo
+
 // Keys of PEFT's LoraConfig that dsx honours.
 const char* const kKeys[] = {"r", "lora_alpha", "lora_dropout", "target_modules", "bias", "use_rslora",
                              "modules_to_save", "init_lora_weights", "peft_type", "task_type",
@@ -95,7 +97,8 @@ void check_bias(const std::string& bias, const std::string& source) {
 
 void read_key(LoraConfig& c, const std::string& key, const Value& v, const std::string& source) {
   if (key == "r") {
-    if (!v.IsInt() || v.GetInt() <= 0) bad(source, key, "must be a positive integer");
+    if (!v.IsInt() || v.GetInt() <= 0 || v.GetInt() > kMaxRank)
+      bad(source, key, "must be a positive integer up to " + std::to_string(kMaxRank));
     c.r = v.GetInt();
   } else if (key == "lora_alpha") {
     if (!v.IsNumber() || !(v.GetDouble() > 0)) bad(source, key, "must be a positive number");
@@ -189,7 +192,7 @@ double flag_number(const std::string& text, const std::string& key, const std::s
 void apply_flag_item(LoraConfig& c, const std::string& text, const std::string& key, const std::string& value) {
   if (key == "r") {
     const double r = flag_number(text, key, value);
-    if (r < 1 || r != std::floor(r) || r > 65536) bad_flag(text, "r must be a positive integer");
+    if (r < 1 || r != std::floor(r) || r > kMaxRank) bad_flag(text, "r must be a positive integer up to 65536");
     c.r = static_cast<int>(r);
   } else if (key == "alpha") {
     c.alpha = flag_number(text, key, value);

@@ -88,6 +88,7 @@ TEST(LoraConfig, RefusesWhatItCannotHonourNamingFileAndKey) {
   EXPECT_CONTAINS(err(R"({"use_dora": true})"), "key 'use_dora' is a PEFT option dsx does not implement");
   EXPECT_CONTAINS(err(R"({"init_lora_weights": "pissa"})"), "key 'init_lora_weights'");
   EXPECT_CONTAINS(err(R"({"r": 0})"), "key 'r' must be a positive integer");
+  EXPECT_CONTAINS(err(R"({"r": 1000000})"), "key 'r' must be a positive integer up to 65536");
   EXPECT_CONTAINS(err(R"({"lora_dropout": 1.5})"), "key 'lora_dropout'");
   EXPECT_CONTAINS(err(R"({"bias": "some"})"), "key 'bias'");
   EXPECT_CONTAINS(err(R"({"target_modules": "q_proj(("})"), "not a valid regular expression");
