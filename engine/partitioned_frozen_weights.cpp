@@ -8,6 +8,11 @@
 
 namespace dsx::engine {
 
+namespace {
+// A gather waits behind ZeRO's queued reductions too; the communicator bounds each of them.
+constexpr std::chrono::minutes kGatherTimeout{10};
+}  // namespace
+
 PartitionedFrozenWeights::PartitionedFrozenWeights(const std::vector<models::ParamSpec>& specs,
                                                    const std::vector<float>& flat, comm::Communicator& comm)
     : specs_(specs), comm_(comm) {
@@ -37,7 +42,12 @@ void PartitionedFrozenWeights::acquire(int layer) {
   if (it == layers_.end()) return;  // a layer without base weights
   Layer& l = it->second;
   l.whole.assign(l.share * static_cast<size_t>(comm_.size()), 0.0f);
-  comm_.allgather(l.mine.data(), l.whole.data(), l.share, kernels::DType::F32)->wait();
+  if (!stream_) {
+    comm_.allgather(l.mine.data(), l.whole.data(), l.share, kernels::DType::F32)->wait();
+    return;
+  }
+  comm_.allgather_on(*device_, *stream_, l.mine.data(), l.whole.data(), l.share, kernels::DType::F32);
+  stream_->synchronize(kGatherTimeout);
 }
 
 const void* PartitionedFrozenWeights::param(size_t index) {

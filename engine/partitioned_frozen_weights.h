@@ -2,14 +2,16 @@
 // so each rank holds 1/world of every layer's base weights, and gathered whole only while the
 // model computes that layer (acquire: an allgather on the run's communicator; release: freed).
 // No gradients and no optimizer state exist for these weights (models/lora/frozen_weights.h).
-// Every rank acquires the layers in the same order (the Model layer protocol), so the gathers
-// match up; each waits with the communicator's timeout.
+// Every rank acquires the layers in the same order (the Model layer protocol). ZeRO issues its own
+// collectives on its communication stream, so once order_on() names that stream the gathers are
+// enqueued there too and every rank's communicator sees one order; each wait has a timeout.
 #pragma once
 
 #include <map>
 #include <vector>
 
 #include "comm/communicator.h"
+#include "device/device.h"
 #include "models/model.h"
 
 namespace dsx::engine {
@@ -20,6 +22,10 @@ class PartitionedFrozenWeights final : public models::ParamAccess {
   // tensors must be contiguous in it, as the decoder models lay them out.
   PartitionedFrozenWeights(const std::vector<models::ParamSpec>& specs, const std::vector<float>& flat,
                            comm::Communicator& comm);
+
+  // Gathers from now on run on `stream` of `device` (ZeRO's communication stream), after what
+  // it already holds.
+  void order_on(device::Device& device, device::Stream& stream) { device_ = &device, stream_ = &stream; }
 
   void acquire(int layer) override;
   const void* param(size_t index) override;
@@ -37,6 +43,8 @@ class PartitionedFrozenWeights final : public models::ParamAccess {
   std::vector<models::ParamSpec> specs_;
   std::map<int, Layer> layers_;
   comm::Communicator& comm_;
+  device::Device* device_ = nullptr;
+  device::Stream* stream_ = nullptr;
 };
 
 }  // namespace dsx::engine

@@ -259,7 +259,12 @@ class TrainingRun {
                  o.device_memory, gpu_.get()),
         monitors_(monitor_settings(config_), rank_, notes_),
         display_(lead_ ? STDOUT_FILENO : -1, steps_, display_options(o, steps_)),
-        throughput_(config_.train_batch_size, config_.steps_per_print) {}
+        throughput_(config_.train_batch_size, config_.steps_per_print) {
+    if (auto* lora = dynamic_cast<models::LoraLlama*>(model_.get())) {
+      if (auto* partitioned = dynamic_cast<PartitionedFrozenWeights*>(&lora->frozen()))
+        partitioned->order_on(trainer_.zero().device(), trainer_.zero().comm_stream());
+    }
+  }
 
   int run() {
     if (!o_.save_dir.empty()) require_writable_directory(o_.save_dir, "--save");

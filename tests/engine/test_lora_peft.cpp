@@ -155,6 +155,8 @@ TEST_P(LoraBesidePeft, TwentyStepsOnTwoRanksEqualPeft) {
     dsx::models::read_peft_adapter_weights(kData + "llama_lora", model->params(), initial.data());
     const dsx::config::EngineConfig config = config_for(e, stage, comm.size());
     dsx::engine::Trainer trainer(config, *model, comm, initial.data(), 0, nullptr);
+    if (auto* partitioned = dynamic_cast<dsx::engine::PartitionedFrozenWeights*>(&model->frozen()))
+      partitioned->order_on(trainer.zero().device(), trainer.zero().comm_stream());
     // ZeRO holds the adapters and nothing of the base: no gradient, no optimizer state for it.
     const size_t base_numel = dsx::models::llama_param_specs(model->base_config()).back().offset +
                               dsx::models::llama_param_specs(model->base_config()).back().numel;
