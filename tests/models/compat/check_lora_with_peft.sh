@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # PEFT loads dsx's LoRA adapter, and its logits equal dsx's. On the tiny transformers Llama of
-# tests/models/data/llama: `dsx train --lora` (two ranks, ZeRO 2) trains adapters on all linear
+# tests/models/data/llama: `dsx train --lora` (two ranks, ZeRO STAGE, default 3) trains adapters on all linear
 # layers (lr 0.02) from llm.c token shards written here, `dsx export --peft` writes the adapter folder;
 # PeftModel.from_pretrained(base, folder) must load it (strictly: every adapter tensor found, no
 # tensor left over) and its float32 logits on a fixed batch must equal dsx's (lora_dump) within
 # fp32 rounding. Prints the largest difference; exits 1 on failure. Not run in CI (needs torch).
 #
-#   bash tests/models/compat/check_lora_with_peft.sh [BUILD_DIR]      (default: build)
+#   [STAGE=0..3] bash tests/models/compat/check_lora_with_peft.sh [BUILD_DIR]      (default: build)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
@@ -18,7 +18,7 @@ cmake --build "$build" --target dsx lora_dump -j1 >/dev/null
 base=tests/models/data/llama
 
 # Token shards (llm.c format: 256 int32 header, magic 20240520, version 1, uint16 tokens) and a batch.
-"$python" - "$work" <<'PY'
+"$python" - "$work" "${STAGE:-3}" <<'PY'
 import json, struct, sys, random
 work = sys.argv[1]
 rng = random.Random(3)
@@ -27,7 +27,7 @@ header = [20240520, 1, len(tokens)] + [0] * 253
 with open(f"{work}/train_000.bin", "wb") as f:
     f.write(struct.pack("<256i", *header) + struct.pack(f"<{len(tokens)}H", *tokens))
 json.dump({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 1,
-           "optimizer": {"type": "AdamW", "params": {"lr": 0.02}}, "zero_optimization": {"stage": 2}},
+           "optimizer": {"type": "AdamW", "params": {"lr": 0.02}}, "zero_optimization": {"stage": int(sys.argv[2])}},
           open(f"{work}/ds_config.json", "w"))  # a large lr, so that the adapter moves far from its init
 json.dump({"vocab_size": 64}, open(f"{work}/tokenize.json", "w"))  # what dsx tokenize writes beside shards
 json.dump({"inputs": [[rng.randrange(64) for _ in range(8)] for _ in range(2)]}, open(f"{work}/batch.json", "w"))
