@@ -10,7 +10,8 @@
 
 namespace dsx::engine {
 
-std::string run_description(const models::ModelSource& model, uint64_t seed, const std::string& config_path) {
+std::string run_description(const models::ModelSource& model, uint64_t seed, const std::string& config_path,
+                            const std::string& lora_adapter_config) {
   rapidjson::StringBuffer buffer;
   rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
   w.StartObject();
@@ -19,6 +20,10 @@ std::string run_description(const models::ModelSource& model, uint64_t seed, con
   if (!model.folder.empty()) {
     const std::string folder = std::filesystem::absolute(model.folder).lexically_normal().string();
     w.Key("source_folder"), w.String(folder.c_str(), static_cast<rapidjson::SizeType>(folder.size()));
+  }
+  if (!lora_adapter_config.empty()) {
+    w.Key("lora");
+    w.RawValue(lora_adapter_config.c_str(), lora_adapter_config.size(), rapidjson::kObjectType);
   }
   w.Key("seed"), w.Uint64(seed);
   std::ifstream in(config_path, std::ios::binary);

@@ -10,7 +10,9 @@
 
 namespace dsx::engine {
 
-// The description as one JSON object.
-std::string run_description(const models::ModelSource& model, uint64_t seed, const std::string& config_path);
+// The description as one JSON object. A LoRA run adds its adapter_config.json (PEFT's) as "lora":
+// the checkpoint's tensors are then the adapters, the base stays in source_folder.
+std::string run_description(const models::ModelSource& model, uint64_t seed, const std::string& config_path,
+                            const std::string& lora_adapter_config = "");
 
 }  // namespace dsx::engine

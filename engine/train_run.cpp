@@ -43,6 +43,9 @@
 #include "engine/writable_directory.h"
 #include "kernels/device_choice.h"
 #include "models/gpt2/factory.h"
+#include "engine/partitioned_frozen_weights.h"
+#include "models/lora/lora_factory.h"
+#include "models/lora/peft_adapter.h"
 #include "models/model_source.h"
 #include "models/sampling.h"
 
@@ -156,6 +159,36 @@ std::unique_ptr<models::Model> build_model(const config::EngineConfig& config, c
   return models::build_model(shape, options);
 }
 
+// --lora: the base that --model named, frozen, with adapters to train (the base's weights move
+// out of `choice`; a preset's are drawn from the seed). At stage 3 the base is partitioned too.
+std::unique_ptr<models::Model> build_lora_model(const TrainRunOptions& o, const config::EngineConfig& config,
+                                                models::ModelSource& choice, bool cuda, int micro, int seq,
+                                                comm::Communicator& comm) {
+  models::BuildOptions options;
+  options.cuda = cuda, options.max_batch = micro, options.max_seq = seq;
+  options.activation_checkpointing = config.activation_checkpointing.given;
+  if (choice.initial.empty()) choice.initial = models::initial_parameters(choice.shape, o.seed);
+  const models::LoraConfig lora = models::parse_lora_flag(o.lora);
+  if (config.zero_optimization.stage == 3 && choice.shape.family == models::ModelShape::Family::Llama) {
+    auto frozen = std::make_unique<PartitionedFrozenWeights>(models::param_specs(choice.shape), choice.initial, comm);
+    std::vector<float>().swap(choice.initial);
+    return models::make_lora_model(choice.shape, std::move(frozen), lora, options);
+  }
+  return models::make_lora_model(choice.shape, std::move(choice.initial), lora, options);
+}
+
+// A LoRA run starts from PEFT's initialisation, or from the adapter in the --lora folder when
+// it holds one (PEFT's or an earlier run's). They become `choice`'s weights: the model's flat
+// layout is the adapters'.
+const float* initial_adapters(models::ModelSource& choice, const models::Model& model, const TrainRunOptions& o) {
+  choice.initial.assign(model.num_params(), 0.0f);
+  if (std::filesystem::exists(o.lora + "/adapter_model.safetensors"))
+    models::read_peft_adapter_weights(o.lora, model.params(), choice.initial.data());
+  else
+    model.init_params(choice.initial.data(), o.seed);
+  return choice.initial.data();
+}
+
 // fp32 initial weights, whatever the model computes in (the same values on CPU and GPU).
 const float* initial_weights(models::ModelSource& choice, uint64_t seed) {
   if (choice.initial.empty()) choice.initial = models::initial_parameters(choice.shape, seed);
@@ -216,14 +249,22 @@ class TrainingRun {
         comm_(logged_ ? static_cast<comm::Communicator&>(*logged_) : session_.world()), rank_(comm_.rank()),
         lead_(rank_ == 0), task_(o.digits), micro_(static_cast<int>(config_.train_micro_batch_size_per_gpu)),
         seq_(sequence_length(o, task_, choice_.shape)),
-        model_(build_model(config_, choice_.shape, cuda_, micro_, seq_, gpu_.get())),
+        model_(o.lora.empty() ? build_model(config_, choice_.shape, cuda_, micro_, seq_, gpu_.get())
+                              : build_lora_model(o, config_, choice_, cuda_, micro_, seq_, comm_)),
         loader_(make_loader(o, choice_, task_, micro_, seq_, rank_, comm_.size())),
         steps_(steps_to_run(o, config_, *loader_, *model_)),
         profiling_(config_.autotuning.enabled && config_.autotuning.metric_path.has_value()),
-        trainer_(config_, *model_, comm_, initial_weights(choice_, o.seed), o.device_memory, gpu_.get()),
+        trainer_(config_, *model_, comm_,
+                 o.lora.empty() ? initial_weights(choice_, o.seed) : initial_adapters(choice_, *model_, o),
+                 o.device_memory, gpu_.get()),
         monitors_(monitor_settings(config_), rank_, notes_),
         display_(lead_ ? STDOUT_FILENO : -1, steps_, display_options(o, steps_)),
-        throughput_(config_.train_batch_size, config_.steps_per_print) {}
+        throughput_(config_.train_batch_size, config_.steps_per_print) {
+    if (auto* lora = dynamic_cast<models::LoraLlama*>(model_.get())) {
+      if (auto* partitioned = dynamic_cast<PartitionedFrozenWeights*>(&lora->frozen()))
+        partitioned->order_on(trainer_.zero().device(), trainer_.zero().comm_stream());
+    }
+  }
 
   int run() {
     if (!o_.save_dir.empty()) require_writable_directory(o_.save_dir, "--save");
@@ -312,6 +353,14 @@ class TrainingRun {
     if (profiling_) head << " (profiled trial: metrics to " << *config_.autotuning.metric_path << ")";
     say(head.str());
     say("arrangement: " + arrangement_.summary);
+    if (const auto* lora = dynamic_cast<const models::LoraLlama*>(model_.get())) {
+      const auto& last = lora->base_params().back();
+      std::ostringstream line;
+      line << "LoRA: the " << model_->num_params() << " parameters are adapters (r " << lora->lora().r << ", scale "
+           << lora->lora().scaling() << "); the base's " << last.offset + last.numel << " are frozen"
+           << (config_.zero_optimization.stage == 3 ? ", partitioned over the ranks" : ", whole on every rank");
+      say(line.str());
+    }
     if (const std::string data = loader_->describe(); !data.empty()) say("data: " + data);
     say("ZeRO holds on rank 0 (" + trainer_.zero().device().name() + "): " + trainer_.zero().memory().report());
     for (const auto& note : trainer_.notes()) say("note: " + note);
@@ -366,7 +415,7 @@ class TrainingRun {
   std::string save(const std::string& why) {
     const std::string tag = save_training_checkpoint(
         o_.save_dir, "", trainer_, *model_, *loader_, comm_, session_.rendezvous().store(),
-        run_description(choice_, o_.seed, o_.config_path),
+        run_description(choice_, o_.seed, o_.config_path, lora_adapter_config()),
         SaveOptions{config_.checkpoint.tag_validation, config_.checkpoint.use_node_local_storage});
     say("saved checkpoint " + in_dir(o_.save_dir, tag) + " (" + why + ")");
     return tag;
@@ -406,7 +455,7 @@ class TrainingRun {
     for (const auto& dir : log_dirs) summary_.extra.push_back({"monitor logs", dir});
     if (lead_) {
       std::cout << progress::format_summary(summary_);
-      if (o_.data == "addition" && o_.samples_to_show > 0) {
+      if (o_.data == "addition" && o_.samples_to_show > 0 && o_.lora.empty()) {
         print_samples(choice_.shape, weights, task_, seq_, o_.seed, o_.samples_to_show);
       }
       std::cout.flush();
@@ -415,8 +464,19 @@ class TrainingRun {
     return 0;
   }
 
+  std::string lora_adapter_config() const {
+    const auto* lora = dynamic_cast<const models::LoraLlama*>(model_.get());
+    return lora ? models::peft_adapter_config_json(lora->lora(), choice_.folder) : "";
+  }
+
   void write_weights(const std::vector<float>& weights) {
     std::filesystem::create_directories(o_.save_dir);
+    if (const auto* lora = dynamic_cast<const models::LoraLlama*>(model_.get())) {
+      models::write_peft_adapter(o_.save_dir, lora->lora(), choice_.folder, lora->params(), weights.data());
+      summary_.extra.push_back({"adapter", in_dir(o_.save_dir, "adapter_model.safetensors") +
+                                               " (PEFT: PeftModel.from_pretrained(base, dir) loads it)"});
+      return;
+    }
     const std::string path = in_dir(o_.save_dir, "model.safetensors");
     models::write_hf_weights(path, choice_.shape, weights.data(), kernels::DType::F32, choice_.folder);
     summary_.extra.push_back({"weights", path + " (Hugging Face " + choice_.shape.family_name() + " layout)"});

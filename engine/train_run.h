@@ -16,6 +16,7 @@ namespace dsx::engine {
 struct TrainRunOptions {
   std::string config_path;              // --deepspeed_config
   std::string model = "byte-tiny";      // a preset, a GPT-2 weights file or a Hugging Face model folder
+  std::string lora;                     // --lora: train LoRA adapters (models/lora/lora_config.h), "" for all weights
   std::string data = "addition";        // "addition", "text:FILE", "jsonl:FILE", "shards:GLOB"
   int seq_len = 0;                      // --seq_len: tokens per row (0: the model's maximum)
   std::string tokenizer;                // --tokenizer DIR: text's tokenizer ("": the model folder's, else bytes)

@@ -12,6 +12,8 @@
 #include "models/io/hf_folder.h"
 #include "models/io/llmc_tokenizer.h"
 #include "models/local_params.h"
+#include "models/lora/lora_factory.h"
+#include "models/lora/peft_adapter.h"
 #include "models/model_source.h"
 #include "models/sampling.h"
 #include "tokenizer/chat_template.h"
@@ -221,6 +223,8 @@ int run_sample(int argc, char** argv) {
       ("tokenizer", po::value<std::string>(), "a Hugging Face tokenizer folder (tokenizer.json or tokenizer.model), "
        "or llm.c's gpt2_tokenizer.bin to print GPT-2 tokens as text; default: the model folder's")
       ("heads", po::value<int>()->default_value(0), "attention heads, if a GPT-2 weights file does not say")
+      ("lora-adapter", po::value<std::string>(), "a PEFT adapter folder (adapter_config.json, "
+       "adapter_model.safetensors: what dsx train --lora --save writes) applied to the base model")
       ("add", po::value<std::string>(), "ask the addition model A+B (greedy) and check the answer")
       ("eval-add", po::value<int>(), "exact-match accuracy on this many held-out addition problems")
       ("digits", po::value<int>()->default_value(2), "operand digits of the addition task");
@@ -237,10 +241,23 @@ int run_sample(int argc, char** argv) {
 
   const SampleText text = sample_text(v, source);
   const std::vector<int32_t> prompt = prompt_ids(v, text, source.shape);
-  auto model = models::build_host_model(source.shape, 1,
-                                        std::min<int>(source.shape.max_seq_len(), static_cast<int>(prompt.size()) + tokens));
-  LocalParams<float> params(*model);
-  std::copy(source.initial.begin(), source.initial.end(), params.params());
+  const int max_seq = std::min<int>(source.shape.max_seq_len(), static_cast<int>(prompt.size()) + tokens);
+  std::unique_ptr<models::Model> model;
+  std::unique_ptr<LocalParams<float>> adapted;
+  if (v.count("lora-adapter")) {
+    const std::string dir = v["lora-adapter"].as<std::string>();
+    models::ModelBuildOptions options;
+    options.max_batch = 1, options.max_seq = max_seq;
+    model = models::make_lora_model(source.shape, source.initial,
+                                    models::read_peft_adapter_config(dir + "/adapter_config.json"), options);
+    adapted = std::make_unique<LocalParams<float>>(*model);
+    models::read_peft_adapter_weights(dir, model->params(), adapted->params());
+  } else {
+    model = models::build_host_model(source.shape, 1, max_seq);
+    adapted = std::make_unique<LocalParams<float>>(*model);
+    std::copy(source.initial.begin(), source.initial.end(), adapted->params());
+  }
+  LocalParams<float>& params = *adapted;
   models::SampleOptions o;
   o.max_new_tokens = tokens, o.temperature = v["temperature"].as<float>(), o.top_k = v["top-k"].as<int>();
   o.seed = v["seed"].as<uint64_t>();

@@ -31,6 +31,10 @@ int run_train(int argc, char** argv) {
       ("model", po::value(&o.model)->default_value(o.model),
        "a preset (byte-tiny, byte-small, gpt2-124M, llama-tiny, ...), a Hugging Face model folder to fine-tune "
        "(Llama, Mistral, Qwen2, GPT-2) or GPT-2 weights (.bin / .safetensors)")
+      ("lora", po::value(&o.lora),
+       "train LoRA adapters on the frozen --model: PEFT's adapter_config.json (or its folder; an "
+       "adapter_model.safetensors there is the starting adapter), or r=8,alpha=16,dropout=0.05,targets=q_proj,v_proj "
+       "(targets: names, all-linear or /regex/; also rslora=, init=, bias=)")
       ("data", po::value(&o.data)->default_value(o.data),
        "addition | text:FILE (through the model folder's tokenizer, else bytes) | jsonl:FILE (prompt/response "
        "pairs, loss on the responses) | shards:GLOB (llm.c token shards)")

@@ -83,6 +83,9 @@ class ZeroEngine {
   const MemoryLedger& memory() const { return ledger_; }
   const CommTiming& comm_timing() const { return reducer_->timing(); }
   device::Device& device() { return device_; }
+  // The stream every ZeRO collective runs on, in one order on every rank; other collectives on
+  // the same communicator (a LoRA run's frozen-base gathers) go there too.
+  device::Stream& comm_stream() { return *comm_stream_; }
   int stage() const { return options_.stage; }
   size_t numel() const { return layout_.numel(); }
   // Every parameter, in the model's flat layout. A collective at stage 3: every rank calls it.

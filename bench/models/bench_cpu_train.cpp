@@ -3,7 +3,8 @@
 // load). Prints one JSON line for run_cpu_train.sh, which puts it beside transformers' model of the
 // same shape (eager and torch.compile) measured in the same run.
 // AdamW is the fused CPU kernel of kernels/optimizers.h, one call per parameter tensor (decay on
-// matrices only, as the engine does).
+// matrices only, as the engine does). With --lora the model is the preset's frozen base with LoRA
+// adapters (models/lora/): only the adapters get gradients and AdamW steps.
 #include <algorithm>
 #include <chrono>
 #include <ctime>
@@ -17,6 +18,7 @@
 #include "kernels/cpu/gemm.h"
 #include "kernels/optimizers.h"
 #include "models/local_params.h"
+#include "models/lora/lora_factory.h"
 #include "models/model_source.h"
 #include "tools/cli.h"
 
@@ -34,6 +36,7 @@ int run(int argc, char** argv) try {
       ("warmup", po::value<int>()->default_value(2), "untimed steps")
       ("steps", po::value<int>()->default_value(5), "timed steps")
       ("checkpointing", po::bool_switch(), "activation checkpointing")
+      ("lora", po::value<std::string>(), "train LoRA adapters on the frozen preset (dsx train's --lora form)")
       ("name", po::value<std::string>()->default_value("dsx"), "the row's name in the table");
   auto args = dsx::tools::parse_args(argc, argv, "bench_cpu_train [options]", options);
   if (args.help) return 0;
@@ -42,7 +45,10 @@ int run(int argc, char** argv) try {
   const ModelShape shape = load_model_source(v["preset"].as<std::string>()).shape;
   BuildOptions build;
   build.max_batch = B, build.max_seq = T, build.activation_checkpointing = v["checkpointing"].as<bool>();
-  const auto built = build_model(shape, build);
+  const auto built = v.count("lora") ? std::unique_ptr<Model>(make_lora_model(shape, initial_parameters(shape, 1),
+                                                                              parse_lora_flag(v["lora"].as<std::string>()),
+                                                                              build))
+                                     : build_model(shape, build);
   Model& model = *built;
   LocalParams<float> p(model);
   model.init_params(p.params(), 1);

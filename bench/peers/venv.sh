@@ -26,4 +26,6 @@ fi
 # without them it reads the file as tiktoken and fails.
 "$venv/bin/python" -c "import sentencepiece, google.protobuf" 2>/dev/null ||
   "$venv/bin/pip" install -q sentencepiece protobuf
+# PEFT: the LoRA oracle (tests/models/compat/make_lora_fixtures.py) and peer (bench/models/run_lora_step.sh).
+"$venv/bin/python" -c "import peft" 2>/dev/null || "$venv/bin/pip" install -q peft
 echo "$venv/bin/python"

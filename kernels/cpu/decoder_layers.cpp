@@ -172,7 +172,7 @@ void decoder_matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const
                           const T* weight, size_t N, int C, int OC) {
   if (!gemm_is_split(N, C, OC)) {
     gemm_serial(false, false, N, C, OC, T(1), dout, OC, weight, C, T(0), dinp, C);
-    gemm_serial(true, false, OC, C, N, T(1), dout, OC, inp, C, T(1), dweight, C);
+    if (dweight) gemm_serial(true, false, OC, C, N, T(1), dout, OC, inp, C, T(1), dweight, C);
     if (dbias) add_column_sums(dbias, dout, N, OC, 0, OC);
     return;
   }
@@ -180,7 +180,8 @@ void decoder_matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const
 #pragma omp parallel
   {
     const int threads = omp_get_num_threads();
-    const int in_parts = gemm_parts(N, C, threads), w_parts = gemm_parts(OC, C, threads);
+    // A frozen weight (LoRA) has no gradient: its product is skipped.
+    const int in_parts = gemm_parts(N, C, threads), w_parts = dweight ? gemm_parts(OC, C, threads) : 0;
 #pragma omp for schedule(dynamic, 1) nowait
     for (int part = 0; part < in_parts; ++part)
       gemm_part(gemm_slice(N, C, part, in_parts), false, false, N, C, OC, T(1), dout, OC, weight, C,
@@ -207,7 +208,7 @@ template <class T>
 void decoder_classifier_backward(T* dinp, T* dwte, const T* dlogits, const T* inp, const T* wte,
                               size_t N, int C, int V, int Vp) {
   gemm(false, false, N, C, V, T(1), dlogits, Vp, wte, C, T(0), dinp, C);
-  gemm(true, false, V, C, N, T(1), dlogits, Vp, inp, C, T(1), dwte, C);
+  if (dwte) gemm(true, false, V, C, N, T(1), dlogits, Vp, inp, C, T(1), dwte, C);
 }
 
 // Attention runs one (batch row, head) per task, each thread with its own single-threaded GEMMs

@@ -36,7 +36,8 @@ void decoder_layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, co
 template <class T>
 void decoder_matmul_forward(T* out, const T* inp, const T* weight, const T* bias, size_t N, int C,
                          int OC);
-// dinp = dout @ weight; dweight += dout^T @ inp; dbias += column sums of dout (dbias may be null).
+// dinp = dout @ weight; dweight += dout^T @ inp; dbias += column sums of dout (dbias may be null;
+// dweight too, for a frozen weight).
 template <class T>
 void decoder_matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
                           const T* weight, size_t N, int C, int OC);
@@ -46,7 +47,7 @@ void decoder_matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const
 template <class T>
 void decoder_classifier_forward(T* logits, const T* inp, const T* wte, size_t N, int C, int V, int Vp);
 // dinp = dlogits @ wte and dwte += dlogits^T @ inp, over the first V columns of dlogits (N, Vp)
-// and rows of wte: the padded rows of dwte are not touched.
+// and rows of wte: the padded rows of dwte are not touched. dwte null: a frozen head.
 template <class T>
 void decoder_classifier_backward(T* dinp, T* dwte, const T* dlogits, const T* inp, const T* wte, size_t N,
                               int C, int V, int Vp);

@@ -89,6 +89,7 @@ void llama_rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, co
                                        lm::rmsnorm_xhat(x[i], s), dot_mean, s);
     }
   }
+  if (!dweight) return;  // a frozen norm weight (LoRA): only the input gradient is wanted
   for (int th = 0; th < threads; ++th)
     for (int i = 0; i < C; ++i) dweight[i] += partial[static_cast<size_t>(th) * C + i];
 }

@@ -22,7 +22,7 @@ void llama_embedding_backward(T* dtable, const T* dout, const int32_t* tokens, s
 // out = inp * rstd * weight per row; keeps rstd (N) for backward.
 template <class T>
 void llama_rmsnorm_forward(T* out, T* rstd, const T* inp, const T* weight, size_t N, int C, T eps);
-// dinp += ..., dweight += ...
+// dinp += ..., dweight += ... (dweight null: a frozen norm)
 template <class T>
 void llama_rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* weight,
                             const T* rstd, size_t N, int C);

@@ -9,6 +9,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <type_traits>
 
 #include "dsx/error.h"
 #include "kernels/cpu/decoder_layers.h"
@@ -76,7 +77,28 @@ void LlamaCpu<T>::init_params(void* flat, uint64_t seed) const {
 }
 
 template <class T>
-void LlamaCpu<T>::block_forward(BlockActs& a, T* res_out, const T* res_in, const BlockParams& p) {
+void LlamaCpu<T>::set_adapters(ProjectionAdapters* adapters) {
+  if (adapters && !std::is_same_v<T, float>)
+    throw Error(ErrorKind::Unsupported, "adapters (LoRA) run on the float Llama only");
+  adapters_ = adapters;
+}
+
+template <class T>
+void LlamaCpu<T>::adapt_forward(int block, Projection p, T* out, const T* inp) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (adapters_) adapters_->forward(block, p, out, inp, static_cast<size_t>(B_) * T_);
+  }
+}
+
+template <class T>
+void LlamaCpu<T>::adapt_backward(int block, Projection p, T* dinp, const T* dout, const T* inp) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (adapters_) adapters_->backward(block, p, dinp, dout, inp, static_cast<size_t>(B_) * T_);
+  }
+}
+
+template <class T>
+void LlamaCpu<T>::block_forward(int block, BlockActs& a, T* res_out, const T* res_in, const BlockParams& p) {
   const size_t N = static_cast<size_t>(B_) * T_;
   const int C = config_.hidden_size, F = config_.intermediate_size, NH = config_.num_heads;
   const int KV = config_.num_kv_heads, D = config_.head_dim, QD = NH * D, KVD = KV * D;
@@ -84,57 +106,71 @@ void LlamaCpu<T>::block_forward(BlockActs& a, T* res_out, const T* res_in, const
   // res2 = input + o_proj(attention(rope(q, k), v)), q, k, v projections of rmsnorm(input)
   kc::llama_rmsnorm_forward(a.xn1.data(), a.rstd1.data(), res_in, p.ln1, N, C, eps);
   kc::decoder_matmul_forward(q_.data(), a.xn1.data(), p.wq, p.bq, N, C, QD);
+  adapt_forward(block, Projection::q, q_.data(), a.xn1.data());
   kc::decoder_matmul_forward(k_.data(), a.xn1.data(), p.wk, p.bk, N, C, KVD);
+  adapt_forward(block, Projection::k, k_.data(), a.xn1.data());
   kc::decoder_matmul_forward(v_.data(), a.xn1.data(), p.wv, p.bv, N, C, KVD);
+  adapt_forward(block, Projection::v, v_.data(), a.xn1.data());
   kc::llama_qkv_pack_forward(a.qkv.data(), q_.data(), k_.data(), v_.data(), cos_.data(), sin_.data(), B_, T_, NH,
                          KV, D);
   kc::decoder_attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), B_, T_, QD, NH);
   kc::decoder_matmul_forward(tmp_.data(), a.atty.data(), p.wo, p.bo, N, QD, C);
+  adapt_forward(block, Projection::o, tmp_.data(), a.atty.data());
   kc::decoder_residual_forward(a.res2.data(), res_in, tmp_.data(), N * C);
   // output = res2 + down_proj(silu(gate_proj(x)) * up_proj(x)), x = rmsnorm(res2)
   kc::llama_rmsnorm_forward(a.xn2.data(), a.rstd2.data(), a.res2.data(), p.ln2, N, C, eps);
   kc::decoder_matmul_forward(a.gate.data(), a.xn2.data(), p.wg, static_cast<const T*>(nullptr), N, C, F);
+  adapt_forward(block, Projection::gate, a.gate.data(), a.xn2.data());
   kc::decoder_matmul_forward(a.up.data(), a.xn2.data(), p.wu, static_cast<const T*>(nullptr), N, C, F);
+  adapt_forward(block, Projection::up, a.up.data(), a.xn2.data());
   kc::llama_swiglu_forward(a.h.data(), a.gate.data(), a.up.data(), N * F);
   kc::decoder_matmul_forward(tmp_.data(), a.h.data(), p.wd, static_cast<const T*>(nullptr), N, F, C);
+  adapt_forward(block, Projection::down, tmp_.data(), a.h.data());
   kc::decoder_residual_forward(res_out, a.res2.data(), tmp_.data(), N * C);
 }
 
 // dxn = d loss / d rmsnorm1(input), from dres2 = d loss / d res2.
 template <class T>
-void LlamaCpu<T>::attention_backward(T* dxn, const T* dres2, BlockActs& a, const BlockParams& p,
+void LlamaCpu<T>::attention_backward(int block, T* dxn, const T* dres2, BlockActs& a, const BlockParams& p,
                                      const BlockGrads& g) {
   const size_t N = static_cast<size_t>(B_) * T_;
   const int C = config_.hidden_size, NH = config_.num_heads, KV = config_.num_kv_heads, D = config_.head_dim;
   const int QD = NH * D, KVD = KV * D;
   kc::decoder_matmul_backward(datty_.data(), g.wo, g.bo, dres2, a.atty.data(), p.wo, N, QD, C);
+  adapt_backward(block, Projection::o, datty_.data(), dres2, a.atty.data());
   kc::decoder_attention_backward(dqkv_.data(), datty_.data(), a.qkv.data(), a.att.data(), B_, T_, QD, NH);
   kc::llama_qkv_pack_backward(q_.data(), k_.data(), v_.data(), dqkv_.data(), cos_.data(), sin_.data(), B_, T_, NH,
                           KV, D);
   // Three projections of one input: their input gradients add up.
   kc::decoder_matmul_backward(dxn, g.wq, g.bq, q_.data(), a.xn1.data(), p.wq, N, C, QD);
+  adapt_backward(block, Projection::q, dxn, q_.data(), a.xn1.data());
   kc::decoder_matmul_backward(tmp_.data(), g.wk, g.bk, k_.data(), a.xn1.data(), p.wk, N, C, KVD);
+  adapt_backward(block, Projection::k, tmp_.data(), k_.data(), a.xn1.data());
   for (size_t i = 0; i < N * C; ++i) dxn[i] += tmp_[i];
   kc::decoder_matmul_backward(tmp_.data(), g.wv, g.bv, v_.data(), a.xn1.data(), p.wv, N, C, KVD);
+  adapt_backward(block, Projection::v, tmp_.data(), v_.data(), a.xn1.data());
   for (size_t i = 0; i < N * C; ++i) dxn[i] += tmp_[i];
 }
 
 // dres holds d loss / d (block output) on entry and d loss / d (block input) on return.
 template <class T>
-void LlamaCpu<T>::block_backward(T* dres, BlockActs& a, const T* res_in, const BlockParams& p,
+void LlamaCpu<T>::block_backward(int block, T* dres, BlockActs& a, const T* res_in, const BlockParams& p,
                                  const BlockGrads& g) {
   const size_t N = static_cast<size_t>(B_) * T_;
   const int C = config_.hidden_size, F = config_.intermediate_size;
   T* const no_bias = nullptr;
   // MLP: dres becomes d loss / d res2 (the residual plus the path through rmsnorm2).
   kc::decoder_matmul_backward(dh_.data(), g.wd, no_bias, dres, a.h.data(), p.wd, N, F, C);
+  adapt_backward(block, Projection::down, dh_.data(), dres, a.h.data());
   kc::llama_swiglu_backward(dh_.data() /* now dgate */, dup_.data(), dh_.data(), a.gate.data(), a.up.data(), N * F);
   kc::decoder_matmul_backward(dxn_.data(), g.wg, no_bias, dh_.data(), a.xn2.data(), p.wg, N, C, F);
+  adapt_backward(block, Projection::gate, dxn_.data(), dh_.data(), a.xn2.data());
   kc::decoder_matmul_backward(tmp_.data(), g.wu, no_bias, dup_.data(), a.xn2.data(), p.wu, N, C, F);
+  adapt_backward(block, Projection::up, tmp_.data(), dup_.data(), a.xn2.data());
   for (size_t i = 0; i < N * C; ++i) dxn_[i] += tmp_[i];
   kc::llama_rmsnorm_backward(dres, g.ln2, dxn_.data(), a.res2.data(), p.ln2, a.rstd2.data(), N, C);
   // Attention: dres becomes d loss / d input.
-  attention_backward(dxn_.data(), dres, a, p, g);
+  attention_backward(block, dxn_.data(), dres, a, p, g);
   kc::llama_rmsnorm_backward(dres, g.ln1, dxn_.data(), res_in, p.ln1, a.rstd1.data(), N, C);
 }
 
@@ -155,7 +191,7 @@ float LlamaCpu<T>::forward(const int32_t* inputs, const int32_t* targets, int B,
   if (!tied) access.release(0);
   blocks_forward(access, [&](int l) {
     trace::Scope span("forward layer", l + 1, "layer");
-    block_forward(acts_of(l), residual_[l + 1].data(), residual_[l].data(), llama_block_params<T>(layout_, access, l));
+    block_forward(l, acts_of(l), residual_[l + 1].data(), residual_[l].data(), llama_block_params<T>(layout_, access, l));
   });
   trace::Scope head("forward head", "layer");  // the final norm, logits and loss
   access.acquire(L + 1);
@@ -215,14 +251,14 @@ void LlamaCpu<T>::backward(ParamAccess& access, GradSink& sink, float grad_scale
         trace::Scope span("backward layer", l + 1, "layer");
         const BlockParams p = llama_block_params<T>(layout_, access, l);
         BlockActs& a = acts_of(l);
-        if (checkpointing_) block_forward(a, tmp_.data() /* output not needed again */, residual_[l].data(), p);
-        block_backward(dres_.data(), a, residual_[l].data(), p, llama_block_grads<T>(layout_, sink, l));
+        if (checkpointing_) block_forward(l, a, tmp_.data() /* output not needed again */, residual_[l].data(), p);
+        block_backward(l, dres_.data(), a, residual_[l].data(), p, llama_block_grads<T>(layout_, sink, l));
       },
       done);
 
   if (!tied) access.acquire(0);
-  kc::llama_embedding_backward(static_cast<T*>(sink.grad(0)), dres_.data(), inputs_.data(),
-                           static_cast<size_t>(B_) * T_, C);
+  if (T* dtable = static_cast<T*>(sink.grad(0)))  // null: a frozen embedding (LoRA)
+    kc::llama_embedding_backward(dtable, dres_.data(), inputs_.data(), static_cast<size_t>(B_) * T_, C);
   done(0);
 }
 

@@ -16,6 +16,7 @@
 #include "models/llama/config.h"
 #include "models/llama/flops.h"
 #include "models/decoder_model.h"
+#include "models/projection_adapters.h"
 
 namespace dsx::models {
 
@@ -37,6 +38,9 @@ class LlamaCpu final : public DecoderModel<LlamaConfig, llama_forward_flops> {
   std::vector<float> logits() const override;
   size_t activation_bytes() const override;
 
+  // Adapters beside the block projections (LoRA), or null; not owned. The float model only.
+  void set_adapters(ProjectionAdapters* adapters);
+
   // Mean loss of the last forward in the model's own precision (the double reference needs it).
   T mean_loss() const { return mean_loss_; }
 
@@ -47,12 +51,18 @@ class LlamaCpu final : public DecoderModel<LlamaConfig, llama_forward_flops> {
     std::vector<T> xn1, rstd1, qkv, att, atty, res2, xn2, rstd2, gate, up, h;
   };
   BlockActs& acts_of(int block) { return checkpointing_ ? blocks_[0] : blocks_[block]; }
-  void block_forward(BlockActs& a, T* res_out, const T* res_in, const BlockParams& p);
-  void block_backward(T* dres, BlockActs& a, const T* res_in, const BlockParams& p, const BlockGrads& g);
-  void attention_backward(T* dxn, const T* dres2, BlockActs& a, const BlockParams& p, const BlockGrads& g);
+  void block_forward(int block, BlockActs& a, T* res_out, const T* res_in, const BlockParams& p);
+  void block_backward(int block, T* dres, BlockActs& a, const T* res_in, const BlockParams& p,
+                      const BlockGrads& g);
+  void attention_backward(int block, T* dxn, const T* dres2, BlockActs& a, const BlockParams& p,
+                          const BlockGrads& g);
+  // The adapters' share of projection p (nothing without adapters).
+  void adapt_forward(int block, Projection p, T* out, const T* inp);
+  void adapt_backward(int block, Projection p, T* dinp, const T* dout, const T* inp);
   void head_backward(ParamAccess& access, GradSink& sink, float grad_scale);
 
   LlamaBlockLayout layout_;
+  ProjectionAdapters* adapters_ = nullptr;
   T mean_loss_ = 0;
   std::vector<int32_t> inputs_, targets_;
   std::vector<T> cos_, sin_;              // (max_seq, D/2) rotary tables

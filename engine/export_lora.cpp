@@ -1,0 +1,97 @@
+// LoRA checkpoints out (see export_lora.h).
+#include "engine/export_lora.h"
+
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <filesystem>
+#include <vector>
+
+#include "checkpoint/layout.h"
+#include "checkpoint/load.h"
+#include "dsx/error.h"
+#include "dsx/json_input.h"
+#include "models/io/hf_folder.h"
+#include "models/lora/lora_adapters.h"
+#include "models/lora/lora_merge.h"
+#include "models/lora/peft_adapter.h"
+#include "models/model_source.h"
+
+namespace dsx::engine {
+namespace {
+
+struct LoraCheckpoint {
+  std::string tag, origin, source_folder;
+  models::ModelShape shape;
+  models::LoraConfig lora;
+  std::vector<models::ParamSpec> specs;  // the adapters'
+  std::vector<float> adapters;
+};
+
+rapidjson::Document checkpoint_metadata(const checkpoint::TensorFile& states) {
+  return parse_json(states.metadata_json(), states.origin() + "'s metadata");
+}
+
+LoraCheckpoint read_lora_checkpoint(const std::string& dir, const std::string& tag) {
+  const auto reader = checkpoint::CheckpointReader::open(dir, tag);
+  const checkpoint::TensorFile states = reader.read_tensor_file(reader.model_states_file());
+  const rapidjson::Document meta = checkpoint_metadata(states);
+  LoraCheckpoint c;
+  c.tag = reader.tag(), c.origin = states.origin();
+  const auto lora = meta.IsObject() ? meta.FindMember("lora") : meta.MemberEnd();
+  const auto model = meta.IsObject() ? meta.FindMember("model") : meta.MemberEnd();
+  if (lora == meta.MemberEnd() || model == meta.MemberEnd())
+    throw Error(ErrorKind::Usage, c.origin + " is not a LoRA run's checkpoint (no \"lora\" in its metadata); export "
+                                             "it with --out");
+  rapidjson::StringBuffer text;
+  rapidjson::Writer<rapidjson::StringBuffer> w(text);
+  lora->value.Accept(w);
+  c.lora = models::parse_peft_adapter_config(text.GetString(), c.origin + " (its LoRA config)");
+  c.shape = models::read_shape_json(model->value, c.origin);
+  if (c.shape.family != models::ModelShape::Family::Llama)
+    throw Error(ErrorKind::Format, c.origin + ": a LoRA checkpoint of a model that is not of the Llama family");
+  c.specs = models::LoraAdapters(c.shape.llama, c.lora, 1, 1).specs();
+  c.adapters.assign(c.specs.empty() ? 0 : c.specs.back().offset + c.specs.back().numel, 0.0f);
+  for (const auto& spec : c.specs)
+    states.read("module." + spec.name, checkpoint::TensorDType::F32, c.adapters.data() + spec.offset, spec.numel);
+  const auto source = meta.FindMember("source_folder");
+  if (source != meta.MemberEnd() && source->value.IsString()) c.source_folder = source->value.GetString();
+  return c;
+}
+
+}  // namespace
+
+bool is_lora_checkpoint(const std::string& checkpoint_dir, const std::string& tag) {
+  const auto reader = checkpoint::CheckpointReader::open(checkpoint_dir, tag);
+  const rapidjson::Document meta = checkpoint_metadata(reader.read_tensor_file(reader.model_states_file()));
+  return meta.IsObject() && meta.HasMember("lora");
+}
+
+std::string export_lora_adapter(const std::string& checkpoint_dir, const std::string& tag, const std::string& out_dir) {
+  const LoraCheckpoint c = read_lora_checkpoint(checkpoint_dir, tag);
+  std::filesystem::create_directories(out_dir);
+  models::write_peft_adapter(out_dir, c.lora, c.source_folder, c.specs, c.adapters.data());
+  return c.tag;
+}
+
+std::string export_lora_merged(const std::string& checkpoint_dir, const std::string& tag, const std::string& out_path,
+                               kernels::DType dtype) {
+  const LoraCheckpoint c = read_lora_checkpoint(checkpoint_dir, tag);
+  if (c.source_folder.empty() || !std::filesystem::is_directory(c.source_folder))
+    throw Error(ErrorKind::Io, c.origin + ": the base model folder the run started from ('" + c.source_folder +
+                                   "') is gone, and a merged export needs its weights; export the adapter with --peft");
+  const std::filesystem::path out(out_path);
+  std::error_code ec;
+  if (std::filesystem::equivalent(out.has_parent_path() ? out.parent_path() : ".", c.source_folder, ec))
+    throw Error(ErrorKind::Usage, "dsx export --merged: " + out_path + " is in the base model's folder " +
+                                      c.source_folder + ", whose weights it would replace; export into another folder");
+  models::LlamaWeights base = models::read_llama_hf_folder(c.source_folder);
+  models::merge_lora_adapters(models::llama_param_specs(base.config), base.params.data(), c.specs, c.adapters.data(),
+                              c.lora.scaling());
+  if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());
+  models::write_hf_weights(out_path, c.shape, base.params.data(), dtype, c.source_folder);
+  return c.tag;
+}
+
+}  // namespace dsx::engine

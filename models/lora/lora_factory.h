@@ -1,0 +1,23 @@
+// What `dsx train --lora` and `dsx sample --lora-adapter` build: a LoRA model over the base that
+// --model named, with its weights frozen and held dense. The Llama family on the CPU only, so far:
+// GPT-2 (Conv1D layers) and the CUDA path are refused with what to do instead.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/build_options.h"
+#include "models/lora/lora_llama.h"
+#include "models/model_source.h"
+
+namespace dsx::models {
+
+// `base`: the model's weights in its flat layout (moved into a dense frozen base).
+std::unique_ptr<LoraLlama> make_lora_model(const ModelShape& shape, std::vector<float> base, const LoraConfig& lora,
+                                           const ModelBuildOptions& options);
+// `frozen` reads the base weights (dense, partitioned at ZeRO stage 3, or quantised).
+std::unique_ptr<LoraLlama> make_lora_model(const ModelShape& shape, std::unique_ptr<ParamAccess> frozen,
+                                           const LoraConfig& lora, const ModelBuildOptions& options);
+
+}  // namespace dsx::models

@@ -1,0 +1,48 @@
+// A Llama-family model trained with LoRA: the base model's layers run as they are, on frozen
+// weights (models/lora/frozen_weights.h), with LoRA branches beside the targeted projections.
+// To the engine it is a Model whose parameters are the adapters only, so ZeRO partitions,
+// reduces and steps those and nothing else, at every stage; the layer numbering is the base's,
+// so the adapters of block l are gathered and reduced with layer l + 1.
+#pragma once
+
+#include <memory>
+
+#include "models/llama/llama_cpu.h"
+#include "models/lora/lora_adapters.h"
+
+namespace dsx::models {
+
+class LoraLlama final : public Model {
+ public:
+  // `frozen` reads the base weights in llama_param_specs(config)'s order.
+  LoraLlama(const LlamaConfig& config, const LoraConfig& lora, int max_batch, int max_seq,
+            bool activation_checkpointing, std::unique_ptr<ParamAccess> frozen);
+
+  const std::vector<ParamSpec>& params() const override { return adapters_.specs(); }
+  size_t num_params() const override { return adapters_.numel(); }
+  int num_layers() const override { return base_.num_layers(); }
+  kernels::DType param_dtype() const override { return kernels::DType::F32; }
+  bool on_device() const override { return false; }
+  // The adapters as PEFT initialises them (the base is frozen and loaded, not initialised).
+  void init_params(void* flat, uint64_t seed) const override;
+  float forward(const int32_t* inputs, const int32_t* targets, int B, int T,
+                ParamAccess& access) override;
+  void backward(ParamAccess& access, GradSink& sink, float grad_scale) override;
+  std::vector<float> logits() const override { return base_.logits(); }
+  int vocab_size() const override { return base_.vocab_size(); }
+  int max_seq_len() const override { return base_.max_seq_len(); }
+  size_t activation_bytes() const override;
+  double forward_flops(int64_t B, int64_t T) const override;
+
+  const LlamaConfig& base_config() const { return base_.config(); }
+  const std::vector<ParamSpec>& base_params() const { return base_.params(); }
+  ParamAccess& frozen() { return *frozen_; }
+  const LoraConfig& lora() const { return adapters_.config(); }
+
+ private:
+  LlamaCpu<float> base_;
+  LoraAdapters adapters_;
+  std::unique_ptr<ParamAccess> frozen_;
+};
+
+}  // namespace dsx::models

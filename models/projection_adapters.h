@@ -1,0 +1,34 @@
+// A seam inside a decoder block: extra trainable paths beside its frozen linear projections
+// (LoRA, models/lora/). The CPU Llama calls forward() right after each projection's own matmul
+// and backward() right after the projection's input gradient is computed, with the same input,
+// so an adapter never needs the projection's weight (dense or quantised alike).
+#pragma once
+
+#include <cstddef>
+
+namespace dsx::models {
+
+// The linear projections of a Llama-family block, in Hugging Face's module order.
+enum class Projection { q, k, v, o, gate, up, down };
+inline constexpr int kNumProjections = 7;
+
+// Hugging Face's module path of a projection within a block: "self_attn.q_proj", "mlp.up_proj".
+inline const char* projection_module(Projection p) {
+  constexpr const char* kModules[kNumProjections] = {"self_attn.q_proj", "self_attn.k_proj",
+                                                     "self_attn.v_proj", "self_attn.o_proj",
+                                                     "mlp.gate_proj",    "mlp.up_proj",
+                                                     "mlp.down_proj"};
+  return kModules[static_cast<int>(p)];
+}
+
+class ProjectionAdapters {
+ public:
+  virtual ~ProjectionAdapters() = default;
+  // out (N, out_features) += the adapter's output for input inp (N, in_features).
+  virtual void forward(int block, Projection p, float* out, const float* inp, size_t N) = 0;
+  // dinp (N, in_features) += the adapter's input gradient; its own gradients accumulate too.
+  virtual void backward(int block, Projection p, float* dinp, const float* dout, const float* inp,
+                        size_t N) = 0;
+};
+
+}  // namespace dsx::models
