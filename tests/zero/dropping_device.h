@@ -44,6 +44,27 @@ class DroppingDevice final : public device::Device {
   void free(void* data, size_t bytes, device::Stream& s) override {
     inner_->free(data, bytes, in(s));
   }
+  void* allocate_scratch(size_t bytes, device::Stream& s) override {
+    return inner_->allocate_scratch(bytes, in(s));
+  }
+  void* allocate_now(size_t bytes) override { return inner_->allocate_now(bytes); }
+  void free_now(void* data) override { inner_->free_now(data); }
+  void* allocate_pinned(size_t bytes) override { return inner_->allocate_pinned(bytes); }
+  void free_pinned(void* data) override { inner_->free_pinned(data); }
+  void copy_now(void* dst, const void* src, size_t bytes) override {
+    inner_->copy_now(dst, src, bytes);
+  }
+  bool is_device_pointer(const void* data) const override {
+    return inner_->is_device_pointer(data);
+  }
+  void make_current() override { inner_->make_current(); }
+  bool query(device::Event& e) override { return inner_->query(e); }
+  std::unique_ptr<device::Stream> adopt_stream(void* native, const std::string& name) override {
+    return std::make_unique<Wrapped>(*inner_->adopt_stream(native, name).release(), *this, true);
+  }
+  void fill_bytes(void* dst, unsigned char value, size_t bytes, device::Stream& s) override {
+    inner_->fill_bytes(dst, value, bytes, in(s));
+  }
   void copy(void* dst, const void* src, size_t bytes, device::Stream& s) override {
     inner_->copy(dst, src, bytes, in(s));
   }
