@@ -139,6 +139,7 @@ class CudaDevice final : public Device {
   explicit CudaDevice(int ordinal) : ordinal_(ordinal) {
     check(cudaSetDevice(ordinal_), "cudaSetDevice");
     compute_ = std::make_unique<CudaStream>("compute", ordinal_);
+    keep_pool_memory();
   }
   ~CudaDevice() override {
     cudaSetDevice(ordinal_);
@@ -180,6 +181,16 @@ class CudaDevice final : public Device {
     if (!data) return;
     select();
     check(cudaFreeAsync(data, cuda_of(stream).get()), "cudaFreeAsync");
+  }
+
+  void* allocate_pinned(size_t bytes) override {
+    select();
+    void* data = nullptr;
+    check(cudaMallocHost(&data, bytes), "cudaMallocHost");
+    return data;
+  }
+  void free_pinned(void* data) override {
+    if (data) cudaFreeHost(data);
   }
 
   void copy(void* dst, const void* src, size_t bytes, Stream& s) override {
@@ -265,6 +276,16 @@ class CudaDevice final : public Device {
 
  private:
   void select() const { check(cudaSetDevice(ordinal_), "cudaSetDevice"); }
+
+  // The stream-ordered pool keeps what is freed instead of returning it to the driver at each
+  // synchronisation, so a step's buffers are reused, not allocated again, every step.
+  void keep_pool_memory() const {
+    cudaMemPool_t pool = nullptr;
+    check(cudaDeviceGetDefaultMemPool(&pool, ordinal_), "cudaDeviceGetDefaultMemPool");
+    uint64_t keep_all = UINT64_MAX;
+    check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all),
+          "cudaMemPoolSetAttribute (release threshold)");
+  }
 
   // LAMB over one run: the tensor table {0, count}, in device memory, made once per count.
   kernels::cuda::LambLayout lamb_layout(size_t count) {

@@ -84,6 +84,12 @@ class Device {
   // the memory must be ordered before this point.
   virtual void free(void* data, size_t bytes, Stream& stream) = 0;
 
+  // ---- host memory the device copies to and from without staging ----
+  // A device-to-host copy into it returns at once (cudaMallocHost on cuda), so the host waits
+  // only when it synchronizes. Plain host memory where the device is the host.
+  virtual void* allocate_pinned(size_t bytes) { return ::operator new(bytes); }
+  virtual void free_pinned(void* data) { ::operator delete(data); }
+
   // ---- work on a stream ----
   virtual void copy(void* dst, const void* src, size_t bytes, Stream& stream) = 0;
   virtual void fill_zero(void* dst, size_t bytes, Stream& stream) = 0;

@@ -40,6 +40,7 @@
 #include "zero/partition.h"
 #include "zero/partition_optimizer.h"
 #include "zero/partitioning.h"
+#include "zero/pinned_values.h"
 #include "zero/zero_context.h"
 #include "zero/zero_options.h"
 
@@ -122,6 +123,7 @@ class ZeroEngine {
   // The model touches these bytes of ZeRO's memory on the compute stream.
   void touch(const void* data, size_t bytes, device::Access access, const char* what);
   void host_sync();
+  const double* read_step_values(const double* values, size_t n);
   double read_sum_of_squares(kernels::DType dtype, const void* data, size_t count);
   size_t model_bytes(size_t count) const {
     return count * kernels::dtype_size(options_.model_dtype);
@@ -155,6 +157,8 @@ class ZeroEngine {
   Buffer<double> scalar_;
   Buffer<double> tensor_sums_;  // one sum of squares per parameter (stage 0 clipping)
   Buffer<float> rank_sums_;
+  PinnedValues<float> rank_sums_host_;  // what the host hands the rank sum, and reads back
+  PinnedValues<double> step_values_;    // the step's scalars, read by the host
   LossScaler scaler_;
   bool boundary_ = true;
   bool backward_ = false;
