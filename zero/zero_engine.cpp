@@ -243,6 +243,14 @@ std::vector<double> ZeroEngine::tensor_sums_of_squares(const void* grads) {
   return std::vector<double>(sums, sums + n);
 }
 
+void ZeroEngine::sum_on_device(float* values, size_t n) {
+  if (comm_.size() == 1) return;
+  if (!summed_) summed_ = device_.create_event();
+  ctx_.order(ctx_.compute, *comm_stream_, *summed_);
+  comm_.allreduce_on(device_, *comm_stream_, values, n, kernels::DType::F32, kernels::ReduceOp::Sum);
+  ctx_.order(*comm_stream_, ctx_.compute, *summed_);
+}
+
 // DeepSpeed's stage-0 engine clips through its clip_grad_norm_, not ZeRO's formula, and
 // DeepSpeed 0.19.8 runs it in fp32 tensors throughout: each tensor's norm, their squares summed in
 // fp32, the square root, norm / world averaged over the ranks by an fp32 allreduce. Double sums

@@ -77,7 +77,13 @@ class ZeroEngine {
   void begin_micro_step(bool boundary);
   void begin_backward() { backward_ = true; }
   void end_micro_step();
+  // Returns once the host has waited for the compute stream's work enqueued before it: the
+  // step's one host synchronisation (LAMB, and a norm summed over ranks, add theirs), so device
+  // values copied to pinned host memory on the compute stream before step() are there after it.
   StepResult step(const StepHyper& hyper);
+  // `n` fp32 device values summed over the ranks on ZeRO's communication stream, ordered after
+  // the compute stream's work so far and before its later work: no host wait over nccl.
+  void sum_on_device(float* values, size_t n);
 
   double loss_scale() const { return scaler_.scale(); }
   LossScaler& loss_scaler() { return scaler_; }
@@ -159,6 +165,7 @@ class ZeroEngine {
   Buffer<float> rank_sums_;
   PinnedValues<float> rank_sums_host_;  // what the host hands the rank sum, and reads back
   PinnedValues<double> step_values_;    // the step's scalars, read by the host
+  std::unique_ptr<device::Event> summed_;  // sum_on_device's edges between the streams
   LossScaler scaler_;
   bool boundary_ = true;
   bool backward_ = false;
