@@ -108,7 +108,7 @@ void GradReducer::flush() {
     stream_.record(*reduced_);
     const auto waited_from = Clock::now();
     ctx_.wait_for(*reduced_, "a gradient reduction");
-    timing_.exposed_seconds += seconds(Clock::now() - waited_from);
+    waited(waited_from);
     settle();
   }
 }
@@ -120,7 +120,7 @@ void GradReducer::flush_and_order() {
   // caller, which stands here until the reductions are done: the exposed communication.
   const auto waited_from = Clock::now();
   ctx_.order(stream_, ctx_.compute, *grads_written_);
-  timing_.exposed_seconds += seconds(Clock::now() - waited_from);
+  waited(waited_from);
   // contiguous_gradients: every kept buffer grows to the largest bucket now, so that the next
   // backward, which packs the same buckets, finds a buffer for each without allocating.
   for (Buffer<uint8_t>& b : spare_) {
@@ -392,6 +392,14 @@ void GradReducer::unpack(InFlight& f) {
                          at(partition_, shards_->shard_offset(q)), real, true, stream_);
     }
   }
+}
+
+// The host stood waiting for reductions since `from`: exposed communication, and a "wait" span
+// on the waiting thread's track (a trace's compute is its steps less their waits).
+void GradReducer::waited(Clock::time_point from) {
+  const auto now = Clock::now();
+  timing_.exposed_seconds += seconds(now - from);
+  if (trace::recording()) trace::span("wait for gradient reductions", "wait", from, now);
 }
 
 void GradReducer::settle() {

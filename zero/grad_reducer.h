@@ -44,7 +44,6 @@
 #pragma once
 
 #include <chrono>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -109,6 +108,7 @@ class GradReducer {
   };
 
   void flush();
+  void waited(std::chrono::steady_clock::time_point from);
   void trace_bucket(const InFlight& f) const;
   const Plan& plan_for(const std::vector<Entry>& entries);
   Route route_for(size_t begin, size_t end) const;
