@@ -58,7 +58,7 @@ std::vector<Case> cases() {
 // What a run leaves to compare: the weights, then per step whether it applied and its scale.
 struct Outcome {
   std::vector<float> weights;
-  std::vector<float> steps;  // applied, loss scale; per step
+  std::vector<float> steps;     // applied, loss scale; per step
   std::vector<uint64_t> syncs;  // host waits per step (emulated GPU only)
 };
 
@@ -76,8 +76,8 @@ dsx::zero::ZeroOptions options_for(const Case& c) {
   o.optimizer.adam.weight_decay = 0.1f;
   o.comm_timeout = 60s;
   if (c.dtype == DType::F16) {
-    o.loss_scaler = {.dynamic = true, .initial_scale_power = 8, .hysteresis = 1,
-                     .zero_semantics = c.stage > 0};
+    o.loss_scaler = {
+        .dynamic = true, .initial_scale_power = 8, .hysteresis = 1, .zero_semantics = c.stage > 0};
     o.check_overflow = true;
   }
   return o;
@@ -112,7 +112,8 @@ void micro_step(dsx::zero::ZeroEngine& z, dsx::device::Device& device, const Cas
       if (kParams[i].info.layer != l) continue;
       device.sum_blocks(c.dtype, grads + kParams[i].model_offset * esize, 1, 0, scale, c.dtype,
                         z.grad(i), kParams[i].info.numel, true, compute);
-      if (inf && i == 0) device.sum_blocks(c.dtype, inf, 1, 0, 1.0f, c.dtype, z.grad(i), 1, true, compute);
+      if (inf && i == 0)
+        device.sum_blocks(c.dtype, inf, 1, 0, 1.0f, c.dtype, z.grad(i), 1, true, compute);
     }
     z.release(l);
     z.grad_ready(l);
@@ -130,13 +131,15 @@ Outcome train(dsx::device::Device& device, dsx::comm::Communicator& comm, const 
   std::vector<uint8_t*> grads;
   for (int j = 0; j < c.gas; ++j) {
     host.push_back(gradients_in(c.dtype, j));
-    grads.push_back(static_cast<uint8_t*>(device.allocate(host.back().size(), dsx::device::Placement::Private, compute)));
+    grads.push_back(static_cast<uint8_t*>(
+        device.allocate(host.back().size(), dsx::device::Placement::Private, compute)));
     device.copy(grads.back(), host.back().data(), host.back().size(), compute);
   }
   const float inf_value = std::numeric_limits<float>::infinity();
   std::vector<uint8_t> inf_host(esize);
   dsx::kernels::cast(DType::F32, &inf_value, c.dtype, inf_host.data(), 1);
-  auto* inf = static_cast<uint8_t*>(device.allocate(esize, dsx::device::Placement::Private, compute));
+  auto* inf =
+      static_cast<uint8_t*>(device.allocate(esize, dsx::device::Placement::Private, compute));
   device.copy(inf, inf_host.data(), esize, compute);
   compute.synchronize(60s);
   Outcome out;
@@ -146,7 +149,8 @@ Outcome train(dsx::device::Device& device, dsx::comm::Communicator& comm, const 
 #endif
     for (int j = 0; j < c.gas; ++j) {
       const bool overflow = c.dtype == DType::F16 && step == kOverflowStep && j == 0;
-      micro_step(z, device, c, grads[static_cast<size_t>(j)], overflow ? inf : nullptr, j == c.gas - 1);
+      micro_step(z, device, c, grads[static_cast<size_t>(j)], overflow ? inf : nullptr,
+                 j == c.gas - 1);
     }
     const dsx::zero::StepResult r = z.step({1e-2, {}, {}});
 #ifdef DSX_CUDA_EMULATED
@@ -176,7 +180,9 @@ std::string mismatch(const Case& c, const Outcome& got, const std::vector<float>
   }
   const double rel = std::sqrt(diff / norm);
   const bool ok = c.dtype == DType::F32 ? worst <= 1e-6 : rel <= 1e-3;
-  if (!ok) return c.name() + ": weights differ (worst " + std::to_string(worst) + ", L2 " + std::to_string(rel) + ")";
+  if (!ok)
+    return c.name() + ": weights differ (worst " + std::to_string(worst) + ", L2 " +
+           std::to_string(rel) + ")";
   return {};
 }
 
@@ -191,8 +197,10 @@ TEST(GpuStepSyncs, OneHostSyncPerOptimizerStepAndTheCpusWeights) {
         std::ofstream file(path, std::ios::binary);
         for (const Case& c : cases()) {
           const Outcome o = train(*cpu, comm, c);
-          file.write(reinterpret_cast<const char*>(o.weights.data()), static_cast<std::streamsize>(o.weights.size() * 4));
-          file.write(reinterpret_cast<const char*>(o.steps.data()), static_cast<std::streamsize>(o.steps.size() * 4));
+          file.write(reinterpret_cast<const char*>(o.weights.data()),
+                     static_cast<std::streamsize>(o.weights.size() * 4));
+          file.write(reinterpret_cast<const char*>(o.steps.data()),
+                     static_cast<std::streamsize>(o.steps.size() * 4));
         }
       },
       300s);
@@ -208,8 +216,10 @@ TEST(GpuStepSyncs, OneHostSyncPerOptimizerStepAndTheCpusWeights) {
         for (const Case& c : cases()) {
           const Outcome got = train(*gpu, comm, c);
           std::vector<float> weights(got.weights.size()), steps(got.steps.size());
-          file.read(reinterpret_cast<char*>(weights.data()), static_cast<std::streamsize>(weights.size() * 4));
-          file.read(reinterpret_cast<char*>(steps.data()), static_cast<std::streamsize>(steps.size() * 4));
+          file.read(reinterpret_cast<char*>(weights.data()),
+                    static_cast<std::streamsize>(weights.size() * 4));
+          file.read(reinterpret_cast<char*>(steps.data()),
+                    static_cast<std::streamsize>(steps.size() * 4));
           std::string line = c.name() + ": host syncs per step";
           for (uint64_t s : got.syncs) line += " " + std::to_string(s);
           std::printf("%s\n", line.c_str());

@@ -52,11 +52,13 @@ dsx::config::EngineConfig config_for(const Case& c) {
   std::string precision;
   if (c.precision == "bf16") precision = R"("bf16": {"enabled": true},)";
   if (c.precision == "fp16") precision = R"("fp16": {"enabled": true, "initial_scale_power": 8},)";
-  const std::string text = R"({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": )" +
-                           std::to_string(c.gas) + R"(, "gradient_clipping": 1.0, )" + precision +
-                           R"( "optimizer": {"type": "AdamW", "params": {"lr": 0.01, "weight_decay": 0.1}},
-    "zero_optimization": {"stage": )" + std::to_string(c.stage) +
-                           R"(, "overlap_comm": true, "reduce_bucket_size": 4000,
+  const std::string text =
+      R"({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": )" +
+      std::to_string(c.gas) + R"(, "gradient_clipping": 1.0, )" + precision +
+      R"( "optimizer": {"type": "AdamW", "params": {"lr": 0.01, "weight_decay": 0.1}},
+    "zero_optimization": {"stage": )" +
+      std::to_string(c.stage) +
+      R"(, "overlap_comm": true, "reduce_bucket_size": 4000,
     "stage3_prefetch_bucket_size": 2000, "stage3_param_persistence_threshold": 100}})";
   dsx::config::ConfigInputs inputs;
   return dsx::config::read_ds_config_text(text, "test config", inputs);
@@ -84,9 +86,15 @@ TrainedRun train(const Case& c, dsx::comm::Communicator& comm, dsx::device::Devi
     model = std::make_unique<dsx::models::GPT2Cpu<float>>(gpt2, 2, task.seq_len());
   } else {
     auto stream = static_cast<cudaStream_t>(device->compute_stream().native());
-    if (c.precision == "fp32") model = std::make_unique<dsx::models::GPT2Cuda<float>>(gpt2, 2, task.seq_len(), false, stream);
-    if (c.precision == "bf16") model = std::make_unique<dsx::models::GPT2Cuda<__nv_bfloat16>>(gpt2, 2, task.seq_len(), false, stream);
-    if (c.precision == "fp16") model = std::make_unique<dsx::models::GPT2Cuda<__half>>(gpt2, 2, task.seq_len(), false, stream);
+    if (c.precision == "fp32")
+      model =
+          std::make_unique<dsx::models::GPT2Cuda<float>>(gpt2, 2, task.seq_len(), false, stream);
+    if (c.precision == "bf16")
+      model = std::make_unique<dsx::models::GPT2Cuda<__nv_bfloat16>>(gpt2, 2, task.seq_len(), false,
+                                                                     stream);
+    if (c.precision == "fp16")
+      model =
+          std::make_unique<dsx::models::GPT2Cuda<__half>>(gpt2, 2, task.seq_len(), false, stream);
   }
   const std::vector<float> initial = initial_params();  // fp32: ZeRO rounds a 16-bit model's copy
   dsx::engine::Trainer trainer(config_for(c), *model, comm, initial.data(), 0, device);
@@ -120,8 +128,8 @@ std::string check(const Case& c, const TrainedRun& got, const TrainedRun& fp32_c
   for (size_t i = 0; i < got.losses.size(); ++i) {
     const double want = fp32_cpu.losses[i];
     if (!(std::abs(got.losses[i] - want) <= tolerance * std::abs(want)))
-      failures += "\n" + c.name() + ": loss of step " + std::to_string(i) + " is " + std::to_string(got.losses[i]) +
-                  ", the CPU's " + std::to_string(want);
+      failures += "\n" + c.name() + ": loss of step " + std::to_string(i) + " is " +
+                  std::to_string(got.losses[i]) + ", the CPU's " + std::to_string(want);
   }
   if (c.precision != "fp32") return failures;
   double largest = 0, worst = 0;
@@ -130,7 +138,8 @@ std::string check(const Case& c, const TrainedRun& got, const TrainedRun& fp32_c
     worst = std::max(worst, std::abs(double(got.weights[i]) - fp32_cpu.weights[i]));
   }
   if (!(worst <= 1e-3 * largest))
-    failures += "\n" + c.name() + ": weights differ by " + std::to_string(worst / largest) + " of the largest";
+    failures += "\n" + c.name() + ": weights differ by " + std::to_string(worst / largest) +
+                " of the largest";
   return failures;
 }
 
@@ -144,8 +153,10 @@ TEST(GpuTrainerSyncs, OneHostSyncPerStepWithTheLossOnTheDevice) {
         std::ofstream file(path, std::ios::binary);
         for (const Case& c : kCases) {
           const TrainedRun r = train({c.stage, "fp32", c.gas}, comm, nullptr);
-          file.write(reinterpret_cast<const char*>(r.losses.data()), static_cast<std::streamsize>(r.losses.size() * 8));
-          file.write(reinterpret_cast<const char*>(r.weights.data()), static_cast<std::streamsize>(r.weights.size() * 4));
+          file.write(reinterpret_cast<const char*>(r.losses.data()),
+                     static_cast<std::streamsize>(r.losses.size() * 8));
+          file.write(reinterpret_cast<const char*>(r.weights.data()),
+                     static_cast<std::streamsize>(r.weights.size() * 4));
         }
       },
       300s);
@@ -163,8 +174,10 @@ TEST(GpuTrainerSyncs, OneHostSyncPerStepWithTheLossOnTheDevice) {
           TrainedRun want;
           want.losses.resize(got.losses.size());
           want.weights.resize(got.weights.size());
-          file.read(reinterpret_cast<char*>(want.losses.data()), static_cast<std::streamsize>(want.losses.size() * 8));
-          file.read(reinterpret_cast<char*>(want.weights.data()), static_cast<std::streamsize>(want.weights.size() * 4));
+          file.read(reinterpret_cast<char*>(want.losses.data()),
+                    static_cast<std::streamsize>(want.losses.size() * 8));
+          file.read(reinterpret_cast<char*>(want.weights.data()),
+                    static_cast<std::streamsize>(want.weights.size() * 4));
           failures += check(c, got, want);
         }
         if (!failures.empty()) throw std::runtime_error(failures);
