@@ -1,7 +1,8 @@
 // Gradient buckets (DeepSpeed's IPG buckets): layers whose gradients are final join the open
 // bucket; a bucket of reduce_bucket_size elements is reduced across the data-parallel ranks.
-// With overlap_comm the reduction is launched and backward goes on (at most two in flight, as
-// in DeepSpeed); without it the reduction is waited for at once.
+// With overlap_comm the reduction is launched and backward goes on (queued on the communication
+// stream, where DeepSpeed's host keeps at most two in flight); without it the reduction is waited
+// for at once.
 //
 // Where a bucket's reduced gradients go, one mode per kind of ZeRO storage:
 //   InPlace       stages 0/1: the layers are a contiguous range of the full gradient buffer.
