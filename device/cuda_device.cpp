@@ -144,6 +144,7 @@ class CudaDevice final : public Device {
   explicit CudaDevice(int ordinal) : ordinal_(ordinal) {
     check(cudaSetDevice(ordinal_), "cudaSetDevice");
     compute_ = std::make_unique<CudaStream>("compute", ordinal_);
+    keep_pool_memory();
   }
   ~CudaDevice() override {
     cudaSetDevice(ordinal_);
@@ -338,6 +339,16 @@ class CudaDevice final : public Device {
   void on_legacy_stream(Call call, const char* what) {
     check(call(cudaStreamLegacy), what);
     poll_until([] { return cudaStreamQuery(cudaStreamLegacy); }, kHostWait, what);
+  }
+
+  // The stream-ordered pool keeps what is freed instead of returning it to the driver at each
+  // synchronisation, so a step's buffers are reused, not allocated again, every step.
+  void keep_pool_memory() const {
+    cudaMemPool_t pool = nullptr;
+    check(cudaDeviceGetDefaultMemPool(&pool, ordinal_), "cudaDeviceGetDefaultMemPool");
+    uint64_t keep_all = UINT64_MAX;
+    check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all),
+          "cudaMemPoolSetAttribute (release threshold)");
   }
 
   // LAMB over one run: the tensor table {0, count}, in device memory, made once per count.

@@ -41,6 +41,15 @@ Trainer::Trainer(const config::EngineConfig& config, models::Model& model, comm:
                      "(ZeRO-Offload); " + std::to_string(bridge_->device_bytes() / 1000000) +
                      " MB of parameter and gradient copies on the GPU");
   }
+  // ZeRO on a GPU, computing there: the loss stays on the device (the model says whether it can).
+  if (device && !device->host_accessible() && model.keep_loss_on_device(true)) {
+    model.keep_loss_on_device(false);  // kept during train_batch only: evaluation reads it on the host
+    loss_on_device_ = true;
+    device_stats_ = zero::Buffer<float>(*device, device->compute_stream(), stats_ledger_,
+                                        zero::MemoryKind::Buffers, 2);
+    stats_in_ = zero::PinnedValues<float>(*device, 1);
+    stats_out_ = zero::PinnedValues<float>(*device, 2);
+  }
   if (config.dp_world_size != comm.size()) {
     throw Error(ErrorKind::Config, "the config was resolved for " + std::to_string(config.dp_world_size) +
                                        " data-parallel ranks but the job has " + std::to_string(comm.size()));
@@ -95,6 +104,32 @@ void Trainer::restore_counters(int64_t global_steps, int64_t skipped_steps, int6
   schedule_iteration_ = schedule_iteration;
 }
 
+void Trainer::add_device_loss(int j, int gas) {
+  device::Device& device = zero_->device();
+  device.sum_blocks(kernels::DType::F32, model_.device_loss(), 1, 0, 1.0f / static_cast<float>(gas),
+                    kernels::DType::F32, device_stats_.data(), 1, j > 0, device.compute_stream());
+}
+
+void Trainer::enqueue_step_stats(int64_t tokens) {
+  device::Device& device = zero_->device();
+  device::Stream& compute = device.compute_stream();
+  // The last step's copy of stats_in_ ran before that step's wait: the host may write it now.
+  stats_in_.data()[0] = static_cast<float>(tokens);
+  device.copy(device_stats_.data() + 1, stats_in_.data(), sizeof(float), compute);
+  zero_->sum_on_device(device_stats_.data(), 2);
+  device.copy(stats_out_.data(), device_stats_.data(), 2 * sizeof(float), compute);
+}
+
+// Called after the optimizer step, whose wait brought the device's stats to the host.
+std::array<float, 2> Trainer::step_stats(double loss_sum, int64_t tokens) {
+  if (loss_on_device_) return {stats_out_.data()[0], stats_out_.data()[1]};
+  const int gas = static_cast<int>(config_.gradient_accumulation_steps);
+  std::array<float, 2> stats{static_cast<float>(loss_sum / gas), static_cast<float>(tokens)};
+  trace::Scope wait("loss allreduce", "wait");
+  comm_.allreduce(stats.data(), 2, kernels::DType::F32, kernels::ReduceOp::Sum)->wait();
+  return stats;
+}
+
 TrainStep Trainer::train_batch(models::DataLoader& loader) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
@@ -104,6 +139,13 @@ TrainStep Trainer::train_batch(models::DataLoader& loader) {
   double loss_sum = 0;
   int64_t tokens = 0;
   const float grad_scale = static_cast<float>(zero_->loss_scale() / gas);
+  struct KeepLoss {  // the loss on the device for these micro-steps only
+    models::Model& model;
+    bool on;
+    ~KeepLoss() {
+      if (on) model.keep_loss_on_device(false);
+    }
+  } keep{model_, loss_on_device_ && model_.keep_loss_on_device(true)};
   for (int j = 0; j < gas; ++j) {
     {
       trace::Scope data("data", "phase");
@@ -114,12 +156,17 @@ TrainStep Trainer::train_batch(models::DataLoader& loader) {
     models::GradSink& sink = bridge_ ? static_cast<models::GradSink&>(*bridge_) : access_;
     MicroStepResult r = train_micro_step(model_, *zero_, access, sink, batch_.inputs.data(), batch_.targets.data(),
                                          batch_.B, batch_.T, j == gas - 1, grad_scale);
-    loss_sum += r.loss;
+    if (loss_on_device_) {
+      add_device_loss(j, gas);
+    } else {
+      loss_sum += r.loss;
+    }
     tokens += static_cast<int64_t>(batch_.B) * batch_.T;
     out.forward_seconds += r.forward_seconds;
     out.backward_seconds += r.backward_seconds;
     ++micro_steps_;
   }
+  if (loss_on_device_) enqueue_step_stats(tokens);
   const zero::StepHyper hyper = next_hyper();
   const auto step_start = Clock::now();
   {
@@ -135,11 +182,7 @@ TrainStep Trainer::train_batch(models::DataLoader& loader) {
   }
   ++global_steps_;
   // The loss every rank reports: the mean over micro-batches and ranks.
-  float stats[2] = {static_cast<float>(loss_sum / gas), static_cast<float>(tokens)};
-  {
-    trace::Scope wait("loss allreduce", "wait");
-    comm_.allreduce(stats, 2, kernels::DType::F32, kernels::ReduceOp::Sum)->wait();
-  }
+  const std::array<float, 2> stats = step_stats(loss_sum, tokens);
   out.loss = stats[0] / comm_.size();
   out.tokens = static_cast<int64_t>(stats[1]);
   out.samples = config_.train_batch_size;

@@ -4,9 +4,13 @@
 // advance the schedule. Progress display, monitors and checkpoints are the driver's business
 // (tools/cmd_train.cpp); the Trainer says what happened in each step. A GPU model trains with ZeRO
 // on its device (every buffer in GPU memory, the model computing on the device's compute stream),
-// or, given no device, through a DeviceBridge: ZeRO's state in host memory (ZeRO-Offload).
+// or, given no device, through a DeviceBridge: ZeRO's state in host memory (ZeRO-Offload). With
+// ZeRO on a GPU the loss stays there too: each micro-batch's mean is added up on the device, the
+// step's sum over ranks is a device collective, and the host reads it from pinned memory after
+// the optimizer step's one synchronisation, so a step waits for the GPU once.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -21,6 +25,7 @@
 #include "engine/zero_model_access.h"
 #include "models/data/loader.h"
 #include "models/model.h"
+#include "zero/pinned_values.h"
 #include "zero/zero_engine.h"
 
 namespace dsx::engine {
@@ -65,6 +70,13 @@ class Trainer {
   std::vector<double> momentum() const;
 
  private:
+  // The loss on the device (see the top): micro-step j's mean loss added into the step's stats.
+  void add_device_loss(int j, int gas);
+  // The step's [mean loss, tokens], summed over the ranks: enqueued before the optimizer step,
+  // read after it.
+  void enqueue_step_stats(int64_t tokens);
+  std::array<float, 2> step_stats(double loss_sum, int64_t tokens);
+
   const config::EngineConfig config_;  // a copy: a caller may pass a temporary
   models::Model& model_;
   comm::Communicator& comm_;
@@ -76,6 +88,11 @@ class Trainer {
   models::Batch batch_;
   int64_t global_steps_ = 0, skipped_steps_ = 0, micro_steps_ = 0;
   int64_t schedule_iteration_ = -1;
+  bool loss_on_device_ = false;
+  zero::MemoryLedger stats_ledger_;    // the few bytes below, apart from ZeRO's exact counts
+  zero::Buffer<float> device_stats_;    // [mean loss, tokens] on ZeRO's device
+  zero::PinnedValues<float> stats_in_;  // the tokens the host hands the device
+  zero::PinnedValues<float> stats_out_;  // the summed stats, read after the step
 };
 
 }  // namespace dsx::engine

@@ -96,6 +96,14 @@ class Model {
   // backward needs. B and T may be at most the sizes the model was built for.
   virtual float forward(const int32_t* inputs, const int32_t* targets, int B, int T,
                         ParamAccess& access) = 0;
+  // A model that computes on a device may leave the loss there, so that forward() never waits
+  // for the device: while kept (keep_loss_on_device(true) returned true), forward() with targets
+  // returns NaN and writes the mean loss to device_loss(), one float, on the model's stream.
+  virtual bool keep_loss_on_device(bool keep) {
+    (void)keep;
+    return false;
+  }
+  virtual const float* device_loss() const { return nullptr; }
 
   // Backward of the last forward (which must have had targets). The gradient of `grad_scale`
   // times the mean loss is accumulated into the sink: pass 1 for plain training, the loss scale

@@ -15,7 +15,10 @@ using kernels::DType;
 
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-constexpr size_t kMaxBuffers = 3;  // two reductions in flight and the bucket being packed
+// Buffers kept for the next buckets: a bucket packs, reduces and unpacks on the communication
+// stream, so its buffer serves the next bucket in that stream's order and one would do; three
+// leave room for buckets of different sizes.
+constexpr size_t kMaxBuffers = 3;
 
 }  // namespace
 
@@ -32,7 +35,8 @@ GradReducer::GradReducer(Mode mode, const ZeroLayout& layout, const Partitioning
       stream_(context.comm_stream),
       partition_(partition),
       copied_(std::move(copied)),
-      grads_written_(context.device.create_event()) {
+      grads_written_(context.device.create_event()),
+      reduced_(context.device.create_event()) {
   to_owners_ = flat_ && options_.reduce_scatter && options_.contiguous_gradients;
   const double n = comm_.size();
   if (!options_.average_gradients) {
@@ -94,24 +98,29 @@ void GradReducer::flush() {
   for (const Entry& e : f.entries) copied_(e.layer);
   launch(f);
   unpack(f);
-  if (spare_events_.empty()) {
-    f.done = device_.create_event();
-  } else {
-    f.done = std::move(spare_events_.back());
-    spare_events_.pop_back();
+  // The next bucket takes the buffer in the communication stream's order, after this one is
+  // unpacked: no host wait recycles it.
+  give_back(std::move(f.comm));
+  launched_.push_back(std::move(f));
+  // Without overlap the reduction is waited for now (DeepSpeed's overlap_comm false); with it,
+  // backward goes on and the host never waits for a bucket.
+  if (!options_.overlap_comm) {
+    stream_.record(*reduced_);
+    const auto waited_from = Clock::now();
+    ctx_.wait_for(*reduced_, "a gradient reduction");
+    waited(waited_from);
+    settle();
   }
-  stream_.record(*f.done);
-  in_flight_.push_back(std::move(f));
-  // Without overlap the reduction is waited for now; with it, at most two stay in flight.
-  const size_t limit = options_.overlap_comm ? 2 : 0;
-  while (in_flight_.size() > limit) finish_oldest();
 }
 
-void GradReducer::flush_and_wait() {
+void GradReducer::flush_and_order() {
   flush();
-  while (!in_flight_.empty()) finish_oldest();
-  // The optimizer and the next backward (on the compute stream) read what the reductions wrote.
+  // The optimizer and the next backward (on the compute stream) read what the reductions wrote:
+  // an edge between the streams. A GPU's host goes on; the cpu device's compute stream is the
+  // caller, which stands here until the reductions are done: the exposed communication.
+  const auto waited_from = Clock::now();
   ctx_.order(stream_, ctx_.compute, *grads_written_);
+  waited(waited_from);
   // contiguous_gradients: every kept buffer grows to the largest bucket now, so that the next
   // backward, which packs the same buckets, finds a buffer for each without allocating.
   for (Buffer<uint8_t>& b : spare_) {
@@ -385,25 +394,28 @@ void GradReducer::unpack(InFlight& f) {
   }
 }
 
-void GradReducer::finish_oldest() {
-  InFlight& f = in_flight_.front();
-  const auto waited_from = Clock::now();
-  ctx_.wait_for(*f.done, "a gradient reduction");
-  timing_.exposed_seconds += seconds(Clock::now() - waited_from);
-  if (trace::recording()) trace_bucket(f, waited_from);
-  const auto start = std::max(f.launched, busy_until_);
-  const auto end = std::max(f.launched, *f.finished);
-  if (end > start) timing_.busy_seconds += seconds(end - start);
-  busy_until_ = std::max(busy_until_, end);
-  give_back(std::move(f.comm));
-  spare_events_.push_back(std::move(f.done));
-  in_flight_.pop_front();
+// The host stood waiting for reductions since `from`: exposed communication, and a "wait" span
+// on the waiting thread's track (a trace's compute is its steps less their waits).
+void GradReducer::waited(Clock::time_point from) {
+  const auto now = Clock::now();
+  timing_.exposed_seconds += seconds(now - from);
+  if (trace::recording()) trace::span("wait for gradient reductions", "wait", from, now);
+}
+
+void GradReducer::settle() {
+  for (const InFlight& f : launched_) {
+    if (trace::recording()) trace_bucket(f);
+    const auto start = std::max(f.launched, busy_until_);
+    const auto end = std::max(f.launched, *f.finished);
+    if (end > start) timing_.busy_seconds += seconds(end - start);
+    busy_until_ = std::max(busy_until_, end);
+  }
+  launched_.clear();
 }
 
 // The bucket on the "gradient reductions" track, from when the stream began it to when its
-// collective finished, and the host's wait for it on the waiting thread's track.
-void GradReducer::trace_bucket(const InFlight& f, Clock::time_point waited_from) const {
-  trace::span("wait for gradient reduction", "wait", waited_from, Clock::now());
+// collective finished.
+void GradReducer::trace_bucket(const InFlight& f) const {
   if (!f.started) return;  // launched before the trace began
   static const char* const kCollective[] = {"allreduce", "reduce-scatter (owner runs)", "reduce to owner",
                                             "reduce-scatter (shards)"};

@@ -1,7 +1,8 @@
 // Gradient buckets (DeepSpeed's IPG buckets): layers whose gradients are final join the open
 // bucket; a bucket of reduce_bucket_size elements is reduced across the data-parallel ranks.
-// With overlap_comm the reduction is launched and backward goes on (at most two in flight, as
-// in DeepSpeed); without it the reduction is waited for at once.
+// With overlap_comm the reduction is launched and backward goes on (queued on the communication
+// stream, where DeepSpeed's host keeps at most two in flight); without it the reduction is waited
+// for at once.
 //
 // Where a bucket's reduced gradients go, one mode per kind of ZeRO storage:
 //   InPlace       stages 0/1: the layers are a contiguous range of the full gradient buffer.
@@ -32,16 +33,18 @@
 // Everything a bucket does runs on ZeRO's communication stream, after an event of the compute
 // stream that says the bucket's gradients are written: packing (scale and cast), the collective,
 // and unpacking (sum_blocks into the gradients or the partition). So backward never waits for a
-// reduction, and the host waits only when too many are in flight or at the end of backward.
+// reduction, and with overlap_comm the host never waits for one either: a bucket's buffer serves
+// the next bucket in the communication stream's order, and the end of backward is an event the
+// compute stream waits for. The host learns when the buckets finished (for the timing) only after
+// the step's own synchronisation: settle().
 //
 // contiguous_gradients also decides who owns the communication buffers: true keeps them (at
-// most three: two in flight and the one being packed, each as large as the largest bucket) and
-// reuses them bucket after bucket, as DeepSpeed keeps its bucket buffers, so backward allocates
-// nothing after the first one; false allocates each bucket's buffer and frees it when done.
+// most three, each as large as the largest bucket) and reuses them bucket after bucket, as
+// DeepSpeed keeps its bucket buffers, so backward allocates nothing after the first one; false
+// allocates each bucket's buffer and frees it, in the stream's order, when done.
 #pragma once
 
 #include <chrono>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -70,8 +73,11 @@ class GradReducer {
   // The gradients of `layer` (its layer_numel elements, ZeRO order) are final on the compute
   // stream.
   void add(int layer, void* grad);
-  // Reduces what is left and waits for every reduction; the compute stream is ordered after them.
-  void flush_and_wait();
+  // Reduces what is left; the compute stream's later work is ordered after every reduction.
+  void flush_and_order();
+  // The host has waited for the compute stream past flush_and_order(): the buckets' finishing
+  // times are known now, and counted into timing().
+  void settle();
   const CommTiming& timing() const { return timing_; }
 
  private:
@@ -95,7 +101,6 @@ class GradReducer {
     Buffer<uint8_t> comm;  // what the collective reads and writes (unless in place)
     void* in_place =
         nullptr;  // InPlace allreduce in the model's dtype: the range of the full buffer
-    std::unique_ptr<device::Event> done;
     std::shared_ptr<std::chrono::steady_clock::time_point> finished;
     std::chrono::steady_clock::time_point launched;
     // Traced runs only: when the communication stream began the bucket (after its gradients).
@@ -104,8 +109,8 @@ class GradReducer {
   };
 
   void flush();
-  void finish_oldest();
-  void trace_bucket(const InFlight& f, std::chrono::steady_clock::time_point waited_from) const;
+  void waited(std::chrono::steady_clock::time_point from);
+  void trace_bucket(const InFlight& f) const;
   const Plan& plan_for(const std::vector<Entry>& entries);
   Route route_for(size_t begin, size_t end) const;
   Range run_of(int rank, size_t begin,
@@ -141,10 +146,10 @@ class GradReducer {
   bool to_owners_ = false;  // stages 1/2 with reduce_scatter and contiguous_gradients
   float pre_ = 1.0f, post_ = 1.0f;
   std::unique_ptr<device::Event> grads_written_;
+  std::unique_ptr<device::Event> reduced_;  // without overlap_comm: the bucket the host waits for
   std::vector<Entry> open_;
   std::map<std::pair<size_t, size_t>, Plan> plans_;
-  std::deque<InFlight> in_flight_;
-  std::vector<std::unique_ptr<device::Event>> spare_events_;  // reused: no allocation per bucket
+  std::vector<InFlight> launched_;  // enqueued, their finishing times not yet read (settle)
   std::vector<Buffer<uint8_t>> spare_;  // contiguous_gradients: buffers kept for the next buckets
   size_t largest_ = 0;                  // the largest buffer a bucket has needed (bytes)
   std::chrono::steady_clock::time_point busy_until_{};

@@ -185,30 +185,45 @@ void ZeroEngine::begin_micro_step(bool boundary) {
 }
 
 void ZeroEngine::end_micro_step() {
-  if (grads_->reduces(boundary_)) reducer_->flush_and_wait();
+  if (grads_->reduces(boundary_)) reducer_->flush_and_order();
+}
+
+// The step's one host synchronisation: `n` device values copied into pinned host memory and
+// waited for together. The reductions before them are done then too (settle).
+const double* ZeroEngine::read_step_values(const double* values, size_t n) {
+  if (step_values_.size() < n) step_values_ = PinnedValues<double>(device_, n);
+  device_.copy(step_values_.data(), values, n * sizeof(double), ctx_.compute);
+  ctx_.compute.synchronize(options_.comm_timeout);
+  reducer_->settle();
+  return step_values_.data();
 }
 
 double ZeroEngine::read_sum_of_squares(kernels::DType dtype, const void* data, size_t count) {
   trace::Scope span("overflow check and gradient norm", "zero");
-  double value = 0;
   device_.sum_of_squares(dtype, data, count, scalar_.data(), ctx_.compute);
-  device_.copy(&value, scalar_.data(), sizeof value, ctx_.compute);
-  ctx_.compute.synchronize(options_.comm_timeout);
-  return value;
+  return read_step_values(scalar_.data(), 1)[0];
 }
 
 // Host values summed over the ranks, in fp32 as DeepSpeed's norm allreduce is, through device
-// memory (nccl reads only that) on the communication stream.
+// memory (nccl reads only that) on the communication stream. One rank's sum is its own fp32
+// value, with no device work and no wait.
 void ZeroEngine::sum_across_ranks(double* values, size_t n, bool always) {
   if (!partitioning_->partitioned() && !always) return;
+  if (comm_.size() == 1) {
+    for (size_t i = 0; i < n; ++i) values[i] = static_cast<float>(values[i]);
+    return;
+  }
   trace::Scope span("sum across ranks", "wait");
-  if (rank_sums_.size() < n)
+  if (rank_sums_.size() < n) {
     rank_sums_ = Buffer<float>(device_, *comm_stream_, scratch_ledger_, MemoryKind::Buffers, n);
-  std::vector<float> f(values, values + n);
-  device_.copy(rank_sums_.data(), f.data(), n * sizeof(float), *comm_stream_);
+    rank_sums_host_ = PinnedValues<float>(device_, n);
+  }
+  float* f = rank_sums_host_.data();
+  for (size_t i = 0; i < n; ++i) f[i] = static_cast<float>(values[i]);
+  device_.copy(rank_sums_.data(), f, n * sizeof(float), *comm_stream_);
   comm_.allreduce_on(device_, *comm_stream_, rank_sums_.data(), n, kernels::DType::F32,
                      kernels::ReduceOp::Sum);
-  device_.copy(f.data(), rank_sums_.data(), n * sizeof(float), *comm_stream_);
+  device_.copy(f, rank_sums_.data(), n * sizeof(float), *comm_stream_);
   comm_stream_->synchronize(options_.comm_timeout);
   for (size_t i = 0; i < n; ++i) values[i] = f[i];
 }
@@ -223,10 +238,16 @@ std::vector<double> ZeroEngine::tensor_sums_of_squares(const void* grads) {
     device_.sum_of_squares(kernels::DType::F32, tensor, params_[i].info.numel, tensor_sums_.data() + i,
                            ctx_.compute);
   }
-  std::vector<double> sums(n);
-  device_.copy(sums.data(), tensor_sums_.data(), n * sizeof(double), ctx_.compute);
-  ctx_.compute.synchronize(options_.comm_timeout);
-  return sums;
+  const double* sums = read_step_values(tensor_sums_.data(), n);
+  return std::vector<double>(sums, sums + n);
+}
+
+void ZeroEngine::sum_on_device(float* values, size_t n) {
+  if (comm_.size() == 1) return;
+  if (!summed_) summed_ = device_.create_event();
+  ctx_.order(ctx_.compute, *comm_stream_, *summed_);
+  comm_.allreduce_on(device_, *comm_stream_, values, n, kernels::DType::F32, kernels::ReduceOp::Sum);
+  ctx_.order(*comm_stream_, ctx_.compute, *summed_);
 }
 
 // DeepSpeed's stage-0 engine clips through its clip_grad_norm_, not ZeRO's formula, and

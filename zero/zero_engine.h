@@ -40,6 +40,7 @@
 #include "zero/partition.h"
 #include "zero/partition_optimizer.h"
 #include "zero/partitioning.h"
+#include "zero/pinned_values.h"
 #include "zero/zero_context.h"
 #include "zero/zero_options.h"
 
@@ -76,7 +77,13 @@ class ZeroEngine {
   void begin_micro_step(bool boundary);
   void begin_backward() { backward_ = true; }
   void end_micro_step();
+  // Returns once the host has waited for the compute stream's work enqueued before it: the
+  // step's one host synchronisation (LAMB, and a norm summed over ranks, add theirs), so device
+  // values copied to pinned host memory on the compute stream before step() are there after it.
   StepResult step(const StepHyper& hyper);
+  // `n` fp32 device values summed over the ranks on ZeRO's communication stream, ordered after
+  // the compute stream's work so far and before its later work: no host wait over nccl.
+  void sum_on_device(float* values, size_t n);
 
   double loss_scale() const { return scaler_.scale(); }
   LossScaler& loss_scaler() { return scaler_; }
@@ -125,6 +132,7 @@ class ZeroEngine {
   // The model touches these bytes of ZeRO's memory on the compute stream.
   void touch(const void* data, size_t bytes, device::Access access, const char* what);
   void host_sync();
+  const double* read_step_values(const double* values, size_t n);
   double read_sum_of_squares(kernels::DType dtype, const void* data, size_t count);
   size_t model_bytes(size_t count) const {
     return count * kernels::dtype_size(options_.model_dtype);
@@ -158,6 +166,9 @@ class ZeroEngine {
   Buffer<double> scalar_;
   Buffer<double> tensor_sums_;  // one sum of squares per parameter (stage 0 clipping)
   Buffer<float> rank_sums_;
+  PinnedValues<float> rank_sums_host_;  // what the host hands the rank sum, and reads back
+  PinnedValues<double> step_values_;    // the step's scalars, read by the host
+  std::unique_ptr<device::Event> summed_;  // sum_on_device's edges between the streams
   LossScaler scaler_;
   bool boundary_ = true;
   bool backward_ = false;

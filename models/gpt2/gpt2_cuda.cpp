@@ -2,11 +2,13 @@
 #include "models/gpt2/gpt2_cuda.h"
 
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "dsx/error.h"
 #include "kernels/column_sums.h"
 #include "kernels/cuda/device.h"
+#include "kernels/cuda/mixed_precision.h"
 #include "kernels/token_rows.h"
 #include "models/gpt2/gpt2_cpu.h"
 #include "models/gpt2/gpu_layer_span.h"
@@ -206,6 +208,10 @@ float GPT2Cuda<T>::forward(const int32_t* inputs, const int32_t* targets, int B,
   counted_ = 0;
   if (!has_targets_) return 0.0f;
   kc::decoder_crossentropy_forward(losses_.data(), lse_.data(), logits_.data(), targets_.data(), N, V, Vp, stream);
+  if (loss_.kept()) {
+    device_mean_loss(loss_.data(), losses_.data(), targets, N, stream, counted_);
+    return std::numeric_limits<float>::quiet_NaN();
+  }
   return host_mean_loss(losses_.data(), targets, N, stream, counted_);
 }
 
@@ -287,6 +293,15 @@ float host_mean_loss(const float* device_losses, const int32_t* host_targets, si
     counted += host_targets[i] >= 0;
   }
   return counted ? static_cast<float>(sum / counted) : 0.0f;
+}
+
+void device_mean_loss(float* out, const float* device_losses, const int32_t* host_targets, size_t rows,
+                      cudaStream_t stream, size_t& counted) {
+  counted = 0;
+  for (size_t i = 0; i < rows; ++i) counted += host_targets[i] >= 0;
+  // The rows as `rows` blocks of one element: one sum, in row order, as the CPU model's.
+  const float factor = counted ? 1.0f / static_cast<float>(counted) : 0.0f;
+  kc::sum_blocks(kernels::DType::F32, device_losses, rows, 1, factor, kernels::DType::F32, out, 1, false, stream);
 }
 
 template <class T>

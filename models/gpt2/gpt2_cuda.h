@@ -67,6 +67,28 @@ void init_params_as(const Model& reference, void* flat, uint64_t seed);
 float host_mean_loss(const float* device_losses, const int32_t* host_targets, size_t rows, cudaStream_t stream,
                      size_t& counted);
 
+// The mean loss left on the device (Model::keep_loss_on_device): *out = the rows' losses summed
+// on the stream, times 1 / counted, where `counted` (rows with host_targets >= 0) comes from the
+// host's targets. Enqueues only: never waits.
+void device_mean_loss(float* out, const float* device_losses, const int32_t* host_targets, size_t rows,
+                      cudaStream_t stream, size_t& counted);
+
+// Where a CUDA model keeps its loss when asked to (Model::keep_loss_on_device).
+class KeptLoss {
+ public:
+  KeptLoss() : value_(1) {}
+  bool keep(bool on) {
+    kept_ = on;
+    return true;
+  }
+  bool kept() const { return kept_; }
+  float* data() const { return value_.data(); }
+
+ private:
+  bool kept_ = false;
+  DeviceArray<float> value_;
+};
+
 template <class T>
 class GPT2Cuda final : public DecoderModel<GPT2Config, gpt2_forward_flops> {
  public:
@@ -82,6 +104,8 @@ class GPT2Cuda final : public DecoderModel<GPT2Config, gpt2_forward_flops> {
   void init_params(void* flat, uint64_t seed) const override;
   float forward(const int32_t* inputs, const int32_t* targets, int B, int Tn, ParamAccess& access) override;
   void backward(ParamAccess& access, GradSink& sink, float grad_scale) override;
+  bool keep_loss_on_device(bool keep) override { return loss_.keep(keep); }
+  const float* device_loss() const override { return loss_.data(); }
   std::vector<float> logits() const override;
   size_t activation_bytes() const override;  // device bytes
   cudaStream_t stream() const { return stream_.get(); }
@@ -113,6 +137,7 @@ class GPT2Cuda final : public DecoderModel<GPT2Config, gpt2_forward_flops> {
   std::vector<BlockActs> blocks_;
   DeviceArray<T> lnf_, logits_, tmp_, dres_, dln_, dqkv_, datty_, dfch_;
   DeviceArray<float> lnf_mean_, lnf_rstd_, lse_, losses_, dpre_, ln_scratch_;
+  KeptLoss loss_;
 };
 
 extern template class GPT2Cuda<float>;

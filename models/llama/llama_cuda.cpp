@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <type_traits>
 
@@ -327,6 +328,10 @@ float LlamaCuda<T>::forward(const int32_t* inputs, const int32_t* targets, int B
   if (!has_targets_) return 0.0f;
   kc::decoder_crossentropy_forward(losses_.data(), lse_.data(), logits_.data(), targets_.data(), N, V,
                                 V, s);
+  if (loss_.kept()) {
+    device_mean_loss(loss_.data(), losses_.data(), targets, N, s, counted_);
+    return std::numeric_limits<float>::quiet_NaN();
+  }
   return host_mean_loss(losses_.data(), targets, N, s, counted_);
 }
 

@@ -59,6 +59,8 @@ class LlamaCuda final : public DecoderModel<LlamaConfig, llama_forward_flops> {
   float forward(const int32_t* inputs, const int32_t* targets, int B, int Tn,
                 ParamAccess& access) override;
   void backward(ParamAccess& access, GradSink& sink, float grad_scale) override;
+  bool keep_loss_on_device(bool keep) override { return loss_.keep(keep); }
+  const float* device_loss() const override { return loss_.data(); }
   std::vector<float> logits() const override;
   size_t activation_bytes() const override;  // device bytes allocated so far
 
@@ -111,6 +113,7 @@ class LlamaCuda final : public DecoderModel<LlamaConfig, llama_forward_flops> {
   std::vector<BlockActs> blocks_;
   DeviceArray<T> xf_, logits_, q_, k_, v_, tmp_, dres_, dxn_, datty_, dh_, dup_, dqkv_;
   DeviceArray<float> rstdf_, lse_, losses_, dpre_, norm_scratch_;
+  KeptLoss loss_;
 };
 
 extern template class LlamaCuda<float>;

@@ -3,6 +3,7 @@
 // pointers live, a range past its allocation. A refusal also says why on stderr.
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -212,6 +213,25 @@ cudaError_t cudaMallocAsync(void** p, size_t bytes, cudaStream_t stream) {
         return std::string();
       },
       {{at, bytes, true}});
+}
+
+// One default pool per device, as a handle that names it; the emulated pool returns memory at
+// once, so a release threshold is accepted and changes nothing. Other attributes are refused.
+cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device) {
+  if (!pool) return cudaErrorInvalidValue;
+  if (device < 0 || device >= device_count()) return set_last_error(cudaErrorInvalidDevice);
+  *pool = reinterpret_cast<cudaMemPool_t>(static_cast<uintptr_t>(device) + 1);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, void* value) {
+  const auto device = static_cast<int64_t>(reinterpret_cast<uintptr_t>(pool)) - 1;
+  if (!value || device < 0 || device >= device_count())
+    return refuse(cudaErrorInvalidValue, "cudaMemPoolSetAttribute", "not a default pool's handle");
+  if (attr != cudaMemPoolAttrReleaseThreshold)
+    return refuse(cudaErrorNotSupported, "cudaMemPoolSetAttribute",
+                  "only cudaMemPoolAttrReleaseThreshold is emulated");
+  return cudaSuccess;
 }
 
 cudaError_t cudaFreeAsync(void* p, cudaStream_t stream) {

@@ -105,6 +105,7 @@ Registry& registry() {
 }
 
 std::atomic<uint64_t> g_host_syncs{0};
+thread_local uint64_t t_host_syncs = 0;  // this thread's share (a watchdog polls on its own)
 
 // Set by the first fault on any device: until then every call and stream item skips the
 // registry lock that the sticky errors need.
@@ -228,7 +229,11 @@ cudaError_t sticky_error() {
 }
 
 uint64_t host_syncs() { return g_host_syncs.load(); }
-void count_host_sync() { g_host_syncs.fetch_add(1); }
+uint64_t host_syncs_of_this_thread() { return t_host_syncs; }
+void count_host_sync() {
+  g_host_syncs.fetch_add(1);
+  ++t_host_syncs;
+}
 
 cudaError_t enqueue(cudaStream_t stream, const char* what, std::function<std::string()> work,
                     const std::vector<Touch>& touches) {
