@@ -2,7 +2,9 @@
 // accumulation recomputed, a smaller micro-batch where needed, the working sizes named otherwise.
 #include <gtest/gtest.h>
 
+#include "config/ds_config.h"
 #include "config/elastic_batch.h"
+#include "dsx/error.h"
 
 using dsx::config::rebatch_for_world;
 using dsx::config::worlds_keeping_batch;
@@ -60,4 +62,43 @@ TEST(ElasticBatch, NoWholeNumberNamesTheWorldSizesThatWork) {
   EXPECT_FALSE(rebatch_for_world(0, 4, 1, 1, 1).ok());
   EXPECT_FALSE(rebatch_for_world(8, 4, 1, 1, 0).ok());
   EXPECT_EQ(worlds_keeping_batch(12, 100), (std::vector<int64_t>{1, 2, 3, 4, 6, 12}));
+}
+
+namespace {
+
+dsx::config::EngineConfig read_elastic(const std::string& json, int64_t world, bool elastic) {
+  dsx::config::ConfigInputs in;
+  in.world_size = world;
+  in.keep_train_batch_size = elastic;
+  return dsx::config::read_ds_config_text(json, "test.json", in);
+}
+
+const char* kWrittenForTwo =
+    R"({"train_batch_size": 32, "train_micro_batch_size_per_gpu": 4,
+        "gradient_accumulation_steps": 4, "optimizer": {"type": "AdamW"}})";
+
+}  // namespace
+
+TEST(ElasticBatch, AnElasticReadReCutsTheBatchKeysForTheWorld) {
+  // Written for 2 ranks: as written there, re-cut on 1 rank, refused on 3 with the sizes that work.
+  auto two = read_elastic(kWrittenForTwo, 2, true);
+  EXPECT_EQ(two.gradient_accumulation_steps, 4);
+  EXPECT_EQ(two.elastic_batch_change, "");
+  auto one = read_elastic(kWrittenForTwo, 1, true);
+  EXPECT_EQ(one.train_batch_size, 32);
+  EXPECT_EQ(one.train_micro_batch_size_per_gpu, 4);
+  EXPECT_EQ(one.gradient_accumulation_steps, 8);
+  EXPECT_EQ(one.elastic_batch_change,
+            "world 2 -> 1 ranks: micro-batch 4 -> 4, gradient accumulation 4 -> 8 "
+            "(train_batch_size 32 kept)");
+  try {
+    read_elastic(kWrittenForTwo, 3, true);
+    FAIL() << "32 on 3 ranks was accepted";
+  } catch (const dsx::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the world sizes up to 8 that keep it are 1, 2, 4, 8"),
+              std::string::npos)
+        << e.what();
+  }
+  // Without an elastic launch the triad stays DeepSpeed's: 32 != 4 x 4 x 1 is an error.
+  EXPECT_THROW(read_elastic(kWrittenForTwo, 1, false), dsx::Error);
 }
