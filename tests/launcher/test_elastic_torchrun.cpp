@@ -8,6 +8,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cmath>
+
+#include "checkpoint/tensor_file.h"
 #include "tests/expect_contains.h"
 #include "tests/launcher/launch_test_util.h"
 
@@ -60,6 +63,23 @@ struct ElasticTorchrun : testing::Test {
   std::string out(const std::string& name) const { return read_text(dir / (name + ".out")); }
 };
 
+// The fp32 master weights of a one-rank save.
+std::vector<float> master_weights(const std::string& step_dir) {
+  namespace ck = dsx::checkpoint;
+  const auto f =
+      ck::TensorFile::load(step_dir + "/zero_pp_rank_0_mp_rank_00_optim_states.safetensors");
+  std::vector<float> w(f.view("fp32_flat_partition").numel());
+  f.read("fp32_flat_partition", ck::TensorDType::F32, w.data(), w.size());
+  return w;
+}
+
+double max_difference(const std::vector<float>& x, const std::vector<float>& y) {
+  double most = 0;
+  for (size_t i = 0; i < x.size() && i < y.size(); ++i)
+    most = std::max(most, std::fabs(static_cast<double>(x[i]) - y[i]));
+  return most;
+}
+
 }  // namespace
 
 TEST_F(ElasticTorchrun, ANodeThatFailsTwiceIsLeftOutAndTheJobGoesOnWithoutIt) {
@@ -92,11 +112,19 @@ TEST_F(ElasticTorchrun, TwoNodesOfDsxTrainLoseOneForGoodAndGoOnAtTheSameGlobalBa
             "gradient_accumulation_steps": 2, "steps_per_print": 1000,
             "optimizer": {"type": "AdamW", "params": {"lr": 1e-3}}, "zero_optimization": {"stage": 1}})";
   const std::string marker = "DSX_TEST_OUT=" + dir.path();
-  auto [a, b] = two_agents({DSX_EXE, "train", "--deepspeed_config", dir / "ds_config.json",
-                            "--model", "byte-tiny", "--eval_interval", "0", "--samples", "0",
-                            "--progress", "plain", "--steps", "40", "--save_interval", "10",
-                            "--save", dir / "ck"},
-                           {"FI_TCP_IFACE=lo", "FI_SOCKETS_IFACE=lo", "OMP_NUM_THREADS=1", marker});
+  const auto train = [&](const std::string& save) -> std::vector<std::string> {
+    return {DSX_EXE,  "train",       "--deepspeed_config", dir / "ds_config.json", "--model",
+            "byte-tiny", "--eval_interval", "0", "--samples", "0", "--progress", "plain", "--steps",
+            "40", "--save_interval", "10", "--save", dir / save};
+  };
+  const std::vector<std::string> vars = {"FI_TCP_IFACE=lo", "FI_SOCKETS_IFACE=lo",
+                                         "OMP_NUM_THREADS=1", marker};
+  // The reference: one rank from the start, the same 8 examples a step (2 x 4 x 1).
+  std::vector<std::string> one_rank = vars;
+  one_rank.push_back("DSX_ELASTIC_BATCH=1");
+  ASSERT_EQ(Background(train("reference"), one_rank, dir / "reference.out").wait(60), 0)
+      << out("reference");
+  auto [a, b] = two_agents(train("ck"), vars);
   ASSERT_TRUE(wait_for([&] { return !read_text(dir / "ck/latest").empty(); }, 90)) << out("a");
   b->signal(SIGKILL);  // node b is gone: its agent dies, its rank gets SIGTERM from the kernel
   b->wait(10);
@@ -109,4 +137,11 @@ TEST_F(ElasticTorchrun, TwoNodesOfDsxTrainLoseOneForGoodAndGoOnAtTheSameGlobalBa
   EXPECT_TRUE(exists(dir / "ck/global_step40/zero_pp_rank_0_mp_rank_00_optim_states.safetensors"));
   EXPECT_FALSE(exists(dir / "ck/global_step40/zero_pp_rank_1_mp_rank_00_optim_states.safetensors"))
       << "the last save was made by two ranks";
+  // Each step read the same 8 examples as the one-rank run (none repeated or skipped across the
+  // change): the weights agree up to the order of float sums, far closer than 10 steps apart.
+  const auto reference = master_weights(dir / "reference/global_step40");
+  const double off = max_difference(master_weights(dir / "ck/global_step40"), reference);
+  const double ten_steps = max_difference(master_weights(dir / "reference/global_step30"), reference);
+  EXPECT_LT(off, 1e-4) << "ten steps move the weights by " << ten_steps;
+  EXPECT_LT(off * 100, ten_steps);
 }
