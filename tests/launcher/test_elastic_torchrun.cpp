@@ -1,6 +1,6 @@
 // `dsx torchrun --nnodes 1:2` (elastic membership) with real processes on loopback: two agents
 // on this machine form one job over c10d; a node whose rank fails twice is left out and the job
-// re-forms on the other; a node lost for good (its agent killed) leaves a `dsx train` that
+// re-forms on the other; a late node joins at the next restart; a node lost for good (its agent killed) leaves a `dsx train` that
 // continues on the remaining node at the same global batch, re-cut and said.
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -8,7 +8,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
+#include <thread>
 
 #include "checkpoint/tensor_file.h"
 #include "tests/expect_contains.h"
@@ -34,7 +36,8 @@ struct ElasticTorchrun : testing::Test {
   ScratchDir dir;
   int rdzv = free_port();
 
-  std::vector<std::string> agent(const std::vector<std::string>& program) const {
+  std::vector<std::string> agent(const std::vector<std::string>& program,
+                                 int join_timeout_s = 30) const {
     std::vector<std::string> argv = {DSX_EXE,
                                      "torchrun",
                                      "--nnodes",
@@ -46,7 +49,7 @@ struct ElasticTorchrun : testing::Test {
                                      "--rdzv_endpoint",
                                      "127.0.0.1:" + std::to_string(rdzv),
                                      "--rdzv_conf",
-                                     "join_timeout=30",
+                                     "join_timeout=" + std::to_string(join_timeout_s),
                                      "--max_restarts",
                                      "3"};
     argv.insert(argv.end(), program.begin(), program.end());
@@ -101,6 +104,27 @@ TEST_F(ElasticTorchrun, ANodeThatFailsTwiceIsLeftOutAndTheJobGoesOnWithoutIt) {
   const auto env = read_env(dir / "rank0.env");
   EXPECT_EQ(env.at("WORLD_SIZE"), "1");
   EXPECT_EQ(env.at("DSX_ELASTIC_BATCH"), "1");
+}
+
+TEST_F(ElasticTorchrun, AFirstWorldOfMinNodesAndALateNodeJoiningAtTheNextRestart) {
+  // Node a alone at the join timeout (MIN = 1) runs a rank that sleeps; node b comes while it
+  // runs and waits; the rank fails, and the restart forms a world of both.
+  const std::vector<std::string> vars = {"DSX_TEST_OUT=" + dir.path(), "DSX_TEST_MODE=sleep_first"};
+  auto a = std::make_unique<Background>(agent({"--no_python", probe_script()}, 2), vars,
+                                       dir / "a.out");
+  ASSERT_TRUE(wait_for([&] { return exists(dir / "rank0.pid"); }, 20)) << out("a");
+  EXPECT_EQ(read_env(dir / "rank0.env").at("WORLD_SIZE"), "1");
+  auto b = std::make_unique<Background>(agent({"--no_python", probe_script()}), vars, dir / "b.out");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // b joins and waits
+  EXPECT_FALSE(exists(dir / "rank1.pid")) << "a node joined a running world";
+  ASSERT_EQ(::kill(read_pid(dir / "rank0.pid"), SIGTERM), 0);  // it exits 143: a failure
+  EXPECT_EQ(a->wait(30), 0) << out("a");
+  EXPECT_EQ(b->wait(30), 0) << out("b");
+  expect_nothing_left("DSX_TEST_OUT=" + dir.path());
+  EXPECT_CONTAINS(out("a"), "the job re-forms with 2 node(s) instead of 1 (2 ranks, attempt 1)");
+  const auto env = read_env(dir / "rank1.env");
+  EXPECT_EQ(env.at("WORLD_SIZE"), "2");
+  EXPECT_EQ(env.at("TORCHELASTIC_RESTART_COUNT"), "1");
 }
 
 // 2 nodes x 1 rank train with train_batch_size 8 = 2 x 2 x 2; node b's agent is killed after the
