@@ -1,7 +1,7 @@
 // `dsx torchrun --nnodes 1:2` (elastic membership) with real processes on loopback: two agents
 // on this machine form one job over c10d; a node whose rank fails twice is left out and the job
-// re-forms on the other; a late node joins at the next restart; a node lost for good (its agent killed) leaves a `dsx train` that
-// continues on the remaining node at the same global batch, re-cut and said.
+// re-forms on the other; a late node joins at the next restart; a node lost for good (its agent
+// killed) leaves a `dsx train` that continues on the remaining node at the same global batch.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
