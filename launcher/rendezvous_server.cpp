@@ -22,7 +22,6 @@ struct RendezvousServer::State {
   struct Agent {
     LineSocket socket;
     bool joined = false, succeeded = false;
-    bool waiting = false;  // joined while the world ran: admitted at the next restart
     int failures = 0;      // attempts its ranks failed (elastic: twice and it is left out)
     bool left_out = false;  // told STOP after failing twice; its agent hangs up
     int nproc = 0, node_rank = -1, port = 0;
@@ -69,7 +68,7 @@ struct RendezvousServer::State {
     ++attempt;
     running = false;
     join_deadline = Clock::now() + rules.join_timeout;
-    for (auto& a : agents) a->joined = a->succeeded = a->waiting = false;
+    for (auto& a : agents) a->joined = a->succeeded = false;
     std::string because = why;
     if (elastic() && culprit && culprit->failures >= 2) {
       const std::string left = "node " + culprit->address + " failed twice and is left out";
@@ -149,8 +148,7 @@ struct RendezvousServer::State {
       if (!elastic())
         return (void)a.socket.send("STOP 1 the job is already running on its " +
                                    std::to_string(rules.nnodes) + " nodes");
-      a.waiting = true;  // it hears RESTART with the others and joins then
-      return;
+      return;  // it waits: it hears RESTART with the others and joins then
     }
     if (attempt_of != attempt) return;  // a late message of an earlier attempt
     a.joined = true;
