@@ -99,6 +99,12 @@ TEST(ElasticBatch, AnElasticReadReCutsTheBatchKeysForTheWorld) {
               std::string::npos)
         << e.what();
   }
+  // Without train_batch_size there is no global batch to keep: a warning says so.
+  auto unkept = read_elastic(R"({"train_micro_batch_size_per_gpu": 4, "optimizer": {"type": "AdamW"}})",
+                             3, true);
+  EXPECT_EQ(unkept.train_batch_size, 12);
+  ASSERT_EQ(unkept.warnings.size(), 1u);
+  EXPECT_NE(unkept.warnings[0].message.find("Give train_batch_size to keep it"), std::string::npos);
   // Without an elastic launch the triad stays DeepSpeed's: 32 != 4 x 4 x 1 is an error.
   EXPECT_THROW(read_elastic(kWrittenForTwo, 1, false), dsx::Error);
 }
