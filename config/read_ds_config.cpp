@@ -158,9 +158,9 @@ void read_batch(ReadContext& ctx, BlockReader& top) {
 
   if (in.keep_train_batch_size && !T) {
     ctx.warn("train_batch_size", {},
-             "an elastic launch keeps the global batch only when train_batch_size is given; without "
-             "it the global batch is micro-batch x accumulation x world and changes with the world. "
-             "Give train_batch_size to keep it");
+             "an elastic launch keeps the global batch only when train_batch_size is given; "
+             "without it the global batch is micro-batch x accumulation x world and changes "
+             "with the world. Give train_batch_size to keep it");
   }
   if (in.keep_train_batch_size && T && M) {
     if (!rebatch_elastic(ctx, *T, *M, G)) return;

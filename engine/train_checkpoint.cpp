@@ -255,8 +255,8 @@ namespace {
 void seek_saved_position(const rapidjson::Value& part, const std::string& origin,
                          const models::LoaderPosition& pos, models::DataLoader& loader) {
   const auto it = part.FindMember("data_rows_per_step");  // absent in older checkpoints
-  const uint64_t saved_rows =
-      it != part.MemberEnd() && it->value.IsInt64() ? static_cast<uint64_t>(it->value.GetInt64()) : 0;
+  const bool recorded = it != part.MemberEnd() && it->value.IsInt64();
+  const uint64_t saved_rows = recorded ? static_cast<uint64_t>(it->value.GetInt64()) : 0;
   if (saved_rows == 0 || saved_rows == loader.rows_per_step()) return loader.seek(pos);
   if (loader.seek_from_width(pos, saved_rows)) return;
   throw Error(ErrorKind::Usage,

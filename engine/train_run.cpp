@@ -87,7 +87,7 @@ config::EngineConfig read_config(const TrainRunOptions& o, const models::ModelSo
   inputs.learning_rate = o.learning_rate;
   inputs.warmup_steps = o.warmup_steps;
   inputs.strict = o.strict_config;
-  // `dsx torchrun --nnodes MIN:MAX` says so: the world may have changed since the config was written.
+  // `dsx torchrun --nnodes MIN:MAX` says so: the world may differ from the config's.
   const char* elastic = std::getenv("DSX_ELASTIC_BATCH");
   inputs.keep_train_batch_size = elastic && std::string(elastic) == "1";
   return config::read_ds_config_file(o.config_path, inputs);

@@ -219,9 +219,10 @@ void resolve_rendezvous(TorchrunOptions& t, const TorchrunFlags& f, bool master_
     set_endpoint(t, endpoint.empty() ? f.master_addr + ":" + std::to_string(port) : endpoint, port);
     t.static_backend = true;
     if (t.min_nodes < t.nnodes)
-      throw Error(ErrorKind::Usage, "dsx torchrun --nnodes " + f.nnodes + ": a node range needs the c10d rendezvous, "
-                                    "where nodes come and go without fixed ranks; add --rdzv_backend c10d "
-                                    "--rdzv_endpoint HOST:PORT");
+      throw Error(ErrorKind::Usage,
+                  "dsx torchrun --nnodes " + f.nnodes +
+                      ": a node range needs the c10d rendezvous, where nodes come and go without "
+                      "fixed ranks; add --rdzv_backend c10d --rdzv_endpoint HOST:PORT");
     t.node_rank = f.node_rank;
     if (t.node_rank < 0 || t.node_rank >= t.nnodes)
       throw Error(ErrorKind::Usage, "dsx torchrun --node_rank " + std::to_string(t.node_rank) + ": give 0.." + std::to_string(t.nnodes - 1));

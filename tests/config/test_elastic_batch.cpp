@@ -100,8 +100,8 @@ TEST(ElasticBatch, AnElasticReadReCutsTheBatchKeysForTheWorld) {
         << e.what();
   }
   // Without train_batch_size there is no global batch to keep: a warning says so.
-  auto unkept = read_elastic(R"({"train_micro_batch_size_per_gpu": 4, "optimizer": {"type": "AdamW"}})",
-                             3, true);
+  auto unkept = read_elastic(
+      R"({"train_micro_batch_size_per_gpu": 4, "optimizer": {"type": "AdamW"}})", 3, true);
   EXPECT_EQ(unkept.train_batch_size, 12);
   ASSERT_EQ(unkept.warnings.size(), 1u);
   EXPECT_NE(unkept.warnings[0].message.find("Give train_batch_size to keep it"), std::string::npos);

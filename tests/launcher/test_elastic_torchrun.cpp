@@ -87,16 +87,19 @@ double max_difference(const std::vector<float>& x, const std::vector<float>& y) 
 
 TEST_F(ElasticTorchrun, ANodeThatFailsTwiceIsLeftOutAndTheJobGoesOnWithoutIt) {
   // Rank 1 (node b) exits 7 on restarts 0 and 1; from restart 2 every rank succeeds at once.
-  const std::vector<std::string> vars = {"DSX_TEST_OUT=" + dir.path(), "DSX_TEST_MODE=fail_restarts",
-                                         "DSX_TEST_RANK=1", "DSX_TEST_CODE=7", "DSX_TEST_UNTIL=2"};
+  const std::vector<std::string> vars = {"DSX_TEST_OUT=" + dir.path(),
+                                         "DSX_TEST_MODE=fail_restarts", "DSX_TEST_RANK=1",
+                                         "DSX_TEST_CODE=7", "DSX_TEST_UNTIL=2"};
   auto [a, b] = two_agents({"--no_python", probe_script()}, vars);
   EXPECT_EQ(b->wait(60), 1) << out("b");
   EXPECT_EQ(a->wait(60), 0) << out("a");
   expect_nothing_left("DSX_TEST_OUT=" + dir.path());
-  EXPECT_CONTAINS(out("b"), "exited with code 7; node 127.0.0.1 failed twice and is left out "
-                            "(--nnodes 1..2); the others go on without it");
-  EXPECT_CONTAINS(out("a"), "node 127.0.0.1 failed twice and is left out, the job re-forms with "
-                            "the nodes that remain; restarting this node's ranks (restart 2 of 3)");
+  EXPECT_CONTAINS(out("b"),
+                  "exited with code 7; node 127.0.0.1 failed twice and is left out "
+                  "(--nnodes 1..2); the others go on without it");
+  EXPECT_CONTAINS(out("a"),
+                  "node 127.0.0.1 failed twice and is left out, the job re-forms with "
+                  "the nodes that remain; restarting this node's ranks (restart 2 of 3)");
   EXPECT_CONTAINS(out("a"), "the job re-forms with 1 node(s) instead of 2 (1 ranks, attempt 2)");
   EXPECT_TRUE(exists(dir / "rank1.started1"));
   EXPECT_TRUE(exists(dir / "rank0.started2"));
@@ -110,11 +113,12 @@ TEST_F(ElasticTorchrun, AFirstWorldOfMinNodesAndALateNodeJoiningAtTheNextRestart
   // Node a alone at the join timeout (MIN = 1) runs a rank that sleeps; node b comes while it
   // runs and waits; the rank fails, and the restart forms a world of both.
   const std::vector<std::string> vars = {"DSX_TEST_OUT=" + dir.path(), "DSX_TEST_MODE=sleep_first"};
-  auto a = std::make_unique<Background>(agent({"--no_python", probe_script()}, 2), vars,
-                                       dir / "a.out");
+  auto a =
+      std::make_unique<Background>(agent({"--no_python", probe_script()}, 2), vars, dir / "a.out");
   ASSERT_TRUE(wait_for([&] { return exists(dir / "rank0.pid"); }, 20)) << out("a");
   EXPECT_EQ(read_env(dir / "rank0.env").at("WORLD_SIZE"), "1");
-  auto b = std::make_unique<Background>(agent({"--no_python", probe_script()}), vars, dir / "b.out");
+  auto b =
+      std::make_unique<Background>(agent({"--no_python", probe_script()}), vars, dir / "b.out");
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // b joins and waits
   EXPECT_FALSE(exists(dir / "rank1.pid")) << "a node joined a running world";
   ASSERT_EQ(::kill(read_pid(dir / "rank0.pid"), SIGTERM), 0);  // it exits 143: a failure
@@ -137,9 +141,11 @@ TEST_F(ElasticTorchrun, TwoNodesOfDsxTrainLoseOneForGoodAndGoOnAtTheSameGlobalBa
             "optimizer": {"type": "AdamW", "params": {"lr": 1e-3}}, "zero_optimization": {"stage": 1}})";
   const std::string marker = "DSX_TEST_OUT=" + dir.path();
   const auto train = [&](const std::string& save) -> std::vector<std::string> {
-    return {DSX_EXE,  "train",       "--deepspeed_config", dir / "ds_config.json", "--model",
-            "byte-tiny", "--eval_interval", "0", "--samples", "0", "--progress", "plain", "--steps",
-            "40", "--save_interval", "10", "--save", dir / save};
+    return {DSX_EXE,     "train",     "--deepspeed_config", dir / "ds_config.json",
+            "--model",   "byte-tiny", "--eval_interval",    "0",
+            "--samples", "0",         "--progress",         "plain",
+            "--steps",   "40",        "--save_interval",    "10",
+            "--save",    dir / save};
   };
   const std::vector<std::string> vars = {"FI_TCP_IFACE=lo", "FI_SOCKETS_IFACE=lo",
                                          "OMP_NUM_THREADS=1", marker};
@@ -155,8 +161,9 @@ TEST_F(ElasticTorchrun, TwoNodesOfDsxTrainLoseOneForGoodAndGoOnAtTheSameGlobalBa
   ASSERT_EQ(a->wait(120), 0) << out("a");
   expect_nothing_left(marker);
   EXPECT_CONTAINS(out("a"), "the job re-forms with 1 node(s) instead of 2 (1 ranks, attempt 1)");
-  EXPECT_CONTAINS(out("a"), "elastic: world 2 -> 1 ranks: micro-batch 2 -> 2, gradient "
-                            "accumulation 2 -> 4 (train_batch_size 8 kept)");
+  EXPECT_CONTAINS(out("a"),
+                  "elastic: world 2 -> 1 ranks: micro-batch 2 -> 2, gradient "
+                  "accumulation 2 -> 4 (train_batch_size 8 kept)");
   EXPECT_CONTAINS(out("a"), "dsx train: resumed from " + (dir / "ck") + "/global_step");
   EXPECT_TRUE(exists(dir / "ck/global_step40/zero_pp_rank_0_mp_rank_00_optim_states.safetensors"));
   EXPECT_FALSE(exists(dir / "ck/global_step40/zero_pp_rank_1_mp_rank_00_optim_states.safetensors"))
@@ -165,7 +172,8 @@ TEST_F(ElasticTorchrun, TwoNodesOfDsxTrainLoseOneForGoodAndGoOnAtTheSameGlobalBa
   // change): the weights agree up to the order of float sums, far closer than 10 steps apart.
   const auto reference = master_weights(dir / "reference/global_step40");
   const double off = max_difference(master_weights(dir / "ck/global_step40"), reference);
-  const double ten_steps = max_difference(master_weights(dir / "reference/global_step30"), reference);
+  const double ten_steps =
+      max_difference(master_weights(dir / "reference/global_step30"), reference);
   EXPECT_LT(off, 1e-4) << "ten steps move the weights by " << ten_steps;
   EXPECT_LT(off * 100, ten_steps);
 }
