@@ -10,6 +10,9 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "checkpoint/tensor_file.h"
@@ -30,6 +33,23 @@ bool listening(int port) {
   const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
   ::close(fd);
   return ok;
+}
+
+// Open TCP connections with an end at 127.0.0.1:port (each agent's counts twice: both ends).
+int connections_at(int port) {
+  std::ifstream tcp("/proc/net/tcp");
+  std::string line;
+  std::getline(tcp, line);  // the header
+  char hex[8];
+  std::snprintf(hex, sizeof hex, ":%04X", port);
+  int count = 0;
+  while (std::getline(tcp, line)) {
+    std::istringstream fields(line);
+    std::string slot, local, remote, state;
+    fields >> slot >> local >> remote >> state;
+    if (state == "01" && (local.ends_with(hex) || remote.ends_with(hex))) ++count;
+  }
+  return count;
 }
 
 struct ElasticTorchrun : testing::Test {
@@ -119,7 +139,9 @@ TEST_F(ElasticTorchrun, AFirstWorldOfMinNodesAndALateNodeJoiningAtTheNextRestart
   EXPECT_EQ(read_env(dir / "rank0.env").at("WORLD_SIZE"), "1");
   auto b =
       std::make_unique<Background>(agent({"--no_python", probe_script()}), vars, dir / "b.out");
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // b joins and waits
+  // b is connected (a's agent and b's: 4 ends) and its JOIN, sent right after, is in.
+  ASSERT_TRUE(wait_for([&] { return connections_at(rdzv) >= 4; }, 20)) << out("b");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
   EXPECT_FALSE(exists(dir / "rank1.pid")) << "a node joined a running world";
   ASSERT_EQ(::kill(read_pid(dir / "rank0.pid"), SIGTERM), 0);  // it exits 143: a failure
   EXPECT_EQ(a->wait(30), 0) << out("a");
