@@ -361,6 +361,9 @@ struct EngineConfig {
 
   std::map<std::string, Origin> origins;  // dotted path -> where the effective value came from
   std::vector<Diagnostic> warnings;
+  // Under an elastic launch, the line that says how the batch was re-cut for this world
+  // (config/elastic_batch.h); "" when the config's batch keys fit it as written.
+  std::string elastic_batch_change;
 
   // Convenience for consumers.
   std::string model_dtype() const { return fp16.enabled ? "fp16" : bf16.enabled ? "bf16" : "fp32"; }
@@ -380,6 +383,9 @@ struct ConfigInputs {
   std::string total_steps_flag = "--total-steps";  // how the command that reads the file names it
   std::optional<int64_t> warmup_steps;      // --warmup-steps (default 0, as Hugging Face)
   bool strict = false;                      // --strict: every warning is an error
+  // An elastic launch (DSX_ELASTIC_BATCH=1 from `dsx torchrun --nnodes MIN:MAX`): keep
+  // train_batch_size and recompute the accumulation for this world (config/elastic_batch.h).
+  bool keep_train_batch_size = false;
 };
 
 // Reads a config file / text. Throws dsx::Error(Config) listing every error found, each with the

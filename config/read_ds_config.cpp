@@ -4,6 +4,7 @@
 #include "dsx/error.h"
 #include "dsx/json_input.h"
 #include "config/batch.h"
+#include "config/elastic_batch.h"
 #include "config/fields.h"
 #include "config/readers.h"
 
@@ -96,6 +97,28 @@ std::optional<int64_t> read_batch_key(ReadContext& ctx, BlockReader& top, const 
   return value;
 }
 
+// An elastic launch's world may differ from the one the batch keys were written for: keep
+// train_batch_size, re-cut micro-batch and accumulation (config/elastic_batch.h). False after an
+// error (no micro-batch keeps the global batch on this world).
+bool rebatch_elastic(ReadContext& ctx, int64_t T, int64_t M, std::optional<int64_t> G) {
+  EngineConfig& c = ctx.config;
+  const int64_t W = c.dp_world_size;
+  // The world the keys describe: T / (M x G) when all three are given and divide, else this one.
+  const bool described = G && *G > 0 && M > 0 && T % (M * *G) == 0;
+  const int64_t written_world = described ? T / (M * *G) : W;
+  const int64_t written_acc = G ? *G : std::max<int64_t>(1, T / std::max<int64_t>(1, M * W));
+  ElasticBatch e = rebatch_for_world(T, M, written_acc, written_world, W);
+  if (!e.ok()) {
+    ctx.error("train_batch_size", c.origin("train_batch_size").pos,
+              e.error + " (an elastic launch keeps the global batch when the world changes).");
+    return false;
+  }
+  c.train_micro_batch_size_per_gpu = e.micro_batch;
+  c.gradient_accumulation_steps = e.accumulation;
+  if (e.micro_batch != M || (G && e.accumulation != *G)) c.elastic_batch_change = e.change;
+  return true;
+}
+
 void read_batch(ReadContext& ctx, BlockReader& top) {
   EngineConfig& c = ctx.config;
   const ConfigInputs& in = ctx.inputs;
@@ -133,6 +156,17 @@ void read_batch(ReadContext& ctx, BlockReader& top) {
   ctx.record("dp_world_size", Source::Derived, {},
              c.sequence_parallel_size ? "world size / sequence_parallel_size" : "= --world-size");
 
+  if (in.keep_train_batch_size && !T) {
+    ctx.warn("train_batch_size", {},
+             "an elastic launch keeps the global batch only when train_batch_size is given; "
+             "without it the global batch is micro-batch x accumulation x world and changes "
+             "with the world. Give train_batch_size to keep it");
+  }
+  if (in.keep_train_batch_size && T && M) {
+    if (!rebatch_elastic(ctx, *T, *M, G)) return;
+    G = c.gradient_accumulation_steps;
+    M = c.train_micro_batch_size_per_gpu;
+  }
   BatchTriad b = solve_batch_triad(T, M, G, c.dp_world_size);
   if (!b.ok()) {
     std::string hint;

@@ -14,7 +14,10 @@ const std::vector<std::pair<std::string, std::string>> kRemovedTopLevel = {
     {"sparse_gradients", "sparse compression of dense embedding gradients was removed"},
     {"eigenvalue", "eigenvalue-based MoQ was removed"},
     {"sparse_attention", "Sparse Attention was removed"},
-    {"elasticity", "elastic training was removed; give the batch sizes directly"},
+    {"elasticity",
+     "elastic training was removed; give the batch sizes directly. Under `dsx torchrun "
+     "--nnodes MIN:MAX` dsx keeps train_batch_size and recomputes gradient_accumulation_steps "
+     "for each world size (docs/launch.md, \"When a rank or a node fails\")"},
     {"graph_harvesting", "graph harvesting was removed"},
     {"curriculum_learning", "the legacy top-level curriculum_learning was removed; use "
                             "data_efficiency.data_sampling.curriculum_learning"},

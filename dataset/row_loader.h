@@ -39,6 +39,8 @@ class RowLoader final : public models::DataLoader {
   void seek(const models::LoaderPosition& position) override;
   int vocab_size() const override { return vocab_size_; }
   uint64_t batches_per_epoch() const override { return samples_; }
+  // Shuffled per world x micro-batch: a position continues at that width only (elastic resumes).
+  uint64_t rows_per_step() const override { return static_cast<uint64_t>(opt_.world) * opt_.batch; }
   std::string describe() const override;
 
   const RowSource& source() const { return *source_; }

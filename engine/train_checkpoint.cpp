@@ -110,6 +110,7 @@ void write_partition(ck::RankWriter& writer, Trainer& trainer, const models::Dat
   meta.AddMember("data_epoch", static_cast<int64_t>(pos.epoch), a);
   meta.AddMember("data_shard", static_cast<int64_t>(pos.shard), a);
   meta.AddMember("data_sample", static_cast<int64_t>(pos.sample), a);
+  meta.AddMember("data_rows_per_step", static_cast<int64_t>(loader.rows_per_step()), a);
   writer.write_tensor_file(ck::zero_optim_states_file_name(rank, false), tensors, to_text(meta));
 }
 
@@ -249,6 +250,23 @@ ResumePoint find_resume_point(const std::string& load_dir, const std::string& ta
 
 namespace {
 
+// The data position of a save, also when it was made at another world x micro-batch (an
+// elastic restart): the loader continues at the same example, or this says why it cannot.
+void seek_saved_position(const rapidjson::Value& part, const std::string& origin,
+                         const models::LoaderPosition& pos, models::DataLoader& loader) {
+  const auto it = part.FindMember("data_rows_per_step");  // absent in older checkpoints
+  const bool recorded = it != part.MemberEnd() && it->value.IsInt64();
+  const uint64_t saved_rows = recorded ? static_cast<uint64_t>(it->value.GetInt64()) : 0;
+  if (saved_rows == 0 || saved_rows == loader.rows_per_step()) return loader.seek(pos);
+  if (loader.seek_from_width(pos, saved_rows)) return;
+  throw Error(ErrorKind::Usage,
+              origin + ": saved by a run reading " + std::to_string(saved_rows) +
+                  " rows per micro-step (world x micro-batch); this run reads " +
+                  std::to_string(loader.rows_per_step()) +
+                  " and this data's order cannot continue at another width without repeating or "
+                  "skipping samples. Resume at the saved world size and micro-batch");
+}
+
 // The scaler, the optimizer's step count and the data position saved with a partition.
 void restore_rank_meta(const rapidjson::Value& part, const std::string& origin, zero::ZeroEngine& z,
                        models::DataLoader& loader) {
@@ -263,7 +281,7 @@ void restore_rank_meta(const rapidjson::Value& part, const std::string& origin, 
   pos.epoch = static_cast<uint64_t>(get_int(part, "data_epoch", origin));
   pos.shard = static_cast<uint64_t>(get_int(part, "data_shard", origin));
   pos.sample = static_cast<uint64_t>(get_int(part, "data_sample", origin));
-  loader.seek(pos);
+  seek_saved_position(part, origin, pos, loader);
 }
 
 // A checkpoint of another world size or stage (DeepSpeed's universal checkpoint): every saved

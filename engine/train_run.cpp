@@ -90,6 +90,9 @@ config::EngineConfig read_config(const TrainRunOptions& o, const models::ModelSo
   inputs.learning_rate = o.learning_rate;
   inputs.warmup_steps = o.warmup_steps;
   inputs.strict = o.strict_config;
+  // `dsx torchrun --nnodes MIN:MAX` says so: the world may differ from the config's.
+  const char* elastic = std::getenv("DSX_ELASTIC_BATCH");
+  inputs.keep_train_batch_size = elastic && std::string(elastic) == "1";
   return config::read_ds_config_file(o.config_path, inputs);
 }
 
@@ -367,6 +370,7 @@ class TrainingRun {
     std::istringstream in(notes_.str());
     for (std::string line; std::getline(in, line);) say("note: " + line);
     for (const auto& w : config_.warnings) say("config warning: " + w.path + ": " + w.message);
+    if (!config_.elastic_batch_change.empty()) say("elastic: " + config_.elastic_batch_change);
   }
 
   // What acts between steps, in the order it acts (engine/observers/).

@@ -22,6 +22,8 @@ struct RendezvousServer::State {
   struct Agent {
     LineSocket socket;
     bool joined = false, succeeded = false;
+    int failures = 0;      // attempts its ranks failed (elastic: twice and it is left out)
+    bool left_out = false;  // told STOP after failing twice; its agent hangs up
     int nproc = 0, node_rank = -1, port = 0;
     long arrival = 0;
     long last_group = -1;  // its group rank in the previous attempt: a restart keeps it
@@ -37,8 +39,14 @@ struct RendezvousServer::State {
   Clock::time_point over_at;
   long arrivals = 0;
 
+  bool elastic() const { return rules.min_nodes < rules.nnodes; }
+  std::string node_range() const {
+    return elastic() ? std::to_string(rules.min_nodes) + ".." + std::to_string(rules.nnodes)
+                     : std::to_string(rules.nnodes);
+  }
   void broadcast(const std::string& line) {
-    for (auto& a : agents) a->socket.send(line);
+    for (auto& a : agents)
+      if (!a->left_out) a->socket.send(line);
   }
   int joined() const {
     return static_cast<int>(
@@ -52,14 +60,35 @@ struct RendezvousServer::State {
   }
 
   // A node failed while the world ran: restart everybody, or stop when no restart is left.
-  void fail(int code, const std::string& why) {
+  // `culprit` is the node whose ranks failed (null for a lost one, which is gone anyway).
+  void fail(int code, const std::string& why, Agent* culprit = nullptr) {
+    if (culprit) ++culprit->failures;
     if (restarts_left == 0) return stop(code, why);
     --restarts_left;
     ++attempt;
     running = false;
     join_deadline = Clock::now() + rules.join_timeout;
     for (auto& a : agents) a->joined = a->succeeded = false;
-    broadcast("RESTART " + std::to_string(attempt) + " " + why);
+    std::string because = why;
+    if (elastic() && culprit && culprit->failures >= 2) {
+      const std::string left = "node " + culprit->address + " failed twice and is left out";
+      culprit->socket.send("STOP 1 " + why + "; " + left + " (--nnodes " + node_range() +
+                           "); the others go on without it");
+      culprit->left_out = true;
+      because += "; " + left + ", the job re-forms with the nodes that remain";
+    }
+    broadcast("RESTART " + std::to_string(attempt) + " " + because);
+  }
+
+  // When the world of this attempt forms: with every node it can have, or with the nodes there
+  // are once the join timeout passed (first attempt) or every remaining node is back (restarts).
+  bool ready_to_form() const {
+    const int j = joined();
+    if (j >= rules.nnodes) return true;
+    if (j < rules.min_nodes) return false;
+    const auto present = static_cast<int>(std::count_if(
+        agents.begin(), agents.end(), [](const auto& a) { return !a->left_out; }));
+    return (attempt > 0 && j == present) || Clock::now() >= join_deadline;
   }
 
   // Every node is here: order them, and tell each its group rank and the world.
@@ -110,14 +139,21 @@ struct RendezvousServer::State {
       return;
     }
     if (over) return (void)a.socket.send("STOP 1 the job has ended");
-    if (running || joined() >= rules.nnodes) {
+    if (a.left_out) return (void)a.socket.send("STOP 1 this node was left out of the job");
+    if (joined() >= rules.nnodes) {
       return (void)a.socket.send("STOP 1 the job already has its " + std::to_string(rules.nnodes) +
-                                 " nodes (elastic membership is not supported yet)");
+                                 " nodes (--nnodes " + node_range() + ")");
+    }
+    if (running) {
+      if (!elastic())
+        return (void)a.socket.send("STOP 1 the job is already running on its " +
+                                   std::to_string(rules.nnodes) + " nodes");
+      return;  // it waits: it hears RESTART with the others and joins then
     }
     if (attempt_of != attempt) return;  // a late message of an earlier attempt
     a.joined = true;
     a.arrival = ++arrivals;
-    if (joined() == rules.nnodes) form_world();
+    if (ready_to_form()) form_world();
   }
 
   void on_line(Agent& a, const std::string& line) {
@@ -149,7 +185,7 @@ struct RendezvousServer::State {
       in >> code;
       std::string why;
       std::getline(in >> std::ws, why);
-      fail(code, why);
+      fail(code, why, &a);
     }
   }
 
@@ -204,9 +240,10 @@ void RendezvousServer::serve() {
       }
     }
     std::erase_if(s.agents, [](const auto& a) { return a->socket.fd() < 0; });
+    if (!s.over && !s.running && s.joined() > 0 && s.ready_to_form()) s.form_world();
     if (!s.over && !s.running && Clock::now() >= s.join_deadline) {
       s.stop(1, "the rendezvous timed out: " + std::to_string(s.joined()) + " of " +
-                    std::to_string(s.rules.nnodes) + " nodes joined within " +
+                    s.node_range() + " nodes joined within " +
                     std::to_string(s.rules.join_timeout.count()) +
                     " s (start every node, with the same --nnodes and rendezvous endpoint)");
     }

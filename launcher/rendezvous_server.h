@@ -11,6 +11,10 @@
 //           left) | STOP <exit code> <why> (none left, an ABORT, or the rendezvous timed out)
 //
 // A connection that closes without SUCCEEDED or ABORT is a node lost: a failure like any other.
+// Elastic membership (--nnodes MIN:MAX, min_nodes < nnodes): the first world forms with MAX nodes,
+// or with at least MIN at the join timeout; a restart re-forms with every node still connected
+// once at least MIN are. A node whose ranks failed twice is told STOP (left out); a node that
+// joins while the world runs waits and joins at the next restart.
 // Group ranks: static by --node_rank; c10d by address, then by arrival (torchrun sorts by host).
 // The ranks' MASTER_ADDR:MASTER_PORT is group rank 0's address and the free port it offered.
 #pragma once
@@ -25,7 +29,8 @@ namespace dsx::launcher {
 
 struct RendezvousRules {
   std::string run_id;
-  int nnodes = 1;
+  int nnodes = 1;     // MAX
+  int min_nodes = 1;  // MIN; == nnodes for a fixed node count
   int max_restarts = 0;
   bool by_node_rank = false;  // static backend: GROUP_RANK = --node_rank
   std::chrono::seconds join_timeout{600};

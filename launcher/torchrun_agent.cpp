@@ -39,7 +39,8 @@ std::unique_ptr<RendezvousServer> host_rendezvous(const TorchrunOptions& t, int&
                     std::to_string(t.rdzv_port) + " (" + std::strerror(-fd) +
                     "); give --master_addr an address of this machine and a free --master_port");
   }
-  RendezvousRules rules{t.run_id, t.nnodes, t.max_restarts, t.static_backend, t.join_timeout};
+  RendezvousRules rules{t.run_id,         t.nnodes,        t.min_nodes,
+                        t.max_restarts,   t.static_backend, t.join_timeout};
   auto server = std::make_unique<RendezvousServer>(fd, rules);
   port = server->port();
   return server;
@@ -67,6 +68,15 @@ Assignment parse_world(std::istringstream& in) {
   return a;
 }
 
+// The line an elastic job says when its node count changed between attempts.
+std::string world_change(size_t nodes_before, const Assignment& a) {
+  int ranks = 0;
+  for (const HostSlots& h : a.world) ranks += static_cast<int>(h.slots.size());
+  return "the job re-forms with " + std::to_string(a.world.size()) + " node(s) instead of " +
+         std::to_string(nodes_before) + " (" + std::to_string(ranks) + " ranks, attempt " +
+         std::to_string(a.attempt) + "); dsx train keeps train_batch_size";
+}
+
 // The next word from the store: WORLD, RESTART, DONE or STOP (the latter two end the agent).
 std::string next_message(LineSocket& store, seconds timeout, const std::string& what) {
   auto line = store.read_line(timeout, what + " from the rendezvous");
@@ -92,6 +102,9 @@ void torchrun_environment(Member& m, const TorchrunOptions& t, const Assignment&
   env_set(env, "CUDA_VISIBLE_DEVICES", visible.empty() ? nullptr : &visible);
   if (env_value(env, "TORCH_NCCL_ASYNC_ERROR_HANDLING").empty())
     set("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
+  // Under elastic membership the world may change between attempts: dsx train keeps the global
+  // batch (config/elastic_batch.h) instead of refusing a triad written for another world.
+  if (t.min_nodes < t.nnodes) set("DSX_ELASTIC_BATCH", "1");
   if (env_value(current_environment(), "OMP_NUM_THREADS").empty() && t.nproc_per_node > 1)
     set("OMP_NUM_THREADS", "1");
   if (!attempt_dir.empty()) {
@@ -177,6 +190,7 @@ std::string word_after_success(LineSocket& store) {
 int agent_loop(const TorchrunOptions& t, LineSocket& store, const std::string& my_addr) {
   const std::string logs = log_root(t);
   int attempt = 0;
+  size_t nodes_before = 0;
   while (true) {
     const int port =
         pick_free_port(my_addr);  // the ranks' store, if this node becomes group rank 0
@@ -188,6 +202,8 @@ int agent_loop(const TorchrunOptions& t, LineSocket& store, const std::string& m
     in >> word;
     if (word == "WORLD") {
       const Assignment a = parse_world(in);
+      if (nodes_before && a.world.size() != nodes_before) say(world_change(nodes_before, a));
+      nodes_before = a.world.size();
       bool interrupted = false;
       const std::string report = run_attempt(t, a, logs, store.fd(), interrupted);
       if (!report.empty()) store.send(report);
@@ -211,7 +227,8 @@ int agent_loop(const TorchrunOptions& t, LineSocket& store, const std::string& m
     std::string why;
     in >> code;
     std::getline(in >> std::ws, why);
-    say(why + (t.max_restarts > 0 && code != 0 ? "; the job stops" : ""));
+    const bool left_out = why.find("is left out") != std::string::npos;  // the job goes on
+    say(why + (t.max_restarts > 0 && code != 0 && !left_out ? "; the job stops" : ""));
     return code == 0 ? 1 : code;
   }
 }

@@ -12,7 +12,8 @@ namespace dsx::launcher {
 
 struct TorchrunOptions {
   int nproc_per_node = 1;
-  int nnodes = 1;
+  int nnodes = 1;     // --nnodes N, or MAX of MIN:MAX
+  int min_nodes = 1;  // MIN of MIN:MAX (== nnodes for a fixed count): elastic membership below it
   int node_rank = -1;                   // the static backend's --node_rank (0 when not given)
   bool static_backend = true;           // false: c10d (or --standalone)
   std::string rdzv_host = "127.0.0.1";  // where the rendezvous is served

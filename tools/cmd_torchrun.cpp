@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <random>
 #include <sstream>
+#include <tuple>
 #include <thread>
 
 #include "dsx/error.h"
@@ -37,7 +38,7 @@ struct TorchrunFlags {
 po::options_description torchrun_flags(TorchrunFlags& f) {
   po::options_description d("dsx torchrun (torchrun's flags; dashed spellings work too)");
   d.add_options()
-      ("nnodes", po::value(&f.nnodes)->default_value(f.nnodes), "number of nodes, N or MIN:MAX (MIN = MAX only)")
+      ("nnodes", po::value(&f.nnodes)->default_value(f.nnodes), "number of nodes, N or MIN:MAX (elastic: c10d only)")
       ("nproc_per_node", po::value(&f.nproc_per_node)->default_value(f.nproc_per_node), "ranks per node: N, gpu, cpu or auto")
       ("rdzv_backend", po::value(&f.rdzv_backend)->default_value(f.rdzv_backend), "static or c10d")
       ("rdzv_endpoint", po::value(&f.rdzv_endpoint)->default_value(""), "HOST[:PORT] of the rendezvous (c10d: port 29400)")
@@ -129,19 +130,15 @@ int ranks_per_node(const std::string& text) {
   return devices.gpus ? devices.count : cpus;
 }
 
-// --nnodes N or MIN:MAX; an elastic range (MIN < MAX) is not run yet.
-int node_count(const std::string& text) {
+// --nnodes N or MIN:MAX, as {MIN, MAX}.
+std::pair<int, int> node_count(const std::string& text) {
   const auto colon = text.find(':');
   const int min = to_int(text.substr(0, colon), "--nnodes");
   const int max = colon == std::string::npos ? min : to_int(text.substr(colon + 1), "--nnodes");
   if (text.find(':', colon == std::string::npos ? colon : colon + 1) != std::string::npos)
     throw Error(ErrorKind::Usage, "dsx torchrun --nnodes '" + text + "' is not in \"MIN:MAX\" format");
   if (!(0 < min && min <= max)) throw Error(ErrorKind::Usage, "dsx torchrun --nnodes " + text + ": min_nodes must be > 0 and <= max_nodes");
-  if (min != max) {
-    throw Error(ErrorKind::Unsupported, "dsx torchrun --nnodes " + text + ": elastic membership (MIN < MAX) is not "
-                                        "supported yet; give a fixed node count, --nnodes " + std::to_string(max));
-  }
-  return min;
+  return {min, max};
 }
 
 // "3" for every local rank, or "0:3,1:1" per local rank (torchrun's --redirects/--tee).
@@ -221,6 +218,11 @@ void resolve_rendezvous(TorchrunOptions& t, const TorchrunFlags& f, bool master_
     const int port = master_port_given ? f.master_port : 29500;
     set_endpoint(t, endpoint.empty() ? f.master_addr + ":" + std::to_string(port) : endpoint, port);
     t.static_backend = true;
+    if (t.min_nodes < t.nnodes)
+      throw Error(ErrorKind::Usage,
+                  "dsx torchrun --nnodes " + f.nnodes +
+                      ": a node range needs the c10d rendezvous, where nodes come and go without "
+                      "fixed ranks; add --rdzv_backend c10d --rdzv_endpoint HOST:PORT");
     t.node_rank = f.node_rank;
     if (t.node_rank < 0 || t.node_rank >= t.nnodes)
       throw Error(ErrorKind::Usage, "dsx torchrun --node_rank " + std::to_string(t.node_rank) + ": give 0.." + std::to_string(t.nnodes - 1));
@@ -245,7 +247,7 @@ void resolve_rendezvous(TorchrunOptions& t, const TorchrunFlags& f, bool master_
 
 TorchrunOptions resolve(const TorchrunFlags& f, bool master_port_given, const std::vector<std::string>& program) {
   TorchrunOptions t;
-  t.nnodes = node_count(f.nnodes);
+  std::tie(t.min_nodes, t.nnodes) = node_count(f.nnodes);
   t.nproc_per_node = ranks_per_node(f.nproc_per_node);
   resolve_rendezvous(t, f, master_port_given);
   if (f.max_restarts < 0) throw Error(ErrorKind::Usage, "dsx torchrun --max_restarts must be >= 0");

@@ -92,6 +92,14 @@ void AdditionLoader::next(Batch& batch) {
   ++pos_.sample;
 }
 
+bool AdditionLoader::seek_from_width(const LoaderPosition& position, uint64_t saved_rows) {
+  const uint64_t examples_read = position.sample * saved_rows;
+  if (examples_read % rows_per_step() != 0) return false;
+  pos_ = position;
+  pos_.sample = examples_read / rows_per_step();
+  return true;
+}
+
 double addition_accuracy(Model& model, ParamAccess& access, const AdditionTask& task, int count, int batch,
                          uint64_t seed) {
   const int T = task.seq_len(), V = model.vocab_size();

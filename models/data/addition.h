@@ -45,6 +45,9 @@ class AdditionLoader final : public DataLoader {
   LoaderPosition position() const override { return pos_; }
   void seek(const LoaderPosition& position) override { pos_ = position; }
   int vocab_size() const override { return 256; }
+  uint64_t rows_per_step() const override { return static_cast<uint64_t>(world_) * batch_; }
+  // Examples are numbered globally, so another world or micro-batch continues at the same one.
+  bool seek_from_width(const LoaderPosition& position, uint64_t saved_rows) override;
 
  private:
   AdditionTask task_;

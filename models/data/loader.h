@@ -33,6 +33,12 @@ class DataLoader {
   virtual int vocab_size() const = 0;
   // Micro-batches this rank reads in one pass over the data; 0 for endless (generated) data.
   virtual uint64_t batches_per_epoch() const { return 0; }
+  // Rows all ranks together read per position().sample step (world x micro-batch), saved with
+  // a checkpoint so that a run of another width can continue; 0 when it does not apply.
+  virtual uint64_t rows_per_step() const { return 0; }
+  // Continues from a position saved by a run that read `saved_rows` rows per step. False when
+  // this loader's order depends on that width (shuffled windows) or the rows do not divide.
+  virtual bool seek_from_width(const LoaderPosition&, uint64_t /*saved_rows*/) { return false; }
   // What the data is, for the start of a run's log ("" when there is nothing to say).
   virtual std::string describe() const { return ""; }
 };

@@ -39,6 +39,8 @@ class TokenLoader final : public DataLoader {
   void seek(const LoaderPosition& position) override;
   int vocab_size() const override { return vocab_size_; }
   uint64_t batches_per_epoch() const override;
+  // Its shuffled windows are world x micro-batch wide: a position continues at that width only.
+  uint64_t rows_per_step() const override { return static_cast<uint64_t>(opt_.world) * opt_.batch; }
   std::string describe() const override;
   size_t samples_in(size_t file) const;
 

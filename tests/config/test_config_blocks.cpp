@@ -234,6 +234,7 @@ TEST(ConfigBlocks, RemovedFeaturesAreRefusedAsInDeepSpeed) {
   auto e = case_error("rule_removed_keys");
   EXPECT_CONTAINS(e, "3 problems");
   EXPECT_CONTAINS(e, "'elasticity' is no longer supported by DeepSpeed (elastic training was removed");
+  EXPECT_CONTAINS(e, "recomputes gradient_accumulation_steps for each world size");
   EXPECT_CONTAINS(e, "'sparse_gradients' is no longer supported");
   EXPECT_CONTAINS(e, "zero_optimization.mics_shard_size: 'mics_shard_size' is no longer supported");
 }

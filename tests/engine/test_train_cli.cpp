@@ -226,6 +226,34 @@ TEST(TrainCli, ReloadOnAnotherWorldSizeAndStageKeepsEveryState) {
       << "optimizer state or counters were lost in the 2 -> 3 -> 2 re-cut";
 }
 
+// A save records its data width (world x micro-batch): at another micro-batch the addition task
+// continues with the next example; shuffled text cannot, and says so rather than repeat samples.
+TEST(TrainCli, ResumeAtAnotherDataWidthContinuesOrSaysWhyNot) {
+  dsx::test::TempDir dir;
+  const auto config = [&](int micro) {
+    const std::string path = dir.file("micro" + std::to_string(micro) + ".json");
+    std::ofstream(path) << R"({"train_batch_size": 8, "train_micro_batch_size_per_gpu": )" << micro
+                        << R"(, "optimizer": {"type": "AdamW"}})";
+    return "--deepspeed_config " + path + " --eval_interval 0 ";
+  };
+  std::ofstream text(dir.file("text.txt"));
+  for (int i = 0; i < 2000; ++i) text << "line " << i << " of a small text to train on\n";
+  text.close();
+  const std::string data = "--data text:" + dir.file("text.txt") + " ";
+  ASSERT_EQ(train(1, config(2) + "--steps 2 --save " + dir.file("a")).exit_code, 0);
+  auto addition = train(1, config(4) + "--steps 3 --load " + dir.file("a"));
+  EXPECT_EQ(addition.exit_code, 0) << addition.output;
+  EXPECT_NE(addition.output.find("resumed from"), std::string::npos) << addition.output;
+  auto first = train(1, config(2) + data + "--steps 2 --save " + dir.file("t"));
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  auto refused = train(1, config(4) + data + "--steps 3 --load " + dir.file("t"));
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.output.find("saved by a run reading 2 rows per micro-step (world x "
+                                "micro-batch); this run reads 4"),
+            std::string::npos)
+      << refused.output;
+}
+
 TEST(TrainCli, CheckpointOfAnotherModelIsRefused) {
   dsx::test::TempDir dir;
   const std::string config = "--deepspeed_config " + config_file(dir, 1) + " --eval_interval 0 ";

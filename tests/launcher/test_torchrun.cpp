@@ -193,9 +193,7 @@ TEST_F(Torchrun, BadCommandLinesAreRefusedSayingWhatToDo) {
     EXPECT_NE(r.exit_code, 0) << flags;
     EXPECT_CONTAINS(r.output, message);
   };
-  refused(
-      "--nnodes 1:2",
-      "elastic membership (MIN < MAX) is not supported yet; give a fixed node count, --nnodes 2");
+  refused("--nnodes 1:2", "a node range needs the c10d rendezvous");
   refused("--nnodes 2:1", "min_nodes must be > 0 and <= max_nodes");
   refused("--nproc_per_node lots", "give a count, gpu, cpu or auto");
   refused("-m --no_python", "don't use both the '--no-python' flag and the '--module' flag");

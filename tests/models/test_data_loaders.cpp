@@ -188,6 +188,29 @@ TEST(AdditionTask, FormatMaskHeldOutAndRanks) {
   EXPECT_THROW(AdditionTask(0), dsx::Error);
 }
 
+// An elastic restart: 3 steps on 2 ranks of 4 rows, then one rank continues with the very
+// examples the 2-rank run would have read next (rank 0's, then rank 1's), none twice or skipped.
+TEST(AdditionTask, ContinuesAtAnotherWorldSizeWithoutRepeatingOrSkipping) {
+  AdditionTask task(2);
+  AdditionLoader r0(task, 4, 0, 2, 5), r1(task, 4, 1, 2, 5), alone(task, 4, 0, 1, 5);
+  Batch b, expected0, expected1;
+  for (int step = 0; step < 3; ++step) r0.next(b), r1.next(b);
+  const LoaderPosition saved = r0.position();
+  EXPECT_EQ(r0.rows_per_step(), 8u);
+  r0.next(expected0);
+  r1.next(expected1);
+  ASSERT_TRUE(alone.seek_from_width(saved, 8));
+  EXPECT_EQ(alone.position().sample, 6u);  // 24 examples read, 4 a step
+  alone.next(b);
+  EXPECT_EQ(b.inputs, expected0.inputs);
+  alone.next(b);
+  EXPECT_EQ(b.inputs, expected1.inputs);
+  // 3 rows a step continue after 24 examples (step 8), not after 8.
+  AdditionLoader three(task, 3, 0, 1, 5);
+  EXPECT_TRUE(three.seek_from_width(saved, 8));
+  EXPECT_FALSE(three.seek_from_width(LoaderPosition{0, 0, 1}, 8));
+}
+
 // The default data of the main job must be learnable by the tiny model in seconds. One thread,
 // as each rank of the 2-rank main job on a 2-core machine has.
 TEST(AdditionTask, TinyModelLearnsToAddHeldOutPairs) {
