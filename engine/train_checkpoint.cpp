@@ -284,6 +284,35 @@ void restore_rank_meta(const rapidjson::Value& part, const std::string& origin, 
   seek_saved_position(part, origin, pos, loader);
 }
 
+// A partition saved by a rank of another layout is named as such (not as a tensor of the wrong size).
+void check_partition_numel(const rapidjson::Value& part, const std::string& origin, uint64_t numel) {
+  const int64_t saved = get_int(part, "partition_numel", origin);
+  if (saved != static_cast<int64_t>(numel)) {
+    throw Error(ErrorKind::Format, origin + ": its partition has " + std::to_string(saved) + " elements, this rank's has " +
+                                       std::to_string(numel));
+  }
+}
+
+// This rank's master partition and optimizer states, copied into `state` in the same pass that
+// checksums the file (read_tensor_file_into): the file's bytes are read once. When that refuses
+// the file, an intact file whose partition is of another size is said so; any other error stands.
+ck::TensorFile read_own_partition(const ck::CheckpointReader& reader, const std::string& file_name,
+                                  zero::ZeroEngine& z, zero::ZeroEngine::PartitionState& state) {
+  const uint64_t n = z.master_numel();
+  state.master.assign(n, 0.0f);
+  for (const std::string& name : z.optimizer_state_names()) state.optimizer.emplace_back(name, std::vector<float>(n));
+  std::vector<ck::TensorDestination> into{{"fp32_flat_partition", ck::TensorDType::F32, state.master.data(), n}};
+  for (auto& [name, values] : state.optimizer)
+    into.push_back({"optimizer_state." + name, ck::TensorDType::F32, values.data(), n});
+  try {
+    return reader.read_tensor_file_into(file_name, into);
+  } catch (const Error&) {
+    const ck::TensorFile intact = reader.read_tensor_file(file_name);  // throws when damaged
+    check_partition_numel(parse(intact.metadata_json(), intact.origin()), intact.origin(), n);
+    throw;
+  }
+}
+
 // A checkpoint of another world size or stage (DeepSpeed's universal checkpoint): every saved
 // partition is laid back into full vectors, and this rank cuts its own partition from them.
 zero::ZeroEngine::PartitionState load_recut(const ck::CheckpointReader& reader, int saved_world, int saved_stage,
@@ -354,20 +383,9 @@ std::string load_training_checkpoint(const std::string& load_dir, const std::str
   }
   zero::ZeroEngine::PartitionState state;
   if (saved_world == comm.size() && saved_stage == z.stage()) {
-    const ck::TensorFile mine = reader.read_tensor_file(ck::zero_optim_states_file_name(comm.rank(), false));
+    const ck::TensorFile mine = read_own_partition(reader, ck::zero_optim_states_file_name(comm.rank(), false), z, state);
     const Json part = parse(mine.metadata_json(), mine.origin());
-    const uint64_t n = z.master_numel();
-    if (get_int(part, "partition_numel", mine.origin()) != static_cast<int64_t>(n)) {
-      throw Error(ErrorKind::Format, mine.origin() + ": its partition has " +
-                                         std::to_string(get_int(part, "partition_numel", mine.origin())) +
-                                         " elements, this rank's has " + std::to_string(n));
-    }
-    state.master.resize(n);
-    mine.read("fp32_flat_partition", ck::TensorDType::F32, state.master.data(), n);
-    for (const std::string& name : z.optimizer_state_names()) {
-      state.optimizer.emplace_back(name, std::vector<float>(n));
-      mine.read("optimizer_state." + name, ck::TensorDType::F32, state.optimizer.back().second.data(), n);
-    }
+    check_partition_numel(part, mine.origin(), z.master_numel());
     restore_rank_meta(part, mine.origin(), z, loader);
   } else {
     state = load_recut(reader, saved_world, saved_stage, z, loader);

@@ -204,6 +204,26 @@ TEST(TrainCli, TruncatedCheckpointIsRefusedNamingTheFile) {
   EXPECT_NE(r.output.find("zero_pp_rank_1_mp_rank_00_optim_states.safetensors"), std::string::npos) << r.output;
 }
 
+// The partition is copied into the optimizer in the pass that checksums it: a flipped bit in it
+// still stops the resume, naming the file.
+TEST(TrainCli, FlippedBitInAPartitionIsRefusedNamingTheFile) {
+  dsx::test::TempDir dir;
+  const std::string config = "--deepspeed_config " + config_file(dir, 2) + " --eval_interval 0 ";
+  ASSERT_EQ(train(2, config + "--steps 4 --save " + dir.file("ck")).exit_code, 0);
+  const std::string victim = dir.file("ck/global_step4/zero_pp_rank_1_mp_rank_00_optim_states.safetensors");
+  std::fstream file(victim, std::ios::in | std::ios::out | std::ios::binary);
+  const auto middle = static_cast<std::streamoff>(std::filesystem::file_size(victim) * 3 / 4);  // tensor bytes
+  file.seekg(middle);
+  const char byte = static_cast<char>(file.get() ^ 0x10);
+  file.seekp(middle);
+  file.put(byte);
+  file.close();
+  auto r = train(2, config + "--steps 8 --load " + dir.file("ck"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("zero_pp_rank_1_mp_rank_00_optim_states.safetensors is corrupt"), std::string::npos)
+      << r.output;
+}
+
 // DeepSpeed's universal checkpoint: a checkpoint saved by 2 ranks at stage 3 loads on 3 ranks at
 // stage 1 with the same weights, and the optimizer state survives the re-cut: going 2 -> 3 -> 2
 // and training on gives bit for bit what training on from the first checkpoint gives.

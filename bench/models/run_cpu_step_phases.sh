@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Where issue 36's fp32 CPU step goes, each phase beside its limit on this machine, measured in the
+# same run: trains GPT-2 L6 C384 (gpt2-bench) at B2 x T256 on 2 ranks, ZeRO-2 with overlap_comm and
+# gradient accumulation 2, one thread per rank (bench/models/cpu_step_job.json), with --profile;
+# then times cblas_sgemm alone at every GEMM shape of the step and a one-core memcpy of 64 MiB
+# (step_limits.c, one thread). Prints one table of rank 0's phases per step.
+# usage: bash bench/models/run_cpu_step_phases.sh [build-dir]   (env STEPS, TEXT)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=$(realpath -m "${1:-$root/build}")
+steps=${STEPS:-6}
+[[ -f $build/CMakeCache.txt ]] || cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$build" --target dsx -j1 >/dev/null
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+blas_include=$(sed -n 's/^CBLAS_INCLUDE_DIR:PATH=//p' "$build/CMakeCache.txt")
+cc -O2 -I"$blas_include" -o "$work/step_limits" "$root/bench/models/step_limits.c" -lopenblas
+text=${TEXT:-$work/text.txt}
+[[ -n ${TEXT:-} ]] || cat "$root"/docs/*.md >"$text"
+
+# The job, steps 3-5 traced (the default schedule).
+(cd "$work" && OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$build/dsx" launch --num_gpus 2 "$build/dsx" train \
+  --deepspeed_config "$root/bench/models/cpu_step_job.json" --model gpt2-bench --data "text:$text" \
+  --seq_len 256 --steps "$steps" --eval_interval 0 --samples 0 --profile "$work/trace" >"$work/train.log" 2>&1) ||
+  { tail -20 "$work/train.log" >&2; exit 1; }
+
+# The limits, on the same machine right after.
+B=2 T=256 C=384 H=6 V=50257 L=6 ACC=2
+rows=$((B * T)) hd=$((C / H)) bh=$((B * H))
+# name transA transB M N K calls-per-step (forward: y = x W; backward: dx = dy W^T, dW = x^T dy)
+shapes="sgemm peak_square N N 1024 1024 1024 0"
+for lin in "qkv $C $((3 * C))" "attn_proj $C $C" "fc $C $((4 * C))" "mlp_proj $((4 * C)) $C"; do
+  set -- $lin
+  shapes+=$'\n'"sgemm fwd_$1 N N $rows $3 $2 $((L * ACC))"$'\n'"sgemm bwd_dx_$1 N T $rows $2 $3 $((L * ACC))"
+  shapes+=$'\n'"sgemm bwd_dw_$1 T N $2 $3 $rows $((L * ACC))"
+done
+att=$((L * ACC * bh))  # one product per head and sample
+shapes+=$'\n'"sgemm fwd_scores N T $T $T $hd $att"$'\n'"sgemm fwd_context N N $T $hd $T $att"
+# backward of S = Q K^T and O = P V: dQ = dS K, dK = dS^T Q, dV = P^T dO (T x hd x T); dP = dO V^T
+shapes+=$'\n'"sgemm bwd_attention_TxhdxT N N $T $hd $T $((3 * att))"$'\n'"sgemm bwd_attention_TxTxhd N T $T $T $hd $att"
+shapes+=$'\n'"sgemm fwd_classifier N T $rows $V $C $ACC"$'\n'"sgemm bwd_dx_classifier N N $rows $C $V $ACC"
+shapes+=$'\n'"sgemm bwd_dw_classifier T N $V $C $rows $ACC"
+shapes+=$'\n'"memcpy $((64 << 20))"
+OPENBLAS_NUM_THREADS=1 "$work/step_limits" <<<"$shapes" >"$work/limits.txt"
+
+python3 "$root/bench/models/cpu_step_phases.py" "$work/trace/rank0.trace.json" "$work/limits.txt" \
+  --rows "$rows" --vocab "$V" --accumulation "$ACC"
