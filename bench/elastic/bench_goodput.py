@@ -4,7 +4,7 @@
 DeepSpeed's save_checkpoint/load_checkpoint resume), both the quickstart's model size and ds_config,
 --ranks ranks on this machine over loopback.
 
-Each system first runs without faults to measure its step time t (median time between steps). Then
+Each system first runs without faults to measure its step time t (seconds per step). Then
 its job gets --train_s seconds of steps (steps = train_s / t) with a checkpoint every --save_s seconds
 of steps, and the same fault schedule: once it has trained --every seconds since it last started
 training, a rank drawn by --seed is sent the next fault of --faults (kill = kill -9, stop = SIGSTOP,
@@ -115,9 +115,11 @@ def wait_until(predicate, seconds):
     return False
 
 
-def median_step_time(steps):
-    gaps = [b[0] - a[0] for a, b in zip(steps, steps[1:]) if b[1] == a[1] + 1]
-    return statistics.median(gaps[len(gaps) // 10:])  # past the warm-up
+def step_time(steps):
+    """Seconds per step over the run's last 90%: the lines come through a pipe in bursts, so single
+    gaps say nothing, a long span does."""
+    (t0, s0), (t1, s1) = steps[len(steps) // 10], steps[-1]
+    return (t1 - t0) / (s1 - s0)
 
 
 def inject(job, schedule, victims, args):
@@ -160,7 +162,7 @@ def run_system(name, make_argv, env, pattern, work, schedule, victims, args, cal
     code, _, _ = calib.finish(args.start_timeout + 120)
     if code != 0 or len(calib.steps) < 20:
         sys.exit("%s: the run without faults failed (%s); see %s-calib.log" % (name, code, os.path.join(work, name)))
-    t = median_step_time(calib.steps)
+    t = step_time(calib.steps)
     steps, save_every = int(args.train_s / t), max(1, int(args.save_s / t))
     job = Job(make_argv(os.path.join(work, name + "-ck"), steps, save_every), env,
               os.path.join(work, name + ".log"), pattern)
@@ -195,7 +197,9 @@ def main():
     ap.add_argument("--train_s", type=float, default=45, help="seconds of steps each job has to do")
     ap.add_argument("--save_s", type=float, default=2, help="seconds of steps between checkpoints")
     ap.add_argument("--comm_timeout", type=float, default=5)
-    ap.add_argument("--start_timeout", type=float, default=120,
+    ap.add_argument("--join_timeout", type=float, default=45,
+                    help="DeepSpeed's init_distributed timeout: a restart whose gloo connect hangs fails then")
+    ap.add_argument("--start_timeout", type=float, default=180,
                     help="the longest a start or a recovery may take; past it the job counts as not recovered")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--keep", help="work (and leave the logs) in this directory")
@@ -213,7 +217,7 @@ def main():
     os.makedirs(work, exist_ok=True)
     env = dict(os.environ, OMP_NUM_THREADS="1", FI_TCP_IFACE="lo", FI_SOCKETS_IFACE="lo",
                DSX_COMM_TIMEOUT=str(args.comm_timeout), DS_ACCELERATOR="cpu")
-    restarts = str(len(schedule))
+    restarts = str(2 * len(schedule))  # spares: a restart may itself fail (gloo's connect), and be retried
 
     def dsx_argv(ck, steps, save_every):
         config = quickstart_config(ck + ".json", steps)
@@ -225,7 +229,7 @@ def main():
     def ds_argv(ck, steps, save_every):
         return [torchrun, "--standalone", "--nproc_per_node", str(args.ranks), "--max_restarts", restarts,
                 os.path.join(HERE, "ds_rank.py"), "--steps", str(steps), "--save_interval", str(save_every),
-                "--save", ck, "--comm_timeout", str(args.comm_timeout)]
+                "--save", ck, "--comm_timeout", str(args.comm_timeout), "--join_timeout", str(args.join_timeout)]
 
     rows = [run_system("dsx", dsx_argv, env, r"\] step=(\d+),", work, schedule, victims, args, 2000),
             run_system("torchrun + DeepSpeed", ds_argv, env, r"^step (\d+)$", work, schedule, victims, args, 200)]
@@ -244,12 +248,13 @@ def print_table(rows, schedule, victims, args, work):
         redone = [f[2] for f in r["faults"] if f[2] is not None]
         kill = [f[3] for f in r["faults"] if f[0] == "kill" and f[3] is not None]
         stop = [f[3] for f in r["faults"] if f[0] == "stop" and f[3] is not None]
-        lost = len(schedule) - len(redone)
+        stuck = next((i for i, f in enumerate(r["faults"]) if f[3] is None), None)
         print("| %s | %.2f ms | %d (%d) | %.1f s | %.1f%% | %s | %s | %s | %s, %d |"
               % (r["name"], r["t"] * 1e3, r["steps"], r["save_every"], r["wall"], 100 * r["goodput"],
                  ", ".join(map(str, redone)) or "-", ", ".join("%.1f" % s for s in kill) or "-",
                  ", ".join("%.1f" % s for s in stop) or "-",
-                 r["code"] if not lost else "%s (%d faults not recovered)" % (r["code"], lost), r["left"]))
+                 r["code"] if stuck is None else "%s (no training within %g s of fault %d; ended here)"
+                 % (r["code"], args.comm_timeout + args.start_timeout, stuck + 1), r["left"]))
     a, b = rows
     mean = lambda r: statistics.mean([f[3] for f in r["faults"] if f[3] is not None] or [float("nan")])
     print("| ratio dsx / peer | | | | %.2fx | | mean %.2fx (lower is better) | | |"
