@@ -132,7 +132,6 @@ def inject(job, schedule, victims, args):
         if not wait_until(lambda: time.monotonic() - training_since >= args.every and
                           job.proc.poll() is None, args.start_timeout) or job.proc.poll() is not None:
             break
-        pid = 0
         if not wait_until(lambda: (job.rank_pid(rank) or 0) > 0, 20):
             break
         pid = job.rank_pid(rank)
