@@ -37,6 +37,7 @@ class LoraLlama final : public Model {
   const LlamaConfig& base_config() const { return base_.config(); }
   const std::vector<ParamSpec>& base_params() const { return base_.params(); }
   ParamAccess& frozen() { return *frozen_; }
+  const ParamAccess& frozen() const { return *frozen_; }
   const LoraConfig& lora() const { return adapters_.config(); }
 
  private:
