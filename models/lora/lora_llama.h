@@ -32,6 +32,7 @@ class LoraLlama final : public Model {
   int vocab_size() const override { return base_.vocab_size(); }
   int max_seq_len() const override { return base_.max_seq_len(); }
   size_t activation_bytes() const override;
+  size_t frozen_bytes() const override { return frozen_->held_bytes(); }
   double forward_flops(int64_t B, int64_t T) const override;
 
   const LlamaConfig& base_config() const { return base_.config(); }

@@ -34,6 +34,7 @@ class Nf4FrozenWeights final : public ParamAccess, public QuantizedProjections {
   // Bytes held: the NF4 tensors' storage (codes, absmax, nested state) plus the dense fp32 part.
   size_t nf4_bytes() const;
   size_t dense_bytes() const { return dense_.size() * sizeof(float); }
+  size_t held_bytes() const override { return nf4_bytes() + dense_bytes(); }
   const kernels::Nf4Tensor* linear(int block, Projection p) const {
     return by_block_.at(block)[static_cast<int>(p)];
   }

@@ -140,6 +140,11 @@ TEST(Qlora, RefusesABaseThatDisagreesWithItsConfigAndBadRequests) {
   EXPECT_NE(dtype.find("bfloat16, float16 or float32"), std::string::npos) << dtype;
   const std::string preset = error_of([] { qlora_model_source("llama-tiny"); });
   EXPECT_NE(preset.find("Llama-family folder"), std::string::npos) << preset;
+  // A bitsandbytes folder is QLoRA without a flag; a 16-bit one only with --load-in-4bit.
+  const std::string bf16 = std::string(DSX_SOURCE_DIR) + "/tests/models/data/llama_bf16";
+  EXPECT_TRUE(wants_qlora(kBnb, false));
+  EXPECT_FALSE(wants_qlora(bf16, false));
+  EXPECT_TRUE(wants_qlora(bf16, true));
   ModelSource source = qlora_model_source(kBnb);
   EXPECT_EQ(source.shape.llama.intermediate_size, 48);
   EXPECT_TRUE(source.initial.empty());  // the weights are read as NF4, never as fp32
