@@ -24,7 +24,8 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 
 }  // namespace
 
-Nf4FrozenWeights::Nf4FrozenWeights(const LlamaConfig& config, Nf4BaseWeights base, const std::string& source)
+Nf4FrozenWeights::Nf4FrozenWeights(const LlamaConfig& config, Nf4BaseWeights base,
+                                   const std::string& source)
     : specs_(llama_param_specs(config)), base_(std::move(base)) {
   size_t dense_numel = 0;
   for (const auto& s : specs_)
@@ -34,15 +35,16 @@ Nf4FrozenWeights::Nf4FrozenWeights(const LlamaConfig& config, Nf4BaseWeights bas
     if (const auto it = base_.linears.find(s.name); it != base_.linears.end()) {
       if (s.shape.size() != 2 || it->second.rows != s.shape[0] || it->second.cols != s.shape[1])
         bad(source, "NF4 tensor '" + s.name + "' is [" + std::to_string(it->second.rows) + ", " +
-                        std::to_string(it->second.cols) + "]; config.json says " + shape_text(s.shape));
+                        std::to_string(it->second.cols) + "]; config.json says " +
+                        shape_text(s.shape));
       dense_offset_.push_back(kQuantised);
       continue;
     }
     const auto it = base_.dense.find(s.name);
     if (it == base_.dense.end()) bad(source, "tensor '" + s.name + "' is missing");
     if (it->second.values.size() != s.numel)
-      bad(source, "tensor '" + s.name + "' is " + shape_text(it->second.shape) + "; config.json says " +
-                      shape_text(s.shape));
+      bad(source, "tensor '" + s.name + "' is " + shape_text(it->second.shape) +
+                      "; config.json says " + shape_text(s.shape));
     dense_offset_.push_back(dense_.size());
     dense_.insert(dense_.end(), it->second.values.begin(), it->second.values.end());
   }
@@ -50,8 +52,8 @@ Nf4FrozenWeights::Nf4FrozenWeights(const LlamaConfig& config, Nf4BaseWeights bas
   by_block_.resize(config.num_layers);
   for (int b = 0; b < config.num_layers; ++b)
     for (int p = 0; p < kNumProjections; ++p) {
-      const std::string name =
-          "model.layers." + std::to_string(b) + "." + projection_module(static_cast<Projection>(p)) + ".weight";
+      const std::string name = "model.layers." + std::to_string(b) + "." +
+                               projection_module(static_cast<Projection>(p)) + ".weight";
       const auto it = base_.linears.find(name);
       by_block_[b][p] = it == base_.linears.end() ? nullptr : &it->second;
     }
@@ -66,7 +68,8 @@ void Nf4FrozenWeights::forward(int block, Projection p, float* out, const float*
   kernels::nf4_linear_forward(out, inp, *linear(block, p), static_cast<int64_t>(N));
 }
 
-void Nf4FrozenWeights::backward_input(int block, Projection p, float* dinp, const float* dout, size_t N) {
+void Nf4FrozenWeights::backward_input(int block, Projection p, float* dinp, const float* dout,
+                                      size_t N) {
   kernels::nf4_linear_backward_input(dinp, dout, *linear(block, p), static_cast<int64_t>(N), false);
 }
 

@@ -26,6 +26,7 @@ kernels::DType bnb_compute_dtype(const std::string& name);
 
 // The LoRA model over the NF4 base read from source.folder.
 std::unique_ptr<LoraLlama> make_qlora_model(const ModelSource& source, const LoraConfig& lora,
-                                            const Nf4LoadOptions& quantization, const ModelBuildOptions& options);
+                                            const Nf4LoadOptions& quantization,
+                                            const ModelBuildOptions& options);
 
 }  // namespace dsx::models

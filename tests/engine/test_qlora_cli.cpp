@@ -39,18 +39,21 @@ std::string write_config(const dsx::test::TempDir& dir, int stage) {
   const std::string path = dir.file("ds_config" + std::to_string(stage) + ".json");
   std::ofstream(path) << R"({"train_micro_batch_size_per_gpu": 8, "gradient_accumulation_steps": 1,
     "steps_per_print": 100, "optimizer": {"type": "AdamW", "params": {"lr": 2e-2, "weight_decay": 0.0}},
-    "zero_optimization": {"stage": )" << stage << "}}";
+    "zero_optimization": {"stage": )"
+                      << stage << "}}";
   return path;
 }
 
 dsx::test::CommandResult train(const std::string& args) {
   return run_command("OMP_NUM_THREADS=1 timeout 120 " + std::string(DSX_EXE) +
-                     " train --progress plain --eval_interval 0 --eval_samples 10 --samples 0 " + args);
+                     " train --progress plain --eval_interval 0 --eval_samples 10 --samples 0 " +
+                     args);
 }
 
 double megabytes(const std::string& output, const std::string& kind) {
   std::smatch m;
-  if (!std::regex_search(output, m, std::regex("rank 0 holds .*\\b" + kind + " ([0-9.e+-]+) MB"))) return -1;
+  if (!std::regex_search(output, m, std::regex("rank 0 holds .*\\b" + kind + " ([0-9.e+-]+) MB")))
+    return -1;
   return std::stod(m[1]);
 }
 
@@ -61,12 +64,14 @@ TEST(QloraCli, TrainsOnAnNf4BaseAndTheLedgerMatchesTheEstimate) {
   const std::string model = dir.file("llama");
   write_model_folder(model);
   const std::string lora = " --lora r=4,alpha=8,targets=all-linear";
-  auto run = train("--deepspeed_config " + write_config(dir, 2) + " --model " + model + lora +
-                   " --load-in-4bit --bnb-4bit-use-double-quant --bnb-4bit-compute-dtype bfloat16 --steps 30");
+  auto run = train(
+      "--deepspeed_config " + write_config(dir, 2) + " --model " + model + lora +
+      " --load-in-4bit --bnb-4bit-use-double-quant --bnb-4bit-compute-dtype bfloat16 --steps 30");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("QLoRA: block linears in NF4"), std::string::npos) << run.output;
   std::smatch loss;
-  ASSERT_TRUE(std::regex_search(run.output, loss, std::regex("loss +([0-9.]+) first, ([0-9.]+) final")))
+  ASSERT_TRUE(
+      std::regex_search(run.output, loss, std::regex("loss +([0-9.]+) first, ([0-9.]+) final")))
       << run.output;
   EXPECT_LT(std::stod(loss[2]), std::stod(loss[1]) - 0.3) << run.output;
 
@@ -92,8 +97,10 @@ TEST(QloraCli, RefusesStageThreeAndFourBitWithoutLora) {
   auto stage3 = train("--deepspeed_config " + write_config(dir, 3) + " --model " + model +
                       " --lora r=4 --load-in-4bit --steps 2");
   EXPECT_NE(stage3.exit_code, 0);
-  EXPECT_NE(stage3.output.find("ZeRO stage 3 does not partition an NF4 base"), std::string::npos) << stage3.output;
-  auto no_lora = train("--deepspeed_config " + write_config(dir, 2) + " --model " + model + " --load-in-4bit --steps 2");
+  EXPECT_NE(stage3.output.find("ZeRO stage 3 does not partition an NF4 base"), std::string::npos)
+      << stage3.output;
+  auto no_lora = train("--deepspeed_config " + write_config(dir, 2) + " --model " + model +
+                       " --load-in-4bit --steps 2");
   EXPECT_NE(no_lora.exit_code, 0);
   EXPECT_NE(no_lora.output.find("add --lora"), std::string::npos) << no_lora.output;
 }

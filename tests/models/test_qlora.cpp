@@ -70,12 +70,14 @@ TEST(Qlora, EqualsAFloat64LlamaOnTheDequantisedBaseWithMergedAdapters) {
   auto frozen = std::make_unique<Nf4FrozenWeights>(config, base, kBnb);
   ASSERT_TRUE(frozen->quantized(1, Projection::down));
   EXPECT_EQ(frozen->param(0) != nullptr, true);  // the embedding stays dense
-  LoraLlama qlora(config, parse_lora_flag("r=3,alpha=5,targets=all-linear"), B, T, false, std::move(frozen));
+  LoraLlama qlora(config, parse_lora_flag("r=3,alpha=5,targets=all-linear"), B, T, false,
+                  std::move(frozen));
 
   LocalParams<float> lp(qlora);
   const auto random = random_vector(lp.size(), 21, 0.3);
   std::copy(random.begin(), random.end(), lp.params());
-  const auto inputs = random_tokens(B * T, config.vocab_size, 11), targets = random_tokens(B * T, config.vocab_size, 12);
+  const auto inputs = random_tokens(B * T, config.vocab_size, 11),
+             targets = random_tokens(B * T, config.vocab_size, 12);
   const float loss = qlora.forward(inputs.data(), targets.data(), B, T, lp);
   lp.zero_grads();
   qlora.backward(lp, lp, 1.0f);
@@ -89,7 +91,8 @@ TEST(Qlora, EqualsAFloat64LlamaOnTheDequantisedBaseWithMergedAdapters) {
   const double scale = qlora.lora().scaling();
   const auto& specs = qlora.params();
   auto weight_of = [&](const ParamSpec& a) {
-    return by_name.at(a.name.substr(0, a.name.size() - std::string(".lora_A.weight").size()) + ".weight");
+    return by_name.at(a.name.substr(0, a.name.size() - std::string(".lora_A.weight").size()) +
+                      ".weight");
   };
   for (size_t i = 0; i < specs.size(); i += 2) {
     const ParamSpec &a = specs[i], &b = specs[i + 1];
@@ -97,7 +100,8 @@ TEST(Qlora, EqualsAFloat64LlamaOnTheDequantisedBaseWithMergedAdapters) {
     for (int o = 0; o < out; ++o)
       for (int c = 0; c < in; ++c) {
         double d = 0;
-        for (int k = 0; k < r; ++k) d += double(lp.params()[b.offset + o * r + k]) * lp.params()[a.offset + k * in + c];
+        for (int k = 0; k < r; ++k)
+          d += double(lp.params()[b.offset + o * r + k]) * lp.params()[a.offset + k * in + c];
         rp.params()[weight_of(a)->offset + o * in + c] += scale * d;
       }
   }
@@ -133,7 +137,8 @@ TEST(Qlora, EqualsAFloat64LlamaOnTheDequantisedBaseWithMergedAdapters) {
 TEST(Qlora, RefusesABaseThatDisagreesWithItsConfigAndBadRequests) {
   LlamaConfig config = qlora_model_source(kBnb).shape.llama;
   config.intermediate_size = 40;
-  const std::string shape = error_of([&] { Nf4FrozenWeights(config, read_nf4_base_weights(kBnb), kBnb); });
+  const std::string shape =
+      error_of([&] { Nf4FrozenWeights(config, read_nf4_base_weights(kBnb), kBnb); });
   EXPECT_NE(shape.find("model.layers.0.mlp.gate_proj.weight"), std::string::npos) << shape;
   EXPECT_NE(shape.find("[48, 32]"), std::string::npos) << shape;
   const std::string dtype = error_of([] { bnb_compute_dtype("bf16"); });
@@ -150,6 +155,7 @@ TEST(Qlora, RefusesABaseThatDisagreesWithItsConfigAndBadRequests) {
   EXPECT_TRUE(source.initial.empty());  // the weights are read as NF4, never as fp32
   ModelBuildOptions gpu;
   gpu.cuda = true, gpu.max_batch = B, gpu.max_seq = T;
-  const std::string cuda = error_of([&] { make_qlora_model(source, parse_lora_flag("r=2"), {}, gpu); });
+  const std::string cuda =
+      error_of([&] { make_qlora_model(source, parse_lora_flag("r=2"), {}, gpu); });
   EXPECT_NE(cuda.find("--device cpu"), std::string::npos) << cuda;
 }
