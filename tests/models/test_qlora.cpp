@@ -1,5 +1,5 @@
-// QLoRA on the CPU Llama: LoRA over the NF4 base of the bitsandbytes 4-bit fixture
-// (models/lora/nf4_frozen_weights.h) computes what a float64 Llama computes on that base
+// QLoRA on the CPU Llama: LoRA over an NF4 base (models/lora/nf4_frozen_weights.h) -- the
+// bitsandbytes 4-bit fixture, and Qwen2 quantised at load with its dense q/k/v biases -- computes what a float64 Llama computes on that base
 // dequantised, with the adapters merged (W + scale * B @ A): the loss, the logits and the
 // adapters' gradients (so the NF4 forward and input gradient both run). A base that disagrees
 // with config.json, and QLoRA requests dsx cannot honour, are refused by name.
@@ -60,14 +60,17 @@ double relative_difference(const std::vector<double>& got, const std::vector<dou
   return diff / size;
 }
 
-}  // namespace
-
-TEST(Qlora, EqualsAFloat64LlamaOnTheDequantisedBaseWithMergedAdapters) {
-  const LlamaConfig config = qlora_model_source(kBnb).shape.llama;
-  const Nf4BaseWeights base = read_nf4_base_weights(kBnb);
-  ASSERT_TRUE(base.prequantized);
+// One model against its float64 reference; `dir` is a bitsandbytes folder or a 16-bit one.
+void expect_equals_reference(const std::string& dir, bool prequantized) {
+  const LlamaConfig config = qlora_model_source(dir).shape.llama;
+  const Nf4BaseWeights base =
+      read_nf4_base_weights(dir, {.double_quant = true, .compute = dsx::kernels::DType::BF16});
+  ASSERT_EQ(base.prequantized, prequantized);
+  if (!prequantized) {  // Qwen2's q/k/v biases stay dense beside the NF4 weights
+    ASSERT_TRUE(base.dense.count("model.layers.0.self_attn.q_proj.bias"));
+  }
   const std::vector<double> dense = dequantised_base(config, base);
-  auto frozen = std::make_unique<Nf4FrozenWeights>(config, base, kBnb);
+  auto frozen = std::make_unique<Nf4FrozenWeights>(config, base, dir);
   ASSERT_TRUE(frozen->quantized(1, Projection::down));
   EXPECT_EQ(frozen->param(0) != nullptr, true);  // the embedding stays dense
   LoraLlama qlora(config, parse_lora_flag("r=3,alpha=5,targets=all-linear"), B, T, false,
@@ -132,6 +135,14 @@ TEST(Qlora, EqualsAFloat64LlamaOnTheDequantisedBaseWithMergedAdapters) {
       }
   }
   EXPECT_LT(relative_difference(got, expected), 1e-4);
+}
+
+}  // namespace
+
+// The bitsandbytes fixture as saved, and Qwen2 (q/k/v biases beside NF4 weights) quantised at load.
+TEST(Qlora, EqualsAFloat64LlamaOnTheDequantisedBaseWithMergedAdapters) {
+  expect_equals_reference(kBnb, true);
+  expect_equals_reference(std::string(DSX_SOURCE_DIR) + "/tests/models/data/qwen2", false);
 }
 
 TEST(Qlora, RefusesABaseThatDisagreesWithItsConfigAndBadRequests) {
