@@ -1,8 +1,9 @@
 // QLoRA on the CPU Llama: LoRA over an NF4 base (models/lora/nf4_frozen_weights.h) -- the
-// bitsandbytes 4-bit fixture, and Qwen2 quantised at load with its dense q/k/v biases -- computes what a float64 Llama computes on that base
-// dequantised, with the adapters merged (W + scale * B @ A): the loss, the logits and the
-// adapters' gradients (so the NF4 forward and input gradient both run). A base that disagrees
-// with config.json, and QLoRA requests dsx cannot honour, are refused by name.
+// bitsandbytes 4-bit fixture, and Qwen2 quantised at load with its dense q/k/v biases --
+// computes what a float64 Llama computes on that base dequantised, with the adapters merged
+// (W + scale * B @ A): the loss, the logits and the adapters' gradients (so the NF4 forward and
+// input gradient both run). A base that disagrees with config.json, and QLoRA requests dsx
+// cannot honour, are refused by name.
 #include <gtest/gtest.h>
 
 #include <cmath>
