@@ -32,6 +32,7 @@ class PartitionedFrozenWeights final : public models::ParamAccess {
   void release(int layer) override;
   // Elements this rank keeps between gathers (its shares, padding included).
   size_t held_elements() const;
+  size_t held_bytes() const override { return held_elements() * sizeof(float); }
 
  private:
   struct Layer {

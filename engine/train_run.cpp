@@ -46,6 +46,8 @@
 #include "engine/partitioned_frozen_weights.h"
 #include "models/lora/lora_factory.h"
 #include "models/lora/peft_adapter.h"
+#include "models/lora/nf4_frozen_weights.h"
+#include "models/lora/qlora_factory.h"
 #include "models/model_source.h"
 #include "models/sampling.h"
 
@@ -162,6 +164,31 @@ std::unique_ptr<models::Model> build_model(const config::EngineConfig& config, c
   return models::build_model(shape, options);
 }
 
+// QLoRA: the NF4 base is held whole on every rank; partitioning it at stage 3 is not built, and
+// dequantising it to partition it would lose QLoRA's point, so stage 3 is refused.
+std::unique_ptr<models::Model> build_qlora_model(const TrainRunOptions& o, const config::EngineConfig& config,
+                                                 const models::ModelSource& choice, const models::LoraConfig& lora,
+                                                 const models::BuildOptions& options) {
+  if (config.zero_optimization.stage == 3)
+    throw Error(ErrorKind::Unsupported, "QLoRA: ZeRO stage 3 does not partition an NF4 base yet; set "
+                                        "zero_optimization.stage to 0, 1 or 2 (the adapters are all that trains)");
+  models::Nf4LoadOptions quantization;
+  quantization.double_quant = o.bnb_double_quant;
+  quantization.compute = models::bnb_compute_dtype(o.bnb_compute_dtype);
+  return models::make_qlora_model(choice, lora, quantization, options);
+}
+
+// QLoRA reads the base itself, as NF4: here only its shape and folder.
+models::ModelSource load_choice(const TrainRunOptions& o) {
+  if (o.load_in_4bit && o.lora.empty())
+    throw Error(ErrorKind::Usage, "--load-in-4bit trains LoRA adapters on an NF4 base (QLoRA): add --lora");
+  if (!o.lora.empty() && models::wants_qlora(o.model, o.load_in_4bit)) return models::qlora_model_source(o.model);
+  if (std::filesystem::is_directory(o.model) && models::hf_folder_is_bnb_4bit(o.model))
+    throw Error(ErrorKind::Usage, "--model '" + o.model + "' is saved with bitsandbytes 4-bit; its base is frozen, so "
+                                  "train it with --lora (QLoRA, docs/lora.md)");
+  return models::load_model_source(o.model);
+}
+
 // --lora: the base that --model named, frozen, with adapters to train (the base's weights move
 // out of `choice`; a preset's are drawn from the seed). At stage 3 the base is partitioned too.
 std::unique_ptr<models::Model> build_lora_model(const TrainRunOptions& o, const config::EngineConfig& config,
@@ -170,8 +197,10 @@ std::unique_ptr<models::Model> build_lora_model(const TrainRunOptions& o, const 
   models::BuildOptions options;
   options.cuda = cuda, options.max_batch = micro, options.max_seq = seq;
   options.activation_checkpointing = config.activation_checkpointing.given;
-  if (choice.initial.empty()) choice.initial = models::initial_parameters(choice.shape, o.seed);
+  if (choice.initial.empty() && !models::wants_qlora(o.model, o.load_in_4bit))
+    choice.initial = models::initial_parameters(choice.shape, o.seed);
   const models::LoraConfig lora = models::parse_lora_flag(o.lora);
+  if (models::wants_qlora(o.model, o.load_in_4bit)) return build_qlora_model(o, config, choice, lora, options);
   if (config.zero_optimization.stage == 3 && choice.shape.family == models::ModelShape::Family::Llama) {
     auto frozen = std::make_unique<PartitionedFrozenWeights>(models::param_specs(choice.shape), choice.initial, comm);
     std::vector<float>().swap(choice.initial);
@@ -244,7 +273,7 @@ progress::ProgressDisplay::Options display_options(const TrainRunOptions& o, int
 class TrainingRun {
  public:
   explicit TrainingRun(const TrainRunOptions& o)
-      : o_(with_config(o)), choice_(models::load_model_source(o.model)), env_(rank_env()), config_(read_config(o, choice_, env_)),
+      : o_(with_config(o)), choice_(load_choice(o)), env_(rank_env()), config_(read_config(o, choice_, env_)),
         cuda_(wants_cuda(o.device, choice_.shape)), arrangement_(arrange(config_, cuda_)),
         session_(env_, comm_options_for(arrangement_)),
         gpu_(arrangement_.zero_on_gpu ? device::make_cuda_device() : nullptr),
@@ -362,6 +391,9 @@ class TrainingRun {
       line << "LoRA: the " << model_->num_params() << " parameters are adapters (r " << lora->lora().r << ", scale "
            << lora->lora().scaling() << "); the base's " << last.offset + last.numel << " are frozen"
            << (config_.zero_optimization.stage == 3 ? ", partitioned over the ranks" : ", whole on every rank");
+      if (const auto* nf4 = dynamic_cast<const models::Nf4FrozenWeights*>(&lora->frozen()))
+        line << " (QLoRA: block linears in NF4, " << nf4->nf4_bytes() << " bytes, the rest fp32, "
+             << nf4->dense_bytes() << " bytes)";
       say(line.str());
     }
     if (const std::string data = loader_->describe(); !data.empty()) say("data: " + data);

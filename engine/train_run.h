@@ -17,6 +17,9 @@ struct TrainRunOptions {
   std::string config_path;              // --deepspeed_config
   std::string model = "byte-tiny";      // a preset, a GPT-2 weights file or a Hugging Face model folder
   std::string lora;                     // --lora: train LoRA adapters (models/lora/lora_config.h), "" for all weights
+  bool load_in_4bit = false;             // --load-in-4bit: QLoRA, the --model folder quantised to NF4 at load
+  bool bnb_double_quant = false;         // --bnb-4bit-use-double-quant
+  std::string bnb_compute_dtype = "float32";  // --bnb-4bit-compute-dtype (BitsAndBytesConfig's default)
   std::string data = "addition";        // "addition", "text:FILE", "jsonl:FILE", "shards:GLOB"
   int seq_len = 0;                      // --seq_len: tokens per row (0: the model's maximum)
   std::string tokenizer;                // --tokenizer DIR: text's tokenizer ("": the model folder's, else bytes)

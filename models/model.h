@@ -55,6 +55,9 @@ class ParamAccess {
   virtual const void* param(size_t index) = 0;
   // The model is done with `layer` for now; its memory may be freed.
   virtual void release(int layer) = 0;
+  // Bytes this access keeps between acquires when it holds weights of its own (a LoRA model's
+  // frozen base), for the memory ledger; 0 for one that reads what ZeRO already counts.
+  virtual size_t held_bytes() const { return 0; }
 };
 
 // Where the model puts gradients. Gradients ACCUMULATE (+=) into grad(index), so micro-batches
@@ -117,6 +120,9 @@ class Model {
   // Bytes of activations and scratch the model holds (allocated for its largest batch), so that
   // the engine's memory ledger and `dsx autotune` see them.
   virtual size_t activation_bytes() const = 0;
+  // Bytes of frozen weights the model holds outside ZeRO (LoRA's base), charged to the ledger
+  // as params.
+  virtual size_t frozen_bytes() const { return 0; }
   // Floating-point operations of one forward pass over B rows of T tokens, counted from the
   // model's shape (2 per multiply-add), for the flops profiler and autotune's FLOPS_per_gpu.
   virtual double forward_flops(int64_t B, int64_t T) const = 0;

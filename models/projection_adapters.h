@@ -21,6 +21,19 @@ inline const char* projection_module(Projection p) {
   return kModules[static_cast<int>(p)];
 }
 
+// A frozen base whose block projections are not dense fp32 matrices (QLoRA's NF4): the CPU Llama
+// hands such a projection's product to it instead of multiplying by the weight pointer, which is
+// null for it. The bias, if any, stays dense and is added by the model.
+class QuantizedProjections {
+ public:
+  virtual ~QuantizedProjections() = default;
+  virtual bool quantized(int block, Projection p) const = 0;
+  // out (N, out_features) = inp (N, in_features) W^T.
+  virtual void forward(int block, Projection p, float* out, const float* inp, size_t N) = 0;
+  // dinp (N, in_features) = dout (N, out_features) W; no weight gradient (frozen).
+  virtual void backward_input(int block, Projection p, float* dinp, const float* dout, size_t N) = 0;
+};
+
 class ProjectionAdapters {
  public:
   virtual ~ProjectionAdapters() = default;

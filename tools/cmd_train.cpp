@@ -35,6 +35,13 @@ int run_train(int argc, char** argv) {
        "train LoRA adapters on the frozen --model: PEFT's adapter_config.json (or its folder; an "
        "adapter_model.safetensors there is the starting adapter), or r=8,alpha=16,dropout=0.05,targets=q_proj,v_proj "
        "(targets: names, all-linear or /regex/; also rslora=, init=, bias=)")
+      ("load-in-4bit", po::bool_switch(&o.load_in_4bit),
+       "QLoRA: quantise the --model folder's block linears to NF4 at load and train --lora on them (a folder "
+       "saved with bitsandbytes 4-bit is QLoRA without this flag); docs/lora.md")
+      ("bnb-4bit-use-double-quant", po::bool_switch(&o.bnb_double_quant),
+       "with --load-in-4bit: quantise the absmax too (8-bit, blocks of 256)")
+      ("bnb-4bit-compute-dtype", po::value(&o.bnb_compute_dtype)->default_value(o.bnb_compute_dtype),
+       "with --load-in-4bit: bfloat16 | float16 | float32, what the dequantised weights are rounded to")
       ("data", po::value(&o.data)->default_value(o.data),
        "addition | text:FILE (through the model folder's tokenizer, else bytes) | jsonl:FILE (prompt/response "
        "pairs, loss on the responses) | shards:GLOB (llm.c token shards)")

@@ -50,6 +50,7 @@ ZeroEngine::ZeroEngine(const std::vector<ModelParam>& params, int num_layers, co
   ledger_.set_limit(options.memory_limit);
   if (options.model_activation_bytes)
     ledger_.add(MemoryKind::Activations, options.model_activation_bytes);
+  if (options.frozen_param_bytes) ledger_.add(MemoryKind::Params, options.frozen_param_bytes);
   const int world = comm.size();
   if (partitioning_->flat() && world > 1 &&
       options.allgather_bucket_size < 2 * static_cast<int64_t>(world)) {

@@ -42,6 +42,7 @@ struct ZeroOptions : config::ZeroPartitioning {
   // rank and an allocation past it fails with Error(OutOfMemory), as cudaMalloc would.
   size_t memory_limit = 0;
   size_t model_activation_bytes = 0;
+  size_t frozen_param_bytes = 0;  // weights the model holds frozen outside ZeRO (LoRA's base): params
 };
 
 // What one optimizer step did.

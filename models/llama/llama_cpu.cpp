@@ -84,6 +84,46 @@ void LlamaCpu<T>::set_adapters(ProjectionAdapters* adapters) {
 }
 
 template <class T>
+void LlamaCpu<T>::set_quantized_base(QuantizedProjections* base) {
+  if (base && !std::is_same_v<T, float>)
+    throw Error(ErrorKind::Unsupported, "a quantised base (QLoRA) runs on the float Llama only");
+  quantized_ = base;
+}
+
+template <class T>
+void LlamaCpu<T>::project_forward(int block, Projection p, T* out, const T* inp, const T* w, const T* b, int in,
+                                  int out_dim) {
+  const size_t N = static_cast<size_t>(B_) * T_;
+  if constexpr (std::is_same_v<T, float>) {
+    if (quantized_ && quantized_->quantized(block, p)) {
+      quantized_->forward(block, p, out, inp, N);
+      if (b)
+        for (size_t i = 0; i < N; ++i)
+          for (int o = 0; o < out_dim; ++o) out[i * out_dim + o] += b[o];
+      adapt_forward(block, p, out, inp);
+      return;
+    }
+  }
+  kc::decoder_matmul_forward(out, inp, w, b, N, in, out_dim);
+  adapt_forward(block, p, out, inp);
+}
+
+template <class T>
+void LlamaCpu<T>::project_backward(int block, Projection p, T* dinp, T* dw, T* db, const T* dout, const T* inp,
+                                   const T* w, int in, int out_dim) {
+  const size_t N = static_cast<size_t>(B_) * T_;
+  if constexpr (std::is_same_v<T, float>) {
+    if (quantized_ && quantized_->quantized(block, p)) {  // frozen: dw and db are null
+      quantized_->backward_input(block, p, dinp, dout, N);
+      adapt_backward(block, p, dinp, dout, inp);
+      return;
+    }
+  }
+  kc::decoder_matmul_backward(dinp, dw, db, dout, inp, w, N, in, out_dim);
+  adapt_backward(block, p, dinp, dout, inp);
+}
+
+template <class T>
 void LlamaCpu<T>::adapt_forward(int block, Projection p, T* out, const T* inp) {
   if constexpr (std::is_same_v<T, float>) {
     if (adapters_) adapters_->forward(block, p, out, inp, static_cast<size_t>(B_) * T_);
@@ -105,27 +145,20 @@ void LlamaCpu<T>::block_forward(int block, BlockActs& a, T* res_out, const T* re
   const T eps = static_cast<T>(config_.rms_norm_eps);
   // res2 = input + o_proj(attention(rope(q, k), v)), q, k, v projections of rmsnorm(input)
   kc::llama_rmsnorm_forward(a.xn1.data(), a.rstd1.data(), res_in, p.ln1, N, C, eps);
-  kc::decoder_matmul_forward(q_.data(), a.xn1.data(), p.wq, p.bq, N, C, QD);
-  adapt_forward(block, Projection::q, q_.data(), a.xn1.data());
-  kc::decoder_matmul_forward(k_.data(), a.xn1.data(), p.wk, p.bk, N, C, KVD);
-  adapt_forward(block, Projection::k, k_.data(), a.xn1.data());
-  kc::decoder_matmul_forward(v_.data(), a.xn1.data(), p.wv, p.bv, N, C, KVD);
-  adapt_forward(block, Projection::v, v_.data(), a.xn1.data());
+  project_forward(block, Projection::q, q_.data(), a.xn1.data(), p.wq, p.bq, C, QD);
+  project_forward(block, Projection::k, k_.data(), a.xn1.data(), p.wk, p.bk, C, KVD);
+  project_forward(block, Projection::v, v_.data(), a.xn1.data(), p.wv, p.bv, C, KVD);
   kc::llama_qkv_pack_forward(a.qkv.data(), q_.data(), k_.data(), v_.data(), cos_.data(), sin_.data(), B_, T_, NH,
                          KV, D);
   kc::decoder_attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), B_, T_, QD, NH);
-  kc::decoder_matmul_forward(tmp_.data(), a.atty.data(), p.wo, p.bo, N, QD, C);
-  adapt_forward(block, Projection::o, tmp_.data(), a.atty.data());
+  project_forward(block, Projection::o, tmp_.data(), a.atty.data(), p.wo, p.bo, QD, C);
   kc::decoder_residual_forward(a.res2.data(), res_in, tmp_.data(), N * C);
   // output = res2 + down_proj(silu(gate_proj(x)) * up_proj(x)), x = rmsnorm(res2)
   kc::llama_rmsnorm_forward(a.xn2.data(), a.rstd2.data(), a.res2.data(), p.ln2, N, C, eps);
-  kc::decoder_matmul_forward(a.gate.data(), a.xn2.data(), p.wg, static_cast<const T*>(nullptr), N, C, F);
-  adapt_forward(block, Projection::gate, a.gate.data(), a.xn2.data());
-  kc::decoder_matmul_forward(a.up.data(), a.xn2.data(), p.wu, static_cast<const T*>(nullptr), N, C, F);
-  adapt_forward(block, Projection::up, a.up.data(), a.xn2.data());
+  project_forward(block, Projection::gate, a.gate.data(), a.xn2.data(), p.wg, static_cast<const T*>(nullptr), C, F);
+  project_forward(block, Projection::up, a.up.data(), a.xn2.data(), p.wu, static_cast<const T*>(nullptr), C, F);
   kc::llama_swiglu_forward(a.h.data(), a.gate.data(), a.up.data(), N * F);
-  kc::decoder_matmul_forward(tmp_.data(), a.h.data(), p.wd, static_cast<const T*>(nullptr), N, F, C);
-  adapt_forward(block, Projection::down, tmp_.data(), a.h.data());
+  project_forward(block, Projection::down, tmp_.data(), a.h.data(), p.wd, static_cast<const T*>(nullptr), F, C);
   kc::decoder_residual_forward(res_out, a.res2.data(), tmp_.data(), N * C);
 }
 
@@ -136,19 +169,15 @@ void LlamaCpu<T>::attention_backward(int block, T* dxn, const T* dres2, BlockAct
   const size_t N = static_cast<size_t>(B_) * T_;
   const int C = config_.hidden_size, NH = config_.num_heads, KV = config_.num_kv_heads, D = config_.head_dim;
   const int QD = NH * D, KVD = KV * D;
-  kc::decoder_matmul_backward(datty_.data(), g.wo, g.bo, dres2, a.atty.data(), p.wo, N, QD, C);
-  adapt_backward(block, Projection::o, datty_.data(), dres2, a.atty.data());
+  project_backward(block, Projection::o, datty_.data(), g.wo, g.bo, dres2, a.atty.data(), p.wo, QD, C);
   kc::decoder_attention_backward(dqkv_.data(), datty_.data(), a.qkv.data(), a.att.data(), B_, T_, QD, NH);
   kc::llama_qkv_pack_backward(q_.data(), k_.data(), v_.data(), dqkv_.data(), cos_.data(), sin_.data(), B_, T_, NH,
                           KV, D);
   // Three projections of one input: their input gradients add up.
-  kc::decoder_matmul_backward(dxn, g.wq, g.bq, q_.data(), a.xn1.data(), p.wq, N, C, QD);
-  adapt_backward(block, Projection::q, dxn, q_.data(), a.xn1.data());
-  kc::decoder_matmul_backward(tmp_.data(), g.wk, g.bk, k_.data(), a.xn1.data(), p.wk, N, C, KVD);
-  adapt_backward(block, Projection::k, tmp_.data(), k_.data(), a.xn1.data());
+  project_backward(block, Projection::q, dxn, g.wq, g.bq, q_.data(), a.xn1.data(), p.wq, C, QD);
+  project_backward(block, Projection::k, tmp_.data(), g.wk, g.bk, k_.data(), a.xn1.data(), p.wk, C, KVD);
   for (size_t i = 0; i < N * C; ++i) dxn[i] += tmp_[i];
-  kc::decoder_matmul_backward(tmp_.data(), g.wv, g.bv, v_.data(), a.xn1.data(), p.wv, N, C, KVD);
-  adapt_backward(block, Projection::v, tmp_.data(), v_.data(), a.xn1.data());
+  project_backward(block, Projection::v, tmp_.data(), g.wv, g.bv, v_.data(), a.xn1.data(), p.wv, C, KVD);
   for (size_t i = 0; i < N * C; ++i) dxn[i] += tmp_[i];
 }
 
@@ -160,13 +189,10 @@ void LlamaCpu<T>::block_backward(int block, T* dres, BlockActs& a, const T* res_
   const int C = config_.hidden_size, F = config_.intermediate_size;
   T* const no_bias = nullptr;
   // MLP: dres becomes d loss / d res2 (the residual plus the path through rmsnorm2).
-  kc::decoder_matmul_backward(dh_.data(), g.wd, no_bias, dres, a.h.data(), p.wd, N, F, C);
-  adapt_backward(block, Projection::down, dh_.data(), dres, a.h.data());
+  project_backward(block, Projection::down, dh_.data(), g.wd, no_bias, dres, a.h.data(), p.wd, F, C);
   kc::llama_swiglu_backward(dh_.data() /* now dgate */, dup_.data(), dh_.data(), a.gate.data(), a.up.data(), N * F);
-  kc::decoder_matmul_backward(dxn_.data(), g.wg, no_bias, dh_.data(), a.xn2.data(), p.wg, N, C, F);
-  adapt_backward(block, Projection::gate, dxn_.data(), dh_.data(), a.xn2.data());
-  kc::decoder_matmul_backward(tmp_.data(), g.wu, no_bias, dup_.data(), a.xn2.data(), p.wu, N, C, F);
-  adapt_backward(block, Projection::up, tmp_.data(), dup_.data(), a.xn2.data());
+  project_backward(block, Projection::gate, dxn_.data(), g.wg, no_bias, dh_.data(), a.xn2.data(), p.wg, C, F);
+  project_backward(block, Projection::up, tmp_.data(), g.wu, no_bias, dup_.data(), a.xn2.data(), p.wu, C, F);
   for (size_t i = 0; i < N * C; ++i) dxn_[i] += tmp_[i];
   kc::llama_rmsnorm_backward(dres, g.ln2, dxn_.data(), a.res2.data(), p.ln2, a.rstd2.data(), N, C);
   // Attention: dres becomes d loss / d input.

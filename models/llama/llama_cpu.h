@@ -40,6 +40,8 @@ class LlamaCpu final : public DecoderModel<LlamaConfig, llama_forward_flops> {
 
   // Adapters beside the block projections (LoRA), or null; not owned. The float model only.
   void set_adapters(ProjectionAdapters* adapters);
+  // A quantised frozen base (QLoRA) computing the projections it holds, or null; not owned.
+  void set_quantized_base(QuantizedProjections* base);
 
   // Mean loss of the last forward in the model's own precision (the double reference needs it).
   T mean_loss() const { return mean_loss_; }
@@ -59,10 +61,15 @@ class LlamaCpu final : public DecoderModel<LlamaConfig, llama_forward_flops> {
   // The adapters' share of projection p (nothing without adapters).
   void adapt_forward(int block, Projection p, T* out, const T* inp);
   void adapt_backward(int block, Projection p, T* dinp, const T* dout, const T* inp);
+  // Projection p's own product (dense matmul, or the quantised base's), then the adapters'.
+  void project_forward(int block, Projection p, T* out, const T* inp, const T* w, const T* b, int in, int out_dim);
+  void project_backward(int block, Projection p, T* dinp, T* dw, T* db, const T* dout, const T* inp, const T* w,
+                        int in, int out_dim);
   void head_backward(ParamAccess& access, GradSink& sink, float grad_scale);
 
   LlamaBlockLayout layout_;
   ProjectionAdapters* adapters_ = nullptr;
+  QuantizedProjections* quantized_ = nullptr;
   T mean_loss_ = 0;
   std::vector<int32_t> inputs_, targets_;
   std::vector<T> cos_, sin_;              // (max_seq, D/2) rotary tables

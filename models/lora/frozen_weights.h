@@ -27,6 +27,7 @@ class DenseFrozenWeights final : public ParamAccess {
   void release(int) override {}
   const void* param(size_t index) override { return flat_.data() + specs_.at(index).offset; }
   const std::vector<float>& flat() const { return flat_; }
+  size_t held_bytes() const override { return flat_.size() * sizeof(float); }
 
  private:
   std::vector<ParamSpec> specs_;

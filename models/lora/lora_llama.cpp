@@ -38,6 +38,8 @@ LoraLlama::LoraLlama(const LlamaConfig& config, const LoraConfig& lora, int max_
       adapters_(config, lora, max_batch, max_seq),
       frozen_(std::move(frozen)) {
   base_.set_adapters(&adapters_);
+  // QLoRA: the NF4 base multiplies its own projections (models/lora/nf4_frozen_weights.h).
+  if (auto* quantized = dynamic_cast<QuantizedProjections*>(frozen_.get())) base_.set_quantized_base(quantized);
 }
 
 void LoraLlama::init_params(void* flat, uint64_t seed) const { adapters_.init(static_cast<float*>(flat), seed); }

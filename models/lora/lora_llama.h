@@ -32,11 +32,13 @@ class LoraLlama final : public Model {
   int vocab_size() const override { return base_.vocab_size(); }
   int max_seq_len() const override { return base_.max_seq_len(); }
   size_t activation_bytes() const override;
+  size_t frozen_bytes() const override { return frozen_->held_bytes(); }
   double forward_flops(int64_t B, int64_t T) const override;
 
   const LlamaConfig& base_config() const { return base_.config(); }
   const std::vector<ParamSpec>& base_params() const { return base_.params(); }
   ParamAccess& frozen() { return *frozen_; }
+  const ParamAccess& frozen() const { return *frozen_; }
   const LoraConfig& lora() const { return adapters_.config(); }
 
  private:
