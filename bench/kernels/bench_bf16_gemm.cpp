@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bench/bench_flags.h"
+#include "kernels/cpu/blas_kernels.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/gemm_bf16.h"
 #include "kernels/dtype.h"
@@ -94,6 +95,7 @@ void run_product(const Product& p, int reps, const std::map<std::string, double>
 }  // namespace
 
 int main(int argc, char** argv) {
+  k::cpu::run_on_the_best_blas_kernels(argv);  // fp32 on the kernels dsx itself runs on
   namespace po = boost::program_options;
   size_t tokens = 1024, channels = 384, vocab = 50304;
   int reps = 5;
@@ -113,9 +115,9 @@ int main(int argc, char** argv) {
   add_linear(products, "fc proj", tokens, channels, 4 * channels);
   add_linear(products, "classifier", tokens, vocab, channels);
   auto peers = read_peers(peers_path);
-  std::printf("%s\n\n| product | m x n x k | fp32 OpenBLAS GFLOP/s | dsx bf16 GFLOP/s | bf16 / fp32 | "
+  std::printf("%s\n%s\n\n| product | m x n x k | fp32 OpenBLAS GFLOP/s | dsx bf16 GFLOP/s | bf16 / fp32 | "
               "torch bf16 GFLOP/s | dsx vs torch |\n|---|---|---|---|---|---|---|\n",
-              k::cpu::bf16_gemm_choice().note.c_str());
+              k::cpu::bf16_gemm_choice().note.c_str(), k::cpu::blas_description());
   for (const Product& p : products) run_product(p, reps, peers);
   return 0;
 }

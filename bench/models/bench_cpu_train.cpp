@@ -34,6 +34,7 @@ int run(int argc, char** argv) try {
       ("warmup", po::value<int>()->default_value(2), "untimed steps")
       ("steps", po::value<int>()->default_value(5), "timed steps")
       ("checkpointing", po::bool_switch(), "activation checkpointing")
+      ("bf16", po::bool_switch(), "bf16 GEMMs, as ds_config bf16 on CPU ranks (GPT-2 presets)")
       ("name", po::value<std::string>()->default_value("dsx"), "the row's name in the table");
   auto args = dsx::tools::parse_args(argc, argv, "bench_cpu_train [options]", options);
   if (args.help) return 0;
@@ -42,6 +43,7 @@ int run(int argc, char** argv) try {
   const ModelShape shape = load_model_source(v["preset"].as<std::string>()).shape;
   BuildOptions build;
   build.max_batch = B, build.max_seq = T, build.activation_checkpointing = v["checkpointing"].as<bool>();
+  build.cpu_bf16_gemms = v["bf16"].as<bool>();
   const auto built = build_model(shape, build);
   Model& model = *built;
   LocalParams<float> p(model);

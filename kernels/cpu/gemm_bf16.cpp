@@ -12,6 +12,7 @@
 #include "dsx/error.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/dtype.h"
+#include "kernels/mixed_precision.h"
 #ifdef DSX_HAVE_DNNL
 #include <oneapi/dnnl/dnnl.hpp>
 #endif
@@ -136,7 +137,7 @@ void gemm_bf16(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, const u
 }
 
 void to_bf16(uint16_t* out, const float* in, size_t count) {
-  for (size_t i = 0; i < count; ++i) out[i] = float_to_bf16(in[i]);
+  cast(DType::F32, in, DType::BF16, out, count);  // the SIMD loop of kernels/mixed_precision.h
 }
 
 }  // namespace dsx::kernels::cpu
