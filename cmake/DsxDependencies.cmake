@@ -39,6 +39,19 @@ add_library(dsx_blas INTERFACE)
 target_include_directories(dsx_blas SYSTEM INTERFACE ${CBLAS_INCLUDE_DIR})
 target_link_libraries(dsx_blas INTERFACE ${BLAS_LIBRARIES})
 
+# oneDNN (libdnnl-dev): the CPU's bf16 GEMMs (kernels/cpu/gemm_bf16.cpp). Optional: without it
+# bf16 runs multiply in fp32, with a note.
+find_path(DNNL_INCLUDE_DIR oneapi/dnnl/dnnl.hpp)
+find_library(DNNL_LIBRARY dnnl)
+add_library(dsx_dnnl INTERFACE)
+if(DNNL_INCLUDE_DIR AND DNNL_LIBRARY)
+  target_include_directories(dsx_dnnl SYSTEM INTERFACE ${DNNL_INCLUDE_DIR})
+  target_link_libraries(dsx_dnnl INTERFACE ${DNNL_LIBRARY})
+  target_compile_definitions(dsx_dnnl INTERFACE DSX_HAVE_DNNL=1)
+else()
+  message(STATUS "oneDNN not found (libdnnl-dev): bf16 GEMMs on the CPU will multiply in fp32")
+endif()
+
 if(DSX_BUILD_TESTS)
   find_package(GTest QUIET)
   if(NOT GTest_FOUND)

@@ -160,6 +160,7 @@ std::unique_ptr<models::Model> build_model(const config::EngineConfig& config, c
   options.max_batch = micro;
   options.max_seq = seq;
   options.activation_checkpointing = config.activation_checkpointing.given;
+  options.cpu_bf16_gemms = !cuda && config.bf16.enabled;
   if (gpu) options.stream = gpu->compute_stream().native();
   return models::build_model(shape, options);
 }

@@ -3,6 +3,7 @@
 
 #include "dsx/error.h"
 #include "engine/offload_options.h"
+#include "kernels/cpu/gemm_bf16.h"
 
 namespace dsx::engine {
 namespace {
@@ -141,8 +142,12 @@ zero::ZeroOptions zero_options_from(const config::EngineConfig& config, std::vec
     o.check_overflow = config.bf16.enabled && config.bf16.check_grad_overflow && o.stage > 0;
   }
   if (config.fp16.enabled || config.bf16.enabled) {
-    notes.push_back(std::string(config.fp16.enabled ? "fp16" : "bf16") +
-                    " on the CPU: the model computes in fp32; gradients travel in " + config.communication_data_type +
+    const std::string math = config.fp16.enabled
+                                 ? "the model computes in fp32"
+                                 : "GPT-2's matmuls take bf16 operands, the rest computes in fp32 (" +
+                                       kernels::cpu::bf16_gemm_choice().note + ")";
+    notes.push_back(std::string(config.fp16.enabled ? "fp16" : "bf16") + " on the CPU: " + math +
+                    "; gradients travel in " + config.communication_data_type +
                     (config.fp16.enabled ? " with DeepSpeed's loss scaling" : ""));
   }
   note_ignored_zero_keys(z, notes);

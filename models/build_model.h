@@ -31,7 +31,9 @@ std::unique_ptr<Model> make_cpu_model(const char* family, const Config& config,
     throw Error(ErrorKind::Unsupported, std::string("the CPU ") + family + " trains in fp32, not " +
                                             kernels::dtype_name(o.dtype) +
                                             "; set bf16/fp16 \"enabled\": false for CPU runs");
-  return std::make_unique<Cpu<float>>(config, o.max_batch, o.max_seq, o.activation_checkpointing);
+  auto model = std::make_unique<Cpu<float>>(config, o.max_batch, o.max_seq, o.activation_checkpointing);
+  if constexpr (requires { model->set_bf16_gemms(true); }) model->set_bf16_gemms(o.cpu_bf16_gemms);
+  return model;
 }
 
 #ifdef DSX_HAVE_CUDA

@@ -18,6 +18,7 @@ packages=(
   libssl-dev                    # the rendezvous store: HMAC of its shared secret (OpenSSL)
   zlib1g-dev                    # dsx cloud: AWS user data over 16 KB goes gzipped
   libopenblas-dev               # CPU matmuls
+  libdnnl-dev                   # CPU bf16 matmuls (oneDNN; AVX512_BF16 / AMX kernels)
   patchelf                      # tools/gpu_bundle.sh: bundled binaries find their libraries ($ORIGIN)
   libpcre2-dev                  # tokenizers: the pre-tokenizer regexes (Unicode classes, JIT)
   libutf8proc-dev               # tokenizers: NFC normalization and Unicode categories

@@ -37,6 +37,7 @@ int run(int argc, char** argv) try {
       ("steps", po::value<int>()->default_value(5), "timed steps")
       ("checkpointing", po::bool_switch(), "activation checkpointing")
       ("lora", po::value<std::string>(), "train LoRA adapters on the frozen preset (dsx train's --lora form)")
+      ("bf16", po::bool_switch(), "bf16 GEMMs, as ds_config bf16 on CPU ranks (GPT-2 presets)")
       ("name", po::value<std::string>()->default_value("dsx"), "the row's name in the table");
   auto args = dsx::tools::parse_args(argc, argv, "bench_cpu_train [options]", options);
   if (args.help) return 0;
@@ -45,6 +46,7 @@ int run(int argc, char** argv) try {
   const ModelShape shape = load_model_source(v["preset"].as<std::string>()).shape;
   BuildOptions build;
   build.max_batch = B, build.max_seq = T, build.activation_checkpointing = v["checkpointing"].as<bool>();
+  build.cpu_bf16_gemms = v["bf16"].as<bool>();
   const auto built = v.count("lora") ? std::unique_ptr<Model>(make_lora_model(shape, initial_parameters(shape, 1),
                                                                               parse_lora_flag(v["lora"].as<std::string>()),
                                                                               build))

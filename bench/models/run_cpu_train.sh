@@ -7,7 +7,7 @@
 # burst of other load on the machine does not decide the ratio. Beside wall time, the CPU seconds
 # each step used (all threads), which a loaded machine disturbs far less. Prints one table
 # (docs/benchmarks.md keeps the latest).
-# usage: bash bench/models/run_cpu_train.sh [build-dir]   (env MODEL, BATCH, SEQ, THREADS, STEPS, WARMUP, ROUNDS)
+# usage: bash bench/models/run_cpu_train.sh [build-dir]   (env MODEL, BATCH, SEQ, THREADS, STEPS, WARMUP, ROUNDS; BF16=1 adds dsx's bf16 row)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
@@ -26,6 +26,11 @@ trap 'rm -f "$results"' EXIT
 for ((round = 0; round < rounds; ++round)); do
   OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads \
     "$build/bench/models/bench_cpu_train" --preset "$model" "${shape[@]}" --warmup "$warmup" --steps "$steps" >>"$results"
+  if [[ ${BF16:-0} == 1 ]]; then  # dsx with ds_config bf16's GEMMs (bf16 operands, oneDNN)
+    OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads \
+      "$build/bench/models/bench_cpu_train" --preset "$model" "${shape[@]}" --warmup "$warmup" --steps "$steps" \
+      --bf16 --name "dsx, bf16 GEMMs" >>"$results"
+  fi
   # A machine-wide OPENBLAS_CORETYPE (some images pin Haswell, AVX2) overrides OpenBLAS's own
   # choice of kernels; the extra row shows dsx with the choice OpenBLAS makes for this CPU.
   if [[ -n ${OPENBLAS_CORETYPE:-} ]]; then

@@ -149,9 +149,8 @@ void decoder_matmul_forward(T* out, const T* inp, const T* weight, const T* bias
   }
 }
 
-// dbias[o0, o1) += column sums of dout over its N rows, walking the rows in order: contiguous loads
-// that vectorise across columns, each column still summed over rows 0, 1, ... as a plain loop.
-namespace {
+// Walks the rows in order: contiguous loads that vectorise across columns, each column still
+// summed over rows 0, 1, ... as a plain loop.
 template <class T>
 void add_column_sums(T* dbias, const T* dout, size_t N, int OC, int o0, int o1) {
   constexpr int kCols = 64;
@@ -165,7 +164,6 @@ void add_column_sums(T* dbias, const T* dout, size_t N, int OC, int o0, int o1) 
     for (int j = 0; j < width; ++j) dbias[b0 + j] += s[j];
   }
 }
-}  // namespace
 
 template <class T>
 void decoder_matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
@@ -363,6 +361,7 @@ void decoder_crossentropy_backward(T* logits_to_dlogits, const T* lse, const int
   template void decoder_layernorm_forward<T>(T*, T*, T*, const T*, const T*, const T*, size_t, int); \
   template void decoder_layernorm_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*,    \
                                            const T*, size_t, int);                                \
+  template void add_column_sums<T>(T*, const T*, size_t, int, int, int);                             \
   template void decoder_matmul_forward<T>(T*, const T*, const T*, const T*, size_t, int, int);       \
   template void decoder_matmul_backward<T>(T*, T*, T*, const T*, const T*, const T*, size_t, int,    \
                                         int);                                                     \

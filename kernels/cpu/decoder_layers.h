@@ -42,6 +42,10 @@ template <class T>
 void decoder_matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
                           const T* weight, size_t N, int C, int OC);
 
+// dbias[o0, o1) += column sums of dout (N, OC) over its N rows: the bias gradient, in parts.
+template <class T>
+void add_column_sums(T* dbias, const T* dout, size_t N, int OC, int o0, int o1);
+
 // The tied classifier: logits (N, Vp) = inp (N, C) @ wte^T over the first V rows of wte (V, C)
 // only; the padded columns [V, Vp) of each logits row are left as they are.
 template <class T>

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "dsx/error.h"
+#include "kernels/cpu/bf16_matmul.h"
 #include "kernels/cpu/decoder_layers.h"
 #include "models/token_batch.h"
 #include "trace/trace.h"
@@ -78,14 +79,14 @@ void GPT2Cpu<T>::block_forward(BlockActs& a, T* res_out, const T* res_in, const 
   const size_t N = static_cast<size_t>(B_) * T_;
   const int C = config_.channels, NH = config_.num_heads;
   kc::decoder_layernorm_forward(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), res_in, p.ln1w, p.ln1b, N, C);
-  kc::decoder_matmul_forward(a.qkv.data(), a.ln1.data(), p.qkvw, p.qkvb, N, C, 3 * C);
+  kc::decoder_matmul_forward_as(bf16_gemms_, a.qkv.data(), a.ln1.data(), p.qkvw, p.qkvb, N, C, 3 * C);
   kc::decoder_attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), B_, T_, C, NH);
-  kc::decoder_matmul_forward(tmp_.data(), a.atty.data(), p.attprojw, p.attprojb, N, C, C);
+  kc::decoder_matmul_forward_as(bf16_gemms_, tmp_.data(), a.atty.data(), p.attprojw, p.attprojb, N, C, C);
   kc::decoder_residual_forward(a.res2.data(), res_in, tmp_.data(), N * C);
   kc::decoder_layernorm_forward(a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.res2.data(), p.ln2w, p.ln2b, N, C);
-  kc::decoder_matmul_forward(a.fch.data(), a.ln2.data(), p.fcw, p.fcb, N, C, 4 * C);
+  kc::decoder_matmul_forward_as(bf16_gemms_, a.fch.data(), a.ln2.data(), p.fcw, p.fcb, N, C, 4 * C);
   kc::decoder_gelu_forward(a.fch_gelu.data(), a.fch.data(), N * 4 * C);
-  kc::decoder_matmul_forward(tmp_.data(), a.fch_gelu.data(), p.fcprojw, p.fcprojb, N, 4 * C, C);
+  kc::decoder_matmul_forward_as(bf16_gemms_, tmp_.data(), a.fch_gelu.data(), p.fcprojw, p.fcprojb, N, 4 * C, C);
   kc::decoder_residual_forward(res_out, a.res2.data(), tmp_.data(), N * C);
 }
 
@@ -96,15 +97,15 @@ void GPT2Cpu<T>::block_backward(T* dres, BlockActs& a, const T* res_in, const Bl
   const size_t N = static_cast<size_t>(B_) * T_;
   const int C = config_.channels, NH = config_.num_heads;
   // output = res2 + fcproj(gelu(fc(ln2(res2))))
-  kc::decoder_matmul_backward(dfch_.data(), g.fcprojw, g.fcprojb, dres, a.fch_gelu.data(), p.fcprojw, N, 4 * C, C);
+  kc::decoder_matmul_backward_as(bf16_gemms_, dfch_.data(), g.fcprojw, g.fcprojb, dres, a.fch_gelu.data(), p.fcprojw, N, 4 * C, C);
   kc::decoder_gelu_backward(dfch_.data(), a.fch.data(), dfch_.data(), N * 4 * C);
-  kc::decoder_matmul_backward(dln_.data(), g.fcw, g.fcb, dfch_.data(), a.ln2.data(), p.fcw, N, C, 4 * C);
+  kc::decoder_matmul_backward_as(bf16_gemms_, dln_.data(), g.fcw, g.fcb, dfch_.data(), a.ln2.data(), p.fcw, N, C, 4 * C);
   kc::decoder_layernorm_backward(dres, g.ln2w, g.ln2b, dln_.data(), a.res2.data(), p.ln2w, a.ln2_mean.data(),
                               a.ln2_rstd.data(), N, C);
   // res2 = input + attproj(attention(qkv(ln1(input))))
-  kc::decoder_matmul_backward(datty_.data(), g.attprojw, g.attprojb, dres, a.atty.data(), p.attprojw, N, C, C);
+  kc::decoder_matmul_backward_as(bf16_gemms_, datty_.data(), g.attprojw, g.attprojb, dres, a.atty.data(), p.attprojw, N, C, C);
   kc::decoder_attention_backward(dqkv_.data(), datty_.data(), a.qkv.data(), a.att.data(), B_, T_, C, NH);
-  kc::decoder_matmul_backward(dln_.data(), g.qkvw, g.qkvb, dqkv_.data(), a.ln1.data(), p.qkvw, N, C, 3 * C);
+  kc::decoder_matmul_backward_as(bf16_gemms_, dln_.data(), g.qkvw, g.qkvb, dqkv_.data(), a.ln1.data(), p.qkvw, N, C, 3 * C);
   kc::decoder_layernorm_backward(dres, g.ln1w, g.ln1b, dln_.data(), res_in, p.ln1w, a.ln1_mean.data(),
                               a.ln1_rstd.data(), N, C);
 }
@@ -133,7 +134,7 @@ float GPT2Cpu<T>::forward(const int32_t* inputs, const int32_t* targets, int B, 
   const T* lnfw = static_cast<const T*>(access.param(gpt2_param_index(config_, kLnfw, 0)));
   const T* lnfb = static_cast<const T*>(access.param(gpt2_param_index(config_, kLnfb, 0)));
   kc::decoder_layernorm_forward(lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), residual_[L].data(), lnfw, lnfb, N, C);
-  kc::decoder_classifier_forward(logits_.data(), lnf_.data(), wte, N, C, V, Vp);
+  kc::decoder_classifier_forward_as(bf16_gemms_, logits_.data(), lnf_.data(), wte, N, C, V, Vp);
   access.release(L + 1);
   access.release(0);
 
@@ -163,7 +164,7 @@ void GPT2Cpu<T>::backward(ParamAccess& access, GradSink& sink, float grad_scale)
   T* dwte = static_cast<T*>(sink.grad(gpt2_param_index(config_, kWte, 0)));
   T dloss = counted_ ? static_cast<T>(grad_scale) / static_cast<T>(counted_) : T(0);
   kc::decoder_crossentropy_backward(logits_.data(), lse_.data(), targets_.data(), dloss, N, V, Vp);
-  kc::decoder_classifier_backward(dln_.data(), dwte, logits_.data(), lnf_.data(), wte, N, C, V, Vp);
+  kc::decoder_classifier_backward_as(bf16_gemms_, dln_.data(), dwte, logits_.data(), lnf_.data(), wte, N, C, V, Vp);
   std::fill(dres_.begin(), dres_.begin() + N * C, T(0));
   kc::decoder_layernorm_backward(dres_.data(), static_cast<T*>(sink.grad(gpt2_param_index(config_, kLnfw, 0))),
                               static_cast<T*>(sink.grad(gpt2_param_index(config_, kLnfb, 0))), dln_.data(),

@@ -32,6 +32,9 @@ class GPT2Cpu final : public DecoderModel<GPT2Config, gpt2_forward_flops> {
 
   // Mean loss of the last forward in the model's own precision (the double reference needs it).
   T mean_loss() const { return mean_loss_; }
+  // ds_config bf16 on CPU ranks: the matmuls and classifier take bf16 operands and sum in fp32
+  // (kernels/cpu/bf16_matmul.h); parameters and everything else stay T. Ignored for T = double.
+  void set_bf16_gemms(bool on) { bf16_gemms_ = on; }
 
  private:
   struct BlockActs {
@@ -45,6 +48,7 @@ class GPT2Cpu final : public DecoderModel<GPT2Config, gpt2_forward_flops> {
   void block_backward(T* dres, BlockActs& a, const T* res_in, const BlockParams& p,
                       const BlockGrads& g);
 
+  bool bf16_gemms_ = false;
   T mean_loss_ = 0;
   std::vector<int32_t> inputs_, targets_;
   std::vector<std::vector<T>> residual_;  // L + 1 streams: block l's input; [L] the last output

@@ -1,0 +1,79 @@
+// Decoder matmuls with bf16 operands (see bf16_matmul.h). Each operand is rounded into a scratch
+// buffer just before its product; the weights' copies cost 1/N of the product they feed.
+#include "kernels/cpu/bf16_matmul.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/cpu/gemm_bf16.h"
+
+namespace dsx::kernels::cpu {
+namespace {
+
+// bf16 copies of a layer's operands, kept between calls so a step allocates them once. One set
+// per thread: the layers are called from the training thread only, but nothing here assumes it.
+struct Bf16Operands {
+  std::vector<uint16_t> a, b, c;
+};
+Bf16Operands& scratch() {
+  thread_local Bf16Operands s;
+  return s;
+}
+
+// Rounds `rows` rows of `cols` values, `ld` apart, into a packed bf16 copy in `out`.
+const uint16_t* rounded(std::vector<uint16_t>& out, const float* in, size_t rows, size_t cols,
+                        size_t ld) {
+  if (out.size() < rows * cols) out.resize(rows * cols);
+  for (size_t r = 0; r < rows; ++r) to_bf16(out.data() + r * cols, in + r * ld, cols);
+  return out.data();
+}
+
+}  // namespace
+
+void decoder_matmul_forward_bf16(float* out, const float* inp, const float* weight,
+                                 const float* bias, size_t N, int C, int OC) {
+  Bf16Operands& s = scratch();
+  const size_t c = size_t(C), oc = size_t(OC);
+  const uint16_t* inp16 = rounded(s.a, inp, N, c, c);
+  const uint16_t* w16 = rounded(s.b, weight, oc, c, c);
+  if (bias)
+    for (size_t r = 0; r < N; ++r) std::copy(bias, bias + oc, out + r * oc);
+  gemm_bf16(false, true, N, oc, c, inp16, c, w16, c, bias != nullptr, out, oc);
+}
+
+void decoder_matmul_backward_bf16(float* dinp, float* dweight, float* dbias, const float* dout,
+                                  const float* inp, const float* weight, size_t N, int C, int OC) {
+  Bf16Operands& s = scratch();
+  const size_t c = size_t(C), oc = size_t(OC);
+  const uint16_t* dout16 = rounded(s.c, dout, N, oc, oc);
+  const uint16_t* w16 = rounded(s.b, weight, oc, c, c);
+  gemm_bf16(false, false, N, c, oc, dout16, oc, w16, c, false, dinp, c);
+  const uint16_t* inp16 = rounded(s.a, inp, N, c, c);
+  gemm_bf16(true, false, oc, c, N, dout16, oc, inp16, c, true, dweight, c);
+  if (dbias) add_column_sums(dbias, dout, N, OC, 0, OC);
+}
+
+// The classifier reads the first V rows of wte and the first V of Vp columns of logits.
+void decoder_classifier_forward_bf16(float* logits, const float* inp, const float* wte, size_t N,
+                                     int C, int V, int Vp) {
+  Bf16Operands& s = scratch();
+  const size_t c = size_t(C), v = size_t(V);
+  const uint16_t* inp16 = rounded(s.a, inp, N, c, c);
+  const uint16_t* wte16 = rounded(s.b, wte, v, c, c);
+  gemm_bf16(false, true, N, v, c, inp16, c, wte16, c, false, logits, size_t(Vp));
+}
+
+void decoder_classifier_backward_bf16(float* dinp, float* dwte, const float* dlogits,
+                                      const float* inp, const float* wte, size_t N, int C, int V,
+                                      int Vp) {
+  Bf16Operands& s = scratch();
+  const size_t c = size_t(C), v = size_t(V);
+  const uint16_t* dlogits16 = rounded(s.c, dlogits, N, v, size_t(Vp));
+  const uint16_t* wte16 = rounded(s.b, wte, v, c, c);
+  gemm_bf16(false, false, N, c, v, dlogits16, v, wte16, c, false, dinp, c);
+  const uint16_t* inp16 = rounded(s.a, inp, N, c, c);
+  gemm_bf16(true, false, v, c, N, dlogits16, v, inp16, c, true, dwte, c);
+}
+
+}  // namespace dsx::kernels::cpu
