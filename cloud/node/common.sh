@@ -174,7 +174,7 @@ install_dsx_tree() {
   ln -sf /opt/dsx/bin/dsx "$DSX_ROOT/usr/local/bin/dsx"
   # The shared libraries dsx links (Ubuntu 22.04 / Debian 11+ names); EFA's libfabric comes first.
   apt-get install -y -qq --no-install-recommends libboost-program-options1.74.0 libopenblas0 \
-    libgomp1 libfabric1 libsentencepiece0 libutf8proc2 libpcre2-8-0 libaio1 || log "WARNING: apt-get could not install dsx's runtime libraries"
+    libgomp1 libfabric1 libsentencepiece0 libutf8proc2 libpcre2-8-0 libaio1 libdnnl2 || log "WARNING: apt-get could not install dsx's runtime libraries"
 }
 
 # build_dsx_from_source TARBALL TMP: the image's own CUDA (/usr/local/cuda) when it has one.
