@@ -14,6 +14,7 @@ std::unique_ptr<zero::ZeroEngine> make_zero(const config::EngineConfig& config, 
                                             comm::Communicator& comm, const float* initial, size_t memory_limit,
                                             device::Device* device, std::vector<std::string>& notes) {
   zero::ZeroOptions options = zero_options_from(config, notes);
+  if (std::string note = precision_note(config, model.on_device()); !note.empty()) notes.push_back(note);
   options.memory_limit = memory_limit;
   if (!device) {
     // ZeRO on the host: a CPU model's activations share its memory; a GPU model's do not.

@@ -141,18 +141,26 @@ zero::ZeroOptions zero_options_from(const config::EngineConfig& config, std::vec
     o.loss_scaler.static_scale = 1.0;
     o.check_overflow = config.bf16.enabled && config.bf16.check_grad_overflow && o.stage > 0;
   }
-  if (config.fp16.enabled || config.bf16.enabled) {
-    const std::string math = config.fp16.enabled
-                                 ? "the model computes in fp32"
-                                 : "GPT-2's matmuls take bf16 operands, the rest computes in fp32 (" +
-                                       kernels::cpu::bf16_gemm_choice().note + ")";
-    notes.push_back(std::string(config.fp16.enabled ? "fp16" : "bf16") + " on the CPU: " + math +
-                    "; gradients travel in " + config.communication_data_type +
-                    (config.fp16.enabled ? " with DeepSpeed's loss scaling" : ""));
-  }
   note_ignored_zero_keys(z, notes);
   offload_from(config, o, notes);
   return o;
+}
+
+std::string precision_note(const config::EngineConfig& config, bool model_on_gpu) {
+  if (!config.fp16.enabled && !config.bf16.enabled) return "";
+  const std::string dtype = config.fp16.enabled ? "fp16" : "bf16";
+  std::string math;
+  if (model_on_gpu) {
+    math = "the model's weights, activations and matmuls are " + dtype +
+           " (fp32 accumulation), beside fp32 master weights and optimizer state";
+  } else if (config.fp16.enabled) {
+    math = "the model computes in fp32";
+  } else {
+    math = "GPT-2's matmuls take bf16 operands, the rest computes in fp32 (" +
+           kernels::cpu::bf16_gemm_choice().note + ")";
+  }
+  return dtype + (model_on_gpu ? " on the GPU: " : " on the CPU: ") + math + "; gradients travel in " +
+         config.communication_data_type + (config.fp16.enabled ? " with DeepSpeed's loss scaling" : "");
 }
 
 std::optional<LrSchedule> lr_schedule_from(const config::EngineConfig& config) {

@@ -46,6 +46,9 @@ void print_text(const std::string& file, const config::EngineConfig& config) {
   // What dsx train will say at start about how it runs this config (ignored keys, offload on the CPU).
   std::vector<std::string> notes;
   engine::zero_options_from(config, notes);
+  for (bool gpu : {false, true}) {
+    if (std::string note = engine::precision_note(config, gpu); !note.empty()) notes.push_back(note);
+  }
   // Where ZeRO's state would live, on CPU ranks and on GPUs (dsx train prints its own).
   for (bool gpu : {false, true}) {
     engine::ArrangementInputs in;

@@ -152,6 +152,43 @@ std::vector<char*> pointers_to(std::vector<std::string>& words) {
   return args;
 }
 
+// The launch's own words without `--autotuning MODE` / `--autotuning=MODE` (before the program
+// only: the program's arguments are its own).
+std::vector<std::string> without_autotuning_flag(const std::vector<std::string>& words, int program_at) {
+  std::vector<std::string> rest;
+  for (size_t i = 1; i < words.size(); ++i) {
+    const bool flag = static_cast<int>(i) < program_at;
+    if (flag && words[i] == "--autotuning") {
+      ++i;
+    } else if (!flag || words[i].rfind("--autotuning=", 0) != 0) {
+      rest.push_back(words[i]);
+    }
+  }
+  return rest;
+}
+
+// What a node agent (`--world_info`, started by the runner on each node) is told by its flags.
+launcher::AgentOptions node_agent_options(const LaunchOptions& o, const launcher::ProgramSpec& program,
+                                          const std::string& world_info, const std::string& tether) {
+  launcher::AgentOptions a;
+  a.world = launcher::decode_world_info(world_info);
+  a.node_rank = o.node_rank < 0 ? 0 : o.node_rank;
+  a.master_addr = o.master_addr.empty() ? "127.0.0.1" : o.master_addr;
+  a.master_port = o.master_port;
+  a.program = program;
+  a.each_rank_log = o.enable_each_rank_log;
+  a.bind_cores_to_rank = o.bind_cores_to_rank || !o.bind_core_list.empty();
+  a.bind_core_list = o.bind_core_list;
+  a.local_rank_rule = launcher::parse_local_rank_rule(o.local_rank_rule);
+  a.kill_grace_s = o.kill_grace_s;
+  a.max_restarts = o.max_restarts;
+  a.tethered = !tether.empty();
+  a.tether_stdin = tether == "stdin";
+  a.quiet = o.log_level == "critical";
+  a.base_env = launcher::current_environment();
+  return a;
+}
+
 }  // namespace
 
 int run_launch(int argc, char** argv) {
@@ -197,16 +234,7 @@ int run_launch(int argc, char** argv) {
   if (shim) return launcher::run_rank_shim(program, o.kill_grace_s, restart_count, o.max_restarts);
   if (world_info.empty() && !o.autotuning.empty()) {
     // DeepSpeed's `--autotuning tune|run`: the same command, tuned first (dsx autotune).
-    std::vector<std::string> rest;
-    for (size_t i = 1; i < words.size(); ++i) {
-      const bool flag = static_cast<int>(i) < program_at;
-      if (flag && words[i] == "--autotuning") {
-        ++i;
-      } else if (!flag || words[i].rfind("--autotuning=", 0) != 0) {
-        rest.push_back(words[i]);
-      }
-    }
-    return run_autotune_from_launch(o.autotuning, rest);
+    return run_autotune_from_launch(o.autotuning, without_autotuning_flag(words, program_at));
   }
   if (world_info.empty()) return launcher::run_launch(o);
 
@@ -215,24 +243,9 @@ int run_launch(int argc, char** argv) {
   if (parsed.vars["enable_elastic_training"].as<bool>()) {
     throw Error(ErrorKind::Unsupported, "elastic training is not supported by dsx launch");
   }
-  launcher::AgentOptions a;
-  a.world = launcher::decode_world_info(world_info);
-  a.node_rank = o.node_rank < 0 ? 0 : o.node_rank;
-  a.master_addr = o.master_addr.empty() ? "127.0.0.1" : o.master_addr;
-  a.master_port = o.master_port;
-  a.program = program;
-  a.each_rank_log = o.enable_each_rank_log;
-  a.bind_cores_to_rank = o.bind_cores_to_rank || !o.bind_core_list.empty();
-  a.bind_core_list = o.bind_core_list;
+  launcher::AgentOptions a = node_agent_options(o, program, world_info, tether);
   a.save_pid = save_pid_value;
-  a.local_rank_rule = launcher::parse_local_rank_rule(o.local_rank_rule);
-  a.kill_grace_s = o.kill_grace_s;
-  a.max_restarts = o.max_restarts;
   a.restart_count = restart_count;
-  a.tethered = !tether.empty();
-  a.tether_stdin = tether == "stdin";
-  a.quiet = o.log_level == "critical";
-  a.base_env = launcher::current_environment();
   return launcher::run_agent(a, o.dry_run);
 }
 

@@ -111,3 +111,25 @@ TEST(ZeroConfig, IgnoredKeysAreSaidWithWhy) {
 }
 
 }  // namespace
+
+// A 16-bit config is said once, in words that match where the model computes: a GPU model runs
+// its matmuls in the 16-bit type, a CPU model in fp32 except where a bf16 kernel exists.
+TEST(ZeroConfig, PrecisionNoteSaysWhereTheModelComputes) {
+  auto config_with = [](const std::string& precision) {
+    return dsx::config::read_ds_config_text(
+        R"({"train_micro_batch_size_per_gpu": 1)" + precision + "}", "test.json", dsx::config::ConfigInputs{});
+  };
+  EXPECT_EQ(dsx::engine::precision_note(config_with(""), false), "");
+  EXPECT_EQ(dsx::engine::precision_note(config_with(""), true), "");
+  const auto bf16 = config_with(R"(, "bf16": {"enabled": true})");
+  const std::string cpu = dsx::engine::precision_note(bf16, false);
+  const std::string gpu = dsx::engine::precision_note(bf16, true);
+  EXPECT_EQ(cpu.rfind("bf16 on the CPU: ", 0), 0u) << cpu;
+  EXPECT_NE(cpu.find("computes in fp32"), std::string::npos) << cpu;
+  EXPECT_EQ(gpu.rfind("bf16 on the GPU: ", 0), 0u) << gpu;
+  EXPECT_EQ(gpu.find("computes in fp32"), std::string::npos) << gpu;
+  EXPECT_NE(gpu.find("matmuls are bf16"), std::string::npos) << gpu;
+  const std::string fp16 = dsx::engine::precision_note(config_with(R"(, "fp16": {"enabled": true})"), true);
+  EXPECT_NE(fp16.find("matmuls are fp16"), std::string::npos) << fp16;
+  EXPECT_NE(fp16.find("loss scaling"), std::string::npos) << fp16;
+}
