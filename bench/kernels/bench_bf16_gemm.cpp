@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bench/bench_flags.h"
+#include "bench/best_time.h"
 #include "kernels/cpu/blas_kernels.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/gemm_bf16.h"
@@ -21,18 +22,7 @@ namespace {
 
 namespace k = dsx::kernels;
 
-template <class F>
-double best_ms(F&& f, int reps) {
-  f();
-  double best = 1e30;
-  for (int r = 0; r < reps; ++r) {
-    auto start = std::chrono::steady_clock::now();
-    f();
-    best = std::min(best, std::chrono::duration<double, std::milli>(
-                              std::chrono::steady_clock::now() - start).count());
-  }
-  return best;
-}
+using dsx::bench::best_ms;
 
 // One product C (m, n) = op(A) op(B) as the model calls it; `key` matches the peers' JSON.
 struct Product {
@@ -72,14 +62,14 @@ void run_product(const Product& p, int reps, const std::map<std::string, double>
   k::cpu::to_bf16(a16.data(), a.data(), a.size());
   k::cpu::to_bf16(b16.data(), b.data(), b.size());
   const size_t lda = p.trans_a ? p.m : p.k, ldb = p.trans_b ? p.k : p.n;
-  const double fp32 = best_ms([&] {
+  const double fp32 = best_ms(reps, [&] {
     k::cpu::gemm<float>(p.trans_a, p.trans_b, p.m, p.n, p.k, 1.0f, a.data(), lda, b.data(), ldb,
                         0.0f, c.data(), p.n);
-  }, reps);
-  const double bf16 = best_ms([&] {
+  });
+  const double bf16 = best_ms(reps, [&] {
     k::cpu::gemm_bf16(p.trans_a, p.trans_b, p.m, p.n, p.k, a16.data(), lda, b16.data(), ldb,
                       false, c.data(), p.n);
-  }, reps);
+  });
   const double gflop = 2.0 * double(p.m) * double(p.n) * double(p.k) * 1e-9;
   auto it = peers.find(p.key);
   const double torch = it == peers.end() ? 0 : it->second;

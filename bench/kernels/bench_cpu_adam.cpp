@@ -21,27 +21,18 @@
 #include <vector>
 
 #include "bench/bench_flags.h"
+#include "bench/best_time.h"
 #include "kernels/optimizers.h"
 #include "kernels/simd.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 namespace kn = dsx::kernels;
 
-// Best wall time in milliseconds of `reps` runs of f after two warm-up runs. Best, not median:
-// on a shared machine the fastest run is the one least disturbed (the peers script does the same).
+// Best wall time of `reps` runs after two warm-ups (bench/best_time.h).
 template <class F>
 double best_ms(int reps, F&& f) {
-  f();
-  f();
-  std::vector<double> ms;
-  for (int r = 0; r < reps; ++r) {
-    auto t0 = Clock::now();
-    f();
-    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-  }
-  return *std::min_element(ms.begin(), ms.end());
+  return dsx::bench::best_ms(reps, f, 2);
 }
 
 // Copy bandwidth as STREAM measures it: b[i] = a[i] over float arrays on all threads, counting

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "bench/bench_flags.h"
+#include "bench/best_time.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/nf4_tensor.h"
 
@@ -22,18 +23,7 @@ namespace {
 
 namespace k = dsx::kernels;
 
-template <class F>
-double best_ms(F&& f, int reps) {
-  f();
-  double best = 1e30;
-  for (int r = 0; r < reps; ++r) {
-    auto start = std::chrono::steady_clock::now();
-    f();
-    best = std::min(best, std::chrono::duration<double, std::milli>(
-                              std::chrono::steady_clock::now() - start).count());
-  }
-  return best;
-}
+using dsx::bench::best_ms;
 
 std::vector<int64_t> split_ints(const std::string& text, char sep) {
   std::vector<int64_t> v;
@@ -82,14 +72,11 @@ void run_shape(int64_t rows, int64_t cols, const std::vector<int64_t>& tokens_li
   for (int64_t tokens : tokens_list) {
     std::vector<float> x(size_t(tokens * cols)), y(size_t(tokens * rows));
     for (float& v : x) v = normal(gen);
-    double nf4 = best_ms([&] { k::nf4_linear_forward(y.data(), x.data(), q, tokens); }, reps);
-    double blas = best_ms(
-        [&] {
-          k::cpu::gemm<float>(false, true, size_t(tokens), size_t(rows), size_t(cols), 1.0f,
-                              x.data(), size_t(cols), dense.data(), size_t(cols), 0.0f, y.data(),
-                              size_t(rows));
-        },
-        reps);
+    double nf4 = best_ms(reps, [&] { k::nf4_linear_forward(y.data(), x.data(), q, tokens); });
+    double blas = best_ms(reps, [&] {
+      k::cpu::gemm<float>(false, true, size_t(tokens), size_t(rows), size_t(cols), 1.0f, x.data(),
+                          size_t(cols), dense.data(), size_t(cols), 0.0f, y.data(), size_t(rows));
+    });
     auto it = peers.find({rows, cols, tokens});
     PeerMs p = it == peers.end() ? PeerMs{} : it->second;
     std::printf("| %lldx%lld | %lld | %.2f | %.2f | %.2fx | %s | %s | %s |\n",

@@ -4,19 +4,9 @@ of one micro-batch, on the CPU, best of --reps after a warm-up. Writes
 """
 import argparse
 import json
-import time
 
 import torch
-
-
-def best_ms(fn, reps):
-    fn()
-    best = float("inf")
-    for _ in range(reps):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best * 1e3
+from peer_timing import best_ms
 
 
 def linear_products(name, tokens, oc, c):

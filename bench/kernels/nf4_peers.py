@@ -4,21 +4,11 @@ quantisation, bf16 compute) and torch's dense bf16 linear on the same shapes, on
 """
 import argparse
 import json
-import time
 
 import bitsandbytes as bnb
 import bitsandbytes.functional as F
 import torch
-
-
-def best_ms(fn, reps):
-    fn()
-    best = float("inf")
-    for _ in range(reps):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best * 1e3
+from peer_timing import best_ms
 
 
 def main():
