@@ -15,8 +15,8 @@ namespace {
 constexpr std::chrono::minutes kGatherTimeout{10};
 }  // namespace
 
-PartitionedNf4FrozenWeights::PartitionedNf4FrozenWeights(models::Nf4FrozenWeights& whole, int num_blocks,
-                                                         comm::Communicator& comm)
+PartitionedNf4FrozenWeights::PartitionedNf4FrozenWeights(models::Nf4FrozenWeights& whole,
+                                                         int num_blocks, comm::Communicator& comm)
     : specs_(whole.specs()), placement_(specs_.size()), comm_(comm) {
   // Dense tensors first in each layer, so that each starts on a float boundary of the gathered
   // words and param() can point into them; the NF4 states after them.
@@ -41,8 +41,9 @@ PartitionedNf4FrozenWeights::PartitionedNf4FrozenWeights(models::Nf4FrozenWeight
   by_block_.resize(static_cast<size_t>(num_blocks));
   for (int b = 0; b < num_blocks; ++b)
     for (int p = 0; p < models::kNumProjections; ++p) {
-      const auto it = tensor_named.find("model.layers." + std::to_string(b) + "." +
-                                        models::projection_module(static_cast<models::Projection>(p)) + ".weight");
+      const auto it = tensor_named.find(
+          "model.layers." + std::to_string(b) + "." +
+          models::projection_module(static_cast<models::Projection>(p)) + ".weight");
       by_block_[b][p] = it == tensor_named.end() ? -1 : it->second;
     }
   for (auto& [layer, l] : layers_) keep_share(l, whole);
@@ -65,7 +66,8 @@ void PartitionedNf4FrozenWeights::keep_share(Layer& l, models::Nf4FrozenWeights&
     }
   }
   l.mine.resize(l.share_words);
-  std::memcpy(l.mine.data(), bytes.data() + rank * l.share_words * sizeof(float), l.share_words * sizeof(float));
+  std::memcpy(l.mine.data(), bytes.data() + rank * l.share_words * sizeof(float),
+              l.share_words * sizeof(float));
   largest_gathered_ = std::max(largest_gathered_, bytes.size() + unpacked);
 }
 
@@ -76,7 +78,8 @@ void PartitionedNf4FrozenWeights::gather(Layer& l) {
     comm_.allgather(l.mine.data(), l.whole.data(), l.share_words, kernels::DType::F32)->wait();
     return;
   }
-  comm_.allgather_on(*device_, *stream_, l.mine.data(), l.whole.data(), l.share_words, kernels::DType::F32);
+  comm_.allgather_on(*device_, *stream_, l.mine.data(), l.whole.data(), l.share_words,
+                     kernels::DType::F32);
   stream_->synchronize(kGatherTimeout);
 }
 
@@ -87,7 +90,8 @@ void PartitionedNf4FrozenWeights::acquire(int layer) {
   gather(l);
   const auto* bytes = reinterpret_cast<const uint8_t*>(l.whole.data());
   for (const size_t i : l.specs)
-    if (placement_[i].tensor >= 0) models::nf4_read_state(tensors_[placement_[i].tensor], bytes + placement_[i].at);
+    if (placement_[i].tensor >= 0)
+      models::nf4_read_state(tensors_[placement_[i].tensor], bytes + placement_[i].at);
 }
 
 const void* PartitionedNf4FrozenWeights::param(size_t index) {
@@ -95,7 +99,8 @@ const void* PartitionedNf4FrozenWeights::param(size_t index) {
   if (p.tensor >= 0) return nullptr;  // the model multiplies by an NF4 tensor through forward()
   const Layer& l = layers_.at(p.layer);
   if (l.whole.empty())
-    throw Error(ErrorKind::Internal, "QLoRA base: " + specs_[index].name + " read before its layer was acquired");
+    throw Error(ErrorKind::Internal,
+                "QLoRA base: " + specs_[index].name + " read before its layer was acquired");
   return l.whole.data() + p.at / sizeof(float);
 }
 
@@ -107,7 +112,8 @@ void PartitionedNf4FrozenWeights::release(int layer) {
     if (placement_[i].tensor >= 0) models::nf4_drop_state(tensors_[placement_[i].tensor]);
 }
 
-const kernels::Nf4Tensor* PartitionedNf4FrozenWeights::tensor_of(int block, models::Projection p) const {
+const kernels::Nf4Tensor* PartitionedNf4FrozenWeights::tensor_of(int block,
+                                                                 models::Projection p) const {
   const int i = by_block_.at(static_cast<size_t>(block))[static_cast<int>(p)];
   return i < 0 ? nullptr : &tensors_[static_cast<size_t>(i)];
 }
@@ -121,21 +127,24 @@ const kernels::Nf4Tensor& acquired(const kernels::Nf4Tensor* t, int block) {
 }
 }  // namespace
 
-void PartitionedNf4FrozenWeights::forward(int block, models::Projection p, float* out, const float* inp, size_t N) {
-  kernels::nf4_linear_forward(out, inp, acquired(tensor_of(block, p), block), static_cast<int64_t>(N));
+void PartitionedNf4FrozenWeights::forward(int block, models::Projection p, float* out,
+                                          const float* inp, size_t N) {
+  kernels::nf4_linear_forward(out, inp, acquired(tensor_of(block, p), block),
+                              static_cast<int64_t>(N));
 }
 
-void PartitionedNf4FrozenWeights::backward_input(int block, models::Projection p, float* dinp, const float* dout,
-                                                 size_t N) {
-  kernels::nf4_linear_backward_input(dinp, dout, acquired(tensor_of(block, p), block), static_cast<int64_t>(N),
-                                     false);
+void PartitionedNf4FrozenWeights::backward_input(int block, models::Projection p, float* dinp,
+                                                 const float* dout, size_t N) {
+  kernels::nf4_linear_backward_input(dinp, dout, acquired(tensor_of(block, p), block),
+                                     static_cast<int64_t>(N), false);
 }
 
 size_t PartitionedNf4FrozenWeights::share_bytes() const {
   size_t bytes = 0;
   for (const auto& [layer, l] : layers_) bytes += l.mine.size() * sizeof(float);
   for (const auto& t : tensors_)
-    if (t.nested) bytes += (t.nested->code.size() + 1) * sizeof(float);  // the nested code and offset
+    if (t.nested)
+      bytes += (t.nested->code.size() + 1) * sizeof(float);  // the nested code and offset
   return bytes;
 }
 

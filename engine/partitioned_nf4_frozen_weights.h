@@ -22,20 +22,27 @@
 
 namespace dsx::engine {
 
-class PartitionedNf4FrozenWeights final : public models::ParamAccess, public models::QuantizedProjections {
+class PartitionedNf4FrozenWeights final : public models::ParamAccess,
+                                          public models::QuantizedProjections {
  public:
   // Keeps this rank's share of `whole` (which the caller may then free).
-  PartitionedNf4FrozenWeights(models::Nf4FrozenWeights& whole, int num_blocks, comm::Communicator& comm);
+  PartitionedNf4FrozenWeights(models::Nf4FrozenWeights& whole, int num_blocks,
+                              comm::Communicator& comm);
 
-  void order_on(device::Device& device, device::Stream& stream) { device_ = &device, stream_ = &stream; }
+  void order_on(device::Device& device, device::Stream& stream) {
+    device_ = &device, stream_ = &stream;
+  }
 
   void acquire(int layer) override;
   const void* param(size_t index) override;
   void release(int layer) override;
 
-  bool quantized(int block, models::Projection p) const override { return tensor_of(block, p) != nullptr; }
+  bool quantized(int block, models::Projection p) const override {
+    return tensor_of(block, p) != nullptr;
+  }
   void forward(int block, models::Projection p, float* out, const float* inp, size_t N) override;
-  void backward_input(int block, models::Projection p, float* dinp, const float* dout, size_t N) override;
+  void backward_input(int block, models::Projection p, float* dinp, const float* dout,
+                      size_t N) override;
 
   // The NF4 tensor of a projection, its state present only while its layer is acquired.
   const kernels::Nf4Tensor* tensor_of(int block, models::Projection p) const;
@@ -54,11 +61,11 @@ class PartitionedNf4FrozenWeights final : public models::ParamAccess, public mod
     int tensor = -1;  // index into tensors_ for an NF4 tensor, -1 for a dense one
   };
   struct Layer {
-    size_t bytes = 0;             // the layer's state, unpadded
-    size_t share_words = 0;       // 4-byte words per rank
-    std::vector<float> mine;      // this rank's share
-    std::vector<float> whole;     // gathered (share_words * world), empty when released
-    std::vector<size_t> specs;    // its tensors, indices into specs_
+    size_t bytes = 0;           // the layer's state, unpadded
+    size_t share_words = 0;     // 4-byte words per rank
+    std::vector<float> mine;    // this rank's share
+    std::vector<float> whole;   // gathered (share_words * world), empty when released
+    std::vector<size_t> specs;  // its tensors, indices into specs_
   };
   void gather(Layer& l);
   void keep_share(Layer& l, models::Nf4FrozenWeights& whole);

@@ -7,8 +7,8 @@
 // - ZeRO 3 on two ranks: the NF4 base partitioned, the loss falls, the ledger within 10% of the
 //   estimate's stage-3 row;
 // - on a folder bitsandbytes saved (tests/models/data/llama_bytes_bnb_nf4) from PEFT's adapter
-//   (llama_bytes_qlora), `dsx export --merged` equals what PEFT's merge_and_unload computes before it
-//   quantises again (dequantize_bnb_weight(W) + delta), `--peft` gives PEFT's adapter back, and
+//   (llama_bytes_qlora), `dsx export --merged` equals what PEFT's merge_and_unload computes before
+//   it quantises again (dequantize_bnb_weight(W) + delta), `--peft` gives PEFT's adapter back, and
 //   sampling with the adapter equals sampling the merged export;
 // - --load-in-4bit without --lora, and a bitsandbytes folder sampled without an adapter, refused.
 #include <gtest/gtest.h>
@@ -51,14 +51,17 @@ void write_model_folder(const std::string& dir) {
 }
 
 std::string write_config(const dsx::test::TempDir& dir, int stage, double lr = 2e-2) {
-  const std::string path = dir.file("ds_config" + std::to_string(stage) + "_" + std::to_string(lr) + ".json");
+  const std::string path =
+      dir.file("ds_config" + std::to_string(stage) + "_" + std::to_string(lr) + ".json");
   std::ofstream(path) << R"({"train_micro_batch_size_per_gpu": 8, "gradient_accumulation_steps": 1,
     "steps_per_print": 100, "optimizer": {"type": "AdamW", "params": {"lr": )"
-                      << lr << R"(, "weight_decay": 0.0}}, "zero_optimization": {"stage": )" << stage << "}}";
+                      << lr << R"(, "weight_decay": 0.0}}, "zero_optimization": {"stage": )"
+                      << stage << "}}";
   return path;
 }
 
-const std::string kTrain = " train --progress plain --eval_interval 0 --eval_samples 10 --samples 0 ";
+const std::string kTrain =
+    " train --progress plain --eval_interval 0 --eval_samples 10 --samples 0 ";
 
 dsx::test::CommandResult train(const std::string& args) {
   return run_command("OMP_NUM_THREADS=1 timeout 120 " + std::string(DSX_EXE) + kTrain + args);
@@ -76,19 +79,21 @@ dsx::test::CommandResult dsx_command(const std::string& args) {
 
 double megabytes(const std::string& output, const std::string& kind) {
   std::smatch m;
-  if (!std::regex_search(output, m, std::regex("rank 0 holds .*\\b" + kind + " ([0-9.e+-]+) MB"))) return -1;
+  if (!std::regex_search(output, m, std::regex("rank 0 holds .*\\b" + kind + " ([0-9.e+-]+) MB")))
+    return -1;
   return std::stod(m[1]);
 }
 
 void expect_loss_falls(const std::string& output, double by) {
   std::smatch loss;
-  ASSERT_TRUE(std::regex_search(output, loss, std::regex("loss +([0-9.]+) first, ([0-9.]+) final"))) << output;
+  ASSERT_TRUE(std::regex_search(output, loss, std::regex("loss +([0-9.]+) first, ([0-9.]+) final")))
+      << output;
   EXPECT_LT(std::stod(loss[2]), std::stod(loss[1]) - by) << output;
 }
 
 // The ledger's model states of rank 0 beside `dsx estimate`'s QLoRA row for the folder.
-void expect_ledger_matches_estimate(const std::string& output, const std::string& model, int stage, int ranks,
-                                    bool double_quant) {
+void expect_ledger_matches_estimate(const std::string& output, const std::string& model, int stage,
+                                    int ranks, bool double_quant) {
   est::EstimateRequest r;
   r.model = est::read_hf_config(model + "/config.json");
   r.precision = est::Precision::Fp32;  // the CPU path trains in fp32
@@ -100,8 +105,8 @@ void expect_ledger_matches_estimate(const std::string& output, const std::string
   const double ledger =
       megabytes(output, "params") + megabytes(output, "grads") + megabytes(output, "optimizer");
   const double predicted = static_cast<double>(e.gpu_model_states) / 1e6;
-  std::printf("stage %d, %d rank(s): model states per rank: ledger %.6f MB, dsx estimate %.6f MB\n", stage, ranks,
-              ledger, predicted);
+  std::printf("stage %d, %d rank(s): model states per rank: ledger %.6f MB, dsx estimate %.6f MB\n",
+              stage, ranks, ledger, predicted);
   EXPECT_NEAR(ledger, predicted, 0.10 * predicted) << output;
 }
 
@@ -128,20 +133,25 @@ double relative_gap(const std::vector<float>& got, const std::vector<float>& wan
   EXPECT_EQ(got.size(), want.size());
   double gap = 0, size = 0;
   for (size_t i = 0; i < got.size() && i < want.size(); ++i)
-    gap = std::max(gap, std::abs(static_cast<double>(got[i]) - want[i])), size = std::max<double>(size, std::abs(want[i]));
+    gap = std::max(gap, std::abs(static_cast<double>(got[i]) - want[i])),
+    size = std::max<double>(size, std::abs(want[i]));
   return gap / size;
 }
 
 // W dequantised as bitsandbytes would hold it (NF4, no double quantisation, fp16 compute) plus
 // scale * B @ A, in double: the merged weight a --load-in-4bit run's export must write.
-std::vector<float> merged_reference(const std::string& model, const std::string& adapter, const std::string& name,
-                                    double scale) {
+std::vector<float> merged_reference(const std::string& model, const std::string& adapter,
+                                    const std::string& name, double scale) {
   const std::vector<float> w = tensor(model + "/model.safetensors", name + ".weight");
-  const std::vector<float> a = tensor(adapter + "/adapter_model.safetensors", "base_model.model." + name + ".lora_A.weight");
-  const std::vector<float> b = tensor(adapter + "/adapter_model.safetensors", "base_model.model." + name + ".lora_B.weight");
-  const int64_t r = 4, in = static_cast<int64_t>(a.size()) / r, out = static_cast<int64_t>(b.size()) / r;
-  const auto nf4 = dsx::kernels::nf4_quantize_matrix(w.data(), dsx::kernels::DType::F32, out, in,
-                                                     {.double_quant = false, .compute = dsx::kernels::DType::F16});
+  const std::vector<float> a =
+      tensor(adapter + "/adapter_model.safetensors", "base_model.model." + name + ".lora_A.weight");
+  const std::vector<float> b =
+      tensor(adapter + "/adapter_model.safetensors", "base_model.model." + name + ".lora_B.weight");
+  const int64_t r = 4, in = static_cast<int64_t>(a.size()) / r,
+                out = static_cast<int64_t>(b.size()) / r;
+  const auto nf4 = dsx::kernels::nf4_quantize_matrix(
+      w.data(), dsx::kernels::DType::F32, out, in,
+      {.double_quant = false, .compute = dsx::kernels::DType::F16});
   std::vector<float> merged(w.size());
   dsx::kernels::nf4_dequantize_rows(merged.data(), nf4, 0, out);
   for (int64_t o = 0; o < out; ++o)
@@ -160,8 +170,8 @@ TEST(QloraCli, TrainsOnAnNf4BaseExportsMergedAndSamples) {
   const std::string model = dir.file("llama"), out = dir.file("out");
   write_model_folder(model);
   const std::string quantise = " --load-in-4bit --bnb-4bit-compute-dtype float16";
-  auto run = train("--deepspeed_config " + write_config(dir, 2) + " --model " + model + kLora + quantise +
-                   " --steps 30 --save " + out);
+  auto run = train("--deepspeed_config " + write_config(dir, 2) + " --model " + model + kLora +
+                   quantise + " --steps 30 --save " + out);
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("QLoRA: block linears in NF4"), std::string::npos) << run.output;
   expect_loss_falls(run.output, 0.3);
@@ -169,7 +179,8 @@ TEST(QloraCli, TrainsOnAnNf4BaseExportsMergedAndSamples) {
 
   auto merged = dsx_command("export " + out + " --out " + dir.file("merged") + " --merged");
   ASSERT_EQ(merged.exit_code, 0) << merged.output;
-  for (const std::string name : {"model.layers.0.self_attn.q_proj", "model.layers.1.mlp.down_proj"}) {
+  for (const std::string name :
+       {"model.layers.0.self_attn.q_proj", "model.layers.1.mlp.down_proj"}) {
     const double gap = relative_gap(tensor(dir.file("merged/model.safetensors"), name + ".weight"),
                                     merged_reference(model, out, name, 2.0));
     std::printf("%s merged: largest gap %.3g of the largest weight\n", name.c_str(), gap);
@@ -182,10 +193,12 @@ TEST(QloraCli, StageThreeOnTwoRanksPartitionsTheNf4Base) {
   dsx::test::TempDir dir;
   const std::string model = dir.file("llama");
   write_model_folder(model);
-  auto run = train_on_two_ranks("--deepspeed_config " + write_config(dir, 3) + " --model " + model + kLora +
-                                " --load-in-4bit --bnb-4bit-use-double-quant --bnb-4bit-compute-dtype bfloat16 --steps 30");
+  auto run = train_on_two_ranks(
+      "--deepspeed_config " + write_config(dir, 3) + " --model " + model + kLora +
+      " --load-in-4bit --bnb-4bit-use-double-quant --bnb-4bit-compute-dtype bfloat16 --steps 30");
   ASSERT_EQ(run.exit_code, 0) << run.output;
-  EXPECT_NE(run.output.find("partitioned over the ranks (QLoRA: block linears in NF4"), std::string::npos)
+  EXPECT_NE(run.output.find("partitioned over the ranks (QLoRA: block linears in NF4"),
+            std::string::npos)
       << run.output;
   expect_loss_falls(run.output, 0.3);
   expect_ledger_matches_estimate(run.output, model, 3, 2, true);
@@ -196,25 +209,32 @@ TEST(QloraCli, MergedExportOfABitsandbytesFolderEqualsPeftsMerge) {
   const std::string base = kData + "llama_bytes_bnb_nf4", adapter = kData + "llama_bytes_qlora";
   const std::string out = dir.file("out");
   // One step at learning rate 0: a checkpoint whose adapter is PEFT's, unchanged.
-  auto run = train("--deepspeed_config " + write_config(dir, 0, 0.0) + " --model " + base + " --lora " + adapter +
-                   " --steps 1 --save " + out);
+  auto run = train("--deepspeed_config " + write_config(dir, 0, 0.0) + " --model " + base +
+                   " --lora " + adapter + " --steps 1 --save " + out);
   ASSERT_EQ(run.exit_code, 0) << run.output;
-  ASSERT_EQ(dsx_command("export " + out + " --out " + dir.file("merged") + " --merged").exit_code, 0);
+  ASSERT_EQ(dsx_command("export " + out + " --out " + dir.file("merged") + " --merged").exit_code,
+            0);
   ASSERT_EQ(dsx_command("export " + out + " --peft " + dir.file("peft")).exit_code, 0);
   const std::string merged = dir.file("merged/model.safetensors");
   const dsx::models::SafetensorsReader peft_merged(adapter + "/merged.safetensors");
   ASSERT_EQ(peft_merged.tensors().size(), 3u);
   for (const auto& [name, t] : peft_merged.tensors()) {
-    const double gap = relative_gap(tensor(merged, name), tensor(adapter + "/merged.safetensors", name));
-    std::printf("%s: dsx's merge beside PEFT's, largest gap %.3g of the largest weight\n", name.c_str(), gap);
+    const double gap =
+        relative_gap(tensor(merged, name), tensor(adapter + "/merged.safetensors", name));
+    std::printf("%s: dsx's merge beside PEFT's, largest gap %.3g of the largest weight\n",
+                name.c_str(), gap);
     EXPECT_LT(gap, 1e-6) << name;
   }
   // What bitsandbytes left dense (bf16) is exported as it is.
-  EXPECT_EQ(tensor(merged, "lm_head.weight"), tensor(base + "/model.safetensors", "lm_head.weight"));
-  EXPECT_EQ(dsx::test::run_command("grep -c quantization_config " + dir.file("merged/config.json")).output, "0\n");
+  EXPECT_EQ(tensor(merged, "lm_head.weight"),
+            tensor(base + "/model.safetensors", "lm_head.weight"));
+  EXPECT_EQ(dsx::test::run_command("grep -c quantization_config " + dir.file("merged/config.json"))
+                .output,
+            "0\n");
   const dsx::models::SafetensorsReader peft_adapter(adapter + "/adapter_model.safetensors");
   for (const auto& [name, t] : peft_adapter.tensors())
-    EXPECT_EQ(tensor(dir.file("peft/adapter_model.safetensors"), name), tensor(adapter + "/adapter_model.safetensors", name))
+    EXPECT_EQ(tensor(dir.file("peft/adapter_model.safetensors"), name),
+              tensor(adapter + "/adapter_model.safetensors", name))
         << name;
   EXPECT_EQ(greedy(base + " --lora-adapter " + out), greedy(dir.file("merged")));
 }
@@ -223,7 +243,8 @@ TEST(QloraCli, RefusesFourBitWithoutAnAdapter) {
   dsx::test::TempDir dir;
   const std::string model = dir.file("llama");
   write_model_folder(model);
-  auto no_lora = train("--deepspeed_config " + write_config(dir, 2) + " --model " + model + " --load-in-4bit --steps 2");
+  auto no_lora = train("--deepspeed_config " + write_config(dir, 2) + " --model " + model +
+                       " --load-in-4bit --steps 2");
   EXPECT_NE(no_lora.exit_code, 0);
   EXPECT_NE(no_lora.output.find("add --lora"), std::string::npos) << no_lora.output;
   auto sample = dsx_command("sample " + kData + "llama_bytes_bnb_nf4 --prompt 1+2=");

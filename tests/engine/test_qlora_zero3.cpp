@@ -37,7 +37,8 @@ class SeededLoader final : public m::DataLoader {
     for (size_t i = 0; i < b.inputs.size(); ++i) {
       x ^= x << 13, x ^= x >> 7, x ^= x << 17;
       b.inputs[i] = static_cast<int32_t>(x % 64);
-      b.targets[i] = static_cast<int32_t>((b.inputs[i] * 7 + 3) % 64);  // a map the adapters can learn
+      b.targets[i] =
+          static_cast<int32_t>((b.inputs[i] * 7 + 3) % 64);  // a map the adapters can learn
     }
     ++step_;
   }
@@ -51,10 +52,12 @@ class SeededLoader final : public m::DataLoader {
 };
 
 dsx::config::EngineConfig config_for(int stage, int world) {
-  const std::string text = R"({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 1,
+  const std::string text =
+      R"({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 1,
     "optimizer": {"type": "AdamW", "params": {"lr": 1e-2, "weight_decay": 0.0}},
-    "zero_optimization": {"stage": )" + std::to_string(stage) +
-                           R"(, "overlap_comm": true, "reduce_bucket_size": 500,
+    "zero_optimization": {"stage": )" +
+      std::to_string(stage) +
+      R"(, "overlap_comm": true, "reduce_bucket_size": 500,
       "stage3_prefetch_bucket_size": 300, "stage3_param_persistence_threshold": 50}})";
   dsx::config::ConfigInputs inputs;
   inputs.world_size = world;
@@ -70,8 +73,8 @@ m::ModelBuildOptions build_options() {
 const m::LoraConfig kLora = m::parse_lora_flag("r=4,alpha=8,targets=all-linear,init=false");
 
 // Every NF4 tensor and dense tensor of the gathered layers equals the whole base's.
-void expect_gathers_give_back_the_base(dsx::engine::PartitionedNf4FrozenWeights& part, m::Nf4FrozenWeights& whole,
-                                       int blocks) {
+void expect_gathers_give_back_the_base(dsx::engine::PartitionedNf4FrozenWeights& part,
+                                       m::Nf4FrozenWeights& whole, int blocks) {
   for (int b = 0; b < blocks; ++b) {
     part.acquire(b + 1);
     for (int p = 0; p < m::kNumProjections; ++p) {
@@ -84,7 +87,8 @@ void expect_gathers_give_back_the_base(dsx::engine::PartitionedNf4FrozenWeights&
                                  ": the gathered NF4 state differs from the base's");
     }
     part.release(b + 1);
-    if (!part.tensor_of(b, m::Projection::q)->packed.empty()) throw std::runtime_error("release kept the codes");
+    if (!part.tensor_of(b, m::Projection::q)->packed.empty())
+      throw std::runtime_error("release kept the codes");
   }
   for (size_t i = 0; i < whole.specs().size(); ++i) {
     const auto& s = whole.specs()[i];
@@ -112,11 +116,13 @@ Trajectory train(int stage, dsx::comm::Communicator& comm) {
     // Half of the whole, but for each layer's padding and the nested codes every rank keeps.
     double replicated = 0;
     for (size_t i = 0; i < whole.specs().size(); ++i)
-      if (const auto* t = whole.quantized_tensor(i)) replicated += (t->nested->code.size() + 1) * sizeof(float);
-    const double kept = static_cast<double>(part->share_bytes()), all = static_cast<double>(whole.held_bytes());
+      if (const auto* t = whole.quantized_tensor(i))
+        replicated += (t->nested->code.size() + 1) * sizeof(float);
+    const double kept = static_cast<double>(part->share_bytes()),
+                 all = static_cast<double>(whole.held_bytes());
     const double half = 0.5 * (all - replicated) + replicated;
-    std::printf("rank %d keeps %.0f of the base's %.0f bytes (%.0f of them replicated)\n", comm.rank(), kept, all,
-                replicated);
+    std::printf("rank %d keeps %.0f of the base's %.0f bytes (%.0f of them replicated)\n",
+                comm.rank(), kept, all, replicated);
     if (kept > half + 64 || kept < half) throw std::runtime_error("the share is not half the base");
     model = m::make_lora_model(source.shape, std::move(part), kLora, build_options());
   } else {
@@ -124,7 +130,8 @@ Trajectory train(int stage, dsx::comm::Communicator& comm) {
   }
   std::vector<float> initial(model->num_params());
   model->init_params(initial.data(), 11);
-  dsx::engine::Trainer trainer(config_for(stage, comm.size()), *model, comm, initial.data(), 0, nullptr);
+  dsx::engine::Trainer trainer(config_for(stage, comm.size()), *model, comm, initial.data(), 0,
+                               nullptr);
   if (auto* part = dynamic_cast<dsx::engine::PartitionedNf4FrozenWeights*>(&model->frozen()))
     part->order_on(trainer.zero().device(), trainer.zero().comm_stream());
   SeededLoader loader(comm.rank());
@@ -144,18 +151,25 @@ double largest_difference(const std::vector<double>& a, const std::vector<double
 }  // namespace
 
 TEST(QloraZero3, PartitionedNf4BaseTrainsAsTheWholeOne) {
-  auto job = dsx::test::run_job(2, dsx::test::test_options("shm"), [&](dsx::comm::Communicator& comm, int rank) {
-    const Trajectory whole = train(0, comm), partitioned = train(3, comm);
-    const double loss_gap = largest_difference(whole.losses, partitioned.losses);
-    const double adapter_gap = largest_difference({whole.adapters.begin(), whole.adapters.end()},
-                                                  {partitioned.adapters.begin(), partitioned.adapters.end()});
-    if (rank == 0)
-      std::printf("losses %.6f -> %.6f (stage 0) and %.6f -> %.6f (stage 3); largest gaps: loss %.3g, adapter %.3g\n",
-                  whole.losses.front(), whole.losses.back(), partitioned.losses.front(), partitioned.losses.back(),
-                  loss_gap, adapter_gap);
-    if (!(whole.losses.back() < whole.losses.front() - 0.05)) throw std::runtime_error("the loss did not fall");
-    if (!(loss_gap <= 1e-6 * std::abs(whole.losses.front())) || !(adapter_gap <= 1e-6))
-      throw std::runtime_error("stage 3 left stage 0's trajectory");
-  }, std::chrono::seconds(120));
+  auto job = dsx::test::run_job(
+      2, dsx::test::test_options("shm"),
+      [&](dsx::comm::Communicator& comm, int rank) {
+        const Trajectory whole = train(0, comm), partitioned = train(3, comm);
+        const double loss_gap = largest_difference(whole.losses, partitioned.losses);
+        const double adapter_gap =
+            largest_difference({whole.adapters.begin(), whole.adapters.end()},
+                               {partitioned.adapters.begin(), partitioned.adapters.end()});
+        if (rank == 0)
+          std::printf(
+              "losses %.6f -> %.6f (stage 0) and %.6f -> %.6f (stage 3); largest gaps: loss %.3g, "
+              "adapter %.3g\n",
+              whole.losses.front(), whole.losses.back(), partitioned.losses.front(),
+              partitioned.losses.back(), loss_gap, adapter_gap);
+        if (!(whole.losses.back() < whole.losses.front() - 0.05))
+          throw std::runtime_error("the loss did not fall");
+        if (!(loss_gap <= 1e-6 * std::abs(whole.losses.front())) || !(adapter_gap <= 1e-6))
+          throw std::runtime_error("stage 3 left stage 0's trajectory");
+      },
+      std::chrono::seconds(120));
   ASSERT_TRUE(job.all_ok()) << job.summary();
 }
