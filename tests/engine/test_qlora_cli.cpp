@@ -5,7 +5,7 @@
 //   `dsx export --merged` dequantises that base (fp16 compute here) and adds the adapters, and
 //   `dsx sample --lora-adapter --load-in-4bit` generates what the merged model generates;
 // - ZeRO 3 on two ranks: the NF4 base partitioned, the loss falls, the ledger within 10% of the
-//   estimate's stage-3 row;
+//   estimate's stage-3 row, and a run resumed halfway ends on the same adapter bytes;
 // - on a folder bitsandbytes saved (tests/models/data/llama_bytes_bnb_nf4) from PEFT's adapter
 //   (llama_bytes_qlora), `dsx export --merged` equals what PEFT's merge_and_unload computes before
 //   it quantises again (dequantize_bnb_weight(W) + delta), `--peft` gives PEFT's adapter back, and
@@ -189,19 +189,30 @@ TEST(QloraCli, TrainsOnAnNf4BaseExportsMergedAndSamples) {
   EXPECT_EQ(greedy(model + " --lora-adapter " + out + quantise), greedy(dir.file("merged")));
 }
 
-TEST(QloraCli, StageThreeOnTwoRanksPartitionsTheNf4Base) {
+TEST(QloraCli, StageThreeOnTwoRanksPartitionsTheNf4BaseAndResumes) {
   dsx::test::TempDir dir;
   const std::string model = dir.file("llama");
   write_model_folder(model);
-  auto run = train_on_two_ranks(
+  const std::string args =
       "--deepspeed_config " + write_config(dir, 3) + " --model " + model + kLora +
-      " --load-in-4bit --bnb-4bit-use-double-quant --bnb-4bit-compute-dtype bfloat16 --steps 30");
+      " --load-in-4bit --bnb-4bit-use-double-quant --bnb-4bit-compute-dtype bfloat16";
+  auto run = train_on_two_ranks(args + " --steps 30 --save " + dir.file("whole"));
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("partitioned over the ranks (QLoRA: block linears in NF4"),
             std::string::npos)
       << run.output;
   expect_loss_falls(run.output, 0.3);
   expect_ledger_matches_estimate(run.output, model, 3, 2, true);
+  // 15 steps, then 15 more from the checkpoint: the same adapter, byte for byte.
+  ASSERT_EQ(train_on_two_ranks(args + " --steps 15 --save " + dir.file("split")).exit_code, 0);
+  auto resumed = train_on_two_ranks(args + " --steps 30 --load " + dir.file("split") + " --save " +
+                                    dir.file("split"));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("resumed from"), std::string::npos) << resumed.output;
+  EXPECT_EQ(dsx::test::run_command("cmp " + dir.file("whole/adapter_model.safetensors") + " " +
+                                   dir.file("split/adapter_model.safetensors"))
+                .exit_code,
+            0);
 }
 
 TEST(QloraCli, MergedExportOfABitsandbytesFolderEqualsPeftsMerge) {
