@@ -77,9 +77,10 @@ std::vector<float> trained_base(const LoraCheckpoint& c) {
   if (!c.quantized_at_load && !models::hf_folder_is_bnb_4bit(c.source_folder))
     return models::read_llama_hf_folder(c.source_folder).params;
   const models::ModelSource source = models::qlora_model_source(c.source_folder);
-  const models::Nf4FrozenWeights base(
-      source.shape.llama, models::read_nf4_base_weights(c.source_folder, c.quantized_at_load.value_or(models::Nf4LoadOptions{})),
-      c.source_folder);
+  // A bitsandbytes folder carries its own quantisation; the options apply to quantising at load.
+  const models::Nf4LoadOptions options = c.quantized_at_load.value_or(models::Nf4LoadOptions{});
+  const models::Nf4FrozenWeights base(source.shape.llama, models::read_nf4_base_weights(c.source_folder, options),
+                                      c.source_folder);
   return base.dequantised();
 }
 
