@@ -6,6 +6,7 @@
 #include <rapidjson/writer.h>
 
 #include <filesystem>
+#include <optional>
 #include <vector>
 
 #include "checkpoint/layout.h"
@@ -15,6 +16,8 @@
 #include "models/io/hf_folder.h"
 #include "models/lora/lora_adapters.h"
 #include "models/lora/lora_merge.h"
+#include "models/lora/nf4_frozen_weights.h"
+#include "models/lora/qlora_factory.h"
 #include "models/lora/peft_adapter.h"
 #include "models/model_source.h"
 
@@ -27,6 +30,7 @@ struct LoraCheckpoint {
   models::LoraConfig lora;
   std::vector<models::ParamSpec> specs;  // the adapters'
   std::vector<float> adapters;
+  std::optional<models::Nf4LoadOptions> quantized_at_load;  // QLoRA with --load-in-4bit
 };
 
 rapidjson::Document checkpoint_metadata(const checkpoint::TensorFile& states) {
@@ -55,9 +59,29 @@ LoraCheckpoint read_lora_checkpoint(const std::string& dir, const std::string& t
   c.adapters.assign(c.specs.empty() ? 0 : c.specs.back().offset + c.specs.back().numel, 0.0f);
   for (const auto& spec : c.specs)
     states.read("module." + spec.name, checkpoint::TensorDType::F32, c.adapters.data() + spec.offset, spec.numel);
+  if (const auto q = meta.FindMember("quantization_config"); q != meta.MemberEnd()) {
+    rapidjson::StringBuffer json;
+    rapidjson::Writer<rapidjson::StringBuffer> qw(json);
+    q->value.Accept(qw);
+    c.quantized_at_load = models::parse_bnb_4bit_config(json.GetString(), c.origin);
+  }
   const auto source = meta.FindMember("source_folder");
   if (source != meta.MemberEnd() && source->value.IsString()) c.source_folder = source->value.GetString();
   return c;
+}
+
+// The base the adapters trained on, in llama_param_specs' layout: a QLoRA base (a bitsandbytes
+// 4-bit folder, or a folder quantised at load) dequantised as the model computed with it, as
+// PEFT's merge_and_unload dequantises a 4-bit weight before adding the adapter; else the folder's.
+std::vector<float> trained_base(const LoraCheckpoint& c) {
+  if (!c.quantized_at_load && !models::hf_folder_is_bnb_4bit(c.source_folder))
+    return models::read_llama_hf_folder(c.source_folder).params;
+  const models::ModelSource source = models::qlora_model_source(c.source_folder);
+  // A bitsandbytes folder carries its own quantisation; the options apply to quantising at load.
+  const models::Nf4LoadOptions options = c.quantized_at_load.value_or(models::Nf4LoadOptions{});
+  const models::Nf4FrozenWeights base(source.shape.llama, models::read_nf4_base_weights(c.source_folder, options),
+                                      c.source_folder);
+  return base.dequantised();
 }
 
 }  // namespace
@@ -86,11 +110,14 @@ std::string export_lora_merged(const std::string& checkpoint_dir, const std::str
   if (std::filesystem::equivalent(out.has_parent_path() ? out.parent_path() : ".", c.source_folder, ec))
     throw Error(ErrorKind::Usage, "dsx export --merged: " + out_path + " is in the base model's folder " +
                                       c.source_folder + ", whose weights it would replace; export into another folder");
-  models::LlamaWeights base = models::read_llama_hf_folder(c.source_folder);
-  models::merge_lora_adapters(models::llama_param_specs(base.config), base.params.data(), c.specs, c.adapters.data(),
-                              c.lora.scaling());
+  std::vector<float> base = trained_base(c);
+  const auto base_specs = models::llama_param_specs(c.shape.llama);
+  if (base_specs.empty() || base.size() != base_specs.back().offset + base_specs.back().numel)
+    throw Error(ErrorKind::Format, c.origin + ": the base model in " + c.source_folder +
+                                       " is not the shape the run trained (config.json changed?)");
+  models::merge_lora_adapters(base_specs, base.data(), c.specs, c.adapters.data(), c.lora.scaling());
   if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());
-  models::write_hf_weights(out_path, c.shape, base.params.data(), dtype, c.source_folder);
+  models::write_hf_weights(out_path, c.shape, base.data(), dtype, c.source_folder);
   return c.tag;
 }
 

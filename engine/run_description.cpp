@@ -11,7 +11,7 @@
 namespace dsx::engine {
 
 std::string run_description(const models::ModelSource& model, uint64_t seed, const std::string& config_path,
-                            const std::string& lora_adapter_config) {
+                            const std::string& lora_adapter_config, const std::string& quantization_config) {
   rapidjson::StringBuffer buffer;
   rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
   w.StartObject();
@@ -24,6 +24,10 @@ std::string run_description(const models::ModelSource& model, uint64_t seed, con
   if (!lora_adapter_config.empty()) {
     w.Key("lora");
     w.RawValue(lora_adapter_config.c_str(), lora_adapter_config.size(), rapidjson::kObjectType);
+  }
+  if (!quantization_config.empty()) {
+    w.Key("quantization_config");
+    w.RawValue(quantization_config.c_str(), quantization_config.size(), rapidjson::kObjectType);
   }
   w.Key("seed"), w.Uint64(seed);
   std::ifstream in(config_path, std::ios::binary);

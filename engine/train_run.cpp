@@ -44,6 +44,7 @@
 #include "kernels/device_choice.h"
 #include "models/gpt2/factory.h"
 #include "engine/partitioned_frozen_weights.h"
+#include "engine/partitioned_nf4_frozen_weights.h"
 #include "models/lora/lora_factory.h"
 #include "models/lora/peft_adapter.h"
 #include "models/lora/nf4_frozen_weights.h"
@@ -165,18 +166,26 @@ std::unique_ptr<models::Model> build_model(const config::EngineConfig& config, c
   return models::build_model(shape, options);
 }
 
-// QLoRA: the NF4 base is held whole on every rank; partitioning it at stage 3 is not built, and
-// dequantising it to partition it would lose QLoRA's point, so stage 3 is refused.
-std::unique_ptr<models::Model> build_qlora_model(const TrainRunOptions& o, const config::EngineConfig& config,
-                                                 const models::ModelSource& choice, const models::LoraConfig& lora,
-                                                 const models::BuildOptions& options) {
-  if (config.zero_optimization.stage == 3)
-    throw Error(ErrorKind::Unsupported, "QLoRA: ZeRO stage 3 does not partition an NF4 base yet; set "
-                                        "zero_optimization.stage to 0, 1 or 2 (the adapters are all that trains)");
+// --bnb-4bit-*: how --load-in-4bit quantises.
+models::Nf4LoadOptions qlora_load_options(const TrainRunOptions& o) {
   models::Nf4LoadOptions quantization;
   quantization.double_quant = o.bnb_double_quant;
   quantization.compute = models::bnb_compute_dtype(o.bnb_compute_dtype);
-  return models::make_qlora_model(choice, lora, quantization, options);
+  return quantization;
+}
+
+// QLoRA: the NF4 base, whole on every rank at stages 0-2; at stage 3 partitioned as it is
+// stored (4-bit codes and absmax, never dequantised) and gathered per layer.
+std::unique_ptr<models::Model> build_qlora_model(const TrainRunOptions& o, const config::EngineConfig& config,
+                                                 const models::ModelSource& choice, const models::LoraConfig& lora,
+                                                 const models::BuildOptions& options, comm::Communicator& comm) {
+  const models::Nf4LoadOptions quantization = qlora_load_options(o);
+  if (config.zero_optimization.stage != 3 || options.cuda)  // make_qlora_model refuses the GPU
+    return models::make_qlora_model(choice, lora, quantization, options);
+  models::Nf4FrozenWeights whole(choice.shape.llama, models::read_nf4_base_weights(choice.folder, quantization),
+                                 choice.folder);
+  auto frozen = std::make_unique<PartitionedNf4FrozenWeights>(whole, choice.shape.llama.num_layers, comm);
+  return models::make_lora_model(choice.shape, std::move(frozen), lora, options);
 }
 
 // QLoRA reads the base itself, as NF4: here only its shape and folder.
@@ -201,7 +210,7 @@ std::unique_ptr<models::Model> build_lora_model(const TrainRunOptions& o, const 
   if (choice.initial.empty() && !models::wants_qlora(o.model, o.load_in_4bit))
     choice.initial = models::initial_parameters(choice.shape, o.seed);
   const models::LoraConfig lora = models::parse_lora_flag(o.lora);
-  if (models::wants_qlora(o.model, o.load_in_4bit)) return build_qlora_model(o, config, choice, lora, options);
+  if (models::wants_qlora(o.model, o.load_in_4bit)) return build_qlora_model(o, config, choice, lora, options, comm);
   if (config.zero_optimization.stage == 3 && choice.shape.family == models::ModelShape::Family::Llama) {
     auto frozen = std::make_unique<PartitionedFrozenWeights>(models::param_specs(choice.shape), choice.initial, comm);
     std::vector<float>().swap(choice.initial);
@@ -295,6 +304,8 @@ class TrainingRun {
         throughput_(config_.train_batch_size, config_.steps_per_print) {
     if (auto* lora = dynamic_cast<models::LoraLlama*>(model_.get())) {
       if (auto* partitioned = dynamic_cast<PartitionedFrozenWeights*>(&lora->frozen()))
+        partitioned->order_on(trainer_.zero().device(), trainer_.zero().comm_stream());
+      if (auto* partitioned = dynamic_cast<PartitionedNf4FrozenWeights*>(&lora->frozen()))
         partitioned->order_on(trainer_.zero().device(), trainer_.zero().comm_stream());
     }
   }
@@ -395,6 +406,9 @@ class TrainingRun {
       if (const auto* nf4 = dynamic_cast<const models::Nf4FrozenWeights*>(&lora->frozen()))
         line << " (QLoRA: block linears in NF4, " << nf4->nf4_bytes() << " bytes, the rest fp32, "
              << nf4->dense_bytes() << " bytes)";
+      if (const auto* nf4 = dynamic_cast<const PartitionedNf4FrozenWeights*>(&lora->frozen()))
+        line << " (QLoRA: block linears in NF4, the rest fp32; this rank keeps " << nf4->share_bytes()
+             << " bytes, and gathers at most " << nf4->largest_gathered_bytes() << " more for a layer)";
       say(line.str());
     }
     if (const std::string data = loader_->describe(); !data.empty()) say("data: " + data);
@@ -452,7 +466,7 @@ class TrainingRun {
   std::string save(const std::string& why) {
     const std::string tag = save_training_checkpoint(
         o_.save_dir, "", trainer_, *model_, *loader_, comm_, session_.rendezvous().store(),
-        run_description(choice_, o_.seed, o_.config_path, lora_adapter_config()),
+        run_description(choice_, o_.seed, o_.config_path, lora_adapter_config(), quantization_config()),
         SaveOptions{config_.checkpoint.tag_validation, config_.checkpoint.use_node_local_storage});
     say("saved checkpoint " + in_dir(o_.save_dir, tag) + " (" + why + ")");
     return tag;
@@ -499,6 +513,12 @@ class TrainingRun {
     }
     comm_.barrier()->wait();
     return 0;
+  }
+
+  // QLoRA quantising its base at load: how, so that dsx export --merged dequantises the same base.
+  std::string quantization_config() const {
+    if (!o_.load_in_4bit || o_.lora.empty()) return "";
+    return models::bnb_4bit_config_json(qlora_load_options(o_));
   }
 
   std::string lora_adapter_config() const {

@@ -12,7 +12,9 @@
 #include "models/io/hf_folder.h"
 #include "models/io/llmc_tokenizer.h"
 #include "models/local_params.h"
+#include "models/io/nf4_base_weights.h"
 #include "models/lora/lora_factory.h"
+#include "models/lora/qlora_factory.h"
 #include "models/lora/peft_adapter.h"
 #include "models/model_source.h"
 #include "models/sampling.h"
@@ -203,6 +205,36 @@ std::vector<int32_t> prompt_ids(const po::variables_map& v, const SampleText& te
   return prompt;
 }
 
+// --lora-adapter: the base with the adapter applied. A QLoRA base (a bitsandbytes 4-bit folder, or
+// --load-in-4bit) is held in NF4 and computes as it trained, its projections dequantised tile by tile.
+std::unique_ptr<models::LoraLlama> adapted_model(const po::variables_map& v, const models::ModelSource& source,
+                                                 bool qlora, int max_seq) {
+  const std::string dir = v["lora-adapter"].as<std::string>();
+  models::ModelBuildOptions options;
+  options.max_batch = 1, options.max_seq = max_seq;
+  const models::LoraConfig lora = models::read_peft_adapter_config(dir + "/adapter_config.json");
+  if (!qlora) return models::make_lora_model(source.shape, source.initial, lora, options);
+  models::Nf4LoadOptions quantization;
+  quantization.double_quant = v["bnb-4bit-use-double-quant"].as<bool>();
+  quantization.compute = models::bnb_compute_dtype(v["bnb-4bit-compute-dtype"].as<std::string>());
+  return models::make_qlora_model(source, lora, quantization, options);
+}
+
+// A QLoRA base is sampled with its adapter; its weights are read as NF4, so only its shape here.
+bool wants_qlora_sample(const po::variables_map& v) {
+  const std::string weights = v["weights"].as<std::string>();
+  const bool load_in_4bit = v["load-in-4bit"].as<bool>();
+  const bool bnb = std::filesystem::is_directory(weights) && models::hf_folder_is_bnb_4bit(weights);
+  if ((load_in_4bit || bnb) && !v.count("lora-adapter"))
+    throw Error(ErrorKind::Usage, "dsx sample: " + (bnb ? "'" + weights + "' is saved with bitsandbytes 4-bit"
+                                                        : std::string("--load-in-4bit")) +
+                                      ": dsx samples an NF4 base with the adapter trained on it; add --lora-adapter "
+                                      "DIR (or sample the merged model that dsx export --merged writes)");
+  if ((load_in_4bit || bnb) && (v.count("add") || v.count("eval-add")))
+    throw Error(ErrorKind::Usage, "dsx sample: --add/--eval-add sample a dense model, not a QLoRA base");
+  return load_in_4bit || bnb;
+}
+
 }  // namespace
 
 int run_sample(int argc, char** argv) {
@@ -224,7 +256,13 @@ int run_sample(int argc, char** argv) {
        "or llm.c's gpt2_tokenizer.bin to print GPT-2 tokens as text; default: the model folder's")
       ("heads", po::value<int>()->default_value(0), "attention heads, if a GPT-2 weights file does not say")
       ("lora-adapter", po::value<std::string>(), "a PEFT adapter folder (adapter_config.json, "
-       "adapter_model.safetensors: what dsx train --lora --save writes) applied to the base model")
+       "adapter_model.safetensors: what dsx train --lora --save writes) applied to the base model; over a "
+       "bitsandbytes 4-bit folder the base is held in NF4 (QLoRA)")
+      ("load-in-4bit", po::bool_switch(), "with --lora-adapter: quantise the base to NF4 at load, as dsx train "
+       "--load-in-4bit did for the adapter (QLoRA)")
+      ("bnb-4bit-use-double-quant", po::bool_switch(), "with --load-in-4bit: as dsx train's flag")
+      ("bnb-4bit-compute-dtype", po::value<std::string>()->default_value("float32"),
+       "with --load-in-4bit: as dsx train's flag (bfloat16 | float16 | float32)")
       ("add", po::value<std::string>(), "ask the addition model A+B (greedy) and check the answer")
       ("eval-add", po::value<int>(), "exact-match accuracy on this many held-out addition problems")
       ("digits", po::value<int>()->default_value(2), "operand digits of the addition task");
@@ -234,7 +272,9 @@ int run_sample(int argc, char** argv) {
   if (args.help) return 0;
   const auto& v = args.vars;
 
-  const models::ModelSource source = load_for_sampling(v["weights"].as<std::string>(), v["heads"].as<int>());
+  const bool qlora = wants_qlora_sample(v);
+  const models::ModelSource source = qlora ? models::qlora_model_source(v["weights"].as<std::string>())
+                                           : load_for_sampling(v["weights"].as<std::string>(), v["heads"].as<int>());
   const int tokens = v["tokens"].as<int>();
   if (tokens < 0) throw Error(ErrorKind::Usage, "dsx sample: --tokens must be >= 0");
   if (v.count("add") || v.count("eval-add")) return sample_addition(v, source);
@@ -245,13 +285,9 @@ int run_sample(int argc, char** argv) {
   std::unique_ptr<models::Model> model;
   std::unique_ptr<LocalParams<float>> adapted;
   if (v.count("lora-adapter")) {
-    const std::string dir = v["lora-adapter"].as<std::string>();
-    models::ModelBuildOptions options;
-    options.max_batch = 1, options.max_seq = max_seq;
-    model = models::make_lora_model(source.shape, source.initial,
-                                    models::read_peft_adapter_config(dir + "/adapter_config.json"), options);
+    model = adapted_model(v, source, qlora, max_seq);
     adapted = std::make_unique<LocalParams<float>>(*model);
-    models::read_peft_adapter_weights(dir, model->params(), adapted->params());
+    models::read_peft_adapter_weights(v["lora-adapter"].as<std::string>(), model->params(), adapted->params());
   } else {
     model = models::build_host_model(source.shape, 1, max_seq);
     adapted = std::make_unique<LocalParams<float>>(*model);

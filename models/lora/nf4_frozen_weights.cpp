@@ -1,6 +1,7 @@
 // Nf4FrozenWeights (see nf4_frozen_weights.h).
 #include "models/lora/nf4_frozen_weights.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "dsx/error.h"
@@ -62,6 +63,23 @@ Nf4FrozenWeights::Nf4FrozenWeights(const LlamaConfig& config, Nf4BaseWeights bas
 const void* Nf4FrozenWeights::param(size_t index) {
   const size_t at = dense_offset_.at(index);
   return at == kQuantised ? nullptr : dense_.data() + at;  // the model never reads a quantised one
+}
+
+const kernels::Nf4Tensor* Nf4FrozenWeights::quantized_tensor(size_t index) const {
+  const auto it = base_.linears.find(specs_.at(index).name);
+  return it == base_.linears.end() ? nullptr : &it->second;
+}
+
+std::vector<float> Nf4FrozenWeights::dequantised() const {
+  std::vector<float> flat(specs_.empty() ? 0 : specs_.back().offset + specs_.back().numel);
+  for (size_t i = 0; i < specs_.size(); ++i) {
+    float* to = flat.data() + specs_[i].offset;
+    if (const kernels::Nf4Tensor* t = quantized_tensor(i))
+      kernels::nf4_dequantize_rows(to, *t, 0, t->rows);
+    else
+      std::copy_n(dense_.data() + dense_offset_[i], specs_[i].numel, to);
+  }
+  return flat;
 }
 
 void Nf4FrozenWeights::forward(int block, Projection p, float* out, const float* inp, size_t N) {

@@ -3,7 +3,8 @@
 // time, never a whole matrix; everything else (embeddings, norms, biases, lm_head) dense fp32.
 // To the CPU Llama it is both the ParamAccess of the base (a quantised projection's weight
 // pointer is null) and the QuantizedProjections that multiplies by those weights.
-// Not partitioned: every rank holds the whole quantised base (ZeRO stage 3 is refused upstream).
+// Held whole on every rank; at ZeRO stage 3 the engine partitions it
+// (engine/partitioned_nf4_frozen_weights.h) from this validated, whole form.
 #pragma once
 
 #include <array>
@@ -38,6 +39,12 @@ class Nf4FrozenWeights final : public ParamAccess, public QuantizedProjections {
   const kernels::Nf4Tensor* linear(int block, Projection p) const {
     return by_block_.at(block)[static_cast<int>(p)];
   }
+  const std::vector<ParamSpec>& specs() const { return specs_; }
+  // The whole base in specs()' flat layout as the model computes with it: each NF4 tensor
+  // dequantised and rounded to its compute dtype, the rest as held (for a merged export).
+  std::vector<float> dequantised() const;
+  // The NF4 tensor of specs()[index], or null for a dense one (param(index) reads those).
+  const kernels::Nf4Tensor* quantized_tensor(size_t index) const;
 
  private:
   std::vector<ParamSpec> specs_;

@@ -63,6 +63,40 @@ kernels::DType bnb_compute_dtype(const std::string& name) {
                                     "': use bfloat16, float16 or float32 (as BitsAndBytesConfig)");
 }
 
+const char* bnb_compute_dtype_name(kernels::DType dtype) {
+  return dtype == kernels::DType::BF16 ? "bfloat16" : dtype == kernels::DType::F16 ? "float16" : "float32";
+}
+
+std::string bnb_4bit_config_json(const Nf4LoadOptions& options) {
+  rapidjson::StringBuffer out;
+  rapidjson::Writer<rapidjson::StringBuffer> w(out);
+  w.StartObject();
+  w.Key("load_in_4bit"), w.Bool(true);
+  w.Key("bnb_4bit_quant_type"), w.String("nf4");
+  w.Key("bnb_4bit_use_double_quant"), w.Bool(options.double_quant);
+  w.Key("bnb_4bit_compute_dtype"), w.String(bnb_compute_dtype_name(options.compute));
+  w.EndObject();
+  return out.GetString();
+}
+
+Nf4LoadOptions parse_bnb_4bit_config(const std::string& json, const std::string& origin) {
+  rapidjson::Document doc;
+  doc.Parse(json.c_str(), json.size());
+  const auto is = [&](const char* key, bool (rapidjson::Value::*test)() const) {
+    return doc.IsObject() && doc.HasMember(key) && (doc[key].*test)();
+  };
+  if (!is("bnb_4bit_use_double_quant", &rapidjson::Value::IsBool) ||
+      !is("bnb_4bit_compute_dtype", &rapidjson::Value::IsString) ||
+      !is("bnb_4bit_quant_type", &rapidjson::Value::IsString) ||
+      std::string(doc["bnb_4bit_quant_type"].GetString()) != "nf4")
+    throw Error(ErrorKind::Format, origin + ": the QLoRA quantisation record is not an NF4 BitsAndBytesConfig "
+                                            "(bnb_4bit_quant_type, bnb_4bit_use_double_quant, bnb_4bit_compute_dtype)");
+  Nf4LoadOptions o;
+  o.double_quant = doc["bnb_4bit_use_double_quant"].GetBool();
+  o.compute = bnb_compute_dtype(doc["bnb_4bit_compute_dtype"].GetString());
+  return o;
+}
+
 std::unique_ptr<LoraLlama> make_qlora_model(const ModelSource& source, const LoraConfig& lora,
                                             const Nf4LoadOptions& quantization,
                                             const ModelBuildOptions& options) {

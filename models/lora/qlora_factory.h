@@ -24,6 +24,16 @@ ModelSource qlora_model_source(const std::string& dir);
 // "bfloat16", "float16" or "float32" (bnb_4bit_compute_dtype); Error(Usage) for anything else.
 kernels::DType bnb_compute_dtype(const std::string& name);
 
+// The name of a compute dtype as BitsAndBytesConfig writes it ("bfloat16", ...).
+const char* bnb_compute_dtype_name(kernels::DType dtype);
+
+// How a 16/32-bit folder was quantised at load, as BitsAndBytesConfig's keys (load_in_4bit,
+// bnb_4bit_quant_type, bnb_4bit_use_double_quant, bnb_4bit_compute_dtype): one JSON object, what a
+// QLoRA run's checkpoint records so that its export dequantises the base the adapters trained on.
+std::string bnb_4bit_config_json(const Nf4LoadOptions& options);
+// The reverse; Error(Format) naming `origin` for an object that is not one.
+Nf4LoadOptions parse_bnb_4bit_config(const std::string& json, const std::string& origin);
+
 // The LoRA model over the NF4 base read from source.folder.
 std::unique_ptr<LoraLlama> make_qlora_model(const ModelSource& source, const LoraConfig& lora,
                                             const Nf4LoadOptions& quantization,

@@ -50,7 +50,7 @@ std::vector<ZeroOption> zero_options(const std::vector<int>& stages,
   for (Method method : methods) {
     if (method != Method::Full) {
       if (below_3 < 3) options.push_back({below_3, Offload::None, method});
-      if (stage_3 && method == Method::Lora) options.push_back({3, Offload::None, method});
+      if (stage_3) options.push_back({3, Offload::None, method});
       continue;
     }
     for (int stage : stages) {
@@ -187,14 +187,18 @@ void apply_nvme(const EstimateRequest& r, int64_t params, ZeroOption option, Mem
 }
 
 // LoRA / QLoRA: the frozen base (16-bit or NF4; partitioned at stage 3, the largest layer
-// gathered whole) and the adapters with full fine-tuning's per-parameter terms, unpartitioned
-// (a few hundred MB at most). The host maps the base file once per node.
+// gathered whole) and the adapters with full fine-tuning's per-parameter terms, which ZeRO
+// partitions as it partitions any trained parameter: optimizer states from stage 1, gradients
+// from stage 2, the weights at stage 3. The host maps the base file once per node.
 ModelStateBytes adapter_states(const EstimateRequest& r, ZeroOption option, int64_t adapter) {
   const int64_t wb = weight_bytes(r.precision), G = r.cluster.total_gpus();
   const int64_t base = frozen_base_bytes(r.model, option.method, r.adapter.double_quant, wb);
+  const auto share = [&](int from_stage, int64_t bytes_per_param) {
+    return option.stage >= from_stage ? per_gpu(bytes_per_param, adapter, G) : bytes_per_param * adapter;
+  };
   ModelStateBytes m;
   m.gpu = option.stage == 3 ? base / G + wb * largest_layer_params(r.model) : base;
-  m.gpu += (wb + wb + optimizer_bytes(r.precision)) * adapter;
+  m.gpu += share(3, wb) + share(2, wb) + share(1, optimizer_bytes(r.precision));
   m.cpu_per_node = base;
   return m;
 }
