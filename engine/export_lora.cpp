@@ -5,6 +5,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "dsx/json_input.h"
 #include "models/io/hf_folder.h"
 #include "models/lora/lora_adapters.h"
+#include "models/lora/lora_llama.h"
 #include "models/lora/lora_merge.h"
 #include "models/lora/peft_adapter.h"
 #include "models/model_source.h"
@@ -25,7 +27,9 @@ struct LoraCheckpoint {
   std::string tag, origin, source_folder;
   models::ModelShape shape;
   models::LoraConfig lora;
-  std::vector<models::ParamSpec> specs;  // the adapters'
+  std::vector<models::ParamSpec> specs;  // the adapters', then the base tensors trained in full
+  size_t adapter_specs = 0;               // how many of specs are adapters
+  models::TrainedBaseTensors trained;
   std::vector<float> adapters;
 };
 
@@ -51,7 +55,11 @@ LoraCheckpoint read_lora_checkpoint(const std::string& dir, const std::string& t
   c.shape = models::read_shape_json(model->value, c.origin);
   if (c.shape.family != models::ModelShape::Family::Llama)
     throw Error(ErrorKind::Format, c.origin + ": a LoRA checkpoint of a model that is not of the Llama family");
-  c.specs = models::LoraAdapters(c.shape.llama, c.lora, 1, 1).specs();
+  const models::LoraAdapters adapters(c.shape.llama, c.lora, 1, 1);
+  c.specs = adapters.specs();
+  c.adapter_specs = c.specs.size();
+  c.trained = models::lora_llama_trained_base(c.shape.llama, adapters);
+  c.specs.insert(c.specs.end(), c.trained.specs.begin(), c.trained.specs.end());
   c.adapters.assign(c.specs.empty() ? 0 : c.specs.back().offset + c.specs.back().numel, 0.0f);
   for (const auto& spec : c.specs)
     states.read("module." + spec.name, checkpoint::TensorDType::F32, c.adapters.data() + spec.offset, spec.numel);
@@ -87,8 +95,13 @@ std::string export_lora_merged(const std::string& checkpoint_dir, const std::str
     throw Error(ErrorKind::Usage, "dsx export --merged: " + out_path + " is in the base model's folder " +
                                       c.source_folder + ", whose weights it would replace; export into another folder");
   models::LlamaWeights base = models::read_llama_hf_folder(c.source_folder);
-  models::merge_lora_adapters(models::llama_param_specs(base.config), base.params.data(), c.specs, c.adapters.data(),
-                              c.lora.scaling());
+  const auto base_specs = models::llama_param_specs(base.config);
+  const std::vector<models::ParamSpec> adapter_specs(c.specs.begin(), c.specs.begin() + c.adapter_specs);
+  models::merge_lora_adapters(base_specs, base.params.data(), adapter_specs, c.adapters.data(), c.lora.scaling());
+  for (size_t i = 0; i < c.trained.specs.size(); ++i) {  // modules_to_save and biases replace the base's
+    const models::ParamSpec& t = c.trained.specs[i];
+    std::copy_n(c.adapters.data() + t.offset, t.numel, base.params.data() + base_specs[c.trained.base_index[i]].offset);
+  }
   if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());
   models::write_hf_weights(out_path, c.shape, base.params.data(), dtype, c.source_folder);
   return c.tag;

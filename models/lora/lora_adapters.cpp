@@ -29,19 +29,6 @@ std::array<std::array<int, 2>, kNumProjections> projection_shapes(const LlamaCon
   return {{{C, QD}, {C, KVD}, {C, KVD}, {QD, C}, {C, F}, {C, F}, {F, C}}};
 }
 
-// bias "all" / "lora_only" train the model's biases too: the same as "none" for a model without
-// any (Llama, Mistral), not implemented where there are some (Qwen2, Llama's attention_bias).
-void refuse_untrained_parts(const LoraConfig& c, const LlamaConfig& model) {
-  if (c.bias != "none" && (model.qkv_bias || model.o_bias))
-    throw Error(ErrorKind::Unsupported, c.source + ": bias \"" + c.bias +
-                                            "\" trains biases beside the adapters, which dsx does not do yet; "
-                                            "use \"none\"");
-  if (!c.modules_to_save.empty())
-    throw Error(ErrorKind::Unsupported, c.source + ": modules_to_save (" + c.modules_to_save.front() +
-                                            ", ...) trains whole modules beside the adapters, which dsx does "
-                                            "not do yet; remove it");
-}
-
 // Every listed target must name some projection: a typo would otherwise train nothing there.
 void check_targets_match(const LoraConfig& c, int num_layers) {
   const auto matches = [&](const LoraConfig& one) {
@@ -78,7 +65,6 @@ uint64_t mix(uint64_t x) {  // splitmix64's finaliser
 
 LoraAdapters::LoraAdapters(const LlamaConfig& model, const LoraConfig& config, int max_batch, int max_seq)
     : config_(config), scale_(static_cast<float>(config.scaling())), slots_(model.num_layers) {
-  refuse_untrained_parts(config_, model);
   check_targets_match(config_, model.num_layers);
   if (config_.target_names.empty() && !config_.target_regex && !config_.all_linear)
     config_.target_names = kDefaultTargets;  // written out as such, so PEFT sees the same choice
@@ -131,6 +117,11 @@ void LoraAdapters::init(float* flat, uint64_t seed) const {
       std::fill(w, w + spec.numel, 0.0f);
     }
   }
+}
+
+bool LoraAdapters::adapts(const std::string& module) const {
+  const std::string a = module + ".lora_A.weight";
+  return std::any_of(specs_.begin(), specs_.end(), [&](const ParamSpec& s) { return s.name == a; });
 }
 
 double LoraAdapters::flops(int64_t tokens) const {

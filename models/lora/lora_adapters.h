@@ -21,13 +21,15 @@ namespace dsx::models {
 class LoraAdapters final : public ProjectionAdapters {
  public:
   // Adapters for every projection `config` targets; Error(Config) naming the target entry that
-  // matches nothing, or a bias / modules_to_save setting dsx does not train yet. Layer numbers
-  // are the model's: block l is layer l + 1.
+  // matches nothing. Layer numbers are the model's: block l is layer l + 1. (The base tensors
+  // that bias / modules_to_save train are models/lora/trained_base_tensors.h's.)
   LoraAdapters(const LlamaConfig& model, const LoraConfig& config, int max_batch, int max_seq);
 
   const std::vector<ParamSpec>& specs() const { return specs_; }
   size_t numel() const { return numel_; }
   const LoraConfig& config() const { return config_; }
+  // Whether the module at `module` (e.g. "model.layers.0.self_attn.q_proj") has an adapter.
+  bool adapts(const std::string& module) const;
   // PEFT's tensor initialisation into a flat buffer in specs() order.
   void init(float* flat, uint64_t seed) const;
   double flops(int64_t tokens) const;  // forward multiply-adds x 2

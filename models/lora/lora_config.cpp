@@ -211,12 +211,14 @@ void apply_flag_item(LoraConfig& c, const std::string& text, const std::string& 
   } else if (key == "bias") {
     if (value != "none" && value != "all" && value != "lora_only") bad_flag(text, "bias must be none, all or lora_only");
     c.bias = value;
+  } else if (key == "modules_to_save") {
+    c.modules_to_save.push_back(value);
   } else if (key == "targets") {
     if (value == "all-linear") c.all_linear = true;
     else if (value.size() > 2 && value.front() == '/' && value.back() == '/') c.target_regex = value.substr(1, value.size() - 2);
     else c.target_names.push_back(value);
   } else {
-    bad_flag(text, "unknown key '" + key + "' (known: r, alpha, dropout, targets, rslora, init, bias)");
+    bad_flag(text, "unknown key '" + key + "' (known: r, alpha, dropout, targets, modules_to_save, rslora, init, bias)");
   }
 }
 
@@ -238,7 +240,8 @@ LoraConfig parse_lora_flag(const std::string& text) {
     if (item.empty()) bad_flag(text, "an empty item between commas");
     const size_t eq = item.find('=');
     if (eq == std::string::npos) {
-      if (key != "targets") bad_flag(text, "'" + item + "' has no '=' and follows no targets= list");
+      if (key != "targets" && key != "modules_to_save")
+        bad_flag(text, "'" + item + "' has no '=' and follows no targets= or modules_to_save= list");
       apply_flag_item(c, text, key, item);
       continue;
     }

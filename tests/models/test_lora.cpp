@@ -146,7 +146,33 @@ TEST(LoraAdapters, NamesShapesAndRefusals) {
   LoraSetup qwen2;
   qwen2.config.qkv_bias = true;
   qwen2.base.resize(LlamaCpu<double>(qwen2.config, 1, 1).num_params(), 0.1);
-  EXPECT_CONTAINS(error_of([&] { qwen2.lora(flag("bias=lora_only")); }), "bias \"lora_only\"");
+  // bias: PEFT's names, the adapted projections' biases under base_layer; not decayed.
+  auto lora_only = qwen2.lora(flag("bias=lora_only"));
+  ASSERT_EQ(lora_only->params().size(), 8u + 4u);  // q and v biases of 2 blocks
+  EXPECT_EQ(lora_only->params()[8].name, "model.layers.0.self_attn.q_proj.base_layer.bias");
+  EXPECT_EQ(lora_only->params()[8].layer, 1);
+  EXPECT_FALSE(lora_only->params()[8].decay);
+  auto all = qwen2.lora(flag("bias=all"));
+  ASSERT_EQ(all->params().size(), 8u + 6u);
+  EXPECT_EQ(all->params()[9].name, "model.layers.0.self_attn.k_proj.bias");  // not adapted: its own name
+  // modules_to_save: whole modules, under their own names, starting from the base's values.
+  auto saved = s.lora(flag("targets=q_proj,modules_to_save=lm_head,model.norm"));
+  ASSERT_EQ(saved->params().size(), 4u + 2u);
+  EXPECT_EQ(saved->params()[4].name, "model.norm.weight");
+  EXPECT_EQ(saved->params()[5].name, "lm_head.weight");
+  EXPECT_EQ(saved->params()[5].layer, 3);
+  std::vector<float> init(saved->num_params());
+  saved->init_params(init.data(), 1);
+  const auto base_specs = llama_param_specs(s.config);
+  EXPECT_EQ(init[saved->params()[5].offset + 7], static_cast<float>(s.base[base_specs.back().offset + 7]));
+  EXPECT_CONTAINS(error_of([&] { s.lora(flag("targets=q_proj,modules_to_save=lmhead")); }),
+                  "modules_to_save entry 'lmhead' matches no module");
+  EXPECT_CONTAINS(error_of([&] { s.lora(flag("targets=q_proj,modules_to_save=q_proj")); }),
+                  "which target_modules also adapts");
+  LoraSetup tied;
+  tied.config.tie_word_embeddings = true;
+  tied.base.resize(LlamaCpu<double>(tied.config, 1, 1).num_params(), 0.1);
+  EXPECT_CONTAINS(error_of([&] { tied.lora(flag("modules_to_save=embed_tokens")); }), "tie_word_embeddings");
   EXPECT_EQ(s.lora(LoraConfig{})->params().size(), 8u);  // PEFT's default for llama: q_proj, v_proj
 }
 
