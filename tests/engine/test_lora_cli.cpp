@@ -115,3 +115,30 @@ TEST(LoraCli, TrainsResumesSavesAPeftAdapterAndSamplesWithIt) {
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.output.find("target_modules entry 'qproj' matches no module"), std::string::npos) << bad.output;
 }
+
+// modules_to_save: lm_head trains in full beside the adapters (ZeRO 3, two ranks); the adapter
+// folder holds it under PEFT's name, moved from the base's values, and the merged export carries it.
+TEST(LoraCli, ModulesToSaveTrainInFullAndReachBothExports) {
+  dsx::test::TempDir dir;
+  const std::string model = dir.file("llama");
+  write_model_folder(model);
+  auto run = train(" --deepspeed_config " + kZero3 + " --model " + model + " --data text:" + write_text(dir) +
+                   " --seq_len 16 --lora r=4,targets=q_proj,modules_to_save=lm_head --steps 4 --save " + dir.file("out"));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(read_all(dir.file("out/adapter_config.json")).find("\"lm_head\""), std::string::npos);
+  const dsx::models::SafetensorsReader adapter(dir.file("out/adapter_model.safetensors"));
+  const auto* head = adapter.find("base_model.model.lm_head.weight");
+  ASSERT_NE(head, nullptr);
+  const dsx::models::LlamaWeights base = dsx::models::read_llama_hf_folder(model);
+  const auto& head_spec = dsx::models::llama_param_specs(base.config).back();
+  ASSERT_EQ(head_spec.name, "lm_head.weight");
+  ASSERT_EQ(head->numel(), head_spec.numel);
+  const auto* trained = reinterpret_cast<const float*>(head->data);
+  const float* before = base.params.data() + head_spec.offset;
+  EXPECT_FALSE(std::equal(trained, trained + head_spec.numel, before));  // it trained
+
+  auto merged = run_command(std::string(DSX_EXE) + " export " + dir.file("out") + " --out " + dir.file("merged") + " --merged");
+  ASSERT_EQ(merged.exit_code, 0) << merged.output;
+  const dsx::models::LlamaWeights out = dsx::models::read_llama_hf_folder(dir.file("merged"));
+  EXPECT_TRUE(std::equal(trained, trained + head_spec.numel, out.params.data() + head_spec.offset));
+}
