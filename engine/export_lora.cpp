@@ -53,12 +53,15 @@ LoraCheckpoint read_lora_checkpoint(const std::string& dir, const std::string& t
   lora->value.Accept(w);
   c.lora = models::parse_peft_adapter_config(text.GetString(), c.origin + " (its LoRA config)");
   c.shape = models::read_shape_json(model->value, c.origin);
-  if (c.shape.family != models::ModelShape::Family::Llama)
-    throw Error(ErrorKind::Format, c.origin + ": a LoRA checkpoint of a model that is not of the Llama family");
-  const models::LoraAdapters adapters(c.shape.llama, c.lora, 1, 1);
-  c.specs = adapters.specs();
-  c.adapter_specs = c.specs.size();
-  c.trained = models::lora_llama_trained_base(c.shape.llama, adapters);
+  if (c.shape.family == models::ModelShape::Family::GPT2) {
+    c.specs = models::LoraAdapters(c.shape.gpt2, c.lora, 1, 1).specs();
+    c.adapter_specs = c.specs.size();
+  } else {
+    const models::LoraAdapters adapters(c.shape.llama, c.lora, 1, 1);
+    c.specs = adapters.specs();
+    c.adapter_specs = c.specs.size();
+    c.trained = models::lora_llama_trained_base(c.shape.llama, adapters);
+  }
   c.specs.insert(c.specs.end(), c.trained.specs.begin(), c.trained.specs.end());
   c.adapters.assign(c.specs.empty() ? 0 : c.specs.back().offset + c.specs.back().numel, 0.0f);
   for (const auto& spec : c.specs)
@@ -86,6 +89,10 @@ std::string export_lora_adapter(const std::string& checkpoint_dir, const std::st
 std::string export_lora_merged(const std::string& checkpoint_dir, const std::string& tag, const std::string& out_path,
                                kernels::DType dtype) {
   const LoraCheckpoint c = read_lora_checkpoint(checkpoint_dir, tag);
+  if (c.shape.family != models::ModelShape::Family::Llama)
+    throw Error(ErrorKind::Unsupported, c.origin + ": dsx export --merged merges Llama-family adapters only so far; "
+                                                   "export this GPT-2 adapter with --peft and merge it with PEFT's "
+                                                   "merge_and_unload()");
   if (c.source_folder.empty() || !std::filesystem::is_directory(c.source_folder))
     throw Error(ErrorKind::Io, c.origin + ": the base model folder the run started from ('" + c.source_folder +
                                    "') is gone, and a merged export needs its weights; export the adapter with --peft");

@@ -115,7 +115,7 @@ void read_key(LoraConfig& c, const std::string& key, const Value& v, const std::
   } else if (key == "use_rslora" || key == "fan_in_fan_out") {
     if (!v.IsBool()) bad(source, key, "must be true or false");
     if (key == "use_rslora") c.use_rslora = v.GetBool();
-    else if (v.GetBool()) bad(source, key, "is for GPT-2's Conv1D layers; the Llama family needs false");
+    else c.fan_in_fan_out = v.GetBool();  // which model may have it is the adapters' to check
   } else if (key == "modules_to_save") {
     c.modules_to_save = string_list(v, source, "modules_to_save");
   } else if (key == "init_lora_weights") {
@@ -266,7 +266,7 @@ std::string peft_adapter_config_json(const LoraConfig& c, const std::string& bas
   w.StartObject();
   w.Key("base_model_name_or_path"), w.String(base_model.c_str());
   w.Key("bias"), w.String(c.bias.c_str());
-  w.Key("fan_in_fan_out"), w.Bool(false);
+  w.Key("fan_in_fan_out"), w.Bool(c.fan_in_fan_out);
   w.Key("inference_mode"), w.Bool(true);
   w.Key("init_lora_weights");
   if (c.init == LoraInit::gaussian) w.String("gaussian");

@@ -26,6 +26,7 @@ struct LoraConfig {
   std::vector<std::string> target_names;
   std::optional<std::string> target_regex;
   bool all_linear = false;
+  bool fan_in_fan_out = false;  // the base stores weights (in, out): GPT-2's Conv1D, where PEFT forces it on
   std::string bias = "none";                 // none | all | lora_only
   std::vector<std::string> modules_to_save;  // trained in full beside the adapters
   std::string source;                        // where it was read from, for messages

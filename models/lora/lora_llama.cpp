@@ -10,39 +10,6 @@
 
 namespace dsx::models {
 
-namespace {
-
-// `trained[i]`: the engine's index of base tensor i when it trains, else -1.
-class FrozenWithAdapters final : public ParamAccess {
- public:
-  FrozenWithAdapters(ParamAccess& frozen, ParamAccess& adapters, const std::vector<int>& trained)
-      : frozen_(frozen), adapters_(adapters), trained_(trained) {}
-  void acquire(int layer) override { adapters_.acquire(layer), frozen_.acquire(layer); }
-  void prefetch(int layer) override { adapters_.prefetch(layer), frozen_.prefetch(layer); }
-  const void* param(size_t index) override {
-    return trained_[index] >= 0 ? adapters_.param(trained_[index]) : frozen_.param(index);
-  }
-  void release(int layer) override { frozen_.release(layer), adapters_.release(layer); }
-
- private:
-  ParamAccess& frozen_;
-  ParamAccess& adapters_;
-  const std::vector<int>& trained_;
-};
-
-class NoFrozenGrads final : public GradSink {
- public:
-  NoFrozenGrads(GradSink& adapters, const std::vector<int>& trained) : adapters_(adapters), trained_(trained) {}
-  void* grad(size_t index) override { return trained_[index] >= 0 ? adapters_.grad(trained_[index]) : nullptr; }
-  void ready(int layer) override { adapters_.ready(layer); }
-
- private:
-  GradSink& adapters_;
-  const std::vector<int>& trained_;
-};
-
-}  // namespace
-
 TrainedBaseTensors lora_llama_trained_base(const LlamaConfig& config, const LoraAdapters& adapters) {
   return select_trained_base_tensors(
       llama_param_specs(config), adapters.config(), [&](const std::string& m) { return adapters.adapts(m); },

@@ -10,6 +10,7 @@
 
 #include "models/llama/llama_cpu.h"
 #include "models/lora/lora_adapters.h"
+#include "models/lora/lora_model.h"
 #include "models/lora/trained_base_tensors.h"
 
 namespace dsx::models {
@@ -17,7 +18,7 @@ namespace dsx::models {
 // The base tensors a LoRA Llama trains in full, placed after `adapters`' tensors.
 TrainedBaseTensors lora_llama_trained_base(const LlamaConfig& config, const LoraAdapters& adapters);
 
-class LoraLlama final : public Model {
+class LoraLlama final : public LoraModel {
  public:
   // `frozen` reads the base weights in llama_param_specs(config)'s order; the tensors trained in
   // full start from its values (read here, layer by layer, on every rank alike).
@@ -43,9 +44,10 @@ class LoraLlama final : public Model {
 
   const LlamaConfig& base_config() const { return base_.config(); }
   const std::vector<ParamSpec>& base_params() const { return base_.params(); }
-  ParamAccess& frozen() { return *frozen_; }
-  const ParamAccess& frozen() const { return *frozen_; }
-  const LoraConfig& lora() const { return adapters_.config(); }
+  ParamAccess& frozen() override { return *frozen_; }
+  const ParamAccess& frozen() const override { return *frozen_; }
+  const LoraConfig& lora() const override { return adapters_.config(); }
+  size_t base_numel() const override { return base_.num_params(); }
   const TrainedBaseTensors& trained_base() const { return trained_; }
 
  private:
