@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "dsx/error.h"
+#include "models/gpt2/config.h"
 #include "models/llama/llama_cpu.h"
 #include "models/local_params.h"
 #include "models/lora/frozen_weights.h"
@@ -359,4 +360,24 @@ TEST(LoraMerge, TheMergedBaseComputesWhatBasePlusAdaptersDid) {
   renamed[0].name = "model.layers.0.self_attn.x_proj.lora_A.weight";
   EXPECT_CONTAINS(error_of([&] { merge_lora_adapters(merged.params(), mp.params(), renamed, lp.params(), 1.0); }),
                   "does not fit a weight of the base model");
+}
+
+TEST(LoraAdapters, Gpt2ConvProjectionsByPeftsPathsWithFanInFanOut) {
+  const GPT2Config gpt2 = gpt2_config(8, 37, 2, 4, 16);
+  const LoraAdapters proj(gpt2, flag("r=2,targets=c_proj"), 1, 4);  // attn.c_proj and mlp.c_proj
+  ASSERT_EQ(proj.specs().size(), 8u);
+  EXPECT_EQ(proj.specs()[0].name, "transformer.h.0.attn.c_proj.lora_A.weight");
+  EXPECT_EQ(proj.specs()[2].name, "transformer.h.0.mlp.c_proj.lora_A.weight");
+  EXPECT_EQ(proj.specs()[2].shape, (std::vector<int64_t>{2, 64}));  // in = 4 x channels
+  EXPECT_EQ(proj.specs()[1].shape, (std::vector<int64_t>{16, 2}));
+  EXPECT_TRUE(proj.config().fan_in_fan_out);  // as PEFT sets it for Conv1D
+  EXPECT_NE(peft_adapter_config_json(proj.config(), "").find("\"fan_in_fan_out\": true"), std::string::npos);
+  EXPECT_EQ(LoraAdapters(gpt2, LoraConfig{}, 1, 4).specs().size(), 4u);  // PEFT's default: c_attn
+  EXPECT_EQ(LoraAdapters(gpt2, flag("targets=all-linear"), 1, 4).specs().size(), 16u);
+  EXPECT_CONTAINS(error_of([&] { LoraAdapters(gpt2, flag("targets=q_proj"), 1, 4); }), "GPT-2's are c_attn");
+  EXPECT_CONTAINS(error_of([&] { LoraAdapters(gpt2, flag("bias=all"), 1, 4); }), "bias \"all\"");
+  EXPECT_CONTAINS(error_of([&] { LoraAdapters(gpt2, flag("modules_to_save=wte"), 1, 4); }), "modules_to_save");
+  // fan_in_fan_out is read, and refused where the weights are (out, in): the Llama family.
+  const LoraConfig fifo = parse_peft_adapter_config(R"({"fan_in_fan_out": true})", "c.json");
+  EXPECT_CONTAINS(error_of([&] { LoraAdapters(micro_config(), fifo, 1, 4); }), "c.json: key 'fan_in_fan_out'");
 }
