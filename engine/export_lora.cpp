@@ -5,6 +5,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <optional>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "dsx/json_input.h"
 #include "models/io/hf_folder.h"
 #include "models/lora/lora_adapters.h"
+#include "models/lora/lora_llama.h"
 #include "models/lora/lora_merge.h"
 #include "models/lora/nf4_frozen_weights.h"
 #include "models/lora/qlora_factory.h"
@@ -28,7 +30,9 @@ struct LoraCheckpoint {
   std::string tag, origin, source_folder;
   models::ModelShape shape;
   models::LoraConfig lora;
-  std::vector<models::ParamSpec> specs;  // the adapters'
+  std::vector<models::ParamSpec> specs;  // the adapters', then the base tensors trained in full
+  size_t adapter_specs = 0;               // how many of specs are adapters
+  models::TrainedBaseTensors trained;
   std::vector<float> adapters;
   std::optional<models::Nf4LoadOptions> quantized_at_load;  // QLoRA with --load-in-4bit
 };
@@ -53,9 +57,16 @@ LoraCheckpoint read_lora_checkpoint(const std::string& dir, const std::string& t
   lora->value.Accept(w);
   c.lora = models::parse_peft_adapter_config(text.GetString(), c.origin + " (its LoRA config)");
   c.shape = models::read_shape_json(model->value, c.origin);
-  if (c.shape.family != models::ModelShape::Family::Llama)
-    throw Error(ErrorKind::Format, c.origin + ": a LoRA checkpoint of a model that is not of the Llama family");
-  c.specs = models::LoraAdapters(c.shape.llama, c.lora, 1, 1).specs();
+  if (c.shape.family == models::ModelShape::Family::GPT2) {
+    c.specs = models::LoraAdapters(c.shape.gpt2, c.lora, 1, 1).specs();
+    c.adapter_specs = c.specs.size();
+  } else {
+    const models::LoraAdapters adapters(c.shape.llama, c.lora, 1, 1);
+    c.specs = adapters.specs();
+    c.adapter_specs = c.specs.size();
+    c.trained = models::lora_llama_trained_base(c.shape.llama, adapters);
+  }
+  c.specs.insert(c.specs.end(), c.trained.specs.begin(), c.trained.specs.end());
   c.adapters.assign(c.specs.empty() ? 0 : c.specs.back().offset + c.specs.back().numel, 0.0f);
   for (const auto& spec : c.specs)
     states.read("module." + spec.name, checkpoint::TensorDType::F32, c.adapters.data() + spec.offset, spec.numel);
@@ -102,6 +113,10 @@ std::string export_lora_adapter(const std::string& checkpoint_dir, const std::st
 std::string export_lora_merged(const std::string& checkpoint_dir, const std::string& tag, const std::string& out_path,
                                kernels::DType dtype) {
   const LoraCheckpoint c = read_lora_checkpoint(checkpoint_dir, tag);
+  if (c.shape.family != models::ModelShape::Family::Llama)
+    throw Error(ErrorKind::Unsupported, c.origin + ": dsx export --merged merges Llama-family adapters only so far; "
+                                                   "export this GPT-2 adapter with --peft and merge it with PEFT's "
+                                                   "merge_and_unload()");
   if (c.source_folder.empty() || !std::filesystem::is_directory(c.source_folder))
     throw Error(ErrorKind::Io, c.origin + ": the base model folder the run started from ('" + c.source_folder +
                                    "') is gone, and a merged export needs its weights; export the adapter with --peft");
@@ -115,7 +130,12 @@ std::string export_lora_merged(const std::string& checkpoint_dir, const std::str
   if (base_specs.empty() || base.size() != base_specs.back().offset + base_specs.back().numel)
     throw Error(ErrorKind::Format, c.origin + ": the base model in " + c.source_folder +
                                        " is not the shape the run trained (config.json changed?)");
-  models::merge_lora_adapters(base_specs, base.data(), c.specs, c.adapters.data(), c.lora.scaling());
+  const std::vector<models::ParamSpec> adapter_specs(c.specs.begin(), c.specs.begin() + c.adapter_specs);
+  models::merge_lora_adapters(base_specs, base.data(), adapter_specs, c.adapters.data(), c.lora.scaling());
+  for (size_t i = 0; i < c.trained.specs.size(); ++i) {  // modules_to_save and biases replace the base's
+    const models::ParamSpec& t = c.trained.specs[i];
+    std::copy_n(c.adapters.data() + t.offset, t.numel, base.data() + base_specs[c.trained.base_index[i]].offset);
+  }
   if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());
   models::write_hf_weights(out_path, c.shape, base.data(), dtype, c.source_folder);
   return c.tag;

@@ -302,7 +302,7 @@ class TrainingRun {
         monitors_(monitor_settings(config_), rank_, notes_),
         display_(lead_ ? STDOUT_FILENO : -1, steps_, display_options(o, steps_)),
         throughput_(config_.train_batch_size, config_.steps_per_print) {
-    if (auto* lora = dynamic_cast<models::LoraLlama*>(model_.get())) {
+    if (auto* lora = dynamic_cast<models::LoraModel*>(model_.get())) {
       if (auto* partitioned = dynamic_cast<PartitionedFrozenWeights*>(&lora->frozen()))
         partitioned->order_on(trainer_.zero().device(), trainer_.zero().comm_stream());
       if (auto* partitioned = dynamic_cast<PartitionedNf4FrozenWeights*>(&lora->frozen()))
@@ -397,12 +397,12 @@ class TrainingRun {
     if (profiling_) head << " (profiled trial: metrics to " << *config_.autotuning.metric_path << ")";
     say(head.str());
     say("arrangement: " + arrangement_.summary);
-    if (const auto* lora = dynamic_cast<const models::LoraLlama*>(model_.get())) {
-      const auto& last = lora->base_params().back();
+    if (const auto* lora = dynamic_cast<const models::LoraModel*>(model_.get())) {
+      const bool partitioned = dynamic_cast<const PartitionedFrozenWeights*>(&lora->frozen()) != nullptr;
       std::ostringstream line;
       line << "LoRA: the " << model_->num_params() << " parameters are adapters (r " << lora->lora().r << ", scale "
-           << lora->lora().scaling() << "); the base's " << last.offset + last.numel << " are frozen"
-           << (config_.zero_optimization.stage == 3 ? ", partitioned over the ranks" : ", whole on every rank");
+           << lora->lora().scaling() << "); the base's " << lora->base_numel() << " are frozen"
+           << (partitioned ? ", partitioned over the ranks" : ", whole on every rank");
       if (const auto* nf4 = dynamic_cast<const models::Nf4FrozenWeights*>(&lora->frozen()))
         line << " (QLoRA: block linears in NF4, " << nf4->nf4_bytes() << " bytes, the rest fp32, "
              << nf4->dense_bytes() << " bytes)";
@@ -522,13 +522,13 @@ class TrainingRun {
   }
 
   std::string lora_adapter_config() const {
-    const auto* lora = dynamic_cast<const models::LoraLlama*>(model_.get());
+    const auto* lora = dynamic_cast<const models::LoraModel*>(model_.get());
     return lora ? models::peft_adapter_config_json(lora->lora(), choice_.folder) : "";
   }
 
   void write_weights(const std::vector<float>& weights) {
     std::filesystem::create_directories(o_.save_dir);
-    if (const auto* lora = dynamic_cast<const models::LoraLlama*>(model_.get())) {
+    if (const auto* lora = dynamic_cast<const models::LoraModel*>(model_.get())) {
       models::write_peft_adapter(o_.save_dir, lora->lora(), choice_.folder, lora->params(), weights.data());
       summary_.extra.push_back({"adapter", in_dir(o_.save_dir, "adapter_model.safetensors") +
                                                " (PEFT: PeftModel.from_pretrained(base, dir) loads it)"});

@@ -34,6 +34,25 @@ class QuantizedProjections {
   virtual void backward_input(int block, Projection p, float* dinp, const float* dout, size_t N) = 0;
 };
 
+// GPT-2's linear layers (transformers' Conv1D modules) in block order, and their module paths.
+enum class Gpt2Projection { c_attn, attn_proj, c_fc, mlp_proj };
+inline constexpr int kNumGpt2Projections = 4;
+
+inline const char* gpt2_projection_module(Gpt2Projection p) {
+  constexpr const char* kModules[kNumGpt2Projections] = {"attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj"};
+  return kModules[static_cast<int>(p)];
+}
+
+// The same seam for GPT-2's blocks (GPT2Cpu): called after each projection's own matmul, and
+// after its input gradient, with the projection's input.
+class Gpt2ProjectionAdapters {
+ public:
+  virtual ~Gpt2ProjectionAdapters() = default;
+  virtual void forward(int block, Gpt2Projection p, float* out, const float* inp, size_t N) = 0;
+  virtual void backward(int block, Gpt2Projection p, float* dinp, const float* dout, const float* inp,
+                        size_t N) = 0;
+};
+
 class ProjectionAdapters {
  public:
   virtual ~ProjectionAdapters() = default;

@@ -41,14 +41,14 @@ void decoder_positional_embedding_forward(T* out, const int32_t* tokens, const T
 template <class T>
 void decoder_positional_embedding_backward(T* dwte, T* dwpe, const T* dout, const int32_t* tokens, int B, int Tn,
                            int C) {
-  // Serial over rows: two rows may hold the same token. Parallel over channels instead.
+  // A null table is frozen (LoRA): nothing is added to it. Serial over rows: two rows may hold the same token. Parallel over channels instead.
 #pragma omp parallel for if (size_t(B) * Tn * C >= kLayerParallelMin)
   for (int i = 0; i < C; ++i) {
     for (int b = 0; b < B; ++b) {
       for (int t = 0; t < Tn; ++t) {
         T d = dout[(static_cast<size_t>(b) * Tn + t) * C + i];
-        dwte[static_cast<size_t>(tokens[b * Tn + t]) * C + i] += d;
-        dwpe[static_cast<size_t>(t) * C + i] += d;
+        if (dwte) dwte[static_cast<size_t>(tokens[b * Tn + t]) * C + i] += d;
+        if (dwpe) dwpe[static_cast<size_t>(t) * C + i] += d;
       }
     }
   }
@@ -110,9 +110,9 @@ void decoder_layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, co
   }
   for (int th = 0; th < threads; ++th) {
     const T* dw = partial.data() + static_cast<size_t>(th) * 2 * C;
-    for (int i = 0; i < C; ++i) {
-      dweight[i] += dw[i];
-      dbias[i] += dw[C + i];
+    for (int i = 0; i < C; ++i) {  // null: a frozen norm (LoRA)
+      if (dweight) dweight[i] += dw[i];
+      if (dbias) dbias[i] += dw[C + i];
     }
   }
 }

@@ -6,6 +6,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <type_traits>
 
 #include "dsx/error.h"
 #include "kernels/cpu/bf16_matmul.h"
@@ -75,37 +76,66 @@ void GPT2Cpu<T>::init_params(void* flat, uint64_t seed) const {
 }
 
 template <class T>
-void GPT2Cpu<T>::block_forward(BlockActs& a, T* res_out, const T* res_in, const BlockParams& p) {
+void GPT2Cpu<T>::set_adapters(Gpt2ProjectionAdapters* adapters) {
+  if (adapters && !std::is_same_v<T, float>)
+    throw Error(ErrorKind::Unsupported, "adapters (LoRA) run on the float GPT-2 only");
+  adapters_ = adapters;
+}
+
+template <class T>
+void GPT2Cpu<T>::adapt_forward(int block, Gpt2Projection p, T* out, const T* inp) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (adapters_) adapters_->forward(block, p, out, inp, static_cast<size_t>(B_) * T_);
+  }
+}
+
+template <class T>
+void GPT2Cpu<T>::adapt_backward(int block, Gpt2Projection p, T* dinp, const T* dout, const T* inp) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (adapters_) adapters_->backward(block, p, dinp, dout, inp, static_cast<size_t>(B_) * T_);
+  }
+}
+
+template <class T>
+void GPT2Cpu<T>::block_forward(int block, BlockActs& a, T* res_out, const T* res_in, const BlockParams& p) {
   const size_t N = static_cast<size_t>(B_) * T_;
   const int C = config_.channels, NH = config_.num_heads;
   kc::decoder_layernorm_forward(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), res_in, p.ln1w, p.ln1b, N, C);
   kc::decoder_matmul_forward_as(bf16_gemms_, a.qkv.data(), a.ln1.data(), p.qkvw, p.qkvb, N, C, 3 * C);
+  adapt_forward(block, Gpt2Projection::c_attn, a.qkv.data(), a.ln1.data());
   kc::decoder_attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), B_, T_, C, NH);
   kc::decoder_matmul_forward_as(bf16_gemms_, tmp_.data(), a.atty.data(), p.attprojw, p.attprojb, N, C, C);
+  adapt_forward(block, Gpt2Projection::attn_proj, tmp_.data(), a.atty.data());
   kc::decoder_residual_forward(a.res2.data(), res_in, tmp_.data(), N * C);
   kc::decoder_layernorm_forward(a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.res2.data(), p.ln2w, p.ln2b, N, C);
   kc::decoder_matmul_forward_as(bf16_gemms_, a.fch.data(), a.ln2.data(), p.fcw, p.fcb, N, C, 4 * C);
+  adapt_forward(block, Gpt2Projection::c_fc, a.fch.data(), a.ln2.data());
   kc::decoder_gelu_forward(a.fch_gelu.data(), a.fch.data(), N * 4 * C);
   kc::decoder_matmul_forward_as(bf16_gemms_, tmp_.data(), a.fch_gelu.data(), p.fcprojw, p.fcprojb, N, 4 * C, C);
+  adapt_forward(block, Gpt2Projection::mlp_proj, tmp_.data(), a.fch_gelu.data());
   kc::decoder_residual_forward(res_out, a.res2.data(), tmp_.data(), N * C);
 }
 
 // dres holds d loss / d (block output) on entry and d loss / d (block input) on return.
 template <class T>
-void GPT2Cpu<T>::block_backward(T* dres, BlockActs& a, const T* res_in, const BlockParams& p,
+void GPT2Cpu<T>::block_backward(int block, T* dres, BlockActs& a, const T* res_in, const BlockParams& p,
                                 const BlockGrads& g) {
   const size_t N = static_cast<size_t>(B_) * T_;
   const int C = config_.channels, NH = config_.num_heads;
   // output = res2 + fcproj(gelu(fc(ln2(res2))))
   kc::decoder_matmul_backward_as(bf16_gemms_, dfch_.data(), g.fcprojw, g.fcprojb, dres, a.fch_gelu.data(), p.fcprojw, N, 4 * C, C);
+  adapt_backward(block, Gpt2Projection::mlp_proj, dfch_.data(), dres, a.fch_gelu.data());
   kc::decoder_gelu_backward(dfch_.data(), a.fch.data(), dfch_.data(), N * 4 * C);
   kc::decoder_matmul_backward_as(bf16_gemms_, dln_.data(), g.fcw, g.fcb, dfch_.data(), a.ln2.data(), p.fcw, N, C, 4 * C);
+  adapt_backward(block, Gpt2Projection::c_fc, dln_.data(), dfch_.data(), a.ln2.data());
   kc::decoder_layernorm_backward(dres, g.ln2w, g.ln2b, dln_.data(), a.res2.data(), p.ln2w, a.ln2_mean.data(),
                               a.ln2_rstd.data(), N, C);
   // res2 = input + attproj(attention(qkv(ln1(input))))
   kc::decoder_matmul_backward_as(bf16_gemms_, datty_.data(), g.attprojw, g.attprojb, dres, a.atty.data(), p.attprojw, N, C, C);
+  adapt_backward(block, Gpt2Projection::attn_proj, datty_.data(), dres, a.atty.data());
   kc::decoder_attention_backward(dqkv_.data(), datty_.data(), a.qkv.data(), a.att.data(), B_, T_, C, NH);
   kc::decoder_matmul_backward_as(bf16_gemms_, dln_.data(), g.qkvw, g.qkvb, dqkv_.data(), a.ln1.data(), p.qkvw, N, C, 3 * C);
+  adapt_backward(block, Gpt2Projection::c_attn, dln_.data(), dqkv_.data(), a.ln1.data());
   kc::decoder_layernorm_backward(dres, g.ln1w, g.ln1b, dln_.data(), res_in, p.ln1w, a.ln1_mean.data(),
                               a.ln1_rstd.data(), N, C);
 }
@@ -127,7 +157,7 @@ float GPT2Cpu<T>::forward(const int32_t* inputs, const int32_t* targets, int B, 
   kc::decoder_positional_embedding_forward(residual_[0].data(), inputs, wte, wpe, B, Tn, C);
   blocks_forward(access, [&](int l) {
     trace::Scope span("forward layer", l + 1, "layer");
-    block_forward(acts_of(l), residual_[l + 1].data(), residual_[l].data(), gpt2_block_params<T>(config_, access, l));
+    block_forward(l, acts_of(l), residual_[l + 1].data(), residual_[l].data(), gpt2_block_params<T>(config_, access, l));
   });
   trace::Scope head("forward head", "layer");  // the final layer norm, logits and loss
   access.acquire(L + 1);
@@ -180,8 +210,8 @@ void GPT2Cpu<T>::backward(ParamAccess& access, GradSink& sink, float grad_scale)
         trace::Scope span("backward layer", l + 1, "layer");
         const BlockParams p = gpt2_block_params<T>(config_, access, l);
         BlockActs& a = acts_of(l);
-        if (checkpointing_) block_forward(a, tmp_.data() /* output not needed again */, residual_[l].data(), p);
-        block_backward(dres_.data(), a, residual_[l].data(), p, gpt2_block_grads<T>(config_, sink, l));
+        if (checkpointing_) block_forward(l, a, tmp_.data() /* output not needed again */, residual_[l].data(), p);
+        block_backward(l, dres_.data(), a, residual_[l].data(), p, gpt2_block_grads<T>(config_, sink, l));
       },
       done);
 

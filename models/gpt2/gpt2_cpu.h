@@ -12,6 +12,7 @@
 #include "models/gpt2/config.h"
 #include "models/gpt2/flops.h"
 #include "models/decoder_model.h"
+#include "models/projection_adapters.h"
 
 namespace dsx::models {
 
@@ -35,6 +36,8 @@ class GPT2Cpu final : public DecoderModel<GPT2Config, gpt2_forward_flops> {
   // ds_config bf16 on CPU ranks: the matmuls and classifier take bf16 operands and sum in fp32
   // (kernels/cpu/bf16_matmul.h); parameters and everything else stay T. Ignored for T = double.
   void set_bf16_gemms(bool on) { bf16_gemms_ = on; }
+  // Adapters beside the block projections (LoRA), or null; not owned. The float model only.
+  void set_adapters(Gpt2ProjectionAdapters* adapters);
 
  private:
   struct BlockActs {
@@ -44,11 +47,15 @@ class GPT2Cpu final : public DecoderModel<GPT2Config, gpt2_forward_flops> {
   using BlockParams = GPT2BlockTensors<const T*>;
   using BlockGrads = GPT2BlockTensors<T*>;
   BlockActs& acts_of(int block) { return checkpointing_ ? blocks_[0] : blocks_[block]; }
-  void block_forward(BlockActs& a, T* res_out, const T* res_in, const BlockParams& p);
-  void block_backward(T* dres, BlockActs& a, const T* res_in, const BlockParams& p,
+  void block_forward(int block, BlockActs& a, T* res_out, const T* res_in, const BlockParams& p);
+  void block_backward(int block, T* dres, BlockActs& a, const T* res_in, const BlockParams& p,
                       const BlockGrads& g);
+  // The adapters' share of projection p (nothing without adapters).
+  void adapt_forward(int block, Gpt2Projection p, T* out, const T* inp);
+  void adapt_backward(int block, Gpt2Projection p, T* dinp, const T* dout, const T* inp);
 
   bool bf16_gemms_ = false;
+  Gpt2ProjectionAdapters* adapters_ = nullptr;
   T mean_loss_ = 0;
   std::vector<int32_t> inputs_, targets_;
   std::vector<std::vector<T>> residual_;  // L + 1 streams: block l's input; [L] the last output

@@ -113,8 +113,9 @@ void LlamaCpu<T>::project_backward(int block, Projection p, T* dinp, T* dw, T* d
                                    const T* w, int in, int out_dim) {
   const size_t N = static_cast<size_t>(B_) * T_;
   if constexpr (std::is_same_v<T, float>) {
-    if (quantized_ && quantized_->quantized(block, p)) {  // frozen: dw and db are null
+    if (quantized_ && quantized_->quantized(block, p)) {  // frozen weight: dw is null; db trains with bias "all"
       quantized_->backward_input(block, p, dinp, dout, N);
+      if (db) kc::add_column_sums(db, dout, N, out_dim, 0, out_dim);
       adapt_backward(block, p, dinp, dout, inp);
       return;
     }

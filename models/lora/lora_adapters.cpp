@@ -13,57 +13,62 @@ namespace dsx::models {
 
 namespace kc = dsx::kernels::cpu;
 
+// Every projection a model could adapt, in block order, with PEFT's default targets for it
+// (TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING).
+struct AdaptableModule {
+  int block, slot;
+  std::string path;
+  int in, out;
+};
+struct AdaptableModules {
+  std::vector<AdaptableModule> modules;
+  std::vector<std::string> default_targets;
+  std::string names;  // for messages
+};
+
 namespace {
 
-// PEFT's TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING for llama, mistral and qwen2.
-const std::vector<std::string> kDefaultTargets = {"q_proj", "v_proj"};
-
-std::string module_path(int block, Projection p) {
-  return "model.layers." + std::to_string(block) + "." + projection_module(p);
-}
-
-// (in, out) features of each projection.
-std::array<std::array<int, 2>, kNumProjections> projection_shapes(const LlamaConfig& m) {
+AdaptableModules llama_modules(const LlamaConfig& m) {
   const int C = m.hidden_size, F = m.intermediate_size, QD = m.num_heads * m.head_dim;
   const int KVD = m.num_kv_heads * m.head_dim;
-  return {{{C, QD}, {C, KVD}, {C, KVD}, {QD, C}, {C, F}, {C, F}, {F, C}}};
+  const int shapes[kNumProjections][2] = {{C, QD}, {C, KVD}, {C, KVD}, {QD, C}, {C, F}, {C, F}, {F, C}};
+  AdaptableModules out{{}, {"q_proj", "v_proj"},
+                       "the Llama family's are q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj"};
+  for (int l = 0; l < m.num_layers; ++l)
+    for (int p = 0; p < kNumProjections; ++p)
+      out.modules.push_back({l, p, "model.layers." + std::to_string(l) + "." + projection_module(Projection(p)),
+                             shapes[p][0], shapes[p][1]});
+  return out;
 }
 
-// bias "all" / "lora_only" train the model's biases too: the same as "none" for a model without
-// any (Llama, Mistral), not implemented where there are some (Qwen2, Llama's attention_bias).
-void refuse_untrained_parts(const LoraConfig& c, const LlamaConfig& model) {
-  if (c.bias != "none" && (model.qkv_bias || model.o_bias))
-    throw Error(ErrorKind::Unsupported, c.source + ": bias \"" + c.bias +
-                                            "\" trains biases beside the adapters, which dsx does not do yet; "
-                                            "use \"none\"");
-  if (!c.modules_to_save.empty())
-    throw Error(ErrorKind::Unsupported, c.source + ": modules_to_save (" + c.modules_to_save.front() +
-                                            ", ...) trains whole modules beside the adapters, which dsx does "
-                                            "not do yet; remove it");
+// transformers' GPT2LMHeadModel paths (transformer.h.N...); (in, out) as the Conv1D computes.
+AdaptableModules gpt2_modules(const GPT2Config& m) {
+  const int C = m.channels;
+  const int shapes[kNumGpt2Projections][2] = {{C, 3 * C}, {C, C}, {C, 4 * C}, {4 * C, C}};
+  AdaptableModules out{{}, {"c_attn"}, "GPT-2's are c_attn, c_proj (attn and mlp), c_fc"};
+  for (int l = 0; l < m.num_layers; ++l)
+    for (int p = 0; p < kNumGpt2Projections; ++p)
+      out.modules.push_back({l, p, "transformer.h." + std::to_string(l) + "." + gpt2_projection_module(Gpt2Projection(p)),
+                             shapes[p][0], shapes[p][1]});
+  return out;
 }
 
 // Every listed target must name some projection: a typo would otherwise train nothing there.
-void check_targets_match(const LoraConfig& c, int num_layers) {
+void check_targets_match(const LoraConfig& c, const AdaptableModules& all) {
   const auto matches = [&](const LoraConfig& one) {
-    for (int p = 0; p < kNumProjections; ++p)
-      if (one.targets(module_path(0, Projection(p)), {})) return true;
-    for (int l = 1; l < num_layers; ++l)
-      for (int p = 0; p < kNumProjections; ++p)
-        if (one.targets(module_path(l, Projection(p)), {})) return true;
-    return false;
+    return std::any_of(all.modules.begin(), all.modules.end(),
+                       [&](const AdaptableModule& m) { return one.targets(m.path, {}); });
   };
-  const std::string known = "q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj";
   if (c.target_regex && !matches(c))
     throw Error(ErrorKind::Config, c.source + ": target_modules regex '" + *c.target_regex +
-                                       "' matches no module path (e.g. model.layers.0.self_attn.q_proj); the "
-                                       "Llama family's adapted linears are " + known);
+                                       "' matches no module path (e.g. " + all.modules.front().path + "); " +
+                                       all.names);
   for (const auto& name : c.target_names) {
     LoraConfig one;
     one.target_names = {name};
     if (!matches(one))
-      throw Error(ErrorKind::Config, c.source + ": target_modules entry '" + name +
-                                         "' matches no module of this model; the Llama family's are " + known +
-                                         " (lm_head and embed_tokens take no adapter here)");
+      throw Error(ErrorKind::Config, c.source + ": target_modules entry '" + name + "' matches no module of this model; " +
+                                         all.names + " (the head and the embeddings take no adapter here)");
   }
 }
 
@@ -77,32 +82,44 @@ uint64_t mix(uint64_t x) {  // splitmix64's finaliser
 }  // namespace
 
 LoraAdapters::LoraAdapters(const LlamaConfig& model, const LoraConfig& config, int max_batch, int max_seq)
-    : config_(config), scale_(static_cast<float>(config.scaling())), slots_(model.num_layers) {
-  refuse_untrained_parts(config_, model);
-  check_targets_match(config_, model.num_layers);
+    : config_(config), scale_(static_cast<float>(config.scaling())) {
+  if (config_.fan_in_fan_out)
+    throw Error(ErrorKind::Config, config_.source + ": key 'fan_in_fan_out' is for GPT-2's Conv1D layers; the "
+                                                    "Llama family needs false");
+  build(llama_modules(model), model.num_layers, static_cast<size_t>(max_batch) * max_seq);
+}
+
+LoraAdapters::LoraAdapters(const GPT2Config& model, const LoraConfig& config, int max_batch, int max_seq)
+    : config_(config), scale_(static_cast<float>(config.scaling())) {
+  if (config_.bias != "none" || !config_.modules_to_save.empty())
+    throw Error(ErrorKind::Unsupported, config_.source + ": bias \"" + config_.bias +
+                                            "\" and modules_to_save train GPT-2 tensors in full, which dsx does not do "
+                                            "yet; use bias \"none\" and no modules_to_save");
+  config_.fan_in_fan_out = true;  // PEFT forces it on for Conv1D and saves it so
+  build(gpt2_modules(model), model.num_layers, static_cast<size_t>(max_batch) * max_seq);
+}
+
+void LoraAdapters::build(const AdaptableModules& all, int num_blocks, size_t N) {
+  check_targets_match(config_, all);
   if (config_.target_names.empty() && !config_.target_regex && !config_.all_linear)
-    config_.target_names = kDefaultTargets;  // written out as such, so PEFT sees the same choice
-  const auto shapes = projection_shapes(model);
-  const size_t N = static_cast<size_t>(max_batch) * max_seq;
+    config_.target_names = all.default_targets;  // written out as such, so PEFT sees the same choice
+  slots_.resize(num_blocks);
   const int r = config_.r;
   int widest = 0;
-  for (int l = 0; l < model.num_layers; ++l) {
-    for (int p = 0; p < kNumProjections; ++p) {
-      const std::string path = module_path(l, Projection(p));
-      if (!config_.targets(path, kDefaultTargets)) continue;
-      Slot& s = slots_[l][p];
-      s.in = shapes[p][0], s.out = shapes[p][1], s.a_index = static_cast<int>(specs_.size());
-      s.u.resize(N * r);
-      widest = std::max(widest, s.in);
-      for (const char* ab : {"lora_A", "lora_B"}) {
-        ParamSpec spec;
-        spec.name = path + "." + ab + ".weight";
-        spec.shape = ab[5] == 'A' ? std::vector<int64_t>{r, s.in} : std::vector<int64_t>{s.out, r};
-        spec.layer = l + 1, spec.decay = true, spec.offset = numel_;
-        spec.numel = static_cast<size_t>(spec.shape[0] * spec.shape[1]);
-        numel_ += spec.numel;
-        specs_.push_back(std::move(spec));
-      }
+  for (const AdaptableModule& m : all.modules) {
+    if (!config_.targets(m.path, all.default_targets)) continue;
+    Slot& s = slots_[m.block][m.slot];
+    s.in = m.in, s.out = m.out, s.a_index = static_cast<int>(specs_.size());
+    s.u.resize(N * r);
+    widest = std::max(widest, s.in);
+    for (const char* ab : {"lora_A", "lora_B"}) {
+      ParamSpec spec;
+      spec.name = m.path + "." + ab + ".weight";
+      spec.shape = ab[5] == 'A' ? std::vector<int64_t>{r, s.in} : std::vector<int64_t>{s.out, r};
+      spec.layer = m.block + 1, spec.decay = true, spec.offset = numel_;
+      spec.numel = static_cast<size_t>(spec.shape[0] * spec.shape[1]);
+      numel_ += spec.numel;
+      specs_.push_back(std::move(spec));
     }
   }
   if (specs_.empty())
@@ -133,6 +150,11 @@ void LoraAdapters::init(float* flat, uint64_t seed) const {
   }
 }
 
+bool LoraAdapters::adapts(const std::string& module) const {
+  const std::string a = module + ".lora_A.weight";
+  return std::any_of(specs_.begin(), specs_.end(), [&](const ParamSpec& s) { return s.name == a; });
+}
+
 double LoraAdapters::flops(int64_t tokens) const {
   double macs = 0;
   for (const auto& block : slots_)
@@ -156,23 +178,23 @@ void LoraAdapters::bind(ParamAccess* access, GradSink* sink, bool training) {
   }
 }
 
-LoraAdapters::Slot* LoraAdapters::slot(int block, Projection p) {
-  Slot& s = slots_.at(block)[static_cast<int>(p)];
+LoraAdapters::Slot* LoraAdapters::slot(int block, int p) {
+  Slot& s = slots_.at(block)[p];
   return s.a_index < 0 ? nullptr : &s;
 }
 
 // Inverted dropout as torch's: kept elements scaled by 1/(1-p). The mask is a hash of the
 // forward's count, the projection and the element, so a recomputed forward (activation
 // checkpointing) and the backward see the same one.
-LoraAdapters::Mask LoraAdapters::mask(int block, Projection p) const {
+LoraAdapters::Mask LoraAdapters::mask(int block, int p) const {
   const double keep = 1.0 - config_.dropout;
-  return {mix(forward_count_ * 0x100000001b3ULL + static_cast<uint64_t>(block) * 8 + static_cast<int>(p)),
+  return {mix(forward_count_ * 0x100000001b3ULL + static_cast<uint64_t>(block) * 8 + p),
           static_cast<uint64_t>(keep * 18446744073709551615.0), static_cast<float>(1.0 / keep)};
 }
 
 bool LoraAdapters::Mask::kept(size_t i) const { return mix(key ^ (i * 0xd6e8feb86659fd93ULL)) < threshold; }
 
-const float* LoraAdapters::dropped(int block, Projection p, const float* inp, size_t N, int in) {
+const float* LoraAdapters::dropped(int block, int p, const float* inp, size_t N, int in) {
   if (!dropout_on_) return inp;
   const Mask m = mask(block, p);
   const size_t n = N * static_cast<size_t>(in);
@@ -181,6 +203,23 @@ const float* LoraAdapters::dropped(int block, Projection p, const float* inp, si
 }
 
 void LoraAdapters::forward(int block, Projection p, float* out, const float* inp, size_t N) {
+  slot_forward(block, static_cast<int>(p), out, inp, N);
+}
+
+void LoraAdapters::forward(int block, Gpt2Projection p, float* out, const float* inp, size_t N) {
+  slot_forward(block, static_cast<int>(p), out, inp, N);
+}
+
+void LoraAdapters::backward(int block, Projection p, float* dinp, const float* dout, const float* inp, size_t N) {
+  slot_backward(block, static_cast<int>(p), dinp, dout, inp, N);
+}
+
+void LoraAdapters::backward(int block, Gpt2Projection p, float* dinp, const float* dout, const float* inp,
+                            size_t N) {
+  slot_backward(block, static_cast<int>(p), dinp, dout, inp, N);
+}
+
+void LoraAdapters::slot_forward(int block, int p, float* out, const float* inp, size_t N) {
   Slot* s = slot(block, p);
   if (!s) return;
   const auto* A = static_cast<const float*>(access_->param(s->a_index));
@@ -189,8 +228,7 @@ void LoraAdapters::forward(int block, Projection p, float* out, const float* inp
   kc::lora_linear_forward(out, s->u.data(), x, A, B, N, s->in, config_.r, s->out, scale_);
 }
 
-void LoraAdapters::backward(int block, Projection p, float* dinp, const float* dout, const float* inp,
-                            size_t N) {
+void LoraAdapters::slot_backward(int block, int p, float* dinp, const float* dout, const float* inp, size_t N) {
   Slot* s = slot(block, p);
   if (!s) return;
   const auto* A = static_cast<const float*>(access_->param(s->a_index));

@@ -1,5 +1,5 @@
-// The LoRA adapters of a Llama-family model: which block projections have one (the config's
-// target_modules against Hugging Face's module paths), their A (r, in) and B (out, r) tensors as
+// The LoRA adapters of a Llama-family or GPT-2 model: which block projections have one (the
+// config's target_modules against Hugging Face's module paths), their A (r, in) and B (out, r) tensors as
 // ParamSpecs in PEFT's names, their initialisation as PEFT's, and the branch itself run inside
 // the model's blocks through the ProjectionAdapters seam, with PEFT's dropout on its input.
 // The tensors live wherever the engine keeps parameters (ZeRO); each forward/backward is handed
@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "models/gpt2/config.h"
 #include "models/llama/config.h"
 #include "models/lora/lora_config.h"
 #include "models/model.h"
@@ -18,16 +19,23 @@
 
 namespace dsx::models {
 
-class LoraAdapters final : public ProjectionAdapters {
+struct AdaptableModules;
+
+class LoraAdapters final : public ProjectionAdapters, public Gpt2ProjectionAdapters {
  public:
   // Adapters for every projection `config` targets; Error(Config) naming the target entry that
-  // matches nothing, or a bias / modules_to_save setting dsx does not train yet. Layer numbers
-  // are the model's: block l is layer l + 1.
+  // matches nothing. Layer numbers are the model's: block l is layer l + 1. (The base tensors
+  // that bias / modules_to_save train are models/lora/trained_base_tensors.h's.)
   LoraAdapters(const LlamaConfig& model, const LoraConfig& config, int max_batch, int max_seq);
+  // GPT-2's Conv1D projections (transformer.h.N.attn.c_attn, ...): fan_in_fan_out is set, as PEFT
+  // sets it; bias training and modules_to_save are refused (Error(Unsupported)).
+  LoraAdapters(const GPT2Config& model, const LoraConfig& config, int max_batch, int max_seq);
 
   const std::vector<ParamSpec>& specs() const { return specs_; }
   size_t numel() const { return numel_; }
   const LoraConfig& config() const { return config_; }
+  // Whether the module at `module` (e.g. "model.layers.0.self_attn.q_proj") has an adapter.
+  bool adapts(const std::string& module) const;
   // PEFT's tensor initialisation into a flat buffer in specs() order.
   void init(float* flat, uint64_t seed) const;
   double flops(int64_t tokens) const;  // forward multiply-adds x 2
@@ -38,6 +46,9 @@ class LoraAdapters final : public ProjectionAdapters {
 
   void forward(int block, Projection p, float* out, const float* inp, size_t N) override;
   void backward(int block, Projection p, float* dinp, const float* dout, const float* inp,
+                size_t N) override;
+  void forward(int block, Gpt2Projection p, float* out, const float* inp, size_t N) override;
+  void backward(int block, Gpt2Projection p, float* dinp, const float* dout, const float* inp,
                 size_t N) override;
 
  private:
@@ -51,10 +62,14 @@ class LoraAdapters final : public ProjectionAdapters {
     float inv_keep;
     bool kept(size_t i) const;
   };
-  Slot* slot(int block, Projection p);
-  Mask mask(int block, Projection p) const;
+  // `N` rows at most; slots are the family's projections by number.
+  void build(const AdaptableModules& all, int num_blocks, size_t N);
+  void slot_forward(int block, int p, float* out, const float* inp, size_t N);
+  void slot_backward(int block, int p, float* dinp, const float* dout, const float* inp, size_t N);
+  Slot* slot(int block, int p);
+  Mask mask(int block, int p) const;
   // The branch's input: inp itself, or inp with dropout's mask applied into scratch.
-  const float* dropped(int block, Projection p, const float* inp, size_t N, int in);
+  const float* dropped(int block, int p, const float* inp, size_t N, int in);
 
   LoraConfig config_;
   float scale_ = 1;

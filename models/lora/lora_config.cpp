@@ -115,7 +115,7 @@ void read_key(LoraConfig& c, const std::string& key, const Value& v, const std::
   } else if (key == "use_rslora" || key == "fan_in_fan_out") {
     if (!v.IsBool()) bad(source, key, "must be true or false");
     if (key == "use_rslora") c.use_rslora = v.GetBool();
-    else if (v.GetBool()) bad(source, key, "is for GPT-2's Conv1D layers; the Llama family needs false");
+    else c.fan_in_fan_out = v.GetBool();  // which model may have it is the adapters' to check
   } else if (key == "modules_to_save") {
     c.modules_to_save = string_list(v, source, "modules_to_save");
   } else if (key == "init_lora_weights") {
@@ -211,12 +211,14 @@ void apply_flag_item(LoraConfig& c, const std::string& text, const std::string& 
   } else if (key == "bias") {
     if (value != "none" && value != "all" && value != "lora_only") bad_flag(text, "bias must be none, all or lora_only");
     c.bias = value;
+  } else if (key == "modules_to_save") {
+    c.modules_to_save.push_back(value);
   } else if (key == "targets") {
     if (value == "all-linear") c.all_linear = true;
     else if (value.size() > 2 && value.front() == '/' && value.back() == '/') c.target_regex = value.substr(1, value.size() - 2);
     else c.target_names.push_back(value);
   } else {
-    bad_flag(text, "unknown key '" + key + "' (known: r, alpha, dropout, targets, rslora, init, bias)");
+    bad_flag(text, "unknown key '" + key + "' (known: r, alpha, dropout, targets, modules_to_save, rslora, init, bias)");
   }
 }
 
@@ -238,7 +240,8 @@ LoraConfig parse_lora_flag(const std::string& text) {
     if (item.empty()) bad_flag(text, "an empty item between commas");
     const size_t eq = item.find('=');
     if (eq == std::string::npos) {
-      if (key != "targets") bad_flag(text, "'" + item + "' has no '=' and follows no targets= list");
+      if (key != "targets" && key != "modules_to_save")
+        bad_flag(text, "'" + item + "' has no '=' and follows no targets= or modules_to_save= list");
       apply_flag_item(c, text, key, item);
       continue;
     }
@@ -263,7 +266,7 @@ std::string peft_adapter_config_json(const LoraConfig& c, const std::string& bas
   w.StartObject();
   w.Key("base_model_name_or_path"), w.String(base_model.c_str());
   w.Key("bias"), w.String(c.bias.c_str());
-  w.Key("fan_in_fan_out"), w.Bool(false);
+  w.Key("fan_in_fan_out"), w.Bool(c.fan_in_fan_out);
   w.Key("inference_mode"), w.Bool(true);
   w.Key("init_lora_weights");
   if (c.init == LoraInit::gaussian) w.String("gaussian");

@@ -26,6 +26,7 @@ struct LoraConfig {
   std::vector<std::string> target_names;
   std::optional<std::string> target_regex;
   bool all_linear = false;
+  bool fan_in_fan_out = false;  // the base stores weights (in, out): GPT-2's Conv1D, where PEFT forces it on
   std::string bias = "none";                 // none | all | lora_only
   std::vector<std::string> modules_to_save;  // trained in full beside the adapters
   std::string source;                        // where it was read from, for messages
@@ -44,7 +45,8 @@ LoraConfig parse_peft_adapter_config(const std::string& json_text, const std::st
 
 // The --lora flag: a path to an adapter_config.json (or a folder holding one), or key=value
 // pairs separated by commas: r, alpha, dropout, targets (a list: the items after it without '='
-// belong to it, "all-linear", or a regex in /slashes/), rslora, init, bias.
+// belong to it, "all-linear", or a regex in /slashes/), modules_to_save (a list as targets),
+// rslora, init, bias.
 LoraConfig parse_lora_flag(const std::string& text);
 
 // adapter_config.json for PEFT, base_model_name_or_path set to `base_model` (may be "").

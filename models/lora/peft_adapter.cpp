@@ -67,8 +67,8 @@ void read_peft_adapter_weights(const std::string& folder, const std::vector<Para
       for (const auto& spec : specs) known = known || peft_tensor_name(spec) == name;
       if (!known)
         throw Error(ErrorKind::Format, path + ": tensor '" + name +
-                                           "' is not an adapter tensor dsx trains (bias, modules_to_save and "
-                                           "embedding adapters are not supported yet)");
+                                           "' is not a tensor this adapter config trains (check its bias and "
+                                           "modules_to_save; embedding adapters are not supported)");
     }
   }
 }

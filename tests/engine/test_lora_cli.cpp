@@ -115,3 +115,79 @@ TEST(LoraCli, TrainsResumesSavesAPeftAdapterAndSamplesWithIt) {
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.output.find("target_modules entry 'qproj' matches no module"), std::string::npos) << bad.output;
 }
+
+// modules_to_save: lm_head trains in full beside the adapters (ZeRO 3, two ranks); the adapter
+// folder holds it under PEFT's name, moved from the base's values, and the merged export carries it.
+TEST(LoraCli, ModulesToSaveTrainInFullAndReachBothExports) {
+  dsx::test::TempDir dir;
+  const std::string model = dir.file("llama");
+  write_model_folder(model);
+  auto run = train(" --deepspeed_config " + kZero3 + " --model " + model + " --data text:" + write_text(dir) +
+                   " --seq_len 16 --lora r=4,targets=q_proj,modules_to_save=lm_head --steps 4 --save " + dir.file("out"));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(read_all(dir.file("out/adapter_config.json")).find("\"lm_head\""), std::string::npos);
+  const dsx::models::SafetensorsReader adapter(dir.file("out/adapter_model.safetensors"));
+  const auto* head = adapter.find("base_model.model.lm_head.weight");
+  ASSERT_NE(head, nullptr);
+  const dsx::models::LlamaWeights base = dsx::models::read_llama_hf_folder(model);
+  const auto& head_spec = dsx::models::llama_param_specs(base.config).back();
+  ASSERT_EQ(head_spec.name, "lm_head.weight");
+  ASSERT_EQ(head->numel(), head_spec.numel);
+  const auto* trained = reinterpret_cast<const float*>(head->data);
+  const float* before = base.params.data() + head_spec.offset;
+  EXPECT_FALSE(std::equal(trained, trained + head_spec.numel, before));  // it trained
+
+  auto merged = run_command(std::string(DSX_EXE) + " export " + dir.file("out") + " --out " + dir.file("merged") + " --merged");
+  ASSERT_EQ(merged.exit_code, 0) << merged.output;
+  const dsx::models::LlamaWeights out = dsx::models::read_llama_hf_folder(dir.file("merged"));
+  EXPECT_TRUE(std::equal(trained, trained + head_spec.numel, out.params.data() + head_spec.offset));
+}
+
+namespace {
+
+// An llm.c token shard (256 int32 header: magic 20240520, version 1, count; then uint16 tokens)
+// and the tokenize.json dsx tokenize writes beside shards, for a model without a tokenizer.
+std::string write_shard(const dsx::test::TempDir& dir, int vocab) {
+  std::vector<int32_t> header(256, 0);
+  const int count = 2048;
+  header[0] = 20240520, header[1] = 1, header[2] = count;
+  std::vector<uint16_t> tokens(count);
+  for (int i = 0; i < count; ++i) tokens[i] = static_cast<uint16_t>((i * 7 + i / 5) % vocab);
+  std::ofstream out(dir.file("train_000.bin"), std::ios::binary);
+  out.write(reinterpret_cast<const char*>(header.data()), header.size() * sizeof(int32_t));
+  out.write(reinterpret_cast<const char*>(tokens.data()), tokens.size() * sizeof(uint16_t));
+  std::ofstream(dir.file("tokenize.json")) << "{\"vocab_size\": " << vocab << "}";
+  return dir.file("train_*.bin");
+}
+
+}  // namespace
+
+// GPT-2 from a Hugging Face folder: adapters on its Conv1D projections train at ZeRO 2 on two
+// ranks; the adapter folder carries PEFT's names and fan_in_fan_out; export --peft writes the
+// same bytes, export --merged refuses (not built for GPT-2), naming what to do.
+TEST(LoraCli, Gpt2FolderTrainsAndExportsAPeftAdapter) {
+  dsx::test::TempDir dir;
+  std::ofstream(dir.file("ds.json")) << R"({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 1,
+    "optimizer": {"type": "AdamW", "params": {"lr": 0.01}}, "zero_optimization": {"stage": 2}})";
+  const std::string gpt2 = std::string(DSX_SOURCE_DIR) + "/tests/models/data/gpt2";
+  auto run = train(" --deepspeed_config " + dir.file("ds.json") + " --model " + gpt2 + " --data shards:" +
+                   write_shard(dir, 64) + " --seq_len 8 --lora r=4,targets=c_attn,c_fc --steps 3 --save " +
+                   dir.file("out"));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const std::string config = read_all(dir.file("out/adapter_config.json"));
+  EXPECT_NE(config.find("\"fan_in_fan_out\": true"), std::string::npos) << config;
+  const dsx::models::SafetensorsReader adapter(dir.file("out/adapter_model.safetensors"));
+  EXPECT_EQ(adapter.tensors().size(), 8u);  // 2 blocks x (c_attn, c_fc) x (A, B)
+  const auto* b = adapter.find("base_model.model.transformer.h.1.mlp.c_fc.lora_B.weight");
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->shape, (std::vector<int64_t>{128, 4}));
+  const auto* values = reinterpret_cast<const float*>(b->data);
+  EXPECT_TRUE(std::any_of(values, values + b->numel(), [](float x) { return x != 0.0f; }));
+
+  auto peft = run_command(std::string(DSX_EXE) + " export " + dir.file("out") + " --peft " + dir.file("peft"));
+  ASSERT_EQ(peft.exit_code, 0) << peft.output;
+  EXPECT_EQ(read_all(dir.file("peft/adapter_model.safetensors")), read_all(dir.file("out/adapter_model.safetensors")));
+  auto merged = run_command(std::string(DSX_EXE) + " export " + dir.file("out") + " --out " + dir.file("m") + " --merged");
+  EXPECT_NE(merged.exit_code, 0);
+  EXPECT_NE(merged.output.find("merge_and_unload"), std::string::npos) << merged.output;
+}

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "dsx/error.h"
+#include "models/gpt2/config.h"
 #include "models/llama/llama_cpu.h"
 #include "models/local_params.h"
 #include "models/lora/frozen_weights.h"
@@ -146,7 +147,33 @@ TEST(LoraAdapters, NamesShapesAndRefusals) {
   LoraSetup qwen2;
   qwen2.config.qkv_bias = true;
   qwen2.base.resize(LlamaCpu<double>(qwen2.config, 1, 1).num_params(), 0.1);
-  EXPECT_CONTAINS(error_of([&] { qwen2.lora(flag("bias=lora_only")); }), "bias \"lora_only\"");
+  // bias: PEFT's names, the adapted projections' biases under base_layer; not decayed.
+  auto lora_only = qwen2.lora(flag("bias=lora_only"));
+  ASSERT_EQ(lora_only->params().size(), 8u + 4u);  // q and v biases of 2 blocks
+  EXPECT_EQ(lora_only->params()[8].name, "model.layers.0.self_attn.q_proj.base_layer.bias");
+  EXPECT_EQ(lora_only->params()[8].layer, 1);
+  EXPECT_FALSE(lora_only->params()[8].decay);
+  auto all = qwen2.lora(flag("bias=all"));
+  ASSERT_EQ(all->params().size(), 8u + 6u);
+  EXPECT_EQ(all->params()[9].name, "model.layers.0.self_attn.k_proj.bias");  // not adapted: its own name
+  // modules_to_save: whole modules, under their own names, starting from the base's values.
+  auto saved = s.lora(flag("targets=q_proj,modules_to_save=lm_head,model.norm"));
+  ASSERT_EQ(saved->params().size(), 4u + 2u);
+  EXPECT_EQ(saved->params()[4].name, "model.norm.weight");
+  EXPECT_EQ(saved->params()[5].name, "lm_head.weight");
+  EXPECT_EQ(saved->params()[5].layer, 3);
+  std::vector<float> init(saved->num_params());
+  saved->init_params(init.data(), 1);
+  const auto base_specs = llama_param_specs(s.config);
+  EXPECT_EQ(init[saved->params()[5].offset + 7], static_cast<float>(s.base[base_specs.back().offset + 7]));
+  EXPECT_CONTAINS(error_of([&] { s.lora(flag("targets=q_proj,modules_to_save=lmhead")); }),
+                  "modules_to_save entry 'lmhead' matches no module");
+  EXPECT_CONTAINS(error_of([&] { s.lora(flag("targets=q_proj,modules_to_save=q_proj")); }),
+                  "which target_modules also adapts");
+  LoraSetup tied;
+  tied.config.tie_word_embeddings = true;
+  tied.base.resize(LlamaCpu<double>(tied.config, 1, 1).num_params(), 0.1);
+  EXPECT_CONTAINS(error_of([&] { tied.lora(flag("modules_to_save=embed_tokens")); }), "tie_word_embeddings");
   EXPECT_EQ(s.lora(LoraConfig{})->params().size(), 8u);  // PEFT's default for llama: q_proj, v_proj
 }
 
@@ -333,4 +360,24 @@ TEST(LoraMerge, TheMergedBaseComputesWhatBasePlusAdaptersDid) {
   renamed[0].name = "model.layers.0.self_attn.x_proj.lora_A.weight";
   EXPECT_CONTAINS(error_of([&] { merge_lora_adapters(merged.params(), mp.params(), renamed, lp.params(), 1.0); }),
                   "does not fit a weight of the base model");
+}
+
+TEST(LoraAdapters, Gpt2ConvProjectionsByPeftsPathsWithFanInFanOut) {
+  const GPT2Config gpt2 = gpt2_config(8, 37, 2, 4, 16);
+  const LoraAdapters proj(gpt2, flag("r=2,targets=c_proj"), 1, 4);  // attn.c_proj and mlp.c_proj
+  ASSERT_EQ(proj.specs().size(), 8u);
+  EXPECT_EQ(proj.specs()[0].name, "transformer.h.0.attn.c_proj.lora_A.weight");
+  EXPECT_EQ(proj.specs()[2].name, "transformer.h.0.mlp.c_proj.lora_A.weight");
+  EXPECT_EQ(proj.specs()[2].shape, (std::vector<int64_t>{2, 64}));  // in = 4 x channels
+  EXPECT_EQ(proj.specs()[1].shape, (std::vector<int64_t>{16, 2}));
+  EXPECT_TRUE(proj.config().fan_in_fan_out);  // as PEFT sets it for Conv1D
+  EXPECT_NE(peft_adapter_config_json(proj.config(), "").find("\"fan_in_fan_out\": true"), std::string::npos);
+  EXPECT_EQ(LoraAdapters(gpt2, LoraConfig{}, 1, 4).specs().size(), 4u);  // PEFT's default: c_attn
+  EXPECT_EQ(LoraAdapters(gpt2, flag("targets=all-linear"), 1, 4).specs().size(), 16u);
+  EXPECT_CONTAINS(error_of([&] { LoraAdapters(gpt2, flag("targets=q_proj"), 1, 4); }), "GPT-2's are c_attn");
+  EXPECT_CONTAINS(error_of([&] { LoraAdapters(gpt2, flag("bias=all"), 1, 4); }), "bias \"all\"");
+  EXPECT_CONTAINS(error_of([&] { LoraAdapters(gpt2, flag("modules_to_save=wte"), 1, 4); }), "modules_to_save");
+  // fan_in_fan_out is read, and refused where the weights are (out, in): the Llama family.
+  const LoraConfig fifo = parse_peft_adapter_config(R"({"fan_in_fan_out": true})", "c.json");
+  EXPECT_CONTAINS(error_of([&] { LoraAdapters(micro_config(), fifo, 1, 4); }), "c.json: key 'fan_in_fan_out'");
 }

@@ -5,8 +5,11 @@
 # PeftModel.from_pretrained(base, folder) must load it (strictly: every adapter tensor found, no
 # tensor left over) and its float32 logits on a fixed batch must equal dsx's (lora_dump) within
 # fp32 rounding. Prints the largest difference; exits 1 on failure. Not run in CI (needs torch).
+# BASE names another fixture folder (e.g. qwen2) and LORA another --lora, e.g. one that trains base
+# tensors in full: LORA=r=4,targets=q_proj,v_proj,modules_to_save=lm_head,embed_tokens, or
+# BASE=tests/models/data/qwen2 LORA=r=4,targets=q_proj,v_proj,bias=all.
 #
-#   [STAGE=0..3] bash tests/models/compat/check_lora_with_peft.sh [BUILD_DIR]      (default: build)
+#   [STAGE=0..3] [BASE=dir] [LORA=...] bash tests/models/compat/check_lora_with_peft.sh [BUILD_DIR]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
@@ -15,7 +18,7 @@ python=$(bash "$root/bench/peers/venv.sh" | tail -1)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cmake --build "$build" --target dsx lora_dump -j1 >/dev/null
-base=tests/models/data/llama
+base=${BASE:-tests/models/data/llama}
 
 # Token shards (llm.c format: 256 int32 header, magic 20240520, version 1, uint16 tokens) and a batch.
 "$python" - "$work" "${STAGE:-3}" <<'PY'
@@ -34,7 +37,7 @@ json.dump({"inputs": [[rng.randrange(64) for _ in range(8)] for _ in range(2)]},
 PY
 OMP_NUM_THREADS=1 "$build/dsx" launch --num_gpus 2 "$build/dsx" train --progress plain \
   --deepspeed_config "$work/ds_config.json" --model "$base" --data "shards:$work/train_*.bin" --seq_len 8 \
-  --lora r=4,alpha=16,dropout=0.1,targets=all-linear --steps 10 --save "$work/run" >"$work/train.log" 2>&1 ||
+  --lora "${LORA:-r=4,alpha=16,dropout=0.1,targets=all-linear}" --steps 10 --save "$work/run" >"$work/train.log" 2>&1 ||
   { cat "$work/train.log"; exit 1; }
 "$build/dsx" export "$work/run" --peft "$work/peft" >/dev/null
 "$build/tests/models/lora_dump" "$base" "$work/peft" "$work/batch.json" "$work/dsx.json"

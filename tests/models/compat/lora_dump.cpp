@@ -1,5 +1,5 @@
-// For check_lora_with_peft.sh (not run by ctest): the logits of a Hugging Face Llama-family
-// folder with a PEFT adapter folder applied, as dsx computes them (LoraLlama on the CPU), for
+// For check_lora_with_peft.sh (not run by ctest): the logits of a Hugging Face Llama-family or
+// GPT-2 folder with a PEFT adapter folder applied, as dsx computes them (on the CPU), for
 // the rows of a JSON batch ({"inputs": [[...]]}), written as JSON {"logits": [...]}.
 //
 //   lora_dump BASE_DIR ADAPTER_DIR BATCH_JSON OUT_JSON
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "dsx/error.h"
-#include "models/io/hf_folder.h"
+#include "models/model_source.h"
 #include "models/local_params.h"
 #include "models/lora/lora_factory.h"
 #include "models/lora/peft_adapter.h"
@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    LlamaWeights w = read_llama_hf_folder(argv[1]);
+    ModelSource base = load_model_source(argv[1]);  // a Llama-family or GPT-2 folder
     std::ifstream in(argv[3]);
     rapidjson::Document batch;
     batch.Parse(std::string(std::istreambuf_iterator<char>(in), {}).c_str());
@@ -34,12 +34,10 @@ int main(int argc, char** argv) {
       throw dsx::Error(dsx::ErrorKind::Format, std::string("'") + argv[3] + "' needs inputs");
     const std::vector<int32_t> inputs = dsx::test::rows_of(batch["inputs"]);
     const int B = static_cast<int>(batch["inputs"].Size()), T = static_cast<int>(inputs.size()) / B;
-    ModelShape shape;
-    shape.family = ModelShape::Family::Llama, shape.llama = w.config;
     ModelBuildOptions options;
     options.max_batch = B, options.max_seq = T;
     const std::string adapter = argv[2];
-    auto model = make_lora_model(shape, std::move(w.params), read_peft_adapter_config(adapter + "/adapter_config.json"),
+    auto model = make_lora_model(base.shape, std::move(base.initial), read_peft_adapter_config(adapter + "/adapter_config.json"),
                                  options);
     LocalParams<float> params(*model);
     read_peft_adapter_weights(adapter, model->params(), params.params());
