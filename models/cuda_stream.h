@@ -1,7 +1,8 @@
 // What every CUDA model is built on, before any other CUDA member: the rank's GPU made current,
-// and the stream it computes on (the caller's - the compute stream of the device ZeRO keeps its
-// state on - or one the cuda device makes for the model and drains when it goes). Built only
-// with CUDA (DSX_HAVE_CUDA).
+// its cuda device (device/device.h: the model's memory, copies and waits go through it), and the
+// stream it computes on (the caller's - the compute stream of the device ZeRO keeps its state on
+// - or one the cuda device makes for the model and drains when it goes). Built only with CUDA
+// (DSX_HAVE_CUDA).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -22,10 +23,12 @@ class ModelStream {
   ModelStream(const ModelStream&) = delete;
   ModelStream& operator=(const ModelStream&) = delete;
   cudaStream_t get() const { return s_; }
+  device::Device& device() const { return *gpu_; }
+  device::Stream& stream() const { return *stream_; }
 
  private:
-  std::unique_ptr<device::Device> gpu_;  // only for a stream of our own
-  std::unique_ptr<device::Stream> own_;  // drained and destroyed before gpu_
+  std::unique_ptr<device::Device> gpu_;
+  std::unique_ptr<device::Stream> stream_;  // ours (drained and destroyed before gpu_) or adopted
   cudaStream_t s_ = nullptr;
 };
 

@@ -3,6 +3,7 @@
 
 #include <cfloat>
 
+#include "kernels/cuda/batch_tokens.h"
 #include "kernels/cuda/column_sums.cuh"
 #include "kernels/cuda/decoder_layers.h"
 #include "kernels/cuda/storage_types.cuh"
@@ -249,7 +250,9 @@ __global__ void crossentropy_forward_kernel(float* losses, float* lse, const T* 
 
 template <class T>
 __global__ void crossentropy_backward_kernel(T* z_to_dz, const float* lse, const int32_t* targets, float dloss,
-                                             int V, int Vp) {
+                                             const int32_t* counted, int V, int Vp) {
+  // With the count on the device, dloss is the scale the mean's gradient is divided from.
+  if (counted) dloss = *counted ? dloss / static_cast<float>(*counted) : 0.0f;
   T* z = z_to_dz + size_t(blockIdx.x) * Vp;
   int32_t y = targets[blockIdx.x];
   float l = lse[blockIdx.x];
@@ -374,8 +377,29 @@ void decoder_crossentropy_backward(T* logits_to_dlogits, const float* lse, const
                                 size_t N, int V, int Vp, cudaStream_t stream) {
   DSX_TOUCHES(DSX_WRITES(logits_to_dlogits, N * Vp * sizeof(T)), DSX_READS(lse, N * 4), DSX_READS(targets, N * 4));
   DSX_LAUNCH(static_cast<unsigned>(N), 512, 0, stream, crossentropy_backward_kernel)(logits_to_dlogits, lse, targets, dloss,
-                                                                              V, Vp);
+                                                                              nullptr, V, Vp);
   check_launch("decoder_crossentropy_backward");
+}
+
+template <class T>
+void decoder_crossentropy_backward(T* logits_to_dlogits, const float* lse, const int32_t* targets, float grad_scale,
+                                const int32_t* counted, size_t N, int V, int Vp, cudaStream_t stream) {
+  DSX_TOUCHES(DSX_WRITES(logits_to_dlogits, N * Vp * sizeof(T)), DSX_READS(lse, N * 4), DSX_READS(targets, N * 4),
+              DSX_READS(counted, 4));
+  DSX_LAUNCH(static_cast<unsigned>(N), 512, 0, stream, crossentropy_backward_kernel)(logits_to_dlogits, lse, targets,
+                                                                              grad_scale, counted, V, Vp);
+  check_launch("decoder_crossentropy_backward");
+}
+
+template <class T>
+void decoder_positional_embedding_backward(T* dwte, T* dwpe, const T* dout, const int32_t* grouped, int B, int Tn, int C,
+                                           cudaStream_t stream) {
+  const size_t N = size_t(B) * Tn;
+  DSX_TOUCHES(DSX_READS(grouped, grouped_rows_capacity(N) * 4));
+  add_grouped_rows(dwte, dout, grouped, N, C, stream);
+  DSX_TOUCHES(DSX_WRITES(dwpe, size_t(Tn) * C * sizeof(T)), DSX_READS(dout, N * C * sizeof(T)));
+  DSX_LAUNCH(grid_for(size_t(Tn) * C), kBlock, 0, stream, wpe_backward_kernel)(dwpe, dout, B, Tn, C);
+  check_launch("decoder_positional_embedding_backward");
 }
 
 #define DSX_DECODER_CUDA_INSTANTIATE(T)                                                                              \
@@ -394,7 +418,10 @@ void decoder_crossentropy_backward(T* logits_to_dlogits, const float* lse, const
   template void decoder_crossentropy_forward<T>(float*, float*, const T*, const int32_t*, size_t, int, int,          \
                                              cudaStream_t);                                                       \
   template void decoder_crossentropy_backward<T>(T*, const float*, const int32_t*, float, size_t, int, int,          \
-                                              cudaStream_t);
+                                              cudaStream_t);                                                       \
+  template void decoder_crossentropy_backward<T>(T*, const float*, const int32_t*, float, const int32_t*, size_t,   \
+                                              int, int, cudaStream_t);                                            \
+  template void decoder_positional_embedding_backward<T>(T*, T*, const T*, const int32_t*, int, int, int, cudaStream_t);
 
 DSX_DECODER_CUDA_INSTANTIATE(float)
 DSX_DECODER_CUDA_INSTANTIATE(__nv_bfloat16)

@@ -27,6 +27,11 @@ void decoder_positional_embedding_forward(T* out, const int32_t* tokens, const T
 template <class T>
 void decoder_positional_embedding_backward(T* dwte, T* dwpe, const T* dout, const int32_t* token_rows, int distinct, int B, int Tn,
                            int C, cudaStream_t stream);
+// The same with the B*Tn rows grouped on the GPU (kernels/cuda/batch_tokens.h's
+// group_rows_by_token), so the host never sees the tokens.
+template <class T>
+void decoder_positional_embedding_backward(T* dwte, T* dwpe, const T* dout, const int32_t* grouped, int B, int Tn, int C,
+                                           cudaStream_t stream);
 
 // mean and rstd are fp32 (N each).
 template <class T>
@@ -94,5 +99,10 @@ void decoder_crossentropy_forward(float* losses, float* lse, const T* logits, co
 template <class T>
 void decoder_crossentropy_backward(T* logits_to_dlogits, const float* lse, const int32_t* targets, float dloss,
                                 size_t N, int V, int Vp, cudaStream_t stream);
+// The same with dloss = grad_scale / *counted (0 when none counts), the count on the device
+// (kernels/cuda/batch_tokens.h's decoder_mean_loss): the mean loss's gradient times grad_scale.
+template <class T>
+void decoder_crossentropy_backward(T* logits_to_dlogits, const float* lse, const int32_t* targets, float grad_scale,
+                                const int32_t* counted, size_t N, int V, int Vp, cudaStream_t stream);
 
 }  // namespace dsx::kernels::cuda

@@ -1,6 +1,6 @@
 // Moved: the process's choice of GPU lives in device/cuda_device.h (the device layer is the one
 // home of the CUDA runtime, issue 32). This forwarding header remains only for the CUDA model
-// files that still include it (models/gpt2/gpt2_cuda.cpp, models/llama/llama_cuda.cpp); delete
+// files that still include it (models/llama/llama_cuda.cpp); delete
 // it once they include device/cuda_device.h. Nothing in kernels/ may include it.
 #pragma once
 

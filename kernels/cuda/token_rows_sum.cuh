@@ -13,21 +13,36 @@
 
 namespace dsx::kernels::cuda {
 
+// Distinct token u's column c: its rows of dout added in their order, then to the table's row.
+template <class T>
+__device__ void add_rows_of_token(T* dtable, const T* dout, const int32_t* tokens, const int32_t* offsets,
+                                  const int32_t* rows, int u, int c, int C) {
+  float s = 0.0f;
+  for (int32_t k = offsets[u]; k < offsets[u + 1]; ++k) s += to_f(dout[size_t(rows[k]) * C + c]);
+  T* g = dtable + size_t(tokens[u]) * C + c;
+  *g = from_f<T>(to_f(*g) + s);
+}
+
 // One block row per distinct token u; each thread owns a column and adds the token's rows.
 template <class T>
 __global__ void token_rows_sum_kernel(T* dtable, const T* dout, const int32_t* token_rows,
                                       int distinct, int C) {
   const int c = blockIdx.x * blockDim.x + threadIdx.x;
   if (c >= C) return;
-  const int32_t* tokens = token_rows;
   const int32_t* offsets = token_rows + distinct;
-  const int32_t* rows = offsets + distinct + 1;
-  for (int u = blockIdx.y; u < distinct; u += gridDim.y) {
-    float s = 0.0f;
-    for (int32_t k = offsets[u]; k < offsets[u + 1]; ++k) s += to_f(dout[size_t(rows[k]) * C + c]);
-    T* g = dtable + size_t(tokens[u]) * C + c;
-    *g = from_f<T>(to_f(*g) + s);
-  }
+  for (int u = blockIdx.y; u < distinct; u += gridDim.y)
+    add_rows_of_token(dtable, dout, token_rows, offsets, offsets + distinct + 1, u, c, C);
+}
+
+// The same over rows grouped on the GPU (batch_tokens.h): the number of tokens is read there.
+template <class T>
+__global__ void grouped_rows_sum_kernel(T* dtable, const T* dout, const int32_t* grouped, int C) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= C) return;
+  const int distinct = grouped[0];
+  const int32_t* offsets = grouped + 1 + distinct;
+  for (int u = blockIdx.y; u < distinct; u += gridDim.y)
+    add_rows_of_token(dtable, dout, grouped + 1, offsets, offsets + distinct + 1, u, c, C);
 }
 
 // token_rows: the batch's kernels::TokenRows packed array in device memory, `distinct` its U.
@@ -41,6 +56,16 @@ void add_token_rows(T* dtable, const T* dout, const int32_t* token_rows, int dis
   const unsigned token_blocks = static_cast<unsigned>(distinct < 65535 ? distinct : 65535);
   DSX_LAUNCH(dim3(column_blocks, token_blocks), kBlock, 0, stream, token_rows_sum_kernel)(
       dtable, dout, token_rows, distinct, C);
+}
+
+// grouped: rows grouped on the GPU (kernels/cuda/batch_tokens.h) for `n` tokens; the grid is
+// sized for n distinct tokens, and blocks past the real number end at once.
+template <class T>
+void add_grouped_rows(T* dtable, const T* dout, const int32_t* grouped, size_t n, int C, cudaStream_t stream) {
+  if (n == 0) return;
+  const unsigned column_blocks = static_cast<unsigned>((C + kBlock - 1) / kBlock);
+  const unsigned token_blocks = static_cast<unsigned>(n < 65535 ? n : 65535);
+  DSX_LAUNCH(dim3(column_blocks, token_blocks), kBlock, 0, stream, grouped_rows_sum_kernel)(dtable, dout, grouped, C);
 }
 
 }  // namespace dsx::kernels::cuda

@@ -13,39 +13,17 @@
 #include <vector>
 
 #include "kernels/cuda/decoder_layers.h"
-#include "kernels/token_rows.h"
+#include "kernels/dtype.h"
 #include "models/gpt2/block_tensors.h"
 #include "models/gpt2/config.h"
 #include "models/gpt2/flops.h"
+#include "models/cuda_model_legacy.h"  // DeviceArray and friends: Llama's until it converts
 #include "models/cuda_stream.h"
+#include "models/device_buffer.h"
 #include "models/decoder_model.h"
 #include "models/model.h"
 
 namespace dsx::models {
-
-// A device allocation of n elements of T, freed on destruction.
-template <class T>
-class DeviceArray {
- public:
-  DeviceArray() = default;
-  explicit DeviceArray(size_t n);
-  ~DeviceArray();
-  DeviceArray(DeviceArray&& o) noexcept : data_(o.data_), size_(o.size_) { o.data_ = nullptr, o.size_ = 0; }
-  DeviceArray& operator=(DeviceArray&& o) noexcept;
-  DeviceArray(const DeviceArray&) = delete;
-  T* data() const { return data_; }
-  size_t size() const { return size_; }
-
- private:
-  T* data_ = nullptr;
-  size_t size_ = 0;
-};
-
-// Host fp32 <-> device T (bf16 rounds to nearest even), on `stream`, waited for.
-template <class T>
-void upload_as(T* device, const float* host, size_t n, cudaStream_t stream);
-template <class T>
-void download_as(float* host, const T* device, size_t n, cudaStream_t stream);
 
 // The engine's name of a storage type.
 template <class T>
@@ -55,39 +33,26 @@ constexpr kernels::DType storage_dtype() {
   return kernels::DType::BF16;
 }
 
+// One host value in a 16-bit storage format's bits (round to nearest even), and back.
+template <class T>
+uint16_t bits_of(float v) {
+  return storage_dtype<T>() == kernels::DType::F16 ? kernels::float_to_fp16(v) : kernels::float_to_bf16(v);
+}
+template <class T>
+float value_of(uint16_t bits) {
+  return storage_dtype<T>() == kernels::DType::F16 ? kernels::fp16_to_float(bits) : kernels::bf16_to_float(bits);
+}
+
+// Device T -> host fp32 through `gpu` (copy_now: the caller has waited for the streams that
+// wrote it).
+template <class T>
+void download_as(device::Device& gpu, float* host, const T* data, size_t n);
+
 // A CUDA model's init_params: `reference` (its CPU fp32 twin) initialises, and the values are
 // written to the host buffer `flat` in T's storage format (round to nearest even), so both start
 // from the same weights for the same seed.
 template <class T>
 void init_params_as(const Model& reference, void* flat, uint64_t seed);
-
-// The mean of the rows' losses (on the device, one per row) over the targets that count
-// (host_targets >= 0), summed on the host in a fixed order so the reported loss is reproducible;
-// `counted` gets how many counted. Waits for the stream.
-float host_mean_loss(const float* device_losses, const int32_t* host_targets, size_t rows, cudaStream_t stream,
-                     size_t& counted);
-
-// The mean loss left on the device (Model::keep_loss_on_device): *out = the rows' losses summed
-// on the stream, times 1 / counted, where `counted` (rows with host_targets >= 0) comes from the
-// host's targets. Enqueues only: never waits.
-void device_mean_loss(float* out, const float* device_losses, const int32_t* host_targets, size_t rows,
-                      cudaStream_t stream, size_t& counted);
-
-// Where a CUDA model keeps its loss when asked to (Model::keep_loss_on_device).
-class KeptLoss {
- public:
-  KeptLoss() : value_(1) {}
-  bool keep(bool on) {
-    kept_ = on;
-    return true;
-  }
-  bool kept() const { return kept_; }
-  float* data() const { return value_.data(); }
-
- private:
-  bool kept_ = false;
-  DeviceArray<float> value_;
-};
 
 template <class T>
 class GPT2Cuda final : public DecoderModel<GPT2Config, gpt2_forward_flops> {
@@ -104,7 +69,10 @@ class GPT2Cuda final : public DecoderModel<GPT2Config, gpt2_forward_flops> {
   void init_params(void* flat, uint64_t seed) const override;
   float forward(const int32_t* inputs, const int32_t* targets, int B, int Tn, ParamAccess& access) override;
   void backward(ParamAccess& access, GradSink& sink, float grad_scale) override;
-  bool keep_loss_on_device(bool keep) override { return loss_.keep(keep); }
+  bool keep_loss_on_device(bool keep) override {
+    keep_loss_ = keep;
+    return true;
+  }
   const float* device_loss() const override { return loss_.data(); }
   std::vector<float> logits() const override;
   size_t activation_bytes() const override;  // device bytes
@@ -114,30 +82,33 @@ class GPT2Cuda final : public DecoderModel<GPT2Config, gpt2_forward_flops> {
 
  private:
   struct BlockActs {
-    DeviceArray<T> ln1, qkv, atty, res2, ln2, fch, fch_gelu;
-    DeviceArray<float> ln1_mean, ln1_rstd, ln2_mean, ln2_rstd, att;
+    DeviceBuffer<T> ln1, qkv, atty, res2, ln2, fch, fch_gelu;
+    DeviceBuffer<float> ln1_mean, ln1_rstd, ln2_mean, ln2_rstd, att;
   };
   using BlockParams = GPT2BlockTensors<const T*>;
   using BlockGrads = GPT2BlockTensors<T*>;
   BlockActs& acts_of(int block) { return checkpointing_ ? blocks_[0] : blocks_[block]; }
+  void allocate_activations();
   void block_forward(BlockActs& a, T* res_out, const T* res_in, const BlockParams& p);
   void block_backward(T* dres, BlockActs& a, const T* res_in, const BlockParams& p, const BlockGrads& g);
+  void embedding_backward(GradSink& sink);
 
   // Owners that exist before anything else CUDA in the model: the rank's GPU made current, then
-  // the stream (a failure after either frees what was made; a destructor alone would not run).
+  // its device and stream (a failure after either frees what was made; a destructor alone would
+  // not run). Every buffer below comes from that device and goes before it.
 
   RankDevice device_;  // before every CUDA member
   ModelStream stream_;
   kernels::cuda::DecoderBlas blas_;
-  std::vector<int32_t> host_inputs_;  // this batch's tokens: grouped by token for the embedding backward
-  kernels::TokenRows token_rows_host_;
+  bool keep_loss_ = false;  // Model::keep_loss_on_device
 
-  DeviceArray<int32_t> inputs_, targets_, token_rows_;
-  std::vector<DeviceArray<T>> residual_;
+  // The batch's tokens, their rows grouped by token (for the embedding backward) and the count
+  // of targets that count, all made on the GPU from the tokens copied up.
+  DeviceBuffer<int32_t> inputs_, targets_, grouped_rows_, group_scratch_, counted_on_device_;
+  std::vector<DeviceBuffer<T>> residual_;
   std::vector<BlockActs> blocks_;
-  DeviceArray<T> lnf_, logits_, tmp_, dres_, dln_, dqkv_, datty_, dfch_;
-  DeviceArray<float> lnf_mean_, lnf_rstd_, lse_, losses_, dpre_, ln_scratch_;
-  KeptLoss loss_;
+  DeviceBuffer<T> lnf_, logits_, tmp_, dres_, dln_, dqkv_, datty_, dfch_;
+  DeviceBuffer<float> lnf_mean_, lnf_rstd_, lse_, losses_, dpre_, ln_scratch_, loss_;
 };
 
 extern template class GPT2Cuda<float>;

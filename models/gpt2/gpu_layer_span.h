@@ -1,35 +1,45 @@
-// A span of the kernels one layer enqueued on a CUDA stream, stamped by the stream itself: host
-// functions (cudaLaunchHostFunc) in stream order record when the stream reaches the layer's first
-// and last kernel, so the span shows when the GPU ran the layer, not when the host launched it.
-// It lands on the track "cuda:<device> model" beside the host's own layer spans. While no trace
-// is recorded it enqueues nothing. CUDA builds only (included by gpt2_cuda.cpp).
+// A span of the kernels one layer enqueued on a GPU stream, stamped by the stream itself: host
+// tasks in stream order (Device::host_task) record when the stream reaches the layer's first and
+// last kernel, so the span shows when the GPU ran the layer, not when the host launched it. It
+// lands on the track "<device> model" (e.g. "cuda:0 model") beside the host's own layer spans.
+// While no trace is recorded it enqueues nothing. CUDA builds only.
 #pragma once
 
-#include <cuda_runtime.h>
+#include <cuda_runtime_api.h>
 
+#include <functional>
+#include <memory>
 #include <string>
 
+#include "device/device.h"
+#include "dsx/error.h"
 #include "trace/trace.h"
 
 namespace dsx::models {
 
 class GpuLayerSpan {
  public:
-  GpuLayerSpan(cudaStream_t stream, const char* what, int layer) : stream_(stream) {
+  GpuLayerSpan(device::Device& gpu, device::Stream& stream, const char* what, int layer) {
     if (!trace::recording()) return;
-    int device = 0;
-    cudaGetDevice(&device);
-    open_ = new Open{std::string(what) + " " + std::to_string(layer),
-                     trace::track("cuda:" + std::to_string(device) + " model"), {}};
-    if (cudaLaunchHostFunc(stream_, &begin, open_) != cudaSuccess) {
-      delete open_;
-      open_ = nullptr;
-    }
+    enqueue_ = [&gpu, &stream](std::function<void()> fn) {
+      try {
+        gpu.host_task(stream, std::move(fn), {}, "trace a layer's span");
+        return true;
+      } catch (const Error&) {
+        return false;  // the stream's failure surfaces where its work is waited for
+      }
+    };
+    open(gpu.name(), what, layer);
   }
+  // On a bare CUDA stream: for llama_cuda.cpp until it goes through device::Device (defined in
+  // models/cuda_model_legacy.cpp, which goes with it).
+  GpuLayerSpan(cudaStream_t stream, const char* what, int layer);
   ~GpuLayerSpan() {
-    // The end task owns the record from here; if it cannot be enqueued the span is dropped (the
-    // stream's failure surfaces where its work is waited for).
-    if (open_ && cudaLaunchHostFunc(stream_, &end, open_) != cudaSuccess) delete open_;
+    if (!span_) return;
+    // If the end cannot be enqueued the span is dropped.
+    enqueue_([span = span_] {
+      trace::span(span->track, std::move(span->name), "gpu layer", span->begin, trace::Clock::now());
+    });
   }
   GpuLayerSpan(const GpuLayerSpan&) = delete;
   GpuLayerSpan& operator=(const GpuLayerSpan&) = delete;
@@ -40,15 +50,14 @@ class GpuLayerSpan {
     int track;
     trace::Clock::time_point begin;
   };
-  static void begin(void* p) { static_cast<Open*>(p)->begin = trace::Clock::now(); }
-  static void end(void* p) {
-    Open* open = static_cast<Open*>(p);
-    trace::span(open->track, std::move(open->name), "gpu layer", open->begin, trace::Clock::now());
-    delete open;
+  void open(const std::string& device, const char* what, int layer) {
+    auto span = std::make_shared<Open>(Open{std::string(what) + " " + std::to_string(layer),
+                                            trace::track(device + " model"), {}});
+    if (enqueue_([span] { span->begin = trace::Clock::now(); })) span_ = std::move(span);
   }
 
-  cudaStream_t stream_;
-  Open* open_ = nullptr;
+  std::function<bool(std::function<void()>)> enqueue_;
+  std::shared_ptr<Open> span_;
 };
 
 }  // namespace dsx::models

@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <set>
+#include <string>
 #include <type_traits>
 
 #include "dsx/error.h"
@@ -16,6 +18,7 @@
 #include "models/gpt2/gpt2_cuda.h"
 #include "models/local_params.h"
 #include "tests/gpu/gpu_model_checks.h"
+#include "trace/recorder.h"
 
 using namespace dsx::models;
 
@@ -126,3 +129,42 @@ TEST(Gpt2Cuda, Fp32WithCheckpointingMatchesCpu) { compare_with_cpu<float>(1e-4, 
 TEST(Gpt2Cuda, Bf16MatchesCpu) { compare_with_cpu<__nv_bfloat16>(2e-2, false); }
 // fp16 keeps 3 more mantissa bits than bf16; the random test weights stay far from its range limit.
 TEST(Gpt2Cuda, Fp16MatchesCpu) { compare_with_cpu<__half>(5e-3, false); }
+
+// While a trace records, each layer's kernels get a span stamped by the stream itself (host tasks
+// of the model's device, in stream order), on the track "cuda:<n> model"; while none records,
+// nothing is enqueued and no span appears.
+TEST(Gpt2Cuda, LayerSpansAreStampedByTheStream) {
+  if (!dsx::test::have_gpu()) GTEST_SKIP() << "no GPU visible";
+  const int B = 2, Tn = 16;
+  InitialisedGpt2<float> m(B, Tn);
+  std::vector<int32_t> x(B * Tn, 3), y(B * Tn, 4);
+  auto& recorder = dsx::trace::Recorder::instance();
+  auto gpu_spans = [&] {
+    std::set<int> gpu_tracks;
+    for (const auto& t : recorder.tracks())
+      if (t.name.rfind("cuda:", 0) == 0 && t.name.size() > 6 && t.name.substr(t.name.size() - 6) == " model")
+        gpu_tracks.insert(t.id);
+    std::multiset<std::string> names;
+    for (const auto& e : recorder.events())
+      if (gpu_tracks.count(e.track)) {
+        EXPECT_STREQ(e.category, "gpu layer");
+        EXPECT_LE(e.begin_ns, e.end_ns) << e.name;
+        names.insert(e.name);
+      }
+    return names;
+  };
+  auto step = [&] {
+    m.gpu.forward(x.data(), y.data(), B, Tn, m.dev);
+    m.gpu.backward(m.dev, m.dev, 1.0f);
+    m.gpu.logits();  // waits for the stream, and so for its host tasks
+  };
+  recorder.clear();
+  recorder.start();
+  step();
+  recorder.stop();
+  EXPECT_EQ(gpu_spans(), (std::multiset<std::string>{"forward layer 1", "forward layer 2", "backward layer 1",
+                                                     "backward layer 2"}));
+  recorder.clear();
+  step();
+  EXPECT_TRUE(gpu_spans().empty());
+}

@@ -6,15 +6,20 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <numeric>
+#include <random>
 #include <stdexcept>
 
+#include "kernels/cpu/decoder_layers.h"
+#include "kernels/cuda/batch_tokens.h"
 #include "kernels/cuda/mixed_precision.h"
 #include "kernels/cuda/optimizers.h"
 #include "kernels/mixed_precision.h"
 #include "kernels/optimizers.h"
+#include "kernels/token_rows.h"
 #include "tests/gpu/gpu_test_sizes.h"
 #include "tests/kernels/kernel_test_util.h"
 
@@ -346,6 +351,55 @@ TEST(GpuMixedPrecision, UnscaleCheckSumOfSquaresCastScaleReduceMatchCpu) {
         cuda_ok(cudaDeviceSynchronize(), what.c_str());
       }
     }
+  }
+}
+
+// The rows grouped by token on the GPU (kernels/cuda/batch_tokens.h) are the CPU's groups,
+// behind their number: a token repeated across shared-memory tiles, one token only, all
+// distinct, one row, and a batch past one tile and one block.
+TEST(GpuBatchTokens, GroupsRowsByTokenAsTheCpuDoes) {
+  DSX_REQUIRE_GPU();
+  std::mt19937 rng(11);
+  std::vector<std::vector<int32_t>> cases = {{5, 3, 5, 0, 3, 5, 7}, std::vector<int32_t>(300, 4), {9}, {}};
+  cases.back().resize(257);
+  std::iota(cases.back().rbegin(), cases.back().rend(), 0);  // all distinct, descending
+  std::vector<int32_t> mixed(700);
+  for (auto& t : mixed) t = static_cast<int32_t>(rng() % 50);
+  cases.push_back(mixed);
+  for (const auto& tokens : cases) {
+    const size_t n = tokens.size();
+    const TokenRows cpu = group_rows_by_token(tokens.data(), n, 1000);
+    DeviceMemory in(n * 4), grouped(cuda::grouped_rows_capacity(n) * 4), scratch(cuda::grouped_rows_scratch(n) * 4);
+    in.upload(tokens.data(), n * 4);
+    cuda::group_rows_by_token(grouped.get<int32_t>(), scratch.get<int32_t>(), in.get<int32_t>(), n, nullptr);
+    std::vector<int32_t> gpu(cuda::grouped_rows_capacity(n));
+    grouped.download(gpu.data(), gpu.size() * 4);
+    ASSERT_EQ(gpu[0], cpu.distinct) << "n " << n;
+    EXPECT_EQ(std::vector<int32_t>(gpu.begin() + 1, gpu.begin() + 1 + cpu.packed.size()), cpu.packed) << "n " << n;
+  }
+}
+
+// The mean loss and the count of the targets that count, on the GPU, are the CPU's to the bit.
+TEST(GpuBatchTokens, MeanLossOverTheCountedTargetsMatchesCpu) {
+  DSX_REQUIRE_GPU();
+  for (size_t n : {size_t(1), size_t(37), size_t(1000)}) {
+    std::vector<float> losses(n);
+    std::vector<int32_t> targets(n);
+    for (size_t i = 0; i < n; ++i) {
+      targets[i] = n == 1 || i % 3 == 1 ? -1 : static_cast<int32_t>(i % 11);
+      losses[i] = targets[i] < 0 ? 0.0f : 1.0f + 0.37f * static_cast<float>(i % 13);
+    }
+    const size_t counted = static_cast<size_t>(std::count_if(targets.begin(), targets.end(), [](int32_t t) { return t >= 0; }));
+    DeviceMemory l(n * 4), t(n * 4), out(8);
+    l.upload(losses.data(), n * 4);
+    t.upload(targets.data(), n * 4);
+    cuda::decoder_mean_loss(out.get<float>(), out.get<int32_t>(4), l.get<float>(), t.get<int32_t>(), n, nullptr);
+    float loss = 0;
+    int32_t gpu_counted = 0;
+    out.download(&loss, 4);
+    out.download(&gpu_counted, 4, 4);
+    EXPECT_EQ(gpu_counted, static_cast<int32_t>(counted)) << "n " << n;
+    EXPECT_EQ(loss, cpu::decoder_mean_loss(losses.data(), n, counted)) << "n " << n;  // n 1: none counts, 0
   }
 }
 
