@@ -1,6 +1,6 @@
 // What `dsx train --lora` and `dsx sample --lora-adapter` build: a LoRA model over the base that
-// --model named, with its weights frozen and held dense. The Llama family on the CPU only, so far:
-// GPT-2 (Conv1D layers) and the CUDA path are refused with what to do instead.
+// --model named, with its weights frozen and held dense. The Llama family, on the CPU or (a CUDA
+// build) one GPU; GPT-2 (Conv1D layers) is refused with what to do instead.
 #pragma once
 
 #include <memory>
@@ -16,6 +16,10 @@ namespace dsx::models {
 // `base`: the model's weights in its flat layout (moved into a dense frozen base).
 std::unique_ptr<LoraLlama> make_lora_model(const ModelShape& shape, std::vector<float> base, const LoraConfig& lora,
                                            const ModelBuildOptions& options);
+// On the GPU (options.cuda, in options.dtype, on options.stream): the base copied to the device.
+// Error(Unsupported) in a build without CUDA.
+std::unique_ptr<LoraModel> make_lora_model_on_gpu(const ModelShape& shape, const std::vector<float>& base,
+                                                  const LoraConfig& lora, const ModelBuildOptions& options);
 // `frozen` reads the base weights (dense, partitioned at ZeRO stage 3, or quantised).
 std::unique_ptr<LoraLlama> make_lora_model(const ModelShape& shape, std::unique_ptr<ParamAccess> frozen,
                                            const LoraConfig& lora, const ModelBuildOptions& options);

@@ -1,36 +1,10 @@
-// LoraLlama (see lora_llama.h): the base model is handed an access that gathers the adapters'
-// layer from the engine together with the frozen weights, and a sink that takes no gradient for
-// a frozen weight (so the base skips those products) but passes each layer's ready() on.
+// LoraLlama (see lora_llama.h): the base model runs on the frozen weights and the engine's
+// adapters together (models/lora/frozen_with_adapters.h).
 #include "models/lora/lora_llama.h"
 
+#include "models/lora/frozen_with_adapters.h"
+
 namespace dsx::models {
-
-namespace {
-
-class FrozenWithAdapters final : public ParamAccess {
- public:
-  FrozenWithAdapters(ParamAccess& frozen, ParamAccess& adapters) : frozen_(frozen), adapters_(adapters) {}
-  void acquire(int layer) override { adapters_.acquire(layer), frozen_.acquire(layer); }
-  void prefetch(int layer) override { adapters_.prefetch(layer), frozen_.prefetch(layer); }
-  const void* param(size_t index) override { return frozen_.param(index); }
-  void release(int layer) override { frozen_.release(layer), adapters_.release(layer); }
-
- private:
-  ParamAccess& frozen_;
-  ParamAccess& adapters_;
-};
-
-class NoFrozenGrads final : public GradSink {
- public:
-  explicit NoFrozenGrads(GradSink& adapters) : adapters_(adapters) {}
-  void* grad(size_t) override { return nullptr; }
-  void ready(int layer) override { adapters_.ready(layer); }
-
- private:
-  GradSink& adapters_;
-};
-
-}  // namespace
 
 LoraLlama::LoraLlama(const LlamaConfig& config, const LoraConfig& lora, int max_batch, int max_seq,
                      bool activation_checkpointing, std::unique_ptr<ParamAccess> frozen)
@@ -43,6 +17,8 @@ LoraLlama::LoraLlama(const LlamaConfig& config, const LoraConfig& lora, int max_
 }
 
 void LoraLlama::init_params(void* flat, uint64_t seed) const { adapters_.init(static_cast<float*>(flat), seed); }
+
+void LoraLlama::init_adapters(float* flat, uint64_t seed) const { adapters_.init(flat, seed); }
 
 float LoraLlama::forward(const int32_t* inputs, const int32_t* targets, int B, int T, ParamAccess& access) {
   adapters_.bind(&access, nullptr, targets != nullptr);

@@ -9,10 +9,11 @@
 
 #include "models/llama/llama_cpu.h"
 #include "models/lora/lora_adapters.h"
+#include "models/lora/lora_model.h"
 
 namespace dsx::models {
 
-class LoraLlama final : public Model {
+class LoraLlama final : public LoraModel {
  public:
   // `frozen` reads the base weights in llama_param_specs(config)'s order.
   LoraLlama(const LlamaConfig& config, const LoraConfig& lora, int max_batch, int max_seq,
@@ -25,6 +26,7 @@ class LoraLlama final : public Model {
   bool on_device() const override { return false; }
   // The adapters as PEFT initialises them (the base is frozen and loaded, not initialised).
   void init_params(void* flat, uint64_t seed) const override;
+  void init_adapters(float* flat, uint64_t seed) const override;
   float forward(const int32_t* inputs, const int32_t* targets, int B, int T,
                 ParamAccess& access) override;
   void backward(ParamAccess& access, GradSink& sink, float grad_scale) override;
@@ -36,10 +38,10 @@ class LoraLlama final : public Model {
   double forward_flops(int64_t B, int64_t T) const override;
 
   const LlamaConfig& base_config() const { return base_.config(); }
-  const std::vector<ParamSpec>& base_params() const { return base_.params(); }
-  ParamAccess& frozen() { return *frozen_; }
-  const ParamAccess& frozen() const { return *frozen_; }
-  const LoraConfig& lora() const { return adapters_.config(); }
+  const std::vector<ParamSpec>& base_params() const override { return base_.params(); }
+  ParamAccess& frozen() override { return *frozen_; }
+  const ParamAccess& frozen() const override { return *frozen_; }
+  const LoraConfig& lora() const override { return adapters_.config(); }
 
  private:
   LlamaCpu<float> base_;

@@ -1,0 +1,24 @@
+// What the engine asks of a model trained with LoRA, on whichever device it computes: its
+// adapter config, the frozen base's parameter list and weights. LoraLlama (CPU) and
+// LoraLlamaCuda (GPU, models/lora/lora_llama_cuda.h) are the two.
+#pragma once
+
+#include <vector>
+
+#include "models/lora/lora_config.h"
+#include "models/model.h"
+
+namespace dsx::models {
+
+class LoraModel : public Model {
+ public:
+  virtual const LoraConfig& lora() const = 0;
+  // PEFT's initialisation of the adapters, in fp32 whatever the model computes in (the engine
+  // takes fp32 initial weights).
+  virtual void init_adapters(float* flat, uint64_t seed) const = 0;
+  virtual const std::vector<ParamSpec>& base_params() const = 0;
+  virtual ParamAccess& frozen() = 0;
+  virtual const ParamAccess& frozen() const = 0;
+};
+
+}  // namespace dsx::models
