@@ -190,11 +190,25 @@ models::ModelSource load_choice(const TrainRunOptions& o) {
   return models::load_model_source(o.model);
 }
 
+// LoRA on the GPU: the base copied to the device whole, on every rank.
+std::unique_ptr<models::Model> build_lora_model_on_gpu(const config::EngineConfig& config, models::ModelSource& choice,
+                                                       const models::LoraConfig& lora,
+                                                       const models::BuildOptions& options) {
+  if (config.zero_optimization.stage == 3)
+    throw Error(ErrorKind::Unsupported, "LoRA on the GPU: ZeRO stage 3 does not partition the frozen base there yet; "
+                                        "set zero_optimization.stage to 0, 1 or 2 (the adapters are all that "
+                                        "trains), or train on CPU ranks (--device cpu)");
+  auto model = models::make_lora_model_on_gpu(choice.shape, choice.initial, lora, options);
+  std::vector<float>().swap(choice.initial);  // on the device now
+  return model;
+}
+
 // --lora: the base that --model named, frozen, with adapters to train (the base's weights move
 // out of `choice`; a preset's are drawn from the seed). At stage 3 the base is partitioned too.
+// `gpu`: as build_model's.
 std::unique_ptr<models::Model> build_lora_model(const TrainRunOptions& o, const config::EngineConfig& config,
                                                 models::ModelSource& choice, bool cuda, int micro, int seq,
-                                                comm::Communicator& comm) {
+                                                comm::Communicator& comm, device::Device* gpu) {
   models::BuildOptions options;
   options.cuda = cuda, options.max_batch = micro, options.max_seq = seq;
   options.activation_checkpointing = config.activation_checkpointing.given;
@@ -202,6 +216,13 @@ std::unique_ptr<models::Model> build_lora_model(const TrainRunOptions& o, const 
     choice.initial = models::initial_parameters(choice.shape, o.seed);
   const models::LoraConfig lora = models::parse_lora_flag(o.lora);
   if (models::wants_qlora(o.model, o.load_in_4bit)) return build_qlora_model(o, config, choice, lora, options);
+  if (cuda) {
+    options.dtype = config.bf16.enabled ? kernels::DType::BF16
+                    : config.fp16.enabled ? kernels::DType::F16
+                                          : kernels::DType::F32;
+    if (gpu) options.stream = gpu->compute_stream().native();
+    return build_lora_model_on_gpu(config, choice, lora, options);
+  }
   if (config.zero_optimization.stage == 3 && choice.shape.family == models::ModelShape::Family::Llama) {
     auto frozen = std::make_unique<PartitionedFrozenWeights>(models::param_specs(choice.shape), choice.initial, comm);
     std::vector<float>().swap(choice.initial);
@@ -218,7 +239,7 @@ const float* initial_adapters(models::ModelSource& choice, const models::Model& 
   if (std::filesystem::exists(o.lora + "/adapter_model.safetensors"))
     models::read_peft_adapter_weights(o.lora, model.params(), choice.initial.data());
   else
-    model.init_params(choice.initial.data(), o.seed);
+    dynamic_cast<const models::LoraModel&>(model).init_adapters(choice.initial.data(), o.seed);
   return choice.initial.data();
 }
 
@@ -283,7 +304,7 @@ class TrainingRun {
         lead_(rank_ == 0), task_(o.digits), micro_(static_cast<int>(config_.train_micro_batch_size_per_gpu)),
         seq_(sequence_length(o, task_, choice_.shape)),
         model_(o.lora.empty() ? build_model(config_, choice_.shape, cuda_, micro_, seq_, gpu_.get())
-                              : build_lora_model(o, config_, choice_, cuda_, micro_, seq_, comm_)),
+                              : build_lora_model(o, config_, choice_, cuda_, micro_, seq_, comm_, gpu_.get())),
         loader_(make_loader(o, choice_, task_, micro_, seq_, rank_, comm_.size())),
         steps_(steps_to_run(o, config_, *loader_, *model_)),
         profiling_(config_.autotuning.enabled && config_.autotuning.metric_path.has_value()),
@@ -293,7 +314,7 @@ class TrainingRun {
         monitors_(monitor_settings(config_), rank_, notes_),
         display_(lead_ ? STDOUT_FILENO : -1, steps_, display_options(o, steps_)),
         throughput_(config_.train_batch_size, config_.steps_per_print) {
-    if (auto* lora = dynamic_cast<models::LoraLlama*>(model_.get())) {
+    if (auto* lora = dynamic_cast<models::LoraModel*>(model_.get())) {
       if (auto* partitioned = dynamic_cast<PartitionedFrozenWeights*>(&lora->frozen()))
         partitioned->order_on(trainer_.zero().device(), trainer_.zero().comm_stream());
     }
@@ -386,7 +407,7 @@ class TrainingRun {
     if (profiling_) head << " (profiled trial: metrics to " << *config_.autotuning.metric_path << ")";
     say(head.str());
     say("arrangement: " + arrangement_.summary);
-    if (const auto* lora = dynamic_cast<const models::LoraLlama*>(model_.get())) {
+    if (const auto* lora = dynamic_cast<const models::LoraModel*>(model_.get())) {
       const auto& last = lora->base_params().back();
       std::ostringstream line;
       line << "LoRA: the " << model_->num_params() << " parameters are adapters (r " << lora->lora().r << ", scale "
@@ -502,13 +523,13 @@ class TrainingRun {
   }
 
   std::string lora_adapter_config() const {
-    const auto* lora = dynamic_cast<const models::LoraLlama*>(model_.get());
+    const auto* lora = dynamic_cast<const models::LoraModel*>(model_.get());
     return lora ? models::peft_adapter_config_json(lora->lora(), choice_.folder) : "";
   }
 
   void write_weights(const std::vector<float>& weights) {
     std::filesystem::create_directories(o_.save_dir);
-    if (const auto* lora = dynamic_cast<const models::LoraLlama*>(model_.get())) {
+    if (const auto* lora = dynamic_cast<const models::LoraModel*>(model_.get())) {
       models::write_peft_adapter(o_.save_dir, lora->lora(), choice_.folder, lora->params(), weights.data());
       summary_.extra.push_back({"adapter", in_dir(o_.save_dir, "adapter_model.safetensors") +
                                                " (PEFT: PeftModel.from_pretrained(base, dir) loads it)"});

@@ -30,7 +30,8 @@ struct DropoutMask {
 inline DropoutMask dropout_mask(uint64_t forward, int block, int projection, double p) {
   const double keep = 1.0 - p;
   DropoutMask m;
-  m.key = mix(forward * 0x100000001b3ULL + static_cast<uint64_t>(block) * 8 + static_cast<uint64_t>(projection));
+  m.key = mix(forward * 0x100000001b3ULL + static_cast<uint64_t>(block) * 8 +
+              static_cast<uint64_t>(projection));
   m.threshold = static_cast<uint64_t>(keep * 18446744073709551615.0);
   m.inv_keep = static_cast<float>(1.0 / keep);
   return m;

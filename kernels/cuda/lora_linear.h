@@ -18,21 +18,23 @@ namespace dsx::kernels::cuda {
 
 // u (N, R) = x @ A^T is kept for backward; out (N, OC) += scale * u @ B^T.
 template <class T>
-void lora_linear_forward(DecoderBlas& blas, T* out, T* u, const T* x, const T* A, const T* B, size_t N, int C,
-                         int R, int OC, float scale, cudaStream_t stream);
+void lora_linear_forward(DecoderBlas& blas, T* out, T* u, const T* x, const T* A, const T* B,
+                         size_t N, int C, int R, int OC, float scale, cudaStream_t stream);
 
 // du (N, R) = scale * dout @ B (scratch); dB += scale * dout^T @ u; dA += du^T @ x;
 // dx += du @ A, or dx = du @ A when !dx_accumulates (a scratch the caller masks afterwards).
 template <class T>
-void lora_linear_backward(DecoderBlas& blas, T* dx, T* dA, T* dB, T* du, const T* dout, const T* x, const T* u,
-                          const T* A, const T* B, size_t N, int C, int R, int OC, float scale, cudaStream_t stream,
-                          bool dx_accumulates = true);
+void lora_linear_backward(DecoderBlas& blas, T* dx, T* dA, T* dB, T* du, const T* dout, const T* x,
+                          const T* u, const T* A, const T* B, size_t N, int C, int R, int OC,
+                          float scale, cudaStream_t stream, bool dx_accumulates = true);
 
 // xdrop (n) = x where mask keeps, scaled by 1/keep; 0 elsewhere.
 template <class T>
-void lora_dropout_forward(T* xdrop, const T* x, size_t n, lora::DropoutMask mask, cudaStream_t stream);
+void lora_dropout_forward(T* xdrop, const T* x, size_t n, lora::DropoutMask mask,
+                          cudaStream_t stream);
 // dinp (n) += dxdrop / keep where mask keeps.
 template <class T>
-void lora_dropout_backward(T* dinp, const T* dxdrop, size_t n, lora::DropoutMask mask, cudaStream_t stream);
+void lora_dropout_backward(T* dinp, const T* dxdrop, size_t n, lora::DropoutMask mask,
+                           cudaStream_t stream);
 
 }  // namespace dsx::kernels::cuda

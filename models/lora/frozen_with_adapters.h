@@ -10,7 +10,8 @@ namespace dsx::models {
 
 class FrozenWithAdapters final : public ParamAccess {
  public:
-  FrozenWithAdapters(ParamAccess& frozen, ParamAccess& adapters) : frozen_(frozen), adapters_(adapters) {}
+  FrozenWithAdapters(ParamAccess& frozen, ParamAccess& adapters)
+      : frozen_(frozen), adapters_(adapters) {}
   void acquire(int layer) override { adapters_.acquire(layer), frozen_.acquire(layer); }
   void prefetch(int layer) override { adapters_.prefetch(layer), frozen_.prefetch(layer); }
   const void* param(size_t index) override { return frozen_.param(index); }

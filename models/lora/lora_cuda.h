@@ -27,8 +27,8 @@ class LoraAdaptersCuda final : public DeviceProjectionAdapters<T> {
  public:
   // `layout` (kept by reference) says where the adapters are; buffers for up to max_batch rows
   // of max_seq tokens on `gpu`; work on `stream`.
-  LoraAdaptersCuda(const LoraAdapters& layout, device::Device& gpu, cudaStream_t stream, int max_batch,
-                   int max_seq);
+  LoraAdaptersCuda(const LoraAdapters& layout, device::Device& gpu, cudaStream_t stream,
+                   int max_batch, int max_seq);
 
   // The next forward/backward find the tensors here; `training` turns dropout on (a new mask
   // per forward, the same one for its backward and for a recompute).

@@ -20,7 +20,8 @@ constexpr std::chrono::milliseconds kStreamWait{std::chrono::minutes(10)};
 template <class T>
 class DeviceFrozenWeights final : public ParamAccess {
  public:
-  DeviceFrozenWeights(device::Device& gpu, std::vector<ParamSpec> specs, const std::vector<float>& flat)
+  DeviceFrozenWeights(device::Device& gpu, std::vector<ParamSpec> specs,
+                      const std::vector<float>& flat)
       : specs_(std::move(specs)) {
     size_t need = 0;
     for (const auto& s : specs_) need = std::max(need, s.offset + s.numel);
@@ -46,12 +47,14 @@ class DeviceFrozenWeights final : public ParamAccess {
 }  // namespace
 
 template <class T>
-LoraLlamaCuda<T>::LoraLlamaCuda(const LlamaConfig& config, const LoraConfig& lora, int max_batch, int max_seq,
-                                bool activation_checkpointing, const std::vector<float>& base, cudaStream_t stream)
+LoraLlamaCuda<T>::LoraLlamaCuda(const LlamaConfig& config, const LoraConfig& lora, int max_batch,
+                                int max_seq, bool activation_checkpointing,
+                                const std::vector<float>& base, cudaStream_t stream)
     : base_(config, max_batch, max_seq, activation_checkpointing, stream),
       gpu_(device::make_cuda_device()),
       stream_view_(gpu_->adopt_stream(base_.stream(), "LoRA model")),
-      layout_(config, lora, /*max_batch=*/0, /*max_seq=*/0),  // the layout only: the branches run here
+      layout_(config, lora, /*max_batch=*/0,
+              /*max_seq=*/0),  // the layout only: the branches run here
       frozen_(std::make_unique<DeviceFrozenWeights<T>>(*gpu_, base_.params(), base)),
       adapters_(layout_, *gpu_, base_.stream(), max_batch, max_seq) {
   base_.set_adapters(&adapters_);

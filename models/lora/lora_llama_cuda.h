@@ -25,7 +25,8 @@ class LoraLlamaCuda final : public LoraModel {
   // `base`: the base model's fp32 weights in llama_param_specs(config)'s order (rounded to T on
   // the way). `stream`: as LlamaCuda's (null: a stream of the model's own).
   LoraLlamaCuda(const LlamaConfig& config, const LoraConfig& lora, int max_batch, int max_seq,
-                bool activation_checkpointing, const std::vector<float>& base, cudaStream_t stream = nullptr);
+                bool activation_checkpointing, const std::vector<float>& base,
+                cudaStream_t stream = nullptr);
   ~LoraLlamaCuda() override;  // waits for the stream before the buffers go
 
   const std::vector<ParamSpec>& params() const override { return layout_.specs(); }
@@ -44,7 +45,9 @@ class LoraLlamaCuda final : public LoraModel {
   std::vector<float> logits() const override { return base_.logits(); }
   int vocab_size() const override { return base_.vocab_size(); }
   int max_seq_len() const override { return base_.max_seq_len(); }
-  size_t activation_bytes() const override { return base_.activation_bytes() + adapters_.activation_bytes(); }
+  size_t activation_bytes() const override {
+    return base_.activation_bytes() + adapters_.activation_bytes();
+  }
   size_t frozen_bytes() const override { return frozen_->held_bytes(); }
   double forward_flops(int64_t B, int64_t T_) const override;
 
@@ -55,10 +58,10 @@ class LoraLlamaCuda final : public LoraModel {
   cudaStream_t stream() const { return base_.stream(); }
 
  private:
-  LlamaCuda<T> base_;                  // first: the rank's GPU current, the stream
+  LlamaCuda<T> base_;                    // first: the rank's GPU current, the stream
   std::unique_ptr<device::Device> gpu_;  // where the frozen base and the branches' buffers live
   std::unique_ptr<device::Stream> stream_view_;  // base_'s stream, to wait for it
-  LoraAdapters layout_;                // which projections, PEFT's names and init; no buffers
+  LoraAdapters layout_;  // which projections, PEFT's names and init; no buffers
   std::unique_ptr<ParamAccess> frozen_;
   LoraAdaptersCuda<T> adapters_;
 };

@@ -32,7 +32,8 @@ LlamaConfig tiny() { return llama_preset("llama-tiny"); }
 
 template <class T>
 float round_to(float v) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) return dsx::kernels::bf16_to_float(dsx::kernels::float_to_bf16(v));
+  if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    return dsx::kernels::bf16_to_float(dsx::kernels::float_to_bf16(v));
   return v;
 }
 
@@ -71,7 +72,8 @@ void compare_with_cpu(const Case& k, double tol) {
   const int B = 2, Tn = 32;
   const LoraConfig lora = parse_lora_flag(k.lora);
   const auto base = base_weights<T>(c, 3);
-  LoraLlama cpu(c, lora, B, Tn, k.checkpointing, std::make_unique<DenseFrozenWeights>(llama_param_specs(c), base));
+  LoraLlama cpu(c, lora, B, Tn, k.checkpointing,
+                std::make_unique<DenseFrozenWeights>(llama_param_specs(c), base));
   LoraLlamaCuda<T> gpu(c, lora, B, Tn, k.checkpointing, base);
   ASSERT_EQ(gpu.num_params(), cpu.num_params());
   ASSERT_EQ(gpu.params().size(), cpu.params().size());
@@ -91,7 +93,8 @@ void compare_with_cpu(const Case& k, double tol) {
 
 TEST(GpuLora, Fp32MatchesTheCpuOnEveryProjection) { compare_with_cpu<float>({}, 1e-5); }
 TEST(GpuLora, Fp32WithDropoutAndCheckpointingMatchesTheCpu) {
-  compare_with_cpu<float>({"r=8,alpha=16,dropout=0.2,targets=q_proj,v_proj,down_proj,init=false", true}, 1e-5);
+  compare_with_cpu<float>(
+      {"r=8,alpha=16,dropout=0.2,targets=q_proj,v_proj,down_proj,init=false", true}, 1e-5);
 }
 // The adapters' gradients come through the whole backward's bf16 activations, and u and du are
 // rounded to bf16 as well: within 6e-2 (4.9% measured), where a wrong scale or mask is 100%.
@@ -104,7 +107,8 @@ TEST(GpuLora, SgdStepsGiveTheCpusLosses) {
   const int B = 2, Tn = 32;
   const LoraConfig lora = parse_lora_flag("r=4,alpha=8,dropout=0.1,targets=q_proj,v_proj,up_proj");
   const auto base = base_weights<float>(c, 7);
-  LoraLlama cpu(c, lora, B, Tn, false, std::make_unique<DenseFrozenWeights>(llama_param_specs(c), base));
+  LoraLlama cpu(c, lora, B, Tn, false,
+                std::make_unique<DenseFrozenWeights>(llama_param_specs(c), base));
   LoraLlamaCuda<float> gpu(c, lora, B, Tn, false, base);
   LocalParams<float> host(cpu);
   cpu.init_params(host.params(), 8);  // PEFT's: B zeros, so step 0's loss is the base's
@@ -113,7 +117,8 @@ TEST(GpuLora, SgdStepsGiveTheCpusLosses) {
   const float lr = 0.5f;
   for (int step = 0; step < 5; ++step) {
     SCOPED_TRACE("step " + std::to_string(step));
-    const auto x = random_tokens(B * Tn, c.vocab_size, 20 + step), y = random_tokens(B * Tn, c.vocab_size, 40 + step);
+    const auto x = random_tokens(B * Tn, c.vocab_size, 20 + step),
+               y = random_tokens(B * Tn, c.vocab_size, 40 + step);
     dev.upload(w.data());
     dev.zero_grads();
     host.zero_grads();
