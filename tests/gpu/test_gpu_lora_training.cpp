@@ -2,8 +2,8 @@
 // (dropout on) give the same loss at every step (as printed, 4 decimals) and the same trained
 // adapter (within 1e-4 of each tensor's largest magnitude after a few AdamW steps: the GPU sums
 // in another order) and charge the frozen base to the ledger's params alike; `dsx export --peft`
-// writes the GPU run's adapter as PEFT's folder. ZeRO stage 3 on the GPU is refused, naming what
-// to do. Skips without a GPU.
+// writes the GPU run's adapter as PEFT's folder; a resumed GPU run ends on the uninterrupted
+// run's adapter bytes. ZeRO stage 3 on the GPU is refused, naming what to do. Skips without a GPU.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -41,14 +41,18 @@ std::string config(const dsx::test::TempDir& dir, int stage) {
   return path;
 }
 
+const std::string kLora = "r=4,alpha=8,dropout=0.1,targets=all-linear";
+
+// `extra`: more `dsx train` flags (--load DIR, ...).
 dsx::test::CommandResult train(const std::string& device, const std::string& cfg,
-                               const std::string& save) {
+                               const std::string& save, int steps = 4,
+                               const std::string& lora = kLora, const std::string& extra = "") {
   return dsx::test::run_command(
       "OMP_NUM_THREADS=1 timeout 600 " + dsx_exe() + " launch --num_gpus 1 --master_port " +
       std::to_string(dsx::test::free_port()) + " " + dsx_exe() + " train --device " + device +
-      " --deepspeed_config " + cfg +
-      " --model llama-tiny --lora r=4,alpha=8,dropout=0.1,targets=all-linear" +
-      " --steps 4 --progress plain --samples 0 --eval_interval 0 --save " + save);
+      " --deepspeed_config " + cfg + " --model llama-tiny --lora " + lora + " --steps " +
+      std::to_string(steps) + " --progress plain --samples 0 --eval_interval 0 --save " + save +
+      " " + extra);
 }
 
 std::vector<std::string> step_losses(const std::string& output) {
@@ -115,6 +119,23 @@ TEST(GpuLoraTraining, TrainsAsTheCpuDoesAndExportsItsAdapter) {
   EXPECT_NE(
       dsx::test::read_all(dir.file("peft/adapter_config.json")).find("\"peft_type\": \"LORA\""),
       std::string::npos);
+}
+
+// The checkpoint keeps the adapters and their Adam state: 2 steps, saved, resumed to 4, end on
+// the bytes of 4 steps straight (without dropout, whose mask counts forwards from the start).
+TEST(GpuLoraTraining, AResumedRunEndsOnTheUninterruptedRunsAdapter) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU";
+  dsx::test::TempDir dir;
+  const std::string cfg = config(dir, 1), lora = "r=4,alpha=8,targets=q_proj,v_proj";
+  auto first = train("cuda", cfg, dir.file("out"), 2, lora);
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  auto resumed = train("cuda", cfg, dir.file("out"), 4, lora, "--load " + dir.file("out"));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("at step 2"), std::string::npos) << resumed.output;
+  auto straight = train("cuda", cfg, dir.file("straight"), 4, lora);
+  ASSERT_EQ(straight.exit_code, 0) << straight.output;
+  EXPECT_EQ(dsx::test::read_all(dir.file("out/adapter_model.safetensors")),
+            dsx::test::read_all(dir.file("straight/adapter_model.safetensors")));
 }
 
 TEST(GpuLoraTraining, StageThreeOnTheGpuIsRefused) {
