@@ -199,11 +199,25 @@ models::ModelSource load_choice(const TrainRunOptions& o) {
   return models::load_model_source(o.model);
 }
 
+// LoRA on the GPU: the base copied to the device whole, on every rank.
+std::unique_ptr<models::Model> build_lora_model_on_gpu(const config::EngineConfig& config, models::ModelSource& choice,
+                                                       const models::LoraConfig& lora,
+                                                       const models::BuildOptions& options) {
+  if (config.zero_optimization.stage == 3)
+    throw Error(ErrorKind::Unsupported, "LoRA on the GPU: ZeRO stage 3 does not partition the frozen base there yet; "
+                                        "set zero_optimization.stage to 0, 1 or 2 (the adapters are all that "
+                                        "trains), or train on CPU ranks (--device cpu)");
+  auto model = models::make_lora_model_on_gpu(choice.shape, choice.initial, lora, options);
+  std::vector<float>().swap(choice.initial);  // on the device now
+  return model;
+}
+
 // --lora: the base that --model named, frozen, with adapters to train (the base's weights move
 // out of `choice`; a preset's are drawn from the seed). At stage 3 the base is partitioned too.
+// `gpu`: as build_model's.
 std::unique_ptr<models::Model> build_lora_model(const TrainRunOptions& o, const config::EngineConfig& config,
                                                 models::ModelSource& choice, bool cuda, int micro, int seq,
-                                                comm::Communicator& comm) {
+                                                comm::Communicator& comm, device::Device* gpu) {
   models::BuildOptions options;
   options.cuda = cuda, options.max_batch = micro, options.max_seq = seq;
   options.activation_checkpointing = config.activation_checkpointing.given;
@@ -211,6 +225,13 @@ std::unique_ptr<models::Model> build_lora_model(const TrainRunOptions& o, const 
     choice.initial = models::initial_parameters(choice.shape, o.seed);
   const models::LoraConfig lora = models::parse_lora_flag(o.lora);
   if (models::wants_qlora(o.model, o.load_in_4bit)) return build_qlora_model(o, config, choice, lora, options, comm);
+  if (cuda) {
+    options.dtype = config.bf16.enabled ? kernels::DType::BF16
+                    : config.fp16.enabled ? kernels::DType::F16
+                                          : kernels::DType::F32;
+    if (gpu) options.stream = gpu->compute_stream().native();
+    return build_lora_model_on_gpu(config, choice, lora, options);
+  }
   if (config.zero_optimization.stage == 3 && choice.shape.family == models::ModelShape::Family::Llama) {
     auto frozen = std::make_unique<PartitionedFrozenWeights>(models::param_specs(choice.shape), choice.initial, comm);
     std::vector<float>().swap(choice.initial);
@@ -227,7 +248,7 @@ const float* initial_adapters(models::ModelSource& choice, const models::Model& 
   if (std::filesystem::exists(o.lora + "/adapter_model.safetensors"))
     models::read_peft_adapter_weights(o.lora, model.params(), choice.initial.data());
   else
-    model.init_params(choice.initial.data(), o.seed);
+    dynamic_cast<const models::LoraModel&>(model).init_adapters(choice.initial.data(), o.seed);
   return choice.initial.data();
 }
 
@@ -292,7 +313,7 @@ class TrainingRun {
         lead_(rank_ == 0), task_(o.digits), micro_(static_cast<int>(config_.train_micro_batch_size_per_gpu)),
         seq_(sequence_length(o, task_, choice_.shape)),
         model_(o.lora.empty() ? build_model(config_, choice_.shape, cuda_, micro_, seq_, gpu_.get())
-                              : build_lora_model(o, config_, choice_, cuda_, micro_, seq_, comm_)),
+                              : build_lora_model(o, config_, choice_, cuda_, micro_, seq_, comm_, gpu_.get())),
         loader_(make_loader(o, choice_, task_, micro_, seq_, rank_, comm_.size())),
         steps_(steps_to_run(o, config_, *loader_, *model_)),
         profiling_(config_.autotuning.enabled && config_.autotuning.metric_path.has_value()),

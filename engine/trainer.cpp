@@ -19,13 +19,14 @@ std::unique_ptr<zero::ZeroEngine> make_zero(const config::EngineConfig& config, 
   if (!device) {
     // ZeRO on the host: a CPU model's activations share its memory; a GPU model's do not.
     options.model_activation_bytes = model.on_device() ? 0 : model.activation_bytes();
-    options.frozen_param_bytes = model.frozen_bytes();
+    options.frozen_param_bytes = model.on_device() ? 0 : model.frozen_bytes();
     return std::make_unique<zero::ZeroEngine>(zero_params_of(model), model.num_layers(), initial, options, comm);
   }
   // ZeRO on the model's device: its working copy and gradients in the model's dtype (beside an
   // fp32 master for a 16-bit model), and the model's activations in the same memory.
   options.model_dtype = model.param_dtype();
   options.model_activation_bytes = model.activation_bytes();
+  options.frozen_param_bytes = model.frozen_bytes();  // LoRA's base, in the same memory
   return std::make_unique<zero::ZeroEngine>(zero_params_of(model), model.num_layers(), initial, options, comm,
                                             *device);
 }

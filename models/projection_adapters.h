@@ -1,7 +1,8 @@
 // A seam inside a decoder block: extra trainable paths beside its frozen linear projections
-// (LoRA, models/lora/). The CPU Llama calls forward() right after each projection's own matmul
+// (LoRA, models/lora/). The Llama models call forward() right after each projection's own matmul
 // and backward() right after the projection's input gradient is computed, with the same input,
-// so an adapter never needs the projection's weight (dense or quantised alike).
+// so an adapter never needs the projection's weight (dense or quantised alike). The CPU model
+// takes ProjectionAdapters, the CUDA model DeviceProjectionAdapters<T>.
 #pragma once
 
 #include <cstddef>
@@ -61,6 +62,16 @@ class ProjectionAdapters {
   // dinp (N, in_features) += the adapter's input gradient; its own gradients accumulate too.
   virtual void backward(int block, Projection p, float* dinp, const float* dout, const float* inp,
                         size_t N) = 0;
+};
+
+// The same seam on a GPU: pointers are device memory in the model's storage type T, and the
+// adapters enqueue their work on the model's stream (handed to them when they are built).
+template <class T>
+class DeviceProjectionAdapters {
+ public:
+  virtual ~DeviceProjectionAdapters() = default;
+  virtual void forward(int block, Projection p, T* out, const T* inp, size_t N) = 0;
+  virtual void backward(int block, Projection p, T* dinp, const T* dout, const T* inp, size_t N) = 0;
 };
 
 }  // namespace dsx::models

@@ -69,10 +69,16 @@ template <class T>
 void decoder_matmul_forward(DecoderBlas& blas, T* out, const T* inp, const T* weight, const T* bias, size_t N, int C,
                          int OC, cudaStream_t stream);
 // dinp = dout @ weight; dweight += dout^T @ inp; dbias += column sums of dout (dbias may be null),
-// summed deterministically in fp32 (kernels/column_sums.h).
+// summed deterministically in fp32 (kernels/column_sums.h). A null dweight (a frozen weight) skips
+// its product.
 template <class T>
 void decoder_matmul_backward(DecoderBlas& blas, T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
                           const T* weight, size_t N, int C, int OC, cudaStream_t stream);
+// A general product on the same plans, in kernels/cpu/gemm.h's row-major terms: C (M, N) =
+// alpha op(A) op(B) + beta C, op(X) = X^T where trans; for the thin matmuls of LoRA's branch.
+template <class T>
+void decoder_gemm(DecoderBlas& blas, bool trans_a, bool trans_b, size_t M, int N, int K, float alpha, const T* A,
+                  int lda, const T* B, int ldb, float beta, T* C, int ldc, cudaStream_t stream);
 // The bias part of decoder_matmul_backward alone: dbias (OC) += column sums of dout (N, OC).
 template <class T>
 void decoder_bias_backward(DecoderBlas& blas, T* dbias, const T* dout, size_t N, int OC, cudaStream_t stream);

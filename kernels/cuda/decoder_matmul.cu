@@ -156,7 +156,7 @@ namespace {
 // D (m x n, col-major, ld ldd) = op(A) op(B) + beta D [+ bias over rows].
 template <class T>
 void lt_matmul(DecoderBlas& blas, T* d, const T* a, const T* b, const T* bias, int m, int n, int k, bool trans_a,
-               bool trans_b, int lda, int ldb, int ldd, float beta, cudaStream_t stream) {
+               bool trans_b, int lda, int ldb, int ldd, float beta, cudaStream_t stream, float alpha = 1.0f) {
   DecoderBlas::State& st = blas.state();
   MatmulShape shape;
   shape.m = m, shape.n = n, shape.k = k, shape.lda = lda, shape.ldb = ldb, shape.ldd = ldd;
@@ -168,7 +168,6 @@ void lt_matmul(DecoderBlas& blas, T* d, const T* a, const T* b, const T* bias, i
     check(cublasLtMatmulDescSetAttribute(plan.op.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)),
           "bias");
   }
-  const float alpha = 1.0f;
   check(cublasLtMatmul(st.handle.get(), plan.op.get(), &alpha, a, plan.a.get(), b, plan.b.get(), &beta, d,
                        plan.d.get(), d, plan.d.get(), &plan.algo, st.workspace.get(), kWorkspaceBytes, stream),
         "matmul");
@@ -187,8 +186,17 @@ void decoder_matmul_backward(DecoderBlas& blas, T* dinp, T* dweight, T* dbias, c
                           const T* weight, size_t N, int C, int OC, cudaStream_t stream) {
   const T* no_bias = nullptr;
   lt_matmul(blas, dinp, weight, dout, no_bias, C, static_cast<int>(N), OC, false, false, C, OC, C, 0.0f, stream);
-  lt_matmul(blas, dweight, inp, dout, no_bias, C, OC, static_cast<int>(N), false, true, C, OC, C, 1.0f, stream);
+  if (dweight)  // null: a frozen weight (LoRA's base) takes no gradient
+    lt_matmul(blas, dweight, inp, dout, no_bias, C, OC, static_cast<int>(N), false, true, C, OC, C, 1.0f, stream);
   if (dbias) decoder_bias_backward(blas, dbias, dout, N, OC, stream);
+}
+
+// Row-major C = alpha op(A) op(B) + beta C is, column-major, C^T = alpha op(B)^T op(A)^T + beta C^T.
+template <class T>
+void decoder_gemm(DecoderBlas& blas, bool trans_a, bool trans_b, size_t M, int N, int K, float alpha, const T* A,
+                  int lda, const T* B, int ldb, float beta, T* C, int ldc, cudaStream_t stream) {
+  const T* no_bias = nullptr;
+  lt_matmul(blas, C, B, A, no_bias, N, static_cast<int>(M), K, trans_b, trans_a, ldb, lda, ldc, beta, stream, alpha);
 }
 
 template <class T>
@@ -203,7 +211,9 @@ void decoder_bias_backward(DecoderBlas& blas, T* dbias, const T* dout, size_t N,
                                        cudaStream_t);                                                           \
   template void decoder_matmul_backward<T>(DecoderBlas&, T*, T*, T*, const T*, const T*, const T*, size_t, int, int, \
                                         cudaStream_t);                                                           \
-  template void decoder_bias_backward<T>(DecoderBlas&, T*, const T*, size_t, int, cudaStream_t);
+  template void decoder_bias_backward<T>(DecoderBlas&, T*, const T*, size_t, int, cudaStream_t);                   \
+  template void decoder_gemm<T>(DecoderBlas&, bool, bool, size_t, int, int, float, const T*, int, const T*, int,     \
+                                float, T*, int, cudaStream_t);
 
 DSX_DECODER_MATMUL_INSTANTIATE(float)
 DSX_DECODER_MATMUL_INSTANTIATE(__nv_bfloat16)

@@ -213,6 +213,7 @@ void llama_rmsnorm_backward(T* dinp, T* dweight, float* scratch, const T* dout, 
   DSX_LAUNCH(warp_blocks(N), kWarpsPerBlock * kWarp, 0, stream, rmsnorm_backward_kernel)(
       dinp, dout, inp, weight, rstd, N, C);
   check_launch("llama_rmsnorm_backward");
+  if (!dweight) return;  // a frozen norm (LoRA's base)
   DSX_TOUCHES(DSX_READS(dout, rows_bytes), DSX_READS(inp, rows_bytes), DSX_READS(rstd, N * 4));
   add_column_sums(dweight, RmsNormWeightTerm<T>{dout, inp, rstd, C}, N, C, scratch, stream,
                   "llama_rmsnorm_backward dweight");

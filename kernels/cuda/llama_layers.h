@@ -31,7 +31,7 @@ template <class T>
 void llama_rmsnorm_forward(T* out, float* rstd, const T* inp, const T* weight, size_t N, int C,
                            float eps, cudaStream_t stream);
 // dinp += ..., dweight += ... . scratch: kernels::column_sums_scratch_floats(N, C) floats (the
-// fp32 chunk sums of dweight, kernels/column_sums.h).
+// fp32 chunk sums of dweight, kernels/column_sums.h). A null dweight (a frozen norm) is skipped.
 template <class T>
 void llama_rmsnorm_backward(T* dinp, T* dweight, float* scratch, const T* dout, const T* inp,
                             const T* weight, const float* rstd, size_t N, int C,

@@ -208,19 +208,26 @@ void LlamaCuda<T>::block_forward(BlockActs& a, T* res_out, const T* res_in, cons
   kc::llama_rmsnorm_forward(a.xn1.data(), a.rstd1.data(), res_in, p.ln1, N, C, eps, s);
   kc::decoder_matmul_forward(blas_, own ? q_.data() : a.q.data(), a.xn1.data(), p.wq, p.bq, N, C, QD,
                           s);
+  adapt_forward(Projection::q, own ? q_.data() : a.q.data(), a.xn1.data());
   kc::decoder_matmul_forward(blas_, own ? k_.data() : a.k.data(), a.xn1.data(), p.wk, p.bk, N, C, KVD,
                           s);
+  adapt_forward(Projection::k, own ? k_.data() : a.k.data(), a.xn1.data());
   kc::decoder_matmul_forward(blas_, own ? v_.data() : a.v.data(), a.xn1.data(), p.wv, p.bv, N, C, KVD,
                           s);
+  adapt_forward(Projection::v, own ? v_.data() : a.v.data(), a.xn1.data());
   attention_forward(a);
   kc::decoder_matmul_forward(blas_, tmp_.data(), a.atty.data(), p.wo, p.bo, N, QD, C, s);
+  adapt_forward(Projection::o, tmp_.data(), a.atty.data());
   kc::decoder_residual_forward(a.res2.data(), res_in, tmp_.data(), N * C, s);
   // output = res2 + down_proj(silu(gate_proj(x)) * up_proj(x)), x = rmsnorm(res2)
   kc::llama_rmsnorm_forward(a.xn2.data(), a.rstd2.data(), a.res2.data(), p.ln2, N, C, eps, s);
   kc::decoder_matmul_forward(blas_, a.gate.data(), a.xn2.data(), p.wg, no_bias, N, C, F, s);
+  adapt_forward(Projection::gate, a.gate.data(), a.xn2.data());
   kc::decoder_matmul_forward(blas_, a.up.data(), a.xn2.data(), p.wu, no_bias, N, C, F, s);
+  adapt_forward(Projection::up, a.up.data(), a.xn2.data());
   kc::llama_swiglu_forward(a.h.data(), a.gate.data(), a.up.data(), N * F, s);
   kc::decoder_matmul_forward(blas_, tmp_.data(), a.h.data(), p.wd, no_bias, N, F, C, s);
+  adapt_forward(Projection::down, tmp_.data(), a.h.data());
   kc::decoder_residual_forward(res_out, a.res2.data(), tmp_.data(), N * C, s);
 }
 
@@ -235,6 +242,7 @@ void LlamaCuda<T>::attention_backward(T* dxn, const T* dres2, BlockActs& a, cons
   cudaStream_t s = stream_.get();
   kc::decoder_matmul_backward(blas_, datty_.data(), g.wo, g.bo, dres2, a.atty.data(), p.wo, N, QD, C,
                            s);
+  adapt_backward(Projection::o, datty_.data(), dres2, a.atty.data());
   if (path_ == LlamaAttention::Own) {
     kc::decoder_attention_backward(dqkv_.data(), dpre_.data(), datty_.data(), a.qkv.data(),
                                 a.att.data(), B_, T_, QD, NH, s);
@@ -251,11 +259,14 @@ void LlamaCuda<T>::attention_backward(T* dxn, const T* dres2, BlockActs& a, cons
   }
   // Three projections of one input: their input gradients add up.
   kc::decoder_matmul_backward(blas_, dxn, g.wq, g.bq, q_.data(), a.xn1.data(), p.wq, N, C, QD, s);
+  adapt_backward(Projection::q, dxn, q_.data(), a.xn1.data());
   kc::decoder_matmul_backward(blas_, tmp_.data(), g.wk, g.bk, k_.data(), a.xn1.data(), p.wk, N, C, KVD,
                            s);
+  adapt_backward(Projection::k, tmp_.data(), k_.data(), a.xn1.data());
   kc::decoder_residual_forward(dxn, dxn, tmp_.data(), N * C, s);
   kc::decoder_matmul_backward(blas_, tmp_.data(), g.wv, g.bv, v_.data(), a.xn1.data(), p.wv, N, C, KVD,
                            s);
+  adapt_backward(Projection::v, tmp_.data(), v_.data(), a.xn1.data());
   kc::decoder_residual_forward(dxn, dxn, tmp_.data(), N * C, s);
 }
 
@@ -270,12 +281,15 @@ void LlamaCuda<T>::block_backward(T* dres, BlockActs& a, const T* res_in, const 
   float* scratch = norm_scratch_.data();
   // MLP: dres becomes d loss / d res2 (the residual plus the path through rmsnorm2).
   kc::decoder_matmul_backward(blas_, dh_.data(), g.wd, no_bias, dres, a.h.data(), p.wd, N, F, C, s);
+  adapt_backward(Projection::down, dh_.data(), dres, a.h.data());
   kc::llama_swiglu_backward(dh_.data() /* now dgate */, dup_.data(), dh_.data(), a.gate.data(),
                             a.up.data(), N * F, s);
   kc::decoder_matmul_backward(blas_, dxn_.data(), g.wg, no_bias, dh_.data(), a.xn2.data(), p.wg, N, C,
                            F, s);
+  adapt_backward(Projection::gate, dxn_.data(), dh_.data(), a.xn2.data());
   kc::decoder_matmul_backward(blas_, tmp_.data(), g.wu, no_bias, dup_.data(), a.xn2.data(), p.wu, N, C,
                            F, s);
+  adapt_backward(Projection::up, tmp_.data(), dup_.data(), a.xn2.data());
   kc::decoder_residual_forward(dxn_.data(), dxn_.data(), tmp_.data(), N * C, s);
   kc::llama_rmsnorm_backward(dres, g.ln2, scratch, dxn_.data(), a.res2.data(), p.ln2,
                              a.rstd2.data(), N, C, s);
@@ -312,6 +326,7 @@ float LlamaCuda<T>::forward(const int32_t* inputs, const int32_t* targets, int B
   if (!tied) access.release(0);
   blocks_forward(access, [&](int l) {
     GpuLayerSpan on_gpu(s, "forward layer", l + 1);
+    block_ = l;
     block_forward(acts_of(l), residual_[l + 1].data(), residual_[l].data(), llama_block_params<T>(layout_, access, l));
   });
   access.acquire(L + 1);
@@ -360,6 +375,7 @@ template <class T>
 void LlamaCuda<T>::embedding_backward(GradSink& sink) {
   const size_t N = size_t(B_) * T_;
   cudaStream_t s = stream_.get();
+  if (!sink.grad(0)) return;  // a frozen embedding (LoRA)
   // A member: the copy may still read it after this returns (the next forward waits for it).
   token_rows_host_ = kernels::group_rows_by_token(host_inputs_.data(), N, config_.vocab_size);
   cuda_check(cudaMemcpyAsync(token_rows_.data(), token_rows_host_.packed.data(),
@@ -397,6 +413,7 @@ void LlamaCuda<T>::backward(ParamAccess& access, GradSink& sink, float grad_scal
       access,
       [&](int l) {
         GpuLayerSpan on_gpu(s, "backward layer", l + 1);
+        block_ = l;
         const BlockParams p = llama_block_params<T>(layout_, access, l);
         BlockActs& a = acts_of(l);
         if (checkpointing_) block_forward(a, tmp_.data() /* output not needed again */, residual_[l].data(), p);
@@ -406,6 +423,16 @@ void LlamaCuda<T>::backward(ParamAccess& access, GradSink& sink, float grad_scal
   if (!tied) access.acquire(0);
   embedding_backward(sink);
   ready(0);
+}
+
+template <class T>
+void LlamaCuda<T>::adapt_forward(Projection p, T* out, const T* inp) {
+  if (adapters_) adapters_->forward(block_, p, out, inp, size_t(B_) * T_);
+}
+
+template <class T>
+void LlamaCuda<T>::adapt_backward(Projection p, T* dinp, const T* dout, const T* inp) {
+  if (adapters_) adapters_->backward(block_, p, dinp, dout, inp, size_t(B_) * T_);
 }
 
 template <class T>

@@ -34,6 +34,7 @@
 #include "models/cuda_stream.h"
 #include "models/decoder_model.h"
 #include "models/model.h"
+#include "models/projection_adapters.h"
 
 namespace dsx::kernels::cuda {
 class CudnnAttention;
@@ -65,6 +66,8 @@ class LlamaCuda final : public DecoderModel<LlamaConfig, llama_forward_flops> {
   size_t activation_bytes() const override;  // device bytes allocated so far
 
   cudaStream_t stream() const { return stream_.get(); }
+  // Adapters beside the block projections (LoRA, models/lora/lora_cuda.h), or null; not owned.
+  void set_adapters(DeviceProjectionAdapters<T>* adapters) { adapters_ = adapters; }
   const kernels::cuda::DecoderBlas& blas() const { return blas_; }
   // The attention a forward of B rows of Tn tokens runs (chosen on first ask, then kept).
   LlamaAttention attention_for(int B, int Tn);
@@ -91,6 +94,9 @@ class LlamaCuda final : public DecoderModel<LlamaConfig, llama_forward_flops> {
                       const BlockGrads& g);
   void head_backward(ParamAccess& access, GradSink& sink, float grad_scale);
   void embedding_backward(GradSink& sink);
+  // The adapters' share of projection p of block block_ (nothing without adapters).
+  void adapt_forward(Projection p, T* out, const T* inp);
+  void adapt_backward(Projection p, T* dinp, const T* dout, const T* inp);
 
   LlamaBlockLayout layout_;
   int forced_ = 0;     // DSX_ATTENTION: 0 auto, 1 own, 2 cudnn
@@ -114,6 +120,8 @@ class LlamaCuda final : public DecoderModel<LlamaConfig, llama_forward_flops> {
   DeviceArray<T> xf_, logits_, q_, k_, v_, tmp_, dres_, dxn_, datty_, dh_, dup_, dqkv_;
   DeviceArray<float> rstdf_, lse_, losses_, dpre_, norm_scratch_;
   KeptLoss loss_;
+  DeviceProjectionAdapters<T>* adapters_ = nullptr;
+  int block_ = 0;  // the block being run, for the adapters
 };
 
 extern template class LlamaCuda<float>;

@@ -8,6 +8,7 @@
 
 #include "dsx/error.h"
 #include "kernels/cpu/lora_linear.h"
+#include "kernels/lora_math.h"
 
 namespace dsx::models {
 
@@ -70,13 +71,6 @@ void check_targets_match(const LoraConfig& c, const AdaptableModules& all) {
       throw Error(ErrorKind::Config, c.source + ": target_modules entry '" + name + "' matches no module of this model; " +
                                          all.names + " (the head and the embeddings take no adapter here)");
   }
-}
-
-uint64_t mix(uint64_t x) {  // splitmix64's finaliser
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
 }
 
 }  // namespace
@@ -183,20 +177,20 @@ LoraAdapters::Slot* LoraAdapters::slot(int block, int p) {
   return s.a_index < 0 ? nullptr : &s;
 }
 
-// Inverted dropout as torch's: kept elements scaled by 1/(1-p). The mask is a hash of the
-// forward's count, the projection and the element, so a recomputed forward (activation
-// checkpointing) and the backward see the same one.
-LoraAdapters::Mask LoraAdapters::mask(int block, int p) const {
-  const double keep = 1.0 - config_.dropout;
-  return {mix(forward_count_ * 0x100000001b3ULL + static_cast<uint64_t>(block) * 8 + p),
-          static_cast<uint64_t>(keep * 18446744073709551615.0), static_cast<float>(1.0 / keep)};
+const LoraAdapters::Site* LoraAdapters::site(int block, Projection p) const {
+  const Slot& s = slots_.at(block)[static_cast<int>(p)];
+  return s.a_index < 0 ? nullptr : &s;
 }
 
-bool LoraAdapters::Mask::kept(size_t i) const { return mix(key ^ (i * 0xd6e8feb86659fd93ULL)) < threshold; }
+// The mask of kernels/lora_math.h: a recomputed forward (activation checkpointing), the backward
+// and the CUDA adapters (lora_cuda.h) see the same one.
+kernels::lora::DropoutMask LoraAdapters::mask(int block, int p) const {
+  return kernels::lora::dropout_mask(forward_count_, block, p, config_.dropout);
+}
 
 const float* LoraAdapters::dropped(int block, int p, const float* inp, size_t N, int in) {
   if (!dropout_on_) return inp;
-  const Mask m = mask(block, p);
+  const auto m = mask(block, p);
   const size_t n = N * static_cast<size_t>(in);
   for (size_t i = 0; i < n; ++i) xdrop_[i] = m.kept(i) ? inp[i] * m.inv_keep : 0.0f;
   return xdrop_.data();
@@ -246,7 +240,7 @@ void LoraAdapters::slot_backward(int block, int p, float* dinp, const float* dou
   std::fill(dx_.begin(), dx_.begin() + n, 0.0f);
   kc::lora_linear_backward(dx_.data(), dA, dB, du_.data(), dout, x, s->u.data(), A, B, N, s->in, config_.r, s->out,
                            scale_);
-  const Mask m = mask(block, p);
+  const auto m = mask(block, p);
   for (size_t i = 0; i < n; ++i)
     if (m.kept(i)) dinp[i] += dx_[i] * m.inv_keep;
 }

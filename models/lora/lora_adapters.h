@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/lora_math.h"
 #include "models/gpt2/config.h"
 #include "models/llama/config.h"
 #include "models/lora/lora_config.h"
@@ -41,6 +42,17 @@ class LoraAdapters final : public ProjectionAdapters, public Gpt2ProjectionAdapt
   double flops(int64_t tokens) const;  // forward multiply-adds x 2
   size_t activation_bytes() const;
 
+  // Where projection p of `block` has an adapter: lora_A's spec index (lora_B's follows) and the
+  // projection's features; null where it has none. For the CUDA adapters (lora_cuda.h), which
+  // run the same branches on the GPU.
+  struct Site {
+    int a_index = -1;
+    int in = 0, out = 0;
+  };
+  const Site* site(int block, Projection p) const;
+  float scale() const { return scale_; }
+  int num_blocks() const { return static_cast<int>(slots_.size()); }
+
   // The next forward/backward find the tensors here; `training` turns dropout on.
   void bind(ParamAccess* access, GradSink* sink, bool training);
 
@@ -52,22 +64,15 @@ class LoraAdapters final : public ProjectionAdapters, public Gpt2ProjectionAdapt
                 size_t N) override;
 
  private:
-  struct Slot {
-    int a_index = -1;  // spec index of lora_A; lora_B follows it
-    int in = 0, out = 0;
+  struct Slot : Site {
     std::vector<float> u;  // x @ A^T of the last forward, (N, r)
-  };
-  struct Mask {  // dropout's keep decision per element of one projection's input
-    uint64_t key, threshold;
-    float inv_keep;
-    bool kept(size_t i) const;
   };
   // `N` rows at most; slots are the family's projections by number.
   void build(const AdaptableModules& all, int num_blocks, size_t N);
   void slot_forward(int block, int p, float* out, const float* inp, size_t N);
   void slot_backward(int block, int p, float* dinp, const float* dout, const float* inp, size_t N);
   Slot* slot(int block, int p);
-  Mask mask(int block, int p) const;
+  kernels::lora::DropoutMask mask(int block, int p) const;
   // The branch's input: inp itself, or inp with dropout's mask applied into scratch.
   const float* dropped(int block, int p, const float* inp, size_t N, int in);
 

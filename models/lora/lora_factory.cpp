@@ -4,6 +4,9 @@
 #include "dsx/error.h"
 #include "models/lora/frozen_weights.h"
 #include "models/lora/lora_gpt2.h"
+#ifdef DSX_HAVE_CUDA
+#include "models/lora/lora_llama_cuda.h"
+#endif
 
 namespace dsx::models {
 
@@ -30,9 +33,34 @@ std::unique_ptr<LoraLlama> make_lora_model(const ModelShape& shape, std::unique_
                                             "with its adapters partitioned)");
   if (options.cuda)
     throw Error(ErrorKind::Unsupported,
-                "LoRA runs on the CPU so far; add --device cpu (and bf16/fp16 \"enabled\": false)");
+                "a LoRA model over a base that is not on the GPU is CPU-only (QLoRA's NF4 base, ZeRO "
+                "stage 3's partitioned base); add --device cpu (and bf16/fp16 \"enabled\": false)");
   return std::make_unique<LoraLlama>(shape.llama, lora, options.max_batch, options.max_seq,
                                      options.activation_checkpointing, std::move(frozen));
+}
+
+std::unique_ptr<LoraModel> make_lora_model_on_gpu(const ModelShape& shape, const std::vector<float>& base,
+                                                  const LoraConfig& lora, const ModelBuildOptions& o) {
+  if (shape.family != ModelShape::Family::Llama)
+    throw Error(ErrorKind::Unsupported, "LoRA on the GPU trains the Llama family (Llama, Mistral, Qwen2) so far, not " +
+                                            shape.family_name() + "; add --device cpu");
+  if (!lora.modules_to_save.empty() || lora.bias != "none")
+    throw Error(ErrorKind::Unsupported, "LoRA on the GPU trains the adapters only so far: modules_to_save and bias "
+                                        "\"all\"/\"lora_only\" train on the CPU; add --device cpu, or drop them");
+#ifdef DSX_HAVE_CUDA
+  auto stream = static_cast<cudaStream_t>(o.stream);
+  const bool ckpt = o.activation_checkpointing;
+  if (o.dtype == kernels::DType::F32)
+    return std::make_unique<LoraLlamaCuda<float>>(shape.llama, lora, o.max_batch, o.max_seq, ckpt, base, stream);
+  if (o.dtype == kernels::DType::BF16)
+    return std::make_unique<LoraLlamaCuda<__nv_bfloat16>>(shape.llama, lora, o.max_batch, o.max_seq, ckpt, base,
+                                                          stream);
+  return std::make_unique<LoraLlamaCuda<__half>>(shape.llama, lora, o.max_batch, o.max_seq, ckpt, base, stream);
+#else
+  (void)base;
+  throw Error(ErrorKind::Unsupported, "this dsx was built without CUDA, so LoRA trains on the CPU only; rebuild "
+                                      "with -DDSX_CUDA=ON, or add --device cpu");
+#endif
 }
 
 }  // namespace dsx::models

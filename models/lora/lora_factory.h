@@ -1,6 +1,6 @@
 // What `dsx train --lora` and `dsx sample --lora-adapter` build: a LoRA model over the base that
-// --model named, with its weights frozen and held dense. The Llama family and GPT-2 on the CPU
-// only, so far: the CUDA path is refused with what to do instead.
+// --model named, with its weights frozen and held dense: the Llama family and GPT-2 on the CPU,
+// and the Llama family on one GPU (a CUDA build).
 #pragma once
 
 #include <memory>
@@ -17,6 +17,10 @@ namespace dsx::models {
 // or, for GPT-2, a LoraGpt2.
 std::unique_ptr<LoraModel> make_lora_model(const ModelShape& shape, std::vector<float> base, const LoraConfig& lora,
                                            const ModelBuildOptions& options);
+// On the GPU (options.cuda, in options.dtype, on options.stream): the base copied to the device.
+// Error(Unsupported) in a build without CUDA.
+std::unique_ptr<LoraModel> make_lora_model_on_gpu(const ModelShape& shape, const std::vector<float>& base,
+                                                  const LoraConfig& lora, const ModelBuildOptions& options);
 // `frozen` reads the base weights (dense, partitioned at ZeRO stage 3, or quantised).
 std::unique_ptr<LoraLlama> make_lora_model(const ModelShape& shape, std::unique_ptr<ParamAccess> frozen,
                                            const LoraConfig& lora, const ModelBuildOptions& options);

@@ -2,14 +2,15 @@
 // through one access, and gets no gradient for any base tensor.
 #include "models/lora/lora_gpt2.h"
 
+#include "models/lora/frozen_with_adapters.h"
+
 namespace dsx::models {
 
 LoraGpt2::LoraGpt2(const GPT2Config& config, const LoraConfig& lora, int max_batch, int max_seq,
                    bool activation_checkpointing, std::unique_ptr<ParamAccess> frozen)
     : base_(config, max_batch, max_seq, activation_checkpointing),
       adapters_(config, lora, max_batch, max_seq),
-      frozen_(std::move(frozen)),
-      none_trained_(base_.params().size(), -1) {
+      frozen_(std::move(frozen))) {
   base_.set_adapters(&adapters_);
 }
 
@@ -17,14 +18,14 @@ void LoraGpt2::init_params(void* flat, uint64_t seed) const { adapters_.init(sta
 
 float LoraGpt2::forward(const int32_t* inputs, const int32_t* targets, int B, int T, ParamAccess& access) {
   adapters_.bind(&access, nullptr, targets != nullptr);
-  FrozenWithAdapters both(*frozen_, access, none_trained_);
+  FrozenWithAdapters both(*frozen_, access);
   return base_.forward(inputs, targets, B, T, both);
 }
 
 void LoraGpt2::backward(ParamAccess& access, GradSink& sink, float grad_scale) {
   adapters_.bind(&access, &sink, true);
-  FrozenWithAdapters both(*frozen_, access, none_trained_);
-  NoFrozenGrads frozen_sink(sink, none_trained_);
+  FrozenWithAdapters both(*frozen_, access);
+  NoFrozenGrads frozen_sink(sink);
   base_.backward(both, frozen_sink, grad_scale);
 }
 

@@ -26,6 +26,7 @@ class LoraGpt2 final : public LoraModel {
   kernels::DType param_dtype() const override { return kernels::DType::F32; }
   bool on_device() const override { return false; }
   void init_params(void* flat, uint64_t seed) const override;  // PEFT's initialisation
+  void init_adapters(float* flat, uint64_t seed) const override { init_params(flat, seed); }
   float forward(const int32_t* inputs, const int32_t* targets, int B, int T, ParamAccess& access) override;
   void backward(ParamAccess& access, GradSink& sink, float grad_scale) override;
   std::vector<float> logits() const override { return base_.logits(); }
@@ -36,6 +37,7 @@ class LoraGpt2 final : public LoraModel {
   double forward_flops(int64_t B, int64_t T) const override;
 
   const LoraConfig& lora() const override { return adapters_.config(); }
+  const std::vector<ParamSpec>& base_params() const override { return base_.params(); }
   ParamAccess& frozen() override { return *frozen_; }
   const ParamAccess& frozen() const override { return *frozen_; }
   size_t base_numel() const override { return base_.num_params(); }
@@ -44,7 +46,6 @@ class LoraGpt2 final : public LoraModel {
   GPT2Cpu<float> base_;
   LoraAdapters adapters_;
   std::unique_ptr<ParamAccess> frozen_;
-  std::vector<int> none_trained_;  // per base tensor: -1, every one is frozen
 };
 
 }  // namespace dsx::models

@@ -1,12 +1,12 @@
-// LoraLlama (see lora_llama.h): the base model is handed an access that gathers the adapters'
-// layer from the engine together with the frozen weights, and a sink that takes no gradient for
-// a frozen weight (so the base skips those products) but passes each layer's ready() on. A base
-// tensor that trains in full is read from, and its gradient sent to, the engine instead.
+// LoraLlama (see lora_llama.h): the base model runs on the frozen weights and the engine's
+// adapters together (models/lora/frozen_with_adapters.h). A base tensor that trains in full is
+// read from, and its gradient sent to, the engine instead.
 #include "models/lora/lora_llama.h"
 
 #include <algorithm>
 
 #include "dsx/error.h"
+#include "models/lora/frozen_with_adapters.h"
 
 namespace dsx::models {
 
@@ -60,6 +60,9 @@ void LoraLlama::init_params(void* flat, uint64_t seed) const {
   adapters_.init(out, seed);
   std::copy(trained_initial_.begin(), trained_initial_.end(), out + adapters_.numel());
 }
+
+// The model computes in fp32: its initial weights are the engine's.
+void LoraLlama::init_adapters(float* flat, uint64_t seed) const { init_params(flat, seed); }
 
 float LoraLlama::forward(const int32_t* inputs, const int32_t* targets, int B, int T, ParamAccess& access) {
   adapters_.bind(&access, nullptr, targets != nullptr);

@@ -32,6 +32,7 @@ class LoraLlama final : public LoraModel {
   bool on_device() const override { return false; }
   // The adapters as PEFT initialises them, the tensors trained in full as the base holds them.
   void init_params(void* flat, uint64_t seed) const override;
+  void init_adapters(float* flat, uint64_t seed) const override;
   float forward(const int32_t* inputs, const int32_t* targets, int B, int T,
                 ParamAccess& access) override;
   void backward(ParamAccess& access, GradSink& sink, float grad_scale) override;
@@ -43,7 +44,7 @@ class LoraLlama final : public LoraModel {
   double forward_flops(int64_t B, int64_t T) const override;
 
   const LlamaConfig& base_config() const { return base_.config(); }
-  const std::vector<ParamSpec>& base_params() const { return base_.params(); }
+  const std::vector<ParamSpec>& base_params() const override { return base_.params(); }
   ParamAccess& frozen() override { return *frozen_; }
   const ParamAccess& frozen() const override { return *frozen_; }
   const LoraConfig& lora() const override { return adapters_.config(); }

@@ -1,0 +1,105 @@
+// LoraLlamaCuda (see lora_llama_cuda.h): the base weights frozen in device memory, the adapters
+// beside LlamaCuda's projections.
+#include "models/lora/lora_llama_cuda.h"
+
+#include <chrono>
+#include <string>
+
+#include "device/cuda_device.h"
+#include "device/owned_memory.h"
+#include "dsx/error.h"
+#include "models/lora/frozen_with_adapters.h"
+
+namespace dsx::models {
+
+namespace {
+
+constexpr std::chrono::milliseconds kStreamWait{std::chrono::minutes(10)};
+
+// The dense frozen base on the GPU: uploaded once in T's storage format, never written.
+template <class T>
+class DeviceFrozenWeights final : public ParamAccess {
+ public:
+  DeviceFrozenWeights(device::Device& gpu, std::vector<ParamSpec> specs,
+                      const std::vector<float>& flat)
+      : specs_(std::move(specs)) {
+    size_t need = 0;
+    for (const auto& s : specs_) need = std::max(need, s.offset + s.numel);
+    if (flat.size() < need)
+      throw Error(ErrorKind::Internal, "frozen base weights: " + std::to_string(flat.size()) +
+                                           " elements for a model of " + std::to_string(need));
+    constexpr kernels::DType dtype = storage_dtype<T>();
+    std::vector<unsigned char> host(need * sizeof(T));
+    for (size_t i = 0; i < need; ++i) kernels::store_element<dtype>(host.data(), i, flat[i]);
+    memory_ = device::OwnedMemory(gpu, device::OwnedMemory::Kind::Device, host.size());
+    gpu.copy_now(memory_.get(), host.data(), host.size());
+  }
+  void acquire(int) override {}
+  void release(int) override {}
+  const void* param(size_t index) override { return memory_.as<T>() + specs_.at(index).offset; }
+  size_t held_bytes() const override { return memory_.bytes(); }
+
+ private:
+  std::vector<ParamSpec> specs_;
+  device::OwnedMemory memory_;
+};
+
+}  // namespace
+
+template <class T>
+LoraLlamaCuda<T>::LoraLlamaCuda(const LlamaConfig& config, const LoraConfig& lora, int max_batch,
+                                int max_seq, bool activation_checkpointing,
+                                const std::vector<float>& base, cudaStream_t stream)
+    : base_(config, max_batch, max_seq, activation_checkpointing, stream),
+      gpu_(device::make_cuda_device()),
+      stream_view_(gpu_->adopt_stream(base_.stream(), "LoRA model")),
+      layout_(config, lora, /*max_batch=*/0,
+              /*max_seq=*/0),  // the layout only: the branches run here
+      frozen_(std::make_unique<DeviceFrozenWeights<T>>(*gpu_, base_.params(), base)),
+      adapters_(layout_, *gpu_, base_.stream(), max_batch, max_seq) {
+  base_.set_adapters(&adapters_);
+}
+
+template <class T>
+LoraLlamaCuda<T>::~LoraLlamaCuda() {
+  try {
+    stream_view_->synchronize(kStreamWait);
+  } catch (const Error&) {
+    // A failed stream: the buffers are given back regardless; nothing else can be done here.
+  }
+}
+
+template <class T>
+void LoraLlamaCuda<T>::init_params(void* flat, uint64_t seed) const {
+  std::vector<float> w(layout_.numel());
+  layout_.init(w.data(), seed);
+  constexpr kernels::DType dtype = storage_dtype<T>();
+  for (size_t i = 0; i < w.size(); ++i) kernels::store_element<dtype>(flat, i, w[i]);
+}
+
+template <class T>
+float LoraLlamaCuda<T>::forward(const int32_t* inputs, const int32_t* targets, int B, int T_,
+                                ParamAccess& access) {
+  adapters_.bind(&access, nullptr, targets != nullptr);
+  FrozenWithAdapters both(*frozen_, access);
+  return base_.forward(inputs, targets, B, T_, both);
+}
+
+template <class T>
+void LoraLlamaCuda<T>::backward(ParamAccess& access, GradSink& sink, float grad_scale) {
+  adapters_.bind(&access, &sink, true);
+  FrozenWithAdapters both(*frozen_, access);
+  NoFrozenGrads frozen_sink(sink);
+  base_.backward(both, frozen_sink, grad_scale);
+}
+
+template <class T>
+double LoraLlamaCuda<T>::forward_flops(int64_t B, int64_t T_) const {
+  return base_.forward_flops(B, T_) + layout_.flops(B * T_);
+}
+
+template class LoraLlamaCuda<float>;
+template class LoraLlamaCuda<__nv_bfloat16>;
+template class LoraLlamaCuda<__half>;
+
+}  // namespace dsx::models
