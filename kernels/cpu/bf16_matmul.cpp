@@ -49,8 +49,10 @@ void decoder_matmul_backward_bf16(float* dinp, float* dweight, float* dbias, con
   const uint16_t* dout16 = rounded(s.c, dout, N, oc, oc);
   const uint16_t* w16 = rounded(s.b, weight, oc, c, c);
   gemm_bf16(false, false, N, c, oc, dout16, oc, w16, c, false, dinp, c);
-  const uint16_t* inp16 = rounded(s.a, inp, N, c, c);
-  gemm_bf16(true, false, oc, c, N, dout16, oc, inp16, c, true, dweight, c);
+  if (dweight) {  // null: a frozen weight (LoRA), whose product is skipped
+    const uint16_t* inp16 = rounded(s.a, inp, N, c, c);
+    gemm_bf16(true, false, oc, c, N, dout16, oc, inp16, c, true, dweight, c);
+  }
   if (dbias) add_column_sums(dbias, dout, N, OC, 0, OC);
 }
 
@@ -72,6 +74,7 @@ void decoder_classifier_backward_bf16(float* dinp, float* dwte, const float* dlo
   const uint16_t* dlogits16 = rounded(s.c, dlogits, N, v, size_t(Vp));
   const uint16_t* wte16 = rounded(s.b, wte, v, c, c);
   gemm_bf16(false, false, N, c, v, dlogits16, v, wte16, c, false, dinp, c);
+  if (!dwte) return;  // a frozen head (LoRA)
   const uint16_t* inp16 = rounded(s.a, inp, N, c, c);
   gemm_bf16(true, false, v, c, N, dlogits16, v, inp16, c, true, dwte, c);
 }
