@@ -4,11 +4,13 @@
 #include <cblas.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu/gemm_bf16.h"
@@ -53,7 +55,7 @@ struct StepResult {
   std::vector<double> grads;
 };
 
-// One forward and backward of a fixed batch; M is LlamaCpu<float> or LlamaCpu<double>.
+// One forward and backward of a fixed batch on LlamaCpu<T> (T = double: the float64 reference).
 template <class T>
 StepResult run_once(bool bf16_gemms) {
   const LlamaConfig c = small_config();
@@ -142,7 +144,8 @@ std::vector<float> train_losses(bool bf16_gemms) {
 TEST(LlamaBf16Gemms, TrainingLossStaysWithinToleranceOfFp32) {
   const auto fp32 = train_losses(false), bf16 = train_losses(true);
   double worst = 0;
-  for (size_t i = 0; i < fp32.size(); ++i) worst = std::max(worst, std::fabs(double(bf16[i]) - fp32[i]) / fp32[i]);
+  for (size_t i = 0; i < fp32.size(); ++i)
+    worst = std::max(worst, std::fabs(double(bf16[i]) - fp32[i]) / fp32[i]);
   std::printf("loss fp32 %.4f -> %.4f, bf16 %.4f -> %.4f, worst step %.3g relative\n", fp32.front(),
               fp32.back(), bf16.front(), bf16.back(), worst);
   EXPECT_LT(fp32.back(), 0.6 * fp32.front()) << "the run is too short to say anything";
