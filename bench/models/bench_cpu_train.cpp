@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <omp.h>
+#include <sys/resource.h>
 
 #include "kernels/cpu/blas_kernels.h"
 #include "kernels/cpu/gemm.h"
@@ -37,7 +38,7 @@ int run(int argc, char** argv) try {
       ("steps", po::value<int>()->default_value(5), "timed steps")
       ("checkpointing", po::bool_switch(), "activation checkpointing")
       ("lora", po::value<std::string>(), "train LoRA adapters on the frozen preset (dsx train's --lora form)")
-      ("bf16", po::bool_switch(), "bf16 GEMMs, as ds_config bf16 on CPU ranks (GPT-2 presets)")
+      ("bf16", po::bool_switch(), "bf16 GEMMs, as ds_config bf16 on CPU ranks")
       ("name", po::value<std::string>()->default_value("dsx"), "the row's name in the table");
   auto args = dsx::tools::parse_args(argc, argv, "bench_cpu_train [options]", options);
   if (args.help) return 0;
@@ -87,10 +88,12 @@ int run(int argc, char** argv) try {
   }
   double best = *std::min_element(times.begin(), times.end());
   double best_cpu = *std::min_element(cpu_times.begin(), cpu_times.end());
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);  // peak resident set, the per-rank memory figure
   std::printf("{\"impl\": \"%s\", \"threads\": %d, \"params\": %zu, \"step_s\": %.4f, \"cpu_s\": %.4f, "
-              "\"tokens_per_s\": %.1f, \"loss\": %.4f, \"blas\": \"%s\"}\n",
+              "\"tokens_per_s\": %.1f, \"loss\": %.4f, \"peak_rss_mib\": %.1f, \"blas\": \"%s\"}\n",
               v["name"].as<std::string>().c_str(), omp_get_max_threads(), model.num_params(), best, best_cpu,
-              B * T / best, loss, dsx::kernels::cpu::blas_description());
+              B * T / best, loss, usage.ru_maxrss / 1024.0, dsx::kernels::cpu::blas_description());
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "bench_cpu_train: %s\n", e.what());

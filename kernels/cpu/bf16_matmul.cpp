@@ -49,19 +49,29 @@ void decoder_matmul_backward_bf16(float* dinp, float* dweight, float* dbias, con
   const uint16_t* dout16 = rounded(s.c, dout, N, oc, oc);
   const uint16_t* w16 = rounded(s.b, weight, oc, c, c);
   gemm_bf16(false, false, N, c, oc, dout16, oc, w16, c, false, dinp, c);
-  const uint16_t* inp16 = rounded(s.a, inp, N, c, c);
-  gemm_bf16(true, false, oc, c, N, dout16, oc, inp16, c, true, dweight, c);
+  if (dweight) {  // null: a frozen weight (LoRA), whose product is skipped
+    const uint16_t* inp16 = rounded(s.a, inp, N, c, c);
+    gemm_bf16(true, false, oc, c, N, dout16, oc, inp16, c, true, dweight, c);
+  }
   if (dbias) add_column_sums(dbias, dout, N, OC, 0, OC);
 }
 
-// The classifier reads the first V rows of wte and the first V of Vp columns of logits.
+// The classifier reads the first V rows of wte and the first V of Vp columns of logits. It runs
+// in slices of kVocabSlice vocabulary rows so that the bf16 copies of wte and of the logits'
+// gradient are one slice each, not the whole (V, C) and (N, V): at GPT-2's vocabulary those would
+// be ~100 MiB more than the fp32 step's peak memory. A slice still feeds a GEMM of N x 2048 x C.
+constexpr size_t kVocabSlice = 2048;
+
 void decoder_classifier_forward_bf16(float* logits, const float* inp, const float* wte, size_t N,
                                      int C, int V, int Vp) {
   Bf16Operands& s = scratch();
   const size_t c = size_t(C), v = size_t(V);
   const uint16_t* inp16 = rounded(s.a, inp, N, c, c);
-  const uint16_t* wte16 = rounded(s.b, wte, v, c, c);
-  gemm_bf16(false, true, N, v, c, inp16, c, wte16, c, false, logits, size_t(Vp));
+  for (size_t v0 = 0; v0 < v; v0 += kVocabSlice) {
+    const size_t rows = std::min(kVocabSlice, v - v0);
+    const uint16_t* wte16 = rounded(s.b, wte + v0 * c, rows, c, c);
+    gemm_bf16(false, true, N, rows, c, inp16, c, wte16, c, false, logits + v0, size_t(Vp));
+  }
 }
 
 void decoder_classifier_backward_bf16(float* dinp, float* dwte, const float* dlogits,
@@ -69,11 +79,14 @@ void decoder_classifier_backward_bf16(float* dinp, float* dwte, const float* dlo
                                       int Vp) {
   Bf16Operands& s = scratch();
   const size_t c = size_t(C), v = size_t(V);
-  const uint16_t* dlogits16 = rounded(s.c, dlogits, N, v, size_t(Vp));
-  const uint16_t* wte16 = rounded(s.b, wte, v, c, c);
-  gemm_bf16(false, false, N, c, v, dlogits16, v, wte16, c, false, dinp, c);
-  const uint16_t* inp16 = rounded(s.a, inp, N, c, c);
-  gemm_bf16(true, false, v, c, N, dlogits16, v, inp16, c, true, dwte, c);
+  const uint16_t* inp16 = dwte ? rounded(s.a, inp, N, c, c) : nullptr;  // null: a frozen head
+  for (size_t v0 = 0; v0 < v; v0 += kVocabSlice) {
+    const size_t rows = std::min(kVocabSlice, v - v0);
+    const uint16_t* dlogits16 = rounded(s.c, dlogits + v0, N, rows, size_t(Vp));
+    const uint16_t* wte16 = rounded(s.b, wte + v0 * c, rows, c, c);
+    gemm_bf16(false, false, N, c, rows, dlogits16, rows, wte16, c, v0 > 0, dinp, c);
+    if (dwte) gemm_bf16(true, false, rows, c, N, dlogits16, rows, inp16, c, true, dwte + v0 * c, c);
+  }
 }
 
 }  // namespace dsx::kernels::cpu

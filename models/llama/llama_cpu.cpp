@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "dsx/error.h"
+#include "kernels/cpu/bf16_matmul.h"
 #include "kernels/cpu/decoder_layers.h"
 #include "kernels/cpu/llama_layers.h"
 #include "models/token_batch.h"
@@ -104,7 +105,7 @@ void LlamaCpu<T>::project_forward(int block, Projection p, T* out, const T* inp,
       return;
     }
   }
-  kc::decoder_matmul_forward(out, inp, w, b, N, in, out_dim);
+  kc::decoder_matmul_forward_as(bf16_gemms_, out, inp, w, b, N, in, out_dim);
   adapt_forward(block, p, out, inp);
 }
 
@@ -120,7 +121,7 @@ void LlamaCpu<T>::project_backward(int block, Projection p, T* dinp, T* dw, T* d
       return;
     }
   }
-  kc::decoder_matmul_backward(dinp, dw, db, dout, inp, w, N, in, out_dim);
+  kc::decoder_matmul_backward_as(bf16_gemms_, dinp, dw, db, dout, inp, w, N, in, out_dim);
   adapt_backward(block, p, dinp, dout, inp);
 }
 
@@ -226,7 +227,7 @@ float LlamaCpu<T>::forward(const int32_t* inputs, const int32_t* targets, int B,
   kc::llama_rmsnorm_forward(xf_.data(), rstdf_.data(), residual_[L].data(), normw, N, C,
                         static_cast<T>(config_.rms_norm_eps));
   const T* head_w = static_cast<const T*>(access.param(layout_.head_index()));
-  kc::decoder_classifier_forward(logits_.data(), xf_.data(), head_w, N, C, V, V);
+  kc::decoder_classifier_forward_as(bf16_gemms_, logits_.data(), xf_.data(), head_w, N, C, V, V);
   access.release(L + 1);
   if (tied) access.release(0);
 
@@ -250,7 +251,8 @@ void LlamaCpu<T>::head_backward(ParamAccess& access, GradSink& sink, float grad_
   T* dhead_w = static_cast<T*>(sink.grad(layout_.head_index()));
   const T dloss = counted_ ? static_cast<T>(grad_scale) / static_cast<T>(counted_) : T(0);
   kc::decoder_crossentropy_backward(logits_.data(), lse_.data(), targets_.data(), dloss, N, V, V);
-  kc::decoder_classifier_backward(dxn_.data(), dhead_w, logits_.data(), xf_.data(), head_w, N, C, V, V);
+  kc::decoder_classifier_backward_as(bf16_gemms_, dxn_.data(), dhead_w, logits_.data(), xf_.data(), head_w, N, C,
+                                     V, V);
   std::fill(dres_.begin(), dres_.begin() + N * C, T(0));
   const size_t norm = layout_.norm_index();
   kc::llama_rmsnorm_backward(dres_.data(), static_cast<T*>(sink.grad(norm)), dxn_.data(),

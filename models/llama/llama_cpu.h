@@ -45,6 +45,10 @@ class LlamaCpu final : public DecoderModel<LlamaConfig, llama_forward_flops> {
 
   // Mean loss of the last forward in the model's own precision (the double reference needs it).
   T mean_loss() const { return mean_loss_; }
+  // ds_config bf16 on CPU ranks: the dense projections and the head take bf16 operands and sum in
+  // fp32 (kernels/cpu/bf16_matmul.h), as GPT2Cpu does; a quantised base and adapters are
+  // unchanged. Ignored for T = double.
+  void set_bf16_gemms(bool on) { bf16_gemms_ = on; }
 
  private:
   using BlockParams = LlamaBlockTensors<const T*>;
@@ -68,6 +72,7 @@ class LlamaCpu final : public DecoderModel<LlamaConfig, llama_forward_flops> {
   void head_backward(ParamAccess& access, GradSink& sink, float grad_scale);
 
   LlamaBlockLayout layout_;
+  bool bf16_gemms_ = false;
   ProjectionAdapters* adapters_ = nullptr;
   QuantizedProjections* quantized_ = nullptr;
   T mean_loss_ = 0;

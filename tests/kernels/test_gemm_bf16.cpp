@@ -3,11 +3,13 @@
 // oneDNN's kernels where the CPU has them and on the fp32 fallback (DSX_CPU_BF16_GEMM=off).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <random>
 #include <vector>
 
+#include "kernels/cpu/bf16_matmul.h"
 #include "kernels/cpu/gemm_bf16.h"
 #include "kernels/dtype.h"
 
@@ -122,6 +124,55 @@ TEST(GemmBf16, NativeOnlyWhereTheCpuHasAvx512Bf16) {
   if (choice.native) {
     EXPECT_NE(choice.note.find("oneDNN"), std::string::npos) << choice.note;
   }
+}
+
+// The bf16 classifier runs in vocabulary slices (bf16_matmul.cpp) to bound its operand copies.
+// With V over two slices and a remainder, logits, d inp and the accumulated d wte must equal a
+// float64 classifier on the same bf16-rounded operands within fp32 summation (~2^-24 a term, far
+// below bf16's 2^-9), and the padded logit columns [V, Vp) stay untouched.
+std::vector<float> normal_floats(size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = normal(gen);
+  return v;
+}
+
+std::vector<double> bf16_rounded(const std::vector<float>& v) {
+  std::vector<uint16_t> bits(v.size());
+  k::cpu::to_bf16(bits.data(), v.data(), v.size());
+  std::vector<double> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = k::bf16_to_float(bits[i]);
+  return out;
+}
+
+// max |got - want| / max |want|
+double worst_relative(const std::vector<float>& got, const std::vector<double>& want) {
+  double err = 0, scale = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    err = std::max(err, std::fabs(got[i] - want[i])), scale = std::max(scale, std::fabs(want[i]));
+  return err / scale;
+}
+
+TEST(GemmBf16, ClassifierInVocabularySlicesMatchesFloat64) {
+  const size_t N = 9;
+  const int C = 16, V = 2 * 2048 + 131, Vp = V + 5;
+  const auto inp = normal_floats(N * C, 1), wte = normal_floats(size_t(V) * C, 2);
+  const auto dlogits = normal_floats(N * Vp, 3), dwte0 = normal_floats(size_t(V) * C, 4);
+  std::vector<float> logits(N * Vp, 7.0f), dinp(N * C), dwte = dwte0;
+  k::cpu::decoder_classifier_forward_bf16(logits.data(), inp.data(), wte.data(), N, C, V, Vp);
+  k::cpu::decoder_classifier_backward_bf16(dinp.data(), dwte.data(), dlogits.data(), inp.data(),
+                                           wte.data(), N, C, V, Vp);
+  const auto inp64 = bf16_rounded(inp), wte64 = bf16_rounded(wte), dl64 = bf16_rounded(dlogits);
+  std::vector<double> logits64(N * Vp, 7.0), dinp64(N * C), dwte64(dwte0.begin(), dwte0.end());
+  k::cpu::decoder_classifier_forward(logits64.data(), inp64.data(), wte64.data(), N, C, V, Vp);
+  k::cpu::decoder_classifier_backward(dinp64.data(), dwte64.data(), dl64.data(), inp64.data(),
+                                      wte64.data(), N, C, V, Vp);
+  EXPECT_LT(worst_relative(logits, logits64), 1e-6);
+  EXPECT_LT(worst_relative(dinp, dinp64), 1e-5);
+  EXPECT_LT(worst_relative(dwte, dwte64), 1e-6);
+  for (size_t r = 0; r < N; ++r)
+    for (int j = V; j < Vp; ++j) ASSERT_EQ(logits[r * Vp + j], 7.0f) << "padding written";
 }
 
 }  // namespace
