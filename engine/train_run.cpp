@@ -419,7 +419,8 @@ class TrainingRun {
     say(head.str());
     say("arrangement: " + arrangement_.summary);
     if (const auto* lora = dynamic_cast<const models::LoraModel*>(model_.get())) {
-      const bool partitioned = dynamic_cast<const PartitionedFrozenWeights*>(&lora->frozen()) != nullptr;
+      const bool partitioned = dynamic_cast<const PartitionedFrozenWeights*>(&lora->frozen()) ||
+                               dynamic_cast<const PartitionedNf4FrozenWeights*>(&lora->frozen());
       std::ostringstream line;
       line << "LoRA: the " << model_->num_params() << " parameters are adapters (r " << lora->lora().r << ", scale "
            << lora->lora().scaling() << "); the base's " << lora->base_numel() << " are frozen"

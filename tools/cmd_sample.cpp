@@ -207,8 +207,8 @@ std::vector<int32_t> prompt_ids(const po::variables_map& v, const SampleText& te
 
 // --lora-adapter: the base with the adapter applied. A QLoRA base (a bitsandbytes 4-bit folder, or
 // --load-in-4bit) is held in NF4 and computes as it trained, its projections dequantised tile by tile.
-std::unique_ptr<models::LoraLlama> adapted_model(const po::variables_map& v, const models::ModelSource& source,
-                                                 bool qlora, int max_seq) {
+std::unique_ptr<models::LoraModel> adapted_model(const po::variables_map& v, const models::ModelSource& source,
+                                                bool qlora, int max_seq) {
   const std::string dir = v["lora-adapter"].as<std::string>();
   models::ModelBuildOptions options;
   options.max_batch = 1, options.max_seq = max_seq;

@@ -10,7 +10,7 @@ LoraGpt2::LoraGpt2(const GPT2Config& config, const LoraConfig& lora, int max_bat
                    bool activation_checkpointing, std::unique_ptr<ParamAccess> frozen)
     : base_(config, max_batch, max_seq, activation_checkpointing),
       adapters_(config, lora, max_batch, max_seq),
-      frozen_(std::move(frozen))) {
+      frozen_(std::move(frozen)) {
   base_.set_adapters(&adapters_);
 }
 
