@@ -24,11 +24,9 @@
 #include "models/gpt2/gpt2_cpu.h"
 #include "models/gpt2/gpt2_cuda.h"
 #include "tests/comm/comm_harness.h"
+#include "tests/gpu/step_sync_count.h"
 #include "tests/gpu/visible_gpus.h"
 #include "tests/models/temp_dir.h"
-#ifdef DSX_CUDA_EMULATED
-#include "tests/emulated_gpu/emulated_gpu.h"
-#endif
 
 namespace {
 
@@ -67,7 +65,7 @@ dsx::config::EngineConfig config_for(const Case& c) {
 struct TrainedRun {
   std::vector<float> weights;
   std::vector<double> losses;
-  std::vector<uint64_t> syncs;
+  dsx::test::StepSyncs syncs;
 };
 
 std::vector<float> initial_params() {
@@ -101,13 +99,9 @@ TrainedRun train(const Case& c, dsx::comm::Communicator& comm, dsx::device::Devi
   dsx::models::AdditionLoader loader(task, 2, comm.rank(), comm.size(), 7);
   TrainedRun run;
   for (int step = 0; step < kSteps; ++step) {
-#ifdef DSX_CUDA_EMULATED
-    const uint64_t before = dsx::emu::host_syncs_of_this_thread();
-#endif
+    run.syncs.begin_step();
     run.losses.push_back(trainer.train_batch(loader).loss);
-#ifdef DSX_CUDA_EMULATED
-    run.syncs.push_back(dsx::emu::host_syncs_of_this_thread() - before);
-#endif
+    run.syncs.end_step();
   }
   run.weights.resize(model->num_params());
   trainer.zero().gather_params(run.weights.data());
@@ -115,15 +109,10 @@ TrainedRun train(const Case& c, dsx::comm::Communicator& comm, dsx::device::Devi
 }
 
 std::string check(const Case& c, const TrainedRun& got, const TrainedRun& fp32_cpu) {
-  std::string failures;
-  std::string line = c.name() + ": host syncs per step";
-  for (uint64_t s : got.syncs) line += " " + std::to_string(s);
-  line += ", losses";
+  std::string line = got.syncs.line(c.name()) + ", losses";
   for (double l : got.losses) line += " " + std::to_string(l);
   std::printf("%s\n", line.c_str());
-  for (size_t step = 1; step < got.syncs.size(); ++step) {
-    if (got.syncs[step] != 1) failures += "\n" + line + " (want 1 sync a step from the second on)";
-  }
+  std::string failures = got.syncs.failure(c.name());
   const double tolerance = c.precision == "fp32" ? 1e-4 : 0.05;
   for (size_t i = 0; i < got.losses.size(); ++i) {
     const double want = fp32_cpu.losses[i];
