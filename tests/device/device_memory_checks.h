@@ -1,6 +1,7 @@
 // Checks of the device calls beyond the stream-ordered ones (set-up memory, pinned memory,
-// copies now, byte fills, event queries, adopted streams, narrowing, timed events), written once against device::Device
-// and run on the cpu device (tests/device) and the cuda device (tests/gpu, emulated or real).
+// copies now, byte fills, event queries, adopted streams, narrowing, timed events), written once
+// against device::Device and run on the cpu device (tests/device) and the cuda device
+// (tests/gpu, emulated or real).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -105,7 +106,8 @@ inline void check_narrowing_and_timed_events(Device& device) {
   auto ended = device.create_timed_event();
   device.copy(doubles, values.data(), n * sizeof(double), *stream);
   stream->record(*begun);
-  device.host_task(*stream, [] { std::this_thread::sleep_for(30ms); }, {}, "30 ms of host work");
+  device.host_task(
+      *stream, [] { std::this_thread::sleep_for(30ms); }, {}, "30 ms of host work");
   device.narrow_to_float(doubles, floats, n, *stream);
   stream->record(*ended);
   device.copy(back.data(), floats, n * sizeof(float), *stream);
