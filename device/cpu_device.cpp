@@ -170,7 +170,9 @@ class CpuDevice final : public Device {
   }
 
   void narrow_to_float(const double* src, float* dst, size_t count, Stream& s) override {
-    run(s, {{src, count * sizeof(double), Access::Read}, {dst, count * sizeof(float), Access::Write}},
+    run(s,
+        {{src, count * sizeof(double), Access::Read},
+         {dst, count * sizeof(float), Access::Write}},
         "narrow_to_float", [=] {
           for (size_t i = 0; i < count; ++i) dst[i] = static_cast<float>(src[i]);
         });

@@ -226,7 +226,8 @@ void ZeroEngine::sum_across_ranks(double* values, size_t n) {
   trace::Scope span("sum across ranks", "wait");
   if (rank_sums_.size() < n) {
     rank_sums_ = Buffer<float>(device_, *comm_stream_, scratch_ledger_, MemoryKind::Buffers, n);
-    rank_sums_host_ = device::OwnedMemory(device_, device::OwnedMemory::Kind::Pinned, n * sizeof(float));
+    rank_sums_host_ =
+        device::OwnedMemory(device_, device::OwnedMemory::Kind::Pinned, n * sizeof(float));
   }
   float* f = rank_sums_host_.as<float>();
   for (size_t i = 0; i < n; ++i) f[i] = static_cast<float>(values[i]);
