@@ -50,6 +50,13 @@ class CpuDevice final : public Device {
                                        options_.seed * 1000003u + ++streams_, options_.timeout);
   }
   std::unique_ptr<Event> create_event() override { return std::make_unique<cpu::CpuEvent>(); }
+  std::unique_ptr<Event> create_timed_event() override { return create_event(); }
+  double seconds_between(Event& from, Event& to) override {
+    cpu::CpuEvent& a = as_cpu(from);
+    cpu::CpuEvent& b = as_cpu(to);
+    if (!a.fence || !b.fence) return 0.0;
+    return std::chrono::duration<double>(b.fence->signalled_at() - a.fence->signalled_at()).count();
+  }
 
   void synchronize(Event& event, std::chrono::milliseconds timeout, const char* what) override {
     cpu::CpuEvent& e = as_cpu(event);
@@ -160,6 +167,15 @@ class CpuDevice final : public Device {
   void sum_of_squares(DType dtype, const void* x, size_t count, double* out, Stream& s) override {
     run(s, {{x, bytes_of(dtype, count), Access::Read}, {out, sizeof(double), Access::Write}},
         "sum_of_squares", [=] { *out = kernels::sum_of_squares(dtype, x, count); });
+  }
+
+  void narrow_to_float(const double* src, float* dst, size_t count, Stream& s) override {
+    run(s,
+        {{src, count * sizeof(double), Access::Read},
+         {dst, count * sizeof(float), Access::Write}},
+        "narrow_to_float", [=] {
+          for (size_t i = 0; i < count; ++i) dst[i] = static_cast<float>(src[i]);
+        });
   }
 
   void adam_step(const kernels::AdamHyper& h, int64_t step, float grad_factor, float* param,

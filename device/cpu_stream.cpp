@@ -12,8 +12,14 @@ void Fence::signal(const std::optional<Error>& error) {
     std::lock_guard lock(mutex_);
     done_ = true;
     error_ = error;
+    signalled_at_ = std::chrono::steady_clock::now();
   }
   cv_.notify_all();
+}
+
+std::chrono::steady_clock::time_point Fence::signalled_at() {
+  std::lock_guard lock(mutex_);
+  return signalled_at_;
 }
 
 bool Fence::wait_for(std::chrono::milliseconds timeout) {

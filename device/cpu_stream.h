@@ -28,11 +28,14 @@ class Fence {
   // False when `timeout` passed first; rethrows nothing (see error()).
   bool wait_for(std::chrono::milliseconds timeout);
   std::optional<Error> error();
+  // When signal() ran (the queue reached the point).
+  std::chrono::steady_clock::time_point signalled_at();
 
  private:
   std::mutex mutex_;
   std::condition_variable cv_;
   bool done_ = false;
+  std::chrono::steady_clock::time_point signalled_at_{};
   std::optional<Error> error_;
 };
 

@@ -61,9 +61,10 @@ class StreamAllocation {
 
 class CudaEvent final : public Event {
  public:
-  explicit CudaEvent(int device) {
+  CudaEvent(int device, bool timed) {
     check(cudaSetDevice(device), "cudaSetDevice");
-    check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreate");
+    check(cudaEventCreateWithFlags(&event, timed ? cudaEventDefault : cudaEventDisableTiming),
+          "cudaEventCreate");
   }
   ~CudaEvent() override { cudaEventDestroy(event); }
   cudaEvent_t event = nullptr;
@@ -157,7 +158,21 @@ class CudaDevice final : public Device {
   std::unique_ptr<Stream> create_stream(const std::string& name) override {
     return std::make_unique<CudaStream>(name, ordinal_);
   }
-  std::unique_ptr<Event> create_event() override { return std::make_unique<CudaEvent>(ordinal_); }
+  std::unique_ptr<Event> create_event() override {
+    return std::make_unique<CudaEvent>(ordinal_, false);
+  }
+  std::unique_ptr<Event> create_timed_event() override {
+    return std::make_unique<CudaEvent>(ordinal_, true);
+  }
+  double seconds_between(Event& from, Event& to) override {
+    auto& a = static_cast<CudaEvent&>(from);
+    auto& b = static_cast<CudaEvent&>(to);
+    if (!a.recorded || !b.recorded) return 0.0;
+    select();
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, a.event, b.event), "cudaEventElapsedTime");
+    return ms / 1e3;
+  }
 
   void synchronize(Event& event, std::chrono::milliseconds timeout, const char* what) override {
     auto& e = static_cast<CudaEvent&>(event);
@@ -276,6 +291,10 @@ class CudaDevice final : public Device {
     cudaStream_t stream = cuda_of(s).get();
     StreamAllocation workspace(kernels::cuda::sum_of_squares_workspace_bytes(), stream);
     kernels::cuda::sum_of_squares(dtype, x, count, out, workspace.get(), stream);
+  }
+  void narrow_to_float(const double* src, float* dst, size_t count, Stream& s) override {
+    select();
+    kernels::cuda::narrow_to_float(src, dst, count, cuda_of(s).get());
   }
 
   void adam_step(const kernels::AdamHyper& h, int64_t step, float grad_factor, float* param,

@@ -73,6 +73,12 @@ class Device {
   virtual Stream& compute_stream() = 0;
   virtual std::unique_ptr<Stream> create_stream(const std::string& name) = 0;
   virtual std::unique_ptr<Event> create_event() = 0;
+  // An event that also keeps when its stream reached it, for seconds_between (cuda: timing on,
+  // which makes it a little dearer to record and wait for than create_event's).
+  virtual std::unique_ptr<Event> create_timed_event() = 0;
+  // Seconds from the point timed event `from` marks to the point `to` marks; both reached (the
+  // host has synchronised past them).
+  virtual double seconds_between(Event& from, Event& to) = 0;
   // The host waits for the point `event` marks (Error(Timeout) naming `what` past `timeout`).
   virtual void synchronize(Event& event, std::chrono::milliseconds timeout, const char* what) = 0;
 
@@ -133,6 +139,9 @@ class Device {
   // *out (device double) = sum of x[i]^2, accumulated in float64.
   virtual void sum_of_squares(DType dtype, const void* x, size_t count, double* out,
                               Stream& stream) = 0;
+  // dst[i] (device float) = src[i] rounded to fp32: a double sum made ready for an fp32
+  // collective without a trip through the host.
+  virtual void narrow_to_float(const double* src, float* dst, size_t count, Stream& stream) = 0;
 
   // The fused optimizers (kernels/optimizers.h, same arguments) on device memory; `copy` also
   // writes the updated parameters in a 16-bit working precision.

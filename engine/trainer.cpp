@@ -50,8 +50,8 @@ Trainer::Trainer(const config::EngineConfig& config, models::Model& model, comm:
     loss_on_device_ = true;
     device_stats_ = zero::Buffer<float>(*device, device->compute_stream(), stats_ledger_,
                                         zero::MemoryKind::Buffers, 2);
-    stats_in_ = zero::PinnedValues<float>(*device, 1);
-    stats_out_ = zero::PinnedValues<float>(*device, 2);
+    stats_in_ = device::OwnedMemory(*device, device::OwnedMemory::Kind::Pinned, sizeof(float));
+    stats_out_ = device::OwnedMemory(*device, device::OwnedMemory::Kind::Pinned, 2 * sizeof(float));
   }
   if (config.dp_world_size != comm.size()) {
     throw Error(ErrorKind::Config, "the config was resolved for " + std::to_string(config.dp_world_size) +
@@ -117,15 +117,15 @@ void Trainer::enqueue_step_stats(int64_t tokens) {
   device::Device& device = zero_->device();
   device::Stream& compute = device.compute_stream();
   // The last step's copy of stats_in_ ran before that step's wait: the host may write it now.
-  stats_in_.data()[0] = static_cast<float>(tokens);
-  device.copy(device_stats_.data() + 1, stats_in_.data(), sizeof(float), compute);
+  stats_in_.as<float>()[0] = static_cast<float>(tokens);
+  device.copy(device_stats_.data() + 1, stats_in_.get(), sizeof(float), compute);
   zero_->sum_on_device(device_stats_.data(), 2);
-  device.copy(stats_out_.data(), device_stats_.data(), 2 * sizeof(float), compute);
+  device.copy(stats_out_.get(), device_stats_.data(), 2 * sizeof(float), compute);
 }
 
 // Called after the optimizer step, whose wait brought the device's stats to the host.
 std::array<float, 2> Trainer::step_stats(double loss_sum, int64_t tokens) {
-  if (loss_on_device_) return {stats_out_.data()[0], stats_out_.data()[1]};
+  if (loss_on_device_) return {stats_out_.as<float>()[0], stats_out_.as<float>()[1]};
   const int gas = static_cast<int>(config_.gradient_accumulation_steps);
   std::array<float, 2> stats{static_cast<float>(loss_sum / gas), static_cast<float>(tokens)};
   trace::Scope wait("loss allreduce", "wait");

@@ -19,13 +19,13 @@
 
 #include "comm/communicator.h"
 #include "device/device.h"
+#include "device/owned_memory.h"
 #include "config/ds_config.h"
 #include "engine/device_bridge.h"
 #include "engine/schedule/lr_schedule.h"
 #include "engine/zero_model_access.h"
 #include "models/data/loader.h"
 #include "models/model.h"
-#include "zero/pinned_values.h"
 #include "zero/zero_engine.h"
 
 namespace dsx::engine {
@@ -91,8 +91,8 @@ class Trainer {
   bool loss_on_device_ = false;
   zero::MemoryLedger stats_ledger_;    // the few bytes below, apart from ZeRO's exact counts
   zero::Buffer<float> device_stats_;    // [mean loss, tokens] on ZeRO's device
-  zero::PinnedValues<float> stats_in_;  // the tokens the host hands the device
-  zero::PinnedValues<float> stats_out_;  // the summed stats, read after the step
+  device::OwnedMemory stats_in_;   // pinned: the tokens the host hands the device
+  device::OwnedMemory stats_out_;  // pinned: the summed stats, read after the step
 };
 
 }  // namespace dsx::engine

@@ -90,10 +90,9 @@ void GradReducer::flush() {
   f.plan = &plan_for(f.entries);
   // The communication stream starts on the bucket once the compute stream has written it.
   ctx_.order(ctx_.compute, stream_, *grads_written_);
-  if (trace::recording()) {
-    f.started = std::make_shared<Clock::time_point>();
-    device_.host_task(stream_, [started = f.started] { *started = Clock::now(); }, {}, "time stamp");
-  }
+  f.events = take_bucket_events();
+  stream_.record(*bucket_events_[f.events].begun);
+  time_stamp(f.started);
   pack(f);
   for (const Entry& e : f.entries) copied_(e.layer);
   launch(f);
@@ -279,7 +278,6 @@ void GradReducer::launch(InFlight& f) {
   const DType dtype = options_.comm_dtype;
   const size_t bytes = p.numel * esize();
   const size_t world = static_cast<size_t>(comm_.size());
-  f.launched = Clock::now();
   ++timing_.operations;
   switch (p.route) {
     case Route::Allreduce: {
@@ -318,10 +316,24 @@ void GradReducer::launch(InFlight& f) {
     }
   }
   // When the collective finished, for the share of communication hidden behind backward.
-  f.finished = std::make_shared<Clock::time_point>();
-  auto finished = f.finished;
-  device_.host_task(
-      stream_, [finished] { *finished = Clock::now(); }, {}, "time stamp");
+  stream_.record(*bucket_events_[f.events].finished);
+  time_stamp(f.finished);
+}
+
+// Traced runs only: the host's clock when the communication stream reaches this point, by a host
+// callback (the trace's spans are in the host's clock; timed events are not).
+void GradReducer::time_stamp(std::shared_ptr<Clock::time_point>& at) {
+  if (!trace::recording()) return;
+  at = std::make_shared<Clock::time_point>();
+  device_.host_task(stream_, [at] { *at = Clock::now(); }, {}, "time stamp");
+}
+
+// A free pair of timed events for the next bucket: pairs free up when settle() has read them.
+size_t GradReducer::take_bucket_events() {
+  const size_t index = launched_.size();
+  if (index == bucket_events_.size())
+    bucket_events_.push_back({device_.create_timed_event(), device_.create_timed_event()});
+  return index;
 }
 
 void GradReducer::unpack(InFlight& f) {
@@ -402,13 +414,13 @@ void GradReducer::waited(Clock::time_point from) {
   if (trace::recording()) trace::span("wait for gradient reductions", "wait", from, now);
 }
 
+// The communication stream runs the buckets one after another, so their busy times add up
+// without overlaps to merge.
 void GradReducer::settle() {
   for (const InFlight& f : launched_) {
     if (trace::recording()) trace_bucket(f);
-    const auto start = std::max(f.launched, busy_until_);
-    const auto end = std::max(f.launched, *f.finished);
-    if (end > start) timing_.busy_seconds += seconds(end - start);
-    busy_until_ = std::max(busy_until_, end);
+    BucketEvents& e = bucket_events_[f.events];
+    timing_.busy_seconds += std::max(0.0, device_.seconds_between(*e.begun, *e.finished));
   }
   launched_.clear();
 }
@@ -416,7 +428,7 @@ void GradReducer::settle() {
 // The bucket on the "gradient reductions" track, from when the stream began it to when its
 // collective finished.
 void GradReducer::trace_bucket(const InFlight& f) const {
-  if (!f.started) return;  // launched before the trace began
+  if (!f.started || !f.finished) return;  // launched before the trace began
   static const char* const kCollective[] = {"allreduce", "reduce-scatter (owner runs)", "reduce to owner",
                                             "reduce-scatter (shards)"};
   const Plan& p = *f.plan;

@@ -35,8 +35,9 @@
 // and unpacking (sum_blocks into the gradients or the partition). So backward never waits for a
 // reduction, and with overlap_comm the host never waits for one either: a bucket's buffer serves
 // the next bucket in the communication stream's order, and the end of backward is an event the
-// compute stream waits for. The host learns when the buckets finished (for the timing) only after
-// the step's own synchronisation: settle().
+// compute stream waits for. Each bucket's collective is bracketed by two timed events on the
+// communication stream (no host callback); the host reads their times (the busy time of
+// timing()) only after the step's own synchronisation: settle().
 //
 // contiguous_gradients also decides who owns the communication buffers: true keeps them (at
 // most three, each as large as the largest bucket) and reuses them bucket after bucket, as
@@ -95,22 +96,29 @@ class GradReducer {
     std::vector<Range> runs;    // OwnerRuns: every rank's run of the bucket
     size_t buffer_bytes = 0;    // the communication buffer (0: in place)
   };
+  // Where the communication stream began a bucket (after its gradients) and where its
+  // collective finished: reused step after step.
+  struct BucketEvents {
+    std::unique_ptr<device::Event> begun, finished;
+  };
   struct InFlight {
     std::vector<Entry> entries;  // from the highest layer down
     const Plan* plan = nullptr;
     Buffer<uint8_t> comm;  // what the collective reads and writes (unless in place)
     void* in_place =
         nullptr;  // InPlace allreduce in the model's dtype: the range of the full buffer
-    std::shared_ptr<std::chrono::steady_clock::time_point> finished;
-    std::chrono::steady_clock::time_point launched;
-    // Traced runs only: when the communication stream began the bucket (after its gradients).
-    std::shared_ptr<std::chrono::steady_clock::time_point> started;
+    size_t events = 0;  // its BucketEvents in bucket_events_
+    // Traced runs only: the host's clock when the communication stream began the bucket and
+    // when its collective finished.
+    std::shared_ptr<std::chrono::steady_clock::time_point> started, finished;
     std::chrono::steady_clock::time_point ready;  // when its last layer's gradients were final
   };
 
   void flush();
   void waited(std::chrono::steady_clock::time_point from);
   void trace_bucket(const InFlight& f) const;
+  size_t take_bucket_events();
+  void time_stamp(std::shared_ptr<std::chrono::steady_clock::time_point>& at);
   const Plan& plan_for(const std::vector<Entry>& entries);
   Route route_for(size_t begin, size_t end) const;
   Range run_of(int rank, size_t begin,
@@ -150,9 +158,9 @@ class GradReducer {
   std::vector<Entry> open_;
   std::map<std::pair<size_t, size_t>, Plan> plans_;
   std::vector<InFlight> launched_;  // enqueued, their finishing times not yet read (settle)
+  std::vector<BucketEvents> bucket_events_;  // the first `launched_.size()` are in use
   std::vector<Buffer<uint8_t>> spare_;  // contiguous_gradients: buffers kept for the next buckets
   size_t largest_ = 0;                  // the largest buffer a bucket has needed (bytes)
-  std::chrono::steady_clock::time_point busy_until_{};
   CommTiming timing_;
 };
 

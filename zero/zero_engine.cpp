@@ -96,6 +96,7 @@ ZeroEngine::ZeroEngine(const std::vector<ModelParam>& params, int num_layers, co
       options_.optimizer, master_numel(), partitioning_->segments(comm.rank()),
       layout_.num_params(), ledger_, device_, compute, options_.optimizer_nvme, comm.rank());
   scalar_ = Buffer<double>(device_, compute, scratch_ledger_, MemoryKind::Buffers, 1);
+  global_sum_sq_ = Buffer<float>(device_, compute, scratch_ledger_, MemoryKind::Buffers, 1);
   layer_params_.assign(static_cast<size_t>(num_layers), nullptr);
   // `initial` is the caller's: the copies must have read it before the constructor returns.
   compute.synchronize(options_.comm_timeout);
@@ -189,27 +190,35 @@ void ZeroEngine::end_micro_step() {
   if (grads_->reduces(boundary_)) reducer_->flush_and_order();
 }
 
-// The step's one host synchronisation: `n` device values copied into pinned host memory and
-// waited for together. The reductions before them are done then too (settle).
-const double* ZeroEngine::read_step_values(const double* values, size_t n) {
-  if (step_values_.size() < n) step_values_ = PinnedValues<double>(device_, n);
-  device_.copy(step_values_.data(), values, n * sizeof(double), ctx_.compute);
+// The step's one host synchronisation: `bytes` of device values copied into pinned host memory
+// and waited for together. The reductions before them are done then too (settle).
+const void* ZeroEngine::read_step_values(const void* values, size_t bytes) {
+  if (step_values_.bytes() < bytes)
+    step_values_ = device::OwnedMemory(device_, device::OwnedMemory::Kind::Pinned, bytes);
+  device_.copy(step_values_.get(), values, bytes, ctx_.compute);
   ctx_.compute.synchronize(options_.comm_timeout);
   reducer_->settle();
-  return step_values_.data();
+  return step_values_.get();
 }
 
+// The gradients' sum of squares, as the step needs it: stage 0 holds them all (a double); a
+// partitioned rank's sum is added to the others' in fp32, as DeepSpeed's norm allreduce adds
+// them, by a device allreduce before the one read, so the ranks cost no second host wait.
 double ZeroEngine::read_sum_of_squares(kernels::DType dtype, const void* data, size_t count) {
   trace::Scope span("overflow check and gradient norm", "zero");
   device_.sum_of_squares(dtype, data, count, scalar_.data(), ctx_.compute);
-  return read_step_values(scalar_.data(), 1)[0];
+  if (!partitioning_->partitioned())
+    return *static_cast<const double*>(read_step_values(scalar_.data(), sizeof(double)));
+  device_.narrow_to_float(scalar_.data(), global_sum_sq_.data(), 1, ctx_.compute);
+  sum_on_device(global_sum_sq_.data(), 1);
+  return *static_cast<const float*>(read_step_values(global_sum_sq_.data(), sizeof(float)));
 }
 
 // Host values summed over the ranks, in fp32 as DeepSpeed's norm allreduce is, through device
 // memory (nccl reads only that) on the communication stream. One rank's sum is its own fp32
 // value, with no device work and no wait.
-void ZeroEngine::sum_across_ranks(double* values, size_t n, bool always) {
-  if (!partitioning_->partitioned() && !always) return;
+void ZeroEngine::sum_across_ranks(double* values, size_t n) {
+  if (!partitioning_->partitioned()) return;
   if (comm_.size() == 1) {
     for (size_t i = 0; i < n; ++i) values[i] = static_cast<float>(values[i]);
     return;
@@ -217,9 +226,10 @@ void ZeroEngine::sum_across_ranks(double* values, size_t n, bool always) {
   trace::Scope span("sum across ranks", "wait");
   if (rank_sums_.size() < n) {
     rank_sums_ = Buffer<float>(device_, *comm_stream_, scratch_ledger_, MemoryKind::Buffers, n);
-    rank_sums_host_ = PinnedValues<float>(device_, n);
+    rank_sums_host_ =
+        device::OwnedMemory(device_, device::OwnedMemory::Kind::Pinned, n * sizeof(float));
   }
-  float* f = rank_sums_host_.data();
+  float* f = rank_sums_host_.as<float>();
   for (size_t i = 0; i < n; ++i) f[i] = static_cast<float>(values[i]);
   device_.copy(rank_sums_.data(), f, n * sizeof(float), *comm_stream_);
   comm_.allreduce_on(device_, *comm_stream_, rank_sums_.data(), n, kernels::DType::F32,
@@ -239,7 +249,8 @@ std::vector<double> ZeroEngine::tensor_sums_of_squares(const void* grads) {
     device_.sum_of_squares(kernels::DType::F32, tensor, params_[i].info.numel, tensor_sums_.data() + i,
                            ctx_.compute);
   }
-  const double* sums = read_step_values(tensor_sums_.data(), n);
+  const auto* sums =
+      static_cast<const double*>(read_step_values(tensor_sums_.data(), n * sizeof(double)));
   return std::vector<double>(sums, sums + n);
 }
 
@@ -257,6 +268,10 @@ void ZeroEngine::sum_on_device(float* values, size_t n) {
 // here (older DeepSpeed's arithmetic) moved the clip coefficient's last bit in about a quarter of
 // cases. Not copied, each within an ulp: torch's pow(0.5) (Sleef's powf, not sqrtf) and its
 // summation order (SIMD lanes over the module's parameter order; here dsx's order, one by one).
+// The allreduce adds equal values: at stage 0 every rank holds the same reduced gradients (the
+// collectives hand every rank the same bits). So the host adds them, one by one as a ring does,
+// and the step keeps its one host wait; exact for 1 and 2 ranks, within an ulp of a tree's order
+// beyond.
 float ZeroEngine::stage0_clip_norm(const std::vector<double>& tensor_sums) {
   trace::Scope span("clip norm (stage 0)", "zero");
   float total = 0;
@@ -265,9 +280,10 @@ float ZeroEngine::stage0_clip_norm(const std::vector<double>& tensor_sums) {
     const float square = tensor_norm * tensor_norm;  // rounded before the sum, as torch's pow(2)
     total += square;
   }
-  double averaged = std::sqrt(total) / static_cast<float>(comm_.size());  // an fp32 value
-  sum_across_ranks(&averaged, 1, /*always=*/true);
-  return static_cast<float>(averaged);
+  const float averaged = std::sqrt(total) / static_cast<float>(comm_.size());
+  float summed = 0;
+  for (int r = 0; r < comm_.size(); ++r) summed += averaged;
+  return summed;
 }
 
 StepResult ZeroEngine::step(const StepHyper& hyper) {
@@ -290,7 +306,6 @@ StepResult ZeroEngine::step(const StepHyper& hyper) {
   } else {
     // Sum of squares of this rank's partition, summed over ranks (stage 0: every rank holds all).
     sum_sq = read_sum_of_squares(dtype, grads, count);
-    sum_across_ranks(&sum_sq, 1);
   }
   const bool finite = std::isfinite(sum_sq);
   if (!finite && options_.check_overflow) {

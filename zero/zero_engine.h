@@ -34,13 +34,13 @@
 #include "zero/grad_reducer.h"
 #include "zero/grad_store.h"
 #include "zero/layout.h"
+#include "device/owned_memory.h"
 #include "zero/loss_scaler.h"
 #include "zero/memory.h"
 #include "zero/param_store.h"
 #include "zero/partition.h"
 #include "zero/partition_optimizer.h"
 #include "zero/partitioning.h"
-#include "zero/pinned_values.h"
 #include "zero/zero_context.h"
 #include "zero/zero_options.h"
 
@@ -78,7 +78,7 @@ class ZeroEngine {
   void begin_backward() { backward_ = true; }
   void end_micro_step();
   // Returns once the host has waited for the compute stream's work enqueued before it: the
-  // step's one host synchronisation (LAMB, and a norm summed over ranks, add theirs), so device
+  // step's one host synchronisation (LAMB adds its own), so device
   // values copied to pinned host memory on the compute stream before step() are there after it.
   StepResult step(const StepHyper& hyper);
   // `n` fp32 device values summed over the ranks on ZeRO's communication stream, ordered after
@@ -132,14 +132,14 @@ class ZeroEngine {
   // The model touches these bytes of ZeRO's memory on the compute stream.
   void touch(const void* data, size_t bytes, device::Access access, const char* what);
   void host_sync();
-  const double* read_step_values(const double* values, size_t n);
+  const void* read_step_values(const void* values, size_t bytes);
   double read_sum_of_squares(kernels::DType dtype, const void* data, size_t count);
   size_t model_bytes(size_t count) const {
     return count * kernels::dtype_size(options_.model_dtype);
   }
-  // Adds host values over the ranks (fp32, as DeepSpeed's norm allreduce); `always`: also when
-  // the state is not partitioned.
-  void sum_across_ranks(double* values, size_t n, bool always = false);
+  // Adds host values over the ranks (fp32, as DeepSpeed's norm allreduce) when the state is
+  // partitioned: LAMB's norms, with a host wait of their own.
+  void sum_across_ranks(double* values, size_t n);
   // Each parameter's sum of squares (fp32 gradients), host values in the model's order.
   std::vector<double> tensor_sums_of_squares(const void* grads);
   // DeepSpeed's stage-0 clipping norm from them (clip_grad_norm_'s fp32 arithmetic; zero_engine.cpp).
@@ -164,10 +164,11 @@ class ZeroEngine {
   // the reported ledger: they are not model state and would blur its exact counts.
   MemoryLedger scratch_ledger_;
   Buffer<double> scalar_;
-  Buffer<double> tensor_sums_;  // one sum of squares per parameter (stage 0 clipping)
+  Buffer<float> global_sum_sq_;  // the partitions' sums of squares, summed over the ranks in fp32
+  Buffer<double> tensor_sums_;   // one sum of squares per parameter (stage 0 clipping)
   Buffer<float> rank_sums_;
-  PinnedValues<float> rank_sums_host_;  // what the host hands the rank sum, and reads back
-  PinnedValues<double> step_values_;    // the step's scalars, read by the host
+  device::OwnedMemory rank_sums_host_;  // pinned: what the host hands the rank sum, and reads back
+  device::OwnedMemory step_values_;     // pinned: the step's scalars, read by the host
   std::unique_ptr<device::Event> summed_;  // sum_on_device's edges between the streams
   LossScaler scaler_;
   bool boundary_ = true;

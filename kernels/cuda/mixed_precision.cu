@@ -1,6 +1,7 @@
 // Mixed-precision helpers and reductions on the GPU (kernels/cuda/mixed_precision.h): the
 // element-wise ones are one grid-stride launch with 4-element vector accesses where aligned;
 // sum_of_squares is a fixed-shape two-kernel reduction so its result is reproducible.
+#include <algorithm>
 #include <cfloat>
 
 #include "kernels/cuda/launch.cuh"
@@ -111,6 +112,12 @@ __global__ void sum_partials_kernel(const double* partials, unsigned n, double* 
   if (threadIdx.x == 0) *out = sum;
 }
 
+__global__ void narrow_kernel(const double* src, float* dst, size_t count) {
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += size_t(gridDim.x) * blockDim.x)
+    dst[i] = static_cast<float>(src[i]);
+}
+
 }  // namespace
 
 void unscale_and_check(DType dtype, void* x, float factor, size_t count, int* found_inf,
@@ -145,6 +152,14 @@ void sum_of_squares(DType dtype, const void* x, size_t count, double* out, void*
   DSX_TOUCHES(DSX_READS(partials, kSumBlocks * sizeof(double)), DSX_WRITES(out, sizeof(double)));
   DSX_LAUNCH(1, 1024, 0, stream, sum_partials_kernel)(partials, kSumBlocks, out);
   check_launch("sum_partials_kernel");
+}
+
+void narrow_to_float(const double* src, float* dst, size_t count, cudaStream_t stream) {
+  if (count == 0) return;
+  DSX_TOUCHES(DSX_READS(src, count * sizeof(double)), DSX_WRITES(dst, count * sizeof(float)));
+  const size_t blocks = std::min<size_t>(kSumBlocks, (count + kBlock - 1) / kBlock);
+  DSX_LAUNCH(static_cast<unsigned>(blocks), kBlock, 0, stream, narrow_kernel)(src, dst, count);
+  check_launch("narrow_kernel");
 }
 
 void cast(DType src_dtype, const void* src, DType dst_dtype, void* dst, size_t count,

@@ -27,6 +27,9 @@ size_t sum_of_squares_workspace_bytes();
 void sum_of_squares(DType dtype, const void* x, size_t count, double* out, void* workspace,
                     cudaStream_t stream);
 
+// dst[i] = src[i] rounded to fp32 (device memory both).
+void narrow_to_float(const double* src, float* dst, size_t count, cudaStream_t stream);
+
 void cast(DType src_dtype, const void* src, DType dst_dtype, void* dst, size_t count,
           cudaStream_t stream);
 

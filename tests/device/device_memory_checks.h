@@ -1,6 +1,7 @@
 // Checks of the device calls beyond the stream-ordered ones (set-up memory, pinned memory,
-// copies now, byte fills, event queries, adopted streams), written once against device::Device
-// and run on the cpu device (tests/device) and the cuda device (tests/gpu, emulated or real).
+// copies now, byte fills, event queries, adopted streams, narrowing, timed events), written once
+// against device::Device and run on the cpu device (tests/device) and the cuda device
+// (tests/gpu, emulated or real).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -90,6 +91,35 @@ inline void check_adopted_stream(Device& device) {
   for (size_t i = 0; i < n; ++i) ASSERT_EQ(back[i], 3.0f) << i;
   device.make_current();
   device.free_now(d);
+}
+
+// narrow_to_float rounds each double as the host's cast does (to nearest, overflow to Inf), and
+// timed events on either side of 30 ms of host work on a stream are at least 30 ms apart.
+inline void check_narrowing_and_timed_events(Device& device) {
+  const std::vector<double> values = {0.1, 1.0 + 1e-12, -123456.789, 3.0, 1e300, -1e-300};
+  const size_t n = values.size();
+  auto stream = device.create_stream("narrow and time");
+  auto* doubles = static_cast<double*>(device.allocate_scratch(n * sizeof(double), *stream));
+  auto* floats = static_cast<float*>(device.allocate_scratch(n * sizeof(float), *stream));
+  std::vector<float> back(n, -1.0f);
+  auto begun = device.create_timed_event();
+  auto ended = device.create_timed_event();
+  device.copy(doubles, values.data(), n * sizeof(double), *stream);
+  stream->record(*begun);
+  device.host_task(
+      *stream, [] { std::this_thread::sleep_for(30ms); }, {}, "30 ms of host work");
+  device.narrow_to_float(doubles, floats, n, *stream);
+  stream->record(*ended);
+  device.copy(back.data(), floats, n * sizeof(float), *stream);
+  device.free(doubles, n * sizeof(double), *stream);
+  device.free(floats, n * sizeof(float), *stream);
+  stream->synchronize(60s);
+  for (size_t i = 0; i < n; ++i) {
+    EXPECT_EQ(back[i], static_cast<float>(values[i])) << i;
+  }
+  const double seconds = device.seconds_between(*begun, *ended);
+  EXPECT_GE(seconds, 0.029);
+  EXPECT_LT(seconds, 30.0);
 }
 
 }  // namespace dsx::device::testing

@@ -153,6 +153,11 @@ TEST(CpuDevice, PinnedMemoryAndEventQueries) {
   dsx::device::testing::check_pinned_and_events(*device);
 }
 
+TEST(CpuDevice, NarrowsDoublesAndTimesEvents) {
+  auto device = dsx::device::make_cpu_device();
+  dsx::device::testing::check_narrowing_and_timed_events(*device);
+}
+
 TEST(CpuDevice, AnAdoptedStreamRunsWork) {
   auto device = dsx::device::make_cpu_device();
   dsx::device::testing::check_adopted_stream(*device);

@@ -22,6 +22,12 @@ TEST(CudaDevice, PinnedMemoryAndEventQueries) {
   dsx::device::testing::check_pinned_and_events(*device);
 }
 
+TEST(CudaDevice, NarrowsDoublesAndTimesEvents) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU visible";
+  auto device = make_cuda_device();
+  dsx::device::testing::check_narrowing_and_timed_events(*device);
+}
+
 TEST(CudaDevice, AnAdoptedStreamRunsWork) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU visible";
   auto device = make_cuda_device();

@@ -1,12 +1,13 @@
-// One blocking host synchronisation per optimizer step: ZeRO on one GPU over nccl, stages 0-3,
-// fp32/bf16/fp16, gradient accumulation 1 and 4, overlap_comm with several buckets, gradient
-// clipping and AdamW. The emulated GPU counts the host waits of the training thread
-// (dsx::emu::host_syncs_of_this_thread: NCCL's watchdog polls on its own thread); from the
-// second step on each step, its micro-steps included, makes exactly one: the read of the
-// gradients' sum of squares, which the overflow check, the norm, the clip and the loss scaler
-// take on the host. An fp16 step with an Inf gradient is skipped for the same one wait. The
-// weights, applied steps and loss scales match the same ZeRO on the cpu device (fp32 within 1e-6
-// of each weight, 16-bit within 1e-3 in L2). On a real GPU the weights are checked, not the count.
+// One blocking host synchronisation per optimizer step: ZeRO over nccl on one GPU and on two GPUs
+// as two ranks, stages 0-3, fp32/bf16/fp16, gradient accumulation 1 and 4, overlap_comm with
+// several buckets, gradient clipping and AdamW. The emulated GPU counts the host waits of the
+// training thread (tests/gpu/step_sync_count.h); from the second step on each step, its
+// micro-steps included, makes exactly one: the read of the gradients' sum of squares (on two
+// ranks summed over them by a device allreduce first), which the overflow check, the norm, the
+// clip and the loss scaler take on the host. An fp16 step with an Inf gradient is skipped for the
+// same one wait. The weights, applied steps and loss scales match the same ZeRO on the cpu device
+// with as many ranks (fp32 within 1e-6 of each weight, 16-bit within 1e-3 in L2). On a real GPU
+// the weights are checked, not the count.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -20,12 +21,10 @@
 #include "device/cuda_device.h"
 #include "kernels/mixed_precision.h"
 #include "tests/comm/comm_harness.h"
+#include "tests/gpu/step_sync_count.h"
 #include "tests/gpu/visible_gpus.h"
 #include "tests/models/temp_dir.h"
 #include "tests/zero/hand_backward.h"
-#ifdef DSX_CUDA_EMULATED
-#include "tests/emulated_gpu/emulated_gpu.h"
-#endif
 
 namespace {
 
@@ -58,8 +57,8 @@ std::vector<Case> cases() {
 // What a run leaves to compare: the weights, then per step whether it applied and its scale.
 struct Outcome {
   std::vector<float> weights;
-  std::vector<float> steps;     // applied, loss scale; per step
-  std::vector<uint64_t> syncs;  // host waits per step (emulated GPU only)
+  std::vector<float> steps;  // applied, loss scale; per step
+  dsx::test::StepSyncs syncs;
 };
 
 dsx::zero::ZeroOptions options_for(const Case& c) {
@@ -84,11 +83,12 @@ dsx::zero::ZeroOptions options_for(const Case& c) {
 }
 
 // Every parameter's gradient, in the model's dtype, in device memory (one upload at set-up, so
-// that a micro-step's "backward" is device work only, as a model's is).
-std::vector<uint8_t> gradients_in(DType dtype, int micro) {
+// that a micro-step's "backward" is device work only, as a model's is). Each rank's differ.
+std::vector<uint8_t> gradients_in(DType dtype, int micro, int rank) {
   std::vector<float> g(dsx::test::total(kParams));
   for (size_t k = 0; k < g.size(); ++k)
-    g[k] = 0.01f * static_cast<float>((k * 7 + static_cast<size_t>(micro) * 3) % 11) - 0.05f;
+    g[k] = 0.01f * static_cast<float>((k * 7 + static_cast<size_t>(micro * 3 + rank * 5)) % 11) -
+           0.05f;
   std::vector<uint8_t> out(g.size() * dsx::kernels::dtype_size(dtype));
   dsx::kernels::cast(DType::F32, g.data(), dtype, out.data(), g.size());
   return out;
@@ -130,7 +130,7 @@ Outcome train(dsx::device::Device& device, dsx::comm::Communicator& comm, const 
   std::vector<std::vector<uint8_t>> host;
   std::vector<uint8_t*> grads;
   for (int j = 0; j < c.gas; ++j) {
-    host.push_back(gradients_in(c.dtype, j));
+    host.push_back(gradients_in(c.dtype, j, comm.rank()));
     grads.push_back(static_cast<uint8_t*>(
         device.allocate(host.back().size(), dsx::device::Placement::Private, compute)));
     device.copy(grads.back(), host.back().data(), host.back().size(), compute);
@@ -144,18 +144,14 @@ Outcome train(dsx::device::Device& device, dsx::comm::Communicator& comm, const 
   compute.synchronize(60s);
   Outcome out;
   for (int step = 0; step < kSteps; ++step) {
-#ifdef DSX_CUDA_EMULATED
-    const uint64_t before = dsx::emu::host_syncs_of_this_thread();
-#endif
+    out.syncs.begin_step();
     for (int j = 0; j < c.gas; ++j) {
       const bool overflow = c.dtype == DType::F16 && step == kOverflowStep && j == 0;
       micro_step(z, device, c, grads[static_cast<size_t>(j)], overflow ? inf : nullptr,
                  j == c.gas - 1);
     }
     const dsx::zero::StepResult r = z.step({1e-2, {}, {}});
-#ifdef DSX_CUDA_EMULATED
-    out.syncs.push_back(dsx::emu::host_syncs_of_this_thread() - before);
-#endif
+    out.syncs.end_step();
     out.steps.push_back(r.applied ? 1.0f : 0.0f);
     out.steps.push_back(static_cast<float>(r.loss_scale));
   }
@@ -186,15 +182,15 @@ std::string mismatch(const Case& c, const Outcome& got, const std::vector<float>
   return {};
 }
 
-TEST(GpuStepSyncs, OneHostSyncPerOptimizerStepAndTheCpusWeights) {
-  if (dsx::test::visible_gpus() == 0) GTEST_SKIP() << "no GPU visible";
+// Every case on the cpu device, then on `world` GPUs over nccl, against each other.
+void one_sync_per_step_and_the_cpus_weights(int world) {
   const dsx::test::TempDir dir;
-  const std::string path = dir.file("reference");
+  auto reference = [&](int rank) { return dir.file("reference" + std::to_string(rank)); };
   auto ref = dsx::test::run_job(
-      1, dsx::test::test_options("tcp"),
-      [&](dsx::comm::Communicator& comm, int) {
+      world, dsx::test::test_options("tcp"),
+      [&](dsx::comm::Communicator& comm, int rank) {
         auto cpu = dsx::device::make_cpu_device();
-        std::ofstream file(path, std::ios::binary);
+        std::ofstream file(reference(rank), std::ios::binary);
         for (const Case& c : cases()) {
           const Outcome o = train(*cpu, comm, c);
           file.write(reinterpret_cast<const char*>(o.weights.data()),
@@ -208,10 +204,10 @@ TEST(GpuStepSyncs, OneHostSyncPerOptimizerStepAndTheCpusWeights) {
   auto options = dsx::test::test_options("tcp");
   options.backend = "nccl";
   auto job = dsx::test::run_job(
-      1, options,
-      [&](dsx::comm::Communicator& comm, int) {
-        auto gpu = dsx::device::make_cuda_device();
-        std::ifstream file(path, std::ios::binary);
+      world, options,
+      [&](dsx::comm::Communicator& comm, int rank) {
+        auto gpu = dsx::device::make_cuda_device();  // the GPU the nccl backend chose
+        std::ifstream file(reference(rank), std::ios::binary);
         std::string failures;
         for (const Case& c : cases()) {
           const Outcome got = train(*gpu, comm, c);
@@ -220,13 +216,10 @@ TEST(GpuStepSyncs, OneHostSyncPerOptimizerStepAndTheCpusWeights) {
                     static_cast<std::streamsize>(weights.size() * 4));
           file.read(reinterpret_cast<char*>(steps.data()),
                     static_cast<std::streamsize>(steps.size() * 4));
-          std::string line = c.name() + ": host syncs per step";
-          for (uint64_t s : got.syncs) line += " " + std::to_string(s);
-          std::printf("%s\n", line.c_str());
+          const std::string name = "rank " + std::to_string(rank) + " " + c.name();
+          std::printf("%s\n", got.syncs.line(name).c_str());
           if (std::string m = mismatch(c, got, weights, steps); !m.empty()) failures += "\n" + m;
-          for (size_t step = 1; step < got.syncs.size(); ++step) {
-            if (got.syncs[step] != 1) failures += "\n" + line + " (want 1 from the second step on)";
-          }
+          failures += got.syncs.failure(name);
           if (c.dtype == DType::F16 && got.steps[2 * kOverflowStep] != 0.0f)
             failures += "\n" + c.name() + ": the step with an Inf gradient was applied";
         }
@@ -234,6 +227,16 @@ TEST(GpuStepSyncs, OneHostSyncPerOptimizerStepAndTheCpusWeights) {
       },
       300s);
   EXPECT_TRUE(job.all_ok()) << job.summary();
+}
+
+TEST(GpuStepSyncs, OneHostSyncPerOptimizerStepAndTheCpusWeights) {
+  if (dsx::test::visible_gpus() == 0) GTEST_SKIP() << "no GPU visible";
+  one_sync_per_step_and_the_cpus_weights(1);
+}
+
+TEST(GpuStepSyncs, TwoRanksOnTwoGpusSyncOncePerStepAndMatchTheCpu) {
+  if (dsx::test::visible_gpus() < 2) GTEST_SKIP() << "needs two GPUs";
+  one_sync_per_step_and_the_cpus_weights(2);
 }
 
 }  // namespace

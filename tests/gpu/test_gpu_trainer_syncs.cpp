@@ -1,4 +1,5 @@
-// The Trainer with ZeRO on one GPU (over nccl) and the CUDA GPT-2 computing there: from the second
+// The Trainer with ZeRO over nccl, on one GPU and on two GPUs as two ranks, and the CUDA GPT-2
+// computing there: from the second
 // step on, a whole train_batch (forward, backward, the reductions, the optimizer step and the
 // step's loss) makes one host synchronisation on the training thread, counted by the emulated
 // GPU. The loss never leaves the device before the step's own wait: each micro-batch's mean is
@@ -24,11 +25,9 @@
 #include "models/gpt2/gpt2_cpu.h"
 #include "models/gpt2/gpt2_cuda.h"
 #include "tests/comm/comm_harness.h"
+#include "tests/gpu/step_sync_count.h"
 #include "tests/gpu/visible_gpus.h"
 #include "tests/models/temp_dir.h"
-#ifdef DSX_CUDA_EMULATED
-#include "tests/emulated_gpu/emulated_gpu.h"
-#endif
 
 namespace {
 
@@ -48,7 +47,7 @@ struct Case {
 // Every stage once (the ZeRO-level test, gpu.GpuStepSyncs, takes the whole matrix).
 const std::vector<Case> kCases = {{0, "fp32", 1}, {3, "fp32", 1}, {1, "bf16", 4}, {2, "fp16", 4}};
 
-dsx::config::EngineConfig config_for(const Case& c) {
+dsx::config::EngineConfig config_for(const Case& c, int world) {
   std::string precision;
   if (c.precision == "bf16") precision = R"("bf16": {"enabled": true},)";
   if (c.precision == "fp16") precision = R"("fp16": {"enabled": true, "initial_scale_power": 8},)";
@@ -61,13 +60,14 @@ dsx::config::EngineConfig config_for(const Case& c) {
       R"(, "overlap_comm": true, "reduce_bucket_size": 4000,
     "stage3_prefetch_bucket_size": 2000, "stage3_param_persistence_threshold": 100}})";
   dsx::config::ConfigInputs inputs;
+  inputs.world_size = world;
   return dsx::config::read_ds_config_text(text, "test config", inputs);
 }
 
 struct TrainedRun {
   std::vector<float> weights;
   std::vector<double> losses;
-  std::vector<uint64_t> syncs;
+  dsx::test::StepSyncs syncs;
 };
 
 std::vector<float> initial_params() {
@@ -97,17 +97,13 @@ TrainedRun train(const Case& c, dsx::comm::Communicator& comm, dsx::device::Devi
           std::make_unique<dsx::models::GPT2Cuda<__half>>(gpt2, 2, task.seq_len(), false, stream);
   }
   const std::vector<float> initial = initial_params();  // fp32: ZeRO rounds a 16-bit model's copy
-  dsx::engine::Trainer trainer(config_for(c), *model, comm, initial.data(), 0, device);
+  dsx::engine::Trainer trainer(config_for(c, comm.size()), *model, comm, initial.data(), 0, device);
   dsx::models::AdditionLoader loader(task, 2, comm.rank(), comm.size(), 7);
   TrainedRun run;
   for (int step = 0; step < kSteps; ++step) {
-#ifdef DSX_CUDA_EMULATED
-    const uint64_t before = dsx::emu::host_syncs_of_this_thread();
-#endif
+    run.syncs.begin_step();
     run.losses.push_back(trainer.train_batch(loader).loss);
-#ifdef DSX_CUDA_EMULATED
-    run.syncs.push_back(dsx::emu::host_syncs_of_this_thread() - before);
-#endif
+    run.syncs.end_step();
   }
   run.weights.resize(model->num_params());
   trainer.zero().gather_params(run.weights.data());
@@ -115,15 +111,10 @@ TrainedRun train(const Case& c, dsx::comm::Communicator& comm, dsx::device::Devi
 }
 
 std::string check(const Case& c, const TrainedRun& got, const TrainedRun& fp32_cpu) {
-  std::string failures;
-  std::string line = c.name() + ": host syncs per step";
-  for (uint64_t s : got.syncs) line += " " + std::to_string(s);
-  line += ", losses";
+  std::string line = got.syncs.line(c.name()) + ", losses";
   for (double l : got.losses) line += " " + std::to_string(l);
   std::printf("%s\n", line.c_str());
-  for (size_t step = 1; step < got.syncs.size(); ++step) {
-    if (got.syncs[step] != 1) failures += "\n" + line + " (want 1 sync a step from the second on)";
-  }
+  std::string failures = got.syncs.failure(c.name());
   const double tolerance = c.precision == "fp32" ? 1e-4 : 0.05;
   for (size_t i = 0; i < got.losses.size(); ++i) {
     const double want = fp32_cpu.losses[i];
@@ -143,15 +134,15 @@ std::string check(const Case& c, const TrainedRun& got, const TrainedRun& fp32_c
   return failures;
 }
 
-TEST(GpuTrainerSyncs, OneHostSyncPerStepWithTheLossOnTheDevice) {
-  if (dsx::test::visible_gpus() == 0) GTEST_SKIP() << "no GPU visible";
+// The cases with the CPU GPT-2 on the host, then on `world` GPUs over nccl, rank by rank.
+void one_sync_per_step_and_the_cpus_losses(int world, const std::vector<Case>& cases) {
   const dsx::test::TempDir dir;
-  const std::string path = dir.file("reference");
+  auto reference = [&](int rank) { return dir.file("reference" + std::to_string(rank)); };
   auto ref = dsx::test::run_job(
-      1, dsx::test::test_options("tcp"),
-      [&](dsx::comm::Communicator& comm, int) {
-        std::ofstream file(path, std::ios::binary);
-        for (const Case& c : kCases) {
+      world, dsx::test::test_options("tcp"),
+      [&](dsx::comm::Communicator& comm, int rank) {
+        std::ofstream file(reference(rank), std::ios::binary);
+        for (const Case& c : cases) {
           const TrainedRun r = train({c.stage, "fp32", c.gas}, comm, nullptr);
           file.write(reinterpret_cast<const char*>(r.losses.data()),
                      static_cast<std::streamsize>(r.losses.size() * 8));
@@ -164,12 +155,12 @@ TEST(GpuTrainerSyncs, OneHostSyncPerStepWithTheLossOnTheDevice) {
   auto options = dsx::test::test_options("tcp");
   options.backend = "nccl";
   auto job = dsx::test::run_job(
-      1, options,
-      [&](dsx::comm::Communicator& comm, int) {
-        auto gpu = dsx::device::make_cuda_device();
-        std::ifstream file(path, std::ios::binary);
+      world, options,
+      [&](dsx::comm::Communicator& comm, int rank) {
+        auto gpu = dsx::device::make_cuda_device();  // the GPU the nccl backend chose
+        std::ifstream file(reference(rank), std::ios::binary);
         std::string failures;
-        for (const Case& c : kCases) {
+        for (const Case& c : cases) {
           const TrainedRun got = train(c, comm, gpu.get());
           TrainedRun want;
           want.losses.resize(got.losses.size());
@@ -184,6 +175,18 @@ TEST(GpuTrainerSyncs, OneHostSyncPerStepWithTheLossOnTheDevice) {
       },
       300s);
   EXPECT_TRUE(job.all_ok()) << job.summary();
+}
+
+TEST(GpuTrainerSyncs, OneHostSyncPerStepWithTheLossOnTheDevice) {
+  if (dsx::test::visible_gpus() == 0) GTEST_SKIP() << "no GPU visible";
+  one_sync_per_step_and_the_cpus_losses(1, kCases);
+}
+
+// The loss and the norm summed over two ranks on the device: still one wait a step. Two cases
+// keep the test short: stage 3 in fp32, and stage 2 in fp16 with four micro-batches.
+TEST(GpuTrainerSyncs, TwoRanksOnTwoGpusSyncOncePerStep) {
+  if (dsx::test::visible_gpus() < 2) GTEST_SKIP() << "needs two GPUs";
+  one_sync_per_step_and_the_cpus_losses(2, {{3, "fp32", 1}, {2, "fp16", 4}});
 }
 
 }  // namespace

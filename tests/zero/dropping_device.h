@@ -35,6 +35,12 @@ class DroppingDevice final : public device::Device {
     return std::make_unique<Wrapped>(*inner_->create_stream(name).release(), *this, true);
   }
   std::unique_ptr<device::Event> create_event() override { return inner_->create_event(); }
+  std::unique_ptr<device::Event> create_timed_event() override {
+    return inner_->create_timed_event();
+  }
+  double seconds_between(device::Event& a, device::Event& b) override {
+    return inner_->seconds_between(a, b);
+  }
   void synchronize(device::Event& e, std::chrono::milliseconds t, const char* what) override {
     inner_->synchronize(e, t, what);
   }
@@ -85,6 +91,9 @@ class DroppingDevice final : public device::Device {
   void sum_of_squares(device::DType t, const void* x, size_t n, double* out,
                       device::Stream& s) override {
     inner_->sum_of_squares(t, x, n, out, in(s));
+  }
+  void narrow_to_float(const double* src, float* dst, size_t n, device::Stream& s) override {
+    inner_->narrow_to_float(src, dst, n, in(s));
   }
   void adam_step(const kernels::AdamHyper& h, int64_t step, float gf, float* p, const float* g,
                  float* m, float* v, size_t n, kernels::ParamCopy c, device::Stream& s) override {
