@@ -18,6 +18,7 @@
 #include "models/gpt2/config.h"
 #include "models/gpt2/flops.h"
 #include "models/cuda_stream.h"
+#include "models/cuda_workspaces.h"
 #include "models/decoder_model.h"
 #include "models/model.h"
 
@@ -128,6 +129,7 @@ class GPT2Cuda final : public DecoderModel<GPT2Config, gpt2_forward_flops> {
 
   RankDevice device_;  // before every CUDA member
   ModelStream stream_;
+  device::OwnedMemory blas_workspace_;  // before blas_, which works in it
   kernels::cuda::DecoderBlas blas_;
   std::vector<int32_t> host_inputs_;  // this batch's tokens: grouped by token for the embedding backward
   kernels::TokenRows token_rows_host_;

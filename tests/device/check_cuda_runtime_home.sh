@@ -12,15 +12,10 @@ cd "$root" || exit 2
 allowed=(
   # A kernel launch's own checks and grid sizing (kernels/cuda/*.cu launch through it).
   "kernels/cuda/launch.cuh cudaGetLastError cudaGetErrorString cudaGetDevice cudaDeviceGetAttribute"
-  # Not converted yet (issue 32): their cuBLASLt and cuDNN workspaces are allocated in kernels/,
-  # which cannot depend on device/; the owner must hand the workspace in.
-  "kernels/cuda/decoder_matmul.cu cudaMalloc cudaFree cudaGetErrorString"
-  "kernels/cuda/cudnn_attention.cpp cudaMalloc cudaFree cudaStreamSynchronize cudaGetErrorString"
-  # Another change (issue 32, the host syncs of the models) converts these three files; the lead
+  # Another change (issue 32, the host syncs of the models) converts these two files; the lead
   # removes these lines when merging it.
   "models/gpt2/gpt2_cuda.cpp *"
   "models/gpt2/gpu_layer_span.h *"
-  "models/llama/llama_cuda.cpp *"
 )
 
 is_allowed() {  # is_allowed <path> <call>
