@@ -14,7 +14,8 @@ template <class T>
 class OwnedArray {
  public:
   OwnedArray() = default;
-  OwnedArray(Device& device, size_t n) : memory_(device, OwnedMemory::Kind::Device, n * sizeof(T)), size_(n) {}
+  OwnedArray(Device& device, size_t n)
+      : memory_(device, OwnedMemory::Kind::Device, n * sizeof(T)), size_(n) {}
   OwnedArray(OwnedArray&& other) noexcept
       : memory_(std::move(other.memory_)), size_(std::exchange(other.size_, 0)) {}
   OwnedArray& operator=(OwnedArray&& other) noexcept {

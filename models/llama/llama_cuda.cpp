@@ -88,8 +88,9 @@ LlamaCuda<T>::LlamaCuda(const LlamaConfig& config, int max_batch, int max_seq,
       forced_(attention_override()),
       stream_(stream),
       // The widest biased output: q's (Qwen2's q, k, v biases) or o's.
-      blas_workspace_(decoder_blas_workspace(
-          stream_.device(), std::max(size_t(config.num_heads) * config.head_dim, size_t(config.hidden_size)))),
+      blas_workspace_(decoder_blas_workspace(stream_.device(),
+                                             std::max(size_t(config.num_heads) * config.head_dim,
+                                                      size_t(config.hidden_size)))),
       blas_(workspace_of(blas_workspace_)),
       cudnn_workspace_(stream_.device(), stream_.stream()) {
   const size_t L = config.num_layers, C = config.hidden_size, F = config.intermediate_size;

@@ -74,18 +74,19 @@ TEST(DecoderBlasWorkspace, BiasGradientWithinTheGivenScratch) {
   OwnedMemory dbias_dev(*gpu, OwnedMemory::Kind::Device, dbias.size() * sizeof(float));
   gpu->copy_now(dout_dev.get(), dout.data(), dout.size() * sizeof(float));
   gpu->copy_now(dbias_dev.get(), dbias.data(), dbias.size() * sizeof(float));
-  dsx::kernels::cuda::decoder_bias_backward(blas, dbias_dev.as<float>(), dout_dev.as<const float>(), N,
-                                            OC, s);
+  dsx::kernels::cuda::decoder_bias_backward(blas, dbias_dev.as<float>(), dout_dev.as<const float>(),
+                                            N, OC, s);
   stream.synchronize(60s);
   gpu->copy_now(dbias.data(), dbias_dev.get(), dbias.size() * sizeof(float));
-  for (int c = 0; c < OC; ++c) EXPECT_EQ(dbias[c], 0.5f + float(N) * float(c + 1)) << "column " << c;
+  for (int c = 0; c < OC; ++c)
+    EXPECT_EQ(dbias[c], 0.5f + float(N) * float(c + 1)) << "column " << c;
   EXPECT_EQ(dbias[OC], 0.5f) << "written past the bias";
 
   // One column wider than the workspace was sized for, at a row count that needs every chunk:
   // refused before anything is enqueued.
   try {
-    dsx::kernels::cuda::decoder_bias_backward(blas, dbias_dev.as<float>(), dout_dev.as<const float>(),
-                                              many_rows, OC + 1, s);
+    dsx::kernels::cuda::decoder_bias_backward(blas, dbias_dev.as<float>(),
+                                              dout_dev.as<const float>(), many_rows, OC + 1, s);
     ADD_FAILURE() << "a bias wider than the workspace's scratch was not refused";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Internal);
