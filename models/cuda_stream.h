@@ -1,13 +1,12 @@
 // What every CUDA model is built on, before any other CUDA member: the rank's GPU made current,
-// the GPU as a device::Device (the model allocates, copies and waits through it: device/ is the
-// one home of the CUDA runtime), and the stream it computes on (the caller's - the compute stream
-// of the device ZeRO keeps its state on - or one the cuda device makes for the model and drains
-// when it goes). Built only with CUDA (DSX_HAVE_CUDA).
+// its cuda device (device/device.h: the model's memory, copies and waits go through it), and the
+// stream it computes on (the caller's - the compute stream of the device ZeRO keeps its state on
+// - or one the cuda device makes for the model and drains when it goes). Built only with CUDA
+// (DSX_HAVE_CUDA).
 #pragma once
 
 #include <cuda_runtime_api.h>
 
-#include <chrono>
 #include <memory>
 
 #include "device/device.h"
@@ -18,22 +17,18 @@ struct RankDevice {
   RankDevice();  // makes LOCAL_RANK's GPU current (device/cuda_device.h)
 };
 
-// How long a model's host waits for its stream before Error(Timeout).
-inline constexpr std::chrono::minutes kModelStreamWait{5};
-
 class ModelStream {
  public:
   explicit ModelStream(cudaStream_t given);  // null: a stream of the model's own
   ModelStream(const ModelStream&) = delete;
   ModelStream& operator=(const ModelStream&) = delete;
   cudaStream_t get() const { return s_; }
-  // The rank's GPU, and the stream as its device::Stream (the given one adopted, not owned).
   device::Device& device() const { return *gpu_; }
   device::Stream& stream() const { return *stream_; }
 
  private:
   std::unique_ptr<device::Device> gpu_;
-  std::unique_ptr<device::Stream> stream_;  // a stream of our own is drained and destroyed before gpu_
+  std::unique_ptr<device::Stream> stream_;  // ours (drained and destroyed before gpu_) or adopted
   cudaStream_t s_ = nullptr;
 };
 

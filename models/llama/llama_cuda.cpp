@@ -3,6 +3,7 @@
 #include "models/llama/llama_cuda.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -26,6 +27,9 @@ namespace kc = dsx::kernels::cuda;
 
 namespace {
 
+// How long the host waits for the model's stream before Error(Timeout).
+constexpr std::chrono::minutes kStreamWait{5};
+
 // DSX_ATTENTION: 0 auto (unset, empty or "auto"), 1 own, 2 cudnn.
 int attention_override() {
   const char* v = std::getenv("DSX_ATTENTION");
@@ -47,7 +51,7 @@ kc::AttentionShape attention_shape(const LlamaConfig& c, int B, int Tn, kernels:
 
 // The rotary tables: cos and sin of transformers' angles (llama_rope_angles), rounded to fp32 as
 // LlamaCpu<float> rounds its own.
-void upload_rope_tables(device::OwnedArray<float>& cos, device::OwnedArray<float>& sin,
+void upload_rope_tables(DeviceBuffer<float>& cos, DeviceBuffer<float>& sin,
                         const LlamaConfig& config, int max_seq, device::Device& gpu) {
   const auto angles = llama_rope_angles(config, max_seq);
   std::vector<float> c(angles.size()), s(angles.size());
@@ -55,7 +59,7 @@ void upload_rope_tables(device::OwnedArray<float>& cos, device::OwnedArray<float
     c[i] = static_cast<float>(std::cos(angles[i]));
     s[i] = static_cast<float>(std::sin(angles[i]));
   }
-  cos = device::OwnedArray<float>(gpu, c.size()), sin = device::OwnedArray<float>(gpu, s.size());
+  cos = DeviceBuffer<float>(gpu, c.size()), sin = DeviceBuffer<float>(gpu, s.size());
   gpu.copy_now(cos.data(), c.data(), c.size() * sizeof(float));
   gpu.copy_now(sin.data(), s.data(), s.size() * sizeof(float));
 }
@@ -398,7 +402,7 @@ void LlamaCuda<T>::backward(ParamAccess& access, GradSink& sink, float grad_scal
   // device orders its reads by an event; anyone else reads once the stream is done.
   const bool wait_for_stream = !sink.orders_after_device_work();
   auto ready = [&](int layer) {
-    if (wait_for_stream) stream_.stream().synchronize(kModelStreamWait);
+    if (wait_for_stream) stream_.stream().synchronize(kStreamWait);
     sink.ready(layer);
     access.release(layer);
   };
@@ -425,7 +429,7 @@ void LlamaCuda<T>::backward(ParamAccess& access, GradSink& sink, float grad_scal
 template <class T>
 std::vector<float> LlamaCuda<T>::logits() const {
   stream_.device().make_current();
-  stream_.stream().synchronize(kModelStreamWait);
+  stream_.stream().synchronize(kStreamWait);
   return download_as_float(stream_.device(), logits_.data(), size_t(B_) * T_ * config_.vocab_size);
 }
 

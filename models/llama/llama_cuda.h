@@ -26,7 +26,6 @@
 #include <utility>
 #include <vector>
 
-#include "device/owned_array.h"
 #include "kernels/cuda/decoder_layers.h"
 #include "kernels/token_rows.h"
 #include "models/gpt2/gpt2_cuda.h"  // storage_dtype, init_params_as, KeptLoss, the mean loss
@@ -36,6 +35,7 @@
 #include "models/cuda_stream.h"
 #include "models/cuda_workspaces.h"
 #include "models/decoder_model.h"
+#include "models/device_buffer.h"
 #include "models/model.h"
 
 namespace dsx::kernels::cuda {
@@ -76,18 +76,18 @@ class LlamaCuda final : public DecoderModel<LlamaConfig, llama_forward_flops> {
   using BlockParams = LlamaBlockTensors<const T*>;
   using BlockGrads = LlamaBlockTensors<T*>;
   struct BlockActs {
-    device::OwnedArray<T> xn1, atty, res2, xn2, gate, up, h;
-    device::OwnedArray<float> rstd1, rstd2;
-    device::OwnedArray<T> qkv;        // own attention: packed q, k, v (repeated kv heads)
-    device::OwnedArray<float> att;    // own attention: softmax probabilities (B, NH, T, T)
-    device::OwnedArray<T> q, k, v;    // cuDNN: rotated q and k, v
-    device::OwnedArray<float> stats;  // cuDNN: log-sum-exp (B, NH, T)
+    DeviceBuffer<T> xn1, atty, res2, xn2, gate, up, h;
+    DeviceBuffer<float> rstd1, rstd2;
+    DeviceBuffer<T> qkv;        // own attention: packed q, k, v (repeated kv heads)
+    DeviceBuffer<float> att;    // own attention: softmax probabilities (B, NH, T, T)
+    DeviceBuffer<T> q, k, v;    // cuDNN: rotated q and k, v
+    DeviceBuffer<float> stats;  // cuDNN: log-sum-exp (B, NH, T)
   };
 
   BlockActs& acts_of(int block) { return checkpointing_ ? blocks_[0] : blocks_[block]; }
   template <class E>
-  device::OwnedArray<E> device_array(size_t n) {
-    return device::OwnedArray<E>(stream_.device(), n);
+  DeviceBuffer<E> device_array(size_t n) {
+    return DeviceBuffer<E>(stream_.device(), n);
   }
   void allocate_for(LlamaAttention path);  // the path's buffers, once
   void attention_forward(BlockActs& a);
@@ -116,12 +116,12 @@ class LlamaCuda final : public DecoderModel<LlamaConfig, llama_forward_flops> {
   kernels::TokenRows token_rows_host_;
 
   LlamaAttention path_ = LlamaAttention::Own;  // the last forward's
-  device::OwnedArray<int32_t> inputs_, targets_, token_rows_;
-  device::OwnedArray<float> cos_, sin_;  // (max_seq, D/2) rotary tables
-  std::vector<device::OwnedArray<T>> residual_;
+  DeviceBuffer<int32_t> inputs_, targets_, token_rows_;
+  DeviceBuffer<float> cos_, sin_;  // (max_seq, D/2) rotary tables
+  std::vector<DeviceBuffer<T>> residual_;
   std::vector<BlockActs> blocks_;
-  device::OwnedArray<T> xf_, logits_, q_, k_, v_, tmp_, dres_, dxn_, datty_, dh_, dup_, dqkv_;
-  device::OwnedArray<float> rstdf_, lse_, losses_, dpre_, norm_scratch_;
+  DeviceBuffer<T> xf_, logits_, q_, k_, v_, tmp_, dres_, dxn_, datty_, dh_, dup_, dqkv_;
+  DeviceBuffer<float> rstdf_, lse_, losses_, dpre_, norm_scratch_;
   KeptLoss loss_;
 };
 
