@@ -142,7 +142,8 @@ PartTiming time_parts(cudaStream_t s, const std::vector<Linear>& linears, size_t
   for (auto* a : {&in, &w, &out}) check(cudaMemset(a->data(), 0x3c, a->size() * 2), "fill");
   check(cudaMemset(dw.data(), 0, dw.size() * 2), "fill");
   check(cudaMemset(db.data(), 0, db.size() * 2), "fill");
-  kc::DecoderBlas blas;
+  DeviceArray<float> workspace((kc::DecoderBlas::workspace_bytes(4 * size_t(C)) + 3) / 4);
+  kc::DecoderBlas blas({workspace.data(), workspace.size() * sizeof(float)});
   const int reps = 3;
   double matmul_flops = 0, bias_bytes = 0;
   for (const auto& L : linears) {

@@ -30,12 +30,6 @@ std::string describe(const AttentionShape& s) {
          " KV=" + std::to_string(s.KV) + " D=" + std::to_string(s.D) + " " + dtype_name(s.dtype);
 }
 
-void check_cuda(cudaError_t rc, const std::string& what) {
-  if (rc == cudaSuccess) return;
-  throw Error(rc == cudaErrorMemoryAllocation ? ErrorKind::OutOfMemory : ErrorKind::Internal,
-              "cuDNN fused attention: " + what + " failed: " + cudaGetErrorString(rc));
-}
-
 // The reason a frontend step failed, or "" when it succeeded.
 std::string failure(fe::error_t status) {
   return status.is_good() ? std::string() : status.get_message();
@@ -123,15 +117,14 @@ struct CudnnAttention::Impl {
   };
 
   cudaStream_t stream;
+  WorkspaceGrow grow;              // the owner's memory
   cudnnHandle_t handle = nullptr;  // created on first use: a model in fp32 never needs cuDNN
   std::string handle_error;        // cudnnCreate's failure, once it failed
-  void* workspace = nullptr;
-  int64_t workspace_bytes = 0;
+  Workspace workspace;
   std::vector<Entry> cache;  // a handful of shapes per model: a linear search is enough
 
-  explicit Impl(cudaStream_t s) : stream(s) {}
+  Impl(cudaStream_t s, WorkspaceGrow g) : stream(s), grow(std::move(g)) {}
   ~Impl() {
-    if (workspace) cudaFree(workspace);
     if (handle) cudnnDestroy(handle);
   }
   Impl(const Impl&) = delete;
@@ -180,20 +173,20 @@ struct CudnnAttention::Impl {
     return why;
   }
 
-  // Room for the larger of the current workspace and `bytes`.
+  // Room for the larger of the current workspace and `bytes`, from the owner (who frees the old
+  // one after the work already enqueued that uses it).
   void reserve(int64_t bytes) {
-    if (bytes <= workspace_bytes) return;
-    if (workspace) {
-      // Work already enqueued may still use the old buffer.
-      check_cuda(cudaStreamSynchronize(stream),
-                 "cudaStreamSynchronize before growing the workspace");
-      check_cuda(cudaFree(workspace), "cudaFree(workspace)");
-      workspace = nullptr;
-      workspace_bytes = 0;
-    }
-    check_cuda(cudaMalloc(&workspace, static_cast<size_t>(bytes)),
-               "cudaMalloc of a " + std::to_string(bytes) + "-byte workspace");
-    workspace_bytes = bytes;
+    const size_t need = static_cast<size_t>(bytes);
+    if (need <= workspace.bytes) return;
+    if (!grow)
+      throw Error(ErrorKind::Internal, "cuDNN fused attention needs a " + std::to_string(need) +
+                                           "-byte workspace, but its owner gave no way to grow one");
+    const Workspace given = grow(need);
+    if (given.bytes < need || !given.data)
+      throw Error(ErrorKind::Internal, "cuDNN fused attention asked its owner for a " +
+                                           std::to_string(need) + "-byte workspace and got " +
+                                           std::to_string(given.bytes) + " bytes");
+    workspace = given;
   }
 
   Entry& entry(const AttentionShape& s) {
@@ -250,7 +243,7 @@ struct CudnnAttention::Impl {
                const AttentionShape& s, const char* call) {
     std::string why;
     try {
-      why = failure(graph.execute(handle, pack, workspace));
+      why = failure(graph.execute(handle, pack, workspace.data));
     } catch (const std::exception& e) {
       why = e.what();
     }
@@ -260,7 +253,8 @@ struct CudnnAttention::Impl {
   }
 };
 
-CudnnAttention::CudnnAttention(cudaStream_t stream) : impl_(std::make_unique<Impl>(stream)) {}
+CudnnAttention::CudnnAttention(cudaStream_t stream, WorkspaceGrow grow)
+    : impl_(std::make_unique<Impl>(stream, std::move(grow))) {}
 CudnnAttention::~CudnnAttention() = default;
 
 bool CudnnAttention::supported(const AttentionShape& shape) {

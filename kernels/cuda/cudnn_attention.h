@@ -7,8 +7,10 @@
 //
 // supported() says whether this GPU, cuDNN and shape have a fused engine; when it says no (an
 // older GPU, fp32, a head size cuDNN does not take), the caller uses its own kernels. Graphs are
-// built once per shape and cached. Errors are dsx::Error naming the cuDNN call. C++17; device
-// pointers; one thread at a time.
+// built once per shape and cached. A graph's workspace comes from the owner's `grow`
+// (kernels/cuda/workspace.h), asked when a new shape needs more than it has: the owner allocates
+// through device/ and frees the old one after the work already enqueued on the stream. Errors are
+// dsx::Error naming the cuDNN call. C++17; device pointers; one thread at a time.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -16,6 +18,7 @@
 #include <cstddef>
 #include <memory>
 
+#include "kernels/cuda/workspace.h"
 #include "kernels/dtype.h"
 
 namespace dsx::kernels::cuda {
@@ -31,7 +34,9 @@ struct AttentionShape {
 
 class CudnnAttention {
  public:
-  explicit CudnnAttention(cudaStream_t stream);  // the stream every call enqueues on
+  // `stream`: where every call enqueues; `grow`: the owner's workspace, asked for more when a
+  // shape's graphs need it (in supported(), forward or backward, before anything is enqueued).
+  CudnnAttention(cudaStream_t stream, WorkspaceGrow grow);
   ~CudnnAttention();
   CudnnAttention(const CudnnAttention&) = delete;
   CudnnAttention& operator=(const CudnnAttention&) = delete;

@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <memory>
 
+#include "kernels/cuda/workspace.h"
+
 namespace dsx::kernels::cuda {
 
 template <class T>
@@ -45,12 +47,17 @@ void decoder_layernorm_backward(T* dinp, T* dweight, T* dbias, float* scratch, c
                              cudaStream_t stream);
 
 // cuBLASLt matmuls: out (N, OC) = inp (N, C) @ weight^T + bias, bias fused into the epilogue.
-// DecoderBlas owns the cuBLASLt handle, its workspace, one cached plan per matmul shape (built on
-// first use: descriptors, layouts and the heuristic's algorithm) and the fp32 scratch of the bias
-// gradient. Build it with this rank's GPU current; use it from one thread at a time.
+// DecoderBlas owns the cuBLASLt handle and one cached plan per matmul shape (built on first use:
+// descriptors, layouts and the heuristic's algorithm). It works in a workspace its owner allocates
+// and keeps while it lives (kernels/cuda/workspace.h): cuBLASLt's, then the fp32 scratch of the
+// bias gradient. Build it with this rank's GPU current; use it from one thread at a time.
 class DecoderBlas {
  public:
-  DecoderBlas();  // throws dsx::Error, having freed whatever it had made
+  // The workspace for bias gradients of at most `max_bias_columns` columns (any number of rows).
+  static size_t workspace_bytes(size_t max_bias_columns);
+  // Throws dsx::Error, having freed whatever it had made; Error(Internal) when `workspace` is
+  // smaller than workspace_bytes(0) or not 256-byte aligned.
+  explicit DecoderBlas(Workspace workspace);
   ~DecoderBlas();
   DecoderBlas(DecoderBlas&&) noexcept;
   DecoderBlas& operator=(DecoderBlas&&) noexcept;

@@ -6,6 +6,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -21,7 +22,9 @@ namespace dsx::kernels::cuda {
 
 namespace {
 
+// cuBLASLt's part of the workspace; the bias gradient's scratch follows it.
 constexpr size_t kWorkspaceBytes = size_t(32) << 20;
+constexpr size_t kWorkspaceAlignment = 256;  // what cuBLASLt assumes of its workspace
 
 void check(cublasStatus_t s, const char* what) {
   if (s != CUBLAS_STATUS_SUCCESS)
@@ -29,19 +32,12 @@ void check(cublasStatus_t s, const char* what) {
                                          "; check the CUDA/cuBLAS installation and that a GPU is visible");
 }
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess)
-    throw Error(e == cudaErrorMemoryAllocation ? ErrorKind::OutOfMemory : ErrorKind::Internal,
-                std::string("decoder matmul: ") + what + ": " + cudaGetErrorString(e));
-}
-
-// Owners of the cuBLASLt objects and of device memory.
+// Owners of the cuBLASLt objects.
 struct LtDelete {
   void operator()(cublasLtContext* h) const { cublasLtDestroy(h); }
   void operator()(cublasLtMatmulDescOpaque_t* d) const { cublasLtMatmulDescDestroy(d); }
   void operator()(cublasLtMatrixLayoutOpaque_t* l) const { cublasLtMatrixLayoutDestroy(l); }
   void operator()(cublasLtMatmulPreferenceOpaque_t* p) const { cublasLtMatmulPreferenceDestroy(p); }
-  void operator()(void* p) const { cudaFree(p); }
 };
 template <class H>
 using LtOwned = std::unique_ptr<std::remove_pointer_t<H>, LtDelete>;
@@ -77,9 +73,9 @@ LtOwned<cublasLtMatrixLayout_t> layout(cudaDataType_t type, int rows, int cols, 
 
 struct DecoderBlas::State {
   LtOwned<cublasLtHandle_t> handle;
-  LtOwned<void*> workspace;
+  void* workspace = nullptr;  // cuBLASLt's kWorkspaceBytes, the owner's memory
   MatmulPlanCache<MatmulPlan> plans;
-  LtOwned<void*> bias_scratch;  // fp32 chunk sums of the bias gradient
+  float* bias_scratch = nullptr;  // fp32 chunk sums of the bias gradient, after cuBLASLt's part
   size_t bias_scratch_floats = 0;
 
   std::unique_ptr<MatmulPlan> plan(const MatmulShape& s) const {
@@ -124,25 +120,36 @@ struct DecoderBlas::State {
     return p;
   }
 
-  float* bias_sums(size_t floats) {
-    if (floats > bias_scratch_floats) {
-      bias_scratch.reset();  // cudaFree waits for the kernels still using it
-      void* raw = nullptr;
-      check(cudaMalloc(&raw, floats * sizeof(float)), "bias gradient scratch (cudaMalloc)");
-      bias_scratch.reset(raw);
-      bias_scratch_floats = floats;
-    }
-    return static_cast<float*>(bias_scratch.get());
+  // The scratch for a bias gradient of N rows and OC columns: the workspace's tail, sized by the
+  // owner for the widest biased output.
+  float* bias_sums(size_t N, size_t OC) {
+    const size_t floats = column_sums_scratch_floats(N, OC);
+    if (floats > bias_scratch_floats)
+      throw Error(ErrorKind::Internal,
+                  "decoder_bias_backward: a bias gradient of " + std::to_string(OC) + " columns needs " +
+                      std::to_string(floats * sizeof(float)) + " bytes of scratch, but the DecoderBlas workspace "
+                      "leaves " + std::to_string(bias_scratch_floats * sizeof(float)) +
+                      "; size it with DecoderBlas::workspace_bytes(the widest biased output)");
+    return bias_scratch;
   }
 };
 
-DecoderBlas::DecoderBlas() : state_(std::make_unique<State>()) {
+size_t DecoderBlas::workspace_bytes(size_t max_bias_columns) {
+  // Any N is cut into at most kMaxRowChunks chunks (kernels/column_sums.h).
+  return kWorkspaceBytes + size_t(kMaxRowChunks) * max_bias_columns * sizeof(float);
+}
+
+DecoderBlas::DecoderBlas(Workspace workspace) : state_(std::make_unique<State>()) {
+  if (workspace.bytes < kWorkspaceBytes || reinterpret_cast<uintptr_t>(workspace.data) % kWorkspaceAlignment != 0)
+    throw Error(ErrorKind::Internal, "DecoderBlas: the workspace (" + std::to_string(workspace.bytes) +
+                                         " bytes) must hold at least workspace_bytes(0) = " +
+                                         std::to_string(kWorkspaceBytes) + " bytes, 256-byte aligned");
   cublasLtHandle_t handle = nullptr;
   check(cublasLtCreate(&handle), "create");
   state_->handle.reset(handle);
-  void* workspace = nullptr;
-  check(cudaMalloc(&workspace, kWorkspaceBytes), "the 32 MiB cuBLASLt workspace (cudaMalloc)");
-  state_->workspace.reset(workspace);
+  state_->workspace = workspace.data;
+  state_->bias_scratch = reinterpret_cast<float*>(static_cast<char*>(workspace.data) + kWorkspaceBytes);
+  state_->bias_scratch_floats = (workspace.bytes - kWorkspaceBytes) / sizeof(float);
 }
 
 DecoderBlas::~DecoderBlas() = default;
@@ -169,7 +176,7 @@ void lt_matmul(DecoderBlas& blas, T* d, const T* a, const T* b, const T* bias, i
           "bias");
   }
   check(cublasLtMatmul(st.handle.get(), plan.op.get(), &alpha, a, plan.a.get(), b, plan.b.get(), &beta, d,
-                       plan.d.get(), d, plan.d.get(), &plan.algo, st.workspace.get(), kWorkspaceBytes, stream),
+                       plan.d.get(), d, plan.d.get(), &plan.algo, st.workspace, kWorkspaceBytes, stream),
         "matmul");
 }
 
@@ -201,7 +208,7 @@ void decoder_gemm(DecoderBlas& blas, bool trans_a, bool trans_b, size_t M, int N
 
 template <class T>
 void decoder_bias_backward(DecoderBlas& blas, T* dbias, const T* dout, size_t N, int OC, cudaStream_t stream) {
-  float* scratch = blas.state().bias_sums(column_sums_scratch_floats(N, size_t(OC)));
+  float* scratch = blas.state().bias_sums(N, size_t(OC));
   DSX_TOUCHES(DSX_READS(dout, N * OC * sizeof(T)));
   add_column_sums(dbias, MatrixEntry<T>{dout, OC}, N, OC, scratch, stream, "decoder_bias_backward");
 }

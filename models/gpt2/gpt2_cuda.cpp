@@ -41,7 +41,9 @@ GPT2Cuda<T>::GPT2Cuda(const GPT2Config& config, int max_batch, int max_seq, bool
     // Checked before anything CUDA is made, so a bad config costs no GPU.
     : DecoderModel(config, gpt2_param_specs(checked_for_build(config, max_batch, max_seq)), max_batch, max_seq,
                    activation_checkpointing),
-      stream_(stream) {
+      stream_(stream),
+      blas_workspace_(decoder_blas_workspace(stream_.device(), 4 * size_t(config.channels))),  // fc's bias
+      blas_(workspace_of(blas_workspace_)) {
   allocate_activations();
 }
 

@@ -19,6 +19,7 @@
 #include "models/gpt2/flops.h"
 #include "models/cuda_model_legacy.h"  // DeviceArray and friends: Llama's until it converts
 #include "models/cuda_stream.h"
+#include "models/cuda_workspaces.h"
 #include "models/device_buffer.h"
 #include "models/decoder_model.h"
 #include "models/model.h"
@@ -99,6 +100,7 @@ class GPT2Cuda final : public DecoderModel<GPT2Config, gpt2_forward_flops> {
 
   RankDevice device_;  // before every CUDA member
   ModelStream stream_;
+  device::OwnedMemory blas_workspace_;  // before blas_, which works in it
   kernels::cuda::DecoderBlas blas_;
   bool keep_loss_ = false;  // Model::keep_loss_on_device
 

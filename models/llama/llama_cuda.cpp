@@ -2,6 +2,8 @@
 // LlamaCpu's; matmuls are DecoderBlas's cuBLASLt plans, cross-entropy and the own attention GPT-2's.
 #include "models/llama/llama_cuda.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -12,9 +14,9 @@
 #include "dsx/error.h"
 #include "kernels/column_sums.h"
 #include "kernels/cuda/cudnn_attention.h"
-#include "kernels/cuda/device.h"
 #include "kernels/cuda/llama_layers.h"
 #include "kernels/decoder_math.h"
+#include "kernels/dtype.h"
 #include "models/gpt2/gpu_layer_span.h"
 #include "models/llama/llama_cpu.h"
 #include "models/token_batch.h"
@@ -25,12 +27,8 @@ namespace kc = dsx::kernels::cuda;
 
 namespace {
 
-void cuda_check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess)
-    throw Error(e == cudaErrorMemoryAllocation ? ErrorKind::OutOfMemory : ErrorKind::Internal,
-                std::string("Llama CUDA: ") + what + ": " + cudaGetErrorString(e) +
-                    "; check that a GPU is visible and has enough free memory");
-}
+// How long the host waits for the model's stream before Error(Timeout).
+constexpr std::chrono::minutes kStreamWait{5};
 
 // DSX_ATTENTION: 0 auto (unset, empty or "auto"), 1 own, 2 cudnn.
 int attention_override() {
@@ -53,17 +51,33 @@ kc::AttentionShape attention_shape(const LlamaConfig& c, int B, int Tn, kernels:
 
 // The rotary tables: cos and sin of transformers' angles (llama_rope_angles), rounded to fp32 as
 // LlamaCpu<float> rounds its own.
-void upload_rope_tables(DeviceArray<float>& cos, DeviceArray<float>& sin, const LlamaConfig& config,
-                        int max_seq, cudaStream_t stream) {
+void upload_rope_tables(DeviceBuffer<float>& cos, DeviceBuffer<float>& sin,
+                        const LlamaConfig& config, int max_seq, device::Device& gpu) {
   const auto angles = llama_rope_angles(config, max_seq);
   std::vector<float> c(angles.size()), s(angles.size());
   for (size_t i = 0; i < angles.size(); ++i) {
     c[i] = static_cast<float>(std::cos(angles[i]));
     s[i] = static_cast<float>(std::sin(angles[i]));
   }
-  cos = DeviceArray<float>(c.size()), sin = DeviceArray<float>(s.size());
-  upload_as(cos.data(), c.data(), c.size(), stream);
-  upload_as(sin.data(), s.data(), s.size(), stream);
+  cos = DeviceBuffer<float>(gpu, c.size()), sin = DeviceBuffer<float>(gpu, s.size());
+  gpu.copy_now(cos.data(), c.data(), c.size() * sizeof(float));
+  gpu.copy_now(sin.data(), s.data(), s.size() * sizeof(float));
+}
+
+// Device values of T as fp32 on the host (16-bit: their bit patterns widened).
+template <class T>
+std::vector<float> download_as_float(device::Device& gpu, const T* data, size_t n) {
+  std::vector<float> out(n);
+  if constexpr (sizeof(T) == 4) {
+    gpu.copy_now(out.data(), data, n * sizeof(float));
+  } else {
+    std::vector<uint16_t> bits(n);
+    gpu.copy_now(bits.data(), data, n * sizeof(uint16_t));
+    const bool f16 = storage_dtype<T>() == kernels::DType::F16;
+    for (size_t i = 0; i < n; ++i)
+      out[i] = f16 ? kernels::fp16_to_float(bits[i]) : kernels::bf16_to_float(bits[i]);
+  }
+  return out;
 }
 
 }  // namespace
@@ -76,33 +90,39 @@ LlamaCuda<T>::LlamaCuda(const LlamaConfig& config, int max_batch, int max_seq,
                    max_batch, max_seq, activation_checkpointing),
       layout_(config, specs_),
       forced_(attention_override()),
-      stream_(stream) {
+      stream_(stream),
+      // The widest biased output: q's (Qwen2's q, k, v biases) or o's.
+      blas_workspace_(decoder_blas_workspace(stream_.device(),
+                                             std::max(size_t(config.num_heads) * config.head_dim,
+                                                      size_t(config.hidden_size)))),
+      blas_(workspace_of(blas_workspace_)),
+      cudnn_workspace_(stream_.device(), stream_.stream()) {
   const size_t L = config.num_layers, C = config.hidden_size, F = config.intermediate_size;
   const size_t QD = size_t(config.num_heads) * config.head_dim,
                KVD = size_t(config.num_kv_heads) * config.head_dim;
   const size_t N = size_t(max_batch) * max_seq;
-  upload_rope_tables(cos_, sin_, config_, max_seq, stream_.get());
-  for (size_t l = 0; l <= L; ++l) residual_.emplace_back(N * C);
+  upload_rope_tables(cos_, sin_, config_, max_seq, stream_.device());
+  for (size_t l = 0; l <= L; ++l) residual_.emplace_back(stream_.device(), N * C);
   blocks_.resize(checkpointing_ ? 1 : L);
   for (auto& a : blocks_) {
-    a.xn1 = DeviceArray<T>(N * C), a.atty = DeviceArray<T>(N * QD), a.res2 = DeviceArray<T>(N * C);
-    a.xn2 = DeviceArray<T>(N * C), a.gate = DeviceArray<T>(N * F), a.up = DeviceArray<T>(N * F);
-    a.h = DeviceArray<T>(N * F), a.rstd1 = DeviceArray<float>(N), a.rstd2 = DeviceArray<float>(N);
+    a.xn1 = device_array<T>(N * C), a.atty = device_array<T>(N * QD), a.res2 = device_array<T>(N * C);
+    a.xn2 = device_array<T>(N * C), a.gate = device_array<T>(N * F), a.up = device_array<T>(N * F);
+    a.h = device_array<T>(N * F), a.rstd1 = device_array<float>(N), a.rstd2 = device_array<float>(N);
   }
-  inputs_ = DeviceArray<int32_t>(N), targets_ = DeviceArray<int32_t>(N);
-  token_rows_ = DeviceArray<int32_t>(kernels::token_rows_capacity(N));
-  xf_ = DeviceArray<T>(N * C), logits_ = DeviceArray<T>(N * config.vocab_size);
-  q_ = DeviceArray<T>(N * QD), k_ = DeviceArray<T>(N * KVD), v_ = DeviceArray<T>(N * KVD);
-  tmp_ = DeviceArray<T>(N * C), dres_ = DeviceArray<T>(N * C), dxn_ = DeviceArray<T>(N * C);
-  datty_ = DeviceArray<T>(N * QD), dh_ = DeviceArray<T>(N * F), dup_ = DeviceArray<T>(N * F);
-  rstdf_ = DeviceArray<float>(N), lse_ = DeviceArray<float>(N), losses_ = DeviceArray<float>(N);
-  norm_scratch_ = DeviceArray<float>(kernels::column_sums_scratch_floats(N, C));
+  inputs_ = device_array<int32_t>(N), targets_ = device_array<int32_t>(N);
+  token_rows_ = device_array<int32_t>(kernels::token_rows_capacity(N));
+  xf_ = device_array<T>(N * C), logits_ = device_array<T>(N * config.vocab_size);
+  q_ = device_array<T>(N * QD), k_ = device_array<T>(N * KVD), v_ = device_array<T>(N * KVD);
+  tmp_ = device_array<T>(N * C), dres_ = device_array<T>(N * C), dxn_ = device_array<T>(N * C);
+  datty_ = device_array<T>(N * QD), dh_ = device_array<T>(N * F), dup_ = device_array<T>(N * F);
+  rstdf_ = device_array<float>(N), lse_ = device_array<float>(N), losses_ = device_array<float>(N);
+  norm_scratch_ = device_array<float>(kernels::column_sums_scratch_floats(N, C));
   allocate_for(attention_for(max_batch, max_seq));
 }
 
 template <class T>
 LlamaCuda<T>::~LlamaCuda() {
-  kc::use_chosen_device();  // the members' owners free on this thread
+  stream_.device().make_current();  // the members' owners free on this thread
 }
 
 template <class T>
@@ -113,7 +133,9 @@ LlamaAttention LlamaCuda<T>::attention_for(int B, int Tn) {
   if constexpr (sizeof(T) == 2) {
     if (forced_ != 1) {
       if (!cudnn_)
-        cudnn_ = {new kc::CudnnAttention(stream_.get()), [](kc::CudnnAttention* p) { delete p; }};
+        cudnn_ = {new kc::CudnnAttention(stream_.get(),
+                                         [this](size_t bytes) { return cudnn_workspace_.grow(bytes); }),
+                  [](kc::CudnnAttention* p) { delete p; }};
       cudnn = cudnn_->supported(attention_shape(config_, B, Tn, storage_dtype<T>()));
     }
   }
@@ -139,14 +161,14 @@ void LlamaCuda<T>::allocate_for(LlamaAttention path) {
   const size_t QD = NH * config_.head_dim, KVD = size_t(config_.num_kv_heads) * config_.head_dim;
   if (path == LlamaAttention::Own && !own_allocated_) {
     const size_t att = size_t(max_batch_) * NH * max_seq_ * max_seq_;
-    for (auto& a : blocks_) a.qkv = DeviceArray<T>(N * 3 * QD), a.att = DeviceArray<float>(att);
-    dqkv_ = DeviceArray<T>(N * 3 * QD), dpre_ = DeviceArray<float>(att);
+    for (auto& a : blocks_) a.qkv = device_array<T>(N * 3 * QD), a.att = device_array<float>(att);
+    dqkv_ = device_array<T>(N * 3 * QD), dpre_ = device_array<float>(att);
     own_allocated_ = true;
   }
   if (path == LlamaAttention::Cudnn && !cudnn_allocated_) {
     for (auto& a : blocks_) {
-      a.q = DeviceArray<T>(N * QD), a.k = DeviceArray<T>(N * KVD), a.v = DeviceArray<T>(N * KVD);
-      a.stats = DeviceArray<float>(size_t(max_batch_) * NH * max_seq_);
+      a.q = device_array<T>(N * QD), a.k = device_array<T>(N * KVD), a.v = device_array<T>(N * KVD);
+      a.stats = device_array<float>(size_t(max_batch_) * NH * max_seq_);
     }
     cudnn_allocated_ = true;
   }
@@ -303,7 +325,7 @@ template <class T>
 float LlamaCuda<T>::forward(const int32_t* inputs, const int32_t* targets, int B, int Tn,
                             ParamAccess& access) {
   check_token_batch("Llama", inputs, targets, B, Tn, max_batch_, max_seq_, config_.vocab_size);
-  kc::use_rank_device();  // the calling thread may not be the one that built the model
+  stream_.device().make_current();  // the calling thread may not be the one that built the model
   B_ = B, T_ = Tn;
   path_ = attention_for(B, Tn);
   allocate_for(path_);
@@ -312,11 +334,8 @@ float LlamaCuda<T>::forward(const int32_t* inputs, const int32_t* targets, int B
   const bool tied = config_.tie_word_embeddings;
   has_targets_ = targets != nullptr;
   cudaStream_t s = stream_.get();
-  cuda_check(cudaMemcpyAsync(inputs_.data(), inputs, N * 4, cudaMemcpyHostToDevice, s),
-             "copy inputs");
-  if (has_targets_)
-    cuda_check(cudaMemcpyAsync(targets_.data(), targets, N * 4, cudaMemcpyHostToDevice, s),
-               "copy targets");
+  stream_.device().copy(inputs_.data(), inputs, N * 4, stream_.stream());
+  if (has_targets_) stream_.device().copy(targets_.data(), targets, N * 4, stream_.stream());
   host_inputs_.assign(inputs, inputs + N);
 
   access.acquire(0);  // tied: stays acquired until the head has run
@@ -363,7 +382,7 @@ void LlamaCuda<T>::head_backward(ParamAccess& access, GradSink& sink, float grad
   kc::decoder_crossentropy_backward(logits_.data(), lse_.data(), targets_.data(), dloss, N, V, V, s);
   kc::decoder_matmul_backward(blas_, dxn_.data(), dhead_w, static_cast<T*>(nullptr), logits_.data(),
                            xf_.data(), head_w, N, C, V, s);
-  cuda_check(cudaMemsetAsync(dres_.data(), 0, N * C * sizeof(T), s), "cudaMemsetAsync");
+  stream_.device().fill_zero(dres_.data(), N * C * sizeof(T), stream_.stream());
   kc::llama_rmsnorm_backward(
       dres_.data(), static_cast<T*>(sink.grad(layout_.norm_index())), norm_scratch_.data(), dxn_.data(),
       residual_[config_.num_layers].data(), static_cast<const T*>(access.param(layout_.norm_index())),
@@ -378,9 +397,8 @@ void LlamaCuda<T>::embedding_backward(GradSink& sink) {
   if (!sink.grad(0)) return;  // a frozen embedding (LoRA)
   // A member: the copy may still read it after this returns (the next forward waits for it).
   token_rows_host_ = kernels::group_rows_by_token(host_inputs_.data(), N, config_.vocab_size);
-  cuda_check(cudaMemcpyAsync(token_rows_.data(), token_rows_host_.packed.data(),
-                             token_rows_host_.packed.size() * 4, cudaMemcpyHostToDevice, s),
-             "copy token rows");
+  stream_.device().copy(token_rows_.data(), token_rows_host_.packed.data(),
+                        token_rows_host_.packed.size() * 4, stream_.stream());
   kc::llama_embedding_backward(static_cast<T*>(sink.grad(0)), dres_.data(), token_rows_.data(),
                                token_rows_host_.distinct, config_.hidden_size, s);
 }
@@ -392,7 +410,7 @@ void LlamaCuda<T>::backward(ParamAccess& access, GradSink& sink, float grad_scal
         ErrorKind::Usage,
         "Llama backward: the last forward had no targets, so there is no loss to differentiate");
   has_targets_ = false;  // the logits become their gradient below
-  kc::use_rank_device();
+  stream_.device().make_current();
   const int L = config_.num_layers;
   const bool tied = config_.tie_word_embeddings;
   cudaStream_t s = stream_.get();
@@ -400,7 +418,7 @@ void LlamaCuda<T>::backward(ParamAccess& access, GradSink& sink, float grad_scal
   // device orders its reads by an event; anyone else reads once the stream is done.
   const bool wait_for_stream = !sink.orders_after_device_work();
   auto ready = [&](int layer) {
-    if (wait_for_stream) cuda_check(cudaStreamSynchronize(s), "backward");
+    if (wait_for_stream) stream_.stream().synchronize(kStreamWait);
     sink.ready(layer);
     access.release(layer);
   };
@@ -437,11 +455,9 @@ void LlamaCuda<T>::adapt_backward(Projection p, T* dinp, const T* dout, const T*
 
 template <class T>
 std::vector<float> LlamaCuda<T>::logits() const {
-  std::vector<float> out(size_t(B_) * T_ * config_.vocab_size);
-  kc::use_rank_device();
-  cuda_check(cudaStreamSynchronize(stream_.get()), "logits");
-  download_as(out.data(), logits_.data(), out.size(), stream_.get());
-  return out;
+  stream_.device().make_current();
+  stream_.stream().synchronize(kStreamWait);
+  return download_as_float(stream_.device(), logits_.data(), size_t(B_) * T_ * config_.vocab_size);
 }
 
 template class LlamaCuda<float>;

@@ -2,7 +2,8 @@
 // activation checkpointing as LlamaCpu (models/llama/llama_cpu.h), with the CUDA layers of
 // kernels/cuda/llama_layers.h and GPT-2's cuBLASLt matmuls (DecoderBlas) on one stream. T is the
 // storage type of parameters, activations and gradients (float, __nv_bfloat16 or __half);
-// arithmetic is fp32. ParamAccess/GradSink hand out device pointers. Built only with CUDA.
+// arithmetic is fp32. ParamAccess/GradSink hand out device pointers. Memory, copies and waits go
+// through device::Device (ModelStream's), as do the kernels' workspaces. Built only with CUDA.
 //
 // Attention runs one of two ways, chosen once per (batch, sequence) shape:
 //   own:   GPT-2's attention kernels on q, k, v packed with the kv heads repeated, as the CPU
@@ -27,12 +28,14 @@
 
 #include "kernels/cuda/decoder_layers.h"
 #include "kernels/token_rows.h"
-#include "models/gpt2/gpt2_cuda.h"  // DeviceArray, upload_as, download_as
+#include "models/gpt2/gpt2_cuda.h"  // storage_dtype, init_params_as, KeptLoss, the mean loss
 #include "models/llama/block_tensors.h"
 #include "models/llama/config.h"
 #include "models/llama/flops.h"
 #include "models/cuda_stream.h"
+#include "models/cuda_workspaces.h"
 #include "models/decoder_model.h"
+#include "models/device_buffer.h"
 #include "models/model.h"
 #include "models/projection_adapters.h"
 
@@ -76,15 +79,19 @@ class LlamaCuda final : public DecoderModel<LlamaConfig, llama_forward_flops> {
   using BlockParams = LlamaBlockTensors<const T*>;
   using BlockGrads = LlamaBlockTensors<T*>;
   struct BlockActs {
-    DeviceArray<T> xn1, atty, res2, xn2, gate, up, h;
-    DeviceArray<float> rstd1, rstd2;
-    DeviceArray<T> qkv;        // own attention: packed q, k, v (repeated kv heads)
-    DeviceArray<float> att;    // own attention: softmax probabilities (B, NH, T, T)
-    DeviceArray<T> q, k, v;    // cuDNN: rotated q and k, v
-    DeviceArray<float> stats;  // cuDNN: log-sum-exp (B, NH, T)
+    DeviceBuffer<T> xn1, atty, res2, xn2, gate, up, h;
+    DeviceBuffer<float> rstd1, rstd2;
+    DeviceBuffer<T> qkv;        // own attention: packed q, k, v (repeated kv heads)
+    DeviceBuffer<float> att;    // own attention: softmax probabilities (B, NH, T, T)
+    DeviceBuffer<T> q, k, v;    // cuDNN: rotated q and k, v
+    DeviceBuffer<float> stats;  // cuDNN: log-sum-exp (B, NH, T)
   };
 
   BlockActs& acts_of(int block) { return checkpointing_ ? blocks_[0] : blocks_[block]; }
+  template <class E>
+  DeviceBuffer<E> device_array(size_t n) {
+    return DeviceBuffer<E>(stream_.device(), n);
+  }
   void allocate_for(LlamaAttention path);  // the path's buffers, once
   void attention_forward(BlockActs& a);
   void block_forward(BlockActs& a, T* res_out, const T* res_in, const BlockParams& p);
@@ -102,7 +109,9 @@ class LlamaCuda final : public DecoderModel<LlamaConfig, llama_forward_flops> {
   int forced_ = 0;     // DSX_ATTENTION: 0 auto, 1 own, 2 cudnn
   RankDevice device_;  // before every CUDA member
   ModelStream stream_;
+  device::OwnedMemory blas_workspace_;  // before blas_, which works in it
   kernels::cuda::DecoderBlas blas_;
+  StreamWorkspace cudnn_workspace_;  // grown on the model's stream, before cudnn_
   // Made on first use, after the stream. A plain function as deleter: builds without cuDNN
   // attention never make one and so never need its destructor.
   std::unique_ptr<kernels::cuda::CudnnAttention, void (*)(kernels::cuda::CudnnAttention*)> cudnn_{
@@ -113,12 +122,12 @@ class LlamaCuda final : public DecoderModel<LlamaConfig, llama_forward_flops> {
   kernels::TokenRows token_rows_host_;
 
   LlamaAttention path_ = LlamaAttention::Own;  // the last forward's
-  DeviceArray<int32_t> inputs_, targets_, token_rows_;
-  DeviceArray<float> cos_, sin_;  // (max_seq, D/2) rotary tables
-  std::vector<DeviceArray<T>> residual_;
+  DeviceBuffer<int32_t> inputs_, targets_, token_rows_;
+  DeviceBuffer<float> cos_, sin_;  // (max_seq, D/2) rotary tables
+  std::vector<DeviceBuffer<T>> residual_;
   std::vector<BlockActs> blocks_;
-  DeviceArray<T> xf_, logits_, q_, k_, v_, tmp_, dres_, dxn_, datty_, dh_, dup_, dqkv_;
-  DeviceArray<float> rstdf_, lse_, losses_, dpre_, norm_scratch_;
+  DeviceBuffer<T> xf_, logits_, q_, k_, v_, tmp_, dres_, dxn_, datty_, dh_, dup_, dqkv_;
+  DeviceBuffer<float> rstdf_, lse_, losses_, dpre_, norm_scratch_;
   KeptLoss loss_;
   DeviceProjectionAdapters<T>* adapters_ = nullptr;
   int block_ = 0;  // the block being run, for the adapters

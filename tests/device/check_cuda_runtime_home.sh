@@ -12,13 +12,6 @@ cd "$root" || exit 2
 allowed=(
   # A kernel launch's own checks and grid sizing (kernels/cuda/*.cu launch through it).
   "kernels/cuda/launch.cuh cudaGetLastError cudaGetErrorString cudaGetDevice cudaDeviceGetAttribute"
-  # Not converted yet (issue 32): their cuBLASLt and cuDNN workspaces are allocated in kernels/,
-  # which cannot depend on device/; the owner must hand the workspace in.
-  "kernels/cuda/decoder_matmul.cu cudaMalloc cudaFree cudaGetErrorString"
-  "kernels/cuda/cudnn_attention.cpp cudaMalloc cudaFree cudaStreamSynchronize cudaGetErrorString"
-  # Another change (issue 32, the host syncs of the models) converts this file; the lead
-  # removes this line when merging it.
-  "models/llama/llama_cuda.cpp *"
   # The runtime-calling helpers that llama_cuda.cpp and bench_gpu_gpt2 still use (DeviceArray,
   # upload_as, host_mean_loss, GpuLayerSpan on a bare stream); deleted with their last user.
   "models/cuda_model_legacy.cpp *"

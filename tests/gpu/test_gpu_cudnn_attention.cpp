@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <ostream>
 #include <random>
 #include <string>
@@ -52,6 +53,20 @@ class DeviceBuffer {
  private:
   void* ptr_ = nullptr;
   size_t bytes_;
+};
+
+// The test as the workspace's owner (a model allocates through device/): each growth a new
+// buffer, the old ones kept until the test ends, after the work that used them.
+struct GrowingWorkspace {
+  std::vector<std::unique_ptr<DeviceBuffer>> buffers;
+  std::vector<size_t> asked;
+  WorkspaceGrow grow() {
+    return [this](size_t bytes) {
+      asked.push_back(bytes);
+      buffers.push_back(std::make_unique<DeviceBuffer>(bytes));
+      return Workspace{buffers.back()->get(), bytes};
+    };
+  }
 };
 
 // Random 16-bit values and their exact float64 values.
@@ -193,7 +208,8 @@ TEST_P(CudnnAttentionTest, MatchesFloat64Reference) {
     cudaStream_t s;
     ~StreamGuard() { cudaStreamDestroy(s); }
   } guard{stream};
-  CudnnAttention attention(stream);
+  GrowingWorkspace workspace;
+  CudnnAttention attention(stream, workspace.grow());
   if (!attention.supported(s))
     GTEST_SKIP() << "cuDNN has no fused attention engine for this GPU and shape";
 
@@ -269,7 +285,8 @@ INSTANTIATE_TEST_SUITE_P(
 
 // What supported() refuses before asking cuDNN: no GPU needed (no handle is made for these).
 TEST(CudnnAttention, RefusesWhatItCannotTake) {
-  CudnnAttention attention(nullptr);
+  GrowingWorkspace workspace;
+  CudnnAttention attention(nullptr, workspace.grow());
   AttentionShape s;
   s.B = 2, s.T = 64, s.NH = 8, s.KV = 2, s.D = 64, s.scale = 0.125f;
   s.dtype = DType::F32;
@@ -292,6 +309,7 @@ TEST(CudnnAttention, RefusesWhatItCannotTake) {
     EXPECT_EQ(e.kind(), ErrorKind::Unsupported);
     EXPECT_NE(std::string(e.what()).find("fp32"), std::string::npos) << e.what();
   }
+  EXPECT_TRUE(workspace.asked.empty()) << "a refused shape asked its owner for a workspace";
 }
 
 }  // namespace
