@@ -82,8 +82,9 @@ struct RendezvousServer::State {
     broadcast("RESTART " + std::to_string(attempt) + " " + because);
   }
 
-  // When the world of this attempt forms: with every node it can have, or with the MIN or more
-  // there are once the last call passed, or (restarts) once every remaining node is back.
+  // When the world of this attempt forms: with every node it can have; the first world also with
+  // the MIN or more there are once the last call passed; a restart once every node still connected
+  // is back (one that runs its `dsx report --check` first may take longer than a last call).
   bool ready_to_form() const {
     const int j = joined();
     if (j >= rules.nnodes) return true;
@@ -91,8 +92,8 @@ struct RendezvousServer::State {
     const auto present = static_cast<int>(std::count_if(
         agents.begin(), agents.end(), [](const auto& a) { return !a->left_out; }));
     const auto now = Clock::now();
-    return (attempt > 0 && j == present) || (last_call != Clock::time_point{} && now >= last_call) ||
-           now >= join_deadline;
+    const bool last_call_over = last_call != Clock::time_point{} && now >= last_call;
+    return (attempt > 0 && j == present) || (attempt == 0 && last_call_over) || now >= join_deadline;
   }
 
   // torchrun's last call: MIN nodes are in, the others get last_call_timeout more; fewer than

@@ -11,10 +11,10 @@
 //           left) | STOP <exit code> <why> (none left, an ABORT, or the rendezvous timed out)
 //
 // A connection that closes without SUCCEEDED or ABORT is a node lost: a failure like any other.
-// Elastic membership (--nnodes MIN:MAX, min_nodes < nnodes): as torchrun's c10d, a world forms
-// with MAX nodes, or once MIN joined and the last call (last_call_timeout after the MIN-th join)
-// has passed; a restart also re-forms as soon as every node still connected is back (torchrun
-// waits for the last call there too). A node whose ranks failed twice is told STOP (left out); a node that
+// Elastic membership (--nnodes MIN:MAX, min_nodes < nnodes): as torchrun's c10d, the first world
+// forms with MAX nodes, or once MIN joined and the last call (last_call_timeout after the MIN-th
+// join) has passed; a restart re-forms as soon as every node still connected is back, or with the
+// MIN or more there are at the join timeout (torchrun: at the last call there too). A node whose ranks failed twice is told STOP (left out); a node that
 // joins while the world runs waits and joins at the next restart.
 // Group ranks: static by --node_rank; c10d by address, then by arrival (torchrun sorts by host).
 // The ranks' MASTER_ADDR:MASTER_PORT is group rank 0's address and the free port it offered.

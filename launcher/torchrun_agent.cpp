@@ -189,8 +189,9 @@ std::string word_after_success(LineSocket& store) {
   }
 }
 
-// Elastic jobs leave out a node that fails `dsx report --check`, before each rendezvous it would
-// join (a GPU may fall off the bus between attempts); false when this node is out.
+// Elastic jobs leave out a node that fails `dsx report --check`: before its first rendezvous, and
+// before a restart its own ranks caused (a GPU may have fallen off the bus); a restart another
+// node caused does not wait for the check (about a second). False when this node is out.
 bool node_ready(const TorchrunOptions& t) {
   if (t.min_nodes >= t.nnodes) return true;  // a fixed node count cannot go on without it
   const NodeCheck check = run_node_check(seconds(60));
@@ -204,9 +205,10 @@ bool node_ready(const TorchrunOptions& t) {
 int agent_loop(const TorchrunOptions& t, LineSocket& store, const std::string& my_addr) {
   const std::string logs = log_root(t);
   int attempt = 0;
+  bool own_failure = false;  // this node's ranks failed the last attempt
   size_t nodes_before = 0;
   while (true) {
-    if (attempt > 0 && !node_ready(t)) return 1;  // the first check ran before connecting
+    if (own_failure && !node_ready(t)) return 1;  // the first check ran before connecting
     const int port =
         pick_free_port(my_addr);  // the ranks' store, if this node becomes group rank 0
     store.send("JOIN " + t.run_id + " " + std::to_string(attempt) + " " +
@@ -223,6 +225,7 @@ int agent_loop(const TorchrunOptions& t, LineSocket& store, const std::string& m
       const std::string report = run_attempt(t, a, logs, store.fd(), interrupted);
       if (!report.empty()) store.send(report);
       const bool succeeded = report.starts_with("SUCCEEDED");
+      own_failure = report.starts_with("FAILED");
       in = std::istringstream(
           succeeded ? word_after_success(store)
                     : next_message(store, seconds(interrupted ? 10 : 60), "the job's next step"));
