@@ -436,8 +436,10 @@ class TrainingRun {
           *settings, rank_, comm_.size(), session_.rendezvous().store(),
           [this] { return trainer_.zero().comm_timing(); }, say, trainer_.global_steps()));
     }
-    // After the save and the evaluation too: the launcher counts their time as the step's.
-    observers.push_back(std::make_unique<ProgressBeat>(trainer_.global_steps()));
+    // After the save and the evaluation too: the launcher counts their time as the step's. A run
+    // with no step left (resumed at its end) is not watched: it would never write its "end".
+    if (trainer_.global_steps() < steps_)
+      observers.push_back(std::make_unique<ProgressBeat>(trainer_.global_steps()));
     return observers;
   }
 
