@@ -27,6 +27,7 @@
 #include "engine/observers/monitor_writer.h"
 #include "engine/observers/periodic_action.h"
 #include "engine/observers/profile_window.h"
+#include "engine/observers/progress_beat.h"
 #include "engine/observers/progress_updater.h"
 #include "engine/observers/run_totals.h"
 #include "engine/observers/step_log_printer.h"
@@ -471,6 +472,10 @@ class TrainingRun {
           *settings, rank_, comm_.size(), session_.rendezvous().store(),
           [this] { return trainer_.zero().comm_timing(); }, say, trainer_.global_steps()));
     }
+    // After the save and the evaluation too: the launcher counts their time as the step's. A run
+    // with no step left (resumed at its end) is not watched: it would never write its "end".
+    if (trainer_.global_steps() < steps_)
+      observers.push_back(std::make_unique<ProgressBeat>(trainer_.global_steps()));
     return observers;
   }
 

@@ -2,11 +2,15 @@
 // backends, all supervised so that no rank is left behind.
 #include "launcher/launch.h"
 
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstring>
 #include <filesystem>
@@ -21,6 +25,7 @@
 #include "launcher/launch_plan.h"
 #include "launcher/local_devices.h"
 #include "launcher/preflight.h"
+#include "launcher/process.h"
 #include "launcher/restart_loop.h"
 #include "launcher/rank_shim.h"
 #include "launcher/shell_words.h"
@@ -275,7 +280,25 @@ int run_agent(const AgentOptions& a, bool dry_run) {
   return 0;
 }
 
+namespace {
+
+// The rank's own children that outlived it (a rank killed with kill -9 leaves them to us, its
+// subreaper, not to its process group, which the scheduler's task shares): killed and reaped, so
+// that nothing of the rank runs into the next attempt.
+void stop_orphans() {
+  for (pid_t pid : descendants(::getpid())) ::kill(pid, SIGKILL);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::chrono::steady_clock::now() < deadline) {
+    const pid_t reaped = ::waitpid(-1, nullptr, WNOHANG);
+    if (reaped < 0) break;  // none left
+    if (reaped == 0) ::usleep(10000);
+  }
+}
+
+}  // namespace
+
 int run_rank_shim(const ProgramSpec& program, int kill_grace_s, int restart_count, int max_restarts) {
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   auto env = current_environment();
   for (const auto& [k, v] : scheduler_rank_env(env)) env_set(env, k, &v);
   const std::string restarts = std::to_string(restart_count), most = std::to_string(max_restarts);
@@ -288,10 +311,14 @@ int run_rank_shim(const ProgramSpec& program, int kill_grace_s, int restart_coun
   m.spawn.argv = rank_argv(program, std::stoi(env_value(env, "LOCAL_RANK")), find_python());
   m.spawn.env = env;
   m.spawn.own_process_group = false;  // stay in the task's group, which the scheduler tracks
+  m.is_rank = true;
   SupervisorOptions s;
   s.kill_grace_s = kill_grace_s;
+  s.stopped_rank_timeout_s = stopped_rank_timeout_from(env);  // the watchdogs, as a node agent's
+  s.hung_step_timeout_s = s.stopped_rank_timeout_s;
   s.quiet = true;  // the runner reports the failure, from the marker below
   Outcome outcome = supervise({m}, s);
+  stop_orphans();
   if (outcome.exit_code != 0) {
     std::cerr << kAgentFailureMarker << outcome.exit_code << " rank=" << rank << " (" << outcome.reason << ")" << std::endl;
   }

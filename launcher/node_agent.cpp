@@ -134,6 +134,7 @@ Outcome run_ranks_once(const AgentOptions& o, int restart) {
   s.tether_stdin = o.tether_stdin;
   s.quiet = o.quiet;
   s.stopped_rank_timeout_s = stopped_rank_timeout_from(o.base_env);
+  s.hung_step_timeout_s = s.stopped_rank_timeout_s;
   return supervise(std::move(members), s);
 }
 

@@ -36,6 +36,7 @@ struct RendezvousServer::State {
   bool running = false;  // WORLD sent for `attempt`
   bool over = false;     // DONE or STOP sent
   Clock::time_point join_deadline;
+  Clock::time_point last_call{};  // set when the MIN-th node joins this attempt ({}: not yet)
   Clock::time_point over_at;
   long arrivals = 0;
 
@@ -68,6 +69,7 @@ struct RendezvousServer::State {
     ++attempt;
     running = false;
     join_deadline = Clock::now() + rules.join_timeout;
+    last_call = {};
     for (auto& a : agents) a->joined = a->succeeded = false;
     std::string because = why;
     if (elastic() && culprit && culprit->failures >= 2) {
@@ -80,15 +82,26 @@ struct RendezvousServer::State {
     broadcast("RESTART " + std::to_string(attempt) + " " + because);
   }
 
-  // When the world of this attempt forms: with every node it can have, or with the nodes there
-  // are once the join timeout passed (first attempt) or every remaining node is back (restarts).
+  // When the world of this attempt forms: with every node it can have; the first world also with
+  // the MIN or more there are once the last call passed; a restart once every node still connected
+  // is back (one that runs its `dsx report --check` first may take longer than a last call).
   bool ready_to_form() const {
     const int j = joined();
     if (j >= rules.nnodes) return true;
     if (j < rules.min_nodes) return false;
     const auto present = static_cast<int>(std::count_if(
         agents.begin(), agents.end(), [](const auto& a) { return !a->left_out; }));
-    return (attempt > 0 && j == present) || Clock::now() >= join_deadline;
+    const auto now = Clock::now();
+    const bool last_call_over = last_call != Clock::time_point{} && now >= last_call;
+    return (attempt > 0 && j == present) || (attempt == 0 && last_call_over) || now >= join_deadline;
+  }
+
+  // torchrun's last call: MIN nodes are in, the others get last_call_timeout more; fewer than
+  // MIN again (a node gone before the world formed) and the call is off.
+  void update_last_call() {
+    const int j = joined();
+    if (j < rules.min_nodes) last_call = {};
+    else if (last_call == Clock::time_point{}) last_call = Clock::now() + rules.last_call_timeout;
   }
 
   // Every node is here: order them, and tell each its group rank and the world.
@@ -153,6 +166,7 @@ struct RendezvousServer::State {
     if (attempt_of != attempt) return;  // a late message of an earlier attempt
     a.joined = true;
     a.arrival = ++arrivals;
+    update_last_call();
     if (ready_to_form()) form_world();
   }
 
@@ -210,10 +224,11 @@ RendezvousServer::~RendezvousServer() {
   ::close(listen_fd_);
 }
 
-void RendezvousServer::wait_finished(std::chrono::milliseconds timeout) {
+bool RendezvousServer::wait_finished(std::chrono::milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
   while (!finished_ && Clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  return finished_;
 }
 
 void RendezvousServer::serve() {
@@ -240,6 +255,7 @@ void RendezvousServer::serve() {
       }
     }
     std::erase_if(s.agents, [](const auto& a) { return a->socket.fd() < 0; });
+    if (!s.running) s.update_last_call();
     if (!s.over && !s.running && s.joined() > 0 && s.ready_to_form()) s.form_world();
     if (!s.over && !s.running && Clock::now() >= s.join_deadline) {
       s.stop(1, "the rendezvous timed out: " + std::to_string(s.joined()) + " of " +

@@ -11,9 +11,10 @@
 //           left) | STOP <exit code> <why> (none left, an ABORT, or the rendezvous timed out)
 //
 // A connection that closes without SUCCEEDED or ABORT is a node lost: a failure like any other.
-// Elastic membership (--nnodes MIN:MAX, min_nodes < nnodes): the first world forms with MAX nodes,
-// or with at least MIN at the join timeout; a restart re-forms with every node still connected
-// once at least MIN are. A node whose ranks failed twice is told STOP (left out); a node that
+// Elastic membership (--nnodes MIN:MAX, min_nodes < nnodes): as torchrun's c10d, the first world
+// forms with MAX nodes, or once MIN joined and the last call (last_call_timeout after the MIN-th
+// join) has passed; a restart re-forms as soon as every node still connected is back, or with the
+// MIN or more there are at the join timeout (torchrun: at the last call there too). A node whose ranks failed twice is told STOP (left out); a node that
 // joins while the world runs waits and joins at the next restart.
 // Group ranks: static by --node_rank; c10d by address, then by arrival (torchrun sorts by host).
 // The ranks' MASTER_ADDR:MASTER_PORT is group rank 0's address and the free port it offered.
@@ -34,6 +35,7 @@ struct RendezvousRules {
   int max_restarts = 0;
   bool by_node_rank = false;  // static backend: GROUP_RANK = --node_rank
   std::chrono::seconds join_timeout{600};
+  std::chrono::seconds last_call_timeout{30};
 };
 
 class RendezvousServer {
@@ -45,8 +47,8 @@ class RendezvousServer {
   RendezvousServer& operator=(const RendezvousServer&) = delete;
 
   int port() const { return port_; }
-  // Waits (at most `timeout`) until every agent has heard the end of the job.
-  void wait_finished(std::chrono::milliseconds timeout);
+  // Waits (at most `timeout`) until every agent has heard the end of the job; false if not yet.
+  bool wait_finished(std::chrono::milliseconds timeout);
 
  private:
   struct State;

@@ -14,9 +14,11 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "dsx/error.h"
 #include "launcher/env_export.h"
+#include "launcher/progress_watch.h"
 #include "launcher/shm_cleanup.h"
 
 namespace dsx::launcher {
@@ -34,6 +36,7 @@ struct Running {
   int status = 0;
   Clock::time_point stopped_since{};  // when it was first seen stopped ({}: running)
   int tee_fd = -1;  // a copy of the output goes here (torchrun's --tee)
+  std::optional<ProgressWatch> progress{};  // ranks that may report their steps
 };
 
 int open_tee(const std::string& path) {
@@ -124,6 +127,7 @@ class Job {
     SignalGuard signals;
     for (auto& r : running_) {
       if (stopping_) break;
+      hand_progress_file(r);
       r.child = spawn_child(r.member.spawn);
       if (r.child.exec_errno) {
         r.done = true;
@@ -141,6 +145,7 @@ class Job {
         kill_all("still running after " + std::to_string(options_.kill_grace_s) + " s; sending SIGKILL");
       }
       if (!stopping_ && options_.stopped_rank_timeout_s > 0) check_stopped_ranks();
+      if (!stopping_ && options_.hung_step_timeout_s > 0) check_progress();
       if (killed_ && Clock::now() >= kill_at_ + std::chrono::seconds(10)) {
         message("some processes survived SIGKILL for 10 s (stuck in the kernel?); giving up on them");
         break;
@@ -211,6 +216,28 @@ class Job {
                std::to_string(options_.stopped_rank_timeout_s) + " s (DSX_COMM_TIMEOUT); treating it as failed",
            128 + SIGSTOP);
       return;
+    }
+  }
+
+  // A rank gets DSX_PROGRESS_FILE to write its step number into (progress_watch.h).
+  void hand_progress_file(Running& r) {
+    if (!r.member.is_rank || options_.hung_step_timeout_s <= 0) return;
+    if (!progress_files_) progress_files_.emplace();
+    const std::string path = progress_files_->file_for(r.member.name);
+    if (path.empty()) return;
+    env_set(r.member.spawn.env, "DSX_PROGRESS_FILE", &path);
+    r.progress.emplace(path);
+  }
+
+  // The watchdog for a step that hangs outside any collective: a rank that reported steps and
+  // stopped reporting them is failed like a dead one.
+  void check_progress() {
+    const auto now = Clock::now();
+    for (auto& r : running_) {
+      if (r.done || r.child.pid < 0 || !r.progress) continue;
+      const auto hung = r.progress->check(now, options_.hung_step_timeout_s);
+      if (!hung || is_stopped(r.child.pid)) continue;  // a stopped rank has its own check
+      return fail(r.member.name + " (pid " + std::to_string(r.child.pid) + ") " + *hung, 124);
     }
   }
 
@@ -426,6 +453,7 @@ class Job {
   }
 
   SupervisorOptions options_;
+  std::optional<ProgressDirectory> progress_files_;  // made for the first rank that gets a file
   pid_t parent_;
   std::vector<Running> running_;
   Outcome outcome_;

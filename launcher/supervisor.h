@@ -42,6 +42,9 @@ struct SupervisorOptions {
   // A rank stopped (SIGSTOP, a debugger, state T in /proc) this long is failed like a dead one
   // (0: never): its peers would wait in their collectives until a person came.
   int stopped_rank_timeout_s = 0;
+  // A rank that reports its steps (DSX_PROGRESS_FILE, progress_watch.h) and makes none for this
+  // long beyond its slowest step is failed as hung (0: never).
+  int hung_step_timeout_s = 0;
 };
 
 // The seconds a rank may stay stopped: DSX_COMM_TIMEOUT, else NCCL_TIMEOUT (seconds, as job

@@ -13,6 +13,7 @@
 #include "launcher/env_export.h"
 #include "launcher/line_socket.h"
 #include "launcher/node_agent.h"
+#include "launcher/node_check.h"
 #include "launcher/preflight.h"
 #include "launcher/rendezvous_server.h"
 #include "launcher/torchrun_options.h"
@@ -39,8 +40,8 @@ std::unique_ptr<RendezvousServer> host_rendezvous(const TorchrunOptions& t, int&
                     std::to_string(t.rdzv_port) + " (" + std::strerror(-fd) +
                     "); give --master_addr an address of this machine and a free --master_port");
   }
-  RendezvousRules rules{t.run_id,         t.nnodes,        t.min_nodes,
-                        t.max_restarts,   t.static_backend, t.join_timeout};
+  RendezvousRules rules{t.run_id,         t.nnodes,         t.min_nodes,    t.max_restarts,
+                        t.static_backend, t.join_timeout,   t.last_call_timeout};
   auto server = std::make_unique<RendezvousServer>(fd, rules);
   port = server->port();
   return server;
@@ -163,6 +164,7 @@ std::string run_attempt(const TorchrunOptions& t, const Assignment& a, const std
   s.kill_grace_s = t.kill_grace_s;
   s.stop_fd = store_fd;
   s.stopped_rank_timeout_s = stopped_rank_timeout_from(current_environment());
+  s.hung_step_timeout_s = s.stopped_rank_timeout_s;
   const Outcome out = supervise(attempt_members(t, a, logs), s);
   interrupted = out.interrupted;
   if (out.stopped_by_fd) return "";
@@ -187,11 +189,26 @@ std::string word_after_success(LineSocket& store) {
   }
 }
 
+// Elastic jobs leave out a node that fails `dsx report --check`: before its first rendezvous, and
+// before a restart its own ranks caused (a GPU may have fallen off the bus); a restart another
+// node caused does not wait for the check (about a second). False when this node is out.
+bool node_ready(const TorchrunOptions& t) {
+  if (t.min_nodes >= t.nnodes) return true;  // a fixed node count cannot go on without it
+  const NodeCheck check = run_node_check(seconds(60));
+  if (check.passed) return true;
+  say("this node fails `dsx report --check` (" + check.errors +
+      "); it is left out of the job (--nnodes " + std::to_string(t.min_nodes) + ".." +
+      std::to_string(t.nnodes) + "); the others go on without it");
+  return false;
+}
+
 int agent_loop(const TorchrunOptions& t, LineSocket& store, const std::string& my_addr) {
   const std::string logs = log_root(t);
   int attempt = 0;
+  bool own_failure = false;  // this node's ranks failed the last attempt
   size_t nodes_before = 0;
   while (true) {
+    if (own_failure && !node_ready(t)) return 1;  // the first check ran before connecting
     const int port =
         pick_free_port(my_addr);  // the ranks' store, if this node becomes group rank 0
     store.send("JOIN " + t.run_id + " " + std::to_string(attempt) + " " +
@@ -208,6 +225,7 @@ int agent_loop(const TorchrunOptions& t, LineSocket& store, const std::string& m
       const std::string report = run_attempt(t, a, logs, store.fd(), interrupted);
       if (!report.empty()) store.send(report);
       const bool succeeded = report.starts_with("SUCCEEDED");
+      own_failure = report.starts_with("FAILED");
       in = std::istringstream(
           succeeded ? word_after_success(store)
                     : next_message(store, seconds(interrupted ? 10 : 60), "the job's next step"));
@@ -240,12 +258,20 @@ int run_torchrun(const TorchrunOptions& options) {
   int port = t.rdzv_port;
   auto server = host_rendezvous(t, port);
   t.rdzv_port = port;
-  const auto deadline = Clock::now() + t.join_timeout;
-  LineSocket store(connect_tcp(t.rdzv_host, port, deadline));
-  const std::string my_addr = t.local_addr.empty() ? local_address(store.fd()) : t.local_addr;
-  const int code = agent_loop(t, store, my_addr);
-  store = LineSocket();
-  if (server) server->wait_finished(std::chrono::seconds(10));
+  int code = 1;
+  if (node_ready(t)) {
+    const auto deadline = Clock::now() + t.join_timeout;
+    LineSocket store(connect_tcp(t.rdzv_host, port, deadline));
+    const std::string my_addr = t.local_addr.empty() ? local_address(store.fd()) : t.local_addr;
+    code = agent_loop(t, store, my_addr);
+  }
+  // A node out of the job (its check failed, or it failed twice) that serves the rendezvous
+  // serves it on until the others end: the job ends at their DONE or STOP, or at the join timeout.
+  if (server && !server->wait_finished(std::chrono::seconds(10))) {
+    say("this node serves the job's rendezvous until the other nodes end");
+    while (!server->wait_finished(std::chrono::seconds(60))) {
+    }
+  }
   return code;
 }
 

@@ -27,6 +27,7 @@ struct TorchrunOptions {
   std::vector<int> tee;        // per local rank, the same: to files and the console
   std::vector<int> local_ranks_filter;  // local ranks whose output reaches the console (empty: all)
   std::chrono::seconds join_timeout{600};
+  std::chrono::seconds last_call_timeout{30};  // --nnodes MIN:MAX: the wait for more after MIN
   int kill_grace_s = 30;  // torchrun's shutdown grace (TORCH_ELASTIC_SHUTDOWN_TIMEOUT)
   std::string python;     // PYTHON_EXEC, else dsx's choice (find_python)
   ProgramSpec program;    // no_local_rank always: torchrun passes ranks in the environment

@@ -43,7 +43,7 @@ po::options_description torchrun_flags(TorchrunFlags& f) {
       ("rdzv_backend", po::value(&f.rdzv_backend)->default_value(f.rdzv_backend), "static or c10d")
       ("rdzv_endpoint", po::value(&f.rdzv_endpoint)->default_value(""), "HOST[:PORT] of the rendezvous (c10d: port 29400)")
       ("rdzv_id", po::value(&f.rdzv_id)->default_value(f.rdzv_id), "the job's id, the same on every node")
-      ("rdzv_conf", po::value(&f.rdzv_conf)->default_value(""), "K=V,...: join_timeout (s) is used, others accepted")
+      ("rdzv_conf", po::value(&f.rdzv_conf)->default_value(""), "K=V,...: join_timeout and last_call_timeout (s) are used, others accepted")
       ("standalone", po::bool_switch(&f.standalone), "one node: a rendezvous of its own on a free port")
       ("max_restarts", po::value(&f.max_restarts)->default_value(0), "restarts of every node's ranks after a failure")
       ("monitor_interval", po::value(&f.monitor_interval)->default_value(0.1), "accepted; dsx hears of a rank's end at once")
@@ -242,6 +242,8 @@ void resolve_rendezvous(TorchrunOptions& t, const TorchrunFlags& f, bool master_
     const std::string key = item.substr(0, eq);
     if (key == "join_timeout" || (key == "timeout" && t.static_backend))
       t.join_timeout = std::chrono::seconds(to_int(item.substr(eq + 1), "--rdzv_conf " + key));
+    if (key == "last_call_timeout")
+      t.last_call_timeout = std::chrono::seconds(to_int(item.substr(eq + 1), "--rdzv_conf " + key));
   }
 }
 

@@ -10,10 +10,15 @@ of steps, and the same fault schedule: once it has trained --every seconds since
 training, a rank drawn by --seed is sent the next fault of --faults (kill = kill -9, stop = SIGSTOP,
 found by the rank's RANK variable). Both jobs' collectives time out after --comm_timeout seconds
 (DSX_COMM_TIMEOUT; DeepSpeed's init_distributed timeout), which is how a stopped rank is noticed.
+A "node" fault takes a node away for good: with it in --faults, each job runs as two agents on this
+machine (--nnodes 1:2 over c10d, --ranks / 2 ranks each; dsx's config gets train_batch_size = 16 x
+--ranks, DeepSpeed's ranks --global_batch, so that both keep the global batch on one node), and the
+fault kills every process of the second agent (agent and ranks, kill -9), as a machine that dies.
 It prints goodput = steps x t / wall time, the steps redone per fault (last step seen before the
 fault - the step resumed from) and the time from the fault to the first step after the resume.
 Not CI: it needs a built dsx and the peers venv (bench/peers/venv.sh).
 Usage: python3 bench/elastic/bench_goodput.py --dsx build/dsx --venv .venv-peers [--ranks 2]
+                                             [--faults kill,stop,node]
 """
 import argparse
 import json
@@ -21,6 +26,7 @@ import os
 import random
 import re
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -33,21 +39,38 @@ RESUMED = re.compile(r"resumed from (?:\S*global_step|step )(\d+)")
 
 
 class Job:
-    """A launcher started in a session of its own; a thread timestamps its step and resume lines."""
+    """A launcher per "node" (one, or two agents of an elastic job), each started in a session of its
+    own; threads timestamp the step and resume lines. Node 0's launcher is the job's (rank 0 is there)."""
 
-    def __init__(self, argv, env, log_path, step_pattern):
+    def __init__(self, argvs, env, log_path, step_pattern):
         self.marker = "GOODPUT_BENCH_JOB=%d.%d" % (os.getpid(), time.monotonic_ns())
         key, value = self.marker.split("=")
         self.steps, self.resumes, self.step_pattern = [], [], re.compile(step_pattern)
         self.start = time.monotonic()
-        self.proc = subprocess.Popen(argv, env=dict(env, **{key: value}), stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, start_new_session=True, text=True)
         self.log = open(log_path, "w")
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
+        self.procs, self.readers = [], []
+        for node, argv in enumerate(argvs):
+            node_env = dict(env, **{key: value, "GOODPUT_BENCH_NODE": "%s.%d" % (value, node)})
+            proc = subprocess.Popen(argv, env=node_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    start_new_session=True, text=True)
+            self.procs.append(proc)
+            self.readers.append(threading.Thread(target=self._read, args=(proc,), daemon=True))
+            self.readers[-1].start()
+            if node == 0 and len(argvs) > 1:
+                time.sleep(1)  # node 0 serves the rendezvous and so has group rank 0
+        self.proc = self.procs[0]
 
-    def _read(self):
-        for line in self.proc.stdout:
+    def take_node_away(self, node):
+        """Kills every process of `node` (its launcher and ranks) with SIGKILL, as a machine that dies."""
+        tag = "GOODPUT_BENCH_NODE=%s.%d" % (self.marker.split("=")[1], node)
+        for pid in [int(n) for n in os.listdir("/proc") if n.isdigit() and tag in environ(int(n))]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def _read(self, proc):
+        for line in proc.stdout:
             now = time.monotonic()
             self.log.write(line)
             self.log.flush()
@@ -75,10 +98,15 @@ class Job:
         try:
             code = self.proc.wait(timeout=max(1, timeout))
         except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)  # the session we started
             code = "timed out"
         wall = time.monotonic() - self.start
-        self.reader.join(10)
+        for proc in self.procs:  # the other nodes end with node 0's rendezvous, or were taken away
+            try:
+                proc.wait(timeout=1 if code == "timed out" else 30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)  # the session we started
+        for reader in self.readers:
+            reader.join(10)
         left = self.leftovers()
         for pid in left:  # ours by the marker; continued first in case one is stopped
             for sig in (signal.SIGCONT, signal.SIGKILL):
@@ -88,6 +116,12 @@ class Job:
                     pass
         self.log.close()
         return code, wall, len(left)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def environ(pid):
@@ -123,12 +157,16 @@ def step_time(steps):
 
 
 def inject(job, schedule, victims, args):
-    """Runs the fault schedule; returns one (kind, rank, steps redone, seconds to training) per fault."""
+    """Runs the fault schedule; returns one (kind, rank, steps redone, seconds to training) per fault.
+    A "node" fault takes the last node away for good (rank: its first rank); rank faults after it
+    go to the ranks that remain."""
     results = []
     if not wait_until(lambda: job.steps, args.start_timeout):
         return results
     training_since = job.steps[0][0]
+    live_ranks = args.ranks
     for kind, rank in zip(schedule, victims):
+        rank = args.ranks // 2 if kind == "node" else rank % live_ranks
         if not wait_until(lambda: time.monotonic() - training_since >= args.every and
                           job.proc.poll() is None, args.start_timeout) or job.proc.poll() is not None:
             break
@@ -137,15 +175,20 @@ def inject(job, schedule, victims, args):
         pid = job.rank_pid(rank)
         last_step, resumes_before = job.steps[-1][1], len(job.resumes)
         fault_time = time.monotonic()
-        os.kill(pid, signal.SIGKILL if kind == "kill" else signal.SIGSTOP)
+        if kind == "node":
+            job.take_node_away(len(job.procs) - 1)
+            live_ranks -= args.ranks // 2
+        else:
+            os.kill(pid, signal.SIGKILL if kind == "kill" else signal.SIGSTOP)
 
         def training_again():
             if len(job.resumes) <= resumes_before:
-                return False
+                return job.proc.poll() is not None  # ended (its restarts ran out): stop waiting
             resumed_at = job.resumes[resumes_before][0]
             return any(t > resumed_at for t, _ in job.steps[-5:])
 
-        if not wait_until(training_again, args.comm_timeout + args.start_timeout):
+        if not wait_until(training_again, args.comm_timeout + args.start_timeout) or \
+                len(job.resumes) <= resumes_before:
             results.append((kind, rank, None, None))
             break
         resumed_at, resumed_step = job.resumes[resumes_before]
@@ -156,14 +199,14 @@ def inject(job, schedule, victims, args):
 
 def run_system(name, make_argv, env, pattern, work, schedule, victims, args, calib_steps):
     """Calibration without faults, then the faulted job. Returns the row's figures."""
-    calib = Job(make_argv(os.path.join(work, name + "-calib"), calib_steps, calib_steps), env,
+    calib = Job(make_argv(os.path.join(work, name + "-calib"), calib_steps, calib_steps, "calib"), env,
                 os.path.join(work, name + "-calib.log"), pattern)
     code, _, _ = calib.finish(args.start_timeout + 120)
     if code != 0 or len(calib.steps) < 20:
         sys.exit("%s: the run without faults failed (%s); see %s-calib.log" % (name, code, os.path.join(work, name)))
     t = step_time(calib.steps)
     steps, save_every = int(args.train_s / t), max(1, int(args.save_s / t))
-    job = Job(make_argv(os.path.join(work, name + "-ck"), steps, save_every), env,
+    job = Job(make_argv(os.path.join(work, name + "-ck"), steps, save_every, "job"), env,
               os.path.join(work, name + ".log"), pattern)
     faults = inject(job, schedule, victims, args)
     stuck = len(faults) < len(schedule) or any(f[3] is None for f in faults)
@@ -174,13 +217,15 @@ def run_system(name, make_argv, env, pattern, work, schedule, victims, args, cal
             "goodput": (done if code == 0 else 0) * t / wall}
 
 
-def quickstart_config(path, steps):
+def quickstart_config(path, steps, global_batch=0):
     with open(os.path.join(HERE, "..", "..", "configs", "quickstart.json")) as f:
         config = json.loads("".join(line for line in f if not line.lstrip().startswith("//")))
     for key in ("csv_monitor", "tensorboard"):
         config.pop(key)
     config.update(wall_clock_breakdown=False, steps_per_print=1)  # a line per step, timed here
     config["scheduler"]["params"]["total_num_steps"] = steps
+    if global_batch:  # elastic: the batch a re-formed world keeps
+        config["train_batch_size"] = global_batch
     with open(path, "w") as f:
         json.dump(config, f)
     return path
@@ -191,7 +236,9 @@ def main():
     ap.add_argument("--dsx", default="build/dsx")
     ap.add_argument("--venv", default=".venv-peers", help="the peers venv (bench/peers/venv.sh)")
     ap.add_argument("--ranks", type=int, default=2)
-    ap.add_argument("--faults", default="kill,kill,kill,stop", help="kill and stop, in order")
+    ap.add_argument("--faults", default="kill,kill,kill,stop",
+                    help="kill, stop and node, in order; with node each job runs as two agents (--nnodes 1:2, "
+                         "--ranks / 2 ranks each) and node takes the second away for good")
     ap.add_argument("--every", type=float, default=8, help="seconds of training before each fault")
     ap.add_argument("--train_s", type=float, default=45, help="seconds of steps each job has to do")
     ap.add_argument("--save_s", type=float, default=2, help="seconds of steps between checkpoints")
@@ -204,8 +251,11 @@ def main():
     ap.add_argument("--keep", help="work (and leave the logs) in this directory")
     args = ap.parse_args()
     schedule = args.faults.split(",")
-    if any(k not in ("kill", "stop") for k in schedule):
-        sys.exit("--faults %s: give kill and stop, comma-separated" % args.faults)
+    if any(k not in ("kill", "stop", "node") for k in schedule) or schedule.count("node") > 1:
+        sys.exit("--faults %s: give kill, stop and at most one node, comma-separated" % args.faults)
+    nodes = 2 if "node" in schedule else 1
+    if args.ranks % nodes:
+        sys.exit("--ranks %d: a node fault needs an even number of ranks (two nodes)" % args.ranks)
     dsx, torchrun = os.path.abspath(args.dsx), os.path.join(os.path.abspath(args.venv), "bin", "torchrun")
     for exe in (dsx, torchrun):
         if not os.access(exe, os.X_OK):
@@ -218,17 +268,34 @@ def main():
                DSX_COMM_TIMEOUT=str(args.comm_timeout), DS_ACCELERATOR="cpu")
     restarts = str(2 * len(schedule))  # spares: a restart may itself fail (gloo's connect), and be retried
 
-    def dsx_argv(ck, steps, save_every):
-        config = quickstart_config(ck + ".json", steps)
-        return [dsx, "torchrun", "--standalone", "--nproc_per_node", str(args.ranks), "--max_restarts", restarts,
-                "--no_python", dsx, "train", "--deepspeed_config", config, "--steps", str(steps),
-                "--save_interval", str(save_every), "--save", ck, "--eval_interval", "0", "--samples", "0",
-                "--progress", "plain"]
+    global_batch = 16 * args.ranks if nodes > 1 else 0
 
-    def ds_argv(ck, steps, save_every):
-        return [torchrun, "--standalone", "--nproc_per_node", str(args.ranks), "--max_restarts", restarts,
-                os.path.join(HERE, "ds_rank.py"), "--steps", str(steps), "--save_interval", str(save_every),
-                "--save", ck, "--comm_timeout", str(args.comm_timeout), "--join_timeout", str(args.join_timeout)]
+    def launch(launcher, run_id):
+        """The launcher's flags, one list per node: one standalone job, or two elastic agents."""
+        if nodes == 1:
+            return [[launcher, "torchrun", "--standalone"] if launcher == dsx else [launcher, "--standalone"]]
+        port = str(free_port())
+        flags = ["--nnodes", "1:2", "--rdzv_backend", "c10d", "--rdzv_endpoint", "127.0.0.1:" + port, "--rdzv_id",
+                 run_id]
+        # Node 0 serves the rendezvous (the node taken away is the other): dsx's first agent binds the
+        # endpoint, started a second ahead; torchrun is told, its agents' start-up takes longer.
+        return [([launcher, "torchrun"] + flags if launcher == dsx else
+                 [launcher] + flags + ["--rdzv_conf", "is_host=%d" % (node == 0)]) for node in range(nodes)]
+
+    def dsx_argv(ck, steps, save_every, run_id):
+        config = quickstart_config(ck + ".json", steps, global_batch)
+        program = ["--nproc_per_node", str(args.ranks // nodes), "--max_restarts", restarts,
+                   "--no_python", dsx, "train", "--deepspeed_config", config, "--steps", str(steps),
+                   "--save_interval", str(save_every), "--save", ck, "--eval_interval", "0", "--samples", "0",
+                   "--progress", "plain"]
+        return [node + program for node in launch(dsx, run_id)]
+
+    def ds_argv(ck, steps, save_every, run_id):
+        program = ["--nproc_per_node", str(args.ranks // nodes), "--max_restarts", restarts,
+                   os.path.join(HERE, "ds_rank.py"), "--steps", str(steps), "--save_interval", str(save_every),
+                   "--save", ck, "--comm_timeout", str(args.comm_timeout), "--join_timeout", str(args.join_timeout),
+                   "--global_batch", str(global_batch)]
+        return [node + program for node in launch(torchrun, run_id)]
 
     rows = [run_system("dsx", dsx_argv, env, r"\] step=(\d+),", work, schedule, victims, args, 2000),
             run_system("torchrun + DeepSpeed", ds_argv, env, r"^step (\d+)$", work, schedule, victims, args, 200)]
@@ -241,22 +308,23 @@ def print_table(rows, schedule, victims, args, work):
           % (args.ranks, args.faults, ",".join(map(str, victims)), args.every, args.train_s, args.save_s,
              args.comm_timeout, work))
     print("| | step time | steps (save every) | wall | goodput | steps redone per fault | fault -> training "
-          "again, s (kill -9) | (SIGSTOP) | exit, ranks left |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "again, s (kill -9) | (SIGSTOP) | (node gone) | exit, ranks left |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         redone = [f[2] for f in r["faults"] if f[2] is not None]
         kill = [f[3] for f in r["faults"] if f[0] == "kill" and f[3] is not None]
         stop = [f[3] for f in r["faults"] if f[0] == "stop" and f[3] is not None]
+        node = [f[3] for f in r["faults"] if f[0] == "node" and f[3] is not None]
         stuck = next((i for i, f in enumerate(r["faults"]) if f[3] is None), None)
-        print("| %s | %.2f ms | %d (%d) | %.1f s | %.1f%% | %s | %s | %s | %s, %d |"
+        print("| %s | %.2f ms | %d (%d) | %.1f s | %.1f%% | %s | %s | %s | %s | %s, %d |"
               % (r["name"], r["t"] * 1e3, r["steps"], r["save_every"], r["wall"], 100 * r["goodput"],
                  ", ".join(map(str, redone)) or "-", ", ".join("%.1f" % s for s in kill) or "-",
-                 ", ".join("%.1f" % s for s in stop) or "-",
+                 ", ".join("%.1f" % s for s in stop) or "-", ", ".join("%.1f" % s for s in node) or "-",
                  r["code"] if stuck is None else "%s (no training within %g s of fault %d; ended here)"
                  % (r["code"], args.comm_timeout + args.start_timeout, stuck + 1), r["left"]))
     a, b = rows
     mean = lambda r: statistics.mean([f[3] for f in r["faults"] if f[3] is not None] or [float("nan")])
-    print("| ratio dsx / peer | | | | %.2fx | | mean %.2fx (lower is better) | | |"
+    print("| ratio dsx / peer | | | | %.2fx | | mean %.2fx (lower is better) | | | |"
           % (a["goodput"] / b["goodput"] if b["goodput"] else float("inf"), mean(a) / mean(b)))
 
 

@@ -58,7 +58,7 @@ struct ElasticTorchrun : testing::Test {
   int rdzv = free_port();
 
   std::vector<std::string> agent(const std::vector<std::string>& program,
-                                 int join_timeout_s = 30) const {
+                                 const std::string& rdzv_conf = "join_timeout=30") const {
     std::vector<std::string> argv = {DSX_EXE,
                                      "torchrun",
                                      "--nnodes",
@@ -70,7 +70,7 @@ struct ElasticTorchrun : testing::Test {
                                      "--rdzv_endpoint",
                                      "127.0.0.1:" + std::to_string(rdzv),
                                      "--rdzv_conf",
-                                     "join_timeout=" + std::to_string(join_timeout_s),
+                                     rdzv_conf,
                                      "--max_restarts",
                                      "3"};
     argv.insert(argv.end(), program.begin(), program.end());
@@ -80,7 +80,9 @@ struct ElasticTorchrun : testing::Test {
   std::pair<std::unique_ptr<Background>, std::unique_ptr<Background>> two_agents(
       const std::vector<std::string>& program, const std::vector<std::string>& vars) {
     auto a = std::make_unique<Background>(agent(program), vars, dir / "a.out");
-    EXPECT_TRUE(wait_for([&] { return listening(rdzv); }, 10)) << out("a");
+    // Connected once its `dsx report --check` passed, and joins at once: before b, whose check
+    // takes a second.
+    EXPECT_TRUE(wait_for([&] { return connections_at(rdzv) >= 2; }, 20)) << out("a");
     auto b = std::make_unique<Background>(agent(program), vars, dir / "b.out");
     return {std::move(a), std::move(b)};
   }
@@ -130,13 +132,19 @@ TEST_F(ElasticTorchrun, ANodeThatFailsTwiceIsLeftOutAndTheJobGoesOnWithoutIt) {
   EXPECT_EQ(env.at("DSX_ELASTIC_BATCH"), "1");
 }
 
-TEST_F(ElasticTorchrun, AFirstWorldOfMinNodesAndALateNodeJoiningAtTheNextRestart) {
-  // Node a alone at the join timeout (MIN = 1) runs a rank that sleeps; node b comes while it
-  // runs and waits; the rank fails, and the restart forms a world of both.
+TEST_F(ElasticTorchrun, AFirstWorldOfMinNodesAtTheLastCallAndALateNodeJoiningAtTheNextRestart) {
+  // Node a alone (MIN = 1) forms the first world at torchrun's last call, 2 s after the MIN-th
+  // join, not at the join timeout (30 s); its rank sleeps; node b comes while it runs and waits;
+  // the rank fails, and the restart forms a world of both.
   const std::vector<std::string> vars = {"DSX_TEST_OUT=" + dir.path(), "DSX_TEST_MODE=sleep_first"};
-  auto a =
-      std::make_unique<Background>(agent({"--no_python", probe_script()}, 2), vars, dir / "a.out");
+  const auto start = Clock::now();
+  auto a = std::make_unique<Background>(
+      agent({"--no_python", probe_script()}, "join_timeout=30,last_call_timeout=2"), vars,
+      dir / "a.out");
   ASSERT_TRUE(wait_for([&] { return exists(dir / "rank0.pid"); }, 20)) << out("a");
+  const double formed_s = std::chrono::duration<double>(Clock::now() - start).count();
+  EXPECT_GE(formed_s, 2.0) << "the world formed before the last call";
+  EXPECT_LT(formed_s, 15.0) << "the world waited for the join timeout (30 s), not the last call";
   EXPECT_EQ(read_env(dir / "rank0.env").at("WORLD_SIZE"), "1");
   auto b =
       std::make_unique<Background>(agent({"--no_python", probe_script()}), vars, dir / "b.out");
@@ -202,4 +210,33 @@ TEST_F(ElasticTorchrun, TwoNodesOfDsxTrainLoseOneForGoodAndGoOnAtTheSameGlobalBa
   EXPECT_LT(off * 10, ten_steps);
   std::cout << "elastic run vs one rank: max |difference| " << off << " (ten steps: " << ten_steps
             << ")" << std::endl;
+}
+
+// A node whose `dsx report --check` fails is left out before it joins: here node a, which serves
+// the rendezvous, has FI_TCP_IFACE naming no interface (a real error of the check: its ranks
+// could open no socket). It says so in one line and serves on; node b forms the world alone at
+// the last call and finishes.
+TEST_F(ElasticTorchrun, ANodeThatFailsItsReportCheckIsLeftOutAndTheOthersGoOn) {
+  const std::vector<std::string> program = {"--no_python", probe_script()};
+  const std::string conf = "join_timeout=30,last_call_timeout=1";
+  const std::string marker = "DSX_TEST_OUT=" + dir.path();
+  auto a = std::make_unique<Background>(agent(program, conf),
+                                        std::vector<std::string>{marker, "FI_TCP_IFACE=nosuch0"},
+                                        dir / "a.out");
+  ASSERT_TRUE(wait_for([&] { return listening(rdzv); }, 10)) << out("a");
+  auto b = std::make_unique<Background>(agent(program, conf), std::vector<std::string>{marker},
+                                        dir / "b.out");
+  EXPECT_EQ(b->wait(60), 0) << out("b");
+  EXPECT_EQ(a->wait(30), 1) << out("a");
+  expect_nothing_left(marker);
+  EXPECT_CONTAINS(out("a"),
+                  "dsx torchrun: this node fails `dsx report --check` (dsx report: socket-ifname: "
+                  "FI_TCP_IFACE=nosuch0 matches no network interface here");
+  EXPECT_CONTAINS(out("a"), "it is left out of the job (--nnodes 1..2); the others go on without it");
+  EXPECT_TRUE(exists(dir / "rank0.env")) << out("b");
+  EXPECT_FALSE(exists(dir / "rank1.env")) << "the left-out node ran a rank";
+  const auto env = read_env(dir / "rank0.env");
+  EXPECT_EQ(env.at("WORLD_SIZE"), "1");
+  EXPECT_NE(env.count("FI_TCP_IFACE") ? env.at("FI_TCP_IFACE") : "", "nosuch0")
+      << "the rank ran on the left-out node";
 }

@@ -69,6 +69,25 @@ TEST_F(SchedulerLaunch, OpenMpiFailingRankStopsTheJobWithItsExitCode) {
   expect_nothing_left("DSX_TEST_OUT=" + out);
 }
 
+// --max_restarts under mpirun: a rank killed with kill -9 from outside stops the job, and the runner
+// starts every rank again with the next TORCHELASTIC_RESTART_COUNT (sleep_first ends at once then).
+TEST_F(SchedulerLaunch, OpenMpiJobRestartsAfterARankIsKilled) {
+  if (!exists("/usr/bin/mpirun")) GTEST_SKIP() << "mpirun is not installed (Debian package openmpi-bin)";
+  Background run({DSX_EXE, "launch", "-H", hostfile("localhost slots=2\n"), "--force_multi", "--launcher", "openmpi",
+                  "--master_port", std::to_string(free_port()), "--max_restarts", "1", probe_script(), "q"},
+                 env("sleep_first"), dir / "launch.out");
+  ASSERT_TRUE(wait_for([&] { return exists(rank_file(1, "pid")); }, 30)) << output();
+  ASSERT_TRUE(wait_for([&] { return read_env(rank_file(1, "env")).count("RANK") > 0; }, 5));
+  const pid_t killed = read_pid(rank_file(1, "pid"));
+  ASSERT_EQ(::kill(killed, SIGKILL), 0);
+  ASSERT_EQ(run.wait(60), 0) << output();
+  EXPECT_NE(output().find("restarting the job (restart 1 of 1)"), std::string::npos) << output();
+  for (int r = 0; r < 2; ++r)
+    EXPECT_EQ(read_env(rank_file(r, "env"))["TORCHELASTIC_RESTART_COUNT"], "1") << "rank " << r;
+  EXPECT_FALSE(process_alive(killed));
+  expect_nothing_left("DSX_TEST_OUT=" + out);
+}
+
 // slurmctld and slurmd for one node named dsxnode at 127.0.0.1, no munge (auth/none, cred/none).
 class SlurmLaunch : public SchedulerLaunch {
  protected:
@@ -142,6 +161,21 @@ TEST_F(SlurmLaunch, FailingRankStopsTheStepWithItsExitCode) {
                  slurm_env("fail", 1, 7), dir / "launch.out");
   ASSERT_EQ(run.wait(60), 7) << output();
   EXPECT_TRUE(wait_for([&] { return !process_alive(read_pid(rank_file(0, "pid"))); }, 10)) << output();
+  expect_nothing_left("DSX_TEST_OUT=" + out);
+}
+
+// The same under srun: the runner's restart is a new job step with the next restart count.
+TEST_F(SlurmLaunch, SrunJobRestartsAfterARankIsKilled) {
+  Background run({DSX_EXE, "launch", "-H", hostfile("dsxnode slots=2\n"), "--force_multi", "--launcher", "slurm", "--master_addr",
+                  "127.0.0.1", "--master_port", std::to_string(free_port()), "--max_restarts", "1", probe_script(), "q"},
+                 slurm_env("sleep_first"), dir / "launch.out");
+  ASSERT_TRUE(wait_for([&] { return exists(rank_file(1, "pid")); }, 30)) << output();
+  const pid_t killed = read_pid(rank_file(1, "pid"));
+  ASSERT_EQ(::kill(killed, SIGKILL), 0);
+  ASSERT_EQ(run.wait(60), 0) << output();
+  EXPECT_NE(output().find("restarting the job (restart 1 of 1)"), std::string::npos) << output();
+  for (int r = 0; r < 2; ++r)
+    EXPECT_EQ(read_env(rank_file(r, "env"))["TORCHELASTIC_RESTART_COUNT"], "1") << "rank " << r;
   expect_nothing_left("DSX_TEST_OUT=" + out);
 }
 

@@ -5,6 +5,9 @@
 // bit-identical to a run that was never interrupted.
 #include <signal.h>
 
+#include <cstdlib>
+#include <cstring>
+
 #include "tests/expect_contains.h"
 #include "tests/launcher/launch_test_util.h"
 #include "tests/tools/run_command.h"
@@ -206,4 +209,43 @@ TEST_F(Restarts, FourRanksKilledThreeTimesAndStoppedOnceEndBitIdenticalToAnUnint
     EXPECT_EQ(read_text(dir / ("ck" + name)), read_text(dir / ("reference" + name)))
         << "rank " << r << "'s optimizer state";
   }
+}
+
+// The watchdog for a step that hangs outside any collective: `dsx train` writes its step number
+// for the launcher after every step (DSX_PROGRESS_FILE); the test hook makes the first start spin
+// in its own code after step 3. No collective waits and nothing is stopped, so only the step
+// watchdog can see it: it names the rank, the last step and how long, and the job restarts,
+// resumes from the step-2 save and finishes.
+TEST_F(Restarts, ARankSpinningInItsOwnCodeIsReportedAsHungAndRestarted) {
+  std::ofstream(dir / "ds_config.json")
+      << R"({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 1, "steps_per_print": 1000,
+            "optimizer": {"type": "AdamW", "params": {"lr": 1e-3}}, "zero_optimization": {"stage": 1}})";
+  const std::string marker = "DSX_TEST_OUT=" + dir.path();
+  std::vector<std::string> argv = {
+      DSX_EXE,  "launch",        "--num_gpus",         "1",    "--master_port",
+      std::to_string(free_port()), "--kill_grace_s",   "3",    "--max_restarts",
+      "1",      DSX_EXE,         "train",              "--deepspeed_config",
+      dir / "ds_config.json",    "--model",            "byte-tiny", "--eval_interval",
+      "0",      "--samples",     "0",                  "--progress", "plain",
+      "--steps", "6",            "--save_interval",    "2",    "--save",
+      dir / "ck"};
+  Background run(argv,
+                 {"FI_TCP_IFACE=lo", "FI_SOCKETS_IFACE=lo", "OMP_NUM_THREADS=1", marker,
+                  "DSX_COMM_TIMEOUT=2", "DSX_TEST_SPIN_AT_STEP=3"},
+                 dir / "launch.out");
+  ASSERT_EQ(run.wait(60), 0) << output();
+  expect_nothing_left(marker);
+  EXPECT_CONTAINS(output(), "rank 0 (pid ");
+  EXPECT_CONTAINS(output(), "made no progress for ");
+  EXPECT_CONTAINS(output(),
+                  "s after step 3 (DSX_COMM_TIMEOUT, 2 s, beyond its slowest step, ");
+  EXPECT_CONTAINS(output(), "treating it as hung; restarting the job (restart 1 of 1)");
+  EXPECT_CONTAINS(output(), "dsx train: resumed from " + (dir / "ck") + "/global_step2 at step 2");
+  EXPECT_EQ(read_text(dir / "ck/latest"), "global_step6");
+  // The rank was failed between 2 s (the timeout) and a few seconds more (its slowest step and
+  // the poll), not at some later time.
+  const auto at = output().find("made no progress for ");
+  const double seconds = std::atof(output().c_str() + at + std::strlen("made no progress for "));
+  EXPECT_GE(seconds, 2.0);
+  EXPECT_LT(seconds, 6.0);
 }
