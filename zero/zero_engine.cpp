@@ -78,8 +78,7 @@ ZeroEngine::ZeroEngine(const std::vector<ModelParam>& params, int num_layers, co
       kernels::cast(kernels::DType::F32, from, dtype, rounded.back().data(), run.count);
       src = rounded.back().data();
     }
-    device_.copy(params_store_->storage() + model_bytes(run.offset), src, model_bytes(run.count),
-                 compute);
+    params_store_->store(run.offset, src, run.count);
   }
   if (params_store_->separate_master()) {
     for (const Run& run : partitioning_->partition_runs(comm.rank())) {
@@ -327,12 +326,12 @@ StepResult ZeroEngine::step(const StepHyper& hyper) {
   const float* grads32 = static_cast<const float*>(grads);
   Buffer<float> widened;
   kernels::ParamCopy copy;
-  if (params_store_->separate_master()) {
+  if (dtype != kernels::DType::F32) {
     widened = ctx_.buffer<float>(MemoryKind::Buffers, count, ctx_.compute);
     device_.cast(dtype, grads, kernels::DType::F32, widened.data(), count, ctx_.compute);
     grads32 = widened.data();
-    copy = {dtype, params_store_->working_partition()};
   }
+  if (params_store_->separate_master()) copy = params_store_->working_copy();
   {
     trace::Scope span("optimizer", "zero");
     device::StreamSpan on_stream(device_, ctx_.compute, "optimizer kernel", "zero",
@@ -373,10 +372,7 @@ void ZeroEngine::load_partition(const PartitionState& state) {
     check(it->second, "optimizer state '" + name + "'");
     optimizer_->copy_state_in(i, it->second.data());
   }
-  if (params_store_->separate_master()) {
-    device_.cast(kernels::DType::F32, params_store_->master(), options_.model_dtype,
-                 params_store_->working_partition(), n, ctx_.compute);
-  }
+  if (params_store_->separate_master()) params_store_->refresh_working();
   params_store_->after_step();  // stages 1/2: an allgather, so every rank is here
   host_sync();                  // `state` is the caller's
 }

@@ -25,17 +25,27 @@ namespace {
 using dsx::test::read_all;
 using dsx::test::run_command;
 
+// The parameters swapped too: a few small layers stay in memory, the rest (most of the model)
+// are read through 3 buffers.
+const std::string kSwappedParams = R"("buffer_count": 3, "buffer_size": 100000, "max_in_cpu": 10000)";
+
 // Stage 3, sub-groups of 5000 elements (several per rank), and, with `nvme`, the optimizer
-// state swapped under dir/nvme with `extra` added to the offload block.
+// state swapped under dir/nvme with `extra` added to the offload block, and with `param` the
+// parameters (offload_param with these keys).
 std::string config_file(
     const dsx::test::TempDir& dir, const std::string& name, bool nvme,
     const std::string& extra = R"("pipeline_read": true, "pipeline_write": true)",
     const std::string& aio =
-        R"({"block_size": 65536, "queue_depth": 4, "intra_op_parallelism": 2})") {
+        R"({"block_size": 65536, "queue_depth": 4, "intra_op_parallelism": 2})",
+    const std::string& param = "") {
   std::filesystem::create_directories(dir.file("nvme"));
-  const std::string offload = nvme ? R"(, "offload_optimizer": {"device": "nvme", "nvme_path": ")" +
-                                         dir.file("nvme") + "\", " + extra + "}"
-                                   : "";
+  std::string offload = nvme ? R"(, "offload_optimizer": {"device": "nvme", "nvme_path": ")" +
+                                   dir.file("nvme") + "\", " + extra + "}"
+                             : "";
+  if (!param.empty()) {
+    offload += R"(, "offload_param": {"device": "nvme", "nvme_path": ")" + dir.file("nvme") +
+               "\", " + param + "}";
+  }
   const std::string path = dir.file(name);
   std::ofstream(path)
       << R"({"train_micro_batch_size_per_gpu": 8, "gradient_accumulation_steps": 2,
@@ -79,6 +89,47 @@ TEST(NvmeOffload, SwappedOptimizerGivesTheSameWeightsBitForBit) {
       << "unpipelined NVMe offload changed the weights";
   // The scratch is gone when the run ends; the checkpoint does not need it.
   EXPECT_FALSE(std::filesystem::exists(dir.file("nvme/dsx_swap/optimizer/rank0")));
+}
+
+// The megabytes of `kind` ("params", "optimizer") rank 0 holds, from the run's summary.
+double held_mb(const std::string& output, const std::string& kind) {
+  const size_t at = output.find("holds");
+  const size_t k = output.find(kind + " ", at);
+  if (at == std::string::npos || k == std::string::npos) return -1;
+  return std::stod(output.substr(k + kind.size() + 1));
+}
+
+// ZeRO-Infinity whole: parameters and optimizer state on NVMe (2 ranks, stage 3), the same
+// weights as in memory, bit for bit, with the parameters mostly out of host memory.
+TEST(NvmeOffload, SwappedParametersGiveTheSameWeightsBitForBit) {
+  dsx::test::TempDir dir;
+  auto plain = train(config_file(dir, "plain.json", false) + "--steps 8 --save " + dir.file("a"));
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  const std::string aio = R"({"block_size": 65536, "queue_depth": 4, "intra_op_parallelism": 2})";
+  auto swapped = train(config_file(dir, "nvme.json", true, R"("pipeline_read": true)", aio,
+                                   kSwappedParams) +
+                       "--steps 8 --save " + dir.file("b"));
+  ASSERT_EQ(swapped.exit_code, 0) << swapped.output;
+  EXPECT_NE(swapped.output.find("parameter shards are swapped"), std::string::npos)
+      << swapped.output;
+  const double plain_params = held_mb(plain.output, "params");
+  const double swapped_params = held_mb(swapped.output, "params");
+  EXPECT_GT(plain_params, 0.2) << plain.output;
+  EXPECT_LE(swapped_params, 0.04) << "more than max_in_cpu elements stayed in memory\n"
+                                  << swapped.output;
+  const std::string a = read_all(dir.file("a/model.safetensors"));
+  ASSERT_FALSE(a.empty());
+  EXPECT_TRUE(a == read_all(dir.file("b/model.safetensors")))
+      << "parameter NVMe offload changed the weights";
+  // Parameters alone on NVMe (optimizer in memory), one buffer, nothing resident: the same again.
+  auto alone = train(config_file(dir, "param.json", false, "", aio,
+                                 R"("buffer_count": 1, "buffer_size": 100000, "max_in_cpu": 0)") +
+                     "--steps 8 --save " + dir.file("c"));
+  ASSERT_EQ(alone.exit_code, 0) << alone.output;
+  EXPECT_EQ(held_mb(alone.output, "params"), 0) << alone.output;
+  EXPECT_TRUE(a == read_all(dir.file("c/model.safetensors")))
+      << "parameter NVMe offload without optimizer offload changed the weights";
+  EXPECT_FALSE(std::filesystem::exists(dir.file("nvme/dsx_swap/params/rank0")));
 }
 
 // The optimizer state leaves the swap files through the checkpoint and comes back into new ones.
