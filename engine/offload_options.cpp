@@ -24,6 +24,7 @@ zero::OptimizerSwapOptions optimizer_swap_from(const config::EngineConfig& confi
   o.pipeline_read = off.pipeline_read;
   o.pipeline_write = off.pipeline_write;
   o.pin_memory = off.pin_memory;
+  o.swap_master = true;  // DeepSpeed's swapper holds the fp32 parameters with the state
   o.aio = aio_from(config.aio);
   return o;
 }
@@ -56,7 +57,8 @@ void param_offload_from(const config::EngineConfig& config, zero::ZeroOptions& o
     notes.push_back("offload_param.device \"nvme\": this rank's parameter shards are swapped to " +
                     options.param_nvme->nvme_path +
                     "/dsx_swap/params; the layers within max_in_cpu elements stay in host memory, "
-                    "and the fp32 master partition is kept apart from them");
+                    "and the fp32 master partition is kept apart from them (in host memory, or "
+                    "with offload_optimizer \"nvme\" in its swap files)");
   } else {
     notes.push_back(
         "offload_param.device \"cpu\": on a CPU run the parameters already live in host memory, "
@@ -75,8 +77,9 @@ void offload_from(const config::EngineConfig& config, zero::ZeroOptions& options
     notes.push_back(
         "offload_optimizer.device \"nvme\": the optimizer state is swapped to " +
         options.optimizer_nvme->nvme_path +
-        "/dsx_swap in sub-groups of sub_group_size elements; the "
-        "fp32 master partition stays in host memory, where the model reads its parameters");
+        "/dsx_swap in sub-groups of sub_group_size elements, with the fp32 master partition "
+        "(as DeepSpeed's optimizer swapper holds the fp32 parameters); the model reads a "
+        "separate working copy");
   } else if (optimizer_nvme) {
     notes.push_back("offload_optimizer.device \"nvme\" at stage " + std::to_string(z.stage) +
                     ": DeepSpeed runs it as \"cpu\" below stage 3, and so does dsx: the optimizer "

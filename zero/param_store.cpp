@@ -69,12 +69,14 @@ ParamStore::ParamStore(const Partitioning& partitioning, ZeroContext& ctx, bool 
     : context_(ctx),
       partition_offset_(partitioning.partition_offset(ctx.comm.rank())),
       esize_(kernels::dtype_size(ctx.options.model_dtype)),
-      separate_master_(swapped || ctx.options.model_dtype != kernels::DType::F32) {
+      master_swapped_(partitioning.sharded() && ctx.options.optimizer_nvme &&
+                      ctx.options.optimizer_nvme->swap_master) {
+  separate_master_ = swapped || master_swapped_ || ctx.options.model_dtype != kernels::DType::F32;
   if (!swapped)
     storage_ =
         ctx.buffer<uint8_t>(MemoryKind::Params, partitioning.storage_numel() * esize_, ctx.compute);
   // DeepSpeed counts the fp32 master among the optimizer's 12 bytes per parameter.
-  if (separate_master_)
+  if (separate_master_ && !master_swapped_)
     master_ =
         ctx.buffer<float>(MemoryKind::OptimizerState, partitioning.partition_numel(), ctx.compute);
 }

@@ -45,15 +45,24 @@ class ParamStore {
   // Where the optimizer writes the updated working copy of the partition (data null: nowhere,
   // refresh_working() makes it from the master after the step).
   virtual kernels::ParamCopy working_copy();
-  // The working copy of the partition from the fp32 master (separate_master() stores).
+  // The working copy of the partition from the fp32 master (separate_master() stores whose
+  // master is in memory).
   virtual void refresh_working();
+  // Elements [begin, begin + count) of the swapped master were updated (master_swapped()).
+  virtual void master_stepped(size_t begin, size_t count, const float* master) {
+    (void)begin;
+    (void)count;
+    (void)master;
+  }
 
   uint8_t* storage() { return storage_.data(); }
   // This rank's working copy of its partition, and its fp32 master partition.
   void* working_partition() { return storage_.data() + partition_offset_ * esize_; }
+  // Null when the master is in the optimizer's swap files (master_swapped()).
   float* master() {
     return separate_master_ ? master_.data() : reinterpret_cast<float*>(working_partition());
   }
+  bool master_swapped() const { return master_swapped_; }
   bool separate_master() const { return separate_master_; }
 
  protected:
@@ -65,6 +74,7 @@ class ParamStore {
   size_t partition_offset_;
   size_t esize_;
   bool separate_master_;
+  bool master_swapped_;  // stage 3, offload_optimizer "nvme": the master lives in its swap files
 };
 
 // Stage 3 with offload_param "nvme" (swapped_param_store.cpp).

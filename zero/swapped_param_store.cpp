@@ -61,25 +61,36 @@ class SwappedStore final : public ParamStore {
   }
   kernels::ParamCopy working_copy() override { return {context_.options.model_dtype, nullptr}; }
   void refresh_working() override;
+  void master_stepped(size_t begin, size_t count, const float* master) override {
+    write_master(begin, count, master);
+  }
 
  private:
+  // Master values of elements [begin, begin + count) to the swap file, in the model's dtype.
+  void write_master(size_t begin, size_t count, const float* master);
+
   size_t numel_;
   std::unique_ptr<ParamSwapper> swapper_;    // before the gatherer: its reads use it
   std::unique_ptr<ParamGatherer> gatherer_;  // destroyed first: it waits for its reads
 };
 
 // The step's kernels (or a checkpoint's load) wrote the master on the compute stream: once they
-// ran, its values go to the swap file in the model's dtype, a slice at a time.
+// ran, its values go to the swap file. A master in the optimizer's swap files reached it group
+// by group already (master_stepped).
 void SwappedStore::refresh_working() {
   context_.compute.synchronize(context_.options.comm_timeout);
+  if (!master_swapped()) write_master(0, numel_, master_.data());
+}
+
+void SwappedStore::write_master(size_t begin, size_t count, const float* master) {
   const kernels::DType dtype = context_.options.model_dtype;
-  if (dtype == kernels::DType::F32) return swapper_->write(0, numel_, master_.data());
+  if (dtype == kernels::DType::F32) return swapper_->write(begin, count, master);
   constexpr size_t kSlice = 1 << 20;
-  std::vector<uint8_t> rounded(std::min(numel_, kSlice) * esize_);
-  for (size_t lo = 0; lo < numel_; lo += kSlice) {
-    const size_t n = std::min(kSlice, numel_ - lo);
-    kernels::cast(kernels::DType::F32, master_.data() + lo, dtype, rounded.data(), n);
-    swapper_->write(lo, n, rounded.data());
+  std::vector<uint8_t> rounded(std::min(count, kSlice) * esize_);
+  for (size_t lo = 0; lo < count; lo += kSlice) {
+    const size_t n = std::min(kSlice, count - lo);
+    kernels::cast(kernels::DType::F32, master + lo, dtype, rounded.data(), n);
+    swapper_->write(begin + lo, n, rounded.data());
   }
 }
 
