@@ -2,6 +2,7 @@
 #include "zero/param_swapper.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "dsx/error.h"
