@@ -12,7 +12,7 @@ namespace dsx::zero {
 struct ParamSwapper::Slot {
   swap::AlignedBuffer buffer;
   swap::IoTicket read;
-  int layer = -1;       // the layer read (or being read) into the buffer; -1: free
+  int layer = -1;           // the layer read (or being read) into the buffer; -1: free
   size_t window_begin = 0;  // file byte of the buffer's first byte
 };
 
@@ -58,7 +58,8 @@ ParamSwapper::ParamSwapper(const ParamSwapOptions& options,
                       std::to_string(l) + "'s parameters on rank " + std::to_string(rank) +
                       " are " + std::to_string(n) +
                       " elements, and a swapped layer is read whole into one buffer. Raise "
-                      "buffer_size to at least " + std::to_string(n) + " (DeepSpeed's default is 1e8)");
+                      "buffer_size to at least " +
+                      std::to_string(n) + " (DeepSpeed's default is 1e8)");
     }
   }
   resident_.resize(resident_numel_ * esize_);
@@ -93,8 +94,8 @@ size_t ParamSwapper::chunk_end(size_t lo, size_t end) const {
 }
 
 void ParamSwapper::start_read(Slot& slot, int layer) {
-  const auto [first, last] = window(layers_[static_cast<size_t>(layer)].first,
-                                    layers_[static_cast<size_t>(layer)].second);
+  const auto [first, last] =
+      window(layers_[static_cast<size_t>(layer)].first, layers_[static_cast<size_t>(layer)].second);
   slot.layer = layer;
   slot.window_begin = first;
   slot.read = reader_.submit({swap::IoKind::Read, file_, slot.buffer.data(), last - first, first});

@@ -32,7 +32,7 @@ namespace dsx::zero {
 struct ParamSwapOptions {
   std::string nvme_path;
   size_t buffer_count = 5;
-  size_t buffer_size = 100'000'000;  // elements
+  size_t buffer_size = 100'000'000;   // elements
   size_t max_in_cpu = 1'000'000'000;  // elements
   bool pin_memory = true;
   swap::AioOptions aio;
@@ -50,7 +50,9 @@ class ParamSwapper {
 
   // Elements [0, resident_numel()) live in host memory; the rest on the disk.
   size_t resident_numel() const { return resident_numel_; }
-  bool swapped(int layer) const { return layers_[static_cast<size_t>(layer)].first >= resident_numel_; }
+  bool swapped(int layer) const {
+    return layers_[static_cast<size_t>(layer)].first >= resident_numel_;
+  }
   const std::string& file() const { return file_; }
 
   // Copies layer `layer`'s elements to `out` (host memory), and starts the reads ahead.

@@ -40,9 +40,9 @@ class SwappedStore final : public ParamStore {
   SwappedStore(const ZeroLayout& layout, const Partitioning& partitioning, ZeroContext& ctx)
       : ParamStore(partitioning, ctx, /*swapped=*/true),
         numel_(partitioning.partition_numel()),
-        swapper_(std::make_unique<ParamSwapper>(
-            checked(ctx), layer_shards(layout, *partitioning.sharded()), numel_, esize_,
-            ctx.comm.rank(), ctx.ledger)),
+        swapper_(std::make_unique<ParamSwapper>(checked(ctx),
+                                                layer_shards(layout, *partitioning.sharded()),
+                                                numel_, esize_, ctx.comm.rank(), ctx.ledger)),
         gatherer_(std::make_unique<ParamGatherer>(layout, *partitioning.sharded(), ctx, nullptr,
                                                   swapper_.get())) {}
 

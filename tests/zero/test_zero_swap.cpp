@@ -58,54 +58,61 @@ class ZeroSwap : public ::testing::TestWithParam<DType> {};
 TEST_P(ZeroSwap, SwappedStateGivesTheSameNumbersBitForBit) {
   const DType dtype = GetParam();
   const auto ps = dsx::test::params_of(5, 1703);  // layers of about 1700: 2 swapped per buffer
-  const auto root = std::filesystem::path(DSX_BINARY_DIR) /
-                    ("test_zero_swap_" + std::to_string(::getpid()) + "_" + dsx::kernels::dtype_name(dtype));
-  auto job = dsx::test::run_job(2, dsx::test::test_options("tcp"), [&](dsx::comm::Communicator& comm, int rank) {
-    std::vector<float> init(dsx::test::total(ps));
-    for (size_t i = 0; i < init.size(); ++i) init[i] = 0.25f + 0.001f * static_cast<float>(i % 97);
-    std::vector<Outcome> runs;
-    for (int swapped = 0; swapped < 3; ++swapped) {  // none, parameters, parameters + optimizer
-      ZeroOptions o = dsx::test::sgd_options(3);
-      o.optimizer.type = dsx::zero::OptimizerType::Adam;
-      o.optimizer.adam.lr = 1e-2f;
-      o.model_dtype = dtype;
-      const std::string nvme = (root / ("rank" + std::to_string(rank))).string();
-      if (swapped >= 1) {
-        std::filesystem::create_directories(nvme);
-        o.param_nvme = dsx::zero::ParamSwapOptions{nvme, 2, 2000, 1800, false, {}};
-      }
-      if (swapped == 2) {
-        o.optimizer_nvme = dsx::zero::OptimizerSwapOptions{};
-        o.optimizer_nvme->nvme_path = nvme;
-        o.optimizer_nvme->sub_group_size = 1500;
-        o.optimizer_nvme->swap_master = true;
-      }
-      ZeroEngine z(ps, 5, init.data(), o, comm);
-      for (int step = 0; step < 3; ++step) {
-        weight_dependent_step(z, ps, 5, dtype, rank);
-        z.step({1e-2, {}, {}});
-      }
-      Outcome out;
-      out.weights.resize(init.size());
-      z.gather_params(out.weights.data());
-      out.partition = z.save_partition();
-      runs.push_back(std::move(out));
-    }
-    for (size_t s = 1; s < runs.size(); ++s) {
-      const std::string what = s == 1 ? "parameters swapped" : "parameters and optimizer swapped";
-      if (runs[s].weights != runs[0].weights) throw std::runtime_error(what + ": the weights differ");
-      if (runs[s].partition.master != runs[0].partition.master)
-        throw std::runtime_error(what + ": the fp32 master differs");
-      if (runs[s].partition.optimizer != runs[0].partition.optimizer)
-        throw std::runtime_error(what + ": the optimizer state differs");
-    }
-    if (runs[0].weights == init) throw std::runtime_error("the steps did not move the weights");
-  });
+  const auto root =
+      std::filesystem::path(DSX_BINARY_DIR) /
+      ("test_zero_swap_" + std::to_string(::getpid()) + "_" + dsx::kernels::dtype_name(dtype));
+  auto job = dsx::test::run_job(
+      2, dsx::test::test_options("tcp"), [&](dsx::comm::Communicator& comm, int rank) {
+        std::vector<float> init(dsx::test::total(ps));
+        for (size_t i = 0; i < init.size(); ++i)
+          init[i] = 0.25f + 0.001f * static_cast<float>(i % 97);
+        std::vector<Outcome> runs;
+        for (int swapped = 0; swapped < 3; ++swapped) {  // none, parameters, parameters + optimizer
+          ZeroOptions o = dsx::test::sgd_options(3);
+          o.optimizer.type = dsx::zero::OptimizerType::Adam;
+          o.optimizer.adam.lr = 1e-2f;
+          o.model_dtype = dtype;
+          const std::string nvme = (root / ("rank" + std::to_string(rank))).string();
+          if (swapped >= 1) {
+            std::filesystem::create_directories(nvme);
+            o.param_nvme = dsx::zero::ParamSwapOptions{nvme, 2, 2000, 1800, false, {}};
+          }
+          if (swapped == 2) {
+            o.optimizer_nvme = dsx::zero::OptimizerSwapOptions{};
+            o.optimizer_nvme->nvme_path = nvme;
+            o.optimizer_nvme->sub_group_size = 1500;
+            o.optimizer_nvme->swap_master = true;
+          }
+          ZeroEngine z(ps, 5, init.data(), o, comm);
+          for (int step = 0; step < 3; ++step) {
+            weight_dependent_step(z, ps, 5, dtype, rank);
+            z.step({1e-2, {}, {}});
+          }
+          Outcome out;
+          out.weights.resize(init.size());
+          z.gather_params(out.weights.data());
+          out.partition = z.save_partition();
+          runs.push_back(std::move(out));
+        }
+        for (size_t s = 1; s < runs.size(); ++s) {
+          const std::string what =
+              s == 1 ? "parameters swapped" : "parameters and optimizer swapped";
+          if (runs[s].weights != runs[0].weights)
+            throw std::runtime_error(what + ": the weights differ");
+          if (runs[s].partition.master != runs[0].partition.master)
+            throw std::runtime_error(what + ": the fp32 master differs");
+          if (runs[s].partition.optimizer != runs[0].partition.optimizer)
+            throw std::runtime_error(what + ": the optimizer state differs");
+        }
+        if (runs[0].weights == init) throw std::runtime_error("the steps did not move the weights");
+      });
   EXPECT_TRUE(job.all_ok()) << job.summary();
   std::filesystem::remove_all(root);
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, ZeroSwap, ::testing::Values(DType::F32, DType::BF16),
-                         [](const auto& info) { return std::string(dsx::kernels::dtype_name(info.param)); });
+                         [](const auto& info) {
+                           return std::string(dsx::kernels::dtype_name(info.param));
+                         });
 
 }  // namespace
