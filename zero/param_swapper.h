@@ -5,7 +5,8 @@
 //   max_in_cpu    elements of the partition that stay in host memory: the layers, in order,
 //                 whose partitions fit in it (a prefix of the partition) never touch the disk;
 //   buffer_count  host buffers that stage reads and writes;
-//   buffer_size   elements each buffer holds: no layer's partition may be larger.
+//   buffer_size   no swapped layer's partition may be larger (elements); each buffer is sized
+//                 to the largest swapped layer, where DeepSpeed allocates buffer_size whole.
 //
 // A read of layer l (on ZeRO's communication stream, when the layer is gathered) also starts the
 // reads of the next swapped layers in the direction the model is going (forward: l+1, ...;
