@@ -8,8 +8,8 @@
 //   pipeline_read   the next sub-group's read runs while this one steps (needs 2 to fit);
 //   pipeline_write  this sub-group's write runs while the next one steps (needs 2 to fit).
 //
-// The fp32 master partition stays in memory: on the host the model computes in fp32 and reads
-// its parameters from it (with offload_param it is the partition that is swapped, not here).
+// With swap_master, the fp32 master partition is one more swapped tensor, as DeepSpeed's swapper
+// holds the fp32 parameters with the optimizer state; the model reads a separate working copy.
 // The files are per-run scratch (swap/swap_directory.h); checkpoints copy the state out.
 #pragma once
 
@@ -33,6 +33,7 @@ struct OptimizerSwapOptions {
   bool pipeline_read = false;
   bool pipeline_write = false;
   bool pin_memory = true;
+  bool swap_master = false;  // the fp32 master partition is swapped too (PartitionOptimizer)
   swap::AioOptions aio;
 };
 

@@ -1,6 +1,7 @@
 // Stage 3 gathers (see param_gatherer.h).
 #include "zero/param_gatherer.h"
 
+#include <array>
 #include <memory>
 #include <string>
 
@@ -9,11 +10,13 @@
 namespace dsx::zero {
 
 ParamGatherer::ParamGatherer(const ZeroLayout& layout, const ShardedParams& shards,
-                             ZeroContext& context, const void* partition)
+                             ZeroContext& context, const void* partition,
+                             ParamSwapper* swapper)
     : layout_(layout),
       shards_(shards),
       ctx_(context),
       partition_(static_cast<const uint8_t*>(partition)),
+      swapper_(swapper),
       dtype_(context.options.model_dtype),
       esize_(kernels::dtype_size(dtype_)),
       shards_updated_(context.device.create_event()),
@@ -64,7 +67,7 @@ ParamGatherer::Gathered& ParamGatherer::start_gather(int layer, const char* why)
     began = std::make_shared<trace::Clock::time_point>();
     ctx_.device.host_task(stream, [began] { *began = trace::Clock::now(); }, {}, "time stamp");
   }
-  ctx_.device.copy(mine, partition_ + shard_begin * esize_, k * esize_, stream);
+  copy_shards(layer, mine, shard_begin, k);
   ctx_.comm.allgather_on(ctx_.device, stream, mine, received.data(), k, dtype_);
   unpack(layer, received.data(), slot->full.data());
   if (began) {
@@ -84,6 +87,18 @@ ParamGatherer::Gathered& ParamGatherer::start_gather(int layer, const char* why)
   live_ += layout_.layer_numel(layer);
   ++gathers_;
   return *slot;
+}
+
+void ParamGatherer::copy_shards(int layer, uint8_t* mine, size_t shard_begin, size_t k) {
+  if (!swapper_) {
+    ctx_.device.copy(mine, partition_ + shard_begin * esize_, k * esize_, ctx_.comm_stream);
+    return;
+  }
+  // The read waits on the disk on the stream's thread; the compute stream goes on meanwhile.
+  const std::array<device::Touch, 1> t{device::Touch{mine, k * esize_, device::Access::Write}};
+  ParamSwapper* swapper = swapper_;
+  ctx_.device.host_task(ctx_.comm_stream, [swapper, layer, mine] { swapper->read_layer(layer, mine); },
+                        t, "parameter swap-in");
 }
 
 void ParamGatherer::unpack(int layer, const uint8_t* received, uint8_t* full) {

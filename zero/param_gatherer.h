@@ -23,6 +23,7 @@
 
 #include "zero/layout.h"
 #include "zero/memory.h"
+#include "zero/param_swapper.h"
 #include "zero/partition.h"
 #include "zero/zero_context.h"
 
@@ -30,8 +31,10 @@ namespace dsx::zero {
 
 class ParamGatherer {
  public:
-  // `partition`: this rank's shards in the model's dtype.
-  ParamGatherer(const ZeroLayout& layout, const ShardedParams& shards, ZeroContext& context, const void* partition);
+  // `partition`: this rank's shards in the model's dtype; or, with `swapper`, where they are read
+  // from (on the communication stream, in the gather's place in its order).
+  ParamGatherer(const ZeroLayout& layout, const ShardedParams& shards, ZeroContext& context,
+                const void* partition, ParamSwapper* swapper = nullptr);
   ~ParamGatherer();
 
   void prefetch(int layer);
@@ -62,11 +65,14 @@ class ParamGatherer {
   Gathered& start_gather(int layer, const char* why);  // why: "gather" or "prefetch", for traces
   void drop(int layer);
   void unpack(int layer, const uint8_t* received, uint8_t* full);
+  // This rank's shards of the layer into `mine`, on the communication stream.
+  void copy_shards(int layer, uint8_t* mine, size_t shard_begin, size_t k);
 
   const ZeroLayout& layout_;
   const ShardedParams& shards_;
   ZeroContext& ctx_;
   const uint8_t* partition_;
+  ParamSwapper* swapper_;
   kernels::DType dtype_;
   size_t esize_;
   std::unique_ptr<device::Event> shards_updated_;

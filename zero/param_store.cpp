@@ -65,21 +65,40 @@ class ShardedStore final : public ParamStore {
 
 }  // namespace
 
-ParamStore::ParamStore(const Partitioning& partitioning, ZeroContext& ctx)
-    : partition_offset_(partitioning.partition_offset(ctx.comm.rank())),
+ParamStore::ParamStore(const Partitioning& partitioning, ZeroContext& ctx, bool swapped)
+    : context_(ctx),
+      partition_offset_(partitioning.partition_offset(ctx.comm.rank())),
       esize_(kernels::dtype_size(ctx.options.model_dtype)),
-      separate_master_(ctx.options.model_dtype != kernels::DType::F32) {
-  storage_ =
-      ctx.buffer<uint8_t>(MemoryKind::Params, partitioning.storage_numel() * esize_, ctx.compute);
+      master_swapped_(partitioning.sharded() && ctx.options.optimizer_nvme &&
+                      ctx.options.optimizer_nvme->swap_master) {
+  separate_master_ = swapped || master_swapped_ || ctx.options.model_dtype != kernels::DType::F32;
+  if (!swapped)
+    storage_ =
+        ctx.buffer<uint8_t>(MemoryKind::Params, partitioning.storage_numel() * esize_, ctx.compute);
   // DeepSpeed counts the fp32 master among the optimizer's 12 bytes per parameter.
-  if (separate_master_)
+  if (separate_master_ && !master_swapped_)
     master_ =
         ctx.buffer<float>(MemoryKind::OptimizerState, partitioning.partition_numel(), ctx.compute);
+}
+
+void ParamStore::store(size_t offset, const void* src, size_t count) {
+  context_.device.copy(storage_.data() + offset * esize_, src, count * esize_, context_.compute);
+}
+
+kernels::ParamCopy ParamStore::working_copy() {
+  return {context_.options.model_dtype, working_partition()};
+}
+
+void ParamStore::refresh_working() {
+  context_.device.cast(kernels::DType::F32, master(), context_.options.model_dtype,
+                       working_partition(), master_.size(), context_.compute);
 }
 
 std::unique_ptr<ParamStore> make_param_store(const ZeroLayout& layout,
                                              const Partitioning& partitioning,
                                              ZeroContext& context) {
+  if (partitioning.sharded() && context.options.param_nvme)
+    return make_swapped_store(layout, partitioning, context);
   if (partitioning.sharded()) return std::make_unique<ShardedStore>(layout, partitioning, context);
   if (partitioning.flat()) return std::make_unique<FlatParams>(layout, partitioning, context);
   return std::make_unique<FullParams>(layout, partitioning, context);

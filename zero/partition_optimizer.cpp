@@ -107,7 +107,12 @@ PartitionOptimizer::PartitionOptimizer(const OptimizerSpec& spec, size_t numel, 
       num_tensors_(num_tensors) {
   if (nvme) {
     check_swappable(spec, device);
-    swapper_ = std::make_unique<OptimizerSwapper>(*nvme, state_names(), numel, rank, ledger);
+    // DeepSpeed's optimizer swapper holds the fp32 parameters with the state (ref §3.2): the
+    // master partition is the first swapped tensor.
+    std::vector<std::string> tensors = state_names();
+    if (nvme->swap_master) tensors.insert(tensors.begin(), "fp32_master");
+    master_index_ = nvme->swap_master ? 1 : 0;
+    swapper_ = std::make_unique<OptimizerSwapper>(*nvme, tensors, numel, rank, ledger);
     return;
   }
   const size_t tensors = state_tensors(spec.type, spec);
@@ -131,12 +136,12 @@ std::vector<std::string> PartitionOptimizer::state_names() const {
 }
 
 void PartitionOptimizer::copy_state_out(size_t index, float* host) {
-  if (swapper_) return swapper_->read_state(index, host);
+  if (swapper_) return swapper_->read_state(index + master_index_, host);
   device_.copy(host, state()[index].second->data(), numel_ * sizeof(float), stream_);
 }
 
 void PartitionOptimizer::copy_state_in(size_t index, const float* host) {
-  if (swapper_) return swapper_->write_state(index, host);
+  if (swapper_) return swapper_->write_state(index + master_index_, host);
   device_.copy(state()[index].second->data(), host, numel_ * sizeof(float), stream_);
 }
 
@@ -161,17 +166,27 @@ void PartitionOptimizer::step(float* param, const float* grad, float grad_factor
   } else if (swapper_) {
     // Sub-group by sub-group; its buffers are written back once the kernels have run.
     swapper_->for_each_group([&](const OptimizerSwapper::Group& g) {
-      step_range(param, grad, grad_factor, hyper, copy, g.begin, g.begin + g.count,
-                 g.state.empty() ? nullptr : g.state[0], g.state.size() > 1 ? g.state[1] : nullptr);
+      // The group's tensors: [fp32 master,] then the state.
+      float* master = master_index_ ? g.state[0] : param + g.begin;
+      const size_t n = g.state.size() - master_index_;
+      step_range(master, grad, grad_factor, hyper, copy, g.begin, g.begin + g.count,
+                 n > 0 ? g.state[master_index_] : nullptr, n > 1 ? g.state[master_index_ + 1] : nullptr);
       stream_.synchronize(std::chrono::minutes(5));
+      if (group_stepped_) group_stepped_(g.begin, g.count, master);
     });
   } else {
     step_range(param, grad, grad_factor, hyper, copy, 0, numel_, state_a_.data(), state_b_.data());
   }
 }
 
-void PartitionOptimizer::step_range(float* param, const float* grad, float grad_factor, const StepHyper& hyper,
+void PartitionOptimizer::copy_master_out(float* host) { swapper_->read_state(0, host); }
+
+void PartitionOptimizer::copy_master_in(const float* host) { swapper_->write_state(0, host); }
+
+void PartitionOptimizer::step_range(float* param_lo, const float* grad, float grad_factor, const StepHyper& hyper,
                                     kernels::ParamCopy copy, size_t lo, size_t hi, float* a, float* b) {
+  // The master of element begin (param_lo holds element lo).
+  auto param_at = [param_lo, lo](size_t begin) { return param_lo + (begin - lo); };
   // The working copy of elements [begin, ...) of the partition.
   auto copy_at = [copy](size_t begin) {
     kernels::ParamCopy c = copy;
@@ -194,25 +209,25 @@ void PartitionOptimizer::step_range(float* param, const float* grad, float grad_
   switch (spec_.type) {
     case OptimizerType::Adam:
       for_each_run(scheduled(spec_.adam, hyper), [&](const kernels::AdamHyper& h, size_t begin, size_t count) {
-        device_.adam_step(h, steps_, grad_factor, param + begin, grad + begin, state_at(a, begin),
+        device_.adam_step(h, steps_, grad_factor, param_at(begin), grad + begin, state_at(a, begin),
                           state_at(b, begin), count, copy_at(begin), stream_);
       });
       break;
     case OptimizerType::Lion:
       for_each_run(scheduled(spec_.lion, hyper), [&](const kernels::LionHyper& h, size_t begin, size_t count) {
-        device_.lion_step(h, grad_factor, param + begin, grad + begin, state_at(a, begin), count, copy_at(begin),
+        device_.lion_step(h, grad_factor, param_at(begin), grad + begin, state_at(a, begin), count, copy_at(begin),
                           stream_);
       });
       break;
     case OptimizerType::Sgd:
       for_each_run(scheduled(spec_.sgd, hyper), [&](const kernels::SgdHyper& h, size_t begin, size_t count) {
-        device_.sgd_step(h, steps_, grad_factor, param + begin, grad + begin, state_at(a, begin), count,
+        device_.sgd_step(h, steps_, grad_factor, param_at(begin), grad + begin, state_at(a, begin), count,
                          copy_at(begin), stream_);
       });
       break;
     case OptimizerType::Adagrad:
       for_each_run(scheduled(spec_.adagrad, hyper), [&](const kernels::AdagradHyper& h, size_t begin, size_t count) {
-        device_.adagrad_step(h, grad_factor, param + begin, grad + begin, state_at(a, begin), count,
+        device_.adagrad_step(h, grad_factor, param_at(begin), grad + begin, state_at(a, begin), count,
                              copy_at(begin), stream_);
       });
       break;

@@ -80,10 +80,21 @@ class PartitionOptimizer {
   void copy_state_out(size_t index, float* host);
   void copy_state_in(size_t index, const float* host);
   const OptimizerSwapper* swapper() const { return swapper_.get(); }
+  // With OptimizerSwapOptions::swap_master the fp32 master partition is in the swap files too:
+  // step() takes no `param` (null), and these move it whole (host memory, numel elements).
+  bool master_swapped() const { return master_index_ == 1; }
+  void copy_master_out(float* host);
+  void copy_master_in(const float* host);
+  // Called after each swapped sub-group's update ran, with its master values (elements
+  // [begin, begin + count)): where a working copy that is not in memory gets them.
+  void on_group_stepped(std::function<void(size_t begin, size_t count, const float* master)> f) {
+    group_stepped_ = std::move(f);
+  }
 
  private:
-  // The update of elements [lo, hi) with the state at a and b (element lo there).
-  void step_range(float* param, const float* grad, float grad_factor, const StepHyper& hyper,
+  // The update of elements [lo, hi) with the master at param_lo and the state at a and b
+  // (element lo there).
+  void step_range(float* param_lo, const float* grad, float grad_factor, const StepHyper& hyper,
                   kernels::ParamCopy copy, size_t lo, size_t hi, float* a, float* b);
   void step_lamb(float* param, const float* grad, float grad_factor, const kernels::LambHyper& hyper,
                  const std::function<void(double*, size_t)>& sum_across_ranks, kernels::ParamCopy copy);
@@ -99,6 +110,8 @@ class PartitionOptimizer {
   Buffer<float> state_b_;  // exp_avg_sq (Adam, LAMB)
   int64_t steps_ = 0;
   std::unique_ptr<OptimizerSwapper> swapper_;  // set: the state is on NVMe, state_a_/b_ empty
+  size_t master_index_ = 0;  // 1: the swapper's first tensor is the fp32 master
+  std::function<void(size_t, size_t, const float*)> group_stepped_;
 };
 
 }  // namespace dsx::zero

@@ -78,23 +78,14 @@ ZeroEngine::ZeroEngine(const std::vector<ModelParam>& params, int num_layers, co
       kernels::cast(kernels::DType::F32, from, dtype, rounded.back().data(), run.count);
       src = rounded.back().data();
     }
-    device_.copy(params_store_->storage() + model_bytes(run.offset), src, model_bytes(run.count),
-                 compute);
-  }
-  if (params_store_->separate_master()) {
-    for (const Run& run : partitioning_->partition_runs(comm.rank())) {
-      const float* from =
-          initial + params_[layout_.index_at(run.position)].model_offset + run.param_offset;
-      device_.copy(params_store_->master() + run.offset, from, run.count * sizeof(float), compute);
-    }
+    params_store_->store(run.offset, src, run.count);
   }
   grads_ = make_grad_store(options.stage, layout_, *partitioning_, ctx_);
   reducer_ = std::make_unique<GradReducer>(grads_->mode(), layout_, *partitioning_, ctx_,
                                            grads_->reduced_into(),
                                            [this](int layer) { grads_->packed(layer); });
-  optimizer_ = std::make_unique<PartitionOptimizer>(
-      options_.optimizer, master_numel(), partitioning_->segments(comm.rank()),
-      layout_.num_params(), ledger_, device_, compute, options_.optimizer_nvme, comm.rank());
+  make_optimizer();
+  init_master(initial);
   scalar_ = Buffer<double>(device_, compute, scratch_ledger_, MemoryKind::Buffers, 1);
   global_sum_sq_ = Buffer<float>(device_, compute, scratch_ledger_, MemoryKind::Buffers, 1);
   layer_params_.assign(static_cast<size_t>(num_layers), nullptr);
@@ -102,6 +93,37 @@ ZeroEngine::ZeroEngine(const std::vector<ModelParam>& params, int num_layers, co
   compute.synchronize(options_.comm_timeout);
   // Stage 3 gathers the shards written above on the communication stream.
   params_store_->written();
+}
+
+void ZeroEngine::make_optimizer() {
+  // The master goes to the optimizer's swap files where the store keeps none (stage 3).
+  std::optional<OptimizerSwapOptions> nvme = options_.optimizer_nvme;
+  if (nvme) nvme->swap_master = params_store_->master_swapped();
+  optimizer_ = std::make_unique<PartitionOptimizer>(
+      options_.optimizer, master_numel(), partitioning_->segments(comm_.rank()),
+      layout_.num_params(), ledger_, device_, ctx_.compute, nvme, comm_.rank());
+  if (params_store_->master_swapped()) {
+    optimizer_->on_group_stepped([this](size_t begin, size_t count, const float* master) {
+      params_store_->master_stepped(begin, count, master);
+    });
+  }
+}
+
+// The fp32 master partition from the model's initial values: into the store's buffer, or, when
+// it lives in the optimizer's swap files, through a host copy (padding zero).
+void ZeroEngine::init_master(const float* initial) {
+  if (!params_store_->separate_master()) return;
+  float* master = params_store_->master();
+  std::vector<float> host(master ? 0 : master_numel(), 0.0f);
+  for (const Run& run : partitioning_->partition_runs(comm_.rank())) {
+    const float* from =
+        initial + params_[layout_.index_at(run.position)].model_offset + run.param_offset;
+    if (master)
+      device_.copy(master + run.offset, from, run.count * sizeof(float), ctx_.compute);
+    else
+      std::memcpy(host.data() + run.offset, from, run.count * sizeof(float));
+  }
+  if (!master) optimizer_->copy_master_in(host.data());
 }
 
 ZeroEngine::~ZeroEngine() {
@@ -130,7 +152,10 @@ ZeroEngine::PartitionState ZeroEngine::save_partition() {
   const size_t n = master_numel();
   PartitionState out;
   out.master.resize(n);
-  device_.copy(out.master.data(), params_store_->master(), n * sizeof(float), ctx_.compute);
+  if (params_store_->master_swapped())
+    optimizer_->copy_master_out(out.master.data());
+  else
+    device_.copy(out.master.data(), params_store_->master(), n * sizeof(float), ctx_.compute);
   const std::vector<std::string> names = optimizer_->state_names();
   for (size_t i = 0; i < names.size(); ++i) {
     out.optimizer.emplace_back(names[i], std::vector<float>(n));
@@ -342,12 +367,12 @@ StepResult ZeroEngine::step(const StepHyper& hyper) {
   const float* grads32 = static_cast<const float*>(grads);
   Buffer<float> widened;
   kernels::ParamCopy copy;
-  if (params_store_->separate_master()) {
+  if (dtype != kernels::DType::F32) {
     widened = ctx_.buffer<float>(MemoryKind::Buffers, count, ctx_.compute);
     device_.cast(dtype, grads, kernels::DType::F32, widened.data(), count, ctx_.compute);
     grads32 = widened.data();
-    copy = {dtype, params_store_->working_partition()};
   }
+  if (params_store_->separate_master()) copy = params_store_->working_copy();
   {
     trace::Scope span("optimizer", "zero");
     device::StreamSpan on_stream(device_, ctx_.compute, "optimizer kernel", "zero",
@@ -376,7 +401,15 @@ void ZeroEngine::load_partition(const PartitionState& state) {
   };
   check(state.master, "the master partition");
   host_sync();  // the last step has finished with the buffers overwritten here
-  device_.copy(params_store_->master(), state.master.data(), n * sizeof(float), ctx_.compute);
+  std::vector<uint8_t> working;  // a swapped master's working copy, alive until host_sync()
+  if (params_store_->master_swapped()) {
+    optimizer_->copy_master_in(state.master.data());
+    working.resize(model_bytes(n));
+    kernels::cast(kernels::DType::F32, state.master.data(), options_.model_dtype, working.data(), n);
+    params_store_->store(0, working.data(), n);  // stage 3: the storage is the partition
+  } else {
+    device_.copy(params_store_->master(), state.master.data(), n * sizeof(float), ctx_.compute);
+  }
   const std::vector<std::string> names = optimizer_->state_names();
   for (size_t i = 0; i < names.size(); ++i) {
     const std::string& name = names[i];
@@ -388,10 +421,8 @@ void ZeroEngine::load_partition(const PartitionState& state) {
     check(it->second, "optimizer state '" + name + "'");
     optimizer_->copy_state_in(i, it->second.data());
   }
-  if (params_store_->separate_master()) {
-    device_.cast(kernels::DType::F32, params_store_->master(), options_.model_dtype,
-                 params_store_->working_partition(), n, ctx_.compute);
-  }
+  if (params_store_->separate_master() && !params_store_->master_swapped())
+    params_store_->refresh_working();
   params_store_->after_step();  // stages 1/2: an allgather, so every rank is here
   host_sync();                  // `state` is the caller's
 }

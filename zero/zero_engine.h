@@ -129,6 +129,10 @@ class ZeroEngine {
   ZeroEngine(const std::vector<ModelParam>& params, int num_layers, const float* initial,
              const ZeroOptions& options, comm::Communicator& comm,
              std::unique_ptr<device::Device> owned, device::Device* device);
+  // The partition's optimizer (with offload_optimizer "nvme" at stage 3, the master in its swap
+  // files), and its fp32 master from the model's initial values.
+  void make_optimizer();
+  void init_master(const float* initial);
   // The model touches these bytes of ZeRO's memory on the compute stream.
   void touch(const void* data, size_t bytes, device::Access access, const char* what);
   void host_sync();

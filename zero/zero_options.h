@@ -10,6 +10,7 @@
 #include "config/zero_partitioning.h"
 #include "kernels/dtype.h"
 #include "zero/loss_scaler.h"
+#include "zero/param_swapper.h"
 #include "zero/partition_optimizer.h"
 
 namespace dsx::zero {
@@ -36,6 +37,8 @@ struct ZeroOptions : config::ZeroPartitioning {
   OptimizerSpec optimizer;
   // offload_optimizer.device "nvme" at stage 3: the optimizer state lives in swap files.
   std::optional<OptimizerSwapOptions> optimizer_nvme;
+  // offload_param.device "nvme" at stage 3: the parameter shards live in a swap file.
+  std::optional<ParamSwapOptions> param_nvme;
   std::chrono::milliseconds comm_timeout = std::chrono::minutes(5);
   // The bytes this rank may hold (0: no limit; a GPU's memory, or `dsx train --device_memory`)
   // and the model's activations, charged to the ledger first so that the limit sees the whole

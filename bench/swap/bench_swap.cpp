@@ -3,8 +3,9 @@
 // the same run. Prints one markdown table.
 //
 //   bench_swap --dir DIR [--mib 1024] [--block_size 1048576] [--queue_depth 8]
-//              [--intra_op_parallelism 1] [--reps 3]
+//              [--intra_op_parallelism 1] [--reps 3] [--best]
 // Each side writes its file, then reads it back; the sides take turns; the best of `reps` counts.
+// --best adds each side at its best over a sweep of settings (fio's with huge-page buffers too).
 #include <rapidjson/document.h>
 
 #include <algorithm>
@@ -62,13 +63,29 @@ class DsxSwap {
   dsx::swap::AioHandle handle_;
 };
 
-// fio's bandwidth (bytes/s) for one sequential job: "write" or "read".
-double fio_bandwidth(const Setup& s, const std::string& file, const std::string& rw) {
+// One fio configuration: block size, queue depth, jobs sharing the file, buffer memory.
+struct FioConfig {
+  size_t bs = 1048576;
+  int iodepth = 8;
+  int numjobs = 1;
+  std::string mem = "malloc";  // fio's --mem: malloc, mmaphuge (hugetlbfs pages), ...
+  std::string name() const {
+    return "bs " + std::to_string(bs >> 20) + "M, iodepth " + std::to_string(iodepth) + ", " +
+           std::to_string(numjobs) + " job(s), --mem=" + mem;
+  }
+};
+
+// fio's bandwidth (bytes/s) for one sequential pass over `bytes` of `file`: "write" or "read".
+// Several jobs split the file into equal parts. 0 when fio fails (missing, or no huge pages).
+double fio_bandwidth(const std::string& file, const std::string& rw, size_t bytes,
+                     const FioConfig& c) {
+  const size_t part = bytes / static_cast<size_t>(c.numjobs);
   const std::string command =
-      "fio --name=dsx --filename=" + file + " --rw=" + rw +
-      " --bs=" + std::to_string(s.aio.block_size) + " --size=" + std::to_string(s.bytes) +
-      " --direct=1 --ioengine=libaio --iodepth=" + std::to_string(s.aio.queue_depth) +
-      " --numjobs=1 --output-format=json 2>/dev/null";
+      "fio --name=dsx --filename=" + file + " --rw=" + rw + " --bs=" + std::to_string(c.bs) +
+      " --size=" + std::to_string(part) + " --offset_increment=" + std::to_string(part) +
+      " --direct=1 --ioengine=libaio --iodepth=" + std::to_string(c.iodepth) +
+      " --numjobs=" + std::to_string(c.numjobs) + " --group_reporting --mem=" + c.mem +
+      " --output-format=json 2>/dev/null";
   FILE* pipe = ::popen(command.c_str(), "r");
   if (!pipe) return 0;
   std::string out;
@@ -76,9 +93,17 @@ double fio_bandwidth(const Setup& s, const std::string& file, const std::string&
   while (size_t n = std::fread(chunk, 1, sizeof chunk, pipe)) out.append(chunk, n);
   ::pclose(pipe);
   rapidjson::Document doc;
-  doc.Parse(out.c_str());
+  const size_t json = out.find('{');  // fio may print warnings first
+  if (json == std::string::npos) return 0;
+  doc.Parse(out.c_str() + json);
   if (!doc.IsObject() || !doc.HasMember("jobs") || doc["jobs"].Empty()) return 0;
+  if (doc["jobs"][0]["error"].GetInt() != 0) return 0;
   return doc["jobs"][0][rw.c_str()]["bw_bytes"].GetDouble();
+}
+
+double fio_bandwidth(const Setup& s, const std::string& file, const std::string& rw) {
+  return fio_bandwidth(file, rw, s.bytes,
+                       FioConfig{s.aio.block_size, s.aio.queue_depth, 1, "malloc"});
 }
 
 struct Best {
@@ -112,6 +137,73 @@ Best measure(const Setup& s) {
   return b;
 }
 
+// The best a side reached in one direction, and with which settings.
+struct Peak {
+  double bandwidth = 0;
+  std::string how;
+  void offer(double bw, const std::string& settings) {
+    if (bw > bandwidth) {
+      bandwidth = bw;
+      how = settings;
+    }
+  }
+};
+
+struct Peaks {
+  Peak dsx_write, dsx_read, fio_write, fio_read;
+};
+
+// Each side at its best on this disk: dsx over aio block sizes, queue depths and workers, fio
+// over block sizes, iodepths, jobs and buffer memory (hugetlbfs pages where the host has them).
+// The sides take turns going first each repetition.
+Peaks measure_peaks(const Setup& s) {
+  const std::string fio_file = (std::filesystem::path(s.dir) / "dsx-bench-fio.dat").string();
+  Peaks p;
+  auto run_dsx = [&] {
+    for (size_t block : {size_t{1} << 20, size_t{8} << 20})
+      for (int depth : {8, 64})
+        for (int workers : {1, 2}) {
+          Setup t = s;
+          t.aio.block_size = block;
+          t.aio.queue_depth = depth;
+          t.aio.intra_op_parallelism = workers;
+          DsxSwap dsx(t);
+          const std::string how = "block " + std::to_string(block >> 20) + "M, queue depth " +
+                                  std::to_string(depth) + ", " + std::to_string(workers) +
+                                  " worker(s)";
+          p.dsx_write.offer(dsx.write(), how);
+          p.dsx_read.offer(dsx.read(), how);
+        }
+  };
+  auto run_fio = [&] {
+    for (size_t bs : {size_t{1} << 20, size_t{8} << 20})
+      for (int depth : {8, 64})
+        for (int jobs : {1, 2})
+          for (const char* mem : {"malloc", "mmaphuge"}) {
+            const FioConfig c{bs, depth, jobs, mem};
+            p.fio_write.offer(fio_bandwidth(fio_file, "write", s.bytes, c), c.name());
+            p.fio_read.offer(fio_bandwidth(fio_file, "read", s.bytes, c), c.name());
+          }
+  };
+  for (int r = 0; r < s.reps; ++r) {
+    if (r % 2 == 0) {
+      run_dsx();
+      run_fio();
+    } else {
+      run_fio();
+      run_dsx();
+    }
+  }
+  std::filesystem::remove(fio_file);
+  return p;
+}
+
+void print_peak_row(const char* what, const Peak& dsx, const Peak& fio) {
+  std::printf("| %s | %.2f | %s | %.2f | %s | %.2f |\n", what, dsx.bandwidth / 1e9,
+              dsx.how.c_str(), fio.bandwidth / 1e9, fio.how.c_str(),
+              fio.bandwidth > 0 ? dsx.bandwidth / fio.bandwidth : 0.0);
+}
+
 void print_row(const char* what, double dsx, double fio) {
   std::printf("| %s | %.2f | %.2f | %.2f |\n", what, dsx / 1e9, fio / 1e9,
               fio > 0 ? dsx / fio : 0.0);
@@ -123,6 +215,7 @@ int main(int argc, char** argv) {
   namespace po = boost::program_options;
   Setup s;
   size_t mib = 1024;
+  bool best = false;
   po::options_description flags("bench_swap");
   flags.add_options()("help", "this text")("dir", po::value(&s.dir)->required(),
                                            "a directory on the disk to test")(
@@ -131,7 +224,10 @@ int main(int argc, char** argv) {
       "queue_depth", po::value(&s.aio.queue_depth)->default_value(8),
       "aio.queue_depth (fio's iodepth)")(
       "intra_op_parallelism", po::value(&s.aio.intra_op_parallelism)->default_value(1),
-      "aio workers")("reps", po::value(&s.reps)->default_value(3), "repetitions (best counts)");
+      "aio workers")("reps", po::value(&s.reps)->default_value(3), "repetitions (best counts)")(
+      "best", po::bool_switch(&best),
+      "also each side at its best: dsx and fio over block sizes, queue depths, workers/jobs and "
+      "(fio) huge-page buffers");
   po::variables_map vars;
   if (auto stop = dsx::bench::parse_bench_flags(argc, argv, flags, vars, "bench_swap"))
     return *stop;
@@ -148,6 +244,15 @@ int main(int argc, char** argv) {
     print_row("read", b.dsx_read, b.fio_read);
     if (b.fio_write == 0 || b.fio_read == 0)
       std::printf("\nfio did not run: install fio (tools/setup.sh does)\n");
+    if (best) {
+      const Peaks p = measure_peaks(s);
+      std::printf("\nEach at its best (%zu MiB, best of %d per setting):\n\n", mib, s.reps);
+      std::printf(
+          "| O_DIRECT sequential | dsx GB/s | dsx settings | fio GB/s | fio settings | dsx / fio "
+          "|\n|---|---:|---|---:|---|---:|\n");
+      print_peak_row("write", p.dsx_write, p.fio_write);
+      print_peak_row("read", p.dsx_read, p.fio_read);
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_swap: %s\n", e.what());
     return 1;

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# NVMe offload benchmarks: bench_swap (dsx's swap bandwidth beside fio, same disk, same run), then
-# the step-time cost of offload_optimizer.device "nvme" against no offload: the same 2-rank
-# stage-3 dsx train job in memory and swapped (pipelined and not), step times from
-# wall_clock_breakdown.
+# NVMe offload benchmarks: bench_swap (dsx's swap bandwidth beside fio, same disk, same run; with
+# BEST=1 also each at its best over a sweep of settings), then the step-time cost of
+# offload_optimizer / offload_param device "nvme" against no offload: the same 2-rank stage-3
+# dsx train job in memory and swapped, step times from wall_clock_breakdown.
 # usage: bash bench/swap/run_swap.sh [build-dir]   (env DIR: a directory on the disk to test,
-#        MIB: bench_swap's file size, MODEL: the dsx train preset, STEPS, SUB_GROUP: sub_group_size)
+#        MIB: bench_swap's file size, REPS, BEST, MODEL: the dsx train preset, STEPS,
+#        SUB_GROUP: sub_group_size, PARAM_BUFFER: offload_param.buffer_size)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
@@ -18,7 +19,7 @@ cmake --build "$build" --target bench_swap dsx -j"${JOBS:-2}" >/dev/null
 work=$(mktemp -d "$dir/dsx-bench-swap-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-"$build/bench/swap/bench_swap" --dir "$work" --mib "$mib"
+"$build/bench/swap/bench_swap" --dir "$work" --mib "$mib" --reps "${REPS:-3}" ${BEST:+--best}
 
 # $1: the offload block ("" for none). Prints the mean optimizer-step and whole-step ms of the
 # job's steps after the first (wall_clock_breakdown's per-step times).
@@ -40,12 +41,21 @@ swap="\"offload_optimizer\": {\"device\": \"nvme\", \"nvme_path\": \"$work/nvme\
 plain=$(step_ms "")
 piped=$(step_ms ", $swap, \"pipeline_read\": true, \"pipeline_write\": true}")
 serial=$(step_ms ", $swap}")
+# offload_param "nvme" with max_in_cpu 0: every layer's shards come from the swap file each
+# gather (DeepSpeed's default max_in_cpu, 1e9, would keep this whole model in memory).
+params="\"offload_param\": {\"device\": \"nvme\", \"nvme_path\": \"$work/nvme\", \"max_in_cpu\": 0, \"buffer_size\": ${PARAM_BUFFER:-10000000}}"
+param_only=$(step_ms ", $params")
+both=$(step_ms ", $swap, \"pipeline_read\": true, \"pipeline_write\": true, \"buffer_count\": 6}, $params")
 echo
 echo "dsx train --model $model, 2 ranks, ZeRO stage 3, sub_group_size $sub_group, mean of steps 2-$steps"
 echo
-echo "| optimizer state | optimizer step ms | whole step ms | whole step vs in memory |"
+echo "| what is on NVMe | optimizer step ms | whole step ms | whole step vs in memory |"
 echo "|---|---:|---:|---:|"
-for row in "in host memory:$plain" "swapped to NVMe, pipeline_read + pipeline_write:$piped" "swapped to NVMe, no pipelining:$serial"; do
+for row in "nothing (all in host memory):$plain" \
+  "optimizer state + fp32 master, pipeline_read + pipeline_write:$piped" \
+  "optimizer state + fp32 master, no pipelining:$serial" \
+  "parameters (max_in_cpu 0):$param_only" \
+  "parameters + optimizer state + fp32 master, pipelined:$both"; do
   name=${row%%:*}
   read -r opt whole <<<"${row#*:}"
   base=$(echo "$plain" | awk '{print $2}')

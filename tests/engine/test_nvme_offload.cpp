@@ -1,7 +1,8 @@
 // ZeRO-Infinity's NVMe offload through `dsx train` on 2 real ranks: swapping the optimizer state
-// changes no weight, checkpoints carry the state out of the swap files, a job killed mid-swap
-// resumes from its last save losing nothing else, and a vanished or too small nvme_path stops
-// the run with the path named and the last checkpoint intact.
+// (with the fp32 master) and the parameters changes no weight, checkpoints carry the state out of
+// the swap files, a job killed mid-swap resumes from its last save losing nothing else, and a
+// vanished or too small nvme_path stops the run with the path named and the last checkpoint
+// intact (these three with parameters and optimizer both swapped).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -25,17 +26,29 @@ namespace {
 using dsx::test::read_all;
 using dsx::test::run_command;
 
+// The parameters swapped too: a few small layers stay in memory, the rest (most of the model)
+// are read through 3 buffers.
+const std::string kSwappedParams = R"("buffer_count": 3, "buffer_size": 100000, "max_in_cpu": 10000)";
+
+const std::string kPipelined =
+    R"("pipeline_read": true, "pipeline_write": true, "buffer_count": 6)";
+const std::string kAio = R"({"block_size": 65536, "queue_depth": 4, "intra_op_parallelism": 2})";
+
 // Stage 3, sub-groups of 5000 elements (several per rank), and, with `nvme`, the optimizer
-// state swapped under dir/nvme with `extra` added to the offload block.
+// state swapped under dir/nvme with `extra` added to the offload block, and with `param` the
+// parameters (offload_param with these keys).
 std::string config_file(
     const dsx::test::TempDir& dir, const std::string& name, bool nvme,
-    const std::string& extra = R"("pipeline_read": true, "pipeline_write": true)",
-    const std::string& aio =
-        R"({"block_size": 65536, "queue_depth": 4, "intra_op_parallelism": 2})") {
+    const std::string& extra = kPipelined, const std::string& aio = kAio,
+    const std::string& param = "") {
   std::filesystem::create_directories(dir.file("nvme"));
-  const std::string offload = nvme ? R"(, "offload_optimizer": {"device": "nvme", "nvme_path": ")" +
-                                         dir.file("nvme") + "\", " + extra + "}"
-                                   : "";
+  std::string offload = nvme ? R"(, "offload_optimizer": {"device": "nvme", "nvme_path": ")" +
+                                   dir.file("nvme") + "\", " + extra + "}"
+                             : "";
+  if (!param.empty()) {
+    offload += R"(, "offload_param": {"device": "nvme", "nvme_path": ")" + dir.file("nvme") +
+               "\", " + param + "}";
+  }
   const std::string path = dir.file(name);
   std::ofstream(path)
       << R"({"train_micro_batch_size_per_gpu": 8, "gradient_accumulation_steps": 2,
@@ -79,6 +92,52 @@ TEST(NvmeOffload, SwappedOptimizerGivesTheSameWeightsBitForBit) {
       << "unpipelined NVMe offload changed the weights";
   // The scratch is gone when the run ends; the checkpoint does not need it.
   EXPECT_FALSE(std::filesystem::exists(dir.file("nvme/dsx_swap/optimizer/rank0")));
+}
+
+// The megabytes of `kind` ("params", "optimizer") rank 0 holds, from the run's summary.
+double held_mb(const std::string& output, const std::string& kind) {
+  const size_t at = output.find("rank 0 holds");
+  const size_t k = output.find(kind + " ", at);
+  if (at == std::string::npos || k == std::string::npos) return -1;
+  return std::stod(output.substr(k + kind.size() + 1));
+}
+
+// ZeRO-Infinity whole: parameters and optimizer state on NVMe (2 ranks, stage 3), the same
+// weights as in memory, bit for bit, with the parameters mostly out of host memory.
+TEST(NvmeOffload, SwappedParametersGiveTheSameWeightsBitForBit) {
+  dsx::test::TempDir dir;
+  auto plain = train(config_file(dir, "plain.json", false) + "--steps 8 --save " + dir.file("a"));
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  const std::string aio = kAio;
+  auto swapped = train(config_file(dir, "nvme.json", true, R"("pipeline_read": true)", aio,
+                                   kSwappedParams) +
+                       "--steps 8 --save " + dir.file("b"));
+  ASSERT_EQ(swapped.exit_code, 0) << swapped.output;
+  EXPECT_NE(swapped.output.find("parameter shards are swapped"), std::string::npos)
+      << swapped.output;
+  const double plain_params = held_mb(plain.output, "params");
+  const double swapped_params = held_mb(swapped.output, "params");
+  EXPECT_GT(plain_params, 0.2) << plain.output;
+  EXPECT_LE(swapped_params, 0.04) << "more than max_in_cpu elements stayed in memory\n"
+                                  << swapped.output;
+  EXPECT_EQ(held_mb(swapped.output, "optimizer"), 0) << "the fp32 master stayed in memory\n"
+                                                     << swapped.output;
+  const std::string a = read_all(dir.file("a/model.safetensors"));
+  ASSERT_FALSE(a.empty());
+  EXPECT_TRUE(a == read_all(dir.file("b/model.safetensors")))
+      << "parameter NVMe offload changed the weights";
+  // Parameters alone on NVMe (optimizer in memory), one buffer, nothing resident: the same again.
+  auto alone = train(config_file(dir, "param.json", false, "", aio,
+                                 R"("buffer_count": 1, "buffer_size": 100000, "max_in_cpu": 0)") +
+                     "--steps 8 --save " + dir.file("c"));
+  ASSERT_EQ(alone.exit_code, 0) << alone.output;
+  EXPECT_EQ(held_mb(alone.output, "params"), 0) << alone.output;
+  // The fp32 master is kept apart from the swapped shards: with the optimizer in memory, there.
+  EXPECT_NEAR(held_mb(alone.output, "optimizer"), 3 * held_mb(plain.output, "optimizer") / 2, 1e-6)
+      << alone.output;
+  EXPECT_TRUE(a == read_all(dir.file("c/model.safetensors")))
+      << "parameter NVMe offload without optimizer offload changed the weights";
+  EXPECT_FALSE(std::filesystem::exists(dir.file("nvme/dsx_swap/params/rank0")));
 }
 
 // The optimizer state leaves the swap files through the checkpoint and comes back into new ones.
@@ -132,7 +191,7 @@ std::string wait_for_new_save(const std::string& checkpoints, const std::string&
 // and no checkpoint needed a swap file.
 TEST(NvmeOffload, KilledAtRandomMomentsResumesLosingNothing) {
   dsx::test::TempDir dir;
-  config_file(dir, "nvme.json", true);
+  config_file(dir, "nvme.json", true, kPipelined, kAio, kSwappedParams);
   const std::string config = dir.file("nvme.json");
   auto straight = train("--deepspeed_config " + config + " --eval_interval 0 --steps 60 --save " +
                         dir.file("a"));
@@ -169,7 +228,7 @@ TEST(NvmeOffload, KilledAtRandomMomentsResumesLosingNothing) {
 // the last checkpoint still verifies.
 TEST(NvmeOffload, AVanishedNvmePathStopsTheRunNamingItWithTheCheckpointIntact) {
   dsx::test::TempDir dir;
-  config_file(dir, "nvme.json", true);
+  config_file(dir, "nvme.json", true, kPipelined, kAio, kSwappedParams);
   pid_t pid = start_job(dir.file("nvme.json"), dir.file("ck"), dir.file("log"), false);
   ASSERT_GT(pid, 0);
   wait_for_new_save(dir.file("ck"), "");
@@ -179,7 +238,10 @@ TEST(NvmeOffload, AVanishedNvmePathStopsTheRunNamingItWithTheCheckpointIntact) {
   const std::string log = read_all(dir.file("log"));
   ASSERT_TRUE(WIFEXITED(status)) << log;
   EXPECT_NE(WEXITSTATUS(status), 0) << "the job went on without its swap files\n" << log;
-  EXPECT_NE(log.find(dir.file("nvme/dsx_swap/optimizer/rank")), std::string::npos) << log;
+  // Whichever swap file the job touched first: the optimizer's or the parameters'.
+  EXPECT_TRUE(log.find(dir.file("nvme/dsx_swap/optimizer/rank")) != std::string::npos ||
+              log.find(dir.file("nvme/dsx_swap/params/rank")) != std::string::npos)
+      << log;
   auto verify = run_command(std::string(DSX_EXE) + " checkpoint verify " + dir.file("ck"));
   EXPECT_EQ(verify.exit_code, 0) << verify.output;
 }
@@ -189,7 +251,7 @@ TEST(NvmeOffload, AVanishedNvmePathStopsTheRunNamingItWithTheCheckpointIntact) {
 // would (SIGXFSZ ignored, so the call fails with EFBIG instead of killing the process).
 TEST(NvmeOffload, ADriveTooSmallIsRefusedAtStartNamingNvmePath) {
   dsx::test::TempDir dir;
-  const std::string config = config_file(dir, "nvme.json", true);
+  const std::string config = config_file(dir, "nvme.json", true, kPipelined, kAio, kSwappedParams);
   auto r = run_command("trap '' XFSZ; ulimit -f 64 && FI_PROVIDER=tcp FI_TCP_IFACE=lo " +
                        std::string(DSX_EXE) + " train --progress plain --samples 0 " + config +
                        "--steps 2");
@@ -211,7 +273,7 @@ TEST(NvmeOffload, WhatIsNotSwappedIsSaid) {
                           "--steps 1 2>&1");
   EXPECT_NE(lamb.exit_code, 0) << lamb.output;
   EXPECT_NE(lamb.output.find("with LAMB"), std::string::npos) << lamb.output;
-  config = config_file(dir, "stage2.json", true);
+  config = config_file(dir, "stage2.json", true, kPipelined, kAio, kSwappedParams);
   text = read_all(dir.file("stage2.json"));
   text.replace(text.find("\"stage\": 3"), 10, "\"stage\": 2");
   std::ofstream(dir.file("stage2.json")) << text;
@@ -219,6 +281,10 @@ TEST(NvmeOffload, WhatIsNotSwappedIsSaid) {
                             "--steps 1 2>&1");
   EXPECT_EQ(stage2.exit_code, 0) << stage2.output;
   EXPECT_NE(stage2.output.find("runs it as \"cpu\" below stage 3"), std::string::npos)
+      << stage2.output;
+  EXPECT_NE(stage2.output.find("offload_param.device \"nvme\" at stage 2: DeepSpeed uses "
+                               "offload_param at stage 3 only and ignores it below"),
+            std::string::npos)
       << stage2.output;
   EXPECT_FALSE(std::filesystem::exists(dir.file("nvme/dsx_swap")));
 }
