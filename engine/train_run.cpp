@@ -222,6 +222,7 @@ std::unique_ptr<models::Model> build_lora_model(const TrainRunOptions& o, const 
   models::BuildOptions options;
   options.cuda = cuda, options.max_batch = micro, options.max_seq = seq;
   options.activation_checkpointing = config.activation_checkpointing.given;
+  options.cpu_bf16_gemms = !cuda && config.bf16.enabled;  // the frozen base's products, as a full run's
   if (choice.initial.empty() && !models::wants_qlora(o.model, o.load_in_4bit))
     choice.initial = models::initial_parameters(choice.shape, o.seed);
   const models::LoraConfig lora = models::parse_lora_flag(o.lora);

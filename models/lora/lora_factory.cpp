@@ -16,9 +16,11 @@ std::unique_ptr<LoraModel> make_lora_model(const ModelShape& shape, std::vector<
     if (options.cuda)
       throw Error(ErrorKind::Unsupported,
                   "LoRA runs on the CPU so far; add --device cpu (and bf16/fp16 \"enabled\": false)");
-    return std::make_unique<LoraGpt2>(shape.gpt2, lora, options.max_batch, options.max_seq,
-                                      options.activation_checkpointing,
-                                      std::make_unique<DenseFrozenWeights>(gpt2_param_specs(shape.gpt2), std::move(base)));
+    auto model = std::make_unique<LoraGpt2>(
+        shape.gpt2, lora, options.max_batch, options.max_seq, options.activation_checkpointing,
+        std::make_unique<DenseFrozenWeights>(gpt2_param_specs(shape.gpt2), std::move(base)));
+    model->set_bf16_gemms(options.cpu_bf16_gemms);
+    return model;
   }
   return make_lora_model(shape, std::make_unique<DenseFrozenWeights>(llama_param_specs(shape.llama), std::move(base)),
                          lora, options);
@@ -35,8 +37,10 @@ std::unique_ptr<LoraLlama> make_lora_model(const ModelShape& shape, std::unique_
     throw Error(ErrorKind::Unsupported,
                 "a LoRA model over a base that is not on the GPU is CPU-only (QLoRA's NF4 base, ZeRO "
                 "stage 3's partitioned base); add --device cpu (and bf16/fp16 \"enabled\": false)");
-  return std::make_unique<LoraLlama>(shape.llama, lora, options.max_batch, options.max_seq,
-                                     options.activation_checkpointing, std::move(frozen));
+  auto model = std::make_unique<LoraLlama>(shape.llama, lora, options.max_batch, options.max_seq,
+                                           options.activation_checkpointing, std::move(frozen));
+  model->set_bf16_gemms(options.cpu_bf16_gemms);
+  return model;
 }
 
 std::unique_ptr<LoraModel> make_lora_model_on_gpu(const ModelShape& shape, const std::vector<float>& base,

@@ -37,6 +37,8 @@ class LoraGpt2 final : public LoraModel {
   double forward_flops(int64_t B, int64_t T) const override;
 
   const LoraConfig& lora() const override { return adapters_.config(); }
+  // The base's products (not the adapters') with bf16 operands.
+  void set_bf16_gemms(bool on) { base_.set_bf16_gemms(on); }
   const std::vector<ParamSpec>& base_params() const override { return base_.params(); }
   ParamAccess& frozen() override { return *frozen_; }
   const ParamAccess& frozen() const override { return *frozen_; }

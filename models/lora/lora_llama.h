@@ -44,6 +44,8 @@ class LoraLlama final : public LoraModel {
   double forward_flops(int64_t B, int64_t T) const override;
 
   const LlamaConfig& base_config() const { return base_.config(); }
+  // The base's dense products (not the adapters', nor an NF4 base's) with bf16 operands.
+  void set_bf16_gemms(bool on) { base_.set_bf16_gemms(on); }
   const std::vector<ParamSpec>& base_params() const override { return base_.params(); }
   ParamAccess& frozen() override { return *frozen_; }
   const ParamAccess& frozen() const override { return *frozen_; }

@@ -17,6 +17,7 @@
 #include "models/llama/llama_cpu.h"
 #include "models/local_params.h"
 #include "models/lora/frozen_weights.h"
+#include "models/lora/lora_factory.h"
 #include "models/lora/lora_llama.h"
 #include "models/lora/lora_merge.h"
 #include "models/lora/peft_adapter.h"
@@ -332,7 +333,7 @@ TEST(PeftAdapter, WritesWhatItReadsAndReadsPeftsFile) {
   EXPECT_EQ(again.target_names.size(), 7u);
   auto fewer = s.lora(flag("r=4,targets=q_proj"));
   EXPECT_CONTAINS(error_of([&] { read_peft_adapter_weights(dir.path(), fewer->params(), back.data()); }),
-                  "is not an adapter tensor dsx trains");
+                  "is not a tensor this adapter config trains");
 }
 
 TEST(LoraMerge, TheMergedBaseComputesWhatBasePlusAdaptersDid) {
@@ -380,4 +381,30 @@ TEST(LoraAdapters, Gpt2ConvProjectionsByPeftsPathsWithFanInFanOut) {
   // fan_in_fan_out is read, and refused where the weights are (out, in): the Llama family.
   const LoraConfig fifo = parse_peft_adapter_config(R"({"fan_in_fan_out": true})", "c.json");
   EXPECT_CONTAINS(error_of([&] { LoraAdapters(micro_config(), fifo, 1, 4); }), "c.json: key 'fan_in_fan_out'");
+}
+
+// ds_config bf16 on CPU ranks: the factory gives a LoRA model the base's bf16 GEMMs, as a full run
+// has them. With a fresh adapter (B = 0) its logits are the bf16 base model's, bit for bit, and
+// not the fp32 one's.
+TEST(LoraLlama, Bf16RunsMultiplyTheFrozenBaseInBf16AsAFullRunDoes) {
+  LoraSetup s;
+  dsx::models::ModelBuildOptions options;
+  options.max_batch = s.B, options.max_seq = s.T, options.cpu_bf16_gemms = true;
+  ModelShape shape;
+  shape.family = ModelShape::Family::Llama, shape.llama = s.config;
+  auto m = make_lora_model(shape, std::vector<float>(s.base.begin(), s.base.end()),
+                           flag("r=4,alpha=8,targets=all-linear"), options);
+  LocalParams<float> lp(*m);
+  m->init_params(lp.params(), 7);
+  m->forward(s.inputs.data(), s.targets.data(), s.B, s.T, lp);
+  auto base_logits = [&](bool bf16) {
+    LlamaCpu<float> base(s.config, s.B, s.T);
+    base.set_bf16_gemms(bf16);
+    LocalParams<float> bp(base);
+    std::copy(s.base.begin(), s.base.end(), bp.params());
+    base.forward(s.inputs.data(), s.targets.data(), s.B, s.T, bp);
+    return base.logits();
+  };
+  EXPECT_EQ(m->logits(), base_logits(true));
+  EXPECT_NE(m->logits(), base_logits(false));
 }
