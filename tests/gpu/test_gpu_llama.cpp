@@ -22,6 +22,7 @@
 #include "models/llama/llama_cuda.h"
 #include "models/local_params.h"
 #include "tests/gpu/gpu_model_checks.h"
+#include "tests/gpu/step_sync_count.h"
 #include "tests/models/protocol_checker.h"
 #include "tests/models/random_model.h"
 
@@ -182,6 +183,48 @@ TEST(LlamaCuda, Fp16CudnnAttentionMatchesCpu) {
 TEST(LlamaCuda, Fp32GradientsAreBitwiseReproducible) { gradients_are_reproducible<float>(tiny()); }
 TEST(LlamaCuda, Bf16GradientsAreBitwiseReproducible) {
   gradients_are_reproducible<__nv_bfloat16>(qwen2_like());
+}
+
+// With the loss kept on the device (Model::keep_loss_on_device) and a sink that orders by the
+// model's stream, forward and backward make no blocking host wait (counted on the emulated GPU):
+// the targets are counted, the mean loss taken and the embedding's rows grouped by token on the
+// GPU. The kept loss is the one a forward returns at once and the CPU's (two targets ignored),
+// and the gradients are the same bits either way.
+TEST(LlamaCuda, KeepsTheLossOnTheDeviceWithoutAHostWait) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU visible";
+  AttentionEnv env("own");
+  const LlamaConfig c = tiny();
+  const int B = 2, Tn = 32;
+  LlamaCpu<float> cpu(c, B, Tn);
+  LlamaCuda<float> gpu(c, B, Tn);
+  LocalParams<float> host(cpu);
+  const auto w = random_weights<float>(c, host.size(), 8);
+  std::copy(w.begin(), w.end(), host.params());
+  DeviceParams<float> dev(gpu, /*device_ordered=*/true);
+  dev.upload(host.params());
+  const auto x = random_tokens(B * Tn, 11, 9);  // 11 distinct tokens: groups of several rows
+  auto y = random_tokens(B * Tn, c.vocab_size, 10);
+  y[3] = -1, y[40] = -1;
+  const float expected = cpu.forward(x.data(), y.data(), B, Tn, host);
+  const float at_once = gpu.forward(x.data(), y.data(), B, Tn, dev);
+  gpu.backward(dev, dev, 1.0f);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const auto grads_at_once = dev.grads();
+
+  ASSERT_TRUE(gpu.keep_loss_on_device(true));
+  dev.zero_grads();
+  StepSyncs syncs;
+  syncs.begin_step();
+  EXPECT_TRUE(std::isnan(gpu.forward(x.data(), y.data(), B, Tn, dev)));
+  gpu.backward(dev, dev, 1.0f);
+  syncs.end_step();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  float kept = 0.0f;
+  ASSERT_EQ(cudaMemcpy(&kept, gpu.device_loss(), sizeof kept, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(kept, at_once);
+  EXPECT_LT(std::abs(kept - expected), 1e-4 * expected) << kept << " vs the CPU's " << expected;
+  EXPECT_TRUE(dev.grads() == grads_at_once) << "the gradients differ with the loss kept";
+  for (uint64_t n : syncs.per_step()) EXPECT_EQ(n, 0u) << syncs.line("forward + backward, loss kept");
 }
 
 TEST(LlamaCuda, FollowsTheLayerProtocolTiedAndUntied) {
