@@ -4,8 +4,8 @@
 // 1e-4 of each tensor's largest magnitude, with and without activation checkpointing, on the
 // model's own stream and on a given one; bf16 and fp16 with dsx's own attention kernels
 // (DSX_ATTENTION=own) and with cuDNN's fused attention (skipped, saying why, where the build or GPU
-// has none). Gradients are the same bits run to run; the layer protocol of models/model.h holds.
-// Skips without a GPU.
+// has none). Gradients are the same bits run to run; the layer protocol of models/model.h holds;
+// a loss kept on the device costs no host wait. Skips without a GPU.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
