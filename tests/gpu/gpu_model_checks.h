@@ -11,6 +11,8 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "device/cuda_device.h"
@@ -18,6 +20,7 @@
 #include "models/gpt2/gpt2_cuda.h"  // bits_of, download_as
 #include "models/local_params.h"
 #include "models/model.h"
+#include "trace/recorder.h"
 
 namespace dsx::test {
 
@@ -77,6 +80,24 @@ class DeviceParams final : public models::ParamAccess, public models::GradSink {
   models::DeviceBuffer<T> params_, grads_;
   bool device_ordered_;
 };
+
+// The names of the recorded spans on a GPU's model track ("cuda:<n> model"), each checked to be
+// a "gpu layer" span that does not end before it begins.
+inline std::multiset<std::string> gpu_layer_span_names() {
+  const auto& recorder = trace::Recorder::instance();
+  std::set<int> gpu_tracks;
+  for (const auto& t : recorder.tracks())
+    if (t.name.rfind("cuda:", 0) == 0 && t.name.size() > 6 && t.name.substr(t.name.size() - 6) == " model")
+      gpu_tracks.insert(t.id);
+  std::multiset<std::string> names;
+  for (const auto& e : recorder.events())
+    if (gpu_tracks.count(e.track)) {
+      EXPECT_STREQ(e.category, "gpu layer");
+      EXPECT_LE(e.begin_ns, e.end_ns) << e.name;
+      names.insert(e.name);
+    }
+  return names;
+}
 
 // max |a - b| over max |b|: the error relative to the reference tensor's largest magnitude.
 inline double rel_diff(const float* a, const float* b, size_t n) {

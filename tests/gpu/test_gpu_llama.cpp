@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <random>
+#include <set>
 #include <string>
 #include <type_traits>
 
@@ -225,6 +226,38 @@ TEST(LlamaCuda, KeepsTheLossOnTheDeviceWithoutAHostWait) {
   EXPECT_LT(std::abs(kept - expected), 1e-4 * expected) << kept << " vs the CPU's " << expected;
   EXPECT_TRUE(dev.grads() == grads_at_once) << "the gradients differ with the loss kept";
   for (uint64_t n : syncs.per_step()) EXPECT_EQ(n, 0u) << syncs.line("forward + backward, loss kept");
+}
+
+// While a trace records, each layer's kernels get a span stamped by the stream itself (the
+// model device's host tasks, in stream order) on the track "cuda:<n> model"; while none
+// records, no span appears.
+TEST(LlamaCuda, LayerSpansAreStampedByTheStream) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU visible";
+  AttentionEnv env("own");
+  const LlamaConfig c = tiny();
+  const int B = 1, Tn = 8;
+  LlamaCuda<float> gpu(c, B, Tn);
+  DeviceParams<float> dev(gpu);
+  const auto w = random_weights<float>(c, gpu.num_params(), 3);
+  dev.upload(w.data());
+  const auto x = random_tokens(B * Tn, c.vocab_size, 11), y = random_tokens(B * Tn, c.vocab_size, 12);
+  auto step = [&] {
+    gpu.forward(x.data(), y.data(), B, Tn, dev);
+    gpu.backward(dev, dev, 1.0f);
+    gpu.logits();  // waits for the stream, and so for its host tasks
+  };
+  std::multiset<std::string> expected;
+  for (int l = 1; l <= c.num_layers; ++l)
+    expected.insert({"forward layer " + std::to_string(l), "backward layer " + std::to_string(l)});
+  auto& recorder = dsx::trace::Recorder::instance();
+  recorder.clear();
+  recorder.start();
+  step();
+  recorder.stop();
+  EXPECT_EQ(gpu_layer_span_names(), expected);
+  recorder.clear();
+  step();
+  EXPECT_TRUE(gpu_layer_span_names().empty());
 }
 
 TEST(LlamaCuda, FollowsTheLayerProtocolTiedAndUntied) {
