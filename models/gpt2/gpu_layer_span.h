@@ -5,8 +5,6 @@
 // While no trace is recorded it enqueues nothing. CUDA builds only.
 #pragma once
 
-#include <cuda_runtime_api.h>
-
 #include <functional>
 #include <memory>
 #include <string>
