@@ -4,7 +4,9 @@
 // two parts issue 21 asks about, timed with CUDA events by replaying one step's calls at the
 // model's shapes: the matmuls (cuBLASLt, each shape planned once) against the bf16 peak, and the
 // bias gradients (deterministic two-stage column sums) against the HBM bandwidth.
-// Run by tests/gpu/run.sh. usage: bench_gpu_gpt2 [B T steps peak_tflops hbm_gbs]
+// Memory, copies, fills, waits and timing go through the GPU's device::Device (device/device.h),
+// on the model's own stream. Run by tests/gpu/run.sh. usage: bench_gpu_gpt2 [B T steps
+// peak_tflops hbm_gbs]
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
@@ -12,33 +14,37 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <memory>
 #include <random>
 #include <vector>
 
+#include "device/cuda_device.h"
 #include "dsx/error.h"
 #include "kernels/cuda/decoder_layers.h"
+#include "models/device_buffer.h"
 #include "models/gpt2/gpt2_cuda.h"
 
 namespace {
 
-using dsx::models::DeviceArray;
+using dsx::device::Device;
+using dsx::device::Stream;
+using dsx::models::DeviceBuffer;
 using dsx::models::GradSink;
 using dsx::models::ParamAccess;
 using dsx::models::ParamSpec;
 using bf16 = __nv_bfloat16;
 namespace kc = dsx::kernels::cuda;
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw dsx::Error(dsx::ErrorKind::Internal, std::string(what) + ": " + cudaGetErrorString(e));
-}
+// How long the host waits for the GPU's work before Error(Timeout).
+constexpr std::chrono::minutes kGpuWait{5};
 
 // Parameters and gradients in device memory, always resident.
 class DeviceParams final : public ParamAccess, public GradSink {
  public:
-  explicit DeviceParams(const dsx::models::Model& m)
-      : specs_(m.params()), params_(m.num_params()), grads_(m.num_params()) {}
-  DeviceArray<bf16>& params() { return params_; }
-  void zero_grads() { check(cudaMemset(grads_.data(), 0, grads_.size() * 2), "zero gradients"); }
+  DeviceParams(Device& gpu, const dsx::models::Model& m)
+      : gpu_(gpu), specs_(m.params()), params_(gpu, m.num_params()), grads_(gpu, m.num_params()) {}
+  DeviceBuffer<bf16>& params() { return params_; }
+  void zero_grads(Stream& on) { gpu_.fill_zero(grads_.data(), grads_.bytes(), on); }
   void acquire(int) override {}
   void release(int) override {}
   const void* param(size_t i) override { return params_.data() + specs_[i].offset; }
@@ -47,25 +53,20 @@ class DeviceParams final : public ParamAccess, public GradSink {
   bool orders_after_device_work() const override { return true; }  // nothing reads them mid-step
 
  private:
+  Device& gpu_;
   std::vector<ParamSpec> specs_;
-  DeviceArray<bf16> params_, grads_;
+  DeviceBuffer<bf16> params_, grads_;
 };
 
-// Milliseconds of `body` per call, from CUDA events around `reps` calls on `stream`.
-double time_ms(cudaStream_t stream, int reps, const std::function<void()>& body) {
+// Milliseconds of `body` per call, from timed events around `reps` calls on `on`.
+double time_ms(Device& gpu, Stream& on, int reps, const std::function<void()>& body) {
   body();  // warm-up: plans are built, scratch allocated
-  cudaEvent_t start, stop;
-  check(cudaEventCreate(&start), "cudaEventCreate");
-  check(cudaEventCreate(&stop), "cudaEventCreate");
-  check(cudaEventRecord(start, stream), "cudaEventRecord");
+  auto start = gpu.create_timed_event(), stop = gpu.create_timed_event();
+  on.record(*start);
   for (int i = 0; i < reps; ++i) body();
-  check(cudaEventRecord(stop, stream), "cudaEventRecord");
-  check(cudaEventSynchronize(stop), "cudaEventSynchronize");
-  float ms = 0;
-  check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  return ms / reps;
+  on.record(*stop);
+  gpu.synchronize(*stop, kGpuWait, "the timed calls");
+  return 1e3 * gpu.seconds_between(*start, *stop) / reps;
 }
 
 struct Linear {
@@ -96,8 +97,8 @@ struct StepTiming {
 };
 
 // 1. The whole step, forward and backward on random tokens, after two untimed steps.
-StepTiming time_steps(dsx::models::GPT2Cuda<bf16>& model, DeviceParams& p, const dsx::models::GPT2Config& c,
-                      const BenchArgs& a) {
+StepTiming time_steps(dsx::models::GPT2Cuda<bf16>& model, Stream& on, DeviceParams& p,
+                      const dsx::models::GPT2Config& c, const BenchArgs& a) {
   const int B = a.B, T = a.T, steps = a.steps;
   std::mt19937_64 rng(2);
   std::vector<int32_t> x(size_t(B) * T), y(size_t(B) * T);
@@ -107,10 +108,10 @@ StepTiming time_steps(dsx::models::GPT2Cuda<bf16>& model, DeviceParams& p, const
   float loss = 0;
   for (int step = 0; step < steps + 2; ++step) {
     auto t0 = std::chrono::steady_clock::now();
-    p.zero_grads();
+    p.zero_grads(on);
     loss = model.forward(x.data(), y.data(), B, T, p);
     model.backward(p, p, 1.0f);
-    check(cudaDeviceSynchronize(), "step");
+    on.synchronize(kGpuWait);
     if (step >= 2) total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   const double tokens_per_s = double(B) * T * steps / total;
@@ -136,28 +137,29 @@ struct PartTiming {
   double matmul_ms, bias_ms, matmul_tflops, bias_gbs;
 };
 
-// 2. One step's matmuls and bias gradients, replayed at the model's shapes on `s`.
-PartTiming time_parts(cudaStream_t s, const std::vector<Linear>& linears, size_t N, int C, int Vp) {
-  DeviceArray<bf16> in(N * 4 * C), dinp(N * 4 * C), w(size_t(Vp) * C), dw(size_t(Vp) * C), out(N * Vp), db(4 * C);
-  for (auto* a : {&in, &w, &out}) check(cudaMemset(a->data(), 0x3c, a->size() * 2), "fill");
-  check(cudaMemset(dw.data(), 0, dw.size() * 2), "fill");
-  check(cudaMemset(db.data(), 0, db.size() * 2), "fill");
-  DeviceArray<float> workspace((kc::DecoderBlas::workspace_bytes(4 * size_t(C)) + 3) / 4);
-  kc::DecoderBlas blas({workspace.data(), workspace.size() * sizeof(float)});
+// 2. One step's matmuls and bias gradients, replayed at the model's shapes on `on`.
+PartTiming time_parts(Device& gpu, Stream& on, const std::vector<Linear>& linears, size_t N, int C, int Vp) {
+  const auto s = static_cast<cudaStream_t>(on.native());
+  auto bf16s = [&gpu](size_t n) { return DeviceBuffer<bf16>(gpu, n); };  // zero-filled
+  DeviceBuffer<bf16> in = bf16s(N * 4 * C), dinp = bf16s(N * 4 * C), w = bf16s(size_t(Vp) * C);
+  DeviceBuffer<bf16> dw = bf16s(size_t(Vp) * C), out = bf16s(N * Vp), db = bf16s(4 * C);
+  for (auto* a : {&in, &w, &out}) gpu.fill_bytes(a->data(), 0x3c, a->bytes(), on);
+  DeviceBuffer<float> workspace(gpu, (kc::DecoderBlas::workspace_bytes(4 * size_t(C)) + 3) / 4);
+  kc::DecoderBlas blas({workspace.data(), workspace.bytes()});
   const int reps = 3;
   double matmul_flops = 0, bias_bytes = 0;
   for (const auto& L : linears) {
     matmul_flops += 3 * 2.0 * double(N) * L.C * L.OC;  // forward, dinp, dweight
     if (L.bias) bias_bytes += double(N) * L.OC * 2;
   }
-  const double matmul_ms = time_ms(s, reps, [&] {
+  const double matmul_ms = time_ms(gpu, on, reps, [&] {
     for (const auto& L : linears) {
       kc::decoder_matmul_forward(blas, out.data(), in.data(), w.data(), L.bias ? w.data() : nullptr, N, L.C, L.OC, s);
       kc::decoder_matmul_backward(blas, dinp.data(), dw.data(), static_cast<bf16*>(nullptr), out.data(), in.data(),
                                w.data(), N, L.C, L.OC, s);
     }
   });
-  const double bias_ms = time_ms(s, reps, [&] {
+  const double bias_ms = time_ms(gpu, on, reps, [&] {
     for (const auto& L : linears) {
       if (L.bias) kc::decoder_bias_backward(blas, db.data(), out.data(), N, L.OC, s);
     }
@@ -170,15 +172,18 @@ PartTiming time_parts(cudaStream_t s, const std::vector<Linear>& linears, size_t
 int main(int argc, char** argv) try {
   const BenchArgs a = parse_args(argc, argv);
   auto c = dsx::models::gpt2_preset("gpt2-124M");
+  const std::unique_ptr<Device> gpu = dsx::device::make_cuda_device();
   dsx::models::GPT2Cuda<bf16> model(c, a.B, a.T);
-  DeviceParams p(model);
+  // The model's stream, adopted (not owned) so the bench's fills, waits and events share its order.
+  const std::unique_ptr<Stream> on = gpu->adopt_stream(model.stream(), "bench_gpu_gpt2");
+  DeviceParams p(*gpu, model);
   std::vector<uint16_t> init(model.num_params());
   model.init_params(init.data(), 1);
-  check(cudaMemcpy(p.params().data(), init.data(), init.size() * 2, cudaMemcpyHostToDevice), "upload");
+  gpu->copy_now(p.params().data(), init.data(), init.size() * 2);
 
-  const StepTiming step = time_steps(model, p, c, a);
+  const StepTiming step = time_steps(model, *on, p, c, a);
   const std::vector<Linear> linears = step_linears(c);
-  const PartTiming parts = time_parts(model.stream(), linears, size_t(a.B) * a.T, c.channels, c.padded_vocab_size);
+  const PartTiming parts = time_parts(*gpu, *on, linears, size_t(a.B) * a.T, c.channels, c.padded_vocab_size);
 
   std::printf("GPT-2 124M bf16 fwd+bwd, B%d T%d, %d steps; loss %.3f; %zu matmul plans built for the model's "
               "%zu matmul calls a step\n",

@@ -3,6 +3,7 @@
 #include "kernels/cuda/batch_tokens.h"
 
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/token_rows_sum.cuh"
 #include "kernels/decoder_math.h"
 
 namespace dsx::kernels::cuda {
@@ -103,5 +104,19 @@ void group_rows_by_token(int32_t* grouped, int32_t* scratch, const int32_t* toke
   DSX_LAUNCH(1, kTile, 0, stream, pack_groups_kernel)(grouped, sorted, first, tokens, n);
   check_launch("group_rows_by_token (pack)");
 }
+
+template <class T>
+void embedding_backward_grouped(T* dtable, const T* dout, const int32_t* grouped, size_t n, int C,
+                                cudaStream_t stream) {
+  if (n == 0) return;
+  DSX_TOUCHES(DSX_READS(grouped, grouped_rows_capacity(n) * 4), DSX_READS(dout, n * C * sizeof(T)));
+  add_grouped_rows(dtable, dout, grouped, n, C, stream);
+  check_launch("embedding_backward_grouped");
+}
+
+template void embedding_backward_grouped<float>(float*, const float*, const int32_t*, size_t, int, cudaStream_t);
+template void embedding_backward_grouped<__nv_bfloat16>(__nv_bfloat16*, const __nv_bfloat16*, const int32_t*, size_t,
+                                                        int, cudaStream_t);
+template void embedding_backward_grouped<__half>(__half*, const __half*, const int32_t*, size_t, int, cudaStream_t);
 
 }  // namespace dsx::kernels::cuda

@@ -27,4 +27,13 @@ void group_rows_by_token(int32_t* grouped, int32_t* scratch, const int32_t* toke
 inline constexpr size_t grouped_rows_capacity(size_t n) { return 3 * n + 2; }
 inline constexpr size_t grouped_rows_scratch(size_t n) { return 2 * n; }
 
+// dtable[token, :] += the rows of dout (n rows of C) holding that token, over the rows `grouped`
+// by group_rows_by_token: each token's rows added in row order, no atomics, so the same bits
+// every run (an embedding table's gradient: the Llama family's embed_tokens; GPT-2's wte goes
+// through decoder_positional_embedding_backward, which sums the same way). T is float,
+// __nv_bfloat16 or __half.
+template <class T>
+void embedding_backward_grouped(T* dtable, const T* dout, const int32_t* grouped, size_t n, int C,
+                                cudaStream_t stream);
+
 }  // namespace dsx::kernels::cuda

@@ -17,7 +17,6 @@
 #include "models/gpt2/block_tensors.h"
 #include "models/gpt2/config.h"
 #include "models/gpt2/flops.h"
-#include "models/cuda_model_legacy.h"  // DeviceArray and friends: Llama's until it converts
 #include "models/cuda_stream.h"
 #include "models/cuda_workspaces.h"
 #include "models/device_buffer.h"

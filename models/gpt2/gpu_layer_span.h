@@ -5,8 +5,6 @@
 // While no trace is recorded it enqueues nothing. CUDA builds only.
 #pragma once
 
-#include <cuda_runtime_api.h>
-
 #include <functional>
 #include <memory>
 #include <string>
@@ -31,9 +29,6 @@ class GpuLayerSpan {
     };
     open(gpu.name(), what, layer);
   }
-  // On a bare CUDA stream: for llama_cuda.cpp until it goes through device::Device (defined in
-  // models/cuda_model_legacy.cpp, which goes with it).
-  GpuLayerSpan(cudaStream_t stream, const char* what, int layer);
   ~GpuLayerSpan() {
     if (!span_) return;
     // If the end cannot be enqueued the span is dropped.

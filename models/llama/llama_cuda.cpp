@@ -13,6 +13,7 @@
 
 #include "dsx/error.h"
 #include "kernels/column_sums.h"
+#include "kernels/cuda/batch_tokens.h"
 #include "kernels/cuda/cudnn_attention.h"
 #include "kernels/cuda/llama_layers.h"
 #include "kernels/decoder_math.h"
@@ -109,14 +110,15 @@ LlamaCuda<T>::LlamaCuda(const LlamaConfig& config, int max_batch, int max_seq,
     a.xn2 = device_array<T>(N * C), a.gate = device_array<T>(N * F), a.up = device_array<T>(N * F);
     a.h = device_array<T>(N * F), a.rstd1 = device_array<float>(N), a.rstd2 = device_array<float>(N);
   }
-  inputs_ = device_array<int32_t>(N), targets_ = device_array<int32_t>(N);
-  token_rows_ = device_array<int32_t>(kernels::token_rows_capacity(N));
+  inputs_ = device_array<int32_t>(N), targets_ = device_array<int32_t>(N), counted_on_device_ = device_array<int32_t>(1);
+  grouped_rows_ = device_array<int32_t>(kc::grouped_rows_capacity(N));
+  group_scratch_ = device_array<int32_t>(kc::grouped_rows_scratch(N));
   xf_ = device_array<T>(N * C), logits_ = device_array<T>(N * config.vocab_size);
   q_ = device_array<T>(N * QD), k_ = device_array<T>(N * KVD), v_ = device_array<T>(N * KVD);
   tmp_ = device_array<T>(N * C), dres_ = device_array<T>(N * C), dxn_ = device_array<T>(N * C);
   datty_ = device_array<T>(N * QD), dh_ = device_array<T>(N * F), dup_ = device_array<T>(N * F);
   rstdf_ = device_array<float>(N), lse_ = device_array<float>(N), losses_ = device_array<float>(N);
-  norm_scratch_ = device_array<float>(kernels::column_sums_scratch_floats(N, C));
+  norm_scratch_ = device_array<float>(kernels::column_sums_scratch_floats(N, C)), loss_ = device_array<float>(1);
   allocate_for(attention_for(max_batch, max_seq));
 }
 
@@ -184,11 +186,11 @@ size_t LlamaCuda<T>::activation_bytes() const {
         add(a.rstd1);
     add(a.rstd2), add(a.qkv), add(a.att), add(a.q), add(a.k), add(a.v), add(a.stats);
   }
-  add(inputs_), add(targets_), add(token_rows_), add(cos_), add(sin_), add(xf_), add(logits_),
+  add(inputs_), add(targets_), add(grouped_rows_), add(group_scratch_), add(counted_on_device_), add(cos_), add(sin_), add(xf_), add(logits_),
       add(q_), add(k_);
   add(v_), add(tmp_), add(dres_), add(dxn_), add(datty_), add(dh_), add(dup_), add(dqkv_),
       add(rstdf_), add(lse_);
-  add(losses_), add(dpre_), add(norm_scratch_);
+  add(losses_), add(dpre_), add(norm_scratch_), add(loss_);
   return bytes;
 }
 
@@ -336,7 +338,6 @@ float LlamaCuda<T>::forward(const int32_t* inputs, const int32_t* targets, int B
   cudaStream_t s = stream_.get();
   stream_.device().copy(inputs_.data(), inputs, N * 4, stream_.stream());
   if (has_targets_) stream_.device().copy(targets_.data(), targets, N * 4, stream_.stream());
-  host_inputs_.assign(inputs, inputs + N);
 
   access.acquire(0);  // tied: stays acquired until the head has run
   access.prefetch(1);
@@ -344,7 +345,7 @@ float LlamaCuda<T>::forward(const int32_t* inputs, const int32_t* targets, int B
                               static_cast<const T*>(access.param(0)), N, C, s);
   if (!tied) access.release(0);
   blocks_forward(access, [&](int l) {
-    GpuLayerSpan on_gpu(s, "forward layer", l + 1);
+    GpuLayerSpan on_gpu(stream_.device(), stream_.stream(), "forward layer", l + 1);
     block_ = l;
     block_forward(acts_of(l), residual_[l + 1].data(), residual_[l].data(), llama_block_params<T>(layout_, access, l));
   });
@@ -358,15 +359,16 @@ float LlamaCuda<T>::forward(const int32_t* inputs, const int32_t* targets, int B
   access.release(L + 1);
   if (tied) access.release(0);
 
-  counted_ = 0;
   if (!has_targets_) return 0.0f;
   kc::decoder_crossentropy_forward(losses_.data(), lse_.data(), logits_.data(), targets_.data(), N, V,
                                 V, s);
-  if (loss_.kept()) {
-    device_mean_loss(loss_.data(), losses_.data(), targets, N, s, counted_);
-    return std::numeric_limits<float>::quiet_NaN();
-  }
-  return host_mean_loss(losses_.data(), targets, N, s, counted_);
+  kc::decoder_mean_loss(loss_.data(), counted_on_device_.data(), losses_.data(), targets_.data(), N, s);
+  if (keep_loss_) return std::numeric_limits<float>::quiet_NaN();
+  // The caller wants the loss now: one float read back once the stream got there.
+  float loss = 0.0f;
+  stream_.stream().synchronize(kStreamWait);
+  stream_.device().copy_now(&loss, loss_.data(), sizeof loss);
+  return loss;
 }
 
 // Layer L+1 (and, tied, the embedding's gradient from the head): leaves d loss / d residual_[L]
@@ -378,8 +380,9 @@ void LlamaCuda<T>::head_backward(ParamAccess& access, GradSink& sink, float grad
   cudaStream_t s = stream_.get();
   const T* head_w = static_cast<const T*>(access.param(layout_.head_index()));
   T* dhead_w = static_cast<T*>(sink.grad(layout_.head_index()));
-  const float dloss = counted_ ? grad_scale / static_cast<float>(counted_) : 0.0f;
-  kc::decoder_crossentropy_backward(logits_.data(), lse_.data(), targets_.data(), dloss, N, V, V, s);
+  // d(mean loss) = grad_scale / counted, with the count forward left on the GPU.
+  kc::decoder_crossentropy_backward(logits_.data(), lse_.data(), targets_.data(), grad_scale,
+                                    counted_on_device_.data(), N, V, V, s);
   kc::decoder_matmul_backward(blas_, dxn_.data(), dhead_w, static_cast<T*>(nullptr), logits_.data(),
                            xf_.data(), head_w, N, C, V, s);
   stream_.device().fill_zero(dres_.data(), N * C * sizeof(T), stream_.stream());
@@ -389,18 +392,15 @@ void LlamaCuda<T>::head_backward(ParamAccess& access, GradSink& sink, float grad
       rstdf_.data(), N, C, s);
 }
 
-// The embedding's rows summed per token in row order (no atomics), grouped on the host.
+// The embedding's rows summed per token in row order (no atomics), over the rows grouped by
+// token on the GPU: the host never walks the tokens.
 template <class T>
 void LlamaCuda<T>::embedding_backward(GradSink& sink) {
-  const size_t N = size_t(B_) * T_;
-  cudaStream_t s = stream_.get();
   if (!sink.grad(0)) return;  // a frozen embedding (LoRA)
-  // A member: the copy may still read it after this returns (the next forward waits for it).
-  token_rows_host_ = kernels::group_rows_by_token(host_inputs_.data(), N, config_.vocab_size);
-  stream_.device().copy(token_rows_.data(), token_rows_host_.packed.data(),
-                        token_rows_host_.packed.size() * 4, stream_.stream());
-  kc::llama_embedding_backward(static_cast<T*>(sink.grad(0)), dres_.data(), token_rows_.data(),
-                               token_rows_host_.distinct, config_.hidden_size, s);
+  const size_t N = size_t(B_) * T_;
+  kc::group_rows_by_token(grouped_rows_.data(), group_scratch_.data(), inputs_.data(), N, stream_.get());
+  kc::embedding_backward_grouped(static_cast<T*>(sink.grad(0)), dres_.data(), grouped_rows_.data(), N,
+                                 config_.hidden_size, stream_.get());
 }
 
 template <class T>
@@ -413,7 +413,6 @@ void LlamaCuda<T>::backward(ParamAccess& access, GradSink& sink, float grad_scal
   stream_.device().make_current();
   const int L = config_.num_layers;
   const bool tied = config_.tie_word_embeddings;
-  cudaStream_t s = stream_.get();
   // Gradients are final when the stream has run the kernels that write them: ZeRO on this
   // device orders its reads by an event; anyone else reads once the stream is done.
   const bool wait_for_stream = !sink.orders_after_device_work();
@@ -430,7 +429,7 @@ void LlamaCuda<T>::backward(ParamAccess& access, GradSink& sink, float grad_scal
   blocks_backward(
       access,
       [&](int l) {
-        GpuLayerSpan on_gpu(s, "backward layer", l + 1);
+        GpuLayerSpan on_gpu(stream_.device(), stream_.stream(), "backward layer", l + 1);
         block_ = l;
         const BlockParams p = llama_block_params<T>(layout_, access, l);
         BlockActs& a = acts_of(l);

@@ -27,8 +27,7 @@
 #include <vector>
 
 #include "kernels/cuda/decoder_layers.h"
-#include "kernels/token_rows.h"
-#include "models/gpt2/gpt2_cuda.h"  // storage_dtype, init_params_as, KeptLoss, the mean loss
+#include "models/gpt2/gpt2_cuda.h"  // storage_dtype, init_params_as
 #include "models/llama/block_tensors.h"
 #include "models/llama/config.h"
 #include "models/llama/flops.h"
@@ -63,7 +62,10 @@ class LlamaCuda final : public DecoderModel<LlamaConfig, llama_forward_flops> {
   float forward(const int32_t* inputs, const int32_t* targets, int B, int Tn,
                 ParamAccess& access) override;
   void backward(ParamAccess& access, GradSink& sink, float grad_scale) override;
-  bool keep_loss_on_device(bool keep) override { return loss_.keep(keep); }
+  bool keep_loss_on_device(bool keep) override {
+    keep_loss_ = keep;
+    return true;
+  }
   const float* device_loss() const override { return loss_.data(); }
   std::vector<float> logits() const override;
   size_t activation_bytes() const override;  // device bytes allocated so far
@@ -118,17 +120,18 @@ class LlamaCuda final : public DecoderModel<LlamaConfig, llama_forward_flops> {
       nullptr, nullptr};
   std::map<std::pair<int, int>, LlamaAttention> chosen_;
   bool own_allocated_ = false, cudnn_allocated_ = false;
-  std::vector<int32_t> host_inputs_;
-  kernels::TokenRows token_rows_host_;
 
   LlamaAttention path_ = LlamaAttention::Own;  // the last forward's
-  DeviceBuffer<int32_t> inputs_, targets_, token_rows_;
+  bool keep_loss_ = false;  // Model::keep_loss_on_device
+  // The batch's tokens, their rows grouped by token (for the embedding backward) and the count
+  // of targets that count, all made on the GPU from the tokens copied up: the host never walks
+  // the B*T tokens.
+  DeviceBuffer<int32_t> inputs_, targets_, grouped_rows_, group_scratch_, counted_on_device_;
   DeviceBuffer<float> cos_, sin_;  // (max_seq, D/2) rotary tables
   std::vector<DeviceBuffer<T>> residual_;
   std::vector<BlockActs> blocks_;
   DeviceBuffer<T> xf_, logits_, q_, k_, v_, tmp_, dres_, dxn_, datty_, dh_, dup_, dqkv_;
-  DeviceBuffer<float> rstdf_, lse_, losses_, dpre_, norm_scratch_;
-  KeptLoss loss_;
+  DeviceBuffer<float> rstdf_, lse_, losses_, dpre_, norm_scratch_, loss_;
   DeviceProjectionAdapters<T>* adapters_ = nullptr;
   int block_ = 0;  // the block being run, for the adapters
 };

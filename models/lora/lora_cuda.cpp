@@ -12,7 +12,10 @@ namespace kc = dsx::kernels::cuda;
 template <class T>
 LoraAdaptersCuda<T>::LoraAdaptersCuda(const LoraAdapters& layout, device::Device& gpu,
                                       cudaStream_t stream, int max_batch, int max_seq)
-    : layout_(layout), stream_(stream) {
+    : layout_(layout),
+      stream_(stream),
+      blas_workspace_(decoder_blas_workspace(gpu, 0)),
+      blas_(workspace_of(blas_workspace_)) {
   using Kind = device::OwnedMemory::Kind;
   const size_t N = static_cast<size_t>(max_batch) * max_seq, r = layout.config().r;
   int widest = 0;

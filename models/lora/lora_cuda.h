@@ -16,6 +16,7 @@
 #include "device/device.h"
 #include "device/owned_memory.h"
 #include "kernels/cuda/decoder_layers.h"
+#include "models/cuda_workspaces.h"
 #include "models/lora/lora_adapters.h"
 #include "models/model.h"
 #include "models/projection_adapters.h"
@@ -45,6 +46,7 @@ class LoraAdaptersCuda final : public DeviceProjectionAdapters<T> {
 
   const LoraAdapters& layout_;
   cudaStream_t stream_;
+  device::OwnedMemory blas_workspace_;  // before blas_, which works in it (no biases: cuBLASLt's)
   kernels::cuda::DecoderBlas blas_;
   std::vector<device::OwnedMemory> u_;  // x @ A^T of the last forward, (N, r), per adapter
   device::OwnedMemory du_, xdrop_, dx_;

@@ -12,9 +12,6 @@ cd "$root" || exit 2
 allowed=(
   # A kernel launch's own checks and grid sizing (kernels/cuda/*.cu launch through it).
   "kernels/cuda/launch.cuh cudaGetLastError cudaGetErrorString cudaGetDevice cudaDeviceGetAttribute"
-  # The runtime-calling helpers that llama_cuda.cpp and bench_gpu_gpt2 still use (DeviceArray,
-  # upload_as, host_mean_loss, GpuLayerSpan on a bare stream); deleted with their last user.
-  "models/cuda_model_legacy.cpp *"
 )
 
 is_allowed() {  # is_allowed <path> <call>

@@ -7,13 +7,20 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <memory>
+#include <set>
+#include <string>
 #include <vector>
 
-#include "models/gpt2/gpt2_cuda.h"  // DeviceArray, upload_as, download_as
+#include "device/cuda_device.h"
+#include "models/device_buffer.h"
+#include "models/gpt2/gpt2_cuda.h"  // bits_of, download_as
 #include "models/local_params.h"
 #include "models/model.h"
+#include "trace/recorder.h"
 
 namespace dsx::test {
 
@@ -22,32 +29,42 @@ inline bool have_gpu() {
   return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
 }
 
-// Parameters and gradients in device memory, everything always resident. `device_ordered`: the
-// sink orders after the model's device work (GradSink::orders_after_device_work).
+// Parameters and gradients in device memory (DeviceBuffer on the GPU's device::Device),
+// everything always resident. `device_ordered`: the sink orders after the model's device work
+// (GradSink::orders_after_device_work). Reads and writes wait: the caller has waited for the
+// model's stream before reading gradients.
 template <class T>
 class DeviceParams final : public models::ParamAccess, public models::GradSink {
  public:
   explicit DeviceParams(const models::Model& m, bool device_ordered = false)
-      : specs_(m.params()),
-        params_(m.num_params()),
-        grads_(m.num_params()),
-        device_ordered_(device_ordered) {
-    zero_grads();
+      : gpu_(device::make_cuda_device()),
+        specs_(m.params()),
+        params_(*gpu_, m.num_params()),
+        grads_(*gpu_, m.num_params()),  // zero-filled
+        device_ordered_(device_ordered) {}
+  // Host fp32 values stored as T (16-bit: rounded to nearest even).
+  void upload(const float* host) {
+    if constexpr (sizeof(T) == 4) {
+      gpu_->copy_now(params_.data(), host, params_.bytes());
+    } else {
+      std::vector<uint16_t> bits(params_.size());
+      for (size_t i = 0; i < bits.size(); ++i) bits[i] = models::bits_of<T>(host[i]);
+      gpu_->copy_now(params_.data(), bits.data(), params_.bytes());
+    }
   }
-  void upload(const float* host) { models::upload_as(params_.data(), host, params_.size(), nullptr); }
   std::vector<float> grads() const {
     std::vector<float> g(grads_.size());
-    models::download_as(g.data(), grads_.data(), g.size(), nullptr);
+    models::download_as(*gpu_, g.data(), grads_.data(), g.size());
     return g;
   }
-  // Waited for: the model's non-blocking streams do not order after the legacy stream.
+  // Waited for: the model's streams must not find it half-zeroed.
   void zero_grads() {
-    cudaMemset(grads_.data(), 0, grads_.size() * sizeof(T));
-    cudaStreamSynchronize(nullptr);
+    gpu_->fill_zero(grads_.data(), grads_.bytes(), gpu_->compute_stream());
+    gpu_->compute_stream().synchronize(std::chrono::minutes(1));
   }
   std::vector<unsigned char> grad_bits() const {
-    std::vector<unsigned char> bits(grads_.size() * sizeof(T));
-    cudaMemcpy(bits.data(), grads_.data(), bits.size(), cudaMemcpyDeviceToHost);
+    std::vector<unsigned char> bits(grads_.bytes());
+    gpu_->copy_now(bits.data(), grads_.data(), bits.size());
     return bits;
   }
   void acquire(int) override {}
@@ -58,10 +75,29 @@ class DeviceParams final : public models::ParamAccess, public models::GradSink {
   bool orders_after_device_work() const override { return device_ordered_; }
 
  private:
+  std::unique_ptr<device::Device> gpu_;  // before the buffers, which it frees
   std::vector<models::ParamSpec> specs_;
-  models::DeviceArray<T> params_, grads_;
+  models::DeviceBuffer<T> params_, grads_;
   bool device_ordered_;
 };
+
+// The names of the recorded spans on a GPU's model track ("cuda:<n> model"), each checked to be
+// a "gpu layer" span that does not end before it begins.
+inline std::multiset<std::string> gpu_layer_span_names() {
+  const auto& recorder = trace::Recorder::instance();
+  std::set<int> gpu_tracks;
+  for (const auto& t : recorder.tracks())
+    if (t.name.rfind("cuda:", 0) == 0 && t.name.size() > 6 && t.name.substr(t.name.size() - 6) == " model")
+      gpu_tracks.insert(t.id);
+  std::multiset<std::string> names;
+  for (const auto& e : recorder.events())
+    if (gpu_tracks.count(e.track)) {
+      EXPECT_STREQ(e.category, "gpu layer");
+      EXPECT_LE(e.begin_ns, e.end_ns) << e.name;
+      names.insert(e.name);
+    }
+  return names;
+}
 
 // max |a - b| over max |b|: the error relative to the reference tensor's largest magnitude.
 inline double rel_diff(const float* a, const float* b, size_t n) {

@@ -139,20 +139,7 @@ TEST(Gpt2Cuda, LayerSpansAreStampedByTheStream) {
   InitialisedGpt2<float> m(B, Tn);
   std::vector<int32_t> x(B * Tn, 3), y(B * Tn, 4);
   auto& recorder = dsx::trace::Recorder::instance();
-  auto gpu_spans = [&] {
-    std::set<int> gpu_tracks;
-    for (const auto& t : recorder.tracks())
-      if (t.name.rfind("cuda:", 0) == 0 && t.name.size() > 6 && t.name.substr(t.name.size() - 6) == " model")
-        gpu_tracks.insert(t.id);
-    std::multiset<std::string> names;
-    for (const auto& e : recorder.events())
-      if (gpu_tracks.count(e.track)) {
-        EXPECT_STREQ(e.category, "gpu layer");
-        EXPECT_LE(e.begin_ns, e.end_ns) << e.name;
-        names.insert(e.name);
-      }
-    return names;
-  };
+  const auto gpu_spans = dsx::test::gpu_layer_span_names;
   auto step = [&] {
     m.gpu.forward(x.data(), y.data(), B, Tn, m.dev);
     m.gpu.backward(m.dev, m.dev, 1.0f);

@@ -379,6 +379,42 @@ TEST(GpuBatchTokens, GroupsRowsByTokenAsTheCpuDoes) {
   }
 }
 
+// An embedding table's gradient over rows grouped on the GPU: each token's rows added in row
+// order in fp32 onto what the table held (the bits of that sum on the host), near the float64
+// sum; tokens absent from the batch keep their rows.
+TEST(GpuBatchTokens, EmbeddingBackwardGroupedSumsEachTokensRowsInRowOrder) {
+  DSX_REQUIRE_GPU();
+  const int C = 40, vocab = 30;
+  const size_t n = 300;
+  std::mt19937 rng(12);
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  std::vector<int32_t> tokens(n);
+  for (auto& t : tokens) t = static_cast<int32_t>(rng() % 20);  // tokens 20..29 absent
+  std::vector<float> dout(n * C), table(size_t(vocab) * C);
+  for (auto& v : dout) v = value(rng);
+  for (auto& v : table) v = value(rng);
+  std::vector<float> expected = table;
+  std::vector<double> exact(table.begin(), table.end());
+  for (int32_t tok = 0; tok < vocab; ++tok)
+    for (int c = 0; c < C; ++c) {
+      float sum = 0.0f;
+      for (size_t r = 0; r < n; ++r)
+        if (tokens[r] == tok) sum += dout[r * C + c], exact[size_t(tok) * C + c] += dout[r * C + c];
+      if (sum != 0.0f) expected[size_t(tok) * C + c] += sum;
+    }
+  DeviceMemory in(n * 4), grouped(cuda::grouped_rows_capacity(n) * 4), scratch(cuda::grouped_rows_scratch(n) * 4);
+  DeviceMemory d_out(dout.size() * 4), d_table(table.size() * 4);
+  in.upload(tokens.data(), n * 4);
+  d_out.upload(dout.data(), dout.size() * 4);
+  d_table.upload(table.data(), table.size() * 4);
+  cuda::group_rows_by_token(grouped.get<int32_t>(), scratch.get<int32_t>(), in.get<int32_t>(), n, nullptr);
+  cuda::embedding_backward_grouped(d_table.get<float>(), d_out.get<float>(), grouped.get<int32_t>(), n, C, nullptr);
+  std::vector<float> got(table.size());
+  d_table.download(got.data(), got.size() * 4);
+  EXPECT_EQ(got, expected);
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], exact[i], 1e-5) << "element " << i;
+}
+
 // The mean loss and the count of the targets that count, on the GPU, are the CPU's to the bit.
 TEST(GpuBatchTokens, MeanLossOverTheCountedTargetsMatchesCpu) {
   DSX_REQUIRE_GPU();

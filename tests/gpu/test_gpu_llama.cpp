@@ -4,8 +4,8 @@
 // 1e-4 of each tensor's largest magnitude, with and without activation checkpointing, on the
 // model's own stream and on a given one; bf16 and fp16 with dsx's own attention kernels
 // (DSX_ATTENTION=own) and with cuDNN's fused attention (skipped, saying why, where the build or GPU
-// has none). Gradients are the same bits run to run; the layer protocol of models/model.h holds.
-// Skips without a GPU.
+// has none). Gradients are the same bits run to run; the layer protocol of models/model.h holds;
+// a loss kept on the device costs no host wait. Skips without a GPU.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <random>
+#include <set>
 #include <string>
 #include <type_traits>
 
@@ -22,6 +23,7 @@
 #include "models/llama/llama_cuda.h"
 #include "models/local_params.h"
 #include "tests/gpu/gpu_model_checks.h"
+#include "tests/gpu/step_sync_count.h"
 #include "tests/models/protocol_checker.h"
 #include "tests/models/random_model.h"
 
@@ -182,6 +184,80 @@ TEST(LlamaCuda, Fp16CudnnAttentionMatchesCpu) {
 TEST(LlamaCuda, Fp32GradientsAreBitwiseReproducible) { gradients_are_reproducible<float>(tiny()); }
 TEST(LlamaCuda, Bf16GradientsAreBitwiseReproducible) {
   gradients_are_reproducible<__nv_bfloat16>(qwen2_like());
+}
+
+// With the loss kept on the device (Model::keep_loss_on_device) and a sink that orders by the
+// model's stream, forward and backward make no blocking host wait (counted on the emulated GPU):
+// the targets are counted, the mean loss taken and the embedding's rows grouped by token on the
+// GPU. The kept loss is the one a forward returns at once and the CPU's (two targets ignored),
+// and the gradients are the same bits either way.
+TEST(LlamaCuda, KeepsTheLossOnTheDeviceWithoutAHostWait) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU visible";
+  AttentionEnv env("own");
+  const LlamaConfig c = tiny();
+  const int B = 2, Tn = 32;
+  LlamaCpu<float> cpu(c, B, Tn);
+  LlamaCuda<float> gpu(c, B, Tn);
+  LocalParams<float> host(cpu);
+  const auto w = random_weights<float>(c, host.size(), 8);
+  std::copy(w.begin(), w.end(), host.params());
+  DeviceParams<float> dev(gpu, /*device_ordered=*/true);
+  dev.upload(host.params());
+  const auto x = random_tokens(B * Tn, 11, 9);  // 11 distinct tokens: groups of several rows
+  auto y = random_tokens(B * Tn, c.vocab_size, 10);
+  y[3] = -1, y[40] = -1;
+  const float expected = cpu.forward(x.data(), y.data(), B, Tn, host);
+  const float at_once = gpu.forward(x.data(), y.data(), B, Tn, dev);
+  gpu.backward(dev, dev, 1.0f);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const auto grads_at_once = dev.grads();
+
+  ASSERT_TRUE(gpu.keep_loss_on_device(true));
+  dev.zero_grads();
+  StepSyncs syncs;
+  syncs.begin_step();
+  EXPECT_TRUE(std::isnan(gpu.forward(x.data(), y.data(), B, Tn, dev)));
+  gpu.backward(dev, dev, 1.0f);
+  syncs.end_step();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  float kept = 0.0f;
+  ASSERT_EQ(cudaMemcpy(&kept, gpu.device_loss(), sizeof kept, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(kept, at_once);
+  EXPECT_LT(std::abs(kept - expected), 1e-4 * expected) << kept << " vs the CPU's " << expected;
+  EXPECT_TRUE(dev.grads() == grads_at_once) << "the gradients differ with the loss kept";
+  for (uint64_t n : syncs.per_step()) EXPECT_EQ(n, 0u) << syncs.line("forward + backward, loss kept");
+}
+
+// While a trace records, each layer's kernels get a span stamped by the stream itself (the
+// model device's host tasks, in stream order) on the track "cuda:<n> model"; while none
+// records, no span appears.
+TEST(LlamaCuda, LayerSpansAreStampedByTheStream) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU visible";
+  AttentionEnv env("own");
+  const LlamaConfig c = tiny();
+  const int B = 1, Tn = 8;
+  LlamaCuda<float> gpu(c, B, Tn);
+  DeviceParams<float> dev(gpu);
+  const auto w = random_weights<float>(c, gpu.num_params(), 3);
+  dev.upload(w.data());
+  const auto x = random_tokens(B * Tn, c.vocab_size, 11), y = random_tokens(B * Tn, c.vocab_size, 12);
+  auto step = [&] {
+    gpu.forward(x.data(), y.data(), B, Tn, dev);
+    gpu.backward(dev, dev, 1.0f);
+    gpu.logits();  // waits for the stream, and so for its host tasks
+  };
+  std::multiset<std::string> expected;
+  for (int l = 1; l <= c.num_layers; ++l)
+    expected.insert({"forward layer " + std::to_string(l), "backward layer " + std::to_string(l)});
+  auto& recorder = dsx::trace::Recorder::instance();
+  recorder.clear();
+  recorder.start();
+  step();
+  recorder.stop();
+  EXPECT_EQ(gpu_layer_span_names(), expected);
+  recorder.clear();
+  step();
+  EXPECT_TRUE(gpu_layer_span_names().empty());
 }
 
 TEST(LlamaCuda, FollowsTheLayerProtocolTiedAndUntied) {
