@@ -153,7 +153,7 @@ std::vector<std::pair<std::string, Buffer<float>*>> PartitionOptimizer::state() 
   return {};
 }
 
-void PartitionOptimizer::step(float* param, const float* grad, float grad_factor, const StepHyper& hyper,
+void PartitionOptimizer::step(float* param, const float* grad, kernels::GradFactor grad_factor, const StepHyper& hyper,
                               const std::function<void(double*, size_t)>& sum_across_ranks, kernels::ParamCopy copy) {
   ++steps_;
   if (spec_.type == OptimizerType::Lamb) {
@@ -170,7 +170,7 @@ void PartitionOptimizer::step(float* param, const float* grad, float grad_factor
   }
 }
 
-void PartitionOptimizer::step_range(float* param, const float* grad, float grad_factor, const StepHyper& hyper,
+void PartitionOptimizer::step_range(float* param, const float* grad, kernels::GradFactor grad_factor, const StepHyper& hyper,
                                     kernels::ParamCopy copy, size_t lo, size_t hi, float* a, float* b) {
   // The working copy of elements [begin, ...) of the partition.
   auto copy_at = [copy](size_t begin) {
@@ -223,7 +223,7 @@ void PartitionOptimizer::step_range(float* param, const float* grad, float grad_
 // LAMB: the trust ratio of a tensor needs ||p|| and ||u|| of the whole tensor, so each rank sums
 // the squares of its pieces per tensor, the ranks add them up, and then every rank applies. The
 // pieces' sums come to the host (one synchronisation per step) and go back as one table.
-void PartitionOptimizer::step_lamb(float* param, const float* grad, float grad_factor,
+void PartitionOptimizer::step_lamb(float* param, const float* grad, kernels::GradFactor grad_factor,
                                    const kernels::LambHyper& hyper,
                                    const std::function<void(double*, size_t)>& sum_across_ranks,
                                    kernels::ParamCopy copy) {
