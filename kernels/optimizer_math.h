@@ -74,7 +74,7 @@ struct AdagradHyper {  // torch.optim.Adagrad with lr_decay 0 and initial_accumu
 struct GradFactor {
   float host = 1.0f;
   const float* device = nullptr;
-  GradFactor(float factor = 1.0f, const float* on_device = nullptr)  // NOLINT: implicit from float
+  DSX_HD GradFactor(float factor = 1.0f, const float* on_device = nullptr)  // NOLINT: from float
       : host(factor), device(on_device) {}
   DSX_HD float applied() const { return device ? host * *device : host; }
 };
