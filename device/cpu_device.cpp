@@ -189,31 +189,35 @@ class CpuDevice final : public Device {
         });
   }
 
-  void adam_step(const kernels::AdamHyper& h, int64_t step, kernels::GradFactor grad_factor, float* param,
-                 const float* grad, float* m, float* v, size_t count, kernels::ParamCopy copy,
-                 Stream& s) override {
-    run_step(s, "adam_step", grad_factor, grad, param, {m, v}, count, copy,
-             [=] { kernels::adam_step(h, step, grad_factor.applied(), param, grad, m, v, count, copy); });
+  void adam_step(const kernels::AdamHyper& h, int64_t step, kernels::GradFactor grad_factor,
+                 float* param, const float* grad, float* m, float* v, size_t count,
+                 kernels::ParamCopy copy, Stream& s) override {
+    run_step(s, "adam_step", grad_factor, grad, param, {m, v}, count, copy, [=] {
+      kernels::adam_step(h, step, grad_factor.applied(), param, grad, m, v, count, copy);
+    });
   }
 
-  void lion_step(const kernels::LionHyper& h, kernels::GradFactor grad_factor, float* param, const float* grad,
-                 float* m, size_t count, kernels::ParamCopy copy, Stream& s) override {
+  void lion_step(const kernels::LionHyper& h, kernels::GradFactor grad_factor, float* param,
+                 const float* grad, float* m, size_t count, kernels::ParamCopy copy,
+                 Stream& s) override {
     run_step(s, "lion_step", grad_factor, grad, param, {m}, count, copy,
              [=] { kernels::lion_step(h, grad_factor.applied(), param, grad, m, count, copy); });
   }
 
-  void sgd_step(const kernels::SgdHyper& h, int64_t step, kernels::GradFactor grad_factor, float* param,
-                const float* grad, float* momentum, size_t count, kernels::ParamCopy copy,
-                Stream& s) override {
-    run_step(s, "sgd_step", grad_factor, grad, param, {momentum}, count, copy,
-             [=] { kernels::sgd_step(h, step, grad_factor.applied(), param, grad, momentum, count, copy); });
+  void sgd_step(const kernels::SgdHyper& h, int64_t step, kernels::GradFactor grad_factor,
+                float* param, const float* grad, float* momentum, size_t count,
+                kernels::ParamCopy copy, Stream& s) override {
+    run_step(s, "sgd_step", grad_factor, grad, param, {momentum}, count, copy, [=] {
+      kernels::sgd_step(h, step, grad_factor.applied(), param, grad, momentum, count, copy);
+    });
   }
 
   void adagrad_step(const kernels::AdagradHyper& h, kernels::GradFactor grad_factor, float* param,
                     const float* grad, float* sum_sq, size_t count, kernels::ParamCopy copy,
                     Stream& s) override {
-    run_step(s, "adagrad_step", grad_factor, grad, param, {sum_sq}, count, copy,
-             [=] { kernels::adagrad_step(h, grad_factor.applied(), param, grad, sum_sq, count, copy); });
+    run_step(s, "adagrad_step", grad_factor, grad, param, {sum_sq}, count, copy, [=] {
+      kernels::adagrad_step(h, grad_factor.applied(), param, grad, sum_sq, count, copy);
+    });
   }
 
   void lamb_prepare(const kernels::LambHyper& h, int64_t step, kernels::GradFactor grad_factor,
@@ -229,7 +233,8 @@ class CpuDevice final : public Device {
          factor_read(grad_factor)},
         "lamb_prepare", [=] {
           const size_t offsets[2] = {0, count};
-          kernels::lamb_prepare(h, step, grad_factor.applied(), param, grad, m, v, offsets, 1, norms_sq);
+          kernels::lamb_prepare(h, step, grad_factor.applied(), param, grad, m, v, offsets, 1,
+                                norms_sq);
         });
   }
 

@@ -303,21 +303,22 @@ class CudaDevice final : public Device {
     kernels::cuda::zero_grad_factor(sum_sq, loss_scale, max_norm, factor, cuda_of(s).get());
   }
 
-  void adam_step(const kernels::AdamHyper& h, int64_t step, kernels::GradFactor grad_factor, float* param,
-                 const float* grad, float* m, float* v, size_t count, kernels::ParamCopy copy,
-                 Stream& s) override {
+  void adam_step(const kernels::AdamHyper& h, int64_t step, kernels::GradFactor grad_factor,
+                 float* param, const float* grad, float* m, float* v, size_t count,
+                 kernels::ParamCopy copy, Stream& s) override {
     select();
     kernels::cuda::adam_step(h, step, grad_factor, param, grad, m, v, count, copy,
                              cuda_of(s).get());
   }
-  void lion_step(const kernels::LionHyper& h, kernels::GradFactor grad_factor, float* param, const float* grad,
-                 float* m, size_t count, kernels::ParamCopy copy, Stream& s) override {
+  void lion_step(const kernels::LionHyper& h, kernels::GradFactor grad_factor, float* param,
+                 const float* grad, float* m, size_t count, kernels::ParamCopy copy,
+                 Stream& s) override {
     select();
     kernels::cuda::lion_step(h, grad_factor, param, grad, m, count, copy, cuda_of(s).get());
   }
-  void sgd_step(const kernels::SgdHyper& h, int64_t step, kernels::GradFactor grad_factor, float* param,
-                const float* grad, float* momentum, size_t count, kernels::ParamCopy copy,
-                Stream& s) override {
+  void sgd_step(const kernels::SgdHyper& h, int64_t step, kernels::GradFactor grad_factor,
+                float* param, const float* grad, float* momentum, size_t count,
+                kernels::ParamCopy copy, Stream& s) override {
     select();
     kernels::cuda::sgd_step(h, step, grad_factor, param, grad, momentum, count, copy,
                             cuda_of(s).get());

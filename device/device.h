@@ -151,23 +151,24 @@ class Device {
   // The fused optimizers (kernels/optimizers.h, same arguments) on device memory; `copy` also
   // writes the updated parameters in a 16-bit working precision. `grad_factor` may name a device
   // float (kernels/optimizer_math.h's GradFactor), read in stream order.
-  virtual void adam_step(const kernels::AdamHyper& h, int64_t step, kernels::GradFactor grad_factor, float* param,
-                         const float* grad, float* exp_avg, float* exp_avg_sq, size_t count,
-                         kernels::ParamCopy copy, Stream& stream) = 0;
+  virtual void adam_step(const kernels::AdamHyper& h, int64_t step, kernels::GradFactor grad_factor,
+                         float* param, const float* grad, float* exp_avg, float* exp_avg_sq,
+                         size_t count, kernels::ParamCopy copy, Stream& stream) = 0;
   virtual void lion_step(const kernels::LionHyper& h, kernels::GradFactor grad_factor, float* param,
                          const float* grad, float* exp_avg, size_t count, kernels::ParamCopy copy,
                          Stream& stream) = 0;
-  virtual void sgd_step(const kernels::SgdHyper& h, int64_t step, kernels::GradFactor grad_factor, float* param,
-                        const float* grad, float* momentum_buffer, size_t count,
+  virtual void sgd_step(const kernels::SgdHyper& h, int64_t step, kernels::GradFactor grad_factor,
+                        float* param, const float* grad, float* momentum_buffer, size_t count,
                         kernels::ParamCopy copy, Stream& stream) = 0;
-  virtual void adagrad_step(const kernels::AdagradHyper& h, kernels::GradFactor grad_factor, float* param,
-                            const float* grad, float* sum_sq, size_t count, kernels::ParamCopy copy,
-                            Stream& stream) = 0;
+  virtual void adagrad_step(const kernels::AdagradHyper& h, kernels::GradFactor grad_factor,
+                            float* param, const float* grad, float* sum_sq, size_t count,
+                            kernels::ParamCopy copy, Stream& stream) = 0;
   // LAMB over one tensor's run of `count` elements: norms_sq (device, 2 doubles) gets sum(p^2),
   // sum(u^2); lamb_apply reads the (globally summed) pair.
-  virtual void lamb_prepare(const kernels::LambHyper& h, int64_t step, kernels::GradFactor grad_factor,
-                            const float* param, const float* grad, float* exp_avg,
-                            float* exp_avg_sq, size_t count, double* norms_sq, Stream& stream) = 0;
+  virtual void lamb_prepare(const kernels::LambHyper& h, int64_t step,
+                            kernels::GradFactor grad_factor, const float* param, const float* grad,
+                            float* exp_avg, float* exp_avg_sq, size_t count, double* norms_sq,
+                            Stream& stream) = 0;
   virtual void lamb_apply(const kernels::LambHyper& h, int64_t step, float* param,
                           const float* exp_avg, const float* exp_avg_sq, size_t count,
                           const double* norms_sq, kernels::ParamCopy copy, Stream& stream) = 0;

@@ -153,8 +153,10 @@ std::vector<std::pair<std::string, Buffer<float>*>> PartitionOptimizer::state() 
   return {};
 }
 
-void PartitionOptimizer::step(float* param, const float* grad, kernels::GradFactor grad_factor, const StepHyper& hyper,
-                              const std::function<void(double*, size_t)>& sum_across_ranks, kernels::ParamCopy copy) {
+void PartitionOptimizer::step(float* param, const float* grad, kernels::GradFactor grad_factor,
+                              const StepHyper& hyper,
+                              const std::function<void(double*, size_t)>& sum_across_ranks,
+                              kernels::ParamCopy copy) {
   ++steps_;
   if (spec_.type == OptimizerType::Lamb) {
     step_lamb(param, grad, grad_factor, scheduled(spec_.lamb, hyper), sum_across_ranks, copy);
@@ -170,8 +172,10 @@ void PartitionOptimizer::step(float* param, const float* grad, kernels::GradFact
   }
 }
 
-void PartitionOptimizer::step_range(float* param, const float* grad, kernels::GradFactor grad_factor, const StepHyper& hyper,
-                                    kernels::ParamCopy copy, size_t lo, size_t hi, float* a, float* b) {
+void PartitionOptimizer::step_range(float* param, const float* grad,
+                                    kernels::GradFactor grad_factor, const StepHyper& hyper,
+                                    kernels::ParamCopy copy, size_t lo, size_t hi, float* a,
+                                    float* b) {
   // The working copy of elements [begin, ...) of the partition.
   auto copy_at = [copy](size_t begin) {
     kernels::ParamCopy c = copy;

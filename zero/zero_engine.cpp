@@ -315,7 +315,8 @@ kernels::GradFactor ZeroEngine::step_grad_factor(bool stage0_clipping,
     result.clip_coefficient = coefficient;
     return coefficient;
   }
-  const double c = kernels::zero_clip_divisor(sum_sq, result.loss_scale, options_.gradient_clipping);
+  const double c =
+      kernels::zero_clip_divisor(sum_sq, result.loss_scale, options_.gradient_clipping);
   if (c > 1.0) result.clip_coefficient = 1.0 / c;
   return kernels::GradFactor(1.0f, grad_factor_.data());
 }

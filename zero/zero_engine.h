@@ -133,7 +133,8 @@ class ZeroEngine {
   void touch(const void* data, size_t bytes, device::Access access, const char* what);
   void host_sync();
   const void* read_step_values(const void* values, size_t bytes);
-  double read_sum_of_squares(kernels::DType dtype, const void* data, size_t count, double loss_scale);
+  double read_sum_of_squares(kernels::DType dtype, const void* data, size_t count,
+                             double loss_scale);
   kernels::GradFactor step_grad_factor(bool stage0_clipping, const std::vector<double>& tensor_sums,
                                        double sum_sq, StepResult& result);
   size_t model_bytes(size_t count) const {

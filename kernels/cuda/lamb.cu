@@ -108,8 +108,9 @@ void lamb_prepare(const LambHyper& hyper, int64_t step, GradFactor grad_factor, 
                 DSX_WRITES(exp_avg_sq, n * 4), DSX_WRITES(partials, partial_bytes),
                 DSX_READS(layout.offsets_device, (layout.num_tensors + 1) * sizeof(size_t)),
                 DSX_READS(grad_factor.device, sizeof(float)));
-    DSX_LAUNCH(dim3(blocks, tensors), kBlock, 0, stream, lamb_moments_kernel)(
-        c, grad_factor.device, param, grad, exp_avg, exp_avg_sq, layout.offsets_device, first, partials);
+    DSX_LAUNCH(dim3(blocks, tensors), kBlock, 0, stream, lamb_moments_kernel)
+    (c, grad_factor.device, param, grad, exp_avg, exp_avg_sq, layout.offsets_device, first,
+     partials);
     check_launch("lamb_moments_kernel");
   }
   DSX_TOUCHES(DSX_READS(partials, partial_bytes), DSX_WRITES(norms_sq, 2 * layout.num_tensors * sizeof(double)));

@@ -82,8 +82,7 @@ struct SgdOp {
     if constexpr (kKind == SgdKind::Momentum) B = load_lanes<DType::F32, W>(buf, i);
     const float factor = grad_factor.applied();
 #pragma unroll
-    for (int k = 0; k < W; ++k)
-      sgd_element<kKind, kNesterov>(h, P.v[k], G.v[k], B.v[k], factor);
+    for (int k = 0; k < W; ++k) sgd_element<kKind, kNesterov>(h, P.v[k], G.v[k], B.v[k], factor);
     store_lanes<DType::F32, W>(p, i, P);
     if constexpr (kKind != SgdKind::Plain) store_lanes<DType::F32, W>(buf, i, B);
     store_copy<kCopy, W>(copy, i, P);
@@ -112,8 +111,8 @@ struct AdagradOp {
 };
 
 template <SgdKind kKind, bool kNesterov>
-void launch_sgd(const SgdHyper& h, GradFactor grad_factor, float* param, const float* grad, float* buf,
-                size_t count, const ParamCopy& copy, bool vec, cudaStream_t stream) {
+void launch_sgd(const SgdHyper& h, GradFactor grad_factor, float* param, const float* grad,
+                float* buf, size_t count, const ParamCopy& copy, bool vec, cudaStream_t stream) {
   dispatch_copy(copy.data, copy.dtype, [&](auto kc) {
     SgdOp<decltype(kc)::value, kKind, kNesterov> op{h, grad_factor, param, grad, buf, copy.data};
     launch_elementwise("sgd_step", op, count, vec, stream);
@@ -128,7 +127,8 @@ void adam_step(const AdamHyper& hyper, int64_t step, GradFactor grad_factor, flo
   check_step("cuda::adam_step", step);
   DSX_TOUCHES(DSX_READS(grad_factor.device, sizeof(float)), DSX_WRITES(param, count * 4),
               DSX_READS(grad, count * 4), DSX_WRITES(exp_avg, count * 4),
-              DSX_WRITES(exp_avg_sq, count * 4), DSX_WRITES(copy.data, count * dtype_size(copy.dtype)));
+              DSX_WRITES(exp_avg_sq, count * 4),
+              DSX_WRITES(copy.data, count * dtype_size(copy.dtype)));
   AdamCoeffs c = adam_coeffs(hyper, step, grad_factor.host);
   bool vec = all_vector_ok({param, grad, exp_avg, exp_avg_sq}, copy);
   auto launch = [&](auto decay) {
@@ -168,8 +168,8 @@ void sgd_step(const SgdHyper& hyper, int64_t step, GradFactor grad_factor, float
               cudaStream_t stream) {
   check_step("cuda::sgd_step", step);
   DSX_TOUCHES(DSX_READS(grad_factor.device, sizeof(float)), DSX_WRITES(param, count * 4),
-              DSX_READS(grad, count * 4),
-              DSX_WRITES(momentum_buffer, count * 4), DSX_WRITES(copy.data, count * dtype_size(copy.dtype)));
+              DSX_READS(grad, count * 4), DSX_WRITES(momentum_buffer, count * 4),
+              DSX_WRITES(copy.data, count * dtype_size(copy.dtype)));
   bool vec = all_vector_ok({param, grad, momentum_buffer}, copy);
   if (hyper.momentum == 0.0f)
     return launch_sgd<SgdKind::Plain, false>(hyper, grad_factor, param, grad, momentum_buffer,
@@ -192,8 +192,9 @@ void sgd_step(const SgdHyper& hyper, int64_t step, GradFactor grad_factor, float
                                          copy, vec, stream);
 }
 
-void adagrad_step(const AdagradHyper& hyper, GradFactor grad_factor, float* param, const float* grad,
-                  float* sum_sq, size_t count, ParamCopy copy, cudaStream_t stream) {
+void adagrad_step(const AdagradHyper& hyper, GradFactor grad_factor, float* param,
+                  const float* grad, float* sum_sq, size_t count, ParamCopy copy,
+                  cudaStream_t stream) {
   bool vec = all_vector_ok({param, grad, sum_sq}, copy);
   DSX_TOUCHES(DSX_READS(grad_factor.device, sizeof(float)), DSX_WRITES(param, count * 4),
               DSX_READS(grad, count * 4), DSX_WRITES(sum_sq, count * 4),

@@ -26,8 +26,9 @@ void sgd_step(const SgdHyper& hyper, int64_t step, GradFactor grad_factor, float
               const float* grad, float* momentum_buffer, size_t count, ParamCopy copy,
               cudaStream_t stream);
 
-void adagrad_step(const AdagradHyper& hyper, GradFactor grad_factor, float* param, const float* grad,
-                  float* sum_sq, size_t count, ParamCopy copy, cudaStream_t stream);
+void adagrad_step(const AdagradHyper& hyper, GradFactor grad_factor, float* param,
+                  const float* grad, float* sum_sq, size_t count, ParamCopy copy,
+                  cudaStream_t stream);
 
 // The tensor table of a flat LAMB buffer: offsets[t]..offsets[t+1] is tensor t, in device
 // memory (read by the kernels) and in host memory (to size the launch), both num_tensors + 1.

@@ -90,19 +90,19 @@ TEST(GpuGradFactor, ZeroRuleHasTheHostsBits) {
   struct Case {
     double sum_sq, loss_scale, max_norm;
   };
-  const std::vector<Case> cases = {
-      {0.1681, 1, 0.1},        {0.1681, 1, 1.0},       {0.1681, 1, 0.0},   {3.7e9, 65536, 0.5},
-      {3.7e9, 65536, 1e6},     {1.234567e-3, 1, 0.03}, {0.0, 1, 1.0},      {inf, 1024, 1.0},
-      {nan, 1024, 1.0},        {2.5e17, 4096, 0.5},    {1e-30, 1, 1e-20},  {9.99e-13, 1, 1e-6}};
+  const std::vector<Case> cases = {{0.1681, 1, 0.1},    {0.1681, 1, 1.0},    {0.1681, 1, 0.0},
+                                   {3.7e9, 65536, 0.5}, {3.7e9, 65536, 1e6}, {1.234567e-3, 1, 0.03},
+                                   {0.0, 1, 1.0},       {inf, 1024, 1.0},    {nan, 1024, 1.0},
+                                   {2.5e17, 4096, 0.5}, {1e-30, 1, 1e-20},   {9.99e-13, 1, 1e-6}};
   int clipped = 0;
   for (const Case& c : cases) {
     for (bool fp32 : {false, true}) {
       const double sum = fp32 ? double(static_cast<float>(c.sum_sq)) : c.sum_sq;
       const float want = host_rule(sum, c.loss_scale, c.max_norm);
       const float got = device_rule(c.sum_sq, fp32, c.loss_scale, c.max_norm);
-      EXPECT_EQ(bits(got), bits(want)) << "sum " << c.sum_sq << (fp32 ? " (fp32)" : " (fp64)")
-                                       << " scale " << c.loss_scale << " max_norm " << c.max_norm
-                                       << ": device " << got << ", host " << want;
+      EXPECT_EQ(bits(got), bits(want))
+          << "sum " << c.sum_sq << (fp32 ? " (fp32)" : " (fp64)") << " scale " << c.loss_scale
+          << " max_norm " << c.max_norm << ": device " << got << ", host " << want;
       EXPECT_EQ(bits(zero_grad_factor(sum, c.loss_scale, c.max_norm)), bits(want));
       clipped += want != static_cast<float>(1.0 / c.loss_scale);
     }
@@ -110,7 +110,8 @@ TEST(GpuGradFactor, ZeroRuleHasTheHostsBits) {
   EXPECT_GE(clipped, 10) << "the cases should clip in most of them";
 }
 
-std::vector<float> normal(size_t n, float mean, float stddev, unsigned seed, bool positive = false) {
+std::vector<float> normal(size_t n, float mean, float stddev, unsigned seed,
+                          bool positive = false) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> d(mean, stddev);
   std::vector<float> v(n);
@@ -136,15 +137,14 @@ void expect_device_factor_read(const std::string& what, Step&& step) {
   const auto on_device = stepped(n, [&](float* p, float* g, float* a, float* b) {
     step(GradFactor(1.0f, factor.get()), p, g, a, b);
   });
-  const auto on_host = stepped(n, [&](float* p, float* g, float* a, float* b) {
-    step(GradFactor(value), p, g, a, b);
-  });
-  const auto unscaled = stepped(n, [&](float* p, float* g, float* a, float* b) {
-    step(GradFactor(1.0f), p, g, a, b);
-  });
+  const auto on_host = stepped(
+      n, [&](float* p, float* g, float* a, float* b) { step(GradFactor(value), p, g, a, b); });
+  const auto unscaled = stepped(
+      n, [&](float* p, float* g, float* a, float* b) { step(GradFactor(1.0f), p, g, a, b); });
   for (size_t t = 0; t < on_host.size(); ++t)
     for (size_t i = 0; i < n; ++i)
-      ASSERT_EQ(bits(on_device[t][i]), bits(on_host[t][i])) << what << " buffer " << t << " element " << i;
+      ASSERT_EQ(bits(on_device[t][i]), bits(on_host[t][i]))
+          << what << " buffer " << t << " element " << i;
   EXPECT_NE(on_host, unscaled) << what << ": the factor should change the step";
 }
 
@@ -181,8 +181,8 @@ TEST(GpuGradFactor, LambPrepareReadsTheDeviceFactor) {
   std::vector<float> scratch(cuda::lamb_workspace_bytes(layout) / sizeof(float) + 4);
   DeviceFloats work(scratch), norms(std::vector<float>(4));
   expect_device_factor_read("lamb", [&](GradFactor f, float* p, float* g, float* a, float* b) {
-    cuda::lamb_prepare(LambHyper{}, 2, f, p, g, a, b, layout, reinterpret_cast<double*>(norms.get()),
-                       work.get(), 0);
+    cuda::lamb_prepare(LambHyper{}, 2, f, p, g, a, b, layout,
+                       reinterpret_cast<double*>(norms.get()), work.get(), 0);
   });
   cudaFree(table);
 }

@@ -56,7 +56,8 @@ TEST(ZeroGradFactor, TheCpuDevicesOptimizerReadsItInStreamOrder) {
   std::vector<float> init(n);
   for (size_t i = 0; i < n; ++i) init[i] = 0.01f * std::sin(0.7f * float(i));
   auto run = [&](bool on_device, bool fp32_sum) {
-    auto* buf = static_cast<float*>(device->allocate((4 * n + 4) * sizeof(float), Placement::Private, stream));
+    auto* buf = static_cast<float*>(
+        device->allocate((4 * n + 4) * sizeof(float), Placement::Private, stream));
     float *p = buf, *g = buf + n, *m = buf + 2 * n, *v = buf + 3 * n, *factor = buf + 4 * n;
     auto* sum = static_cast<double*>(device->allocate(sizeof(double), Placement::Private, stream));
     device->copy(p, init.data(), n * sizeof(float), stream);
@@ -64,7 +65,8 @@ TEST(ZeroGradFactor, TheCpuDevicesOptimizerReadsItInStreamOrder) {
     const double host_sum = 9.0;  // norm 3 / scale 2 = 1.5 > max_norm 0.5: clips
     device->copy(sum, &host_sum, sizeof(double), stream);
     if (fp32_sum) device->narrow_to_float(sum, factor + 1, 1, stream);
-    const dsx::kernels::DeviceSumOfSquares at{fp32_sum ? static_cast<const void*>(factor + 1) : sum, fp32_sum};
+    const dsx::kernels::DeviceSumOfSquares at{fp32_sum ? static_cast<const void*>(factor + 1) : sum,
+                                              fp32_sum};
     device->zero_grad_factor(at, 2.0, 0.5, factor, stream);
     const dsx::kernels::GradFactor gf =
         on_device ? dsx::kernels::GradFactor(1.0f, factor)
@@ -84,7 +86,8 @@ TEST(ZeroGradFactor, TheCpuDevicesOptimizerReadsItInStreamOrder) {
   for (bool fp32_sum : {false, true}) {
     const std::vector<float> dev = run(true, fp32_sum);
     EXPECT_EQ(0, std::memcmp(dev.data(), host.data(), (n + 1) * sizeof(float)))
-        << (fp32_sum ? "fp32" : "fp64") << " sum: the device factor's step differs from the host scalar's";
+        << (fp32_sum ? "fp32" : "fp64")
+        << " sum: the device factor's step differs from the host scalar's";
   }
 }
 
