@@ -178,34 +178,49 @@ class CpuDevice final : public Device {
         });
   }
 
-  void adam_step(const kernels::AdamHyper& h, int64_t step, float grad_factor, float* param,
-                 const float* grad, float* m, float* v, size_t count, kernels::ParamCopy copy,
+  void zero_grad_factor(kernels::DeviceSumOfSquares sum_sq, double loss_scale, double max_norm,
+                        float* factor, Stream& s) override {
+    const size_t sum_bytes = sum_sq.fp32 ? sizeof(float) : sizeof(double);
+    run(s, {{sum_sq.data, sum_bytes, Access::Read}, {factor, sizeof(float), Access::Write}},
+        "zero_grad_factor", [=] {
+          const double sum = sum_sq.fp32 ? double(*static_cast<const float*>(sum_sq.data))
+                                         : *static_cast<const double*>(sum_sq.data);
+          *factor = kernels::zero_grad_factor(sum, loss_scale, max_norm);
+        });
+  }
+
+  void adam_step(const kernels::AdamHyper& h, int64_t step, kernels::GradFactor grad_factor,
+                 float* param, const float* grad, float* m, float* v, size_t count,
+                 kernels::ParamCopy copy, Stream& s) override {
+    run_step(s, "adam_step", grad_factor, grad, param, {m, v}, count, copy, [=] {
+      kernels::adam_step(h, step, grad_factor.applied(), param, grad, m, v, count, copy);
+    });
+  }
+
+  void lion_step(const kernels::LionHyper& h, kernels::GradFactor grad_factor, float* param,
+                 const float* grad, float* m, size_t count, kernels::ParamCopy copy,
                  Stream& s) override {
-    run_step(s, "adam_step", grad, param, {m, v}, count, copy,
-             [=] { kernels::adam_step(h, step, grad_factor, param, grad, m, v, count, copy); });
+    run_step(s, "lion_step", grad_factor, grad, param, {m}, count, copy,
+             [=] { kernels::lion_step(h, grad_factor.applied(), param, grad, m, count, copy); });
   }
 
-  void lion_step(const kernels::LionHyper& h, float grad_factor, float* param, const float* grad,
-                 float* m, size_t count, kernels::ParamCopy copy, Stream& s) override {
-    run_step(s, "lion_step", grad, param, {m}, count, copy,
-             [=] { kernels::lion_step(h, grad_factor, param, grad, m, count, copy); });
+  void sgd_step(const kernels::SgdHyper& h, int64_t step, kernels::GradFactor grad_factor,
+                float* param, const float* grad, float* momentum, size_t count,
+                kernels::ParamCopy copy, Stream& s) override {
+    run_step(s, "sgd_step", grad_factor, grad, param, {momentum}, count, copy, [=] {
+      kernels::sgd_step(h, step, grad_factor.applied(), param, grad, momentum, count, copy);
+    });
   }
 
-  void sgd_step(const kernels::SgdHyper& h, int64_t step, float grad_factor, float* param,
-                const float* grad, float* momentum, size_t count, kernels::ParamCopy copy,
-                Stream& s) override {
-    run_step(s, "sgd_step", grad, param, {momentum}, count, copy,
-             [=] { kernels::sgd_step(h, step, grad_factor, param, grad, momentum, count, copy); });
-  }
-
-  void adagrad_step(const kernels::AdagradHyper& h, float grad_factor, float* param,
+  void adagrad_step(const kernels::AdagradHyper& h, kernels::GradFactor grad_factor, float* param,
                     const float* grad, float* sum_sq, size_t count, kernels::ParamCopy copy,
                     Stream& s) override {
-    run_step(s, "adagrad_step", grad, param, {sum_sq}, count, copy,
-             [=] { kernels::adagrad_step(h, grad_factor, param, grad, sum_sq, count, copy); });
+    run_step(s, "adagrad_step", grad_factor, grad, param, {sum_sq}, count, copy, [=] {
+      kernels::adagrad_step(h, grad_factor.applied(), param, grad, sum_sq, count, copy);
+    });
   }
 
-  void lamb_prepare(const kernels::LambHyper& h, int64_t step, float grad_factor,
+  void lamb_prepare(const kernels::LambHyper& h, int64_t step, kernels::GradFactor grad_factor,
                     const float* param, const float* grad, float* m, float* v, size_t count,
                     double* norms_sq, Stream& s) override {
     const size_t b = count * sizeof(float);
@@ -214,10 +229,12 @@ class CpuDevice final : public Device {
          {param, b, Access::Read},
          {m, b, Access::Write},
          {v, b, Access::Write},
-         {norms_sq, 2 * sizeof(double), Access::Write}},
+         {norms_sq, 2 * sizeof(double), Access::Write},
+         factor_read(grad_factor)},
         "lamb_prepare", [=] {
           const size_t offsets[2] = {0, count};
-          kernels::lamb_prepare(h, step, grad_factor, param, grad, m, v, offsets, 1, norms_sq);
+          kernels::lamb_prepare(h, step, grad_factor.applied(), param, grad, m, v, offsets, 1,
+                                norms_sq);
         });
   }
 
@@ -276,14 +293,19 @@ class CpuDevice final : public Device {
            std::function<void()> work) {
     run(s, std::span<const Touch>(touches.begin(), touches.size()), what, std::move(work));
   }
+  // The device gradient factor an optimizer step reads, if any.
+  static Touch factor_read(const kernels::GradFactor& factor) {
+    return {factor.device, factor.device ? sizeof(float) : 0, Access::Read};
+  }
   // A fused optimizer step: it reads the gradient and writes the parameters, each state (a null
   // one, SGD's momentum without momentum, is nothing) and the low-precision copy.
-  void run_step(Stream& s, const char* what, const float* grad, float* param,
-                std::initializer_list<float*> states, size_t count, const kernels::ParamCopy& copy,
-                std::function<void()> work) {
+  void run_step(Stream& s, const char* what, const kernels::GradFactor& factor, const float* grad,
+                float* param, std::initializer_list<float*> states, size_t count,
+                const kernels::ParamCopy& copy, std::function<void()> work) {
     const size_t b = count * sizeof(float);
-    std::array<Touch, 5> touches{Touch{grad, b, Access::Read}, Touch{param, b, Access::Write}};
-    size_t n = 2;
+    std::array<Touch, 6> touches{Touch{grad, b, Access::Read}, Touch{param, b, Access::Write},
+                                 factor_read(factor)};
+    size_t n = 3;
     for (float* state : states) touches.at(n++) = {state, state ? b : 0, Access::Write};
     touches.at(n++) = copied(copy, count);
     run(s, std::span<const Touch>(touches.data(), n), what, std::move(work));

@@ -297,32 +297,39 @@ class CudaDevice final : public Device {
     kernels::cuda::narrow_to_float(src, dst, count, cuda_of(s).get());
   }
 
-  void adam_step(const kernels::AdamHyper& h, int64_t step, float grad_factor, float* param,
-                 const float* grad, float* m, float* v, size_t count, kernels::ParamCopy copy,
-                 Stream& s) override {
+  void zero_grad_factor(kernels::DeviceSumOfSquares sum_sq, double loss_scale, double max_norm,
+                        float* factor, Stream& s) override {
+    select();
+    kernels::cuda::zero_grad_factor(sum_sq, loss_scale, max_norm, factor, cuda_of(s).get());
+  }
+
+  void adam_step(const kernels::AdamHyper& h, int64_t step, kernels::GradFactor grad_factor,
+                 float* param, const float* grad, float* m, float* v, size_t count,
+                 kernels::ParamCopy copy, Stream& s) override {
     select();
     kernels::cuda::adam_step(h, step, grad_factor, param, grad, m, v, count, copy,
                              cuda_of(s).get());
   }
-  void lion_step(const kernels::LionHyper& h, float grad_factor, float* param, const float* grad,
-                 float* m, size_t count, kernels::ParamCopy copy, Stream& s) override {
+  void lion_step(const kernels::LionHyper& h, kernels::GradFactor grad_factor, float* param,
+                 const float* grad, float* m, size_t count, kernels::ParamCopy copy,
+                 Stream& s) override {
     select();
     kernels::cuda::lion_step(h, grad_factor, param, grad, m, count, copy, cuda_of(s).get());
   }
-  void sgd_step(const kernels::SgdHyper& h, int64_t step, float grad_factor, float* param,
-                const float* grad, float* momentum, size_t count, kernels::ParamCopy copy,
-                Stream& s) override {
+  void sgd_step(const kernels::SgdHyper& h, int64_t step, kernels::GradFactor grad_factor,
+                float* param, const float* grad, float* momentum, size_t count,
+                kernels::ParamCopy copy, Stream& s) override {
     select();
     kernels::cuda::sgd_step(h, step, grad_factor, param, grad, momentum, count, copy,
                             cuda_of(s).get());
   }
-  void adagrad_step(const kernels::AdagradHyper& h, float grad_factor, float* param,
+  void adagrad_step(const kernels::AdagradHyper& h, kernels::GradFactor grad_factor, float* param,
                     const float* grad, float* sum_sq, size_t count, kernels::ParamCopy copy,
                     Stream& s) override {
     select();
     kernels::cuda::adagrad_step(h, grad_factor, param, grad, sum_sq, count, copy, cuda_of(s).get());
   }
-  void lamb_prepare(const kernels::LambHyper& h, int64_t step, float grad_factor,
+  void lamb_prepare(const kernels::LambHyper& h, int64_t step, kernels::GradFactor grad_factor,
                     const float* param, const float* grad, float* m, float* v, size_t count,
                     double* norms_sq, Stream& s) override {
     select();

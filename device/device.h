@@ -19,6 +19,7 @@
 #include <span>
 #include <string>
 
+#include "kernels/clip_math.h"
 #include "kernels/dtype.h"
 #include "kernels/optimizer_math.h"
 #include "kernels/optimizers.h"
@@ -142,26 +143,32 @@ class Device {
   // dst[i] (device float) = src[i] rounded to fp32: a double sum made ready for an fp32
   // collective without a trip through the host.
   virtual void narrow_to_float(const double* src, float* dst, size_t count, Stream& stream) = 0;
+  // *factor (device float) = kernels/clip_math.h's zero_grad_factor of the global sum of squares
+  // (device memory): the unscale and clip factor the optimizer reads there (GradFactor::device).
+  virtual void zero_grad_factor(kernels::DeviceSumOfSquares sum_sq, double loss_scale,
+                                double max_norm, float* factor, Stream& stream) = 0;
 
   // The fused optimizers (kernels/optimizers.h, same arguments) on device memory; `copy` also
-  // writes the updated parameters in a 16-bit working precision.
-  virtual void adam_step(const kernels::AdamHyper& h, int64_t step, float grad_factor, float* param,
-                         const float* grad, float* exp_avg, float* exp_avg_sq, size_t count,
-                         kernels::ParamCopy copy, Stream& stream) = 0;
-  virtual void lion_step(const kernels::LionHyper& h, float grad_factor, float* param,
+  // writes the updated parameters in a 16-bit working precision. `grad_factor` may name a device
+  // float (kernels/optimizer_math.h's GradFactor), read in stream order.
+  virtual void adam_step(const kernels::AdamHyper& h, int64_t step, kernels::GradFactor grad_factor,
+                         float* param, const float* grad, float* exp_avg, float* exp_avg_sq,
+                         size_t count, kernels::ParamCopy copy, Stream& stream) = 0;
+  virtual void lion_step(const kernels::LionHyper& h, kernels::GradFactor grad_factor, float* param,
                          const float* grad, float* exp_avg, size_t count, kernels::ParamCopy copy,
                          Stream& stream) = 0;
-  virtual void sgd_step(const kernels::SgdHyper& h, int64_t step, float grad_factor, float* param,
-                        const float* grad, float* momentum_buffer, size_t count,
+  virtual void sgd_step(const kernels::SgdHyper& h, int64_t step, kernels::GradFactor grad_factor,
+                        float* param, const float* grad, float* momentum_buffer, size_t count,
                         kernels::ParamCopy copy, Stream& stream) = 0;
-  virtual void adagrad_step(const kernels::AdagradHyper& h, float grad_factor, float* param,
-                            const float* grad, float* sum_sq, size_t count, kernels::ParamCopy copy,
-                            Stream& stream) = 0;
+  virtual void adagrad_step(const kernels::AdagradHyper& h, kernels::GradFactor grad_factor,
+                            float* param, const float* grad, float* sum_sq, size_t count,
+                            kernels::ParamCopy copy, Stream& stream) = 0;
   // LAMB over one tensor's run of `count` elements: norms_sq (device, 2 doubles) gets sum(p^2),
   // sum(u^2); lamb_apply reads the (globally summed) pair.
-  virtual void lamb_prepare(const kernels::LambHyper& h, int64_t step, float grad_factor,
-                            const float* param, const float* grad, float* exp_avg,
-                            float* exp_avg_sq, size_t count, double* norms_sq, Stream& stream) = 0;
+  virtual void lamb_prepare(const kernels::LambHyper& h, int64_t step,
+                            kernels::GradFactor grad_factor, const float* param, const float* grad,
+                            float* exp_avg, float* exp_avg_sq, size_t count, double* norms_sq,
+                            Stream& stream) = 0;
   virtual void lamb_apply(const kernels::LambHyper& h, int64_t step, float* param,
                           const float* exp_avg, const float* exp_avg_sq, size_t count,
                           const double* norms_sq, kernels::ParamCopy copy, Stream& stream) = 0;

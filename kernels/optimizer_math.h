@@ -67,6 +67,18 @@ struct AdagradHyper {  // torch.optim.Adagrad with lr_decay 0 and initial_accumu
 // `grad_factor` multiplies every gradient first: 1 / (loss_scale * clip_coefficient) folds
 // unscaling and clipping into the optimizer pass. 1 leaves the gradient as it is.
 
+// The device kernels' form of it: `host` times the fp32 value at `device` (device memory; null
+// means 1), which a kernel computed after the norm's allreduce (kernels/clip_math.h), so the step
+// needs no host read of the clip coefficient. Converts from a plain host float. applied() reads
+// `device`: only in a kernel or in stream order on a host-memory device.
+struct GradFactor {
+  float host = 1.0f;
+  const float* device = nullptr;
+  DSX_HD GradFactor(float factor = 1.0f, const float* on_device = nullptr)  // NOLINT: from float
+      : host(factor), device(on_device) {}
+  DSX_HD float applied() const { return device ? host * *device : host; }
+};
+
 struct AdamCoeffs {
   float beta1, beta2, one_minus_beta1, one_minus_beta2, eps;
   float step_size;     // -lr / bias_correction1

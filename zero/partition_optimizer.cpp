@@ -158,8 +158,10 @@ std::vector<std::pair<std::string, Buffer<float>*>> PartitionOptimizer::state() 
   return {};
 }
 
-void PartitionOptimizer::step(float* param, const float* grad, float grad_factor, const StepHyper& hyper,
-                              const std::function<void(double*, size_t)>& sum_across_ranks, kernels::ParamCopy copy) {
+void PartitionOptimizer::step(float* param, const float* grad, kernels::GradFactor grad_factor,
+                              const StepHyper& hyper,
+                              const std::function<void(double*, size_t)>& sum_across_ranks,
+                              kernels::ParamCopy copy) {
   ++steps_;
   if (spec_.type == OptimizerType::Lamb) {
     step_lamb(param, grad, grad_factor, scheduled(spec_.lamb, hyper), sum_across_ranks, copy);
@@ -183,8 +185,9 @@ void PartitionOptimizer::copy_master_out(float* host) { swapper_->read_state(0, 
 
 void PartitionOptimizer::copy_master_in(const float* host) { swapper_->write_state(0, host); }
 
-void PartitionOptimizer::step_range(float* param_lo, const float* grad, float grad_factor, const StepHyper& hyper,
-                                    kernels::ParamCopy copy, size_t lo, size_t hi, float* a, float* b) {
+void PartitionOptimizer::step_range(float* param_lo, const float* grad, kernels::GradFactor grad_factor,
+                                    const StepHyper& hyper, kernels::ParamCopy copy, size_t lo, size_t hi, float* a,
+                                    float* b) {
   // The master of element begin (param_lo holds element lo).
   auto param_at = [param_lo, lo](size_t begin) { return param_lo + (begin - lo); };
   // The working copy of elements [begin, ...) of the partition.
@@ -238,7 +241,7 @@ void PartitionOptimizer::step_range(float* param_lo, const float* grad, float gr
 // LAMB: the trust ratio of a tensor needs ||p|| and ||u|| of the whole tensor, so each rank sums
 // the squares of its pieces per tensor, the ranks add them up, and then every rank applies. The
 // pieces' sums come to the host (one synchronisation per step) and go back as one table.
-void PartitionOptimizer::step_lamb(float* param, const float* grad, float grad_factor,
+void PartitionOptimizer::step_lamb(float* param, const float* grad, kernels::GradFactor grad_factor,
                                    const kernels::LambHyper& hyper,
                                    const std::function<void(double*, size_t)>& sum_across_ranks,
                                    kernels::ParamCopy copy) {

@@ -61,12 +61,13 @@ class PartitionOptimizer {
                      const std::optional<OptimizerSwapOptions>& nvme = std::nullopt, int rank = 0);
 
   // One update of `param` (numel fp32, device) with `grad` (numel fp32, multiplied by
-  // grad_factor first), enqueued on the stream. For LAMB, `sum_across_ranks` adds the
-  // 2 * num_tensors per-tensor squares (host values) of all ranks in place (identity on one rank).
-  // `copy` (data: the working copy of the partition's first element) also receives the updated
-  // parameters in its dtype.
-  void step(float* param, const float* grad, float grad_factor, const StepHyper& hyper,
-            const std::function<void(double*, size_t)>& sum_across_ranks, kernels::ParamCopy copy = {});
+  // grad_factor first: a host value, or a device one the kernels read), enqueued on the stream. For
+  // LAMB, `sum_across_ranks` adds the 2 * num_tensors per-tensor squares (host values) of all ranks
+  // in place (identity on one rank). `copy` (data: the working copy of the partition's first
+  // element) also receives the updated parameters in its dtype.
+  void step(float* param, const float* grad, kernels::GradFactor grad_factor,
+            const StepHyper& hyper, const std::function<void(double*, size_t)>& sum_across_ranks,
+            kernels::ParamCopy copy = {});
 
   const OptimizerSpec& spec() const { return spec_; }
   int64_t steps() const { return steps_; }
@@ -94,9 +95,9 @@ class PartitionOptimizer {
  private:
   // The update of elements [lo, hi) with the master at param_lo and the state at a and b
   // (element lo there).
-  void step_range(float* param_lo, const float* grad, float grad_factor, const StepHyper& hyper,
+  void step_range(float* param_lo, const float* grad, kernels::GradFactor grad_factor, const StepHyper& hyper,
                   kernels::ParamCopy copy, size_t lo, size_t hi, float* a, float* b);
-  void step_lamb(float* param, const float* grad, float grad_factor, const kernels::LambHyper& hyper,
+  void step_lamb(float* param, const float* grad, kernels::GradFactor grad_factor, const kernels::LambHyper& hyper,
                  const std::function<void(double*, size_t)>& sum_across_ranks, kernels::ParamCopy copy);
 
   OptimizerSpec spec_;

@@ -11,6 +11,7 @@
 #include "comm/host_device.h"
 #include "device/stream_span.h"
 #include "dsx/error.h"
+#include "kernels/clip_math.h"
 #include "kernels/mixed_precision.h"
 #include "trace/trace.h"
 
@@ -88,6 +89,7 @@ ZeroEngine::ZeroEngine(const std::vector<ModelParam>& params, int num_layers, co
   init_master(initial);
   scalar_ = Buffer<double>(device_, compute, scratch_ledger_, MemoryKind::Buffers, 1);
   global_sum_sq_ = Buffer<float>(device_, compute, scratch_ledger_, MemoryKind::Buffers, 1);
+  grad_factor_ = Buffer<float>(device_, compute, scratch_ledger_, MemoryKind::Buffers, 1);
   layer_params_.assign(static_cast<size_t>(num_layers), nullptr);
   // `initial` is the caller's: the copies must have read it before the constructor returns.
   compute.synchronize(options_.comm_timeout);
@@ -228,14 +230,24 @@ const void* ZeroEngine::read_step_values(const void* values, size_t bytes) {
 
 // The gradients' sum of squares, as the step needs it: stage 0 holds them all (a double); a
 // partitioned rank's sum is added to the others' in fp32, as DeepSpeed's norm allreduce adds
-// them, by a device allreduce before the one read, so the ranks cost no second host wait.
-double ZeroEngine::read_sum_of_squares(kernels::DType dtype, const void* data, size_t count) {
+// them, by a device allreduce before the one read, so the ranks cost no second host wait. The
+// optimizer's unscale and clip factor is computed from it on the device too (grad_factor_), so
+// the kernels read it there; the host's read serves the overflow skip and the logs.
+double ZeroEngine::read_sum_of_squares(kernels::DType dtype, const void* data, size_t count,
+                                       double loss_scale) {
   trace::Scope span("overflow check and gradient norm", "zero");
   device_.sum_of_squares(dtype, data, count, scalar_.data(), ctx_.compute);
-  if (!partitioning_->partitioned())
+  const bool partitioned = partitioning_->partitioned();
+  if (partitioned) {
+    device_.narrow_to_float(scalar_.data(), global_sum_sq_.data(), 1, ctx_.compute);
+    sum_on_device(global_sum_sq_.data(), 1);
+  }
+  const kernels::DeviceSumOfSquares sum{
+      partitioned ? static_cast<const void*>(global_sum_sq_.data()) : scalar_.data(), partitioned};
+  device_.zero_grad_factor(sum, loss_scale, options_.gradient_clipping, grad_factor_.data(),
+                           ctx_.compute);
+  if (!partitioned)
     return *static_cast<const double*>(read_step_values(scalar_.data(), sizeof(double)));
-  device_.narrow_to_float(scalar_.data(), global_sum_sq_.data(), 1, ctx_.compute);
-  sum_on_device(global_sum_sq_.data(), 1);
   return *static_cast<const float*>(read_step_values(global_sum_sq_.data(), sizeof(float)));
 }
 
@@ -311,6 +323,29 @@ float ZeroEngine::stage0_clip_norm(const std::vector<double>& tensor_sums) {
   return summed;
 }
 
+// Unscale and clip in one factor, with the scale backward used, and the step's clip coefficient
+// for the logs. DeepSpeed's ZeRO formula (kernels/clip_math.h): the device value that
+// read_sum_of_squares enqueued, the host working out the same bits for the result only. At stage
+// 0 (fp32, no loss scale) the coefficient of its stage-0 engine, from the per-tensor sums the
+// host read: a host scalar.
+kernels::GradFactor ZeroEngine::step_grad_factor(bool stage0_clipping,
+                                                 const std::vector<double>& tensor_sums,
+                                                 double sum_sq, StepResult& result) {
+  if (stage0_clipping) {
+    if (!std::isfinite(sum_sq)) return 1.0f;
+    // fp32 tensors: max_norm / (norm + 1e-6), then grad.mul_(min(1, coefficient)).
+    const float coefficient =
+        static_cast<float>(options_.gradient_clipping) / (stage0_clip_norm(tensor_sums) + 1e-6f);
+    if (coefficient >= 1.0f) return 1.0f;
+    result.clip_coefficient = coefficient;
+    return coefficient;
+  }
+  const double c =
+      kernels::zero_clip_divisor(sum_sq, result.loss_scale, options_.gradient_clipping);
+  if (c > 1.0) result.clip_coefficient = 1.0 / c;
+  return kernels::GradFactor(1.0f, grad_factor_.data());
+}
+
 StepResult ZeroEngine::step(const StepHyper& hyper) {
   StepResult result;
   result.loss_scale = scaler_.scale();
@@ -330,7 +365,7 @@ StepResult ZeroEngine::step(const StepHyper& hyper) {
     for (double t : tensor_sums) sum_sq += t;  // stage 0: every rank holds the whole sum
   } else {
     // Sum of squares of this rank's partition, summed over ranks (stage 0: every rank holds all).
-    sum_sq = read_sum_of_squares(dtype, grads, count);
+    sum_sq = read_sum_of_squares(dtype, grads, count, result.loss_scale);
   }
   const bool finite = std::isfinite(sum_sq);
   if (!finite && options_.check_overflow) {
@@ -341,27 +376,8 @@ StepResult ZeroEngine::step(const StepHyper& hyper) {
     return result;
   }
   result.grad_norm = finite ? std::sqrt(sum_sq) / result.loss_scale : -1.0;
-
-  // Unscale and clip in one factor, with the scale backward used: DeepSpeed's ZeRO formula, or
-  // at stage 0 (fp32, no loss scale) the coefficient of its stage-0 engine.
-  double combined = result.loss_scale;
-  std::optional<float> stage0_factor;
-  if (stage0_clipping && finite) {
-    // fp32 tensors: max_norm / (norm + 1e-6), then grad.mul_(min(1, coefficient)).
-    const float coefficient =
-        static_cast<float>(options_.gradient_clipping) / (stage0_clip_norm(tensor_sums) + 1e-6f);
-    if (coefficient < 1.0f) {
-      stage0_factor = coefficient;
-      result.clip_coefficient = coefficient;
-    }
-  } else if (options_.gradient_clipping > 0.0 && finite) {
-    const double c = (result.grad_norm + 1e-6) / options_.gradient_clipping;
-    if (c > 1.0) {
-      combined *= c;
-      result.clip_coefficient = 1.0 / c;
-    }
-  }
-  const float grad_factor = stage0_factor.value_or(static_cast<float>(1.0 / combined));
+  const kernels::GradFactor grad_factor =
+      step_grad_factor(stage0_clipping, tensor_sums, sum_sq, result);
   // The optimizer reads fp32 gradients: a 16-bit model's are widened for the step only. It writes
   // the fp32 master and, for a 16-bit model, the working copy of the partition.
   const float* grads32 = static_cast<const float*>(grads);

@@ -137,7 +137,10 @@ class ZeroEngine {
   void touch(const void* data, size_t bytes, device::Access access, const char* what);
   void host_sync();
   const void* read_step_values(const void* values, size_t bytes);
-  double read_sum_of_squares(kernels::DType dtype, const void* data, size_t count);
+  double read_sum_of_squares(kernels::DType dtype, const void* data, size_t count,
+                             double loss_scale);
+  kernels::GradFactor step_grad_factor(bool stage0_clipping, const std::vector<double>& tensor_sums,
+                                       double sum_sq, StepResult& result);
   size_t model_bytes(size_t count) const {
     return count * kernels::dtype_size(options_.model_dtype);
   }
@@ -169,6 +172,7 @@ class ZeroEngine {
   MemoryLedger scratch_ledger_;
   Buffer<double> scalar_;
   Buffer<float> global_sum_sq_;  // the partitions' sums of squares, summed over the ranks in fp32
+  Buffer<float> grad_factor_;    // the step's unscale and clip factor, computed on the device
   Buffer<double> tensor_sums_;   // one sum of squares per parameter (stage 0 clipping)
   Buffer<float> rank_sums_;
   device::OwnedMemory rank_sums_host_;  // pinned: what the host hands the rank sum, and reads back

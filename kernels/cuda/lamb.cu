@@ -29,9 +29,10 @@ void check_layout(const char* kernel, const LambLayout& layout) {
                 std::string(kernel) + ": the tensor table needs both device and host offsets");
 }
 
-__global__ void lamb_moments_kernel(LambCoeffs c, const float* p, const float* g, float* m,
-                                    float* v, const size_t* offsets, size_t first_tensor,
-                                    double* partials) {
+__global__ void lamb_moments_kernel(LambCoeffs c, const float* factor, const float* p,
+                                    const float* g, float* m, float* v, const size_t* offsets,
+                                    size_t first_tensor, double* partials) {
+  c.grad_factor = GradFactor(c.grad_factor, factor).applied();
   size_t t = first_tensor + blockIdx.y;
   size_t begin = offsets[t], end = offsets[t + 1];
   double p_sq = 0.0, u_sq = 0.0;
@@ -89,7 +90,7 @@ size_t lamb_workspace_bytes(const LambLayout& layout) {
   return std::max<size_t>(1, layout.num_tensors * blocks_per_tensor(layout)) * 2 * sizeof(double);
 }
 
-void lamb_prepare(const LambHyper& hyper, int64_t step, float grad_factor, const float* param,
+void lamb_prepare(const LambHyper& hyper, int64_t step, GradFactor grad_factor, const float* param,
                   const float* grad, float* exp_avg, float* exp_avg_sq, const LambLayout& layout,
                   double* norms_sq, void* workspace, cudaStream_t stream) {
   if (step < 1)
@@ -97,7 +98,7 @@ void lamb_prepare(const LambHyper& hyper, int64_t step, float grad_factor, const
                 "cuda::lamb_prepare: step must be >= 1, got " + std::to_string(step));
   check_layout("cuda::lamb_prepare", layout);
   if (layout.num_tensors == 0) return;
-  LambCoeffs c = lamb_coeffs(hyper, step, grad_factor);
+  LambCoeffs c = lamb_coeffs(hyper, step, grad_factor.host);
   unsigned blocks = static_cast<unsigned>(blocks_per_tensor(layout));
   auto* partials = static_cast<double*>(workspace);
   const size_t n = layout.offsets_host[layout.num_tensors], partial_bytes = lamb_workspace_bytes(layout);
@@ -105,9 +106,11 @@ void lamb_prepare(const LambHyper& hyper, int64_t step, float grad_factor, const
     unsigned tensors = static_cast<unsigned>(std::min(kMaxGridY, layout.num_tensors - first));
     DSX_TOUCHES(DSX_READS(param, n * 4), DSX_READS(grad, n * 4), DSX_WRITES(exp_avg, n * 4),
                 DSX_WRITES(exp_avg_sq, n * 4), DSX_WRITES(partials, partial_bytes),
-                DSX_READS(layout.offsets_device, (layout.num_tensors + 1) * sizeof(size_t)));
-    DSX_LAUNCH(dim3(blocks, tensors), kBlock, 0, stream, lamb_moments_kernel)(
-        c, param, grad, exp_avg, exp_avg_sq, layout.offsets_device, first, partials);
+                DSX_READS(layout.offsets_device, (layout.num_tensors + 1) * sizeof(size_t)),
+                DSX_READS(grad_factor.device, sizeof(float)));
+    DSX_LAUNCH(dim3(blocks, tensors), kBlock, 0, stream, lamb_moments_kernel)
+    (c, grad_factor.device, param, grad, exp_avg, exp_avg_sq, layout.offsets_device, first,
+     partials);
     check_launch("lamb_moments_kernel");
   }
   DSX_TOUCHES(DSX_READS(partials, partial_bytes), DSX_WRITES(norms_sq, 2 * layout.num_tensors * sizeof(double)));

@@ -118,6 +118,13 @@ __global__ void narrow_kernel(const double* src, float* dst, size_t count) {
     dst[i] = static_cast<float>(src[i]);
 }
 
+__global__ void zero_grad_factor_kernel(DeviceSumOfSquares sum_sq, double loss_scale,
+                                        double max_norm, float* factor) {
+  const double s = sum_sq.fp32 ? double(*static_cast<const float*>(sum_sq.data))
+                               : *static_cast<const double*>(sum_sq.data);
+  *factor = kernels::zero_grad_factor(s, loss_scale, max_norm);
+}
+
 }  // namespace
 
 void unscale_and_check(DType dtype, void* x, float factor, size_t count, int* found_inf,
@@ -160,6 +167,14 @@ void narrow_to_float(const double* src, float* dst, size_t count, cudaStream_t s
   const size_t blocks = std::min<size_t>(kSumBlocks, (count + kBlock - 1) / kBlock);
   DSX_LAUNCH(static_cast<unsigned>(blocks), kBlock, 0, stream, narrow_kernel)(src, dst, count);
   check_launch("narrow_kernel");
+}
+
+void zero_grad_factor(DeviceSumOfSquares sum_sq, double loss_scale, double max_norm, float* factor,
+                      cudaStream_t stream) {
+  DSX_TOUCHES(DSX_READS(sum_sq.data, sum_sq.fp32 ? sizeof(float) : sizeof(double)),
+              DSX_WRITES(factor, sizeof(float)));
+  DSX_LAUNCH(1, 1, 0, stream, zero_grad_factor_kernel)(sum_sq, loss_scale, max_norm, factor);
+  check_launch("zero_grad_factor_kernel");
 }
 
 void cast(DType src_dtype, const void* src, DType dst_dtype, void* dst, size_t count,

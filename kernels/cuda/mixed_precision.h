@@ -7,6 +7,7 @@
 
 #include <cstddef>
 
+#include "kernels/clip_math.h"
 #include "kernels/dtype.h"
 #include "kernels/reduce.h"
 
@@ -29,6 +30,12 @@ void sum_of_squares(DType dtype, const void* x, size_t count, double* out, void*
 
 // dst[i] = src[i] rounded to fp32 (device memory both).
 void narrow_to_float(const double* src, float* dst, size_t count, cudaStream_t stream);
+
+// *factor (device float) = kernels/clip_math.h's zero_grad_factor of the global sum of squares
+// at `sum_sq`: one thread, after the norm's allreduce, so the optimizer kernels read the unscale
+// and clip factor from device memory and the host never computes it for them.
+void zero_grad_factor(DeviceSumOfSquares sum_sq, double loss_scale, double max_norm, float* factor,
+                      cudaStream_t stream);
 
 void cast(DType src_dtype, const void* src, DType dst_dtype, void* dst, size_t count,
           cudaStream_t stream);

@@ -25,6 +25,7 @@ bool all_vector_ok(std::initializer_list<const float*> buffers, const ParamCopy&
 template <int kCopy, AdamDecay kDecay>
 struct AdamOp {
   AdamCoeffs c;
+  const float* factor;  // device value times c.grad_factor; null: 1
   float* p;
   const float* g;
   float* m;
@@ -34,8 +35,10 @@ struct AdamOp {
   __device__ void apply(size_t i) const {
     Lanes<W> P = load_lanes<DType::F32, W>(p, i), G = load_lanes<DType::F32, W>(g, i);
     Lanes<W> M = load_lanes<DType::F32, W>(m, i), V = load_lanes<DType::F32, W>(v, i);
+    AdamCoeffs cf = c;
+    cf.grad_factor = GradFactor(c.grad_factor, factor).applied();
 #pragma unroll
-    for (int k = 0; k < W; ++k) adam_element<kDecay>(c, P.v[k], G.v[k], M.v[k], V.v[k]);
+    for (int k = 0; k < W; ++k) adam_element<kDecay>(cf, P.v[k], G.v[k], M.v[k], V.v[k]);
     store_lanes<DType::F32, W>(p, i, P);
     store_lanes<DType::F32, W>(m, i, M);
     store_lanes<DType::F32, W>(v, i, V);
@@ -46,7 +49,7 @@ struct AdamOp {
 template <int kCopy>
 struct LionOp {
   LionHyper h;
-  float grad_factor;
+  GradFactor grad_factor;
   float* p;
   const float* g;
   float* m;
@@ -55,8 +58,9 @@ struct LionOp {
   __device__ void apply(size_t i) const {
     Lanes<W> P = load_lanes<DType::F32, W>(p, i), G = load_lanes<DType::F32, W>(g, i);
     Lanes<W> M = load_lanes<DType::F32, W>(m, i);
+    const float factor = grad_factor.applied();
 #pragma unroll
-    for (int k = 0; k < W; ++k) lion_element(h, P.v[k], G.v[k], M.v[k], grad_factor);
+    for (int k = 0; k < W; ++k) lion_element(h, P.v[k], G.v[k], M.v[k], factor);
     store_lanes<DType::F32, W>(p, i, P);
     store_lanes<DType::F32, W>(m, i, M);
     store_copy<kCopy, W>(copy, i, P);
@@ -66,7 +70,7 @@ struct LionOp {
 template <int kCopy, SgdKind kKind, bool kNesterov>
 struct SgdOp {
   SgdHyper h;
-  float grad_factor;
+  GradFactor grad_factor;
   float* p;
   const float* g;
   float* buf;
@@ -76,9 +80,9 @@ struct SgdOp {
     Lanes<W> P = load_lanes<DType::F32, W>(p, i), G = load_lanes<DType::F32, W>(g, i);
     Lanes<W> B{};
     if constexpr (kKind == SgdKind::Momentum) B = load_lanes<DType::F32, W>(buf, i);
+    const float factor = grad_factor.applied();
 #pragma unroll
-    for (int k = 0; k < W; ++k)
-      sgd_element<kKind, kNesterov>(h, P.v[k], G.v[k], B.v[k], grad_factor);
+    for (int k = 0; k < W; ++k) sgd_element<kKind, kNesterov>(h, P.v[k], G.v[k], B.v[k], factor);
     store_lanes<DType::F32, W>(p, i, P);
     if constexpr (kKind != SgdKind::Plain) store_lanes<DType::F32, W>(buf, i, B);
     store_copy<kCopy, W>(copy, i, P);
@@ -88,7 +92,7 @@ struct SgdOp {
 template <int kCopy>
 struct AdagradOp {
   AdagradHyper h;
-  float grad_factor;
+  GradFactor grad_factor;
   float* p;
   const float* g;
   float* sum;
@@ -97,8 +101,9 @@ struct AdagradOp {
   __device__ void apply(size_t i) const {
     Lanes<W> P = load_lanes<DType::F32, W>(p, i), G = load_lanes<DType::F32, W>(g, i);
     Lanes<W> S = load_lanes<DType::F32, W>(sum, i);
+    const float factor = grad_factor.applied();
 #pragma unroll
-    for (int k = 0; k < W; ++k) adagrad_element(h, P.v[k], G.v[k], S.v[k], grad_factor);
+    for (int k = 0; k < W; ++k) adagrad_element(h, P.v[k], G.v[k], S.v[k], factor);
     store_lanes<DType::F32, W>(p, i, P);
     store_lanes<DType::F32, W>(sum, i, S);
     store_copy<kCopy, W>(copy, i, P);
@@ -106,8 +111,8 @@ struct AdagradOp {
 };
 
 template <SgdKind kKind, bool kNesterov>
-void launch_sgd(const SgdHyper& h, float grad_factor, float* param, const float* grad, float* buf,
-                size_t count, const ParamCopy& copy, bool vec, cudaStream_t stream) {
+void launch_sgd(const SgdHyper& h, GradFactor grad_factor, float* param, const float* grad,
+                float* buf, size_t count, const ParamCopy& copy, bool vec, cudaStream_t stream) {
   dispatch_copy(copy.data, copy.dtype, [&](auto kc) {
     SgdOp<decltype(kc)::value, kKind, kNesterov> op{h, grad_factor, param, grad, buf, copy.data};
     launch_elementwise("sgd_step", op, count, vec, stream);
@@ -116,18 +121,20 @@ void launch_sgd(const SgdHyper& h, float grad_factor, float* param, const float*
 
 }  // namespace
 
-void adam_step(const AdamHyper& hyper, int64_t step, float grad_factor, float* param,
+void adam_step(const AdamHyper& hyper, int64_t step, GradFactor grad_factor, float* param,
                const float* grad, float* exp_avg, float* exp_avg_sq, size_t count, ParamCopy copy,
                cudaStream_t stream) {
   check_step("cuda::adam_step", step);
-  DSX_TOUCHES(DSX_WRITES(param, count * 4), DSX_READS(grad, count * 4), DSX_WRITES(exp_avg, count * 4),
-              DSX_WRITES(exp_avg_sq, count * 4), DSX_WRITES(copy.data, count * dtype_size(copy.dtype)));
-  AdamCoeffs c = adam_coeffs(hyper, step, grad_factor);
+  DSX_TOUCHES(DSX_READS(grad_factor.device, sizeof(float)), DSX_WRITES(param, count * 4),
+              DSX_READS(grad, count * 4), DSX_WRITES(exp_avg, count * 4),
+              DSX_WRITES(exp_avg_sq, count * 4),
+              DSX_WRITES(copy.data, count * dtype_size(copy.dtype)));
+  AdamCoeffs c = adam_coeffs(hyper, step, grad_factor.host);
   bool vec = all_vector_ok({param, grad, exp_avg, exp_avg_sq}, copy);
   auto launch = [&](auto decay) {
     dispatch_copy(copy.data, copy.dtype, [&](auto kc) {
-      AdamOp<decltype(kc)::value, decltype(decay)::value> op{c,       param,      grad,
-                                                             exp_avg, exp_avg_sq, copy.data};
+      AdamOp<decltype(kc)::value, decltype(decay)::value> op{
+          c, grad_factor.device, param, grad, exp_avg, exp_avg_sq, copy.data};
       launch_elementwise("adam_step", op, count, vec, stream);
     });
   };
@@ -144,10 +151,11 @@ void adam_step(const AdamHyper& hyper, int64_t step, float grad_factor, float* p
   }
 }
 
-void lion_step(const LionHyper& hyper, float grad_factor, float* param, const float* grad,
+void lion_step(const LionHyper& hyper, GradFactor grad_factor, float* param, const float* grad,
                float* exp_avg, size_t count, ParamCopy copy, cudaStream_t stream) {
   bool vec = all_vector_ok({param, grad, exp_avg}, copy);
-  DSX_TOUCHES(DSX_WRITES(param, count * 4), DSX_READS(grad, count * 4), DSX_WRITES(exp_avg, count * 4),
+  DSX_TOUCHES(DSX_READS(grad_factor.device, sizeof(float)), DSX_WRITES(param, count * 4),
+              DSX_READS(grad, count * 4), DSX_WRITES(exp_avg, count * 4),
               DSX_WRITES(copy.data, count * dtype_size(copy.dtype)));
   dispatch_copy(copy.data, copy.dtype, [&](auto kc) {
     LionOp<decltype(kc)::value> op{hyper, grad_factor, param, grad, exp_avg, copy.data};
@@ -155,12 +163,13 @@ void lion_step(const LionHyper& hyper, float grad_factor, float* param, const fl
   });
 }
 
-void sgd_step(const SgdHyper& hyper, int64_t step, float grad_factor, float* param,
+void sgd_step(const SgdHyper& hyper, int64_t step, GradFactor grad_factor, float* param,
               const float* grad, float* momentum_buffer, size_t count, ParamCopy copy,
               cudaStream_t stream) {
   check_step("cuda::sgd_step", step);
-  DSX_TOUCHES(DSX_WRITES(param, count * 4), DSX_READS(grad, count * 4),
-              DSX_WRITES(momentum_buffer, count * 4), DSX_WRITES(copy.data, count * dtype_size(copy.dtype)));
+  DSX_TOUCHES(DSX_READS(grad_factor.device, sizeof(float)), DSX_WRITES(param, count * 4),
+              DSX_READS(grad, count * 4), DSX_WRITES(momentum_buffer, count * 4),
+              DSX_WRITES(copy.data, count * dtype_size(copy.dtype)));
   bool vec = all_vector_ok({param, grad, momentum_buffer}, copy);
   if (hyper.momentum == 0.0f)
     return launch_sgd<SgdKind::Plain, false>(hyper, grad_factor, param, grad, momentum_buffer,
@@ -183,10 +192,12 @@ void sgd_step(const SgdHyper& hyper, int64_t step, float grad_factor, float* par
                                          copy, vec, stream);
 }
 
-void adagrad_step(const AdagradHyper& hyper, float grad_factor, float* param, const float* grad,
-                  float* sum_sq, size_t count, ParamCopy copy, cudaStream_t stream) {
+void adagrad_step(const AdagradHyper& hyper, GradFactor grad_factor, float* param,
+                  const float* grad, float* sum_sq, size_t count, ParamCopy copy,
+                  cudaStream_t stream) {
   bool vec = all_vector_ok({param, grad, sum_sq}, copy);
-  DSX_TOUCHES(DSX_WRITES(param, count * 4), DSX_READS(grad, count * 4), DSX_WRITES(sum_sq, count * 4),
+  DSX_TOUCHES(DSX_READS(grad_factor.device, sizeof(float)), DSX_WRITES(param, count * 4),
+              DSX_READS(grad, count * 4), DSX_WRITES(sum_sq, count * 4),
               DSX_WRITES(copy.data, count * dtype_size(copy.dtype)));
   dispatch_copy(copy.data, copy.dtype, [&](auto kc) {
     AdagradOp<decltype(kc)::value> op{hyper, grad_factor, param, grad, sum_sq, copy.data};

@@ -95,24 +95,31 @@ class DroppingDevice final : public device::Device {
   void narrow_to_float(const double* src, float* dst, size_t n, device::Stream& s) override {
     inner_->narrow_to_float(src, dst, n, in(s));
   }
-  void adam_step(const kernels::AdamHyper& h, int64_t step, float gf, float* p, const float* g,
-                 float* m, float* v, size_t n, kernels::ParamCopy c, device::Stream& s) override {
+  void zero_grad_factor(kernels::DeviceSumOfSquares sum, double scale, double max_norm,
+                        float* factor, device::Stream& s) override {
+    inner_->zero_grad_factor(sum, scale, max_norm, factor, in(s));
+  }
+  void adam_step(const kernels::AdamHyper& h, int64_t step, kernels::GradFactor gf, float* p,
+                 const float* g, float* m, float* v, size_t n, kernels::ParamCopy c,
+                 device::Stream& s) override {
     inner_->adam_step(h, step, gf, p, g, m, v, n, c, in(s));
   }
-  void lion_step(const kernels::LionHyper& h, float gf, float* p, const float* g, float* m,
-                 size_t n, kernels::ParamCopy c, device::Stream& s) override {
+  void lion_step(const kernels::LionHyper& h, kernels::GradFactor gf, float* p, const float* g,
+                 float* m, size_t n, kernels::ParamCopy c, device::Stream& s) override {
     inner_->lion_step(h, gf, p, g, m, n, c, in(s));
   }
-  void sgd_step(const kernels::SgdHyper& h, int64_t step, float gf, float* p, const float* g,
-                float* m, size_t n, kernels::ParamCopy c, device::Stream& s) override {
+  void sgd_step(const kernels::SgdHyper& h, int64_t step, kernels::GradFactor gf, float* p,
+                const float* g, float* m, size_t n, kernels::ParamCopy c,
+                device::Stream& s) override {
     inner_->sgd_step(h, step, gf, p, g, m, n, c, in(s));
   }
-  void adagrad_step(const kernels::AdagradHyper& h, float gf, float* p, const float* g, float* sq,
-                    size_t n, kernels::ParamCopy c, device::Stream& s) override {
+  void adagrad_step(const kernels::AdagradHyper& h, kernels::GradFactor gf, float* p,
+                    const float* g, float* sq, size_t n, kernels::ParamCopy c,
+                    device::Stream& s) override {
     inner_->adagrad_step(h, gf, p, g, sq, n, c, in(s));
   }
-  void lamb_prepare(const kernels::LambHyper& h, int64_t step, float gf, const float* p,
-                    const float* g, float* m, float* v, size_t n, double* norms,
+  void lamb_prepare(const kernels::LambHyper& h, int64_t step, kernels::GradFactor gf,
+                    const float* p, const float* g, float* m, float* v, size_t n, double* norms,
                     device::Stream& s) override {
     inner_->lamb_prepare(h, step, gf, p, g, m, v, n, norms, in(s));
   }
