@@ -278,15 +278,6 @@ void decoder_positional_embedding_forward(T* out, const int32_t* tokens, const T
 }
 
 template <class T>
-void decoder_positional_embedding_backward(T* dwte, T* dwpe, const T* dout, const int32_t* token_rows, int distinct, int B, int Tn,
-                           int C, cudaStream_t stream) {
-  add_token_rows(dwte, dout, token_rows, distinct, C, stream);
-  DSX_TOUCHES(DSX_WRITES(dwpe, size_t(Tn) * C * sizeof(T)), DSX_READS(dout, size_t(B) * Tn * C * sizeof(T)));
-  DSX_LAUNCH(grid_for(size_t(Tn) * C), kBlock, 0, stream, wpe_backward_kernel)(dwpe, dout, B, Tn, C);
-  check_launch("decoder_positional_embedding_backward");
-}
-
-template <class T>
 void decoder_layernorm_forward(T* out, float* mean, float* rstd, const T* inp, const T* weight, const T* bias,
                             size_t N, int C, cudaStream_t stream) {
   DSX_TOUCHES(DSX_WRITES(out, N * C * sizeof(T)), DSX_WRITES(mean, N * 4), DSX_WRITES(rstd, N * 4),
@@ -404,7 +395,6 @@ void decoder_positional_embedding_backward(T* dwte, T* dwpe, const T* dout, cons
 
 #define DSX_DECODER_CUDA_INSTANTIATE(T)                                                                              \
   template void decoder_positional_embedding_forward<T>(T*, const int32_t*, const T*, const T*, int, int, int, cudaStream_t);     \
-  template void decoder_positional_embedding_backward<T>(T*, T*, const T*, const int32_t*, int, int, int, int, cudaStream_t);     \
   template void decoder_layernorm_forward<T>(T*, float*, float*, const T*, const T*, const T*, size_t, int,          \
                                           cudaStream_t);                                                          \
   template void decoder_layernorm_backward<T>(T*, T*, T*, float*, const T*, const T*, const T*, const float*,        \

@@ -24,13 +24,8 @@ namespace dsx::kernels::cuda {
 template <class T>
 void decoder_positional_embedding_forward(T* out, const int32_t* tokens, const T* wte, const T* wpe, int B, int Tn, int C,
                           cudaStream_t stream);
-// token_rows: the batch's kernels::TokenRows (kernels/token_rows.h) packed array in device
-// memory, `distinct` its number of distinct tokens.
-template <class T>
-void decoder_positional_embedding_backward(T* dwte, T* dwpe, const T* dout, const int32_t* token_rows, int distinct, int B, int Tn,
-                           int C, cudaStream_t stream);
-// The same with the B*Tn rows grouped on the GPU (kernels/cuda/batch_tokens.h's
-// group_rows_by_token), so the host never sees the tokens.
+// The B*Tn rows grouped on the GPU (kernels/cuda/batch_tokens.h's group_rows_by_token), so the
+// host never sees the tokens.
 template <class T>
 void decoder_positional_embedding_backward(T* dwte, T* dwpe, const T* dout, const int32_t* grouped, int B, int Tn, int C,
                                            cudaStream_t stream);

@@ -3,7 +3,6 @@
 #include "kernels/cuda/storage_types.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/llama_layers.h"
-#include "kernels/cuda/token_rows_sum.cuh"
 #include "kernels/cuda/warp_rows.cuh"
 #include "kernels/llama_math.h"
 
@@ -186,14 +185,6 @@ void llama_embedding_forward(T* out, const int32_t* tokens, const T* table, size
 }
 
 template <class T>
-void llama_embedding_backward(T* dtable, const T* dout, const int32_t* token_rows, int distinct,
-                              int C, cudaStream_t stream) {
-  if (distinct <= 0) return;
-  add_token_rows(dtable, dout, token_rows, distinct, C, stream);
-  check_launch("llama_embedding_backward");
-}
-
-template <class T>
 void llama_rmsnorm_forward(T* out, float* rstd, const T* inp, const T* weight, size_t N, int C,
                            float eps, cudaStream_t stream) {
   DSX_TOUCHES(DSX_WRITES(out, N * C * sizeof(T)), DSX_WRITES(rstd, N * 4), DSX_READS(inp, N * C * sizeof(T)),
@@ -285,7 +276,6 @@ void llama_swiglu_backward(T* dgate, T* dup, const T* dh, const T* gate, const T
 #define DSX_LLAMA_CUDA_INSTANTIATE(T)                                                              \
   template void llama_embedding_forward<T>(T*, const int32_t*, const T*, size_t, int,              \
                                            cudaStream_t);                                          \
-  template void llama_embedding_backward<T>(T*, const T*, const int32_t*, int, int, cudaStream_t); \
   template void llama_rmsnorm_forward<T>(T*, float*, const T*, const T*, size_t, int, float,       \
                                          cudaStream_t);                                            \
   template void llama_rmsnorm_backward<T>(T*, T*, float*, const T*, const T*, const T*,            \

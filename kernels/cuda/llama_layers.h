@@ -20,11 +20,8 @@ namespace dsx::kernels::cuda {
 template <class T>
 void llama_embedding_forward(T* out, const int32_t* tokens, const T* table, size_t N, int C,
                              cudaStream_t stream);
-// dtable[token,:] += the rows of dout holding that token, in row order. token_rows: the batch's
-// kernels::TokenRows packed array (kernels/token_rows.h) in device memory, `distinct` its U.
-template <class T>
-void llama_embedding_backward(T* dtable, const T* dout, const int32_t* token_rows, int distinct,
-                              int C, cudaStream_t stream);
+// Its backward sums rows grouped on the GPU: kernels/cuda/batch_tokens.h's
+// embedding_backward_grouped.
 
 // out = inp * rstd * weight per row; rstd is fp32 (N), kept for backward.
 template <class T>

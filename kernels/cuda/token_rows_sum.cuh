@@ -23,18 +23,8 @@ __device__ void add_rows_of_token(T* dtable, const T* dout, const int32_t* token
   *g = from_f<T>(to_f(*g) + s);
 }
 
-// One block row per distinct token u; each thread owns a column and adds the token's rows.
-template <class T>
-__global__ void token_rows_sum_kernel(T* dtable, const T* dout, const int32_t* token_rows,
-                                      int distinct, int C) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= C) return;
-  const int32_t* offsets = token_rows + distinct;
-  for (int u = blockIdx.y; u < distinct; u += gridDim.y)
-    add_rows_of_token(dtable, dout, token_rows, offsets, offsets + distinct + 1, u, c, C);
-}
-
-// The same over rows grouped on the GPU (batch_tokens.h): the number of tokens is read there.
+// Over rows grouped on the GPU (batch_tokens.h), whose number of distinct tokens is read there:
+// one block row per distinct token u; each thread owns a column and adds the token's rows.
 template <class T>
 __global__ void grouped_rows_sum_kernel(T* dtable, const T* dout, const int32_t* grouped, int C) {
   const int c = blockIdx.x * blockDim.x + threadIdx.x;
@@ -45,21 +35,10 @@ __global__ void grouped_rows_sum_kernel(T* dtable, const T* dout, const int32_t*
     add_rows_of_token(dtable, dout, grouped + 1, offsets, offsets + distinct + 1, u, c, C);
 }
 
-// token_rows: the batch's kernels::TokenRows packed array in device memory, `distinct` its U.
-// The caller checks the launch. Its reads and writes (rows chosen by the tokens) are not declared
-// to the emulated GPU's stream-order check.
-template <class T>
-void add_token_rows(T* dtable, const T* dout, const int32_t* token_rows, int distinct, int C,
-                    cudaStream_t stream) {
-  if (distinct <= 0) return;
-  const unsigned column_blocks = static_cast<unsigned>((C + kBlock - 1) / kBlock);
-  const unsigned token_blocks = static_cast<unsigned>(distinct < 65535 ? distinct : 65535);
-  DSX_LAUNCH(dim3(column_blocks, token_blocks), kBlock, 0, stream, token_rows_sum_kernel)(
-      dtable, dout, token_rows, distinct, C);
-}
-
 // grouped: rows grouped on the GPU (kernels/cuda/batch_tokens.h) for `n` tokens; the grid is
-// sized for n distinct tokens, and blocks past the real number end at once.
+// sized for n distinct tokens, and blocks past the real number end at once. The caller checks the
+// launch. Its reads and writes (rows chosen by the tokens) are not declared to the emulated GPU's
+// stream-order check.
 template <class T>
 void add_grouped_rows(T* dtable, const T* dout, const int32_t* grouped, size_t n, int C, cudaStream_t stream) {
   if (n == 0) return;
