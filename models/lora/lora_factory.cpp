@@ -48,9 +48,6 @@ std::unique_ptr<LoraModel> make_lora_model_on_gpu(const ModelShape& shape, const
   if (shape.family != ModelShape::Family::Llama)
     throw Error(ErrorKind::Unsupported, "LoRA on the GPU trains the Llama family (Llama, Mistral, Qwen2) so far, not " +
                                             shape.family_name() + "; add --device cpu");
-  if (!lora.modules_to_save.empty() || lora.bias != "none")
-    throw Error(ErrorKind::Unsupported, "LoRA on the GPU trains the adapters only so far: modules_to_save and bias "
-                                        "\"all\"/\"lora_only\" train on the CPU; add --device cpu, or drop them");
 #ifdef DSX_HAVE_CUDA
   auto stream = static_cast<cudaStream_t>(o.stream);
   const bool ckpt = o.activation_checkpointing;

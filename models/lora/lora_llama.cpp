@@ -21,14 +21,9 @@ LoraLlama::LoraLlama(const LlamaConfig& config, const LoraConfig& lora, int max_
     : base_(config, max_batch, max_seq, activation_checkpointing),
       adapters_(config, lora, max_batch, max_seq),
       frozen_(std::move(frozen)),
-      trained_(lora_llama_trained_base(config, adapters_)),
-      specs_(adapters_.specs()),
-      trained_of_base_(base_.params().size(), -1) {
-  for (size_t i = 0; i < trained_.specs.size(); ++i) {
-    trained_of_base_[trained_.base_index[i]] = static_cast<int>(specs_.size());
-    specs_.push_back(trained_.specs[i]);
-  }
-  numel_ = specs_.back().offset + specs_.back().numel;
+      trained_(lora_llama_trained_base(config, adapters_)) {
+  LoraParamList list = lora_param_list(adapters_.specs(), trained_, base_.params().size());
+  specs_ = std::move(list.specs), numel_ = list.numel, trained_of_base_ = std::move(list.trained_of_base);
   trained_initial_ = read_trained_initial();
   base_.set_adapters(&adapters_);
   // QLoRA: the NF4 base multiplies its own projections (models/lora/nf4_frozen_weights.h).

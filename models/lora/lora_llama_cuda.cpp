@@ -2,6 +2,7 @@
 // beside LlamaCuda's projections.
 #include "models/lora/lora_llama_cuda.h"
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 
@@ -9,6 +10,7 @@
 #include "device/owned_memory.h"
 #include "dsx/error.h"
 #include "models/lora/frozen_with_adapters.h"
+#include "models/lora/lora_llama.h"
 
 namespace dsx::models {
 
@@ -55,6 +57,9 @@ LoraLlamaCuda<T>::LoraLlamaCuda(const LlamaConfig& config, const LoraConfig& lor
       stream_view_(gpu_->adopt_stream(base_.stream(), "LoRA model")),
       layout_(config, lora, /*max_batch=*/0,
               /*max_seq=*/0),  // the layout only: the branches run here
+      trained_(lora_llama_trained_base(config, layout_)),
+      list_(lora_param_list(layout_.specs(), trained_, base_.params().size())),
+      trained_initial_(trained_initial_values(trained_, base_.params(), base)),
       frozen_(std::make_unique<DeviceFrozenWeights<T>>(*gpu_, base_.params(), base)),
       adapters_(layout_, *gpu_, base_.stream(), max_batch, max_seq) {
   base_.set_adapters(&adapters_);
@@ -70,9 +75,15 @@ LoraLlamaCuda<T>::~LoraLlamaCuda() {
 }
 
 template <class T>
+void LoraLlamaCuda<T>::init_adapters(float* flat, uint64_t seed) const {
+  layout_.init(flat, seed);
+  std::copy(trained_initial_.begin(), trained_initial_.end(), flat + layout_.numel());
+}
+
+template <class T>
 void LoraLlamaCuda<T>::init_params(void* flat, uint64_t seed) const {
-  std::vector<float> w(layout_.numel());
-  layout_.init(w.data(), seed);
+  std::vector<float> w(list_.numel);
+  init_adapters(w.data(), seed);
   constexpr kernels::DType dtype = storage_dtype<T>();
   for (size_t i = 0; i < w.size(); ++i) kernels::store_element<dtype>(flat, i, w[i]);
 }
@@ -81,15 +92,15 @@ template <class T>
 float LoraLlamaCuda<T>::forward(const int32_t* inputs, const int32_t* targets, int B, int T_,
                                 ParamAccess& access) {
   adapters_.bind(&access, nullptr, targets != nullptr);
-  FrozenWithAdapters both(*frozen_, access);
+  FrozenWithAdapters both(*frozen_, access, list_.trained_of_base);
   return base_.forward(inputs, targets, B, T_, both);
 }
 
 template <class T>
 void LoraLlamaCuda<T>::backward(ParamAccess& access, GradSink& sink, float grad_scale) {
   adapters_.bind(&access, &sink, true);
-  FrozenWithAdapters both(*frozen_, access);
-  NoFrozenGrads frozen_sink(sink);
+  FrozenWithAdapters both(*frozen_, access, list_.trained_of_base);
+  NoFrozenGrads frozen_sink(sink, list_.trained_of_base);
   base_.backward(both, frozen_sink, grad_scale);
 }
 

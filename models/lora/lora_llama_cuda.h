@@ -2,8 +2,9 @@
 // LlamaCuda. The base's weights are copied to the GPU once, in the model's storage type, and
 // held there frozen (every rank whole: ZeRO stage 3's partitioned base is CPU-only so far); the
 // adapters (lora_cuda.h) run beside the targeted projections. To the engine it is a Model on the
-// device whose parameters are the adapters only, so ZeRO keeps, reduces and steps nothing else.
-// Built only with CUDA.
+// device whose parameters are the adapters, then the base tensors PEFT's modules_to_save and
+// bias train in full (trained_base_tensors.h, in LoraLlama's order), so ZeRO keeps, reduces and
+// steps those and nothing else. Built only with CUDA.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -16,6 +17,7 @@
 #include "models/lora/lora_adapters.h"
 #include "models/lora/lora_cuda.h"
 #include "models/lora/lora_model.h"
+#include "models/lora/trained_base_tensors.h"
 
 namespace dsx::models {
 
@@ -29,14 +31,15 @@ class LoraLlamaCuda final : public LoraModel {
                 cudaStream_t stream = nullptr);
   ~LoraLlamaCuda() override;  // waits for the stream before the buffers go
 
-  const std::vector<ParamSpec>& params() const override { return layout_.specs(); }
-  size_t num_params() const override { return layout_.numel(); }
+  const std::vector<ParamSpec>& params() const override { return list_.specs; }
+  size_t num_params() const override { return list_.numel; }
   int num_layers() const override { return base_.num_layers(); }
   kernels::DType param_dtype() const override { return base_.param_dtype(); }
   bool on_device() const override { return true; }
-  // PEFT's initialisation in T's storage format (host memory).
+  // PEFT's initialisation of the adapters, the tensors trained in full as the base holds them: in
+  // T's storage format (host memory), or fp32.
   void init_params(void* flat, uint64_t seed) const override;
-  void init_adapters(float* flat, uint64_t seed) const override { layout_.init(flat, seed); }
+  void init_adapters(float* flat, uint64_t seed) const override;
   float forward(const int32_t* inputs, const int32_t* targets, int B, int T_,
                 ParamAccess& access) override;
   void backward(ParamAccess& access, GradSink& sink, float grad_scale) override;
@@ -63,6 +66,9 @@ class LoraLlamaCuda final : public LoraModel {
   std::unique_ptr<device::Device> gpu_;  // where the frozen base and the branches' buffers live
   std::unique_ptr<device::Stream> stream_view_;  // base_'s stream, to wait for it
   LoraAdapters layout_;  // which projections, PEFT's names and init; no buffers
+  TrainedBaseTensors trained_;
+  LoraParamList list_;                   // the adapters', then trained_'s
+  std::vector<float> trained_initial_;   // trained_'s values in the base
   std::unique_ptr<ParamAccess> frozen_;
   LoraAdaptersCuda<T> adapters_;
 };

@@ -73,4 +73,30 @@ TrainedBaseTensors select_trained_base_tensors(const std::vector<ParamSpec>& bas
   return out;
 }
 
+LoraParamList lora_param_list(const std::vector<ParamSpec>& adapter_specs, const TrainedBaseTensors& trained,
+                              size_t num_base_tensors) {
+  LoraParamList list{adapter_specs, 0, std::vector<int>(num_base_tensors, -1)};
+  for (size_t i = 0; i < trained.specs.size(); ++i) {
+    list.trained_of_base.at(trained.base_index[i]) = static_cast<int>(list.specs.size());
+    list.specs.push_back(trained.specs[i]);
+  }
+  if (!list.specs.empty()) list.numel = list.specs.back().offset + list.specs.back().numel;
+  return list;
+}
+
+std::vector<float> trained_initial_values(const TrainedBaseTensors& trained, const std::vector<ParamSpec>& base_specs,
+                                          const std::vector<float>& base) {
+  if (trained.specs.empty()) return {};
+  const size_t first = trained.specs.front().offset;
+  std::vector<float> values(trained.specs.back().offset + trained.specs.back().numel - first);
+  for (size_t i = 0; i < trained.specs.size(); ++i) {
+    const ParamSpec& from = base_specs.at(trained.base_index[i]);
+    if (from.offset + from.numel > base.size())
+      throw Error(ErrorKind::Internal, "LoRA: the base weights end before " + from.name);
+    std::copy_n(base.begin() + static_cast<std::ptrdiff_t>(from.offset), from.numel,
+                values.begin() + static_cast<std::ptrdiff_t>(trained.specs[i].offset - first));
+  }
+  return values;
+}
+
 }  // namespace dsx::models

@@ -2,8 +2,10 @@
 // adapters and batch: logits, loss and every adapter gradient within fp32 rounding (1e-5 of each
 // tensor's largest magnitude), on llama-tiny (GQA 4/2) with every projection adapted, with and
 // without dropout (both devices draw the same mask) and activation checkpointing; the losses of a
-// few SGD steps; bf16 within 6e-2. The base takes no gradient; the layer protocol
-// holds. Skips without a GPU.
+// few SGD steps; bf16 within 6e-2. The base tensors PEFT trains in full (modules_to_save: the
+// embedding, head and final norm; bias "all"/"lora_only" on llama-tiny with q, k, v and o
+// biases) take the CPU's gradients and steps. The frozen base takes no gradient; the layer
+// protocol holds. Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -29,6 +31,13 @@ using namespace dsx::test;
 namespace {
 
 LlamaConfig tiny() { return llama_preset("llama-tiny"); }
+
+// llama-tiny with biases on all four attention projections (Llama's attention_bias).
+LlamaConfig tiny_with_biases() {
+  LlamaConfig c = tiny();
+  c.qkv_bias = c.o_bias = true;
+  return c;
+}
 
 template <class T>
 float round_to(float v) {
@@ -63,12 +72,13 @@ std::vector<float> adapter_weights(const LoraModel& m, uint64_t seed) {
 struct Case {
   std::string lora = "r=4,alpha=8,targets=all-linear,init=false";
   bool checkpointing = false;
+  LlamaConfig config = tiny();
 };
 
 template <class T>
 void compare_with_cpu(const Case& k, double tol) {
   if (!have_gpu()) GTEST_SKIP() << "no GPU visible";
-  const LlamaConfig c = tiny();
+  const LlamaConfig c = k.config;
   const int B = 2, Tn = 32;
   const LoraConfig lora = parse_lora_flag(k.lora);
   const auto base = base_weights<T>(c, 3);
@@ -100,19 +110,38 @@ TEST(GpuLora, Fp32WithDropoutAndCheckpointingMatchesTheCpu) {
 // rounded to bf16 as well: within 6e-2 (4.9% measured), where a wrong scale or mask is 100%.
 TEST(GpuLora, Bf16MatchesTheCpuWithinBf16Rounding) { compare_with_cpu<__nv_bfloat16>({}, 6e-2); }
 
-// Five SGD steps on both devices from the same start: the losses step by step.
-TEST(GpuLora, SgdStepsGiveTheCpusLosses) {
-  if (!have_gpu()) GTEST_SKIP() << "no GPU visible";
-  const LlamaConfig c = tiny();
+// The embedding, head and final norm trained in full beside the adapters (their gradients are
+// the engine's now), and every bias, adapted projections' and others'.
+const std::string kSavedAndBiases = "r=4,alpha=8,targets=q_proj,o_proj,up_proj,init=false,"
+                                    "modules_to_save=embed_tokens,lm_head,model.norm,bias=all";
+TEST(GpuLora, Fp32TrainsModulesToSaveAndBiasesAsTheCpu) {
+  compare_with_cpu<float>({kSavedAndBiases, false, tiny_with_biases()}, 1e-5);
+}
+TEST(GpuLora, Fp32TrainsLoraOnlyBiasesWithDropoutAndCheckpointingAsTheCpu) {
+  compare_with_cpu<float>(
+      {"r=4,alpha=8,dropout=0.1,targets=k_proj,v_proj,init=false,bias=lora_only", true, tiny_with_biases()}, 1e-5);
+}
+TEST(GpuLora, Bf16TrainsModulesToSaveAndBiasesWithinBf16Rounding) {
+  compare_with_cpu<__nv_bfloat16>({kSavedAndBiases, false, tiny_with_biases()}, 6e-2);
+}
+
+// Five SGD steps on both devices from the same start: the losses step by step, and the weights
+// that trained (adapters, and any base tensors trained in full) at the end.
+void expect_sgd_steps_give_the_cpus_losses(const LlamaConfig& c, const std::string& lora_flag) {
   const int B = 2, Tn = 32;
-  const LoraConfig lora = parse_lora_flag("r=4,alpha=8,dropout=0.1,targets=q_proj,v_proj,up_proj");
+  const LoraConfig lora = parse_lora_flag(lora_flag);
   const auto base = base_weights<float>(c, 7);
   LoraLlama cpu(c, lora, B, Tn, false,
                 std::make_unique<DenseFrozenWeights>(llama_param_specs(c), base));
   LoraLlamaCuda<float> gpu(c, lora, B, Tn, false, base);
+  ASSERT_EQ(gpu.params().size(), cpu.params().size());
+  for (size_t i = 0; i < cpu.params().size(); ++i) EXPECT_EQ(gpu.params()[i].name, cpu.params()[i].name);
   LocalParams<float> host(cpu);
   cpu.init_params(host.params(), 8);  // PEFT's: B zeros, so step 0's loss is the base's
   std::vector<float> w(host.params(), host.params() + host.size());
+  std::vector<float> from_gpu(gpu.num_params());
+  gpu.init_params(from_gpu.data(), 8);
+  EXPECT_EQ(from_gpu, w);  // the same start, trained base tensors included
   DeviceParams<float> dev(gpu);
   const float lr = 0.5f;
   for (int step = 0; step < 5; ++step) {
@@ -133,7 +162,19 @@ TEST(GpuLora, SgdStepsGiveTheCpusLosses) {
       w[i] -= lr * g[i];
     }
   }
-  EXPECT_LT(rel_diff(w.data(), host.params(), w.size()), 1e-5);
+  for (const auto& s : cpu.params())
+    EXPECT_LT(rel_diff(w.data() + s.offset, host.params() + s.offset, s.numel), 1e-5) << s.name;
+}
+
+TEST(GpuLora, SgdStepsGiveTheCpusLosses) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU visible";
+  expect_sgd_steps_give_the_cpus_losses(tiny(), "r=4,alpha=8,dropout=0.1,targets=q_proj,v_proj,up_proj");
+}
+
+TEST(GpuLora, SgdStepsWithModulesToSaveAndBiasesGiveTheCpusLosses) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU visible";
+  expect_sgd_steps_give_the_cpus_losses(tiny_with_biases(), "r=4,alpha=8,dropout=0.1,targets=q_proj,v_proj,"
+                                                            "modules_to_save=lm_head,embed_tokens,bias=lora_only");
 }
 
 TEST(GpuLora, FollowsTheLayerProtocol) {
