@@ -44,7 +44,8 @@ std::unique_ptr<LoraLlama> make_lora_model(const ModelShape& shape, std::unique_
 }
 
 std::unique_ptr<LoraModel> make_lora_model_on_gpu(const ModelShape& shape, const std::vector<float>& base,
-                                                  const LoraConfig& lora, const ModelBuildOptions& o) {
+                                                  const LoraConfig& lora, const ModelBuildOptions& o,
+                                                  std::unique_ptr<ParamAccess> frozen) {
   if (shape.family != ModelShape::Family::Llama)
     throw Error(ErrorKind::Unsupported, "LoRA on the GPU trains the Llama family (Llama, Mistral, Qwen2) so far, not " +
                                             shape.family_name() + "; add --device cpu");
@@ -52,13 +53,15 @@ std::unique_ptr<LoraModel> make_lora_model_on_gpu(const ModelShape& shape, const
   auto stream = static_cast<cudaStream_t>(o.stream);
   const bool ckpt = o.activation_checkpointing;
   if (o.dtype == kernels::DType::F32)
-    return std::make_unique<LoraLlamaCuda<float>>(shape.llama, lora, o.max_batch, o.max_seq, ckpt, base, stream);
+    return std::make_unique<LoraLlamaCuda<float>>(shape.llama, lora, o.max_batch, o.max_seq, ckpt, base, stream,
+                                                  std::move(frozen));
   if (o.dtype == kernels::DType::BF16)
     return std::make_unique<LoraLlamaCuda<__nv_bfloat16>>(shape.llama, lora, o.max_batch, o.max_seq, ckpt, base,
-                                                          stream);
-  return std::make_unique<LoraLlamaCuda<__half>>(shape.llama, lora, o.max_batch, o.max_seq, ckpt, base, stream);
+                                                          stream, std::move(frozen));
+  return std::make_unique<LoraLlamaCuda<__half>>(shape.llama, lora, o.max_batch, o.max_seq, ckpt, base, stream,
+                                                 std::move(frozen));
 #else
-  (void)base, (void)o;
+  (void)base, (void)o, (void)frozen;
   throw Error(ErrorKind::Unsupported, "this dsx was built without CUDA, so LoRA trains on the CPU only; rebuild "
                                       "with -DDSX_CUDA=ON, or add --device cpu");
 #endif

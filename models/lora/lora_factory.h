@@ -17,10 +17,12 @@ namespace dsx::models {
 // or, for GPT-2, a LoraGpt2.
 std::unique_ptr<LoraModel> make_lora_model(const ModelShape& shape, std::vector<float> base, const LoraConfig& lora,
                                            const ModelBuildOptions& options);
-// On the GPU (options.cuda, in options.dtype, on options.stream): the base copied to the device.
-// Error(Unsupported) in a build without CUDA.
+// On the GPU (options.cuda, in options.dtype, on options.stream): the base copied to the device,
+// or read through `frozen` (device memory in options.dtype: a partitioned base). Error(Unsupported)
+// in a build without CUDA.
 std::unique_ptr<LoraModel> make_lora_model_on_gpu(const ModelShape& shape, const std::vector<float>& base,
-                                                  const LoraConfig& lora, const ModelBuildOptions& options);
+                                                  const LoraConfig& lora, const ModelBuildOptions& options,
+                                                  std::unique_ptr<ParamAccess> frozen = nullptr);
 // `frozen` reads the base weights (dense, partitioned at ZeRO stage 3, or quantised).
 std::unique_ptr<LoraLlama> make_lora_model(const ModelShape& shape, std::unique_ptr<ParamAccess> frozen,
                                            const LoraConfig& lora, const ModelBuildOptions& options);

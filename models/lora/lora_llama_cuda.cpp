@@ -51,7 +51,8 @@ class DeviceFrozenWeights final : public ParamAccess {
 template <class T>
 LoraLlamaCuda<T>::LoraLlamaCuda(const LlamaConfig& config, const LoraConfig& lora, int max_batch,
                                 int max_seq, bool activation_checkpointing,
-                                const std::vector<float>& base, cudaStream_t stream)
+                                const std::vector<float>& base, cudaStream_t stream,
+                                std::unique_ptr<ParamAccess> frozen)
     : base_(config, max_batch, max_seq, activation_checkpointing, stream),
       gpu_(device::make_cuda_device()),
       stream_view_(gpu_->adopt_stream(base_.stream(), "LoRA model")),
@@ -60,7 +61,7 @@ LoraLlamaCuda<T>::LoraLlamaCuda(const LlamaConfig& config, const LoraConfig& lor
       trained_(lora_llama_trained_base(config, layout_)),
       list_(lora_param_list(layout_.specs(), trained_, base_.params().size())),
       trained_initial_(trained_initial_values(trained_, base_.params(), base)),
-      frozen_(std::make_unique<DeviceFrozenWeights<T>>(*gpu_, base_.params(), base)),
+      frozen_(frozen ? std::move(frozen) : std::make_unique<DeviceFrozenWeights<T>>(*gpu_, base_.params(), base)),
       adapters_(layout_, *gpu_, base_.stream(), max_batch, max_seq) {
   base_.set_adapters(&adapters_);
 }

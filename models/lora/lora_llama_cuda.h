@@ -1,7 +1,7 @@
 // A Llama-family model trained with LoRA on one GPU: LoraLlama's design (lora_llama.h) on
 // LlamaCuda. The base's weights are copied to the GPU once, in the model's storage type, and
-// held there frozen (every rank whole: ZeRO stage 3's partitioned base is CPU-only so far); the
-// adapters (lora_cuda.h) run beside the targeted projections. To the engine it is a Model on the
+// held there frozen, whole on every rank, or read through a ParamAccess given (ZeRO stage 3's
+// partitioned base, engine/device_partitioned_frozen_weights.h); the adapters (lora_cuda.h) run beside the targeted projections. To the engine it is a Model on the
 // device whose parameters are the adapters, then the base tensors PEFT's modules_to_save and
 // bias train in full (trained_base_tensors.h, in LoraLlama's order), so ZeRO keeps, reduces and
 // steps those and nothing else. Built only with CUDA.
@@ -25,10 +25,12 @@ template <class T>
 class LoraLlamaCuda final : public LoraModel {
  public:
   // `base`: the base model's fp32 weights in llama_param_specs(config)'s order (rounded to T on
-  // the way). `stream`: as LlamaCuda's (null: a stream of the model's own).
+  // the way). `stream`: as LlamaCuda's (null: a stream of the model's own). `frozen`: where the
+  // layers read the base, in device memory of T on `stream`'s GPU (null: `base` uploaded whole);
+  // the tensors trained in full start from `base` either way.
   LoraLlamaCuda(const LlamaConfig& config, const LoraConfig& lora, int max_batch, int max_seq,
                 bool activation_checkpointing, const std::vector<float>& base,
-                cudaStream_t stream = nullptr);
+                cudaStream_t stream = nullptr, std::unique_ptr<ParamAccess> frozen = nullptr);
   ~LoraLlamaCuda() override;  // waits for the stream before the buffers go
 
   const std::vector<ParamSpec>& params() const override { return list_.specs; }
