@@ -6,8 +6,9 @@
 // run's adapter bytes. At ZeRO stage 3 the frozen base is partitioned in GPU memory and gathered
 // per layer: on one GPU, and on two as two ranks over nccl (DSX_EMULATED_GPUS=2 on the emulated
 // GPU), the run gives stage 2's losses and adapter, and each of two ranks keeps half the base
-// (to a few elements of padding). Stage 3 with ZeRO offloaded to the host is refused, naming what
-// to do. Skips without a GPU (the two-rank case without two).
+// (to a few elements of padding), in the model's dtype (bf16 on two). Stage 3 with ZeRO
+// offloaded to the host is refused, naming what to do. Skips without a GPU (the two-rank case
+// without two).
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -42,9 +43,12 @@ int gpu_count() {
 }
 
 // `zero_extra`: more keys of zero_optimization (after a comma).
-std::string config(const dsx::test::TempDir& dir, int stage, const std::string& zero_extra = "") {
-  const std::string path = dir.file("ds_" + std::to_string(stage) + (zero_extra.empty() ? "" : "x") + ".json");
+std::string config(const dsx::test::TempDir& dir, int stage, const std::string& zero_extra = "",
+                   bool bf16 = false) {
+  const std::string path = dir.file("ds_" + std::to_string(stage) + (zero_extra.empty() ? "" : "x") +
+                                    (bf16 ? "_bf16" : "") + ".json");
   std::ofstream(path) << R"({"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 2,
+    "bf16": {"enabled": )" << (bf16 ? "true" : "false") << R"(},
     "optimizer": {"type": "AdamW", "params": {"lr": 1e-2, "weight_decay": 0.01}},
     "zero_optimization": {"stage": )"
                       << stage << zero_extra << "}}";
@@ -150,24 +154,26 @@ TEST(GpuLoraTraining, AResumedRunEndsOnTheUninterruptedRunsAdapter) {
             dsx::test::read_all(dir.file("straight/adapter_model.safetensors")));
 }
 
-// Stage 3 against stage 2 on `ranks` GPUs: the same losses and adapter; the base partitioned, each
-// rank keeping 1/ranks of it (to a padding element per layer and rank).
-void expect_stage_three_trains_as_stage_two(int ranks) {
+// Stage 3 against stage 2 on `ranks` GPUs, in fp32 or bf16: the same losses and adapter; the
+// base partitioned in the model's dtype, each rank keeping 1/ranks of it (to a padding element per
+// layer and rank).
+void expect_stage_three_trains_as_stage_two(int ranks, bool bf16) {
   dsx::test::TempDir dir;
   // A layer gathered ahead and a tiny persistence threshold: every layer's gather is exercised.
   const std::string zero3 = R"(, "stage3_prefetch_bucket_size": 20000, "stage3_param_persistence_threshold": 10)";
-  auto two = train("cuda", config(dir, 2), dir.file("two"), 4, kLora, "", ranks);
+  auto two = train("cuda", config(dir, 2, "", bf16), dir.file("two"), 4, kLora, "", ranks);
   ASSERT_EQ(two.exit_code, 0) << two.output;
-  auto three = train("cuda", config(dir, 3, zero3), dir.file("three"), 4, kLora, "", ranks);
+  auto three = train("cuda", config(dir, 3, zero3, bf16), dir.file("three"), 4, kLora, "", ranks);
   ASSERT_EQ(three.exit_code, 0) << three.output;
   EXPECT_NE(two.output.find("whole on every rank"), std::string::npos) << two.output;
   const std::regex kept(R"(the base's (\d+) are frozen, partitioned over the ranks \(in GPU memory: this rank )"
                         R"(keeps (\d+) bytes, and gathers at most (\d+) for a layer\))");
   std::smatch m;
   ASSERT_TRUE(std::regex_search(three.output, m, kept)) << three.output;
-  const double base_bytes = 4.0 * std::stod(m[1]), held = std::stod(m[2]);
+  const double element = bf16 ? 2.0 : 4.0;
+  const double base_bytes = element * std::stod(m[1]), held = std::stod(m[2]);
   EXPECT_GE(held, base_bytes / ranks);
-  EXPECT_LE(held, base_bytes / ranks + 4.0 * 4 * ranks);  // llama-tiny: 4 layers of base weights
+  EXPECT_LE(held, base_bytes / ranks + element * 4 * ranks);  // llama-tiny: 4 layers of base weights
   EXPECT_LT(std::stod(m[3]), base_bytes / 2);             // a layer, not the model
   const auto l2 = step_losses(two.output), l3 = step_losses(three.output);
   ASSERT_EQ(l2.size(), 4u) << two.output;
@@ -179,12 +185,13 @@ void expect_stage_three_trains_as_stage_two(int ranks) {
 
 TEST(GpuLoraTraining, StageThreePartitionsTheBaseAndTrainsAsStageTwo) {
   if (!have_gpu()) GTEST_SKIP() << "no GPU";
-  expect_stage_three_trains_as_stage_two(1);
+  expect_stage_three_trains_as_stage_two(1, false);
 }
 
-TEST(GpuLoraTraining, TwoRanksAtStageThreeKeepHalfTheBaseEachAndTrainAsStageTwo) {
+// bf16 (the base's shares 16-bit): stage 2 and 3 end on the same adapter bytes (measured).
+TEST(GpuLoraTraining, TwoRanksAtStageThreeInBf16KeepHalfTheBaseEachAndTrainAsStageTwo) {
   if (gpu_count() < 2) GTEST_SKIP() << "needs two GPUs";
-  expect_stage_three_trains_as_stage_two(2);
+  expect_stage_three_trains_as_stage_two(2, true);
 }
 
 TEST(GpuLoraTraining, StageThreeWithZeroOnTheHostIsRefused) {
