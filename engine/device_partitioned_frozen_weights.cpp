@@ -50,22 +50,33 @@ DevicePartitionedFrozenWeights::~DevicePartitionedFrozenWeights() {
 }
 
 // The share goes into its place in the layer's buffer, and the allgather fills the rest in place.
-void DevicePartitionedFrozenWeights::acquire(int layer) {
-  auto it = layers_.find(layer);
-  if (it == layers_.end() || it->second.whole) return;  // no base weights, or gathered already
-  Layer& l = it->second;
-  device::Stream& compute = device_.compute_stream();
-  device::Stream& stream = gather_stream_ ? *gather_stream_ : compute;
+void DevicePartitionedFrozenWeights::start_gather(Layer& l) {
+  device::Stream& stream = gather_stream_ ? *gather_stream_ : device_.compute_stream();
   const size_t world = static_cast<size_t>(comm_.size()), rank = static_cast<size_t>(comm_.rank());
   auto* whole = static_cast<uint8_t*>(device_.allocate(bytes(l.share * world), device::Placement::Communicated, stream));
   uint8_t* mine = whole + bytes(l.share * rank);
   device_.copy(mine, l.mine.get(), bytes(l.share), stream);
   comm_.allgather_on(device_, stream, mine, whole, l.share, dtype_);
-  if (&stream != &compute) {
-    stream.record(*l.gathered);
-    compute.wait(*l.gathered);
-  }
-  l.whole = whole;
+  stream.record(*l.gathered);
+  l.whole = whole, l.waited = false;
+}
+
+void DevicePartitionedFrozenWeights::order_compute_after(Layer& l) {
+  if (l.waited) return;
+  device_.compute_stream().wait(*l.gathered);
+  l.waited = true;
+}
+
+void DevicePartitionedFrozenWeights::prefetch(int layer) {
+  auto it = layers_.find(layer);
+  if (it != layers_.end() && !it->second.whole) start_gather(it->second);
+}
+
+void DevicePartitionedFrozenWeights::acquire(int layer) {
+  auto it = layers_.find(layer);
+  if (it == layers_.end()) return;  // a layer without base weights
+  if (!it->second.whole) start_gather(it->second);
+  order_compute_after(it->second);
 }
 
 const void* DevicePartitionedFrozenWeights::param(size_t index) {
@@ -80,6 +91,7 @@ void DevicePartitionedFrozenWeights::release(int layer) {
   auto it = layers_.find(layer);
   if (it == layers_.end() || !it->second.whole) return;
   Layer& l = it->second;
+  order_compute_after(l);  // a prefetched layer never acquired: its gather lands first
   device_.free(l.whole, bytes(l.share * static_cast<size_t>(comm_.size())), device_.compute_stream());
   l.whole = nullptr;
 }

@@ -2,9 +2,10 @@
 // PartitionedFrozenWeights (partitioned_frozen_weights.h), but each rank's 1/world of every
 // layer sits in device memory in the model's dtype, and a layer is gathered whole into
 // stream-ordered device memory: the rank's share copied in, then an in-place allgather_on on
-// ZeRO's communication stream (as zero/param_gatherer.h gathers trainable parameters), after
-// which the model's compute stream waits; release() frees the layer on the compute stream once
-// the layer's work has run. The host never waits. No gradients and no optimizer state exist for
+// ZeRO's communication stream (as zero/param_gatherer.h gathers trainable parameters), which the
+// model's compute stream waits for when it acquires the layer; prefetch() starts the next layer's
+// gather early, so that it runs beside the compute stream's work. release() frees the layer on
+// the compute stream once the layer's work has run. The host never waits. No gradients and no optimizer state exist for
 // these weights. Every rank acquires the layers in one order (the Model layer protocol), and
 // once order_on() names ZeRO's communication stream, ZeRO's collectives and these gathers reach
 // every rank's communicator in one order.
@@ -35,7 +36,8 @@ class DevicePartitionedFrozenWeights final : public models::ParamAccess {
   // it already holds; until then on the compute stream. `stream` must outlive the gathers.
   void order_on(device::Stream& stream) { gather_stream_ = &stream; }
 
-  void acquire(int layer) override;  // a layer already gathered stays as it is
+  void prefetch(int layer) override;  // the gather starts; the compute stream does not wait yet
+  void acquire(int layer) override;   // a layer already gathered stays as it is
   const void* param(size_t index) override;
   void release(int layer) override;
   // Bytes this rank keeps between gathers (its shares, padding included).
@@ -50,7 +52,10 @@ class DevicePartitionedFrozenWeights final : public models::ParamAccess {
     device::OwnedMemory mine;   // this rank's share, in dtype_
     uint8_t* whole = nullptr;   // gathered (share * world elements), null when released
     std::unique_ptr<device::Event> gathered;
+    bool waited = false;        // the compute stream waits for `gathered`
   };
+  void start_gather(Layer& l);
+  void order_compute_after(Layer& l);
   size_t bytes(size_t elements) const { return device::bytes_of(dtype_, elements); }
 
   std::vector<models::ParamSpec> specs_;
