@@ -61,7 +61,7 @@ std::unique_ptr<LoraModel> make_lora_model_on_gpu(const ModelShape& shape, const
   return std::make_unique<LoraLlamaCuda<__half>>(shape.llama, lora, o.max_batch, o.max_seq, ckpt, base, stream,
                                                  std::move(frozen));
 #else
-  (void)base, (void)o, (void)frozen;
+  (void)base, (void)lora, (void)o, (void)frozen;
   throw Error(ErrorKind::Unsupported, "this dsx was built without CUDA, so LoRA trains on the CPU only; rebuild "
                                       "with -DDSX_CUDA=ON, or add --device cpu");
 #endif
