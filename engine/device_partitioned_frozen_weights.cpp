@@ -9,9 +9,9 @@
 
 namespace dsx::engine {
 
-DevicePartitionedFrozenWeights::DevicePartitionedFrozenWeights(const std::vector<models::ParamSpec>& specs,
-                                                               const std::vector<float>& flat, kernels::DType dtype,
-                                                               device::Device& device, comm::Communicator& comm)
+DevicePartitionedFrozenWeights::DevicePartitionedFrozenWeights(
+    const std::vector<models::ParamSpec>& specs, const std::vector<float>& flat,
+    kernels::DType dtype, device::Device& device, comm::Communicator& comm)
     : specs_(specs), dtype_(dtype), device_(device), comm_(comm) {
   std::map<int, size_t> numel;
   for (const auto& s : specs_) {
@@ -26,7 +26,8 @@ DevicePartitionedFrozenWeights::DevicePartitionedFrozenWeights(const std::vector
     if (numel[layer] != l.end - l.begin)
       throw Error(ErrorKind::Internal, "frozen base: layer " + std::to_string(layer) +
                                            "'s tensors are not contiguous in the flat layout");
-    if (l.end > flat.size()) throw Error(ErrorKind::Internal, "frozen base: the weights are shorter than the model");
+    if (l.end > flat.size())
+      throw Error(ErrorKind::Internal, "frozen base: the weights are shorter than the model");
     l.share = (l.end - l.begin + world - 1) / world;
     std::vector<float> mine(l.share, 0.0f);  // the last rank's tail is padding
     const size_t first = l.begin + rank * l.share;
@@ -53,7 +54,8 @@ DevicePartitionedFrozenWeights::~DevicePartitionedFrozenWeights() {
 void DevicePartitionedFrozenWeights::start_gather(Layer& l) {
   device::Stream& stream = gather_stream_ ? *gather_stream_ : device_.compute_stream();
   const size_t world = static_cast<size_t>(comm_.size()), rank = static_cast<size_t>(comm_.rank());
-  auto* whole = static_cast<uint8_t*>(device_.allocate(bytes(l.share * world), device::Placement::Communicated, stream));
+  auto* whole = static_cast<uint8_t*>(
+      device_.allocate(bytes(l.share * world), device::Placement::Communicated, stream));
   uint8_t* mine = whole + bytes(l.share * rank);
   device_.copy(mine, l.mine.get(), bytes(l.share), stream);
   comm_.allgather_on(device_, stream, mine, whole, l.share, dtype_);
@@ -82,7 +84,9 @@ void DevicePartitionedFrozenWeights::acquire(int layer) {
 const void* DevicePartitionedFrozenWeights::param(size_t index) {
   const models::ParamSpec& s = specs_.at(index);
   const Layer& l = layers_.at(s.layer);
-  if (!l.whole) throw Error(ErrorKind::Internal, "frozen base: " + s.name + " read before its layer was acquired");
+  if (!l.whole)
+    throw Error(ErrorKind::Internal,
+                "frozen base: " + s.name + " read before its layer was acquired");
   return l.whole + bytes(s.offset - l.begin);
 }
 
@@ -92,7 +96,8 @@ void DevicePartitionedFrozenWeights::release(int layer) {
   if (it == layers_.end() || !it->second.whole) return;
   Layer& l = it->second;
   order_compute_after(l);  // a prefetched layer never acquired: its gather lands first
-  device_.free(l.whole, bytes(l.share * static_cast<size_t>(comm_.size())), device_.compute_stream());
+  device_.free(l.whole, bytes(l.share * static_cast<size_t>(comm_.size())),
+               device_.compute_stream());
   l.whole = nullptr;
 }
 
@@ -104,7 +109,8 @@ size_t DevicePartitionedFrozenWeights::held_bytes() const {
 
 size_t DevicePartitionedFrozenWeights::largest_layer_bytes() const {
   size_t most = 0;
-  for (const auto& [layer, l] : layers_) most = std::max(most, bytes(l.share * static_cast<size_t>(comm_.size())));
+  for (const auto& [layer, l] : layers_)
+    most = std::max(most, bytes(l.share * static_cast<size_t>(comm_.size())));
   return most;
 }
 

@@ -5,10 +5,10 @@
 // ZeRO's communication stream (as zero/param_gatherer.h gathers trainable parameters), which the
 // model's compute stream waits for when it acquires the layer; prefetch() starts the next layer's
 // gather early, so that it runs beside the compute stream's work. release() frees the layer on
-// the compute stream once the layer's work has run. The host never waits. No gradients and no optimizer state exist for
-// these weights. Every rank acquires the layers in one order (the Model layer protocol), and
-// once order_on() names ZeRO's communication stream, ZeRO's collectives and these gathers reach
-// every rank's communicator in one order.
+// the compute stream once the layer's work has run. The host never waits. No gradients and no
+// optimizer state exist for these weights. Every rank acquires the layers in one order (the Model
+// layer protocol), and once order_on() names ZeRO's communication stream, ZeRO's collectives and
+// these gathers reach every rank's communicator in one order.
 #pragma once
 
 #include <cstdint>
@@ -28,8 +28,9 @@ class DevicePartitionedFrozenWeights final : public models::ParamAccess {
   // `flat`: the whole base in `specs`' layout, fp32 (only this rank's share is kept, rounded to
   // `dtype`). Each layer's tensors must be contiguous in it, as the decoder models lay them out.
   // `device` is the one the model computes on (its compute stream is the model's).
-  DevicePartitionedFrozenWeights(const std::vector<models::ParamSpec>& specs, const std::vector<float>& flat,
-                                 kernels::DType dtype, device::Device& device, comm::Communicator& comm);
+  DevicePartitionedFrozenWeights(const std::vector<models::ParamSpec>& specs,
+                                 const std::vector<float>& flat, kernels::DType dtype,
+                                 device::Device& device, comm::Communicator& comm);
   ~DevicePartitionedFrozenWeights() override;  // frees the layers still gathered
 
   // Gathers from now on run on `stream` of the device (ZeRO's communication stream), after what
@@ -52,7 +53,7 @@ class DevicePartitionedFrozenWeights final : public models::ParamAccess {
     device::OwnedMemory mine;   // this rank's share, in dtype_
     uint8_t* whole = nullptr;   // gathered (share * world elements), null when released
     std::unique_ptr<device::Event> gathered;
-    bool waited = false;        // the compute stream waits for `gathered`
+    bool waited = false;  // the compute stream waits for `gathered`
   };
   void start_gather(Layer& l);
   void order_compute_after(Layer& l);

@@ -20,6 +20,7 @@
 #include "engine/addition_samples.h"
 #include "engine/arrangement.h"
 #include "engine/device_flag.h"
+#include "engine/device_partitioned_frozen_weights.h"
 #include "engine/flops_profiler.h"
 #include "engine/monitor/monitor_master.h"
 #include "engine/observers/divergence_guard.h"
@@ -44,7 +45,6 @@
 #include "engine/writable_directory.h"
 #include "kernels/device_choice.h"
 #include "models/gpt2/factory.h"
-#include "engine/device_partitioned_frozen_weights.h"
 #include "engine/partitioned_frozen_weights.h"
 #include "engine/partitioned_nf4_frozen_weights.h"
 #include "models/lora/lora_factory.h"
@@ -203,21 +203,22 @@ models::ModelSource load_choice(const TrainRunOptions& o) {
 
 // LoRA on the GPU: the base copied to the device whole, on every rank; at stage 3 partitioned
 // over the ranks in the GPU memory ZeRO keeps its state in (`gpu`), gathered layer by layer.
-std::unique_ptr<models::Model> build_lora_model_on_gpu(const config::EngineConfig& config, models::ModelSource& choice,
-                                                       const models::LoraConfig& lora,
-                                                       const models::BuildOptions& options, comm::Communicator& comm,
-                                                       device::Device* gpu) {
+std::unique_ptr<models::Model> build_lora_model_on_gpu(
+    const config::EngineConfig& config, models::ModelSource& choice, const models::LoraConfig& lora,
+    const models::BuildOptions& options, comm::Communicator& comm, device::Device* gpu) {
   std::unique_ptr<models::ParamAccess> frozen;
   if (config.zero_optimization.stage == 3) {
     if (!gpu)
-      throw Error(ErrorKind::Unsupported, "LoRA on the GPU at ZeRO stage 3 partitions the frozen base in the GPU "
-                                          "memory ZeRO keeps its state in, but this run keeps ZeRO in host memory "
-                                          "(offload_optimizer/offload_param): drop the offload, or set "
-                                          "zero_optimization.stage to 0, 1 or 2");
-    frozen = std::make_unique<DevicePartitionedFrozenWeights>(models::param_specs(choice.shape), choice.initial,
-                                                              options.dtype, *gpu, comm);
+      throw Error(ErrorKind::Unsupported,
+                  "LoRA on the GPU at ZeRO stage 3 partitions the frozen base in the GPU "
+                  "memory ZeRO keeps its state in, but this run keeps ZeRO in host memory "
+                  "(offload_optimizer/offload_param): drop the offload, or set "
+                  "zero_optimization.stage to 0, 1 or 2");
+    frozen = std::make_unique<DevicePartitionedFrozenWeights>(
+        models::param_specs(choice.shape), choice.initial, options.dtype, *gpu, comm);
   }
-  auto model = models::make_lora_model_on_gpu(choice.shape, choice.initial, lora, options, std::move(frozen));
+  auto model = models::make_lora_model_on_gpu(choice.shape, choice.initial, lora, options,
+                                              std::move(frozen));
   std::vector<float>().swap(choice.initial);  // on the device now
   return model;
 }
@@ -434,7 +435,8 @@ class TrainingRun {
     if (const auto* lora = dynamic_cast<const models::LoraModel*>(model_.get())) {
       const auto* on_gpu = dynamic_cast<const DevicePartitionedFrozenWeights*>(&lora->frozen());
       const bool partitioned = dynamic_cast<const PartitionedFrozenWeights*>(&lora->frozen()) ||
-                               dynamic_cast<const PartitionedNf4FrozenWeights*>(&lora->frozen()) || on_gpu;
+                               dynamic_cast<const PartitionedNf4FrozenWeights*>(&lora->frozen()) ||
+                               on_gpu;
       std::ostringstream line;
       line << "LoRA: the " << model_->num_params() << " parameters are adapters (r " << lora->lora().r << ", scale "
            << lora->lora().scaling() << "); the base's " << lora->base_numel() << " are frozen"
@@ -446,8 +448,8 @@ class TrainingRun {
         line << " (QLoRA: block linears in NF4, the rest fp32; this rank keeps " << nf4->share_bytes()
              << " bytes, and gathers at most " << nf4->largest_gathered_bytes() << " more for a layer)";
       if (on_gpu)
-        line << " (in GPU memory: this rank keeps " << on_gpu->held_bytes() << " bytes, and gathers at most "
-             << on_gpu->largest_layer_bytes() << " for a layer)";
+        line << " (in GPU memory: this rank keeps " << on_gpu->held_bytes()
+             << " bytes, and gathers at most " << on_gpu->largest_layer_bytes() << " for a layer)";
       say(line.str());
     }
     if (const std::string data = loader_->describe(); !data.empty()) say("data: " + data);

@@ -23,7 +23,9 @@ LoraLlama::LoraLlama(const LlamaConfig& config, const LoraConfig& lora, int max_
       frozen_(std::move(frozen)),
       trained_(lora_llama_trained_base(config, adapters_)) {
   LoraParamList list = lora_param_list(adapters_.specs(), trained_, base_.params().size());
-  specs_ = std::move(list.specs), numel_ = list.numel, trained_of_base_ = std::move(list.trained_of_base);
+  specs_ = std::move(list.specs);
+  numel_ = list.numel;
+  trained_of_base_ = std::move(list.trained_of_base);
   trained_initial_ = read_trained_initial();
   base_.set_adapters(&adapters_);
   // QLoRA: the NF4 base multiplies its own projections (models/lora/nf4_frozen_weights.h).

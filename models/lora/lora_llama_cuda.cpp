@@ -61,7 +61,8 @@ LoraLlamaCuda<T>::LoraLlamaCuda(const LlamaConfig& config, const LoraConfig& lor
       trained_(lora_llama_trained_base(config, layout_)),
       list_(lora_param_list(layout_.specs(), trained_, base_.params().size())),
       trained_initial_(trained_initial_values(trained_, base_.params(), base)),
-      frozen_(frozen ? std::move(frozen) : std::make_unique<DeviceFrozenWeights<T>>(*gpu_, base_.params(), base)),
+      frozen_(frozen ? std::move(frozen)
+                     : std::make_unique<DeviceFrozenWeights<T>>(*gpu_, base_.params(), base)),
       adapters_(layout_, *gpu_, base_.stream(), max_batch, max_seq) {
   base_.set_adapters(&adapters_);
 }

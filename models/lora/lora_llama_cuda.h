@@ -1,10 +1,11 @@
 // A Llama-family model trained with LoRA on one GPU: LoraLlama's design (lora_llama.h) on
 // LlamaCuda. The base's weights are copied to the GPU once, in the model's storage type, and
 // held there frozen, whole on every rank, or read through a ParamAccess given (ZeRO stage 3's
-// partitioned base, engine/device_partitioned_frozen_weights.h); the adapters (lora_cuda.h) run beside the targeted projections. To the engine it is a Model on the
-// device whose parameters are the adapters, then the base tensors PEFT's modules_to_save and
-// bias train in full (trained_base_tensors.h, in LoraLlama's order), so ZeRO keeps, reduces and
-// steps those and nothing else. Built only with CUDA.
+// partitioned base, engine/device_partitioned_frozen_weights.h); the adapters (lora_cuda.h) run
+// beside the targeted projections. To the engine it is a Model on the device whose parameters are
+// the adapters, then the base tensors PEFT's modules_to_save and bias train in full
+// (trained_base_tensors.h, in LoraLlama's order), so ZeRO keeps, reduces and steps those and
+// nothing else. Built only with CUDA.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -69,8 +70,8 @@ class LoraLlamaCuda final : public LoraModel {
   std::unique_ptr<device::Stream> stream_view_;  // base_'s stream, to wait for it
   LoraAdapters layout_;  // which projections, PEFT's names and init; no buffers
   TrainedBaseTensors trained_;
-  LoraParamList list_;                   // the adapters', then trained_'s
-  std::vector<float> trained_initial_;   // trained_'s values in the base
+  LoraParamList list_;                  // the adapters', then trained_'s
+  std::vector<float> trained_initial_;  // trained_'s values in the base
   std::unique_ptr<ParamAccess> frozen_;
   LoraAdaptersCuda<T> adapters_;
 };

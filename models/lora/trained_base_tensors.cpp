@@ -73,8 +73,8 @@ TrainedBaseTensors select_trained_base_tensors(const std::vector<ParamSpec>& bas
   return out;
 }
 
-LoraParamList lora_param_list(const std::vector<ParamSpec>& adapter_specs, const TrainedBaseTensors& trained,
-                              size_t num_base_tensors) {
+LoraParamList lora_param_list(const std::vector<ParamSpec>& adapter_specs,
+                              const TrainedBaseTensors& trained, size_t num_base_tensors) {
   LoraParamList list{adapter_specs, 0, std::vector<int>(num_base_tensors, -1)};
   for (size_t i = 0; i < trained.specs.size(); ++i) {
     list.trained_of_base.at(trained.base_index[i]) = static_cast<int>(list.specs.size());
@@ -84,7 +84,8 @@ LoraParamList lora_param_list(const std::vector<ParamSpec>& adapter_specs, const
   return list;
 }
 
-std::vector<float> trained_initial_values(const TrainedBaseTensors& trained, const std::vector<ParamSpec>& base_specs,
+std::vector<float> trained_initial_values(const TrainedBaseTensors& trained,
+                                          const std::vector<ParamSpec>& base_specs,
                                           const std::vector<float>& base) {
   if (trained.specs.empty()) return {};
   const size_t first = trained.specs.front().offset;

@@ -36,12 +36,13 @@ struct LoraParamList {
   size_t numel = 0;
   std::vector<int> trained_of_base;  // per base tensor: its index in specs, or -1 (frozen)
 };
-LoraParamList lora_param_list(const std::vector<ParamSpec>& adapter_specs, const TrainedBaseTensors& trained,
-                              size_t num_base_tensors);
+LoraParamList lora_param_list(const std::vector<ParamSpec>& adapter_specs,
+                              const TrainedBaseTensors& trained, size_t num_base_tensors);
 
 // The starting values of `trained`'s tensors (in their order, from trained.specs[0].offset on),
 // read from the base's whole fp32 weights laid out as `base_specs`.
-std::vector<float> trained_initial_values(const TrainedBaseTensors& trained, const std::vector<ParamSpec>& base_specs,
+std::vector<float> trained_initial_values(const TrainedBaseTensors& trained,
+                                          const std::vector<ParamSpec>& base_specs,
                                           const std::vector<float>& base);
 
 }  // namespace dsx::models

@@ -27,11 +27,13 @@ std::vector<m::ParamSpec> specs() {
   size_t offset = 0;
   auto add = [&](const std::string& name, size_t numel, int layer) {
     m::ParamSpec p;
-    p.name = name, p.numel = numel, p.shape = {static_cast<int64_t>(numel)}, p.layer = layer, p.offset = offset;
+    p.name = name, p.numel = numel, p.shape = {static_cast<int64_t>(numel)}, p.layer = layer,
+    p.offset = offset;
     offset += numel;
     s.push_back(p);
   };
-  add("embed", 37, 0), add("block.a", 101, 1), add("block.b", 12, 1), add("norm", 9, 2), add("head", 40, 2);
+  add("embed", 37, 0), add("block.a", 101, 1), add("block.b", 12, 1), add("norm", 9, 2),
+      add("head", 40, 2);
   return s;
 }
 
@@ -43,7 +45,8 @@ std::vector<uint8_t> rounded(const std::vector<float>& flat, DType dtype) {
 }
 
 void check_layer(dsx::engine::DevicePartitionedFrozenWeights& part, dsx::device::Device& cpu,
-                 const std::vector<m::ParamSpec>& all, const std::vector<uint8_t>& want, DType dtype, int layer) {
+                 const std::vector<m::ParamSpec>& all, const std::vector<uint8_t>& want,
+                 DType dtype, int layer) {
   const size_t e = dsx::kernels::dtype_size(dtype);
   for (size_t i = 0; i < all.size(); ++i) {
     if (all[i].layer != layer) continue;
@@ -69,7 +72,8 @@ void gathers_give_back_the_base(dsx::comm::Communicator& comm, DType dtype) {
   const size_t e = dsx::kernels::dtype_size(dtype);
   if (part.held_bytes() != (19 + 57 + 25) * e)  // ceil(37/2) + ceil(113/2) + ceil(49/2)
     throw std::runtime_error("rank keeps " + std::to_string(part.held_bytes()) + " bytes");
-  if (part.largest_layer_bytes() != 114 * e) throw std::runtime_error("largest layer is not 2 x 57");
+  if (part.largest_layer_bytes() != 114 * e)
+    throw std::runtime_error("largest layer is not 2 x 57");
   for (int pass = 0; pass < 2; ++pass) {  // forward order, then again after every release
     part.acquire(0);
     part.prefetch(1);
@@ -89,10 +93,11 @@ void gathers_give_back_the_base(dsx::comm::Communicator& comm, DType dtype) {
 }
 
 TEST(DevicePartitionedFrozenWeights, TwoRanksGatherTheBaseInItsDtype) {
-  auto job = dsx::test::run_job(2, dsx::test::test_options("tcp"), [](dsx::comm::Communicator& comm, int) {
-    gathers_give_back_the_base(comm, DType::F32);
-    gathers_give_back_the_base(comm, DType::BF16);
-  });
+  auto job =
+      dsx::test::run_job(2, dsx::test::test_options("tcp"), [](dsx::comm::Communicator& comm, int) {
+        gathers_give_back_the_base(comm, DType::F32);
+        gathers_give_back_the_base(comm, DType::BF16);
+      });
   EXPECT_TRUE(job.all_ok()) << job.summary();
 }
 

@@ -112,14 +112,17 @@ TEST(GpuLora, Bf16MatchesTheCpuWithinBf16Rounding) { compare_with_cpu<__nv_bfloa
 
 // The embedding, head and final norm trained in full beside the adapters (their gradients are
 // the engine's now), and every bias, adapted projections' and others'.
-const std::string kSavedAndBiases = "r=4,alpha=8,targets=q_proj,o_proj,up_proj,init=false,"
-                                    "modules_to_save=embed_tokens,lm_head,model.norm,bias=all";
+const std::string kSavedAndBiases =
+    "r=4,alpha=8,targets=q_proj,o_proj,up_proj,init=false,"
+    "modules_to_save=embed_tokens,lm_head,model.norm,bias=all";
 TEST(GpuLora, Fp32TrainsModulesToSaveAndBiasesAsTheCpu) {
   compare_with_cpu<float>({kSavedAndBiases, false, tiny_with_biases()}, 1e-5);
 }
 TEST(GpuLora, Fp32TrainsLoraOnlyBiasesWithDropoutAndCheckpointingAsTheCpu) {
   compare_with_cpu<float>(
-      {"r=4,alpha=8,dropout=0.1,targets=k_proj,v_proj,init=false,bias=lora_only", true, tiny_with_biases()}, 1e-5);
+      {"r=4,alpha=8,dropout=0.1,targets=k_proj,v_proj,init=false,bias=lora_only", true,
+       tiny_with_biases()},
+      1e-5);
 }
 TEST(GpuLora, Bf16TrainsModulesToSaveAndBiasesWithinBf16Rounding) {
   compare_with_cpu<__nv_bfloat16>({kSavedAndBiases, false, tiny_with_biases()}, 6e-2);
@@ -135,7 +138,8 @@ void expect_sgd_steps_give_the_cpus_losses(const LlamaConfig& c, const std::stri
                 std::make_unique<DenseFrozenWeights>(llama_param_specs(c), base));
   LoraLlamaCuda<float> gpu(c, lora, B, Tn, false, base);
   ASSERT_EQ(gpu.params().size(), cpu.params().size());
-  for (size_t i = 0; i < cpu.params().size(); ++i) EXPECT_EQ(gpu.params()[i].name, cpu.params()[i].name);
+  for (size_t i = 0; i < cpu.params().size(); ++i)
+    EXPECT_EQ(gpu.params()[i].name, cpu.params()[i].name);
   LocalParams<float> host(cpu);
   cpu.init_params(host.params(), 8);  // PEFT's: B zeros, so step 0's loss is the base's
   std::vector<float> w(host.params(), host.params() + host.size());
@@ -168,13 +172,15 @@ void expect_sgd_steps_give_the_cpus_losses(const LlamaConfig& c, const std::stri
 
 TEST(GpuLora, SgdStepsGiveTheCpusLosses) {
   if (!have_gpu()) GTEST_SKIP() << "no GPU visible";
-  expect_sgd_steps_give_the_cpus_losses(tiny(), "r=4,alpha=8,dropout=0.1,targets=q_proj,v_proj,up_proj");
+  expect_sgd_steps_give_the_cpus_losses(tiny(),
+                                        "r=4,alpha=8,dropout=0.1,targets=q_proj,v_proj,up_proj");
 }
 
 TEST(GpuLora, SgdStepsWithModulesToSaveAndBiasesGiveTheCpusLosses) {
   if (!have_gpu()) GTEST_SKIP() << "no GPU visible";
-  expect_sgd_steps_give_the_cpus_losses(tiny_with_biases(), "r=4,alpha=8,dropout=0.1,targets=q_proj,v_proj,"
-                                                            "modules_to_save=lm_head,embed_tokens,bias=lora_only");
+  expect_sgd_steps_give_the_cpus_losses(tiny_with_biases(),
+                                        "r=4,alpha=8,dropout=0.1,targets=q_proj,v_proj,"
+                                        "modules_to_save=lm_head,embed_tokens,bias=lora_only");
 }
 
 TEST(GpuLora, FollowsTheLayerProtocol) {

@@ -45,10 +45,12 @@ int gpu_count() {
 // `zero_extra`: more keys of zero_optimization (after a comma).
 std::string config(const dsx::test::TempDir& dir, int stage, const std::string& zero_extra = "",
                    bool bf16 = false) {
-  const std::string path = dir.file("ds_" + std::to_string(stage) + (zero_extra.empty() ? "" : "x") +
-                                    (bf16 ? "_bf16" : "") + ".json");
+  const std::string path =
+      dir.file("ds_" + std::to_string(stage) + (zero_extra.empty() ? "" : "x") +
+               (bf16 ? "_bf16" : "") + ".json");
   std::ofstream(path) << R"({"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 2,
-    "bf16": {"enabled": )" << (bf16 ? "true" : "false") << R"(},
+    "bf16": {"enabled": )"
+                      << (bf16 ? "true" : "false") << R"(},
     "optimizer": {"type": "AdamW", "params": {"lr": 1e-2, "weight_decay": 0.01}},
     "zero_optimization": {"stage": )"
                       << stage << zero_extra << "}}";
@@ -64,11 +66,10 @@ dsx::test::CommandResult train(const std::string& device, const std::string& cfg
                                int ranks = 1) {
   return dsx::test::run_command(
       "OMP_NUM_THREADS=1 timeout 600 " + dsx_exe() + " launch --num_gpus " + std::to_string(ranks) +
-      " --master_port " +
-      std::to_string(dsx::test::free_port()) + " " + dsx_exe() + " train --device " + device +
-      " --deepspeed_config " + cfg + " --model llama-tiny --lora " + lora + " --steps " +
-      std::to_string(steps) + " --progress plain --samples 0 --eval_interval 0 --save " + save +
-      " " + extra);
+      " --master_port " + std::to_string(dsx::test::free_port()) + " " + dsx_exe() +
+      " train --device " + device + " --deepspeed_config " + cfg + " --model llama-tiny --lora " +
+      lora + " --steps " + std::to_string(steps) +
+      " --progress plain --samples 0 --eval_interval 0 --save " + save + " " + extra);
 }
 
 std::vector<std::string> step_losses(const std::string& output) {
@@ -160,21 +161,24 @@ TEST(GpuLoraTraining, AResumedRunEndsOnTheUninterruptedRunsAdapter) {
 void expect_stage_three_trains_as_stage_two(int ranks, bool bf16, const std::string& lora) {
   dsx::test::TempDir dir;
   // A layer gathered ahead and a tiny persistence threshold: every layer's gather is exercised.
-  const std::string zero3 = R"(, "stage3_prefetch_bucket_size": 20000, "stage3_param_persistence_threshold": 10)";
+  const std::string zero3 =
+      R"(, "stage3_prefetch_bucket_size": 20000, "stage3_param_persistence_threshold": 10)";
   auto two = train("cuda", config(dir, 2, "", bf16), dir.file("two"), 4, lora, "", ranks);
   ASSERT_EQ(two.exit_code, 0) << two.output;
   auto three = train("cuda", config(dir, 3, zero3, bf16), dir.file("three"), 4, lora, "", ranks);
   ASSERT_EQ(three.exit_code, 0) << three.output;
   EXPECT_NE(two.output.find("whole on every rank"), std::string::npos) << two.output;
-  const std::regex kept(R"(the base's (\d+) are frozen, partitioned over the ranks \(in GPU memory: this rank )"
-                        R"(keeps (\d+) bytes, and gathers at most (\d+) for a layer\))");
+  const std::regex kept(
+      R"(the base's (\d+) are frozen, partitioned over the ranks \(in GPU memory: this rank )"
+      R"(keeps (\d+) bytes, and gathers at most (\d+) for a layer\))");
   std::smatch m;
   ASSERT_TRUE(std::regex_search(three.output, m, kept)) << three.output;
   const double element = bf16 ? 2.0 : 4.0;
   const double base_bytes = element * std::stod(m[1]), held = std::stod(m[2]);
   EXPECT_GE(held, base_bytes / ranks);
-  EXPECT_LE(held, base_bytes / ranks + element * 4 * ranks);  // llama-tiny: 4 layers of base weights
-  EXPECT_LT(std::stod(m[3]), base_bytes / 2);             // a layer, not the model
+  EXPECT_LE(held,
+            base_bytes / ranks + element * 4 * ranks);  // llama-tiny: 4 layers of base weights
+  EXPECT_LT(std::stod(m[3]), base_bytes / 2);           // a layer, not the model
   const auto l2 = step_losses(two.output), l3 = step_losses(three.output);
   ASSERT_EQ(l2.size(), 4u) << two.output;
   EXPECT_EQ(l3, l2) << three.output << two.output;
@@ -193,13 +197,15 @@ TEST(GpuLoraTraining, StageThreePartitionsTheBaseAndTrainsAsStageTwo) {
 // adapter bytes (measured).
 TEST(GpuLoraTraining, TwoRanksAtStageThreeInBf16KeepHalfTheBaseEachAndTrainAsStageTwo) {
   if (gpu_count() < 2) GTEST_SKIP() << "needs two GPUs";
-  expect_stage_three_trains_as_stage_two(2, true, kLora + ",modules_to_save=lm_head,embed_tokens,model.norm");
+  expect_stage_three_trains_as_stage_two(
+      2, true, kLora + ",modules_to_save=lm_head,embed_tokens,model.norm");
 }
 
 TEST(GpuLoraTraining, StageThreeWithZeroOnTheHostIsRefused) {
   if (!have_gpu()) GTEST_SKIP() << "no GPU";
   dsx::test::TempDir dir;
-  auto r = train("cuda", config(dir, 3, R"(, "offload_optimizer": {"device": "cpu"})"), dir.file("out"));
+  auto r =
+      train("cuda", config(dir, 3, R"(, "offload_optimizer": {"device": "cpu"})"), dir.file("out"));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("partitions the frozen base in the GPU memory ZeRO keeps its state in"),
             std::string::npos)
