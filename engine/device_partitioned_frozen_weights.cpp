@@ -5,6 +5,7 @@
 #include <string>
 
 #include "dsx/error.h"
+#include "engine/partitioned_frozen_weights.h"  // frozen_layer_ranges
 #include "kernels/mixed_precision.h"
 
 namespace dsx::engine {
@@ -13,21 +14,10 @@ DevicePartitionedFrozenWeights::DevicePartitionedFrozenWeights(
     const std::vector<models::ParamSpec>& specs, const std::vector<float>& flat,
     kernels::DType dtype, device::Device& device, comm::Communicator& comm)
     : specs_(specs), dtype_(dtype), device_(device), comm_(comm) {
-  std::map<int, size_t> numel;
-  for (const auto& s : specs_) {
-    auto [it, fresh] = layers_.try_emplace(s.layer);
-    if (fresh) it->second.begin = s.offset, it->second.end = s.offset + s.numel;
-    it->second.begin = std::min(it->second.begin, s.offset);
-    it->second.end = std::max(it->second.end, s.offset + s.numel);
-    numel[s.layer] += s.numel;
-  }
   const size_t world = static_cast<size_t>(comm_.size()), rank = static_cast<size_t>(comm_.rank());
-  for (auto& [layer, l] : layers_) {
-    if (numel[layer] != l.end - l.begin)
-      throw Error(ErrorKind::Internal, "frozen base: layer " + std::to_string(layer) +
-                                           "'s tensors are not contiguous in the flat layout");
-    if (l.end > flat.size())
-      throw Error(ErrorKind::Internal, "frozen base: the weights are shorter than the model");
+  for (const auto& [layer, range] : frozen_layer_ranges(specs_, flat.size())) {
+    Layer& l = layers_[layer];
+    l.begin = range.begin, l.end = range.end;
     l.share = (l.end - l.begin + world - 1) / world;
     std::vector<float> mine(l.share, 0.0f);  // the last rank's tail is padding
     const size_t first = l.begin + rank * l.share;

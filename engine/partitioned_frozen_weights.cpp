@@ -13,23 +13,34 @@ namespace {
 constexpr std::chrono::minutes kGatherTimeout{10};
 }  // namespace
 
-PartitionedFrozenWeights::PartitionedFrozenWeights(const std::vector<models::ParamSpec>& specs,
-                                                   const std::vector<float>& flat, comm::Communicator& comm)
-    : specs_(specs), comm_(comm) {
+std::map<int, FrozenLayerRange> frozen_layer_ranges(const std::vector<models::ParamSpec>& specs,
+                                                    size_t flat_size) {
+  std::map<int, FrozenLayerRange> ranges;
   std::map<int, size_t> numel;
-  for (const auto& s : specs_) {
-    auto [it, fresh] = layers_.try_emplace(s.layer);
+  for (const auto& s : specs) {
+    auto [it, fresh] = ranges.try_emplace(s.layer);
     if (fresh) it->second.begin = s.offset, it->second.end = s.offset + s.numel;
     it->second.begin = std::min(it->second.begin, s.offset);
     it->second.end = std::max(it->second.end, s.offset + s.numel);
     numel[s.layer] += s.numel;
   }
-  const size_t world = static_cast<size_t>(comm_.size()), rank = static_cast<size_t>(comm_.rank());
-  for (auto& [layer, l] : layers_) {
-    if (numel[layer] != l.end - l.begin)
+  for (const auto& [layer, r] : ranges) {
+    if (numel[layer] != r.end - r.begin)
       throw Error(ErrorKind::Internal, "frozen base: layer " + std::to_string(layer) +
                                            "'s tensors are not contiguous in the flat layout");
-    if (l.end > flat.size()) throw Error(ErrorKind::Internal, "frozen base: the weights are shorter than the model");
+    if (r.end > flat_size)
+      throw Error(ErrorKind::Internal, "frozen base: the weights are shorter than the model");
+  }
+  return ranges;
+}
+
+PartitionedFrozenWeights::PartitionedFrozenWeights(const std::vector<models::ParamSpec>& specs,
+                                                   const std::vector<float>& flat, comm::Communicator& comm)
+    : specs_(specs), comm_(comm) {
+  const size_t world = static_cast<size_t>(comm_.size()), rank = static_cast<size_t>(comm_.rank());
+  for (const auto& [layer, range] : frozen_layer_ranges(specs_, flat.size())) {
+    Layer& l = layers_[layer];
+    l.begin = range.begin, l.end = range.end;
     l.share = (l.end - l.begin + world - 1) / world;
     l.mine.assign(l.share, 0.0f);
     const size_t first = l.begin + rank * l.share;

@@ -16,6 +16,15 @@
 
 namespace dsx::engine {
 
+// A layer's range of the flat layout: [begin, end).
+struct FrozenLayerRange {
+  size_t begin = 0, end = 0;
+};
+// Each layer's range in `specs` (a base of `flat_size` elements). Error(Internal) when a layer's
+// tensors are not contiguous or the base is shorter than the model.
+std::map<int, FrozenLayerRange> frozen_layer_ranges(const std::vector<models::ParamSpec>& specs,
+                                                    size_t flat_size);
+
 class PartitionedFrozenWeights final : public models::ParamAccess {
  public:
   // `flat`: the whole base in `specs`' layout (only this rank's share is kept). Each layer's
