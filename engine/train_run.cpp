@@ -175,14 +175,19 @@ models::Nf4LoadOptions qlora_load_options(const TrainRunOptions& o) {
   return quantization;
 }
 
-// QLoRA: the NF4 base, whole on every rank at stages 0-2; at stage 3 partitioned as it is
-// stored (4-bit codes and absmax, never dequantised) and gathered per layer.
+// QLoRA: the NF4 base, whole on every rank at stages 0-2 (on CPU ranks or the GPU); on CPU ranks
+// at stage 3 partitioned as it is stored (4-bit codes and absmax, never dequantised) and
+// gathered per layer.
 std::unique_ptr<models::Model> build_qlora_model(const TrainRunOptions& o, const config::EngineConfig& config,
                                                  const models::ModelSource& choice, const models::LoraConfig& lora,
                                                  const models::BuildOptions& options, comm::Communicator& comm) {
   const models::Nf4LoadOptions quantization = qlora_load_options(o);
-  if (config.zero_optimization.stage != 3 || options.cuda)  // make_qlora_model refuses the GPU
-    return models::make_qlora_model(choice, lora, quantization, options);
+  if (options.cuda && config.zero_optimization.stage == 3)
+    throw Error(ErrorKind::Unsupported, "QLoRA on the GPU: ZeRO stage 3 does not partition the NF4 base there yet; "
+                                        "set zero_optimization.stage to 0, 1 or 2 (the adapters are all that "
+                                        "trains), or train on CPU ranks (--device cpu)");
+  if (options.cuda) return models::make_qlora_model_on_gpu(choice, lora, quantization, options);
+  if (config.zero_optimization.stage != 3) return models::make_qlora_model(choice, lora, quantization, options);
   models::Nf4FrozenWeights whole(choice.shape.llama, models::read_nf4_base_weights(choice.folder, quantization),
                                  choice.folder);
   auto frozen = std::make_unique<PartitionedNf4FrozenWeights>(whole, choice.shape.llama.num_layers, comm);
@@ -226,14 +231,14 @@ std::unique_ptr<models::Model> build_lora_model(const TrainRunOptions& o, const 
   if (choice.initial.empty() && !models::wants_qlora(o.model, o.load_in_4bit))
     choice.initial = models::initial_parameters(choice.shape, o.seed);
   const models::LoraConfig lora = models::parse_lora_flag(o.lora);
-  if (models::wants_qlora(o.model, o.load_in_4bit)) return build_qlora_model(o, config, choice, lora, options, comm);
   if (cuda) {
     options.dtype = config.bf16.enabled ? kernels::DType::BF16
                     : config.fp16.enabled ? kernels::DType::F16
                                           : kernels::DType::F32;
     if (gpu) options.stream = gpu->compute_stream().native();
-    return build_lora_model_on_gpu(config, choice, lora, options);
   }
+  if (models::wants_qlora(o.model, o.load_in_4bit)) return build_qlora_model(o, config, choice, lora, options, comm);
+  if (cuda) return build_lora_model_on_gpu(config, choice, lora, options);
   if (config.zero_optimization.stage == 3 && choice.shape.family == models::ModelShape::Family::Llama) {
     auto frozen = std::make_unique<PartitionedFrozenWeights>(models::param_specs(choice.shape), choice.initial, comm);
     std::vector<float>().swap(choice.initial);

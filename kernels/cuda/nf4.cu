@@ -1,8 +1,12 @@
 // NF4 kernels (kernels/cuda/nf4.h). The matmul kernels give one output element per thread and
 // walk the reduction in order, dequantising each weight from its nibble and its block's absmax:
 // plain and memory-bound, the GPU twin of the CPU's tiled path rather than a tuned GEMM.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/nf4.h"
+#include "kernels/cuda/storage_types.cuh"
 #include "kernels/nf4_math.h"
 
 namespace dsx::kernels::cuda {
@@ -26,27 +30,30 @@ __global__ void dequantize_rows_kernel(float* out, Nf4DeviceWeight w, int64_t be
     out[i] = weight_at(w, begin + i);
 }
 
-// grid (row blocks, tokens): thread o of token t sums x[t, i] W[o, i] over i.
-__global__ void forward_kernel(float* y, const float* x, Nf4DeviceWeight w) {
+// grid (row blocks, tokens): thread o of token t sums x[t, i] W[o, i] over i, then adds the
+// bias (after the sum, as the CPU layer does).
+template <class T>
+__global__ void forward_kernel(T* y, const T* x, Nf4DeviceWeight w, const T* bias) {
   int64_t o = int64_t(blockIdx.x) * blockDim.x + threadIdx.x, t = blockIdx.y;
   if (o >= w.rows) return;
-  const float* xt = x + t * w.cols;
+  const T* xt = x + t * w.cols;
   float acc = 0.0f;
-  for (int64_t i = 0; i < w.cols; ++i) acc += xt[i] * weight_at(w, o * w.cols + i);
-  y[t * w.rows + o] = acc;
+  for (int64_t i = 0; i < w.cols; ++i) acc += to_f(xt[i]) * weight_at(w, o * w.cols + i);
+  if (bias) acc += to_f(bias[o]);
+  y[t * w.rows + o] = from_f<T>(acc);
 }
 
 // grid (column blocks, tokens): thread i of token t sums dy[t, o] W[o, i] over o; neighbouring
 // threads read neighbouring weights.
-__global__ void backward_input_kernel(float* dx, const float* dy, Nf4DeviceWeight w,
-                                      bool accumulate) {
+template <class T>
+__global__ void backward_input_kernel(T* dx, const T* dy, Nf4DeviceWeight w, bool accumulate) {
   int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x, t = blockIdx.y;
   if (i >= w.cols) return;
-  const float* dyt = dy + t * w.rows;
+  const T* dyt = dy + t * w.rows;
   float acc = 0.0f;
-  for (int64_t o = 0; o < w.rows; ++o) acc += dyt[o] * weight_at(w, o * w.cols + i);
-  float* out = dx + t * w.cols + i;
-  *out = accumulate ? *out + acc : acc;
+  for (int64_t o = 0; o < w.rows; ++o) acc += to_f(dyt[o]) * weight_at(w, o * w.cols + i);
+  T* out = dx + t * w.cols + i;
+  *out = from_f<T>(accumulate ? to_f(*out) + acc : acc);
 }
 
 unsigned blocks_of(int64_t n) { return static_cast<unsigned>((n + kBlock - 1) / kBlock); }
@@ -81,24 +88,40 @@ void nf4_dequantize_rows(float* out, const Nf4DeviceWeight& w, int64_t row0, int
   check_launch("nf4_dequantize_rows");
 }
 
-void nf4_linear_forward(float* y, const float* x, const Nf4DeviceWeight& w, int64_t tokens,
-                        cudaStream_t stream) {
+template <class T>
+void nf4_linear_forward(T* y, const T* x, const Nf4DeviceWeight& w, int64_t tokens,
+                        cudaStream_t stream, const T* bias) {
   if (tokens == 0 || w.rows == 0) return;
-  DSX_TOUCHES(DSX_WRITES(y, size_t(tokens * w.rows) * 4), DSX_READS(x, size_t(tokens * w.cols) * 4),
-              DSX_READS(w.packed, weight_bytes(w)), DSX_READS(w.absmax, absmax_bytes(w)));
-  DSX_LAUNCH(dim3(blocks_of(w.rows), unsigned(tokens)), kBlock, 0, stream, forward_kernel)(y, x, w);
+  const size_t e = sizeof(T);
+  DSX_TOUCHES(DSX_WRITES(y, size_t(tokens * w.rows) * e), DSX_READS(x, size_t(tokens * w.cols) * e),
+              DSX_READS(w.packed, weight_bytes(w)), DSX_READS(w.absmax, absmax_bytes(w)),
+              DSX_READS(bias, bias ? size_t(w.rows) * e : 0));
+  DSX_LAUNCH(dim3(blocks_of(w.rows), unsigned(tokens)), kBlock, 0, stream, forward_kernel<T>)
+  (y, x, w, bias);
   check_launch("nf4_linear_forward");
 }
 
-void nf4_linear_backward_input(float* dx, const float* dy, const Nf4DeviceWeight& w, int64_t tokens,
+template <class T>
+void nf4_linear_backward_input(T* dx, const T* dy, const Nf4DeviceWeight& w, int64_t tokens,
                                bool accumulate, cudaStream_t stream) {
   if (tokens == 0 || w.cols == 0) return;
-  DSX_TOUCHES(DSX_WRITES(dx, size_t(tokens * w.cols) * 4),
-              DSX_READS(dy, size_t(tokens * w.rows) * 4), DSX_READS(w.packed, weight_bytes(w)),
+  const size_t e = sizeof(T);
+  DSX_TOUCHES(DSX_WRITES(dx, size_t(tokens * w.cols) * e),
+              DSX_READS(dy, size_t(tokens * w.rows) * e), DSX_READS(w.packed, weight_bytes(w)),
               DSX_READS(w.absmax, absmax_bytes(w)));
-  DSX_LAUNCH(dim3(blocks_of(w.cols), unsigned(tokens)), kBlock, 0, stream, backward_input_kernel)
+  DSX_LAUNCH(dim3(blocks_of(w.cols), unsigned(tokens)), kBlock, 0, stream, backward_input_kernel<T>)
   (dx, dy, w, accumulate);
   check_launch("nf4_linear_backward_input");
 }
+
+#define DSX_NF4_INSTANTIATE(T)                                                                 \
+  template void nf4_linear_forward<T>(T*, const T*, const Nf4DeviceWeight&, int64_t,           \
+                                      cudaStream_t, const T*);                                 \
+  template void nf4_linear_backward_input<T>(T*, const T*, const Nf4DeviceWeight&, int64_t, bool, \
+                                             cudaStream_t);
+
+DSX_NF4_INSTANTIATE(float)
+DSX_NF4_INSTANTIATE(__nv_bfloat16)
+DSX_NF4_INSTANTIATE(__half)
 
 }  // namespace dsx::kernels::cuda

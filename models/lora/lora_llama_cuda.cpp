@@ -50,14 +50,26 @@ template <class T>
 LoraLlamaCuda<T>::LoraLlamaCuda(const LlamaConfig& config, const LoraConfig& lora, int max_batch,
                                 int max_seq, bool activation_checkpointing,
                                 const std::vector<float>& base, cudaStream_t stream)
+    : LoraLlamaCuda(
+          config, lora, max_batch, max_seq, activation_checkpointing,
+          [this, &base](device::Device& gpu, cudaStream_t) {
+            return std::make_unique<DeviceFrozenWeights<T>>(gpu, base_.params(), base);
+          },
+          stream) {}
+
+template <class T>
+LoraLlamaCuda<T>::LoraLlamaCuda(const LlamaConfig& config, const LoraConfig& lora, int max_batch, int max_seq,
+                                bool activation_checkpointing, const FrozenOnGpu& make_frozen, cudaStream_t stream)
     : base_(config, max_batch, max_seq, activation_checkpointing, stream),
       gpu_(device::make_cuda_device()),
       stream_view_(gpu_->adopt_stream(base_.stream(), "LoRA model")),
       layout_(config, lora, /*max_batch=*/0,
               /*max_seq=*/0),  // the layout only: the branches run here
-      frozen_(std::make_unique<DeviceFrozenWeights<T>>(*gpu_, base_.params(), base)),
+      frozen_(make_frozen(*gpu_, base_.stream())),
       adapters_(layout_, *gpu_, base_.stream(), max_batch, max_seq) {
   base_.set_adapters(&adapters_);
+  if (auto* quantized = dynamic_cast<DeviceQuantizedProjections<T>*>(frozen_.get()))
+    base_.set_quantized_base(quantized);
 }
 
 template <class T>
