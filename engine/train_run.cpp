@@ -183,11 +183,13 @@ std::unique_ptr<models::Model> build_qlora_model(const TrainRunOptions& o, const
                                                  const models::BuildOptions& options, comm::Communicator& comm) {
   const models::Nf4LoadOptions quantization = qlora_load_options(o);
   if (options.cuda && config.zero_optimization.stage == 3)
-    throw Error(ErrorKind::Unsupported, "QLoRA on the GPU: ZeRO stage 3 does not partition the NF4 base there yet; "
-                                        "set zero_optimization.stage to 0, 1 or 2 (the adapters are all that "
-                                        "trains), or train on CPU ranks (--device cpu)");
+    throw Error(ErrorKind::Unsupported,
+                "QLoRA on the GPU: ZeRO stage 3 does not partition the NF4 base there yet; "
+                "set zero_optimization.stage to 0, 1 or 2 (the adapters are all that "
+                "trains), or train on CPU ranks (--device cpu)");
   if (options.cuda) return models::make_qlora_model_on_gpu(choice, lora, quantization, options);
-  if (config.zero_optimization.stage != 3) return models::make_qlora_model(choice, lora, quantization, options);
+  if (config.zero_optimization.stage != 3)
+    return models::make_qlora_model(choice, lora, quantization, options);
   models::Nf4FrozenWeights whole(choice.shape.llama, models::read_nf4_base_weights(choice.folder, quantization),
                                  choice.folder);
   auto frozen = std::make_unique<PartitionedNf4FrozenWeights>(whole, choice.shape.llama.num_layers, comm);
@@ -237,7 +239,8 @@ std::unique_ptr<models::Model> build_lora_model(const TrainRunOptions& o, const 
                                           : kernels::DType::F32;
     if (gpu) options.stream = gpu->compute_stream().native();
   }
-  if (models::wants_qlora(o.model, o.load_in_4bit)) return build_qlora_model(o, config, choice, lora, options, comm);
+  if (models::wants_qlora(o.model, o.load_in_4bit))
+    return build_qlora_model(o, config, choice, lora, options, comm);
   if (cuda) return build_lora_model_on_gpu(config, choice, lora, options);
   if (config.zero_optimization.stage == 3 && choice.shape.family == models::ModelShape::Family::Llama) {
     auto frozen = std::make_unique<PartitionedFrozenWeights>(models::param_specs(choice.shape), choice.initial, comm);

@@ -114,10 +114,10 @@ void nf4_linear_backward_input(T* dx, const T* dy, const Nf4DeviceWeight& w, int
   check_launch("nf4_linear_backward_input");
 }
 
-#define DSX_NF4_INSTANTIATE(T)                                                                 \
-  template void nf4_linear_forward<T>(T*, const T*, const Nf4DeviceWeight&, int64_t,           \
-                                      cudaStream_t, const T*);                                 \
-  template void nf4_linear_backward_input<T>(T*, const T*, const Nf4DeviceWeight&, int64_t, bool, \
+#define DSX_NF4_INSTANTIATE(T)                                                                     \
+  template void nf4_linear_forward<T>(T*, const T*, const Nf4DeviceWeight&, int64_t, cudaStream_t, \
+                                      const T*);                                                   \
+  template void nf4_linear_backward_input<T>(T*, const T*, const Nf4DeviceWeight&, int64_t, bool,  \
                                              cudaStream_t);
 
 DSX_NF4_INSTANTIATE(float)

@@ -231,13 +231,13 @@ void LlamaCuda<T>::block_forward(BlockActs& a, T* res_out, const T* res_in, cons
   // res2 = input + o_proj(attention(rope(q, k), v)), q, k, v projections of rmsnorm(input)
   kc::llama_rmsnorm_forward(a.xn1.data(), a.rstd1.data(), res_in, p.ln1, N, C, eps, s);
   project_forward(Projection::q, own ? q_.data() : a.q.data(), a.xn1.data(), p.wq, p.bq, N, C, QD,
-                          s);
+                  s);
   adapt_forward(Projection::q, own ? q_.data() : a.q.data(), a.xn1.data());
   project_forward(Projection::k, own ? k_.data() : a.k.data(), a.xn1.data(), p.wk, p.bk, N, C, KVD,
-                          s);
+                  s);
   adapt_forward(Projection::k, own ? k_.data() : a.k.data(), a.xn1.data());
   project_forward(Projection::v, own ? v_.data() : a.v.data(), a.xn1.data(), p.wv, p.bv, N, C, KVD,
-                          s);
+                  s);
   adapt_forward(Projection::v, own ? v_.data() : a.v.data(), a.xn1.data());
   attention_forward(a);
   project_forward(Projection::o, tmp_.data(), a.atty.data(), p.wo, p.bo, N, QD, C, s);
@@ -265,7 +265,7 @@ void LlamaCuda<T>::attention_backward(T* dxn, const T* dres2, BlockActs& a, cons
   const int QD = NH * D, KVD = KV * D;
   cudaStream_t s = stream_.get();
   project_backward(Projection::o, datty_.data(), g.wo, g.bo, dres2, a.atty.data(), p.wo, N, QD, C,
-                           s);
+                   s);
   adapt_backward(Projection::o, datty_.data(), dres2, a.atty.data());
   if (path_ == LlamaAttention::Own) {
     kc::decoder_attention_backward(dqkv_.data(), dpre_.data(), datty_.data(), a.qkv.data(),
@@ -285,11 +285,11 @@ void LlamaCuda<T>::attention_backward(T* dxn, const T* dres2, BlockActs& a, cons
   project_backward(Projection::q, dxn, g.wq, g.bq, q_.data(), a.xn1.data(), p.wq, N, C, QD, s);
   adapt_backward(Projection::q, dxn, q_.data(), a.xn1.data());
   project_backward(Projection::k, tmp_.data(), g.wk, g.bk, k_.data(), a.xn1.data(), p.wk, N, C, KVD,
-                           s);
+                   s);
   adapt_backward(Projection::k, tmp_.data(), k_.data(), a.xn1.data());
   kc::decoder_residual_forward(dxn, dxn, tmp_.data(), N * C, s);
   project_backward(Projection::v, tmp_.data(), g.wv, g.bv, v_.data(), a.xn1.data(), p.wv, N, C, KVD,
-                           s);
+                   s);
   adapt_backward(Projection::v, tmp_.data(), v_.data(), a.xn1.data());
   kc::decoder_residual_forward(dxn, dxn, tmp_.data(), N * C, s);
 }
@@ -308,11 +308,11 @@ void LlamaCuda<T>::block_backward(T* dres, BlockActs& a, const T* res_in, const 
   adapt_backward(Projection::down, dh_.data(), dres, a.h.data());
   kc::llama_swiglu_backward(dh_.data() /* now dgate */, dup_.data(), dh_.data(), a.gate.data(),
                             a.up.data(), N * F, s);
-  project_backward(Projection::gate, dxn_.data(), g.wg, no_bias, dh_.data(), a.xn2.data(), p.wg, N, C,
-                           F, s);
+  project_backward(Projection::gate, dxn_.data(), g.wg, no_bias, dh_.data(), a.xn2.data(), p.wg, N,
+                   C, F, s);
   adapt_backward(Projection::gate, dxn_.data(), dh_.data(), a.xn2.data());
-  project_backward(Projection::up, tmp_.data(), g.wu, no_bias, dup_.data(), a.xn2.data(), p.wu, N, C,
-                           F, s);
+  project_backward(Projection::up, tmp_.data(), g.wu, no_bias, dup_.data(), a.xn2.data(), p.wu, N,
+                   C, F, s);
   adapt_backward(Projection::up, tmp_.data(), dup_.data(), a.xn2.data());
   kc::decoder_residual_forward(dxn_.data(), dxn_.data(), tmp_.data(), N * C, s);
   kc::llama_rmsnorm_backward(dres, g.ln2, scratch, dxn_.data(), a.res2.data(), p.ln2,
@@ -445,21 +445,23 @@ void LlamaCuda<T>::backward(ParamAccess& access, GradSink& sink, float grad_scal
 // A projection of block block_: the cuBLASLt product, or the quantised base's (QLoRA), whose
 // frozen weight has no gradient (its bias may train).
 template <class T>
-void LlamaCuda<T>::project_forward(Projection p, T* out, const T* inp, const T* w, const T* b, size_t N, int in,
-                                   int out_dim, cudaStream_t s) {
+void LlamaCuda<T>::project_forward(Projection p, T* out, const T* inp, const T* w, const T* b,
+                                   size_t N, int in, int out_dim, cudaStream_t s) {
   if (quantized_ && quantized_->quantized(block_, p))
     return quantized_->forward(block_, p, out, inp, b, N);
   kc::decoder_matmul_forward(blas_, out, inp, w, b, N, in, out_dim, s);
 }
 
 template <class T>
-void LlamaCuda<T>::project_backward(Projection p, T* dinp, T* dw, T* db, const T* dout, const T* inp, const T* w,
-                                    size_t N, int in, int out_dim, cudaStream_t s) {
+void LlamaCuda<T>::project_backward(Projection p, T* dinp, T* dw, T* db, const T* dout,
+                                    const T* inp, const T* w, size_t N, int in, int out_dim,
+                                    cudaStream_t s) {
   if (!quantized_ || !quantized_->quantized(block_, p))
     return kc::decoder_matmul_backward(blas_, dinp, dw, db, dout, inp, w, N, in, out_dim, s);
   if (dw)
-    throw Error(ErrorKind::Internal, "Llama on the GPU: a gradient was asked of the quantised (frozen) weight of " +
-                                         std::string(projection_module(p)) + " in block " + std::to_string(block_));
+    throw Error(ErrorKind::Internal,
+                "Llama on the GPU: a gradient was asked of the quantised (frozen) weight of " +
+                    std::string(projection_module(p)) + " in block " + std::to_string(block_));
   quantized_->backward_input(block_, p, dinp, dout, N);
   if (db) kc::decoder_bias_backward(blas_, db, dout, N, out_dim, s);
 }

@@ -106,10 +106,10 @@ class LlamaCuda final : public DecoderModel<LlamaConfig, llama_forward_flops> {
                       const BlockGrads& g);
   void head_backward(ParamAccess& access, GradSink& sink, float grad_scale);
   void embedding_backward(GradSink& sink);
-  void project_forward(Projection p, T* out, const T* inp, const T* w, const T* b, size_t N, int in, int out_dim,
-                       cudaStream_t s);
-  void project_backward(Projection p, T* dinp, T* dw, T* db, const T* dout, const T* inp, const T* w, size_t N,
-                        int in, int out_dim, cudaStream_t s);
+  void project_forward(Projection p, T* out, const T* inp, const T* w, const T* b, size_t N, int in,
+                       int out_dim, cudaStream_t s);
+  void project_backward(Projection p, T* dinp, T* dw, T* db, const T* dout, const T* inp,
+                        const T* w, size_t N, int in, int out_dim, cudaStream_t s);
   // The adapters' share of projection p of block block_ (nothing without adapters).
   void adapt_forward(Projection p, T* out, const T* inp);
   void adapt_backward(Projection p, T* dinp, const T* dout, const T* inp);

@@ -58,8 +58,9 @@ LoraLlamaCuda<T>::LoraLlamaCuda(const LlamaConfig& config, const LoraConfig& lor
           stream) {}
 
 template <class T>
-LoraLlamaCuda<T>::LoraLlamaCuda(const LlamaConfig& config, const LoraConfig& lora, int max_batch, int max_seq,
-                                bool activation_checkpointing, const FrozenOnGpu& make_frozen, cudaStream_t stream)
+LoraLlamaCuda<T>::LoraLlamaCuda(const LlamaConfig& config, const LoraConfig& lora, int max_batch,
+                                int max_seq, bool activation_checkpointing,
+                                const FrozenOnGpu& make_frozen, cudaStream_t stream)
     : base_(config, max_batch, max_seq, activation_checkpointing, stream),
       gpu_(device::make_cuda_device()),
       stream_view_(gpu_->adopt_stream(base_.stream(), "LoRA model")),

@@ -31,9 +31,11 @@ class LoraLlamaCuda final : public LoraModel {
   // Any frozen base on the GPU, made by `make_frozen` once the model's stream exists (work on
   // that stream). A base that is also a DeviceQuantizedProjections<T> (QLoRA's NF4 base,
   // nf4_device_weights.h) computes its quantised projections for the model.
-  using FrozenOnGpu = std::function<std::unique_ptr<ParamAccess>(device::Device& gpu, cudaStream_t stream)>;
+  using FrozenOnGpu =
+      std::function<std::unique_ptr<ParamAccess>(device::Device& gpu, cudaStream_t stream)>;
   LoraLlamaCuda(const LlamaConfig& config, const LoraConfig& lora, int max_batch, int max_seq,
-                bool activation_checkpointing, const FrozenOnGpu& make_frozen, cudaStream_t stream = nullptr);
+                bool activation_checkpointing, const FrozenOnGpu& make_frozen,
+                cudaStream_t stream = nullptr);
   ~LoraLlamaCuda() override;  // waits for the stream before the buffers go
 
   const std::vector<ParamSpec>& params() const override { return layout_.specs(); }

@@ -17,8 +17,8 @@ namespace dsx::models {
 namespace kc = dsx::kernels::cuda;
 
 template <class T>
-Nf4DeviceWeights<T>::Nf4DeviceWeights(device::Device& gpu, cudaStream_t stream, Nf4FrozenWeights& base,
-                                      int num_layers)
+Nf4DeviceWeights<T>::Nf4DeviceWeights(device::Device& gpu, cudaStream_t stream,
+                                      Nf4FrozenWeights& base, int num_layers)
     : stream_(stream) {
   const auto& specs = base.specs();
   size_t absmax_count = 0, packed_bytes = 0;
@@ -40,9 +40,13 @@ Nf4DeviceWeights<T>::Nf4DeviceWeights(device::Device& gpu, cudaStream_t stream, 
   size_t absmax_next = 0, packed_next = packed_at;
   for (size_t i = 0; i < specs.size(); ++i) {
     if (const kernels::Nf4Tensor* t = base.quantized_tensor(i)) {
-      kernels::nf4_absmax_range(reinterpret_cast<float*>(host.data()) + absmax_next, *t, 0, t->blocks());
+      kernels::nf4_absmax_range(reinterpret_cast<float*>(host.data()) + absmax_next, *t, 0,
+                                t->blocks());
       std::memcpy(host.data() + packed_next, t->packed.data(), t->packed.size());
-      kc::Nf4DeviceWeight w{t->rows, t->cols, t->blocksize, t->compute,
+      kc::Nf4DeviceWeight w{t->rows,
+                            t->cols,
+                            t->blocksize,
+                            t->compute,
                             reinterpret_cast<const uint8_t*>(packed_next),
                             reinterpret_cast<const float*>(absmax_next * sizeof(float))};
       placed[t] = w;
@@ -86,19 +90,22 @@ const kc::Nf4DeviceWeight* Nf4DeviceWeights<T>::weight(int block, Projection p) 
 template <class T>
 const kc::Nf4DeviceWeight& Nf4DeviceWeights<T>::quantized_weight(int block, Projection p) const {
   if (const kc::Nf4DeviceWeight* w = weight(block, p)) return *w;
-  throw Error(ErrorKind::Internal, std::string("NF4 base on the GPU: ") + projection_module(p) + " of block " +
-                                       std::to_string(block) + " is not held in NF4");
+  throw Error(ErrorKind::Internal, std::string("NF4 base on the GPU: ") + projection_module(p) +
+                                       " of block " + std::to_string(block) +
+                                       " is not held in NF4");
 }
 
 template <class T>
-void Nf4DeviceWeights<T>::forward(int block, Projection p, T* out, const T* inp, const T* bias, size_t N) {
+void Nf4DeviceWeights<T>::forward(int block, Projection p, T* out, const T* inp, const T* bias,
+                                  size_t N) {
   kc::nf4_linear_forward(out, inp, quantized_weight(block, p), int64_t(N), stream_, bias);
 }
 
 template <class T>
-void Nf4DeviceWeights<T>::backward_input(int block, Projection p, T* dinp, const T* dout, size_t N) {
-  kc::nf4_linear_backward_input(dinp, dout, quantized_weight(block, p), int64_t(N), /*accumulate=*/false,
-                                stream_);
+void Nf4DeviceWeights<T>::backward_input(int block, Projection p, T* dinp, const T* dout,
+                                         size_t N) {
+  kc::nf4_linear_backward_input(dinp, dout, quantized_weight(block, p), int64_t(N),
+                                /*accumulate=*/false, stream_);
 }
 
 template class Nf4DeviceWeights<float>;

@@ -28,7 +28,8 @@ template <class T>
 class Nf4DeviceWeights final : public ParamAccess, public DeviceQuantizedProjections<T> {
  public:
   // `base` as validated on the host (it may go once this returns); work on `stream`.
-  Nf4DeviceWeights(device::Device& gpu, cudaStream_t stream, Nf4FrozenWeights& base, int num_layers);
+  Nf4DeviceWeights(device::Device& gpu, cudaStream_t stream, Nf4FrozenWeights& base,
+                   int num_layers);
 
   void acquire(int) override {}
   void release(int) override {}

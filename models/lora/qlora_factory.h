@@ -42,7 +42,8 @@ std::unique_ptr<LoraLlama> make_qlora_model(const ModelSource& source, const Lor
 // The same on one GPU (LoraLlamaCuda in options.dtype, on options.stream): the NF4 base held on
 // the device as NF4 (nf4_device_weights.h). Error(Unsupported) in a build without CUDA, and for
 // what LoRA on the GPU refuses (modules_to_save, bias).
-std::unique_ptr<LoraModel> make_qlora_model_on_gpu(const ModelSource& source, const LoraConfig& lora,
+std::unique_ptr<LoraModel> make_qlora_model_on_gpu(const ModelSource& source,
+                                                   const LoraConfig& lora,
                                                    const Nf4LoadOptions& quantization,
                                                    const ModelBuildOptions& options);
 

@@ -1,11 +1,11 @@
 // QLoRA on the GPU (LoraLlamaCuda over Nf4DeviceWeights) against QLoRA on the CPU (LoraLlama over
 // Nf4FrozenWeights, which tests/models/test_qlora.cpp holds to a float64 Llama): the same NF4 base
-// (the bitsandbytes fixture: double quantisation, bf16 compute), adapters (B drawn too, so every
-// branch counts) and batch give the logits, loss and every adapter gradient within fp32 rounding
-// (1e-5 of each tensor's largest magnitude; only the order of the sums differs), with dropout and
-// activation checkpointing too, and the losses and adapters of a few SGD steps; bf16 within bf16
-// rounding. The base on the device is its NF4 bytes (codes and absmax) plus the dense rest in T,
-// nothing more. Skips without a GPU.
+// (the bitsandbytes fixture: double quantisation, bf16 compute; Qwen2 quantised at load, its
+// q/k/v biases dense), adapters (B drawn too, so every branch counts) and batch give the logits,
+// loss and every adapter gradient within fp32 rounding (1e-5 of each tensor's largest magnitude;
+// only the order of the sums differs), with dropout and activation checkpointing too, and the
+// losses and adapters of a few SGD steps; bf16 within bf16 rounding. The base on the device is its
+// NF4 bytes (codes and absmax) plus the dense rest in T, nothing more. Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -26,6 +26,7 @@ using namespace dsx::test;
 namespace {
 
 const std::string kBnb = std::string(DSX_SOURCE_DIR) + "/tests/models/data/llama_bnb_nf4";
+const std::string kQwen2 = std::string(DSX_SOURCE_DIR) + "/tests/models/data/qwen2";
 constexpr int B = 2, Tn = 8;
 
 template <class T>
@@ -35,16 +36,20 @@ float round_to(float v) {
   return v;
 }
 
-std::unique_ptr<Nf4FrozenWeights> cpu_base(const ModelSource& source) {
-  return std::make_unique<Nf4FrozenWeights>(source.shape.llama, read_nf4_base_weights(kBnb, {}), kBnb);
+// A bitsandbytes folder keeps its own settings; a 16-bit one is quantised as `q` says.
+std::unique_ptr<Nf4FrozenWeights> cpu_base(const ModelSource& source,
+                                           const Nf4LoadOptions& q = {}) {
+  return std::make_unique<Nf4FrozenWeights>(source.shape.llama,
+                                            read_nf4_base_weights(source.folder, q), source.folder);
 }
 
 template <class T>
-std::unique_ptr<LoraModel> gpu_qlora(const ModelSource& source, const LoraConfig& lora, bool checkpointing) {
+std::unique_ptr<LoraModel> gpu_qlora(const ModelSource& source, const LoraConfig& lora,
+                                     bool checkpointing, const Nf4LoadOptions& q = {}) {
   ModelBuildOptions o;
   o.cuda = true, o.dtype = storage_dtype<T>(), o.max_batch = B, o.max_seq = Tn;
   o.activation_checkpointing = checkpointing;
-  return make_qlora_model_on_gpu(source, lora, {}, o);
+  return make_qlora_model_on_gpu(source, lora, q, o);
 }
 
 // What the device should hold for the base: per NF4 tensor its packed codes and one fp32 absmax
@@ -54,22 +59,24 @@ size_t expected_device_bytes(const Nf4FrozenWeights& base) {
   size_t bytes = 0;
   for (size_t i = 0; i < base.specs().size(); ++i) {
     const dsx::kernels::Nf4Tensor* t = base.quantized_tensor(i);
-    bytes += t ? t->packed.size() + size_t(t->blocks()) * sizeof(float) : base.specs()[i].numel * sizeof(T);
+    bytes += t ? t->packed.size() + size_t(t->blocks()) * sizeof(float)
+               : base.specs()[i].numel * sizeof(T);
   }
   return bytes;
 }
 
 template <class T>
-void compare_with_cpu(const std::string& flag, bool checkpointing, double tol) {
+void compare_with_cpu(const std::string& flag, bool checkpointing, double tol,
+                      const std::string& dir = kBnb, const Nf4LoadOptions& q = {}) {
   if (!have_gpu()) GTEST_SKIP() << "no GPU visible";
-  const ModelSource source = qlora_model_source(kBnb);
+  const ModelSource source = qlora_model_source(dir);
   const LlamaConfig& c = source.shape.llama;
   const LoraConfig lora = parse_lora_flag(flag);
-  auto base = cpu_base(source);
+  auto base = cpu_base(source, q);
   const size_t device_bytes = expected_device_bytes<T>(*base);
   ASSERT_TRUE(base->quantized(1, Projection::down));
   LoraLlama cpu(c, lora, B, Tn, checkpointing, std::move(base));
-  auto gpu = gpu_qlora<T>(source, lora, checkpointing);
+  auto gpu = gpu_qlora<T>(source, lora, checkpointing, q);
   ASSERT_EQ(gpu->num_params(), cpu.num_params());
   EXPECT_EQ(gpu->frozen_bytes(), device_bytes);  // what the ledger charges as the frozen base
   LocalParams<float> host(cpu);
@@ -91,7 +98,14 @@ TEST(GpuQlora, Fp32MatchesTheCpuOnEveryProjection) {
   compare_with_cpu<float>("r=4,alpha=8,targets=all-linear,init=false", false, 1e-5);
 }
 TEST(GpuQlora, Fp32WithDropoutAndCheckpointingMatchesTheCpu) {
-  compare_with_cpu<float>("r=4,alpha=8,dropout=0.2,targets=q_proj,v_proj,down_proj,init=false", true, 1e-5);
+  compare_with_cpu<float>("r=4,alpha=8,dropout=0.2,targets=q_proj,v_proj,down_proj,init=false",
+                          true, 1e-5);
+}
+// Qwen2 quantised at load (double quantisation, fp16 compute): dense q/k/v biases added after the
+// NF4 product, tied embeddings.
+TEST(GpuQlora, Fp32MatchesTheCpuOnQwen2QuantisedAtLoadWithBiases) {
+  compare_with_cpu<float>("r=4,alpha=8,targets=all-linear,init=false", false, 1e-5, kQwen2,
+                          {.double_quant = true, .compute = dsx::kernels::DType::F16});
 }
 // Activations, u and du and every output rounded to bf16 (8 significant bits, 2^-9 relative
 // each), through the whole backward: within 6e-2, as LoRA's bf16 check; a wrong scale, mask or
@@ -116,7 +130,8 @@ TEST(GpuQlora, SgdStepsGiveTheCpusLossesAndAdapters) {
   const float lr = 0.5f;
   for (int step = 0; step < 4; ++step) {
     SCOPED_TRACE("step " + std::to_string(step));
-    const auto x = random_tokens(B * Tn, c.vocab_size, 20 + step), y = random_tokens(B * Tn, c.vocab_size, 40 + step);
+    const auto x = random_tokens(B * Tn, c.vocab_size, 20 + step),
+               y = random_tokens(B * Tn, c.vocab_size, 40 + step);
     dev.upload(w.data());
     dev.zero_grads();
     host.zero_grads();

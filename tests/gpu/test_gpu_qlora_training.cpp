@@ -1,7 +1,8 @@
 // `dsx train --lora --load-in-4bit --device cuda`: QLoRA trains on the GPU, its loss falls (by
-// more than 0.3 in 30 AdamW steps) and its first steps' losses are the CPU run's; the ledger charges the NF4 base as the CPU run's does (fp32, no double quantisation: the same
-// bytes, codes and absmax, on either device); ZeRO stage 3 on the GPU is refused, naming what to
-// do. Skips without a GPU.
+// more than 0.3 in 30 AdamW steps) and its first steps' losses are the CPU run's; the ledger
+// charges the NF4 base as the CPU run's does (fp32, no double quantisation: the same bytes, codes
+// and absmax, on either device); ZeRO stage 3 on the GPU is refused, naming what to do. Skips
+// without a GPU.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -41,26 +42,29 @@ std::string write_config(const dsx::test::TempDir& dir, int stage) {
   return path;
 }
 
-dsx::test::CommandResult qlora_train(const std::string& device, const std::string& cfg, const std::string& model,
-                                     int steps) {
+dsx::test::CommandResult qlora_train(const std::string& device, const std::string& cfg,
+                                     const std::string& model, int steps) {
   return dsx::test::run_command(
-      "OMP_NUM_THREADS=1 timeout 600 " + std::string(DSX_EXE) + " launch --num_gpus 1 --master_port " +
-      std::to_string(dsx::test::free_port()) + " " + DSX_EXE + " train --device " + device + " --deepspeed_config " +
-      cfg + " --model " + model + " --load-in-4bit --lora r=4,alpha=8,targets=all-linear --steps " +
-      std::to_string(steps) + " --progress plain --eval_interval 0 --eval_samples 10 --samples 0");
+      "OMP_NUM_THREADS=1 timeout 600 " + std::string(DSX_EXE) +
+      " launch --num_gpus 1 --master_port " + std::to_string(dsx::test::free_port()) + " " +
+      DSX_EXE + " train --device " + device + " --deepspeed_config " + cfg + " --model " + model +
+      " --load-in-4bit --lora r=4,alpha=8,targets=all-linear --steps " + std::to_string(steps) +
+      " --progress plain --eval_interval 0 --eval_samples 10 --samples 0");
 }
 
 std::vector<double> step_losses(const std::string& output) {
   std::vector<double> losses;
   const std::regex re(R"(step \d+/\d+ \| loss ([\d.]+))");
-  for (auto it = std::sregex_iterator(output.begin(), output.end(), re); it != std::sregex_iterator(); ++it)
+  for (auto it = std::sregex_iterator(output.begin(), output.end(), re);
+       it != std::sregex_iterator(); ++it)
     losses.push_back(std::stod((*it)[1]));
   return losses;
 }
 
 std::string ledger_params(const std::string& output) {
   std::smatch m;
-  if (!std::regex_search(output, m, std::regex(R"(ZeRO holds on rank 0 \([a-z:0-9]+\): params ([\d.]+ MB))")))
+  if (!std::regex_search(output, m,
+                         std::regex(R"(ZeRO holds on rank 0 \([a-z:0-9]+\): params ([\d.]+ MB))")))
     return "(none)";
   return m[1];
 }
@@ -75,7 +79,8 @@ TEST(GpuQloraTraining, TrainsOnTheGpuAndItsLossFalls) {
   ASSERT_EQ(gpu.exit_code, 0) << gpu.output;
   EXPECT_NE(gpu.output.find("on the GPU"), std::string::npos) << gpu.output;
   std::smatch loss;
-  ASSERT_TRUE(std::regex_search(gpu.output, loss, std::regex("loss +([0-9.]+) first, ([0-9.]+) final")))
+  ASSERT_TRUE(
+      std::regex_search(gpu.output, loss, std::regex("loss +([0-9.]+) first, ([0-9.]+) final")))
       << gpu.output;
   EXPECT_LT(std::stod(loss[2]), std::stod(loss[1]) - 0.3) << gpu.output;
   // The CPU's QLoRA on the same folder, config and data: the same first steps (the sums' order
@@ -94,5 +99,6 @@ TEST(GpuQloraTraining, StageThreeOnTheGpuIsRefused) {
   dsx::test::TempDir dir;
   auto r = qlora_train("cuda", write_config(dir, 3), write_model_folder(dir), 1);
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.output.find("does not partition the NF4 base there yet"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("does not partition the NF4 base there yet"), std::string::npos)
+      << r.output;
 }
