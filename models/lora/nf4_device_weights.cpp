@@ -35,22 +35,19 @@ Nf4DeviceWeights<T>::Nf4DeviceWeights(device::Device& gpu, cudaStream_t stream,
   const size_t dense_at = dense_at_, packed_at = dense_at + dense_bytes();
   std::vector<unsigned char> host(packed_at + packed_bytes);
   constexpr kernels::DType dtype = storage_dtype<T>();
-  // Where each NF4 tensor's absmax and codes go, as offsets until the device memory exists.
-  std::map<const kernels::Nf4Tensor*, kc::Nf4DeviceWeight> placed;
+  // Where each NF4 tensor's absmax and codes go: byte offsets into the allocation.
+  struct Placed {
+    size_t absmax_at, packed_at;
+  };
+  std::map<const kernels::Nf4Tensor*, Placed> placed;
   size_t absmax_next = 0, packed_next = packed_at;
   for (size_t i = 0; i < specs.size(); ++i) {
     if (const kernels::Nf4Tensor* t = base.quantized_tensor(i)) {
-      kernels::nf4_absmax_range(reinterpret_cast<float*>(host.data()) + absmax_next, *t, 0,
+      placed[t] = {absmax_next, packed_next};
+      kernels::nf4_absmax_range(reinterpret_cast<float*>(host.data() + absmax_next), *t, 0,
                                 t->blocks());
       std::memcpy(host.data() + packed_next, t->packed.data(), t->packed.size());
-      kc::Nf4DeviceWeight w{t->rows,
-                            t->cols,
-                            t->blocksize,
-                            t->compute,
-                            reinterpret_cast<const uint8_t*>(packed_next),
-                            reinterpret_cast<const float*>(absmax_next * sizeof(float))};
-      placed[t] = w;
-      absmax_next += size_t(t->blocks()), packed_next += t->packed.size();
+      absmax_next += size_t(t->blocks()) * sizeof(float), packed_next += t->packed.size();
       continue;
     }
     const auto* values = static_cast<const float*>(base.param(i));
@@ -59,17 +56,21 @@ Nf4DeviceWeights<T>::Nf4DeviceWeights(device::Device& gpu, cudaStream_t stream,
   }
   memory_ = device::OwnedMemory(gpu, device::OwnedMemory::Kind::Device, host.size());
   gpu.copy_now(memory_.get(), host.data(), host.size());
-  // The offsets become device pointers; each block's projections find theirs.
-  auto* at = memory_.as<unsigned char>();
+  // Each block's projections find their weights in the device memory.
+  const auto* at = memory_.as<unsigned char>();
   by_block_.resize(size_t(num_layers));
   for (int l = 0; l < num_layers; ++l)
     for (int p = 0; p < kNumProjections; ++p) {
       const kernels::Nf4Tensor* t = base.linear(l, static_cast<Projection>(p));
       if (!t) continue;
-      kc::Nf4DeviceWeight w = placed.at(t);
-      w.packed = at + reinterpret_cast<size_t>(w.packed);
-      w.absmax = reinterpret_cast<const float*>(at + reinterpret_cast<size_t>(w.absmax));
-      by_block_[size_t(l)][size_t(p)] = w;
+      const Placed& where = placed.at(t);
+      by_block_[size_t(l)][size_t(p)] =
+          kc::Nf4DeviceWeight{t->rows,
+                              t->cols,
+                              t->blocksize,
+                              t->compute,
+                              at + where.packed_at,
+                              reinterpret_cast<const float*>(at + where.absmax_at)};
     }
 }
 
