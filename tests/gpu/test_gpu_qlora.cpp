@@ -4,8 +4,9 @@
 // q/k/v biases dense), adapters (B drawn too, so every branch counts) and batch give the logits,
 // loss and every adapter gradient within fp32 rounding (1e-5 of each tensor's largest magnitude;
 // only the order of the sums differs), with dropout and activation checkpointing too, and the
-// losses and adapters of a few SGD steps; bf16 within bf16 rounding. The base on the device is its
-// NF4 bytes (codes and absmax) plus the dense rest in T, nothing more. Skips without a GPU.
+// losses and adapters of a few SGD steps; bf16 and fp16 within their rounding. The base on the
+// device is its NF4 bytes (codes and absmax) plus the dense rest in T, nothing more. Skips without
+// a GPU.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -33,6 +34,8 @@ template <class T>
 float round_to(float v) {
   if constexpr (std::is_same_v<T, __nv_bfloat16>)
     return dsx::kernels::bf16_to_float(dsx::kernels::float_to_bf16(v));
+  if constexpr (std::is_same_v<T, __half>)
+    return dsx::kernels::fp16_to_float(dsx::kernels::float_to_fp16(v));
   return v;
 }
 
@@ -112,6 +115,11 @@ TEST(GpuQlora, Fp32MatchesTheCpuOnQwen2QuantisedAtLoadWithBiases) {
 // nibble is 100%.
 TEST(GpuQlora, Bf16MatchesTheCpuWithinBf16Rounding) {
   compare_with_cpu<__nv_bfloat16>("r=4,alpha=8,targets=all-linear,init=false", false, 6e-2);
+}
+
+// fp16: 11 significant bits, 8 times finer than bf16's 8, so 6e-2 / 8.
+TEST(GpuQlora, Fp16MatchesTheCpuWithinFp16Rounding) {
+  compare_with_cpu<__half>("r=4,alpha=8,targets=all-linear,init=false", false, 8e-3);
 }
 
 // Four SGD steps on both devices from PEFT's initialisation: the losses step by step, then the
