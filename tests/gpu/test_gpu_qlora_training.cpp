@@ -5,6 +5,7 @@
 // without a GPU.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <regex>
 #include <string>
@@ -18,6 +19,12 @@
 #include "tests/tools/run_command.h"
 
 namespace {
+
+// The dsx binary: $DSX_EXE where a bundle on another machine names it, else this build's.
+std::string dsx_exe() {
+  const char* named = std::getenv("DSX_EXE");
+  return named != nullptr && *named != '\0' ? named : DSX_EXE;
+}
 
 // A bf16 Llama whose vocabulary covers the addition task's bytes (dsx train's default data).
 std::string write_model_folder(const dsx::test::TempDir& dir) {
@@ -45,9 +52,9 @@ std::string write_config(const dsx::test::TempDir& dir, int stage) {
 dsx::test::CommandResult qlora_train(const std::string& device, const std::string& cfg,
                                      const std::string& model, int steps) {
   return dsx::test::run_command(
-      "OMP_NUM_THREADS=1 timeout 600 " + std::string(DSX_EXE) +
-      " launch --num_gpus 1 --master_port " + std::to_string(dsx::test::free_port()) + " " +
-      DSX_EXE + " train --device " + device + " --deepspeed_config " + cfg + " --model " + model +
+      "OMP_NUM_THREADS=1 timeout 600 " + dsx_exe() + " launch --num_gpus 1 --master_port " +
+      std::to_string(dsx::test::free_port()) + " " + dsx_exe() + " train --device " + device +
+      " --deepspeed_config " + cfg + " --model " + model +
       " --load-in-4bit --lora r=4,alpha=8,targets=all-linear --steps " + std::to_string(steps) +
       " --progress plain --eval_interval 0 --eval_samples 10 --samples 0");
 }
