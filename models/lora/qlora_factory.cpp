@@ -107,8 +107,7 @@ std::unique_ptr<LoraLlama> make_qlora_model(const ModelSource& source, const Lor
   if (options.cuda)  // before reading gigabytes of weights
     throw Error(ErrorKind::Unsupported,
                 "this QLoRA model is the CPU's (make_qlora_model_on_gpu builds the GPU's); add "
-                "--device cpu "
-                "(and bf16/fp16 \"enabled\": false)");
+                "--device cpu (and bf16/fp16 \"enabled\": false)");
   auto frozen = std::make_unique<Nf4FrozenWeights>(
       source.shape.llama, read_nf4_base_weights(source.folder, quantization), source.folder);
   return make_lora_model(source.shape, std::move(frozen), lora, options);

@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "dsx/error.h"
 #include "models/local_params.h"
 #include "models/lora/lora_llama.h"
 #include "models/lora/nf4_frozen_weights.h"
@@ -155,4 +156,19 @@ TEST(GpuQlora, SgdStepsGiveTheCpusLossesAndAdapters) {
     }
   }
   EXPECT_LT(rel_diff(w.data(), host.params(), w.size()), 1e-5);
+}
+
+// Base tensors trained in full are the CPU's so far, on a quantised base as on a dense one.
+TEST(GpuQlora, RefusesModulesToSaveAndBiasTraining) {
+  const ModelSource source = qlora_model_source(kBnb);
+  for (const char* flag :
+       {"r=4,targets=q_proj,modules_to_save=lm_head", "r=4,targets=q_proj,bias=all"}) {
+    try {
+      gpu_qlora<float>(source, parse_lora_flag(flag), false);
+      ADD_FAILURE() << flag << ": no error";
+    } catch (const dsx::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("add --device cpu, or drop them"), std::string::npos)
+          << e.what();
+    }
+  }
 }
