@@ -439,8 +439,8 @@ class TrainingRun {
         line << " (QLoRA: block linears in NF4, " << nf4->nf4_bytes() << " bytes, the rest fp32, "
              << nf4->dense_bytes() << " bytes)";
       if (cuda_ && models::wants_qlora(o_.model, o_.load_in_4bit))
-        line << " (QLoRA: block linears in NF4 on the GPU; the base holds " << model_->frozen_bytes()
-             << " bytes of device memory)";
+        line << " (QLoRA: block linears in NF4 on the GPU; the base holds "
+             << model_->frozen_bytes() << " bytes of device memory)";
       if (const auto* nf4 = dynamic_cast<const PartitionedNf4FrozenWeights*>(&lora->frozen()))
         line << " (QLoRA: block linears in NF4, the rest fp32; this rank keeps " << nf4->share_bytes()
              << " bytes, and gathers at most " << nf4->largest_gathered_bytes() << " more for a layer)";
