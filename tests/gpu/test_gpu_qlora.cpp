@@ -112,13 +112,14 @@ TEST(GpuQlora, Fp32MatchesTheCpuOnQwen2QuantisedAtLoadWithBiases) {
                           {.double_quant = true, .compute = dsx::kernels::DType::F16});
 }
 // Activations, u and du and every output rounded to bf16 (8 significant bits, 2^-9 relative
-// each), through the whole backward: within 6e-2, as LoRA's bf16 check; a wrong scale, mask or
-// nibble is 100%.
+// each), through the whole backward, and the dense part of the base (embeddings, norms, lm_head)
+// rounded on the GPU only (the CPU's QLoRA holds it in fp32): within 6e-2 (5.1% measured), as
+// LoRA's bf16 check; a wrong scale, mask or nibble is 100%.
 TEST(GpuQlora, Bf16MatchesTheCpuWithinBf16Rounding) {
   compare_with_cpu<__nv_bfloat16>("r=4,alpha=8,targets=all-linear,init=false", false, 6e-2);
 }
 
-// fp16: 11 significant bits, 8 times finer than bf16's 8, so 6e-2 / 8.
+// fp16: 11 significant bits, 8 times finer than bf16's 8, so 6e-2 / 8 (4.6e-3 measured).
 TEST(GpuQlora, Fp16MatchesTheCpuWithinFp16Rounding) {
   compare_with_cpu<__half>("r=4,alpha=8,targets=all-linear,init=false", false, 8e-3);
 }
