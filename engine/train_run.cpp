@@ -176,13 +176,20 @@ models::Nf4LoadOptions qlora_load_options(const TrainRunOptions& o) {
   return quantization;
 }
 
-// QLoRA: the NF4 base, whole on every rank at stages 0-2; at stage 3 partitioned as it is
-// stored (4-bit codes and absmax, never dequantised) and gathered per layer.
+// QLoRA: the NF4 base, whole on every rank at stages 0-2 (on CPU ranks or the GPU); on CPU ranks
+// at stage 3 partitioned as it is stored (4-bit codes and absmax, never dequantised) and
+// gathered per layer.
 std::unique_ptr<models::Model> build_qlora_model(const TrainRunOptions& o, const config::EngineConfig& config,
                                                  const models::ModelSource& choice, const models::LoraConfig& lora,
                                                  const models::BuildOptions& options, comm::Communicator& comm) {
   const models::Nf4LoadOptions quantization = qlora_load_options(o);
-  if (config.zero_optimization.stage != 3 || options.cuda)  // make_qlora_model refuses the GPU
+  if (options.cuda && config.zero_optimization.stage == 3)
+    throw Error(ErrorKind::Unsupported,
+                "QLoRA on the GPU: ZeRO stage 3 does not partition the NF4 base there yet; "
+                "set zero_optimization.stage to 0, 1 or 2 (the adapters are all that "
+                "trains), or train on CPU ranks (--device cpu)");
+  if (options.cuda) return models::make_qlora_model_on_gpu(choice, lora, quantization, options);
+  if (config.zero_optimization.stage != 3)
     return models::make_qlora_model(choice, lora, quantization, options);
   models::Nf4FrozenWeights whole(choice.shape.llama, models::read_nf4_base_weights(choice.folder, quantization),
                                  choice.folder);
@@ -236,14 +243,15 @@ std::unique_ptr<models::Model> build_lora_model(const TrainRunOptions& o, const 
   if (choice.initial.empty() && !models::wants_qlora(o.model, o.load_in_4bit))
     choice.initial = models::initial_parameters(choice.shape, o.seed);
   const models::LoraConfig lora = models::parse_lora_flag(o.lora);
-  if (models::wants_qlora(o.model, o.load_in_4bit)) return build_qlora_model(o, config, choice, lora, options, comm);
   if (cuda) {
     options.dtype = config.bf16.enabled ? kernels::DType::BF16
                     : config.fp16.enabled ? kernels::DType::F16
                                           : kernels::DType::F32;
     if (gpu) options.stream = gpu->compute_stream().native();
-    return build_lora_model_on_gpu(config, choice, lora, options, comm, gpu);
   }
+  if (models::wants_qlora(o.model, o.load_in_4bit))
+    return build_qlora_model(o, config, choice, lora, options, comm);
+  if (cuda) return build_lora_model_on_gpu(config, choice, lora, options, comm, gpu);
   if (config.zero_optimization.stage == 3 && choice.shape.family == models::ModelShape::Family::Llama) {
     auto frozen = std::make_unique<PartitionedFrozenWeights>(models::param_specs(choice.shape), choice.initial, comm);
     std::vector<float>().swap(choice.initial);
@@ -444,6 +452,9 @@ class TrainingRun {
       if (const auto* nf4 = dynamic_cast<const models::Nf4FrozenWeights*>(&lora->frozen()))
         line << " (QLoRA: block linears in NF4, " << nf4->nf4_bytes() << " bytes, the rest fp32, "
              << nf4->dense_bytes() << " bytes)";
+      if (cuda_ && models::wants_qlora(o_.model, o_.load_in_4bit))
+        line << " (QLoRA: block linears in NF4 on the GPU; the base holds "
+             << model_->frozen_bytes() << " bytes of device memory)";
       if (const auto* nf4 = dynamic_cast<const PartitionedNf4FrozenWeights*>(&lora->frozen()))
         line << " (QLoRA: block linears in NF4, the rest fp32; this rank keeps " << nf4->share_bytes()
              << " bytes, and gathers at most " << nf4->largest_gathered_bytes() << " more for a layer)";

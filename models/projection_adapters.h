@@ -74,4 +74,18 @@ class DeviceProjectionAdapters {
   virtual void backward(int block, Projection p, T* dinp, const T* dout, const T* inp, size_t N) = 0;
 };
 
+// QuantizedProjections on a GPU (QLoRA on the CUDA Llama): device pointers in the model's storage
+// type T, work enqueued on the model's stream (handed over when built). The model skips its
+// cuBLASLt product and the weight gradient of such a projection.
+template <class T>
+class DeviceQuantizedProjections {
+ public:
+  virtual ~DeviceQuantizedProjections() = default;
+  virtual bool quantized(int block, Projection p) const = 0;
+  // out (N, out_features) = inp (N, in_features) W^T + bias (the projection's dense bias, or null).
+  virtual void forward(int block, Projection p, T* out, const T* inp, const T* bias, size_t N) = 0;
+  // dinp (N, in_features) = dout (N, out_features) W.
+  virtual void backward_input(int block, Projection p, T* dinp, const T* dout, size_t N) = 0;
+};
+
 }  // namespace dsx::models

@@ -1,8 +1,13 @@
 // NF4 kernels (kernels/cuda/nf4.h). The matmul kernels give one output element per thread and
-// walk the reduction in order, dequantising each weight from its nibble and its block's absmax:
-// plain and memory-bound, the GPU twin of the CPU's tiled path rather than a tuned GEMM.
+// walk the reduction in order, dequantising each weight from its nibble and its block's absmax
+// as a tile of them is staged: shared-memory tiles on CUDA cores, no tensor cores, the GPU twin
+// of the CPU's tiled path rather than a tuned GEMM.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/nf4.h"
+#include "kernels/cuda/storage_types.cuh"
 #include "kernels/nf4_math.h"
 
 namespace dsx::kernels::cuda {
@@ -26,30 +31,59 @@ __global__ void dequantize_rows_kernel(float* out, Nf4DeviceWeight w, int64_t be
     out[i] = weight_at(w, begin + i);
 }
 
-// grid (row blocks, tokens): thread o of token t sums x[t, i] W[o, i] over i.
-__global__ void forward_kernel(float* y, const float* x, Nf4DeviceWeight w) {
-  int64_t o = int64_t(blockIdx.x) * blockDim.x + threadIdx.x, t = blockIdx.y;
-  if (o >= w.rows) return;
-  const float* xt = x + t * w.cols;
+// The matmuls work on kTile x kTile tiles of the output, one thread an element: the block stages
+// a tile of activations and a tile of dequantised weights in shared memory, read from global
+// memory in rows (neighbouring threads, neighbouring weights), then each thread adds their
+// products in order of the reduction index, so every output sums exactly as a plain loop from 0
+// would. Out-of-range elements stage as 0.
+constexpr int kTile = 16, kTileElements = kTile * kTile;
+
+// grid (row tiles, token tiles): y[t, o] = sum over i of x[t, i] W[o, i], then + bias[o].
+template <class T>
+__global__ void forward_kernel(T* y, const T* x, Nf4DeviceWeight w, const T* bias, int64_t tokens) {
+  DSX_SHARED(float, xs, kTileElements);
+  DSX_SHARED(float, ws, kTileElements);
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int64_t t0 = int64_t(blockIdx.y) * kTile, o0 = int64_t(blockIdx.x) * kTile;
   float acc = 0.0f;
-  for (int64_t i = 0; i < w.cols; ++i) acc += xt[i] * weight_at(w, o * w.cols + i);
-  y[t * w.rows + o] = acc;
+  for (int64_t k = 0; k < w.cols; k += kTile) {
+    const int64_t t = t0 + ty, o = o0 + ty, i = k + tx;
+    xs[ty * kTile + tx] = t < tokens && i < w.cols ? to_f(x[t * w.cols + i]) : 0.0f;
+    ws[ty * kTile + tx] = o < w.rows && i < w.cols ? weight_at(w, o * w.cols + i) : 0.0f;
+    __syncthreads();
+    for (int kk = 0; kk < kTile; ++kk) acc += xs[ty * kTile + kk] * ws[tx * kTile + kk];
+    __syncthreads();  // the tiles are read by all before the next are staged
+  }
+  const int64_t t = t0 + ty, o = o0 + tx;
+  if (t >= tokens || o >= w.rows) return;
+  if (bias) acc += to_f(bias[o]);
+  y[t * w.rows + o] = from_f<T>(acc);
 }
 
-// grid (column blocks, tokens): thread i of token t sums dy[t, o] W[o, i] over o; neighbouring
-// threads read neighbouring weights.
-__global__ void backward_input_kernel(float* dx, const float* dy, Nf4DeviceWeight w,
-                                      bool accumulate) {
-  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x, t = blockIdx.y;
-  if (i >= w.cols) return;
-  const float* dyt = dy + t * w.rows;
+// grid (column tiles, token tiles): dx[t, i] (+)= sum over o of dy[t, o] W[o, i].
+template <class T>
+__global__ void backward_input_kernel(T* dx, const T* dy, Nf4DeviceWeight w, bool accumulate,
+                                      int64_t tokens) {
+  DSX_SHARED(float, dys, kTileElements);
+  DSX_SHARED(float, ws, kTileElements);
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int64_t t0 = int64_t(blockIdx.y) * kTile, i0 = int64_t(blockIdx.x) * kTile;
   float acc = 0.0f;
-  for (int64_t o = 0; o < w.rows; ++o) acc += dyt[o] * weight_at(w, o * w.cols + i);
-  float* out = dx + t * w.cols + i;
-  *out = accumulate ? *out + acc : acc;
+  for (int64_t k = 0; k < w.rows; k += kTile) {
+    const int64_t t = t0 + ty, o = k + ty, i = i0 + tx;
+    dys[ty * kTile + tx] = t < tokens && k + tx < w.rows ? to_f(dy[t * w.rows + k + tx]) : 0.0f;
+    ws[ty * kTile + tx] = o < w.rows && i < w.cols ? weight_at(w, o * w.cols + i) : 0.0f;
+    __syncthreads();
+    for (int kk = 0; kk < kTile; ++kk) acc += dys[ty * kTile + kk] * ws[kk * kTile + tx];
+    __syncthreads();
+  }
+  const int64_t t = t0 + ty, i = i0 + tx;
+  if (t >= tokens || i >= w.cols) return;
+  T* out = dx + t * w.cols + i;
+  *out = from_f<T>(accumulate ? to_f(*out) + acc : acc);
 }
 
-unsigned blocks_of(int64_t n) { return static_cast<unsigned>((n + kBlock - 1) / kBlock); }
+unsigned tiles_of(int64_t n) { return static_cast<unsigned>((n + kTile - 1) / kTile); }
 
 size_t weight_bytes(const Nf4DeviceWeight& w) { return size_t((w.rows * w.cols + 1) / 2); }
 size_t absmax_bytes(const Nf4DeviceWeight& w) {
@@ -81,24 +115,42 @@ void nf4_dequantize_rows(float* out, const Nf4DeviceWeight& w, int64_t row0, int
   check_launch("nf4_dequantize_rows");
 }
 
-void nf4_linear_forward(float* y, const float* x, const Nf4DeviceWeight& w, int64_t tokens,
-                        cudaStream_t stream) {
+template <class T>
+void nf4_linear_forward(T* y, const T* x, const Nf4DeviceWeight& w, int64_t tokens,
+                        cudaStream_t stream, const T* bias) {
   if (tokens == 0 || w.rows == 0) return;
-  DSX_TOUCHES(DSX_WRITES(y, size_t(tokens * w.rows) * 4), DSX_READS(x, size_t(tokens * w.cols) * 4),
-              DSX_READS(w.packed, weight_bytes(w)), DSX_READS(w.absmax, absmax_bytes(w)));
-  DSX_LAUNCH(dim3(blocks_of(w.rows), unsigned(tokens)), kBlock, 0, stream, forward_kernel)(y, x, w);
+  const size_t e = sizeof(T);
+  DSX_TOUCHES(DSX_WRITES(y, size_t(tokens * w.rows) * e), DSX_READS(x, size_t(tokens * w.cols) * e),
+              DSX_READS(w.packed, weight_bytes(w)), DSX_READS(w.absmax, absmax_bytes(w)),
+              DSX_READS(bias, bias ? size_t(w.rows) * e : 0));
+  DSX_LAUNCH(dim3(tiles_of(w.rows), tiles_of(tokens)), dim3(kTile, kTile), 0, stream,
+             forward_kernel<T>)
+  (y, x, w, bias, tokens);
   check_launch("nf4_linear_forward");
 }
 
-void nf4_linear_backward_input(float* dx, const float* dy, const Nf4DeviceWeight& w, int64_t tokens,
+template <class T>
+void nf4_linear_backward_input(T* dx, const T* dy, const Nf4DeviceWeight& w, int64_t tokens,
                                bool accumulate, cudaStream_t stream) {
   if (tokens == 0 || w.cols == 0) return;
-  DSX_TOUCHES(DSX_WRITES(dx, size_t(tokens * w.cols) * 4),
-              DSX_READS(dy, size_t(tokens * w.rows) * 4), DSX_READS(w.packed, weight_bytes(w)),
+  const size_t e = sizeof(T);
+  DSX_TOUCHES(DSX_WRITES(dx, size_t(tokens * w.cols) * e),
+              DSX_READS(dy, size_t(tokens * w.rows) * e), DSX_READS(w.packed, weight_bytes(w)),
               DSX_READS(w.absmax, absmax_bytes(w)));
-  DSX_LAUNCH(dim3(blocks_of(w.cols), unsigned(tokens)), kBlock, 0, stream, backward_input_kernel)
-  (dx, dy, w, accumulate);
+  DSX_LAUNCH(dim3(tiles_of(w.cols), tiles_of(tokens)), dim3(kTile, kTile), 0, stream,
+             backward_input_kernel<T>)
+  (dx, dy, w, accumulate, tokens);
   check_launch("nf4_linear_backward_input");
 }
+
+#define DSX_NF4_INSTANTIATE(T)                                                                     \
+  template void nf4_linear_forward<T>(T*, const T*, const Nf4DeviceWeight&, int64_t, cudaStream_t, \
+                                      const T*);                                                   \
+  template void nf4_linear_backward_input<T>(T*, const T*, const Nf4DeviceWeight&, int64_t, bool,  \
+                                             cudaStream_t);
+
+DSX_NF4_INSTANTIATE(float)
+DSX_NF4_INSTANTIATE(__nv_bfloat16)
+DSX_NF4_INSTANTIATE(__half)
 
 }  // namespace dsx::kernels::cuda

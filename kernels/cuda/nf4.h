@@ -29,12 +29,17 @@ void nf4_resolve_absmax(float* absmax, const uint8_t* q, const float* nested_abs
 void nf4_dequantize_rows(float* out, const Nf4DeviceWeight& w, int64_t row0, int64_t nrows,
                          cudaStream_t stream);
 
-// y[tokens, rows] = x[tokens, cols] W^T.
-void nf4_linear_forward(float* y, const float* x, const Nf4DeviceWeight& w, int64_t tokens,
-                        cudaStream_t stream);
+// The matmuls take activations in a storage type T (float, __nv_bfloat16 or __half: the CUDA
+// Llama's), multiply in fp32 and round each output to T once, as the cuBLASLt plans do.
+
+// y[tokens, rows] = x[tokens, cols] W^T (+ bias[rows], when given).
+template <class T>
+void nf4_linear_forward(T* y, const T* x, const Nf4DeviceWeight& w, int64_t tokens,
+                        cudaStream_t stream, const T* bias = nullptr);
 
 // dx[tokens, cols] (+)= dy[tokens, rows] W.
-void nf4_linear_backward_input(float* dx, const float* dy, const Nf4DeviceWeight& w, int64_t tokens,
+template <class T>
+void nf4_linear_backward_input(T* dx, const T* dy, const Nf4DeviceWeight& w, int64_t tokens,
                                bool accumulate, cudaStream_t stream);
 
 }  // namespace dsx::kernels::cuda

@@ -230,27 +230,27 @@ void LlamaCuda<T>::block_forward(BlockActs& a, T* res_out, const T* res_in, cons
   cudaStream_t s = stream_.get();
   // res2 = input + o_proj(attention(rope(q, k), v)), q, k, v projections of rmsnorm(input)
   kc::llama_rmsnorm_forward(a.xn1.data(), a.rstd1.data(), res_in, p.ln1, N, C, eps, s);
-  kc::decoder_matmul_forward(blas_, own ? q_.data() : a.q.data(), a.xn1.data(), p.wq, p.bq, N, C, QD,
-                          s);
+  project_forward(Projection::q, own ? q_.data() : a.q.data(), a.xn1.data(), p.wq, p.bq, N, C, QD,
+                  s);
   adapt_forward(Projection::q, own ? q_.data() : a.q.data(), a.xn1.data());
-  kc::decoder_matmul_forward(blas_, own ? k_.data() : a.k.data(), a.xn1.data(), p.wk, p.bk, N, C, KVD,
-                          s);
+  project_forward(Projection::k, own ? k_.data() : a.k.data(), a.xn1.data(), p.wk, p.bk, N, C, KVD,
+                  s);
   adapt_forward(Projection::k, own ? k_.data() : a.k.data(), a.xn1.data());
-  kc::decoder_matmul_forward(blas_, own ? v_.data() : a.v.data(), a.xn1.data(), p.wv, p.bv, N, C, KVD,
-                          s);
+  project_forward(Projection::v, own ? v_.data() : a.v.data(), a.xn1.data(), p.wv, p.bv, N, C, KVD,
+                  s);
   adapt_forward(Projection::v, own ? v_.data() : a.v.data(), a.xn1.data());
   attention_forward(a);
-  kc::decoder_matmul_forward(blas_, tmp_.data(), a.atty.data(), p.wo, p.bo, N, QD, C, s);
+  project_forward(Projection::o, tmp_.data(), a.atty.data(), p.wo, p.bo, N, QD, C, s);
   adapt_forward(Projection::o, tmp_.data(), a.atty.data());
   kc::decoder_residual_forward(a.res2.data(), res_in, tmp_.data(), N * C, s);
   // output = res2 + down_proj(silu(gate_proj(x)) * up_proj(x)), x = rmsnorm(res2)
   kc::llama_rmsnorm_forward(a.xn2.data(), a.rstd2.data(), a.res2.data(), p.ln2, N, C, eps, s);
-  kc::decoder_matmul_forward(blas_, a.gate.data(), a.xn2.data(), p.wg, no_bias, N, C, F, s);
+  project_forward(Projection::gate, a.gate.data(), a.xn2.data(), p.wg, no_bias, N, C, F, s);
   adapt_forward(Projection::gate, a.gate.data(), a.xn2.data());
-  kc::decoder_matmul_forward(blas_, a.up.data(), a.xn2.data(), p.wu, no_bias, N, C, F, s);
+  project_forward(Projection::up, a.up.data(), a.xn2.data(), p.wu, no_bias, N, C, F, s);
   adapt_forward(Projection::up, a.up.data(), a.xn2.data());
   kc::llama_swiglu_forward(a.h.data(), a.gate.data(), a.up.data(), N * F, s);
-  kc::decoder_matmul_forward(blas_, tmp_.data(), a.h.data(), p.wd, no_bias, N, F, C, s);
+  project_forward(Projection::down, tmp_.data(), a.h.data(), p.wd, no_bias, N, F, C, s);
   adapt_forward(Projection::down, tmp_.data(), a.h.data());
   kc::decoder_residual_forward(res_out, a.res2.data(), tmp_.data(), N * C, s);
 }
@@ -264,8 +264,8 @@ void LlamaCuda<T>::attention_backward(T* dxn, const T* dres2, BlockActs& a, cons
             D = config_.head_dim;
   const int QD = NH * D, KVD = KV * D;
   cudaStream_t s = stream_.get();
-  kc::decoder_matmul_backward(blas_, datty_.data(), g.wo, g.bo, dres2, a.atty.data(), p.wo, N, QD, C,
-                           s);
+  project_backward(Projection::o, datty_.data(), g.wo, g.bo, dres2, a.atty.data(), p.wo, N, QD, C,
+                   s);
   adapt_backward(Projection::o, datty_.data(), dres2, a.atty.data());
   if (path_ == LlamaAttention::Own) {
     kc::decoder_attention_backward(dqkv_.data(), dpre_.data(), datty_.data(), a.qkv.data(),
@@ -282,14 +282,14 @@ void LlamaCuda<T>::attention_backward(T* dxn, const T* dres2, BlockActs& a, cons
     kc::llama_rope_backward(k_.data(), cos_.data(), sin_.data(), B_, T_, KV, D, s);
   }
   // Three projections of one input: their input gradients add up.
-  kc::decoder_matmul_backward(blas_, dxn, g.wq, g.bq, q_.data(), a.xn1.data(), p.wq, N, C, QD, s);
+  project_backward(Projection::q, dxn, g.wq, g.bq, q_.data(), a.xn1.data(), p.wq, N, C, QD, s);
   adapt_backward(Projection::q, dxn, q_.data(), a.xn1.data());
-  kc::decoder_matmul_backward(blas_, tmp_.data(), g.wk, g.bk, k_.data(), a.xn1.data(), p.wk, N, C, KVD,
-                           s);
+  project_backward(Projection::k, tmp_.data(), g.wk, g.bk, k_.data(), a.xn1.data(), p.wk, N, C, KVD,
+                   s);
   adapt_backward(Projection::k, tmp_.data(), k_.data(), a.xn1.data());
   kc::decoder_residual_forward(dxn, dxn, tmp_.data(), N * C, s);
-  kc::decoder_matmul_backward(blas_, tmp_.data(), g.wv, g.bv, v_.data(), a.xn1.data(), p.wv, N, C, KVD,
-                           s);
+  project_backward(Projection::v, tmp_.data(), g.wv, g.bv, v_.data(), a.xn1.data(), p.wv, N, C, KVD,
+                   s);
   adapt_backward(Projection::v, tmp_.data(), v_.data(), a.xn1.data());
   kc::decoder_residual_forward(dxn, dxn, tmp_.data(), N * C, s);
 }
@@ -304,15 +304,15 @@ void LlamaCuda<T>::block_backward(T* dres, BlockActs& a, const T* res_in, const 
   cudaStream_t s = stream_.get();
   float* scratch = norm_scratch_.data();
   // MLP: dres becomes d loss / d res2 (the residual plus the path through rmsnorm2).
-  kc::decoder_matmul_backward(blas_, dh_.data(), g.wd, no_bias, dres, a.h.data(), p.wd, N, F, C, s);
+  project_backward(Projection::down, dh_.data(), g.wd, no_bias, dres, a.h.data(), p.wd, N, F, C, s);
   adapt_backward(Projection::down, dh_.data(), dres, a.h.data());
   kc::llama_swiglu_backward(dh_.data() /* now dgate */, dup_.data(), dh_.data(), a.gate.data(),
                             a.up.data(), N * F, s);
-  kc::decoder_matmul_backward(blas_, dxn_.data(), g.wg, no_bias, dh_.data(), a.xn2.data(), p.wg, N, C,
-                           F, s);
+  project_backward(Projection::gate, dxn_.data(), g.wg, no_bias, dh_.data(), a.xn2.data(), p.wg, N,
+                   C, F, s);
   adapt_backward(Projection::gate, dxn_.data(), dh_.data(), a.xn2.data());
-  kc::decoder_matmul_backward(blas_, tmp_.data(), g.wu, no_bias, dup_.data(), a.xn2.data(), p.wu, N, C,
-                           F, s);
+  project_backward(Projection::up, tmp_.data(), g.wu, no_bias, dup_.data(), a.xn2.data(), p.wu, N,
+                   C, F, s);
   adapt_backward(Projection::up, tmp_.data(), dup_.data(), a.xn2.data());
   kc::decoder_residual_forward(dxn_.data(), dxn_.data(), tmp_.data(), N * C, s);
   kc::llama_rmsnorm_backward(dres, g.ln2, scratch, dxn_.data(), a.res2.data(), p.ln2,
@@ -440,6 +440,30 @@ void LlamaCuda<T>::backward(ParamAccess& access, GradSink& sink, float grad_scal
   if (!tied) access.acquire(0);
   embedding_backward(sink);
   ready(0);
+}
+
+// A projection of block block_: the cuBLASLt product, or the quantised base's (QLoRA), whose
+// frozen weight has no gradient (its bias may train).
+template <class T>
+void LlamaCuda<T>::project_forward(Projection p, T* out, const T* inp, const T* w, const T* b,
+                                   size_t N, int in, int out_dim, cudaStream_t s) {
+  if (quantized_ && quantized_->quantized(block_, p))
+    return quantized_->forward(block_, p, out, inp, b, N);
+  kc::decoder_matmul_forward(blas_, out, inp, w, b, N, in, out_dim, s);
+}
+
+template <class T>
+void LlamaCuda<T>::project_backward(Projection p, T* dinp, T* dw, T* db, const T* dout,
+                                    const T* inp, const T* w, size_t N, int in, int out_dim,
+                                    cudaStream_t s) {
+  if (!quantized_ || !quantized_->quantized(block_, p))
+    return kc::decoder_matmul_backward(blas_, dinp, dw, db, dout, inp, w, N, in, out_dim, s);
+  if (dw)
+    throw Error(ErrorKind::Internal,
+                "Llama on the GPU: a gradient was asked of the quantised (frozen) weight of " +
+                    std::string(projection_module(p)) + " in block " + std::to_string(block_));
+  quantized_->backward_input(block_, p, dinp, dout, N);
+  if (db) kc::decoder_bias_backward(blas_, db, dout, N, out_dim, s);
 }
 
 template <class T>

@@ -73,6 +73,9 @@ class LlamaCuda final : public DecoderModel<LlamaConfig, llama_forward_flops> {
   cudaStream_t stream() const { return stream_.get(); }
   // Adapters beside the block projections (LoRA, models/lora/lora_cuda.h), or null; not owned.
   void set_adapters(DeviceProjectionAdapters<T>* adapters) { adapters_ = adapters; }
+  // A base whose block projections it multiplies itself (QLoRA's NF4), or null; not owned. Such
+  // a projection's weight pointer is null and its weight takes no gradient.
+  void set_quantized_base(DeviceQuantizedProjections<T>* base) { quantized_ = base; }
   const kernels::cuda::DecoderBlas& blas() const { return blas_; }
   // The attention a forward of B rows of Tn tokens runs (chosen on first ask, then kept).
   LlamaAttention attention_for(int B, int Tn);
@@ -103,6 +106,10 @@ class LlamaCuda final : public DecoderModel<LlamaConfig, llama_forward_flops> {
                       const BlockGrads& g);
   void head_backward(ParamAccess& access, GradSink& sink, float grad_scale);
   void embedding_backward(GradSink& sink);
+  void project_forward(Projection p, T* out, const T* inp, const T* w, const T* b, size_t N, int in,
+                       int out_dim, cudaStream_t s);
+  void project_backward(Projection p, T* dinp, T* dw, T* db, const T* dout, const T* inp,
+                        const T* w, size_t N, int in, int out_dim, cudaStream_t s);
   // The adapters' share of projection p of block block_ (nothing without adapters).
   void adapt_forward(Projection p, T* out, const T* inp);
   void adapt_backward(Projection p, T* dinp, const T* dout, const T* inp);
@@ -133,6 +140,7 @@ class LlamaCuda final : public DecoderModel<LlamaConfig, llama_forward_flops> {
   DeviceBuffer<T> xf_, logits_, q_, k_, v_, tmp_, dres_, dxn_, datty_, dh_, dup_, dqkv_;
   DeviceBuffer<float> rstdf_, lse_, losses_, dpre_, norm_scratch_, loss_;
   DeviceProjectionAdapters<T>* adapters_ = nullptr;
+  DeviceQuantizedProjections<T>* quantized_ = nullptr;
   int block_ = 0;  // the block being run, for the adapters
 };
 

@@ -53,6 +53,19 @@ LoraLlamaCuda<T>::LoraLlamaCuda(const LlamaConfig& config, const LoraConfig& lor
                                 int max_seq, bool activation_checkpointing,
                                 const std::vector<float>& base, cudaStream_t stream,
                                 std::unique_ptr<ParamAccess> frozen)
+    : LoraLlamaCuda(
+          config, lora, max_batch, max_seq, activation_checkpointing, base,
+          [this, &base, &frozen](device::Device& gpu, cudaStream_t) -> std::unique_ptr<ParamAccess> {
+            if (frozen) return std::move(frozen);
+            return std::make_unique<DeviceFrozenWeights<T>>(gpu, base_.params(), base);
+          },
+          stream) {}
+
+template <class T>
+LoraLlamaCuda<T>::LoraLlamaCuda(const LlamaConfig& config, const LoraConfig& lora, int max_batch,
+                                int max_seq, bool activation_checkpointing,
+                                const std::vector<float>& base, const FrozenOnGpu& make_frozen,
+                                cudaStream_t stream)
     : base_(config, max_batch, max_seq, activation_checkpointing, stream),
       gpu_(device::make_cuda_device()),
       stream_view_(gpu_->adopt_stream(base_.stream(), "LoRA model")),
@@ -61,10 +74,11 @@ LoraLlamaCuda<T>::LoraLlamaCuda(const LlamaConfig& config, const LoraConfig& lor
       trained_(lora_llama_trained_base(config, layout_)),
       list_(lora_param_list(layout_.specs(), trained_, base_.params().size())),
       trained_initial_(trained_initial_values(trained_, base_.params(), base)),
-      frozen_(frozen ? std::move(frozen)
-                     : std::make_unique<DeviceFrozenWeights<T>>(*gpu_, base_.params(), base)),
+      frozen_(make_frozen(*gpu_, base_.stream())),
       adapters_(layout_, *gpu_, base_.stream(), max_batch, max_seq) {
   base_.set_adapters(&adapters_);
+  if (auto* quantized = dynamic_cast<DeviceQuantizedProjections<T>*>(frozen_.get()))
+    base_.set_quantized_base(quantized);
 }
 
 template <class T>

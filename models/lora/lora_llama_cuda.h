@@ -10,6 +10,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -32,6 +33,15 @@ class LoraLlamaCuda final : public LoraModel {
   LoraLlamaCuda(const LlamaConfig& config, const LoraConfig& lora, int max_batch, int max_seq,
                 bool activation_checkpointing, const std::vector<float>& base,
                 cudaStream_t stream = nullptr, std::unique_ptr<ParamAccess> frozen = nullptr);
+  // Any frozen base on the GPU, made by `make_frozen` once the model's stream exists (work on
+  // that stream). A base that is also a DeviceQuantizedProjections<T> (QLoRA's NF4 base,
+  // nf4_device_weights.h) computes its quantised projections for the model. `base` holds the
+  // initial values of the tensors trained in full (empty when none are).
+  using FrozenOnGpu =
+      std::function<std::unique_ptr<ParamAccess>(device::Device& gpu, cudaStream_t stream)>;
+  LoraLlamaCuda(const LlamaConfig& config, const LoraConfig& lora, int max_batch, int max_seq,
+                bool activation_checkpointing, const std::vector<float>& base,
+                const FrozenOnGpu& make_frozen, cudaStream_t stream = nullptr);
   ~LoraLlamaCuda() override;  // waits for the stream before the buffers go
 
   const std::vector<ParamSpec>& params() const override { return list_.specs; }

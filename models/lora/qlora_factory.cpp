@@ -14,6 +14,10 @@
 #include "models/llama/hf_config.h"
 #include "models/lora/lora_factory.h"
 #include "models/lora/nf4_frozen_weights.h"
+#ifdef DSX_HAVE_CUDA
+#include "models/lora/lora_llama_cuda.h"
+#include "models/lora/nf4_device_weights.h"
+#endif
 
 namespace dsx::models {
 
@@ -102,11 +106,55 @@ std::unique_ptr<LoraLlama> make_qlora_model(const ModelSource& source, const Lor
                                             const ModelBuildOptions& options) {
   if (options.cuda)  // before reading gigabytes of weights
     throw Error(ErrorKind::Unsupported,
-                "QLoRA (an NF4 base) runs on the CPU so far; add --device cpu (and bf16/fp16 "
-                "\"enabled\": false)");
+                "this QLoRA model is the CPU's (make_qlora_model_on_gpu builds the GPU's); add "
+                "--device cpu (and bf16/fp16 \"enabled\": false)");
   auto frozen = std::make_unique<Nf4FrozenWeights>(
       source.shape.llama, read_nf4_base_weights(source.folder, quantization), source.folder);
   return make_lora_model(source.shape, std::move(frozen), lora, options);
+}
+
+namespace {
+
+#ifdef DSX_HAVE_CUDA
+// LoraLlamaCuda<T> over `base`, uploaded as NF4 once the model's stream exists.
+template <class T>
+std::unique_ptr<LoraModel> qlora_on_gpu(const ModelSource& source, const LoraConfig& lora,
+                                        Nf4FrozenWeights& base, const ModelBuildOptions& o) {
+  const LlamaConfig& config = source.shape.llama;
+  auto upload = [&](device::Device& gpu, cudaStream_t stream) -> std::unique_ptr<ParamAccess> {
+    return std::make_unique<Nf4DeviceWeights<T>>(gpu, stream, base, config.num_layers);
+  };
+  return std::make_unique<LoraLlamaCuda<T>>(config, lora, o.max_batch, o.max_seq,
+                                            o.activation_checkpointing,
+                                            /*base: nothing trains in full*/ std::vector<float>{}, upload,
+                                            static_cast<cudaStream_t>(o.stream));
+}
+#endif
+
+}  // namespace
+
+std::unique_ptr<LoraModel> make_qlora_model_on_gpu(const ModelSource& source,
+                                                   const LoraConfig& lora,
+                                                   const Nf4LoadOptions& quantization,
+                                                   const ModelBuildOptions& options) {
+  if (!lora.modules_to_save.empty() || lora.bias != "none")
+    throw Error(ErrorKind::Unsupported,
+                "QLoRA on the GPU trains the adapters only so far: modules_to_save and "
+                "bias \"all\"/\"lora_only\" train on the CPU; add --device cpu, or drop them");
+#ifdef DSX_HAVE_CUDA
+  // Read and validated on the host, uploaded, then let go: the host keeps no copy.
+  Nf4FrozenWeights base(source.shape.llama, read_nf4_base_weights(source.folder, quantization),
+                        source.folder);
+  if (options.dtype == kernels::DType::F32) return qlora_on_gpu<float>(source, lora, base, options);
+  if (options.dtype == kernels::DType::BF16)
+    return qlora_on_gpu<__nv_bfloat16>(source, lora, base, options);
+  return qlora_on_gpu<__half>(source, lora, base, options);
+#else
+  (void)source, (void)quantization, (void)options;
+  throw Error(ErrorKind::Unsupported,
+              "this dsx was built without CUDA, so QLoRA trains on the CPU only; rebuild "
+              "with -DDSX_CUDA=ON, or add --device cpu");
+#endif
 }
 
 }  // namespace dsx::models

@@ -2,7 +2,7 @@
 // a folder saved with bitsandbytes 4-bit (config.json's quantization_config) trains as QLoRA
 // with no flag; a bf16/fp16/fp32 Llama-family folder is quantised to NF4 at load when asked
 // (--load-in-4bit, with transformers' BitsAndBytesConfig defaults: no double quantisation, fp32
-// compute). The CPU path only; the GPU is refused by make_lora_model.
+// compute). On CPU ranks or one GPU.
 #pragma once
 
 #include <memory>
@@ -34,9 +34,17 @@ std::string bnb_4bit_config_json(const Nf4LoadOptions& options);
 // The reverse; Error(Format) naming `origin` for an object that is not one.
 Nf4LoadOptions parse_bnb_4bit_config(const std::string& json, const std::string& origin);
 
-// The LoRA model over the NF4 base read from source.folder.
+// The LoRA model over the NF4 base read from source.folder, on the CPU (options.cuda refused).
 std::unique_ptr<LoraLlama> make_qlora_model(const ModelSource& source, const LoraConfig& lora,
                                             const Nf4LoadOptions& quantization,
                                             const ModelBuildOptions& options);
+
+// The same on one GPU (LoraLlamaCuda in options.dtype, on options.stream): the NF4 base held on
+// the device as NF4 (nf4_device_weights.h). Error(Unsupported) in a build without CUDA, and for
+// what LoRA on the GPU refuses (modules_to_save, bias).
+std::unique_ptr<LoraModel> make_qlora_model_on_gpu(const ModelSource& source,
+                                                   const LoraConfig& lora,
+                                                   const Nf4LoadOptions& quantization,
+                                                   const ModelBuildOptions& options);
 
 }  // namespace dsx::models
