@@ -382,6 +382,8 @@ class TrainingRun {
     if (lead_ && !point.note.empty()) std::cout << "dsx train: note: " << point.note << std::endl;
     const std::string tag = load_training_checkpoint(o_.load_dir, point.tag, trainer_, *model_, *loader_, comm_);
     trainer_.params_changed();
+    if (auto* lora = dynamic_cast<models::LoraModel*>(model_.get()))
+      lora->resume_dropout_after(static_cast<uint64_t>(trainer_.micro_steps()));
     const int64_t at = trainer_.global_steps();
     std::string line = "resumed from " + in_dir(o_.load_dir, tag) + " at step " + std::to_string(at);
     if (at >= steps_) {  // --steps counts from step 0, as DeepSpeed's global step

@@ -34,6 +34,8 @@ class LoraAdaptersCuda final : public DeviceProjectionAdapters<T> {
   // The next forward/backward find the tensors here; `training` turns dropout on (a new mask
   // per forward, the same one for its backward and for a recompute).
   void bind(ParamAccess* access, GradSink* sink, bool training);
+  // As LoraAdapters::resume_dropout_after.
+  void resume_dropout_after(uint64_t training_forwards) { forward_count_ = training_forwards; }
 
   void forward(int block, Projection p, T* out, const T* inp, size_t N) override;
   void backward(int block, Projection p, T* dinp, const T* dout, const T* inp, size_t N) override;

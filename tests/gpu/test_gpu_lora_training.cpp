@@ -122,11 +122,12 @@ TEST(GpuLoraTraining, TrainsAsTheCpuDoesAndExportsItsAdapter) {
 }
 
 // The checkpoint keeps the adapters and their Adam state: 2 steps, saved, resumed to 4, end on
-// the bytes of 4 steps straight (without dropout, whose mask counts forwards from the start).
+// the bytes of 4 steps straight (dropout on: the resumed run's masks continue from the
+// checkpoint's micro-steps).
 TEST(GpuLoraTraining, AResumedRunEndsOnTheUninterruptedRunsAdapter) {
   if (!have_gpu()) GTEST_SKIP() << "no GPU";
   dsx::test::TempDir dir;
-  const std::string cfg = config(dir, 1), lora = "r=4,alpha=8,targets=q_proj,v_proj";
+  const std::string cfg = config(dir, 1), lora = "r=4,alpha=8,dropout=0.1,targets=q_proj,v_proj";
   auto first = train("cuda", cfg, dir.file("out"), 2, lora);
   ASSERT_EQ(first.exit_code, 0) << first.output;
   auto resumed = train("cuda", cfg, dir.file("out"), 4, lora, "--load " + dir.file("out"));
