@@ -146,19 +146,11 @@ TEST(LoraCli, ModulesToSaveTrainInFullAndReachBothExports) {
 
 namespace {
 
-// An llm.c token shard (256 int32 header: magic 20240520, version 1, count; then uint16 tokens)
-// and the tokenize.json dsx tokenize writes beside shards, for a model without a tokenizer.
+// A token shard of a predictable sequence, for a model without a tokenizer.
 std::string write_shard(const dsx::test::TempDir& dir, int vocab) {
-  std::vector<int32_t> header(256, 0);
-  const int count = 2048;
-  header[0] = 20240520, header[1] = 1, header[2] = count;
-  std::vector<uint16_t> tokens(count);
-  for (int i = 0; i < count; ++i) tokens[i] = static_cast<uint16_t>((i * 7 + i / 5) % vocab);
-  std::ofstream out(dir.file("train_000.bin"), std::ios::binary);
-  out.write(reinterpret_cast<const char*>(header.data()), header.size() * sizeof(int32_t));
-  out.write(reinterpret_cast<const char*>(tokens.data()), tokens.size() * sizeof(uint16_t));
-  std::ofstream(dir.file("tokenize.json")) << "{\"vocab_size\": " << vocab << "}";
-  return dir.file("train_*.bin");
+  std::vector<uint16_t> tokens(2048);
+  for (int i = 0; i < 2048; ++i) tokens[i] = static_cast<uint16_t>((i * 7 + i / 5) % vocab);
+  return dsx::test::write_token_shard(dir.path(), tokens, vocab);
 }
 
 }  // namespace
