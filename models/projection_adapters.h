@@ -82,7 +82,8 @@ class DeviceGpt2ProjectionAdapters {
  public:
   virtual ~DeviceGpt2ProjectionAdapters() = default;
   virtual void forward(int block, Gpt2Projection p, T* out, const T* inp, size_t N) = 0;
-  virtual void backward(int block, Gpt2Projection p, T* dinp, const T* dout, const T* inp, size_t N) = 0;
+  virtual void backward(int block, Gpt2Projection p, T* dinp, const T* dout, const T* inp,
+                        size_t N) = 0;
 };
 
 }  // namespace dsx::models

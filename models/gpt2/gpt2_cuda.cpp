@@ -200,7 +200,8 @@ void GPT2Cuda<T>::backward(ParamAccess& access, GradSink& sink, float grad_scale
   T* dwte = static_cast<T*>(sink.grad(gpt2_param_index(config_, kWte, 0)));
   // The embedding's rows grouped by token, made on the GPU while backward's first kernels queue
   // (a frozen embedding, LoRA's, takes no gradient).
-  if (dwte) kc::group_rows_by_token(grouped_rows_.data(), group_scratch_.data(), inputs_.data(), N, s);
+  if (dwte)
+    kc::group_rows_by_token(grouped_rows_.data(), group_scratch_.data(), inputs_.data(), N, s);
   // d(mean loss) = grad_scale / counted, with the count forward left on the GPU.
   kc::decoder_crossentropy_backward(logits_.data(), lse_.data(), targets_.data(), grad_scale, counted_on_device_.data(),
                                     N, V, Vp, s);

@@ -14,13 +14,13 @@
 
 #include "kernels/cuda/decoder_layers.h"
 #include "kernels/dtype.h"
+#include "models/cuda_stream.h"
+#include "models/cuda_workspaces.h"
+#include "models/decoder_model.h"
+#include "models/device_buffer.h"
 #include "models/gpt2/block_tensors.h"
 #include "models/gpt2/config.h"
 #include "models/gpt2/flops.h"
-#include "models/cuda_stream.h"
-#include "models/cuda_workspaces.h"
-#include "models/device_buffer.h"
-#include "models/decoder_model.h"
 #include "models/model.h"
 #include "models/projection_adapters.h"
 

@@ -20,7 +20,8 @@ template <class T>
 class DeviceFrozenWeights final : public ParamAccess {
  public:
   // `flat`: the base in `specs`' layout.
-  DeviceFrozenWeights(device::Device& gpu, std::vector<ParamSpec> specs, const std::vector<float>& flat)
+  DeviceFrozenWeights(device::Device& gpu, std::vector<ParamSpec> specs,
+                      const std::vector<float>& flat)
       : specs_(std::move(specs)) {
     size_t need = 0;
     for (const auto& s : specs_) need = std::max(need, s.offset + s.numel);

@@ -1,9 +1,9 @@
 // The LoRA adapters of a Llama-family or GPT-2 model on the GPU: the branches of LoraAdapters
 // (models/lora/lora_adapters.h: which projections, their tensors, PEFT's names and init) run
 // beside LlamaCuda's (or GPT2Cuda's) projections with the kernels of kernels/cuda/lora_linear.h,
-// on the model's stream, with the same dropout mask as the CPU adapters (kernels/lora_math.h). The A/B tensors
-// and their gradients are wherever the engine keeps parameters (device memory); the branch's
-// activations live here, allocated through the device layer. Built only with CUDA.
+// on the model's stream, with the same dropout mask as the CPU adapters (kernels/lora_math.h). The
+// A/B tensors and their gradients are wherever the engine keeps parameters (device memory); the
+// branch's activations live here, allocated through the device layer. Built only with CUDA.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -24,7 +24,8 @@
 namespace dsx::models {
 
 template <class T>
-class LoraAdaptersCuda final : public DeviceProjectionAdapters<T>, public DeviceGpt2ProjectionAdapters<T> {
+class LoraAdaptersCuda final : public DeviceProjectionAdapters<T>,
+                               public DeviceGpt2ProjectionAdapters<T> {
  public:
   // `layout` (kept by reference) says where the adapters are; buffers for up to max_batch rows
   // of max_seq tokens on `gpu`; work on `stream`.
@@ -43,7 +44,8 @@ class LoraAdaptersCuda final : public DeviceProjectionAdapters<T>, public Device
   void forward(int block, Gpt2Projection p, T* out, const T* inp, size_t N) override {
     forward(block, Projection(static_cast<int>(p)), out, inp, N);
   }
-  void backward(int block, Gpt2Projection p, T* dinp, const T* dout, const T* inp, size_t N) override {
+  void backward(int block, Gpt2Projection p, T* dinp, const T* dout, const T* inp,
+                size_t N) override {
     backward(block, Projection(static_cast<int>(p)), dinp, dout, inp, N);
   }
   size_t activation_bytes() const;

@@ -14,15 +14,20 @@ namespace dsx::models {
 #ifdef DSX_HAVE_CUDA
 namespace {
 
-std::unique_ptr<LoraModel> make_lora_gpt2_on_gpu(const GPT2Config& c, const std::vector<float>& base,
-                                                 const LoraConfig& lora, const ModelBuildOptions& o) {
+std::unique_ptr<LoraModel> make_lora_gpt2_on_gpu(const GPT2Config& c,
+                                                 const std::vector<float>& base,
+                                                 const LoraConfig& lora,
+                                                 const ModelBuildOptions& o) {
   auto stream = static_cast<cudaStream_t>(o.stream);
   const bool ckpt = o.activation_checkpointing;
   if (o.dtype == kernels::DType::F32)
-    return std::make_unique<LoraGpt2Cuda<float>>(c, lora, o.max_batch, o.max_seq, ckpt, base, stream);
+    return std::make_unique<LoraGpt2Cuda<float>>(c, lora, o.max_batch, o.max_seq, ckpt, base,
+                                                 stream);
   if (o.dtype == kernels::DType::BF16)
-    return std::make_unique<LoraGpt2Cuda<__nv_bfloat16>>(c, lora, o.max_batch, o.max_seq, ckpt, base, stream);
-  return std::make_unique<LoraGpt2Cuda<__half>>(c, lora, o.max_batch, o.max_seq, ckpt, base, stream);
+    return std::make_unique<LoraGpt2Cuda<__nv_bfloat16>>(c, lora, o.max_batch, o.max_seq, ckpt,
+                                                         base, stream);
+  return std::make_unique<LoraGpt2Cuda<__half>>(c, lora, o.max_batch, o.max_seq, ckpt, base,
+                                                stream);
 }
 
 }  // namespace
@@ -63,13 +68,15 @@ std::unique_ptr<LoraLlama> make_lora_model(const ModelShape& shape, std::unique_
 std::unique_ptr<LoraModel> make_lora_model_on_gpu(const ModelShape& shape, const std::vector<float>& base,
                                                   const LoraConfig& lora, const ModelBuildOptions& o) {
   if (shape.family != ModelShape::Family::Llama && shape.family != ModelShape::Family::GPT2)
-    throw Error(ErrorKind::Unsupported, "LoRA on the GPU trains the Llama family (Llama, Mistral, Qwen2) and GPT-2, not " +
-                                            shape.family_name() + "; add --device cpu");
+    throw Error(ErrorKind::Unsupported,
+                "LoRA on the GPU trains the Llama family (Llama, Mistral, Qwen2) and GPT-2, not " +
+                    shape.family_name() + "; add --device cpu");
   if (!lora.modules_to_save.empty() || lora.bias != "none")
     throw Error(ErrorKind::Unsupported, "LoRA on the GPU trains the adapters only so far: modules_to_save and bias "
                                         "\"all\"/\"lora_only\" train on the CPU; add --device cpu, or drop them");
 #ifdef DSX_HAVE_CUDA
-  if (shape.family == ModelShape::Family::GPT2) return make_lora_gpt2_on_gpu(shape.gpt2, base, lora, o);
+  if (shape.family == ModelShape::Family::GPT2)
+    return make_lora_gpt2_on_gpu(shape.gpt2, base, lora, o);
   auto stream = static_cast<cudaStream_t>(o.stream);
   const bool ckpt = o.activation_checkpointing;
   if (o.dtype == kernels::DType::F32)

@@ -18,12 +18,14 @@ constexpr std::chrono::milliseconds kStreamWait{std::chrono::minutes(10)};
 }  // namespace
 
 template <class T>
-LoraGpt2Cuda<T>::LoraGpt2Cuda(const GPT2Config& config, const LoraConfig& lora, int max_batch, int max_seq,
-                              bool activation_checkpointing, const std::vector<float>& base, cudaStream_t stream)
+LoraGpt2Cuda<T>::LoraGpt2Cuda(const GPT2Config& config, const LoraConfig& lora, int max_batch,
+                              int max_seq, bool activation_checkpointing,
+                              const std::vector<float>& base, cudaStream_t stream)
     : base_(config, max_batch, max_seq, activation_checkpointing, stream),
       gpu_(device::make_cuda_device()),
       stream_view_(gpu_->adopt_stream(base_.stream(), "LoRA model")),
-      layout_(config, lora, /*max_batch=*/0, /*max_seq=*/0),  // the layout only: the branches run here
+      layout_(config, lora, /*max_batch=*/0,
+              /*max_seq=*/0),  // the layout only: the branches run here
       frozen_(std::make_unique<DeviceFrozenWeights<T>>(*gpu_, base_.params(), base)),
       adapters_(layout_, *gpu_, base_.stream(), max_batch, max_seq) {
   base_.set_adapters(&adapters_);
@@ -47,7 +49,8 @@ void LoraGpt2Cuda<T>::init_params(void* flat, uint64_t seed) const {
 }
 
 template <class T>
-float LoraGpt2Cuda<T>::forward(const int32_t* inputs, const int32_t* targets, int B, int T_, ParamAccess& access) {
+float LoraGpt2Cuda<T>::forward(const int32_t* inputs, const int32_t* targets, int B, int T_,
+                               ParamAccess& access) {
   adapters_.bind(&access, nullptr, targets != nullptr);
   FrozenWithAdapters both(*frozen_, access);
   return base_.forward(inputs, targets, B, T_, both);

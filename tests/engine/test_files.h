@@ -32,12 +32,15 @@ std::string error_of(Fn&& fn) {
 // An llm.c token shard `dir`/train_000.bin (256 int32 header: magic 20240520, version 1, count;
 // then uint16 tokens) and the tokenize.json dsx tokenize writes beside shards, for a model without
 // a tokenizer. Returns the --data shards: pattern.
-inline std::string write_token_shard(const std::string& dir, const std::vector<uint16_t>& tokens, int vocab) {
+inline std::string write_token_shard(const std::string& dir, const std::vector<uint16_t>& tokens,
+                                     int vocab) {
   std::vector<int32_t> header(256, 0);
   header[0] = 20240520, header[1] = 1, header[2] = static_cast<int32_t>(tokens.size());
   std::ofstream out(dir + "/train_000.bin", std::ios::binary);
-  out.write(reinterpret_cast<const char*>(header.data()), static_cast<std::streamsize>(header.size() * sizeof(int32_t)));
-  out.write(reinterpret_cast<const char*>(tokens.data()), static_cast<std::streamsize>(tokens.size() * sizeof(uint16_t)));
+  out.write(reinterpret_cast<const char*>(header.data()),
+            static_cast<std::streamsize>(header.size() * sizeof(int32_t)));
+  out.write(reinterpret_cast<const char*>(tokens.data()),
+            static_cast<std::streamsize>(tokens.size() * sizeof(uint16_t)));
   std::ofstream(dir + "/tokenize.json") << "{\"vocab_size\": " << vocab << "}";
   return dir + "/train_*.bin";
 }

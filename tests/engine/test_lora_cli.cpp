@@ -191,14 +191,17 @@ TEST(LoraCli, Gpt2FolderTrainsAndExportsAPeftAdapter) {
 // ranks).
 TEST(LoraCli, ResumeWithDropoutDrawsTheUninterruptedRunsMasks) {
   dsx::test::TempDir dir;
-  std::ofstream(dir.file("ds.json")) << R"({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 2,
+  std::ofstream(dir.file("ds.json"))
+      << R"({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 2,
     "optimizer": {"type": "AdamW", "params": {"lr": 0.01}}, "zero_optimization": {"stage": 2}})";
   const std::string gpt2 = std::string(DSX_SOURCE_DIR) + "/tests/models/data/gpt2";
-  const std::string args = " --deepspeed_config " + dir.file("ds.json") + " --model " + gpt2 + " --data shards:" +
-                           write_shard(dir, 64) + " --seq_len 8 --lora r=4,dropout=0.3,targets=all-linear";
+  const std::string args = " --deepspeed_config " + dir.file("ds.json") + " --model " + gpt2 +
+                           " --data shards:" + write_shard(dir, 64) +
+                           " --seq_len 8 --lora r=4,dropout=0.3,targets=all-linear";
   auto first = train(args + " --steps 2 --save " + dir.file("out"));
   ASSERT_EQ(first.exit_code, 0) << first.output;
-  auto resumed = train(args + " --steps 4 --load " + dir.file("out") + " --save " + dir.file("out"));
+  auto resumed =
+      train(args + " --steps 4 --load " + dir.file("out") + " --save " + dir.file("out"));
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_NE(resumed.output.find("at step 2"), std::string::npos) << resumed.output;
   auto straight = train(args + " --steps 4 --save " + dir.file("straight"));

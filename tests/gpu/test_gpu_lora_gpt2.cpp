@@ -62,7 +62,8 @@ void compare_with_cpu(const Case& k, double tol) {
   const int B = 2, Tn = 16;
   const LoraConfig lora = parse_lora_flag(k.lora);
   const auto base = base_weights<T>(c, 3);
-  LoraGpt2 cpu(c, lora, B, Tn, k.checkpointing, std::make_unique<DenseFrozenWeights>(gpt2_param_specs(c), base));
+  LoraGpt2 cpu(c, lora, B, Tn, k.checkpointing,
+               std::make_unique<DenseFrozenWeights>(gpt2_param_specs(c), base));
   LoraGpt2Cuda<T> gpu(c, lora, B, Tn, k.checkpointing, base);
   ASSERT_EQ(gpu.num_params(), cpu.num_params());
   ASSERT_EQ(gpu.params().size(), cpu.params().size());
@@ -84,11 +85,14 @@ void compare_with_cpu(const Case& k, double tol) {
 
 TEST(GpuLoraGpt2, Fp32MatchesTheCpuOnEveryProjection) { compare_with_cpu<float>({}, 1e-5); }
 TEST(GpuLoraGpt2, Fp32WithDropoutAndCheckpointingMatchesTheCpu) {
-  compare_with_cpu<float>({"r=8,alpha=16,dropout=0.2,targets=c_attn,c_fc,c_proj,init=false", true}, 1e-5);
+  compare_with_cpu<float>({"r=8,alpha=16,dropout=0.2,targets=c_attn,c_fc,c_proj,init=false", true},
+                          1e-5);
 }
 // The adapters' gradients come through the backward's bf16 activations, and u and du are
 // rounded to bf16 too: within 6e-2, where a wrong scale, mask or projection is 100%.
-TEST(GpuLoraGpt2, Bf16MatchesTheCpuWithinBf16Rounding) { compare_with_cpu<__nv_bfloat16>({}, 6e-2); }
+TEST(GpuLoraGpt2, Bf16MatchesTheCpuWithinBf16Rounding) {
+  compare_with_cpu<__nv_bfloat16>({}, 6e-2);
+}
 
 // Four SGD steps on both devices from PEFT's initialisation (B zeros), dropout on: the losses
 // step by step and the adapters at the end.
@@ -98,7 +102,8 @@ TEST(GpuLoraGpt2, SgdStepsWithDropoutGiveTheCpusLossesAndAdapters) {
   const int B = 2, Tn = 16;
   const LoraConfig lora = parse_lora_flag("r=4,alpha=8,dropout=0.1,targets=all-linear");
   const auto base = base_weights<float>(c, 7);
-  LoraGpt2 cpu(c, lora, B, Tn, false, std::make_unique<DenseFrozenWeights>(gpt2_param_specs(c), base));
+  LoraGpt2 cpu(c, lora, B, Tn, false,
+               std::make_unique<DenseFrozenWeights>(gpt2_param_specs(c), base));
   LoraGpt2Cuda<float> gpu(c, lora, B, Tn, false, base);
   LocalParams<float> host(cpu);
   cpu.init_params(host.params(), 8);
@@ -107,7 +112,8 @@ TEST(GpuLoraGpt2, SgdStepsWithDropoutGiveTheCpusLossesAndAdapters) {
   const float lr = 0.5f;
   for (int step = 0; step < 4; ++step) {
     SCOPED_TRACE("step " + std::to_string(step));
-    const auto x = random_tokens(B * Tn, c.vocab_size, 20 + step), y = random_tokens(B * Tn, c.vocab_size, 40 + step);
+    const auto x = random_tokens(B * Tn, c.vocab_size, 20 + step),
+               y = random_tokens(B * Tn, c.vocab_size, 40 + step);
     dev.upload(w.data());
     dev.zero_grads();
     host.zero_grads();
@@ -128,7 +134,8 @@ TEST(GpuLoraGpt2, SgdStepsWithDropoutGiveTheCpusLossesAndAdapters) {
 TEST(GpuLoraGpt2, FollowsTheLayerProtocol) {
   if (!have_gpu()) GTEST_SKIP() << "no GPU visible";
   const GPT2Config c = tiny();
-  LoraGpt2Cuda<float> model(c, parse_lora_flag("r=2,targets=all-linear"), 1, 8, true, base_weights<float>(c, 1));
+  LoraGpt2Cuda<float> model(c, parse_lora_flag("r=2,targets=all-linear"), 1, 8, true,
+                            base_weights<float>(c, 1));
   DeviceParams<float> p(model);
   std::vector<float> w(model.num_params());
   model.init_params(w.data(), 2);

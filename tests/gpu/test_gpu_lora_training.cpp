@@ -80,7 +80,8 @@ dsx::test::CommandResult train_gpt2(const std::string& device, const dsx::test::
       " --deepspeed_config " + dir.file("ds_gpt2.json") + " --model " + DSX_SOURCE_DIR +
       "/tests/models/data/gpt2 --data shards:" + data +
       " --seq_len 8 --lora r=4,alpha=16,dropout=0.1,targets=all-linear --steps 8 --progress plain"
-      " --samples 0 --eval_interval 0 --save " + save);
+      " --samples 0 --eval_interval 0 --save " +
+      save);
 }
 
 std::vector<std::string> step_losses(const std::string& output) {
@@ -177,9 +178,9 @@ TEST(GpuLoraTraining, StageThreeOnTheGpuIsRefused) {
 }
 
 // GPT-2 (transformers' Conv1D projections, all four adapted, dropout on; ZeRO 2, SGD) on the GPU
-// and on the CPU: the same loss at every step as printed, falling; adapters within 1e-4 of each tensor's largest
-// magnitude; the GPU run's exported adapter loads onto the base folder (PEFT's reader, the CPU
-// model) and changes its logits.
+// and on the CPU: the same loss at every step as printed, falling; adapters within 1e-4 of each
+// tensor's largest magnitude; the GPU run's exported adapter loads onto the base folder (PEFT's
+// reader, the CPU model) and changes its logits.
 TEST(GpuLoraTraining, Gpt2TrainsAsTheCpuDoesAndItsAdapterLoads) {
   if (!have_gpu()) GTEST_SKIP() << "no GPU";
   dsx::test::TempDir dir;
@@ -208,8 +209,9 @@ TEST(GpuLoraTraining, Gpt2TrainsAsTheCpuDoesAndItsAdapterLoads) {
     m::ModelBuildOptions options;
     options.max_batch = 1, options.max_seq = 8;
     const std::string adapter = dir.file("peft");
-    auto model = m::make_lora_model(base.shape, std::move(base.initial),
-                                    m::read_peft_adapter_config(adapter + "/adapter_config.json"), options);
+    auto model =
+        m::make_lora_model(base.shape, std::move(base.initial),
+                           m::read_peft_adapter_config(adapter + "/adapter_config.json"), options);
     m::LocalParams<float> params(*model);  // zeros
     if (with_adapter) m::read_peft_adapter_weights(adapter, model->params(), params.params());
     model->forward(x.data(), nullptr, 1, 8, params);
@@ -218,6 +220,7 @@ TEST(GpuLoraTraining, Gpt2TrainsAsTheCpuDoesAndItsAdapterLoads) {
   const auto adapted = logits(true), plain = logits(false);
   ASSERT_EQ(adapted.size(), plain.size());
   double moved = 0;
-  for (size_t i = 0; i < adapted.size(); ++i) moved = std::max(moved, std::fabs(double(adapted[i]) - plain[i]));
+  for (size_t i = 0; i < adapted.size(); ++i)
+    moved = std::max(moved, std::fabs(double(adapted[i]) - plain[i]));
   EXPECT_GT(moved, 1e-3);
 }
