@@ -33,7 +33,7 @@ class LoraAdaptersCuda final : public DeviceProjectionAdapters<T>,
                    int max_batch, int max_seq);
 
   // The next forward/backward find the tensors here; `training` turns dropout on (a new mask
-  // per forward, the same one for its backward and for a recompute).
+  // per training forward, the same one for its backward and for a recompute).
   void bind(ParamAccess* access, GradSink* sink, bool training);
   // As LoraAdapters::resume_dropout_after.
   void resume_dropout_after(uint64_t training_forwards) { forward_count_ = training_forwards; }
