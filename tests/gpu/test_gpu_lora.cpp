@@ -112,28 +112,9 @@ TEST(GpuLora, SgdStepsGiveTheCpusLosses) {
   LoraLlamaCuda<float> gpu(c, lora, B, Tn, false, base);
   LocalParams<float> host(cpu);
   cpu.init_params(host.params(), 8);  // PEFT's: B zeros, so step 0's loss is the base's
-  std::vector<float> w(host.params(), host.params() + host.size());
   DeviceParams<float> dev(gpu);
-  const float lr = 0.5f;
-  for (int step = 0; step < 5; ++step) {
-    SCOPED_TRACE("step " + std::to_string(step));
-    const auto x = random_tokens(B * Tn, c.vocab_size, 20 + step),
-               y = random_tokens(B * Tn, c.vocab_size, 40 + step);
-    dev.upload(w.data());
-    dev.zero_grads();
-    host.zero_grads();
-    const float lc = cpu.forward(x.data(), y.data(), B, Tn, host);
-    const float lg = gpu.forward(x.data(), y.data(), B, Tn, dev);
-    EXPECT_NEAR(lg, lc, 2e-6 * lc);
-    cpu.backward(host, host, 1.0f);
-    gpu.backward(dev, dev, 1.0f);
-    const auto g = dev.grads();
-    for (size_t i = 0; i < w.size(); ++i) {
-      host.params()[i] -= lr * host.grads()[i];
-      w[i] -= lr * g[i];
-    }
-  }
-  EXPECT_LT(rel_diff(w.data(), host.params(), w.size()), 1e-5);
+  expect_sgd_steps_match(cpu, host, gpu, dev, c.vocab_size, B, Tn, /*steps=*/5, /*lr=*/0.5f, 2e-6,
+                         1e-5);
 }
 
 TEST(GpuLora, FollowsTheLayerProtocol) {
