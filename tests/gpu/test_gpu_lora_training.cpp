@@ -63,9 +63,9 @@ dsx::test::CommandResult train(const std::string& device, const std::string& cfg
 }
 
 // `dsx train --lora` of the tiny transformers GPT-2 (tests/models/data/gpt2) on a shard of a
-// repeating 8-token sequence, which its adapters learn quickly. SGD: Adam's first steps move
-// every element by about lr whatever its gradient's size, so a gradient near zero whose sign
-// differs by rounding between the devices would move apart by 2 lr; SGD keeps rounding rounding.
+// repeating 8-token sequence, which its adapters learn quickly. SGD: with AdamW at lr 5e-2 the
+// devices' adapters ended 7% apart, most likely as Adam's first steps move every element by about
+// lr whatever its gradient's size (a near-zero gradient whose sign rounding flips moves 2 lr).
 // `bf16`: bf16.enabled at ZeRO stage 1 (else fp32 at stage 2).
 dsx::test::CommandResult train_gpt2(const std::string& device, const dsx::test::TempDir& dir,
                                     const std::string& save, bool bf16 = false) {
