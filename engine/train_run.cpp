@@ -215,6 +215,10 @@ std::unique_ptr<models::Model> build_lora_model_on_gpu(
     const models::BuildOptions& options, comm::Communicator& comm, device::Device* gpu) {
   std::unique_ptr<models::ParamAccess> frozen;
   if (config.zero_optimization.stage == 3) {
+    if (choice.shape.family == models::ModelShape::Family::GPT2)
+      throw Error(ErrorKind::Unsupported,
+                  "GPT-2 LoRA on the GPU runs at ZeRO stage 0-2 so far: set zero_optimization.stage "
+                  "to 0, 1 or 2, or train on CPU ranks (--device cpu)");
     if (!gpu)
       throw Error(ErrorKind::Unsupported,
                   "LoRA on the GPU at ZeRO stage 3 partitions the frozen base in the GPU "
@@ -402,6 +406,8 @@ class TrainingRun {
     if (lead_ && !point.note.empty()) std::cout << "dsx train: note: " << point.note << std::endl;
     const std::string tag = load_training_checkpoint(o_.load_dir, point.tag, trainer_, *model_, *loader_, comm_);
     trainer_.params_changed();
+    if (auto* lora = dynamic_cast<models::LoraModel*>(model_.get()))
+      lora->resume_dropout_after(static_cast<uint64_t>(trainer_.micro_steps()));
     const int64_t at = trainer_.global_steps();
     std::string line = "resumed from " + in_dir(o_.load_dir, tag) + " at step " + std::to_string(at);
     if (at >= steps_) {  // --steps counts from step 0, as DeepSpeed's global step

@@ -2,7 +2,8 @@
 // (LoRA, models/lora/). The Llama models call forward() right after each projection's own matmul
 // and backward() right after the projection's input gradient is computed, with the same input,
 // so an adapter never needs the projection's weight (dense or quantised alike). The CPU model
-// takes ProjectionAdapters, the CUDA model DeviceProjectionAdapters<T>.
+// takes ProjectionAdapters, the CUDA model DeviceProjectionAdapters<T>; GPT-2 has its own pair
+// (Gpt2ProjectionAdapters, DeviceGpt2ProjectionAdapters<T>).
 #pragma once
 
 #include <cstddef>
@@ -86,6 +87,17 @@ class DeviceQuantizedProjections {
   virtual void forward(int block, Projection p, T* out, const T* inp, const T* bias, size_t N) = 0;
   // dinp (N, in_features) = dout (N, out_features) W.
   virtual void backward_input(int block, Projection p, T* dinp, const T* dout, size_t N) = 0;
+};
+
+// GPT-2's seam (Gpt2ProjectionAdapters) on a GPU, for GPT2Cuda: device pointers in T, work
+// enqueued on the model's stream.
+template <class T>
+class DeviceGpt2ProjectionAdapters {
+ public:
+  virtual ~DeviceGpt2ProjectionAdapters() = default;
+  virtual void forward(int block, Gpt2Projection p, T* out, const T* inp, size_t N) = 0;
+  virtual void backward(int block, Gpt2Projection p, T* dinp, const T* dout, const T* inp,
+                        size_t N) = 0;
 };
 
 }  // namespace dsx::models

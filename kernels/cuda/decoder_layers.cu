@@ -297,6 +297,7 @@ void decoder_layernorm_backward(T* dinp, T* dweight, T* dbias, float* scratch, c
   DSX_LAUNCH(warp_blocks(N), kWarpsPerBlock * kWarp, 0, stream, layernorm_backward_kernel)(dinp, dout, inp, weight, mean,
                                                                                     rstd, N, C);
   check_launch("decoder_layernorm_backward");
+  if (!dweight || !dbias) return;  // a frozen norm (LoRA's base)
   // The scratch is reused: stream order puts the second sum after the first has read it.
   DSX_TOUCHES(DSX_READS(dout, rows_bytes), DSX_READS(inp, rows_bytes), DSX_READS(mean, N * 4),
               DSX_READS(rstd, N * 4));

@@ -103,13 +103,17 @@ void GPT2Cuda<T>::block_forward(BlockActs& a, T* res_out, const T* res_in, const
   cudaStream_t s = stream_.get();
   kc::decoder_layernorm_forward(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), res_in, p.ln1w, p.ln1b, N, C, s);
   kc::decoder_matmul_forward(blas_, a.qkv.data(), a.ln1.data(), p.qkvw, p.qkvb, N, C, 3 * C, s);
+  adapt_forward(Gpt2Projection::c_attn, a.qkv.data(), a.ln1.data());
   kc::decoder_attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), B_, T_, C, NH, s);
   kc::decoder_matmul_forward(blas_, tmp_.data(), a.atty.data(), p.attprojw, p.attprojb, N, C, C, s);
+  adapt_forward(Gpt2Projection::attn_proj, tmp_.data(), a.atty.data());
   kc::decoder_residual_forward(a.res2.data(), res_in, tmp_.data(), N * C, s);
   kc::decoder_layernorm_forward(a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.res2.data(), p.ln2w, p.ln2b, N, C, s);
   kc::decoder_matmul_forward(blas_, a.fch.data(), a.ln2.data(), p.fcw, p.fcb, N, C, 4 * C, s);
+  adapt_forward(Gpt2Projection::c_fc, a.fch.data(), a.ln2.data());
   kc::decoder_gelu_forward(a.fch_gelu.data(), a.fch.data(), N * 4 * C, s);
   kc::decoder_matmul_forward(blas_, tmp_.data(), a.fch_gelu.data(), p.fcprojw, p.fcprojb, N, 4 * C, C, s);
+  adapt_forward(Gpt2Projection::mlp_proj, tmp_.data(), a.fch_gelu.data());
   kc::decoder_residual_forward(res_out, a.res2.data(), tmp_.data(), N * C, s);
 }
 
@@ -119,13 +123,17 @@ void GPT2Cuda<T>::block_backward(T* dres, BlockActs& a, const T* res_in, const B
   const int C = config_.channels, NH = config_.num_heads;
   cudaStream_t s = stream_.get();
   kc::decoder_matmul_backward(blas_, dfch_.data(), g.fcprojw, g.fcprojb, dres, a.fch_gelu.data(), p.fcprojw, N, 4 * C, C, s);
+  adapt_backward(Gpt2Projection::mlp_proj, dfch_.data(), dres, a.fch_gelu.data());
   kc::decoder_gelu_backward(dfch_.data(), a.fch.data(), dfch_.data(), N * 4 * C, s);
   kc::decoder_matmul_backward(blas_, dln_.data(), g.fcw, g.fcb, dfch_.data(), a.ln2.data(), p.fcw, N, C, 4 * C, s);
+  adapt_backward(Gpt2Projection::c_fc, dln_.data(), dfch_.data(), a.ln2.data());
   kc::decoder_layernorm_backward(dres, g.ln2w, g.ln2b, ln_scratch_.data(), dln_.data(), a.res2.data(), p.ln2w,
                               a.ln2_mean.data(), a.ln2_rstd.data(), N, C, s);
   kc::decoder_matmul_backward(blas_, datty_.data(), g.attprojw, g.attprojb, dres, a.atty.data(), p.attprojw, N, C, C, s);
+  adapt_backward(Gpt2Projection::attn_proj, datty_.data(), dres, a.atty.data());
   kc::decoder_attention_backward(dqkv_.data(), dpre_.data(), datty_.data(), a.qkv.data(), a.att.data(), B_, T_, C, NH, s);
   kc::decoder_matmul_backward(blas_, dln_.data(), g.qkvw, g.qkvb, dqkv_.data(), a.ln1.data(), p.qkvw, N, C, 3 * C, s);
+  adapt_backward(Gpt2Projection::c_attn, dln_.data(), dqkv_.data(), a.ln1.data());
   kc::decoder_layernorm_backward(dres, g.ln1w, g.ln1b, ln_scratch_.data(), dln_.data(), res_in, p.ln1w,
                               a.ln1_mean.data(), a.ln1_rstd.data(), N, C, s);
 }
@@ -151,6 +159,7 @@ float GPT2Cuda<T>::forward(const int32_t* inputs, const int32_t* targets, int B,
   kc::decoder_positional_embedding_forward(residual_[0].data(), inputs_.data(), wte, wpe, B, Tn, C, stream);
   blocks_forward(access, [&](int l) {
     GpuLayerSpan on_gpu(gpu, on, "forward layer", l + 1);
+    block_ = l;
     block_forward(acts_of(l), residual_[l + 1].data(), residual_[l].data(), gpt2_block_params<T>(config_, access, l));
   });
   access.acquire(L + 1);
@@ -187,10 +196,12 @@ void GPT2Cuda<T>::backward(ParamAccess& access, GradSink& sink, float grad_scale
   access.acquire(L + 1);
   access.acquire(0);
   access.prefetch(L);
-  // The embedding's rows grouped by token, made on the GPU while backward's first kernels queue.
-  kc::group_rows_by_token(grouped_rows_.data(), group_scratch_.data(), inputs_.data(), N, s);
   const T* wte = static_cast<const T*>(access.param(gpt2_param_index(config_, kWte, 0)));
   T* dwte = static_cast<T*>(sink.grad(gpt2_param_index(config_, kWte, 0)));
+  // The embedding's rows grouped by token, made on the GPU while backward's first kernels queue
+  // (a frozen embedding, LoRA's, takes no gradient).
+  if (dwte)
+    kc::group_rows_by_token(grouped_rows_.data(), group_scratch_.data(), inputs_.data(), N, s);
   // d(mean loss) = grad_scale / counted, with the count forward left on the GPU.
   kc::decoder_crossentropy_backward(logits_.data(), lse_.data(), targets_.data(), grad_scale, counted_on_device_.data(),
                                     N, V, Vp, s);
@@ -215,6 +226,7 @@ void GPT2Cuda<T>::backward(ParamAccess& access, GradSink& sink, float grad_scale
       access,
       [&](int l) {
         GpuLayerSpan on_gpu(gpu, on, "backward layer", l + 1);
+        block_ = l;
         const BlockParams p = gpt2_block_params<T>(config_, access, l);
         BlockActs& a = acts_of(l);
         if (checkpointing_) block_forward(a, tmp_.data() /* output not needed again */, residual_[l].data(), p);
@@ -231,8 +243,19 @@ template <class T>
 void GPT2Cuda<T>::embedding_backward(GradSink& sink) {
   T* dwte = static_cast<T*>(sink.grad(gpt2_param_index(config_, kWte, 0)));
   T* dwpe = static_cast<T*>(sink.grad(gpt2_param_index(config_, kWpe, 0)));
+  if (!dwte || !dwpe) return;  // a frozen embedding (LoRA)
   kc::decoder_positional_embedding_backward(dwte, dwpe, dres_.data(), grouped_rows_.data(), B_, T_, config_.channels,
                                             stream_.get());
+}
+
+template <class T>
+void GPT2Cuda<T>::adapt_forward(Gpt2Projection p, T* out, const T* inp) {
+  if (adapters_) adapters_->forward(block_, p, out, inp, size_t(B_) * T_);
+}
+
+template <class T>
+void GPT2Cuda<T>::adapt_backward(Gpt2Projection p, T* dinp, const T* dout, const T* inp) {
+  if (adapters_) adapters_->backward(block_, p, dinp, dout, inp, size_t(B_) * T_);
 }
 
 template <class T>

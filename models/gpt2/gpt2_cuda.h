@@ -14,14 +14,15 @@
 
 #include "kernels/cuda/decoder_layers.h"
 #include "kernels/dtype.h"
+#include "models/cuda_stream.h"
+#include "models/cuda_workspaces.h"
+#include "models/decoder_model.h"
+#include "models/device_buffer.h"
 #include "models/gpt2/block_tensors.h"
 #include "models/gpt2/config.h"
 #include "models/gpt2/flops.h"
-#include "models/cuda_stream.h"
-#include "models/cuda_workspaces.h"
-#include "models/device_buffer.h"
-#include "models/decoder_model.h"
 #include "models/model.h"
+#include "models/projection_adapters.h"
 
 namespace dsx::models {
 
@@ -79,6 +80,9 @@ class GPT2Cuda final : public DecoderModel<GPT2Config, gpt2_forward_flops> {
   cudaStream_t stream() const { return stream_.get(); }
   // The cuBLASLt state: the benchmark reads how many matmul plans were built.
   const kernels::cuda::DecoderBlas& blas() const { return blas_; }
+  // Extra paths beside the projections (LoRA, models/lora/lora_gpt2_cuda.h), on this stream;
+  // null: none. A null gradient for a weight then skips its products (a frozen base).
+  void set_adapters(DeviceGpt2ProjectionAdapters<T>* adapters) { adapters_ = adapters; }
 
  private:
   struct BlockActs {
@@ -92,6 +96,9 @@ class GPT2Cuda final : public DecoderModel<GPT2Config, gpt2_forward_flops> {
   void block_forward(BlockActs& a, T* res_out, const T* res_in, const BlockParams& p);
   void block_backward(T* dres, BlockActs& a, const T* res_in, const BlockParams& p, const BlockGrads& g);
   void embedding_backward(GradSink& sink);
+  // The adapters' share of projection p of block block_ (nothing without adapters).
+  void adapt_forward(Gpt2Projection p, T* out, const T* inp);
+  void adapt_backward(Gpt2Projection p, T* dinp, const T* dout, const T* inp);
 
   // Owners that exist before anything else CUDA in the model: the rank's GPU made current, then
   // its device and stream (a failure after either frees what was made; a destructor alone would
@@ -110,6 +117,8 @@ class GPT2Cuda final : public DecoderModel<GPT2Config, gpt2_forward_flops> {
   std::vector<BlockActs> blocks_;
   DeviceBuffer<T> lnf_, logits_, tmp_, dres_, dln_, dqkv_, datty_, dfch_;
   DeviceBuffer<float> lnf_mean_, lnf_rstd_, lse_, losses_, dpre_, ln_scratch_, loss_;
+  DeviceGpt2ProjectionAdapters<T>* adapters_ = nullptr;
+  int block_ = 0;  // the block being run, for the adapters
 };
 
 extern template class GPT2Cuda<float>;

@@ -166,9 +166,9 @@ size_t LoraAdapters::activation_bytes() const {
 
 void LoraAdapters::bind(ParamAccess* access, GradSink* sink, bool training) {
   access_ = access, sink_ = sink;
-  if (sink == nullptr) {  // a forward: a new dropout mask
+  if (sink == nullptr) {  // a forward: a training one draws a new dropout mask
     dropout_on_ = training && config_.dropout > 0;
-    ++forward_count_;
+    if (training) ++forward_count_;
   }
 }
 

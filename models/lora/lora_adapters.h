@@ -53,8 +53,12 @@ class LoraAdapters final : public ProjectionAdapters, public Gpt2ProjectionAdapt
   float scale() const { return scale_; }
   int num_blocks() const { return static_cast<int>(slots_.size()); }
 
-  // The next forward/backward find the tensors here; `training` turns dropout on.
+  // The next forward/backward find the tensors here; `training` turns dropout on (and counts
+  // the forward: each training forward draws new masks).
   void bind(ParamAccess* access, GradSink* sink, bool training);
+  // The masks continue after `training_forwards` training forwards (a resumed run's micro-steps),
+  // so a resumed run drops what an uninterrupted one does.
+  void resume_dropout_after(uint64_t training_forwards) { forward_count_ = training_forwards; }
 
   void forward(int block, Projection p, float* out, const float* inp, size_t N) override;
   void backward(int block, Projection p, float* dinp, const float* dout, const float* inp,
@@ -84,7 +88,7 @@ class LoraAdapters final : public ProjectionAdapters, public Gpt2ProjectionAdapt
   ParamAccess* access_ = nullptr;
   GradSink* sink_ = nullptr;
   bool dropout_on_ = false;
-  uint64_t forward_count_ = 0;  // dropout masks differ per forward, equal on recompute
+  uint64_t forward_count_ = 0;  // training forwards: masks differ per forward, equal on recompute
   std::vector<float> xdrop_, dx_, du_;
 };
 

@@ -41,9 +41,9 @@ size_t LoraAdaptersCuda<T>::activation_bytes() const {
 template <class T>
 void LoraAdaptersCuda<T>::bind(ParamAccess* access, GradSink* sink, bool training) {
   access_ = access, sink_ = sink;
-  if (sink == nullptr) {  // a forward: a new dropout mask
+  if (sink == nullptr) {  // a forward: a training one draws a new dropout mask
     dropout_on_ = training && layout_.config().dropout > 0;
-    ++forward_count_;
+    if (training) ++forward_count_;
   }
 }
 

@@ -1,9 +1,9 @@
-// The LoRA adapters of a Llama-family model on the GPU: the branches of LoraAdapters
+// The LoRA adapters of a Llama-family or GPT-2 model on the GPU: the branches of LoraAdapters
 // (models/lora/lora_adapters.h: which projections, their tensors, PEFT's names and init) run
-// beside LlamaCuda's projections with the kernels of kernels/cuda/lora_linear.h, on the model's
-// stream, with the same dropout mask as the CPU adapters (kernels/lora_math.h). The A/B tensors
-// and their gradients are wherever the engine keeps parameters (device memory); the branch's
-// activations live here, allocated through the device layer. Built only with CUDA.
+// beside LlamaCuda's (or GPT2Cuda's) projections with the kernels of kernels/cuda/lora_linear.h,
+// on the model's stream, with the same dropout mask as the CPU adapters (kernels/lora_math.h). The
+// A/B tensors and their gradients are wherever the engine keeps parameters (device memory); the
+// branch's activations live here, allocated through the device layer. Built only with CUDA.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -24,7 +24,8 @@
 namespace dsx::models {
 
 template <class T>
-class LoraAdaptersCuda final : public DeviceProjectionAdapters<T> {
+class LoraAdaptersCuda final : public DeviceProjectionAdapters<T>,
+                               public DeviceGpt2ProjectionAdapters<T> {
  public:
   // `layout` (kept by reference) says where the adapters are; buffers for up to max_batch rows
   // of max_seq tokens on `gpu`; work on `stream`.
@@ -32,11 +33,21 @@ class LoraAdaptersCuda final : public DeviceProjectionAdapters<T> {
                    int max_batch, int max_seq);
 
   // The next forward/backward find the tensors here; `training` turns dropout on (a new mask
-  // per forward, the same one for its backward and for a recompute).
+  // per training forward, the same one for its backward and for a recompute).
   void bind(ParamAccess* access, GradSink* sink, bool training);
+  // As LoraAdapters::resume_dropout_after.
+  void resume_dropout_after(uint64_t training_forwards) { forward_count_ = training_forwards; }
 
   void forward(int block, Projection p, T* out, const T* inp, size_t N) override;
   void backward(int block, Projection p, T* dinp, const T* dout, const T* inp, size_t N) override;
+  // GPT-2's projections are the layout's slots by number, as on the CPU (the same masks).
+  void forward(int block, Gpt2Projection p, T* out, const T* inp, size_t N) override {
+    forward(block, Projection(static_cast<int>(p)), out, inp, N);
+  }
+  void backward(int block, Gpt2Projection p, T* dinp, const T* dout, const T* inp,
+                size_t N) override {
+    backward(block, Projection(static_cast<int>(p)), dinp, dout, inp, N);
+  }
   size_t activation_bytes() const;
 
  private:

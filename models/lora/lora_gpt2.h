@@ -43,6 +43,9 @@ class LoraGpt2 final : public LoraModel {
   ParamAccess& frozen() override { return *frozen_; }
   const ParamAccess& frozen() const override { return *frozen_; }
   size_t base_numel() const override { return base_.num_params(); }
+  void resume_dropout_after(uint64_t micro_steps) override {
+    adapters_.resume_dropout_after(micro_steps);
+  }
 
  private:
   GPT2Cpu<float> base_;

@@ -51,6 +51,9 @@ class LoraLlama final : public LoraModel {
   const ParamAccess& frozen() const override { return *frozen_; }
   const LoraConfig& lora() const override { return adapters_.config(); }
   size_t base_numel() const override { return base_.num_params(); }
+  void resume_dropout_after(uint64_t micro_steps) override {
+    adapters_.resume_dropout_after(micro_steps);
+  }
   const TrainedBaseTensors& trained_base() const { return trained_; }
 
  private:

@@ -9,6 +9,7 @@
 #include "device/cuda_device.h"
 #include "device/owned_memory.h"
 #include "dsx/error.h"
+#include "models/lora/device_frozen_weights.h"
 #include "models/lora/frozen_with_adapters.h"
 #include "models/lora/lora_llama.h"
 
@@ -17,34 +18,6 @@ namespace dsx::models {
 namespace {
 
 constexpr std::chrono::milliseconds kStreamWait{std::chrono::minutes(10)};
-
-// The dense frozen base on the GPU: uploaded once in T's storage format, never written.
-template <class T>
-class DeviceFrozenWeights final : public ParamAccess {
- public:
-  DeviceFrozenWeights(device::Device& gpu, std::vector<ParamSpec> specs,
-                      const std::vector<float>& flat)
-      : specs_(std::move(specs)) {
-    size_t need = 0;
-    for (const auto& s : specs_) need = std::max(need, s.offset + s.numel);
-    if (flat.size() < need)
-      throw Error(ErrorKind::Internal, "frozen base weights: " + std::to_string(flat.size()) +
-                                           " elements for a model of " + std::to_string(need));
-    constexpr kernels::DType dtype = storage_dtype<T>();
-    std::vector<unsigned char> host(need * sizeof(T));
-    for (size_t i = 0; i < need; ++i) kernels::store_element<dtype>(host.data(), i, flat[i]);
-    memory_ = device::OwnedMemory(gpu, device::OwnedMemory::Kind::Device, host.size());
-    gpu.copy_now(memory_.get(), host.data(), host.size());
-  }
-  void acquire(int) override {}
-  void release(int) override {}
-  const void* param(size_t index) override { return memory_.as<T>() + specs_.at(index).offset; }
-  size_t held_bytes() const override { return memory_.bytes(); }
-
- private:
-  std::vector<ParamSpec> specs_;
-  device::OwnedMemory memory_;
-};
 
 }  // namespace
 

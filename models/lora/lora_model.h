@@ -23,6 +23,9 @@ class LoraModel : public Model {
   virtual const ParamAccess& frozen() const = 0;
   // Elements of the frozen base model (all its parameters).
   virtual size_t base_numel() const = 0;
+  // Dropout's masks are drawn per training forward: after a resume they continue from the
+  // `micro_steps` the checkpoint counted, as the uninterrupted run's do.
+  virtual void resume_dropout_after(uint64_t micro_steps) = 0;
 };
 
 }  // namespace dsx::models

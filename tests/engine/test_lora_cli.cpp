@@ -3,7 +3,8 @@
 // base untouched; a resumed run ends on the same adapter bytes as an uninterrupted one (the
 // checkpoint keeps the adapters and their Adam state); `dsx sample --lora-adapter` applies it;
 // `dsx export` writes the adapter as a PEFT folder or merged into the base; a target that names no
-// module is refused before training, naming it.
+// module is refused before training, naming it; with dropout on, a resumed run draws the masks
+// an uninterrupted one does.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -145,19 +146,11 @@ TEST(LoraCli, ModulesToSaveTrainInFullAndReachBothExports) {
 
 namespace {
 
-// An llm.c token shard (256 int32 header: magic 20240520, version 1, count; then uint16 tokens)
-// and the tokenize.json dsx tokenize writes beside shards, for a model without a tokenizer.
+// A token shard of a predictable sequence, for a model without a tokenizer.
 std::string write_shard(const dsx::test::TempDir& dir, int vocab) {
-  std::vector<int32_t> header(256, 0);
-  const int count = 2048;
-  header[0] = 20240520, header[1] = 1, header[2] = count;
-  std::vector<uint16_t> tokens(count);
-  for (int i = 0; i < count; ++i) tokens[i] = static_cast<uint16_t>((i * 7 + i / 5) % vocab);
-  std::ofstream out(dir.file("train_000.bin"), std::ios::binary);
-  out.write(reinterpret_cast<const char*>(header.data()), header.size() * sizeof(int32_t));
-  out.write(reinterpret_cast<const char*>(tokens.data()), tokens.size() * sizeof(uint16_t));
-  std::ofstream(dir.file("tokenize.json")) << "{\"vocab_size\": " << vocab << "}";
-  return dir.file("train_*.bin");
+  std::vector<uint16_t> tokens(2048);
+  for (int i = 0; i < 2048; ++i) tokens[i] = static_cast<uint16_t>((i * 7 + i / 5) % vocab);
+  return dsx::test::write_token_shard(dir.path(), tokens, vocab);
 }
 
 }  // namespace
@@ -190,4 +183,30 @@ TEST(LoraCli, Gpt2FolderTrainsAndExportsAPeftAdapter) {
   auto merged = run_command(std::string(DSX_EXE) + " export " + dir.file("out") + " --out " + dir.file("m") + " --merged");
   EXPECT_NE(merged.exit_code, 0);
   EXPECT_NE(merged.output.find("merge_and_unload"), std::string::npos) << merged.output;
+}
+
+// Dropout draws a new mask per training forward: a run saved at step 2 and resumed continues the
+// masks where it stopped (from the micro-steps the checkpoint counted), so with lora_dropout on and
+// two micro-steps a step it ends on the adapter bytes of an uninterrupted run (GPT-2, ZeRO 2, two
+// ranks).
+TEST(LoraCli, ResumeWithDropoutDrawsTheUninterruptedRunsMasks) {
+  dsx::test::TempDir dir;
+  std::ofstream(dir.file("ds.json"))
+      << R"({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 2,
+    "optimizer": {"type": "AdamW", "params": {"lr": 0.01}}, "zero_optimization": {"stage": 2}})";
+  const std::string gpt2 = std::string(DSX_SOURCE_DIR) + "/tests/models/data/gpt2";
+  const std::string args = " --deepspeed_config " + dir.file("ds.json") + " --model " + gpt2 +
+                           " --data shards:" + write_shard(dir, 64) +
+                           " --seq_len 8 --lora r=4,dropout=0.3,targets=all-linear";
+  auto first = train(args + " --steps 2 --save " + dir.file("out"));
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  auto resumed =
+      train(args + " --steps 4 --load " + dir.file("out") + " --save " + dir.file("out"));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("at step 2"), std::string::npos) << resumed.output;
+  auto straight = train(args + " --steps 4 --save " + dir.file("straight"));
+  ASSERT_EQ(straight.exit_code, 0) << straight.output;
+  const std::string adapter = read_all(dir.file("straight/adapter_model.safetensors"));
+  ASSERT_FALSE(adapter.empty());
+  EXPECT_EQ(read_all(dir.file("out/adapter_model.safetensors")), adapter);
 }

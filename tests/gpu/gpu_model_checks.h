@@ -20,6 +20,7 @@
 #include "models/gpt2/gpt2_cuda.h"  // bits_of, download_as
 #include "models/local_params.h"
 #include "models/model.h"
+#include "tests/models/random_model.h"
 #include "trace/recorder.h"
 
 namespace dsx::test {
@@ -131,6 +132,35 @@ void expect_gpu_matches_cpu(models::Model& cpu, models::LocalParams<float>& host
   const auto gg = dev.grads();
   for (const auto& s : cpu.params())
     EXPECT_LT(rel_diff(gg.data() + s.offset, host.grads() + s.offset, s.numel), tol) << s.name;
+}
+
+// `steps` plain SGD steps (lr) on both devices from the weights already in `host` (the CPU's
+// parameters, fp32 models), a new random batch each: every step's loss within `loss_tol` of the
+// CPU's (relative), and the weights at the end within `weights_tol` (rel_diff).
+inline void expect_sgd_steps_match(models::Model& cpu, models::LocalParams<float>& host,
+                                   models::Model& gpu, DeviceParams<float>& dev, int vocab, int B,
+                                   int Tn, int steps, float lr, double loss_tol,
+                                   double weights_tol) {
+  std::vector<float> w(host.params(), host.params() + host.size());
+  for (int step = 0; step < steps; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    const auto x = random_tokens(B * Tn, vocab, 20 + step),
+               y = random_tokens(B * Tn, vocab, 40 + step);
+    dev.upload(w.data());
+    dev.zero_grads();
+    host.zero_grads();
+    const float lc = cpu.forward(x.data(), y.data(), B, Tn, host);
+    const float lg = gpu.forward(x.data(), y.data(), B, Tn, dev);
+    EXPECT_NEAR(lg, lc, loss_tol * lc);
+    cpu.backward(host, host, 1.0f);
+    gpu.backward(dev, dev, 1.0f);
+    const auto g = dev.grads();
+    for (size_t i = 0; i < w.size(); ++i) {
+      host.params()[i] -= lr * host.grads()[i];
+      w[i] -= lr * g[i];
+    }
+  }
+  EXPECT_LT(rel_diff(w.data(), host.params(), w.size()), weights_tol);
 }
 
 // Three backward passes over the same weights and batch from zeroed gradients: runs 1 and 2 must
