@@ -34,19 +34,24 @@ Args parse(int argc, char** argv) {
   po::options_description flags("bench_grad_pack");
   flags.add_options()("help,h", "show this help")(
       "elements", po::value(&a.elements)->default_value(a.elements), "fp32 elements in the bucket")(
-      "ranks", po::value(&a.ranks)->default_value(a.ranks), "ranks (the bucket is scaled by 1/ranks)")(
-      "reps", po::value(&a.reps)->default_value(a.reps), "runs of each variant; the best counts");
+      "ranks", po::value(&a.ranks)->default_value(a.ranks),
+      "ranks (the bucket is scaled by 1/ranks)")("reps", po::value(&a.reps)->default_value(a.reps),
+                                                 "runs of each variant; the best counts");
   po::variables_map vars;
-  if (auto code = dsx::bench::parse_bench_flags(argc, argv, flags, vars, "bench_grad_pack")) std::exit(*code);
+  if (auto code = dsx::bench::parse_bench_flags(argc, argv, flags, vars, "bench_grad_pack"))
+    std::exit(*code);
   if (a.elements < a.ranks || a.ranks == 0 || a.reps <= 0) {
-    std::fprintf(stderr, "bench_grad_pack: --ranks and --reps must be positive and --elements at least --ranks\n");
+    std::fprintf(
+        stderr,
+        "bench_grad_pack: --ranks and --reps must be positive and --elements at least --ranks\n");
     std::exit(2);
   }
   return a;
 }
 
 void row(const char* what, double ms, double limit_ms, size_t bytes_moved) {
-  std::printf("| %s | %.2f | %.2f | %.2f | %.1f |\n", what, ms, limit_ms, limit_ms / ms, bytes_moved / ms / 1e6);
+  std::printf("| %s | %.2f | %.2f | %.2f | %.1f |\n", what, ms, limit_ms, limit_ms / ms,
+              bytes_moved / ms / 1e6);
 }
 
 }  // namespace
@@ -58,30 +63,38 @@ int main(int argc, char** argv) {
   const float pre = 1.0f / static_cast<float>(a.ranks);
   std::vector<float> grads(n), comm(n), partition(block, 0.0f);
   for (size_t i = 0; i < n; ++i) grads[i] = static_cast<float>(i % 1000) * 1e-3f - 0.5f;
-  double copy = 1e300, one_pass = 1e300, three_passes = 1e300, block_copy = 1e300, unpack = 1e300;
-  for (int r = 0; r < a.reps; ++r) {  // alternating, so a burst of load hits every variant
-    copy = std::min(copy, dsx::bench::best_ms(1, [&] { std::memcpy(comm.data(), grads.data(), bytes); }, 0));
-    one_pass = std::min(one_pass, dsx::bench::best_ms(1, [&] {
-      dsx::kernels::sum_blocks(DType::F32, grads.data(), 1, 0, pre, DType::F32, comm.data(), n, false);
-    }, 0));
-    three_passes = std::min(three_passes, dsx::bench::best_ms(1, [&] {
-      std::memset(comm.data(), 0, bytes);
-      dsx::kernels::scale(DType::F32, grads.data(), pre, n);
-      std::memcpy(comm.data(), grads.data(), bytes);
-    }, 0));
-    dsx::kernels::scale(DType::F32, grads.data(), static_cast<float>(a.ranks), n);  // undo, keep values
-    block_copy = std::min(block_copy, dsx::bench::best_ms(1, [&] {
-      std::memcpy(partition.data(), comm.data(), block * sizeof(float));
-    }, 0));
-    unpack = std::min(unpack, dsx::bench::best_ms(1, [&] {
-      dsx::kernels::sum_blocks(DType::F32, comm.data(), 1, 0, 1.0f, DType::F32, partition.data(), block, true);
-    }, 0));
+  auto copy = [&] { std::memcpy(comm.data(), grads.data(), bytes); };
+  auto one_pass = [&] {
+    dsx::kernels::sum_blocks(DType::F32, grads.data(), 1, 0, pre, DType::F32, comm.data(), n,
+                             false);
+  };
+  auto zero_scale_copy = [&] {  // scales the gradients in place: undone, untimed, after each call
+    std::memset(comm.data(), 0, bytes);
+    dsx::kernels::scale(DType::F32, grads.data(), pre, n);
+    std::memcpy(comm.data(), grads.data(), bytes);
+  };
+  auto block_copy = [&] { std::memcpy(partition.data(), comm.data(), block * sizeof(float)); };
+  auto unpack = [&] {
+    dsx::kernels::sum_blocks(DType::F32, comm.data(), 1, 0, 1.0f, DType::F32, partition.data(),
+                             block, true);
+  };
+  // The variants alternate, so a burst of load hits every one alike.
+  double best[5] = {1e300, 1e300, 1e300, 1e300, 1e300};
+  for (int r = 0; r < a.reps; ++r) {
+    best[0] = std::min(best[0], dsx::bench::best_ms(1, copy, 0));
+    best[1] = std::min(best[1], dsx::bench::best_ms(1, one_pass, 0));
+    best[2] = std::min(best[2], dsx::bench::best_ms(1, zero_scale_copy, 0));
+    dsx::kernels::scale(DType::F32, grads.data(), static_cast<float>(a.ranks), n);
+    best[3] = std::min(best[3], dsx::bench::best_ms(1, block_copy, 0));
+    best[4] = std::min(best[4], dsx::bench::best_ms(1, unpack, 0));
   }
   std::printf("bucket %zu fp32 elements, %zu ranks, one thread, best of %d\n", n, a.ranks, a.reps);
-  std::printf("| work | ms | memcpy-speed limit ms | limit / ms | GB/s moved |\n|---|---:|---:|---:|---:|\n");
-  std::printf("| memcpy of the bucket | %.2f | | | %.1f |\n", copy, 2.0 * bytes / copy / 1e6);
-  row("pack, one pass (dsx)", one_pass, copy, 2 * bytes);
-  row("pack, zero + scale + copy (before)", three_passes, copy, 5 * bytes);
-  row("unpack: partition += reduced block", unpack, 1.5 * block_copy, 3 * block * sizeof(float));
+  std::printf(
+      "| work | ms | memcpy-speed limit ms | limit / ms | GB/s moved "
+      "|\n|---|---:|---:|---:|---:|\n");
+  std::printf("| memcpy of the bucket | %.2f | | | %.1f |\n", best[0], 2.0 * bytes / best[0] / 1e6);
+  row("pack, one pass (dsx)", best[1], best[0], 2 * bytes);
+  row("pack, zero + scale + copy (before)", best[2], best[0], 5 * bytes);
+  row("unpack: partition += reduced block", best[4], 1.5 * best[3], 3 * block * sizeof(float));
   return 0;
 }
