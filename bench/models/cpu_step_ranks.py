@@ -10,6 +10,8 @@ core). Occurrence k of a span name is matched across ranks (every rank runs the 
 """
 import argparse
 import json
+import os
+import sys
 from collections import defaultdict
 
 from cpu_step_phases import GEMMS, phase_spans
@@ -82,6 +84,12 @@ def main():
     ap.add_argument("traces", nargs="+", help="rank0.trace.json rank1.trace.json ...")
     ap.add_argument("--deepspeed-seconds", type=float, default=0.0, help="DeepSpeed's s/step on this job")
     a = ap.parse_args()
+    for path in [a.limits] + a.traces:
+        if not os.path.isfile(path):
+            sys.exit(f"cpu_step_ranks.py: {path} does not exist (the limits of step_limits.c, and every rank's"
+                     " trace of `dsx train --profile DIR`: DIR/rank<N>.trace.json)")
+    if len(a.traces) < 2:
+        sys.exit("cpu_step_ranks.py: give every rank's trace (at least two) to split waits from work")
     copy_gbs = next(float(line.split()[2]) for line in open(a.limits) if line.startswith("memcpy "))
     partition = phase_spans(a.traces[0])[3]
     own_work_table(a.traces, partition, copy_gbs)
