@@ -199,16 +199,25 @@ const GradReducer::Plan& GradReducer::plan_for(const std::vector<Entry>& entries
   return p;
 }
 
-// dst (comm dtype) = pre · the bucket's gradients in [lo, hi) of the flat buffer (the gradients
-// are scaled in place first: they are ours until copied_).
+// dst (comm dtype) = pre · the bucket's gradients in [lo, hi) of the flat buffer. In one pass
+// where the dtypes agree (the same fp32 product, rounded once, as scale then copy: half the
+// memory traffic); otherwise the gradients are scaled in place first (they are ours until
+// copied_), so a 16-bit model's are rounded to its dtype before the cast, as DeepSpeed's are.
 void GradReducer::pack_range(const InFlight& f, size_t lo, size_t hi, uint8_t* dst) {
+  const DType dtype = options_.model_dtype;
+  const bool one_pass = pre_ != 1.0f && options_.comm_dtype == dtype;
   for (const Entry& e : f.entries) {
     const Range lr = layout_.layer_range(e.layer);
     const size_t a = std::max(lo, lr.begin), b = std::min(hi, lr.end);
     if (a >= b) continue;
     void* src = at(e.grad, a - lr.begin);
-    if (pre_ != 1.0f) device_.scale(options_.model_dtype, src, pre_, b - a, stream_);
-    copy_as(src, dst + (a - lo) * esize(), b - a);
+    uint8_t* to = dst + (a - lo) * esize();
+    if (one_pass) {
+      device_.sum_blocks(dtype, src, 1, 0, pre_, dtype, to, b - a, false, stream_);
+      continue;
+    }
+    if (pre_ != 1.0f) device_.scale(dtype, src, pre_, b - a, stream_);
+    copy_as(src, to, b - a);
   }
 }
 
@@ -222,14 +231,21 @@ void GradReducer::copy_as(const void* src, void* dst, size_t count) {
 
 void GradReducer::pack(InFlight& f) {
   const Plan& p = *f.plan;
-  if (p.buffer_bytes > 0) f.comm = take_buffer(p.buffer_bytes);
+  // Only the owner-runs blocks are written whole here (their padding included); the other
+  // routes leave gaps that must read as zero.
+  if (p.buffer_bytes > 0) f.comm = take_buffer(p.buffer_bytes, p.route != Route::OwnerRuns);
   switch (p.route) {
     case Route::Shards:
       pack_shards(f);
       return;
     case Route::OwnerRuns:
+      // Each block is rank r's run, then zeros up to the longest run (take_buffer left them).
       for (size_t r = 0; r < p.runs.size(); ++r) {
-        pack_range(f, p.runs[r].begin, p.runs[r].end, f.comm.data() + r * p.numel * esize());
+        uint8_t* block = f.comm.data() + r * p.numel * esize();
+        pack_range(f, p.runs[r].begin, p.runs[r].end, block);
+        const size_t run = p.runs[r].size();
+        if (run < p.numel)
+          device_.fill_zero(block + run * esize(), (p.numel - run) * esize(), stream_);
       }
       return;
     case Route::ToOwner: {
@@ -439,10 +455,11 @@ void GradReducer::trace_bucket(const InFlight& f) const {
                {"queued_ms", seconds(std::max(*f.started, f.ready) - f.ready) * 1e3}});
 }
 
-// contiguous_gradients: a kept buffer that fits (zeroed: padding must read as zero); when none
-// fits, the largest kept one is replaced by a bigger one (the first backward only: at its end
-// every kept buffer grows to the largest bucket). Otherwise a new buffer per bucket.
-Buffer<uint8_t> GradReducer::take_buffer(size_t bytes) {
+// contiguous_gradients: a kept buffer that fits (zeroed when `zeroed`: padding must read as
+// zero); when none fits, the largest kept one is replaced by a bigger one (the first backward
+// only: at its end every kept buffer grows to the largest bucket). Otherwise a new buffer per
+// bucket.
+Buffer<uint8_t> GradReducer::take_buffer(size_t bytes, bool zeroed) {
   if (options_.contiguous_gradients) {
     largest_ = std::max(largest_, bytes);
     auto best = spare_.end();
@@ -452,7 +469,7 @@ Buffer<uint8_t> GradReducer::take_buffer(size_t bytes) {
     if (best != spare_.end()) {
       Buffer<uint8_t> b = std::move(*best);
       spare_.erase(best);
-      device_.fill_zero(b.data(), bytes, stream_);
+      if (zeroed) device_.fill_zero(b.data(), bytes, stream_);
       return b;
     }
     if (!spare_.empty()) {

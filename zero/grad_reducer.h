@@ -133,7 +133,7 @@ class GradReducer {
   void pack_shards(InFlight& f);
   void launch(InFlight& f);
   void unpack(InFlight& f);
-  Buffer<uint8_t> take_buffer(size_t bytes);
+  Buffer<uint8_t> take_buffer(size_t bytes, bool zeroed);
   void give_back(Buffer<uint8_t>&& buffer);
   size_t bucket_numel() const;
   size_t bucket_limit() const { return as_count(options_.reduce_bucket_size); }

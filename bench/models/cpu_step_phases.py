@@ -85,7 +85,7 @@ def main():
     for phase, moved in (("optimizer", 28.0 * partition), ("overflow check and gradient norm", 4.0 * partition),
                          ("parameters after step", 8.0 * partition)):
         rows.append((phase, ms.get(phase, 0.0), moved / moved_per_ms, f"{moved / 1e6:.0f} MB moved at memcpy speed"))
-    for phase in ("wait for gradient reduction", "sum across ranks", "loss allreduce", "data"):
+    for phase in ("wait for gradient reductions", "sum across ranks", "loss allreduce", "data"):
         rows.append((phase, ms.get(phase, 0.0), 0.0, "0: hidden behind compute" if phase != "data" else "0"))
     print(f"rank 0, {steps} steps traced: step {ms['step']:.1f} ms best, {median['step']:.1f} ms median;"
           f" best sgemm rate (1 thread) {peak:.1f} GFLOP/s; memcpy {copy_gbs:.2f} GB/s copied (one core,"

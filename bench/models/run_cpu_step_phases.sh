@@ -4,7 +4,7 @@
 # gradient accumulation 2, one thread per rank (bench/models/cpu_step_job.json), with --profile;
 # then times cblas_sgemm alone at every GEMM shape of the step and a one-core memcpy of 64 MiB
 # (step_limits.c, one thread). Prints one table of rank 0's phases per step.
-# usage: bash bench/models/run_cpu_step_phases.sh [build-dir]   (env STEPS, TEXT)
+# usage: bash bench/models/run_cpu_step_phases.sh [build-dir]   (env STEPS, TEXT, DS_STEP_S)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(realpath -m "${1:-$root/build}")
@@ -45,3 +45,7 @@ OPENBLAS_NUM_THREADS=1 "$work/step_limits" <<<"$shapes" >"$work/limits.txt"
 
 python3 "$root/bench/models/cpu_step_phases.py" "$work/trace/rank0.trace.json" "$work/limits.txt" \
   --rows "$rows" --vocab "$V" --accumulation "$ACC"
+# The collective phases split into each rank's own work and its wait for the other; the GEMM bound
+# beside DeepSpeed's s/step (env DS_STEP_S, from bench/zero/deepspeed_same_job.py).
+python3 "$root/bench/models/cpu_step_ranks.py" "$work/limits.txt" "$work"/trace/rank*.trace.json \
+  --deepspeed-seconds "${DS_STEP_S:-0}"

@@ -13,6 +13,20 @@ void reduce_typed(void* dst, const void* src, size_t count) {
   });
 }
 
+// sum_blocks of one block, the same arithmetic: dst[i] (+)= factor * src[i], in fp32.
+template <DType S, DType D>
+void sum_one_block(const void* src, float factor, void* dst, size_t count, bool accumulate) {
+  if (accumulate) {
+    cpu::for_each_element(count, [=](size_t i) DSX_ALWAYS_INLINE {
+      store_element<D>(dst, i, load_element<D>(dst, i) + factor * load_element<S>(src, i));
+    });
+  } else {
+    cpu::for_each_element(count, [=](size_t i) DSX_ALWAYS_INLINE {
+      store_element<D>(dst, i, factor * load_element<S>(src, i));
+    });
+  }
+}
+
 }  // namespace
 
 void reduce_into(DType dtype, ReduceOp op, void* dst, const void* src, size_t count) {
@@ -48,6 +62,11 @@ void sum_blocks(DType src_dtype, const void* src, size_t blocks, size_t stride, 
   dispatch_dtype(src_dtype, [&](auto src_tag) {
     dispatch_dtype(dst_dtype, [&](auto dst_tag) {
       constexpr DType S = decltype(src_tag)::value, D = decltype(dst_tag)::value;
+      // One block is ZeRO's pack and unpack: without the loop over blocks the loop vectorizes.
+      if (blocks == 1) {
+        sum_one_block<S, D>(src, factor, dst, count, accumulate);
+        return;
+      }
       if (accumulate) {
         cpu::for_each_element(count, [=](size_t i) DSX_ALWAYS_INLINE {
           store_element<D>(dst, i, load_element<D>(dst, i) + factor * block_sum_element<S>(src, blocks, stride, i));

@@ -1,7 +1,9 @@
-// reduce_into and scale against a float64 reference, for every dtype, op and SIMD level.
+// reduce_into, scale and sum_blocks against a float64 (or the formula's fp32) reference, for every
+// dtype, op and SIMD level.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -85,6 +87,35 @@ TEST(Scale, MatchesFloat64Reference) {
           store_from_float(t, rounded, 0, load_as_float(t, before.data() + 1, i) * 0.125f);
           ASSERT_EQ(load_as_float(t, x.data() + 1, i), load_as_float(t, rounded, 0))
               << simd_level_name(level) << " " << dtype_name(t) << " i=" << i;
+        }
+      }
+    }
+  }
+}
+
+// One block (ZeRO's pack and unpack) takes its own loop: the same bits as the formula of
+// kernels/reduce.h, dst (+)= factor * src in fp32 rounded once, at every level and dtype pair,
+// unaligned.
+TEST(SumBlocks, OneBlockIsTheFormulaBitForBit) {
+  for (SimdLevel level : test::supported_levels()) {
+    test::ScopedSimdLevel scoped(level);
+    for (DType from : {DType::F32, DType::BF16}) {
+      for (DType to : {DType::F32, DType::BF16}) {
+        for (bool accumulate : {false, true}) {
+          const size_t n = 100003;
+          auto src = random_buffer(from, n, 5);
+          auto dst = random_buffer(to, n, 6);
+          const auto before = dst;
+          sum_blocks(from, src.data() + 1, 1, 0, 0.5f, to, dst.data() + 1, n, accumulate);
+          for (size_t i = 0; i < n; ++i) {
+            const float v = 0.5f * load_as_float(from, src.data() + 1, i);
+            uint8_t want[4];
+            store_from_float(to, want, 0,
+                             accumulate ? load_as_float(to, before.data() + 1, i) + v : v);
+            ASSERT_EQ(std::memcmp(dst.data() + 1 + i * dtype_size(to), want, dtype_size(to)), 0)
+                << simd_level_name(level) << " " << dtype_name(from) << "->" << dtype_name(to)
+                << (accumulate ? " accumulate" : "") << " i=" << i;
+          }
         }
       }
     }
