@@ -132,8 +132,8 @@ OnePassFile map_for_one_pass(const std::string& path, const FileRecord& record,
 
 }  // namespace
 
-TensorFile CheckpointReader::read_tensor_file_into(const std::string& file_name,
-                                                   std::span<const TensorDestination> tensors) const {
+TensorFile CheckpointReader::read_tensor_file_into(
+    const std::string& file_name, std::span<const TensorDestination> tensors) const {
   const std::string path = directory_ + "/" + file_name;
   OnePassFile one = map_for_one_pass(path, record_of(file_name), tensors);
   for (size_t i = 0; i < tensors.size(); ++i) one.ranges[i].dst = tensors[i].dst;

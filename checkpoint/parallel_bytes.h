@@ -38,7 +38,8 @@ using RangeVisitor =
 // CRC32C of `size` bytes at `data` and, in the same pass, each part of `ranges` (disjoint; their
 // dst unused) handed to `visit` right after the 256 KiB block holding it was checksummed, while it
 // is still in the cache. On this thread, in the buffer's order: a consumer that uses bytes where
-// they lie (a sum, a conversion) reads memory once. It sees the bytes before the whole CRC is known.
+// they lie (a sum, a conversion) reads memory once. It sees the bytes before the whole CRC is
+// known.
 uint32_t crc32c_and_visit(const void* data, size_t size, const std::vector<CopyRange>& ranges,
                           const RangeVisitor& visit);
 

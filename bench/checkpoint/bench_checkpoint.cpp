@@ -112,7 +112,8 @@ std::map<std::string, Best> read_peers(const std::string& path, int ranks, int m
                  doc["ranks"].GetInt(), doc["mib"].GetInt(), ranks, mib);
   for (auto& m : doc["seconds"].GetObject()) peers[m.name.GetString()].wall = m.value.GetDouble();
   if (doc.HasMember("cpu_seconds") && doc["cpu_seconds"].IsObject())
-    for (auto& m : doc["cpu_seconds"].GetObject()) peers[m.name.GetString()].cpu = m.value.GetDouble();
+    for (auto& m : doc["cpu_seconds"].GetObject())
+      peers[m.name.GetString()].cpu = m.value.GetDouble();
   return peers;
 }
 
@@ -222,11 +223,11 @@ void time_loads(const Workload& w, std::map<std::string, Best>& seconds) {
     const ck::TensorToVisit master{"master.0", ck::TensorDType::F32, w.numel};
     for (int r = 0; r < w.ranks; ++r) {
       float total = 0;  // each piece is a whole number of floats: blocks and tensors are aligned
-      reader.read_tensor_file_visiting(
-          ck::zero_optim_states_file_name(r, false), {&master, 1},
-          [&](size_t, uint64_t, const uint8_t* bytes, size_t size) {
-            total += sum_of(reinterpret_cast<const float*>(bytes), size / sizeof(float));
-          });
+      reader.read_tensor_file_visiting(ck::zero_optim_states_file_name(r, false), {&master, 1},
+                                       [&](size_t, uint64_t, const uint8_t* bytes, size_t size) {
+                                         total += sum_of(reinterpret_cast<const float*>(bytes),
+                                                         size / sizeof(float));
+                                       });
       sink = sink + total;
     }
   });
@@ -267,10 +268,11 @@ struct Baseline {
 };
 
 // One row per operation: dsx's and the peers' saves against the write limit, loads against the read limit.
-void print_table(double gb, std::map<std::string, Best>& seconds, std::map<std::string, Best>& peers,
-                 const Baseline& baseline) {
-  std::printf("| operation | seconds | GB/s | speed vs the limit | CPU seconds |\n"
-              "|---|---:|---:|---:|---:|\n");
+void print_table(double gb, std::map<std::string, Best>& seconds,
+                 std::map<std::string, Best>& peers, const Baseline& baseline) {
+  std::printf(
+      "| operation | seconds | GB/s | speed vs the limit | CPU seconds |\n"
+      "|---|---:|---:|---:|---:|\n");
   auto row = [&](const char* label, Best s, Best limit) {
     std::printf("| %s | %.3f | %.2f | %.2f | ", label, s.wall, gb / s.wall, limit.wall / s.wall);
     if (s.cpu < 1e29)
@@ -290,14 +292,16 @@ void print_table(double gb, std::map<std::string, Best>& seconds, std::map<std::
   if (baseline.load > 0) row("BASELINE build: dsx load, copy out", {baseline.load}, r);
   row("dsx load: open, CRC verify, parse, copy out", seconds["dsx load"], r);
   row("dsx load into buffers, CRC and copy in one pass", seconds["dsx load, one pass"], r);
-  row("dsx load into buffers, one pass, pieces on 2 threads", seconds["dsx load, one pass, 2 threads"], r);
+  row("dsx load into buffers, one pass, pieces on 2 threads",
+      seconds["dsx load, one pass, 2 threads"], r);
   if (baseline.in_place > 0) row("BASELINE build: dsx load, sum in place", {baseline.in_place}, r);
   row("dsx load: open, CRC verify, parse, sum in place", seconds["dsx load, in place"], r);
   row("dsx load: CRC and sum in one pass, in place", seconds["dsx load, sum in one pass"], r);
   if (peers.count("safetensors_load"))
     row("safetensors.torch.load_file + sum (no check)", peers["safetensors_load"], r);
   if (peers.count("safetensors_load_copy"))
-    row("safetensors.torch.load_file + copy into buffers (no check)", peers["safetensors_load_copy"], r);
+    row("safetensors.torch.load_file + copy into buffers (no check)",
+        peers["safetensors_load_copy"], r);
   if (peers.count("torch_load")) row("torch.load (DeepSpeed's .pt) + sum", peers["torch_load"], r);
   std::printf("\n| CRC32C alone, in memory (dispatch: %s) | GB/s |\n|---|---:|\n",
               ck::crc32c_kernel_name(ck::crc32c_fastest_kernel()));

@@ -251,7 +251,8 @@ TEST(CheckpointLoad, VisitingHandsOutEveryByteOnceInFileOrder) {
         ASSERT_EQ(offset, next_offset[t]);  // in order, nothing skipped or repeated
         ASSERT_LE(size, size_t{256} << 10);
         next_offset[t] += size;
-        uint8_t* to = t == 0 ? reinterpret_cast<uint8_t*>(master.data()) : reinterpret_cast<uint8_t*>(counters.data());
+        uint8_t* to = t == 0 ? reinterpret_cast<uint8_t*>(master.data())
+                             : reinterpret_cast<uint8_t*>(counters.data());
         std::memcpy(to + offset, bytes, size);
         if (t == 0)
           for (size_t i = 0; i < size / 4; ++i) sum += reinterpret_cast<const float*>(bytes)[i];
@@ -278,15 +279,18 @@ TEST(CheckpointLoad, OnePassLoadsRefuseDamageInAnyBlock) {
   const std::string name = zero_optim_states_file_name(0, false);
   const std::string path = reader.directory() + "/" + name;
   std::vector<float> master(numel);
-  const std::vector<TensorDestination> into = {{"master.0", TensorDType::F32, master.data(), numel}};
+  const std::vector<TensorDestination> into = {
+      {"master.0", TensorDType::F32, master.data(), numel}};
   const std::vector<TensorToVisit> visit = {{"master.0", TensorDType::F32, numel}};
   size_t visited = 0;
   auto load_into = [&] { reader.read_tensor_file_into(name, into); };
   auto load_visiting = [&] {
-    reader.read_tensor_file_visiting(name, visit, [&](size_t, uint64_t, const uint8_t*, size_t n) { visited += n; });
+    reader.read_tensor_file_visiting(
+        name, visit, [&](size_t, uint64_t, const uint8_t*, size_t n) { visited += n; });
   };
   const long size = static_cast<long>(std::filesystem::file_size(path));
-  const long data_start = size - static_cast<long>(numel * 4) - 16;  // counters (widest first), master.0
+  const long data_start =
+      size - static_cast<long>(numel * 4) - 16;  // counters (widest first), master.0
   for (long offset : {data_start + 1, size / 2, size - 1}) {
     flip_byte(path, offset);
     EXPECT_CONTAINS(error_of(load_into), path + " is corrupt") << offset;
@@ -301,7 +305,8 @@ TEST(CheckpointLoad, OnePassLoadsRefuseDamageInAnyBlock) {
   for (long cut : {size - 1, 4L}) {
     std::filesystem::resize_file(path, static_cast<uintmax_t>(cut));
     EXPECT_CONTAINS(error_of(load_into), path + " is truncated: " + std::to_string(cut) + " bytes");
-    EXPECT_CONTAINS(error_of(load_visiting), path + " is truncated: " + std::to_string(cut) + " bytes");
+    EXPECT_CONTAINS(error_of(load_visiting),
+                    path + " is truncated: " + std::to_string(cut) + " bytes");
   }
 }
 
