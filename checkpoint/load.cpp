@@ -7,7 +7,6 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
-#include <optional>
 #include <sstream>
 
 #include "dsx/error.h"
