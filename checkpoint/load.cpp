@@ -7,7 +7,6 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
-#include <optional>
 #include <sstream>
 
 #include "dsx/error.h"
@@ -96,32 +95,58 @@ TensorFile CheckpointReader::read_tensor_file(const std::string& file_name) cons
   return TensorFile::parse(std::move(mapped));
 }
 
-TensorFile CheckpointReader::read_tensor_file_into(const std::string& file_name,
-                                                   std::span<const TensorDestination> tensors) const {
-  const FileRecord& record = record_of(file_name);
-  const std::string path = directory_ + "/" + file_name;
+namespace {
+
+// A file mapped and its header parsed for a one-pass load: where each requested tensor lies.
+struct OnePassFile {
+  TensorFile file;
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+  std::vector<CopyRange> ranges;  // one per request, in its order
+};
+
+// `Request` has name, dtype and numel. The header is parsed before the bytes are verified (it
+// says where the tensors lie); when it or a tensor's dtype and size do not parse, a damaged file
+// is reported as damaged.
+template <class Request>
+OnePassFile map_for_one_pass(const std::string& path, const FileRecord& record,
+                             std::span<const Request> tensors) {
   verify_file(path, record, VerifyLevel::Size);
   models::MappedFile mapped(path, /*populate=*/true);
-  const uint8_t* data = mapped.data();
-  const size_t size = mapped.size();
-  if (size != record.size) verify_bytes(path, data, size, record);  // shrank since: truncated
-  // The header is parsed before the bytes are verified (it says where the tensors lie); when it
-  // or a tensor's dtype and size do not parse, a damaged file is reported as damaged.
-  std::optional<TensorFile> file;
-  std::vector<CopyRange> ranges;
+  OnePassFile one{{}, mapped.data(), mapped.size(), {}};
+  if (one.size != record.size) verify_bytes(path, one.data, one.size, record);  // shrank since
   try {
-    file = TensorFile::parse(std::move(mapped));
-    for (const TensorDestination& t : tensors) {
-      const models::TensorView& v = file->checked_view(t.name, t.dtype, t.numel);
-      ranges.push_back({static_cast<size_t>(v.data - data), v.bytes, t.dst});
+    one.file = TensorFile::parse(std::move(mapped));
+    for (const Request& t : tensors) {
+      const models::TensorView& v = one.file.checked_view(t.name, t.dtype, t.numel);
+      one.ranges.push_back({static_cast<size_t>(v.data - one.data), v.bytes, nullptr});
     }
   } catch (const Error&) {
     const models::MappedFile again(path);  // a failed parse has unmapped its copy
     verify_bytes(path, again.data(), again.size(), record);
     throw;
   }
-  check_crc32c(path, crc32c_and_copy(data, size, ranges), record);
-  return std::move(*file);
+  return one;
+}
+
+}  // namespace
+
+TensorFile CheckpointReader::read_tensor_file_into(
+    const std::string& file_name, std::span<const TensorDestination> tensors) const {
+  const std::string path = directory_ + "/" + file_name;
+  OnePassFile one = map_for_one_pass(path, record_of(file_name), tensors);
+  for (size_t i = 0; i < tensors.size(); ++i) one.ranges[i].dst = tensors[i].dst;
+  check_crc32c(path, crc32c_and_copy(one.data, one.size, one.ranges), record_of(file_name));
+  return std::move(one.file);
+}
+
+TensorFile CheckpointReader::read_tensor_file_visiting(const std::string& file_name,
+                                                       std::span<const TensorToVisit> tensors,
+                                                       const TensorBytesVisitor& visit) const {
+  const std::string path = directory_ + "/" + file_name;
+  OnePassFile one = map_for_one_pass(path, record_of(file_name), tensors);
+  check_crc32c(path, crc32c_and_visit(one.data, one.size, one.ranges, visit), record_of(file_name));
+  return std::move(one.file);
 }
 
 bool looks_like_checkpoint(const std::string& folder) {

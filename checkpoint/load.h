@@ -4,6 +4,7 @@
 // A truncated, corrupt or incomplete checkpoint is refused with an error naming the file.
 #pragma once
 
+#include <functional>
 #include <span>
 #include <string>
 
@@ -19,6 +20,17 @@ struct TensorDestination {
   void* dst = nullptr;
   uint64_t numel = 0;
 };
+
+// A tensor for read_tensor_file_visiting: `numel` elements of `dtype`, used where they lie.
+struct TensorToVisit {
+  std::string name;
+  TensorDType dtype = TensorDType::F32;
+  uint64_t numel = 0;
+};
+
+// Bytes [offset, offset + size) of tensors[tensor] at `bytes`, valid only during the call.
+using TensorBytesVisitor =
+    std::function<void(size_t tensor, uint64_t offset, const uint8_t* bytes, size_t size)>;
 
 class CheckpointReader {
  public:
@@ -50,6 +62,15 @@ class CheckpointReader {
   // its header no longer parses.
   TensorFile read_tensor_file_into(const std::string& file_name,
                                    std::span<const TensorDestination> tensors) const;
+
+  // read_tensor_file_into for a consumer that uses the tensors where they lie (a sum, a
+  // conversion, a write elsewhere): `visit` gets each tensor's bytes in file order, a piece at a
+  // time, right after the block holding it was checksummed, while it is still in the cache, so
+  // memory is read once. The pieces arrive before the whole file has verified: what the consumer
+  // made of them must be dropped when this throws (as read_tensor_file_into's buffers).
+  TensorFile read_tensor_file_visiting(const std::string& file_name,
+                                       std::span<const TensorToVisit> tensors,
+                                       const TensorBytesVisitor& visit) const;
 
   // Re-reads every file and checks its CRC32C (what `open` skips to stay cheap).
   void verify_all() const;

@@ -42,20 +42,31 @@ size_t piece_begin(size_t size, size_t pieces, size_t i) {
 
 constexpr size_t kCacheBlock = 256u << 10;  // checksummed, then copied from L2
 
-// One thread's share of crc32c_and_copy: bytes [begin, end) of data.
-uint32_t crc32c_and_copy_piece(const uint8_t* data, size_t begin, size_t end,
-                               const std::vector<CopyRange>& ranges) {
+// Bytes [begin, end) of data, a cache block at a time: checksummed, then each range's part of the
+// block handed to visit(range, offset in the range, bytes, size) while still in the cache.
+template <class Visit>
+uint32_t crc32c_block_by_block(const uint8_t* data, size_t begin, size_t end,
+                               const std::vector<CopyRange>& ranges, const Visit& visit) {
   uint32_t crc = 0;
   for (size_t block = begin; block < end; block += kCacheBlock) {
     const size_t block_end = std::min(end, block + kCacheBlock);
     crc = crc32c_extend(crc, data + block, block_end - block);
-    for (const CopyRange& r : ranges) {
+    for (size_t i = 0; i < ranges.size(); ++i) {
+      const CopyRange& r = ranges[i];
       const size_t from = std::max(block, r.offset), to = std::min(block_end, r.offset + r.size);
-      if (from < to)
-        std::memcpy(static_cast<uint8_t*>(r.dst) + (from - r.offset), data + from, to - from);
+      if (from < to) visit(i, from - r.offset, data + from, to - from);
     }
   }
   return crc;
+}
+
+// One thread's share of crc32c_and_copy: bytes [begin, end) of data.
+uint32_t crc32c_and_copy_piece(const uint8_t* data, size_t begin, size_t end,
+                               const std::vector<CopyRange>& ranges) {
+  return crc32c_block_by_block(
+      data, begin, end, ranges, [&](size_t i, size_t offset, const uint8_t* bytes, size_t n) {
+        std::memcpy(static_cast<uint8_t*>(ranges[i].dst) + offset, bytes, n);
+      });
 }
 
 }  // namespace
@@ -85,6 +96,11 @@ uint32_t crc32c_and_copy(const void* data, size_t size, const std::vector<CopyRa
   for (size_t i = 1; i < pieces; ++i)
     crc = crc32c_combine(crc, crcs[i], piece_begin(size, pieces, i + 1) - piece_begin(size, pieces, i));
   return crc;
+}
+
+uint32_t crc32c_and_visit(const void* data, size_t size, const std::vector<CopyRange>& ranges,
+                          const RangeVisitor& visit) {
+  return crc32c_block_by_block(static_cast<const uint8_t*>(data), 0, size, ranges, visit);
 }
 
 uint32_t crc32c_parallel(const void* data, size_t size) {

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace dsx::checkpoint {
@@ -29,5 +30,17 @@ struct CopyRange {
 // each 256 KiB block is checksummed and then copied while it is still in the cache, so memory
 // is read once. Pieces of the buffer run on their own threads, as crc32c_parallel's.
 uint32_t crc32c_and_copy(const void* data, size_t size, const std::vector<CopyRange>& ranges);
+
+// What crc32c_and_visit hands on: bytes [offset, offset + size) of ranges[range], at `bytes`.
+using RangeVisitor =
+    std::function<void(size_t range, size_t offset, const uint8_t* bytes, size_t size)>;
+
+// CRC32C of `size` bytes at `data` and, in the same pass, each part of `ranges` (disjoint; their
+// dst unused) handed to `visit` right after the 256 KiB block holding it was checksummed, while it
+// is still in the cache. On this thread, in the buffer's order: a consumer that uses bytes where
+// they lie (a sum, a conversion) reads memory once. It sees the bytes before the whole CRC is
+// known.
+uint32_t crc32c_and_visit(const void* data, size_t size, const std::vector<CopyRange>& ranges,
+                          const RangeVisitor& visit);
 
 }  // namespace dsx::checkpoint

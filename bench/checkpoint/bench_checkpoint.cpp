@@ -34,24 +34,38 @@ namespace {
 using Clock = std::chrono::steady_clock;
 namespace ck = dsx::checkpoint;
 
-// Best wall time in seconds of `reps` runs after one warm-up: on a shared machine the fastest run
-// is the one least disturbed (the peers script does the same). `prepare` runs untimed before each.
+// The best wall and the best CPU seconds of one operation's runs: on a shared machine the fastest
+// run is the one least disturbed, and CPU seconds leave out the time spent waiting for a core.
+struct Best {
+  double wall = 1e30, cpu = 1e30;
+};
+
+double cpu_seconds_now() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// The best of `reps` runs after one warm-up (the peers script does the same). `prepare` runs
+// untimed before each.
 template <class F, class P>
-double best_seconds(int reps, F&& f, P&& prepare) {
+Best best_seconds(int reps, F&& f, P&& prepare) {
   prepare();
   f();
-  double best = 1e30;
+  Best best;
   for (int r = 0; r < reps; ++r) {
     prepare();
+    const double cpu0 = cpu_seconds_now();
     auto t0 = Clock::now();
     f();
-    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
+    best.wall = std::min(best.wall, std::chrono::duration<double>(Clock::now() - t0).count());
+    best.cpu = std::min(best.cpu, cpu_seconds_now() - cpu0);
   }
   return best;
 }
 
 template <class F>
-double best_seconds(int reps, F&& f) {
+Best best_seconds(int reps, F&& f) {
   return best_seconds(reps, f, [] {});
 }
 
@@ -84,8 +98,8 @@ void read_whole(const std::string& path, std::vector<float>& into) {
   ::close(fd);
 }
 
-std::map<std::string, double> read_peers(const std::string& path, int ranks, int mib) {
-  std::map<std::string, double> peers;
+std::map<std::string, Best> read_peers(const std::string& path, int ranks, int mib) {
+  std::map<std::string, Best> peers;
   if (path.empty()) return peers;
   rapidjson::Document doc = dsx::bench::read_peers_json(path);
   if (!doc.IsObject() || !doc.HasMember("seconds") || !doc["seconds"].IsObject()) {
@@ -96,7 +110,10 @@ std::map<std::string, double> read_peers(const std::string& path, int ranks, int
   if (doc["ranks"].GetInt() != ranks || doc["mib"].GetInt() != mib)
     std::fprintf(stderr, "warning: peers ran with %d ranks x %d MiB, dsx with %d x %d\n",
                  doc["ranks"].GetInt(), doc["mib"].GetInt(), ranks, mib);
-  for (auto& m : doc["seconds"].GetObject()) peers[m.name.GetString()] = m.value.GetDouble();
+  for (auto& m : doc["seconds"].GetObject()) peers[m.name.GetString()].wall = m.value.GetDouble();
+  if (doc.HasMember("cpu_seconds") && doc["cpu_seconds"].IsObject())
+    for (auto& m : doc["cpu_seconds"].GetObject())
+      peers[m.name.GetString()].cpu = m.value.GetDouble();
   return peers;
 }
 
@@ -117,7 +134,7 @@ std::vector<std::vector<float>> make_partitions(int ranks, size_t numel) {
 }
 
 // The disk's write limit, then dsx's save of the same bytes with either commit check.
-void time_saves(const Workload& w, std::map<std::string, double>& seconds) {
+void time_saves(const Workload& w, std::map<std::string, Best>& seconds) {
   // New files each time, as a save writes them (the old ones are removed untimed).
   auto remove_raw = [&] {
     for (int r = 0; r < w.ranks; ++r) std::filesystem::remove(w.raw_file(r));
@@ -152,8 +169,9 @@ void time_saves(const Workload& w, std::map<std::string, double>& seconds) {
 }
 
 // What the peers do with each loaded tensor (torch's .sum()): every byte is read once, in wide
-// vectors with four partial sums (as torch's vectorized sum), so the row is bound by memory.
-float sum_of(const float* p, size_t n) {
+// vectors with four partial sums (as torch's vectorized sum), so the row is bound by memory; an
+// AVX-512 clone where the CPU has it, as torch dispatches to one.
+__attribute__((target_clones("avx512f", "default"))) float sum_of(const float* p, size_t n) {
   using Floats = float __attribute__((vector_size(64)));
   Floats a{}, b{}, c{}, d{};
   size_t i = 0;
@@ -174,8 +192,9 @@ float sum_of(const float* p, size_t n) {
 
 // The read limit (from the page cache), dsx's load of what time_saves wrote (copied out into the
 // engine's buffers, or used in place as the peers use theirs), and CRC32C alone per kernel.
-void time_loads(const Workload& w, std::map<std::string, double>& seconds) {
+void time_loads(const Workload& w, std::map<std::string, Best>& seconds) {
   std::vector<float> into(w.numel);
+  volatile float sink = 0;
   seconds["read"] = best_seconds(w.reps, [&] {
     for (int r = 0; r < w.ranks; ++r) read_whole(w.raw_file(r), into);
   });
@@ -192,13 +211,25 @@ void time_loads(const Workload& w, std::map<std::string, double>& seconds) {
       reader.read_tensor_file_into(ck::zero_optim_states_file_name(r, false), {&to, 1});
     }
   });
-  volatile float sink = 0;
   seconds["dsx load, in place"] = best_seconds(w.reps, [&] {
     auto reader = ck::CheckpointReader::open(w.dir);
     for (int r = 0; r < w.ranks; ++r) {
       const auto file = reader.read_tensor_file(ck::zero_optim_states_file_name(r, false));
       const auto& view = file.view("master.0");
       sink = sink + sum_of(reinterpret_cast<const float*>(view.data), view.numel());
+    }
+  });
+  seconds["dsx load, sum in one pass"] = best_seconds(w.reps, [&] {
+    auto reader = ck::CheckpointReader::open(w.dir);
+    const ck::TensorToVisit master{"master.0", ck::TensorDType::F32, w.numel};
+    for (int r = 0; r < w.ranks; ++r) {
+      float total = 0;  // each piece is a whole number of floats: blocks and tensors are aligned
+      reader.read_tensor_file_visiting(ck::zero_optim_states_file_name(r, false), {&master, 1},
+                                       [&](size_t, uint64_t, const uint8_t* bytes, size_t size) {
+                                         total += sum_of(reinterpret_cast<const float*>(bytes),
+                                                         size / sizeof(float));
+                                       });
+      sink = sink + total;
     }
   });
   for (auto kernel : {ck::Crc32cKernel::Portable, ck::Crc32cKernel::Sse42, ck::Crc32cKernel::Pclmul,
@@ -211,6 +242,16 @@ void time_loads(const Workload& w, std::map<std::string, double>& seconds) {
       sink = sink + static_cast<float>(crc & 1);
     });
   }
+  // The one-pass load with its pieces on two threads, which a machine of few cores does not use.
+  ::setenv("DSX_CHECKPOINT_THREADS", "2", 1);
+  seconds["dsx load, one pass, 2 threads"] = best_seconds(w.reps, [&] {
+    auto reader = ck::CheckpointReader::open(w.dir);
+    for (int r = 0; r < w.ranks; ++r) {
+      const ck::TensorDestination to{"master.0", ck::TensorDType::F32, into.data(), w.numel};
+      reader.read_tensor_file_into(ck::zero_optim_states_file_name(r, false), {&to, 1});
+    }
+  });
+  ::unsetenv("DSX_CHECKPOINT_THREADS");
   // The dispatched kernel on two threads' pieces, which a machine of few cores does not use.
   ::setenv("DSX_CHECKPOINT_THREADS", "2", 1);
   const std::string dispatched = ck::crc32c_kernel_name(ck::crc32c_fastest_kernel());
@@ -228,13 +269,19 @@ struct Baseline {
 };
 
 // One row per operation: dsx's and the peers' saves against the write limit, loads against the read limit.
-void print_table(double gb, std::map<std::string, double>& seconds, std::map<std::string, double>& peers,
-                 const Baseline& baseline) {
-  std::printf("| operation | seconds | GB/s | speed vs the limit |\n|---|---:|---:|---:|\n");
-  auto row = [&](const char* label, double s, double limit) {
-    std::printf("| %s | %.3f | %.2f | %.2f |\n", label, s, gb / s, limit / s);
+void print_table(double gb, std::map<std::string, Best>& seconds,
+                 std::map<std::string, Best>& peers, const Baseline& baseline) {
+  std::printf(
+      "| operation | seconds | GB/s | speed vs the limit | CPU seconds |\n"
+      "|---|---:|---:|---:|---:|\n");
+  auto row = [&](const char* label, Best s, Best limit) {
+    std::printf("| %s | %.3f | %.2f | %.2f | ", label, s.wall, gb / s.wall, limit.wall / s.wall);
+    if (s.cpu < 1e29)
+      std::printf("%.3f |\n", s.cpu);
+    else
+      std::printf("- |\n");  // an older build's rows, and peers' from an older script
   };
-  const double w = seconds["write+fsync"], r = seconds["read"];
+  const Best w = seconds["write+fsync"], r = seconds["read"];
   row("write + fsync of the same bytes (limit)", w, w);
   row("dsx save: temp, fsync, rename, dir fsync, CRC verify, latest", seconds["dsx save"], w);
   row("dsx save, commit checks sizes only", seconds["dsx save, sizes only"], w);
@@ -243,18 +290,24 @@ void print_table(double gb, std::map<std::string, double>& seconds, std::map<std
   if (peers.count("torch_save"))
     row("torch.save + fsync (DeepSpeed's .pt)", peers["torch_save"], w);
   row("read of the same bytes, page cache (limit)", r, r);
-  if (baseline.load > 0) row("BASELINE build: dsx load, copy out", baseline.load, r);
+  if (baseline.load > 0) row("BASELINE build: dsx load, copy out", {baseline.load}, r);
   row("dsx load: open, CRC verify, parse, copy out", seconds["dsx load"], r);
   row("dsx load into buffers, CRC and copy in one pass", seconds["dsx load, one pass"], r);
-  if (baseline.in_place > 0) row("BASELINE build: dsx load, sum in place", baseline.in_place, r);
+  row("dsx load into buffers, one pass, pieces on 2 threads",
+      seconds["dsx load, one pass, 2 threads"], r);
+  if (baseline.in_place > 0) row("BASELINE build: dsx load, sum in place", {baseline.in_place}, r);
   row("dsx load: open, CRC verify, parse, sum in place", seconds["dsx load, in place"], r);
+  row("dsx load: CRC and sum in one pass, in place", seconds["dsx load, sum in one pass"], r);
   if (peers.count("safetensors_load"))
     row("safetensors.torch.load_file + sum (no check)", peers["safetensors_load"], r);
+  if (peers.count("safetensors_load_copy"))
+    row("safetensors.torch.load_file + copy into buffers (no check)",
+        peers["safetensors_load_copy"], r);
   if (peers.count("torch_load")) row("torch.load (DeepSpeed's .pt) + sum", peers["torch_load"], r);
   std::printf("\n| CRC32C alone, in memory (dispatch: %s) | GB/s |\n|---|---:|\n",
               ck::crc32c_kernel_name(ck::crc32c_fastest_kernel()));
   for (const auto& [name, s] : seconds)
-    if (name.starts_with("crc32c: ")) std::printf("| %s | %.2f |\n", name.c_str() + 8, gb / s);
+    if (name.starts_with("crc32c: ")) std::printf("| %s | %.2f |\n", name.c_str() + 8, gb / s.wall);
 }
 
 }  // namespace
@@ -289,7 +342,7 @@ int main(int argc, char** argv) {
   w.partitions = make_partitions(w.ranks, w.numel);
   const double gb = static_cast<double>(w.ranks) * static_cast<double>(w.numel) * 4 / 1e9;
 
-  std::map<std::string, double> seconds;
+  std::map<std::string, Best> seconds;
   time_saves(w, seconds);
   time_loads(w, seconds);
   auto peers = read_peers(peers_path, w.ranks, mib);

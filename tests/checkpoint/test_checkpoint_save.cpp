@@ -3,6 +3,7 @@
 // the file, and that saving a tag again replaces it without a moment of it being incomplete.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -227,6 +228,85 @@ TEST(CheckpointLoad, ReadIntoBuffersVerifiesInTheSamePass) {
     flip_byte(path, static_cast<long>(std::filesystem::file_size(path)) - 7);
     flip_byte(path, 8);  // the header's opening brace: it no longer parses
     EXPECT_CONTAINS(error_of([&] { reader.read_tensor_file_into(name, into); }), path + " is corrupt");
+  }
+}
+
+// The one-pass load for a consumer that uses the bytes where they lie: every tensor's bytes reach
+// it once, in file order, pieces of at most one 256 KiB block, with the exact values saved.
+TEST(CheckpointLoad, VisitingHandsOutEveryByteOnceInFileOrder) {
+  TempDir tmp;
+  const size_t numel = (3u << 20) / 4 + 5;  // 3 MiB and a bit: a dozen blocks, an odd tail
+  save_test_checkpoint(tmp.path(), default_tag(7), 1, 7, numel);
+  auto reader = CheckpointReader::open(tmp.path());
+  std::vector<float> master(numel, -1.0f);
+  std::vector<int64_t> counters(2, -1);
+  std::vector<uint64_t> next_offset(2, 0);
+  double sum = 0;  // what a consumer computes in place, against a sum of the saved values
+  const std::vector<TensorToVisit> tensors = {{"master.0", TensorDType::F32, numel},
+                                              {"counters", TensorDType::I64, 2}};
+  TensorFile f = reader.read_tensor_file_visiting(
+      zero_optim_states_file_name(0, false), tensors,
+      [&](size_t t, uint64_t offset, const uint8_t* bytes, size_t size) {
+        ASSERT_LT(t, 2u);
+        ASSERT_EQ(offset, next_offset[t]);  // in order, nothing skipped or repeated
+        ASSERT_LE(size, size_t{256} << 10);
+        next_offset[t] += size;
+        uint8_t* to = t == 0 ? reinterpret_cast<uint8_t*>(master.data())
+                             : reinterpret_cast<uint8_t*>(counters.data());
+        std::memcpy(to + offset, bytes, size);
+        if (t == 0)
+          for (size_t i = 0; i < size / 4; ++i) sum += reinterpret_cast<const float*>(bytes)[i];
+      });
+  EXPECT_EQ(next_offset, (std::vector<uint64_t>{numel * 4, 16}));
+  double expected_sum = 0;
+  for (size_t i = 0; i < numel; ++i) {
+    ASSERT_EQ(master[i], partition_value(7, 0, i)) << i;
+    expected_sum += partition_value(7, 0, i);
+  }
+  EXPECT_EQ(sum, expected_sum);  // every value once (the pieces hold whole floats)
+  EXPECT_EQ(counters, (std::vector<int64_t>{7, 0}));
+  EXPECT_CONTAINS(f.metadata_json(), "\"step\":7");
+}
+
+// A byte flipped in the first, a middle or the last block, a file cut short by a byte, and one
+// shorter than safetensors' 8-byte length: both one-pass loads refuse each, naming the file; once
+// the byte is restored the same reader loads the file again.
+TEST(CheckpointLoad, OnePassLoadsRefuseDamageInAnyBlock) {
+  TempDir tmp;
+  const size_t numel = (2u << 20) / 4;  // 2 MiB: eight blocks
+  save_test_checkpoint(tmp.path(), default_tag(3), 1, 3, numel);
+  auto reader = CheckpointReader::open(tmp.path());
+  const std::string name = zero_optim_states_file_name(0, false);
+  const std::string path = reader.directory() + "/" + name;
+  std::vector<float> master(numel);
+  const std::vector<TensorDestination> into = {
+      {"master.0", TensorDType::F32, master.data(), numel}};
+  const std::vector<TensorToVisit> visit = {{"master.0", TensorDType::F32, numel}};
+  size_t visited = 0;
+  auto load_into = [&] { reader.read_tensor_file_into(name, into); };
+  auto load_visiting = [&] {
+    reader.read_tensor_file_visiting(
+        name, visit, [&](size_t, uint64_t, const uint8_t*, size_t n) { visited += n; });
+  };
+  const long size = static_cast<long>(std::filesystem::file_size(path));
+  const long data_start =
+      size - static_cast<long>(numel * 4) - 16;  // counters (widest first), master.0
+  for (long offset : {data_start + 1, size / 2, size - 1}) {
+    flip_byte(path, offset);
+    EXPECT_CONTAINS(error_of(load_into), path + " is corrupt") << offset;
+    EXPECT_CONTAINS(error_of(load_visiting), path + " is corrupt") << offset;
+    flip_byte(path, offset);
+  }
+  EXPECT_NO_THROW(load_into());
+  EXPECT_EQ(master[numel - 1], partition_value(3, 0, numel - 1));
+  visited = 0;
+  EXPECT_NO_THROW(load_visiting());
+  EXPECT_EQ(visited, numel * 4);
+  for (long cut : {size - 1, 4L}) {
+    std::filesystem::resize_file(path, static_cast<uintmax_t>(cut));
+    EXPECT_CONTAINS(error_of(load_into), path + " is truncated: " + std::to_string(cut) + " bytes");
+    EXPECT_CONTAINS(error_of(load_visiting),
+                    path + " is truncated: " + std::to_string(cut) + " bytes");
   }
 }
 
