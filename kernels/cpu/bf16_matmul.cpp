@@ -15,6 +15,7 @@ namespace {
 // per thread: the layers are called from the training thread only, but nothing here assumes it.
 struct Bf16Operands {
   std::vector<uint16_t> a, b, c;
+  std::vector<float> column_sums;
 };
 Bf16Operands& scratch() {
   thread_local Bf16Operands s;
@@ -26,6 +27,22 @@ const uint16_t* rounded(std::vector<uint16_t>& out, const float* in, size_t rows
                         size_t ld) {
   if (out.size() < rows * cols) out.resize(rows * cols);
   for (size_t r = 0; r < rows; ++r) to_bf16(out.data() + r * cols, in + r * ld, cols);
+  return out.data();
+}
+
+// rounded(), and adds the copy's source column sums into `sums` (one row at a time, in row order:
+// the same additions as add_column_sums) while each row is still in cache.
+const uint16_t* rounded_adding_columns(std::vector<uint16_t>& out, std::vector<float>& column_sums,
+                                       const float* in, size_t rows, size_t cols, float* sums) {
+  if (out.size() < rows * cols) out.resize(rows * cols);
+  column_sums.assign(cols, 0.0f);
+  float* s = column_sums.data();
+  for (size_t r = 0; r < rows; ++r) {
+    const float* row = in + r * cols;
+    to_bf16(out.data() + r * cols, row, cols);
+    for (size_t j = 0; j < cols; ++j) s[j] += row[j];
+  }
+  for (size_t j = 0; j < cols; ++j) sums[j] += s[j];
   return out.data();
 }
 
@@ -46,14 +63,15 @@ void decoder_matmul_backward_bf16(float* dinp, float* dweight, float* dbias, con
                                   const float* inp, const float* weight, size_t N, int C, int OC) {
   Bf16Operands& s = scratch();
   const size_t c = size_t(C), oc = size_t(OC);
-  const uint16_t* dout16 = rounded(s.c, dout, N, oc, oc);
+  // The bias gradient is dout's column sums, taken while dout is read for its bf16 copy.
+  const uint16_t* dout16 =
+      dbias ? rounded_adding_columns(s.c, s.column_sums, dout, N, oc, dbias) : rounded(s.c, dout, N, oc, oc);
   const uint16_t* w16 = rounded(s.b, weight, oc, c, c);
   gemm_bf16(false, false, N, c, oc, dout16, oc, w16, c, false, dinp, c);
   if (dweight) {  // null: a frozen weight (LoRA), whose product is skipped
     const uint16_t* inp16 = rounded(s.a, inp, N, c, c);
     gemm_bf16(true, false, oc, c, N, dout16, oc, inp16, c, true, dweight, c);
   }
-  if (dbias) add_column_sums(dbias, dout, N, OC, 0, OC);
 }
 
 // The classifier reads the first V rows of wte and the first V of Vp columns of logits. It runs

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "dsx/error.h"
+#include "kernels/cpu/bf16_attention.h"
 #include "kernels/cpu/bf16_matmul.h"
 #include "kernels/cpu/decoder_layers.h"
 #include "models/token_batch.h"
@@ -103,7 +104,7 @@ void GPT2Cpu<T>::block_forward(int block, BlockActs& a, T* res_out, const T* res
   kc::decoder_layernorm_forward(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), res_in, p.ln1w, p.ln1b, N, C);
   kc::decoder_matmul_forward_as(bf16_gemms_, a.qkv.data(), a.ln1.data(), p.qkvw, p.qkvb, N, C, 3 * C);
   adapt_forward(block, Gpt2Projection::c_attn, a.qkv.data(), a.ln1.data());
-  kc::decoder_attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), B_, T_, C, NH);
+  kc::decoder_attention_forward_as(bf16_gemms_, a.atty.data(), a.att.data(), a.qkv.data(), B_, T_, C, NH);
   kc::decoder_matmul_forward_as(bf16_gemms_, tmp_.data(), a.atty.data(), p.attprojw, p.attprojb, N, C, C);
   adapt_forward(block, Gpt2Projection::attn_proj, tmp_.data(), a.atty.data());
   kc::decoder_residual_forward(a.res2.data(), res_in, tmp_.data(), N * C);
@@ -133,7 +134,8 @@ void GPT2Cpu<T>::block_backward(int block, T* dres, BlockActs& a, const T* res_i
   // res2 = input + attproj(attention(qkv(ln1(input))))
   kc::decoder_matmul_backward_as(bf16_gemms_, datty_.data(), g.attprojw, g.attprojb, dres, a.atty.data(), p.attprojw, N, C, C);
   adapt_backward(block, Gpt2Projection::attn_proj, datty_.data(), dres, a.atty.data());
-  kc::decoder_attention_backward(dqkv_.data(), datty_.data(), a.qkv.data(), a.att.data(), B_, T_, C, NH);
+  kc::decoder_attention_backward_as(bf16_gemms_, dqkv_.data(), datty_.data(), a.qkv.data(), a.att.data(), B_, T_, C,
+                                    NH);
   kc::decoder_matmul_backward_as(bf16_gemms_, dln_.data(), g.qkvw, g.qkvb, dqkv_.data(), a.ln1.data(), p.qkvw, N, C, 3 * C);
   adapt_backward(block, Gpt2Projection::c_attn, dln_.data(), dqkv_.data(), a.ln1.data());
   kc::decoder_layernorm_backward(dres, g.ln1w, g.ln1b, dln_.data(), res_in, p.ln1w, a.ln1_mean.data(),

@@ -87,6 +87,9 @@ const Case kModelCases[] = {
     {false, false, 67, 45, 300, false},  // backward: d inp = dout (N, OC) @ W (OC, C)
     {true, false, 45, 38, 257, true},    // backward: d W += dout^T (OC, N) @ inp (N, C)
     {false, true, 130, 129, 64, true},   // forward accumulating into C
+    // accumulating over more rows of C than gemm_bf16's 2^18-float scratch chunk holds
+    {true, false, 700, 400, 33, true},
+    {false, false, 700, 400, 40, true},
 };
 
 class ScopedEnv {
@@ -173,6 +176,32 @@ TEST(GemmBf16, ClassifierInVocabularySlicesMatchesFloat64) {
   EXPECT_LT(worst_relative(dwte, dwte64), 1e-6);
   for (size_t r = 0; r < N; ++r)
     for (int j = V; j < Vp; ++j) ASSERT_EQ(logits[r * Vp + j], 7.0f) << "padding written";
+}
+
+}  // namespace
+
+namespace {
+
+// The bf16 linear layer's backward takes the bias gradient (dout's column sums) in the pass that
+// rounds dout: it must add the same fp32 sums, in the same order, as the fp32 layer's
+// add_column_sums, onto what dbias held; d inp and d W match float64 on the rounded operands.
+TEST(GemmBf16, LinearBackwardBiasGradientEqualsColumnSums) {
+  const size_t N = 37;
+  const int C = 24, OC = 72;
+  const auto dout = normal_floats(N * OC, 5), inp = normal_floats(N * C, 6), w = normal_floats(size_t(OC) * C, 7);
+  const auto db0 = normal_floats(OC, 8), dw0 = normal_floats(size_t(OC) * C, 9);
+  std::vector<float> dinp(N * C), dw = dw0, db = db0, db_fp32 = db0;
+  k::cpu::decoder_matmul_backward_bf16(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), N, C,
+                                       OC);
+  k::cpu::add_column_sums(db_fp32.data(), dout.data(), N, OC, 0, OC);
+  EXPECT_EQ(db, db_fp32);
+  EXPECT_NE(db, db0);
+  const auto dout64 = bf16_rounded(dout), inp64 = bf16_rounded(inp), w64 = bf16_rounded(w);
+  std::vector<double> dinp64(N * C), dw64(dw0.begin(), dw0.end());
+  k::cpu::decoder_matmul_backward<double>(dinp64.data(), dw64.data(), nullptr, dout64.data(), inp64.data(),
+                                          w64.data(), N, C, OC);
+  EXPECT_LT(worst_relative(dinp, dinp64), 1e-5);
+  EXPECT_LT(worst_relative(dw, dw64), 1e-5);
 }
 
 }  // namespace
