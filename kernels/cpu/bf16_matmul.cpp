@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "kernels/cpu/gemm_bf16.h"
+#include "kernels/cpu/vector_math.h"
+#include "kernels/decoder_math.h"
 
 namespace dsx::kernels::cpu {
 namespace {
@@ -15,7 +17,7 @@ namespace {
 // per thread: the layers are called from the training thread only, but nothing here assumes it.
 struct Bf16Operands {
   std::vector<uint16_t> a, b, c;
-  std::vector<float> column_sums;
+  std::vector<float> column_sums, dlogit_row;
 };
 Bf16Operands& scratch() {
   thread_local Bf16Operands s;
@@ -101,6 +103,48 @@ void decoder_classifier_backward_bf16(float* dinp, float* dwte, const float* dlo
   for (size_t v0 = 0; v0 < v; v0 += kVocabSlice) {
     const size_t rows = std::min(kVocabSlice, v - v0);
     const uint16_t* dlogits16 = rounded(s.c, dlogits + v0, N, rows, size_t(Vp));
+    const uint16_t* wte16 = rounded(s.b, wte + v0 * c, rows, c, c);
+    gemm_bf16(false, false, N, c, rows, dlogits16, rows, wte16, c, v0 > 0, dinp, c);
+    if (dwte) gemm_bf16(true, false, rows, c, N, dlogits16, rows, inp16, c, true, dwte + v0 * c, c);
+  }
+}
+
+namespace {
+
+// The bf16 copy of d loss / d logits for vocabulary columns [v0, v0 + cols): each row's
+// exp(z - lse) * dloss, minus dloss at the target (decoder_crossentropy_backward's arithmetic),
+// made in a row-sized fp32 scratch and rounded, so the fp32 logits are read once and never rewritten.
+const uint16_t* dlogits_rounded(Bf16Operands& s, const float* logits, const float* lse, const int32_t* targets,
+                                float dloss, size_t N, size_t v0, size_t cols, size_t Vp) {
+  if (s.c.size() < N * cols) s.c.resize(N * cols);
+  s.dlogit_row.resize(cols);
+  float* row = s.dlogit_row.data();
+  for (size_t r = 0; r < N; ++r) {
+    const int32_t y = targets[r];
+    if (!decoder::crossentropy_counted(y)) {
+      std::fill(row, row + cols, 0.0f);
+    } else {
+      std::copy(logits + r * Vp + v0, logits + r * Vp + v0 + cols, row);
+      row_exp_scale(row, cols, lse[r], dloss);
+      if (size_t(y) >= v0 && size_t(y) < v0 + cols)
+        row[size_t(y) - v0] = decoder::crossentropy_dlogit_given(row[size_t(y) - v0], true, dloss);
+    }
+    to_bf16(s.c.data() + r * cols, row, cols);
+  }
+  return s.c.data();
+}
+
+}  // namespace
+
+void decoder_crossentropy_classifier_backward_bf16(float* dinp, float* dwte, const float* logits, const float* lse,
+                                                   const int32_t* targets, float dloss, const float* inp,
+                                                   const float* wte, size_t N, int C, int V, int Vp) {
+  Bf16Operands& s = scratch();
+  const size_t c = size_t(C), v = size_t(V);
+  const uint16_t* inp16 = dwte ? rounded(s.a, inp, N, c, c) : nullptr;  // null: a frozen head
+  for (size_t v0 = 0; v0 < v; v0 += kVocabSlice) {
+    const size_t rows = std::min(kVocabSlice, v - v0);
+    const uint16_t* dlogits16 = dlogits_rounded(s, logits, lse, targets, dloss, N, v0, rows, size_t(Vp));
     const uint16_t* wte16 = rounded(s.b, wte + v0 * c, rows, c, c);
     gemm_bf16(false, false, N, c, rows, dlogits16, rows, wte16, c, v0 > 0, dinp, c);
     if (dwte) gemm_bf16(true, false, rows, c, N, dlogits16, rows, inp16, c, true, dwte + v0 * c, c);

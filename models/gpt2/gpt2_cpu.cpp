@@ -185,7 +185,7 @@ void GPT2Cpu<T>::backward(ParamAccess& access, GradSink& sink, float grad_scale)
     throw Error(ErrorKind::Usage, "GPT-2 backward: the last forward had no targets, so there is no loss to differentiate");
   const size_t N = static_cast<size_t>(B_) * T_;
   const int L = config_.num_layers, C = config_.channels, V = config_.vocab_size, Vp = config_.padded_vocab_size;
-  has_targets_ = false;  // the logits become their gradient below
+  has_targets_ = false;  // the logits become their gradient below (in fp32; bf16 makes it per slice)
 
   // Head: logits = lnf(residual_L) @ wte^T, tied to the embedding (layer 0).
   auto head = std::make_optional<trace::Scope>("backward head", "layer");
@@ -195,8 +195,8 @@ void GPT2Cpu<T>::backward(ParamAccess& access, GradSink& sink, float grad_scale)
   const T* wte = static_cast<const T*>(access.param(gpt2_param_index(config_, kWte, 0)));
   T* dwte = static_cast<T*>(sink.grad(gpt2_param_index(config_, kWte, 0)));
   T dloss = counted_ ? static_cast<T>(grad_scale) / static_cast<T>(counted_) : T(0);
-  kc::decoder_crossentropy_backward(logits_.data(), lse_.data(), targets_.data(), dloss, N, V, Vp);
-  kc::decoder_classifier_backward_as(bf16_gemms_, dln_.data(), dwte, logits_.data(), lnf_.data(), wte, N, C, V, Vp);
+  kc::decoder_crossentropy_classifier_backward_as(bf16_gemms_, dln_.data(), dwte, logits_.data(), lse_.data(),
+                                                 targets_.data(), dloss, lnf_.data(), wte, N, C, V, Vp);
   std::fill(dres_.begin(), dres_.begin() + N * C, T(0));
   kc::decoder_layernorm_backward(dres_.data(), static_cast<T*>(sink.grad(gpt2_param_index(config_, kLnfw, 0))),
                               static_cast<T*>(sink.grad(gpt2_param_index(config_, kLnfb, 0))), dln_.data(),

@@ -205,3 +205,36 @@ TEST(GemmBf16, LinearBackwardBiasGradientEqualsColumnSums) {
 }
 
 }  // namespace
+
+namespace {
+
+// The fused head backward (cross-entropy into the classifier, bf16) must give what the two
+// unfused steps give: the same dlogits arithmetic rounded the same way, so d inp and d wte equal
+// decoder_crossentropy_backward + decoder_classifier_backward_bf16 to fp32 summation, an ignored
+// target (-1) contributes nothing, and the logits are left untouched.
+TEST(GemmBf16, FusedCrossEntropyClassifierBackwardEqualsTheTwoSteps) {
+  const size_t N = 7;
+  const int C = 16, V = 2048 + 77, Vp = V + 3;
+  const auto inp = normal_floats(N * C, 11), wte = normal_floats(size_t(V) * C, 12);
+  auto logits = normal_floats(N * Vp, 13);
+  const std::vector<int32_t> targets = {3, 2047, 2048, -1, V - 1, 0, 1500};
+  std::vector<float> lse(N), losses(N);
+  k::cpu::decoder_crossentropy_forward(losses.data(), lse.data(), logits.data(), targets.data(), N, V, Vp);
+  const std::vector<float> logits0 = logits;
+  const float dloss = 0.125f;
+  std::vector<float> dinp(N * C), dwte(size_t(V) * C, 0.5f);
+  k::cpu::decoder_crossentropy_classifier_backward_bf16(dinp.data(), dwte.data(), logits.data(), lse.data(),
+                                                        targets.data(), dloss, inp.data(), wte.data(), N, C, V, Vp);
+  EXPECT_EQ(logits, logits0) << "the fused backward wrote the logits";
+  std::vector<float> dinp2(N * C), dwte2(size_t(V) * C, 0.5f), dlogits = logits0;
+  k::cpu::decoder_crossentropy_backward(dlogits.data(), lse.data(), targets.data(), dloss, N, V, Vp);
+  k::cpu::decoder_classifier_backward_bf16(dinp2.data(), dwte2.data(), dlogits.data(), inp.data(), wte.data(), N,
+                                           C, V, Vp);
+  const std::vector<double> dinp64(dinp2.begin(), dinp2.end()), dwte64(dwte2.begin(), dwte2.end());
+  EXPECT_LT(worst_relative(dinp, dinp64), 1e-6);
+  EXPECT_LT(worst_relative(dwte, dwte64), 1e-6);
+  const double gap = worst_relative(dwte, std::vector<double>(size_t(V) * C, 0.5));
+  EXPECT_GT(gap, 1e-3) << "d wte did not move: the test would pass on a no-op";
+}
+
+}  // namespace
