@@ -124,8 +124,7 @@ const uint16_t* dlogits_rounded(Bf16Operands& s, const float* logits, const floa
     if (!decoder::crossentropy_counted(y)) {
       std::fill(row, row + cols, 0.0f);
     } else {
-      std::copy(logits + r * Vp + v0, logits + r * Vp + v0 + cols, row);
-      row_exp_scale(row, cols, lse[r], dloss);
+      row_exp_scale_into(row, logits + r * Vp + v0, cols, lse[r], dloss);
       if (size_t(y) >= v0 && size_t(y) < v0 + cols)
         row[size_t(y) - v0] = decoder::crossentropy_dlogit_given(row[size_t(y) - v0], true, dloss);
     }
