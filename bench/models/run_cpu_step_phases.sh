@@ -6,7 +6,7 @@
 # (step_limits.c, one thread). Prints one table of rank 0's phases per step.
 # BF16=1: the same job with ds_config bf16 enabled, each GEMM's limit oneDNN's bf16 matmul alone at
 # the shapes dsx runs (the classifier in its vocabulary slices), the attention's products included.
-# usage: bash bench/models/run_cpu_step_phases.sh [build-dir]   (env STEPS, TEXT, BF16)
+# usage: bash bench/models/run_cpu_step_phases.sh [build-dir]   (env STEPS, TEXT, BF16, MASTER_PORT)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(realpath -m "${1:-$root/build}")
@@ -30,7 +30,7 @@ text=${TEXT:-$work/text.txt}
 [[ -n ${TEXT:-} ]] || cat "$root"/docs/*.md >"$text"
 
 # The job, steps 3-5 traced (the default schedule).
-(cd "$work" && OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$build/dsx" launch --num_gpus 2 "$build/dsx" train \
+(cd "$work" && OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$build/dsx" launch --num_gpus 2 --master_port "${MASTER_PORT:-29500}" "$build/dsx" train \
   --deepspeed_config "$job" --model gpt2-bench --data "text:$text" \
   --seq_len 256 --steps "$steps" --eval_interval 0 --samples 0 --profile "$work/trace" >"$work/train.log" 2>&1) ||
   { tail -20 "$work/train.log" >&2; exit 1; }
