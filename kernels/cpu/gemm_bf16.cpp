@@ -103,10 +103,10 @@ void gemm_bf16_dnnl(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, co
   }
 }
 
-// C += op(A) op(B) through a product into scratch, then an add, in chunks of C's rows. oneDNN's
-// sum post-op reads C inside the kernel and costs 15-25% of a weight gradient's GEMM at GPT-2's
-// shapes (k = 512 tokens, C up to 2048 x 384: measured on the 2-core Zen 5 VM); a product into a
-// cache-sized scratch and a streaming add cost 0-5%. The chunk bounds the scratch at 1 MiB.
+// C += op(A) op(B) through a product into scratch, then an add, in chunks of C's rows. With
+// oneDNN's sum post-op (C read inside the kernel) a weight gradient's GEMM at GPT-2's shapes
+// (k = 512 tokens, C up to 2048 x 384) ran 14-21% slower than this on the 2-core Zen 5 VM.
+// The chunk bounds the scratch at 1 MiB.
 constexpr size_t kAccumulateChunkFloats = size_t(1) << 18;
 
 void gemm_bf16_dnnl_accumulate(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, const uint16_t* a,
