@@ -3,6 +3,8 @@
 #include "kernels/cpu/bf16_matmul.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <cstdint>
 #include <vector>
 
@@ -17,7 +19,7 @@ namespace {
 // per thread: the layers are called from the training thread only, but nothing here assumes it.
 struct Bf16Operands {
   std::vector<uint16_t> a, b, c;
-  std::vector<float> column_sums, dlogit_row;
+  std::vector<float> column_sums, dlogit_row, row_max, row_sum_exp;
 };
 Bf16Operands& scratch() {
   thread_local Bf16Operands s;
@@ -148,6 +150,42 @@ void decoder_crossentropy_classifier_backward_bf16(float* dinp, float* dwte, con
     gemm_bf16(false, false, N, c, rows, dlogits16, rows, wte16, c, v0 > 0, dinp, c);
     if (dwte) gemm_bf16(true, false, rows, c, N, dlogits16, rows, inp16, c, true, dwte + v0 * c, c);
   }
+}
+
+// Each row's running max M and sum S of exp(z - M) over the slices seen, taking in slice z[0, n):
+// a larger max rescales the sum so far by exp(M_old - M_new) (the online softmax).
+void take_slice(float& M, float& S, const float* z, size_t n) {
+  const float m = row_max(z, n);
+  if (m > M) {
+    S = S * std::exp(M - m) + row_sum_exp(z, n, m);  // exp(-inf) = 0 on the first slice
+    M = m;
+  } else {
+    S += row_sum_exp(z, n, M);
+  }
+}
+
+size_t decoder_classifier_crossentropy_forward_bf16(float* logits, float* losses, float* lse, const float* inp,
+                                                    const float* wte, const int32_t* targets, size_t N, int C,
+                                                    int V, int Vp) {
+  Bf16Operands& s = scratch();
+  const size_t c = size_t(C), v = size_t(V), vp = size_t(Vp);
+  const uint16_t* inp16 = rounded(s.a, inp, N, c, c);
+  s.row_max.assign(N, -std::numeric_limits<float>::infinity());
+  s.row_sum_exp.assign(N, 0.0f);
+  for (size_t v0 = 0; v0 < v; v0 += kVocabSlice) {
+    const size_t rows = std::min(kVocabSlice, v - v0);
+    const uint16_t* wte16 = rounded(s.b, wte + v0 * c, rows, c, c);
+    gemm_bf16(false, true, N, rows, c, inp16, c, wte16, c, false, logits + v0, vp);
+    for (size_t r = 0; r < N; ++r) take_slice(s.row_max[r], s.row_sum_exp[r], logits + r * vp + v0, rows);
+  }
+  size_t counted = 0;
+  for (size_t r = 0; r < N; ++r) {
+    const int32_t y = targets[r];
+    lse[r] = decoder::logsumexp_given(s.row_max[r], s.row_sum_exp[r]);
+    losses[r] = decoder::crossentropy_loss(lse[r], y, [&] { return logits[r * vp + size_t(y)]; });
+    counted += decoder::crossentropy_counted(y);
+  }
+  return counted;
 }
 
 }  // namespace dsx::kernels::cpu

@@ -24,6 +24,15 @@ void decoder_classifier_forward_bf16(float* logits, const float* inp, const floa
 void decoder_classifier_backward_bf16(float* dinp, float* dwte, const float* dlogits,
                                       const float* inp, const float* wte, size_t N, int C, int V,
                                       int Vp);
+// The classifier's forward with the cross-entropy's forward fused in: each row's max and sum of
+// exponentials are taken from each vocabulary slice of logits just written (an online softmax),
+// not in two more passes over all (N, V) logits. Writes the logits, lse and losses of
+// decoder_classifier_forward_bf16 + decoder_crossentropy_forward (lse to fp32 rounding, summed in
+// another order); returns the number of counted targets.
+size_t decoder_classifier_crossentropy_forward_bf16(float* logits, float* losses, float* lse, const float* inp,
+                                                    const float* wte, const int32_t* targets, size_t N, int C,
+                                                    int V, int Vp);
+
 // The cross-entropy's backward fused into the classifier's: d loss / d logits is made one
 // vocabulary slice at a time from the logits and lse of decoder_crossentropy_forward, rounded to
 // bf16 for the slice's products, and never stored; `logits` is left as it was. The same arithmetic

@@ -166,14 +166,23 @@ float GPT2Cpu<T>::forward(const int32_t* inputs, const int32_t* targets, int B, 
   const T* lnfw = static_cast<const T*>(access.param(gpt2_param_index(config_, kLnfw, 0)));
   const T* lnfb = static_cast<const T*>(access.param(gpt2_param_index(config_, kLnfb, 0)));
   kc::decoder_layernorm_forward(lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), residual_[L].data(), lnfw, lnfb, N, C);
-  kc::decoder_classifier_forward_as(bf16_gemms_, logits_.data(), lnf_.data(), wte, N, C, V, Vp);
+  bool loss_taken = false;  // bf16: the loss is taken from each vocabulary slice while it is in cache
+  if constexpr (std::is_same_v<T, float>) {
+    if (bf16_gemms_ && has_targets_) {
+      counted_ = kc::decoder_classifier_crossentropy_forward_bf16(logits_.data(), losses_.data(), lse_.data(),
+                                                                  lnf_.data(), wte, targets, N, C, V, Vp);
+      loss_taken = true;
+    }
+  }
+  if (!loss_taken) kc::decoder_classifier_forward_as(bf16_gemms_, logits_.data(), lnf_.data(), wte, N, C, V, Vp);
   access.release(L + 1);
   access.release(0);
 
   mean_loss_ = 0;
-  counted_ = 0;
+  if (!loss_taken) counted_ = 0;
   if (has_targets_) {
-    counted_ = kc::decoder_crossentropy_forward(losses_.data(), lse_.data(), logits_.data(), targets, N, V, Vp);
+    if (!loss_taken)
+      counted_ = kc::decoder_crossentropy_forward(losses_.data(), lse_.data(), logits_.data(), targets, N, V, Vp);
     mean_loss_ = kc::decoder_mean_loss(losses_.data(), N, counted_);
   }
   return static_cast<float>(mean_loss_);

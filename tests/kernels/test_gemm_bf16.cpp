@@ -238,3 +238,36 @@ TEST(GemmBf16, FusedCrossEntropyClassifierBackwardEqualsTheTwoSteps) {
 }
 
 }  // namespace
+
+namespace {
+
+// The fused forward head (classifier + cross-entropy, bf16) writes the classifier's logits bit
+// for bit, and lse and losses within fp32 rounding of the two-pass cross-entropy (its sums run
+// slice by slice with a rescale, so only the order of additions differs); an ignored target (-1)
+// is not counted and has loss 0. Targets in the first, second and last (partial) slice.
+TEST(GemmBf16, FusedClassifierCrossEntropyForwardEqualsTheTwoSteps) {
+  const size_t N = 6;
+  const int C = 16, V = 2 * 2048 + 77, Vp = V + 3;
+  auto inp = normal_floats(N * C, 14);
+  for (size_t i = 0; i < C; ++i) inp[i] *= 8.0f;  // a row whose max sits far above the rest
+  const auto wte = normal_floats(size_t(V) * C, 15);
+  const std::vector<int32_t> targets = {3, 2047, 2048, -1, V - 1, 4100};
+  std::vector<float> logits(N * Vp, 7.0f), losses(N), lse(N);
+  const size_t counted = k::cpu::decoder_classifier_crossentropy_forward_bf16(
+      logits.data(), losses.data(), lse.data(), inp.data(), wte.data(), targets.data(), N, C, V, Vp);
+  std::vector<float> logits2(N * Vp, 7.0f), losses2(N), lse2(N);
+  k::cpu::decoder_classifier_forward_bf16(logits2.data(), inp.data(), wte.data(), N, C, V, Vp);
+  const size_t counted2 =
+      k::cpu::decoder_crossentropy_forward(losses2.data(), lse2.data(), logits2.data(), targets.data(), N, V, Vp);
+  EXPECT_EQ(logits, logits2);
+  EXPECT_EQ(counted, 5u);
+  EXPECT_EQ(counted, counted2);
+  for (size_t r = 0; r < N; ++r) {
+    EXPECT_NEAR(lse[r], lse2[r], 2e-6 * std::fabs(lse2[r]) + 1e-6) << "row " << r;
+    EXPECT_NEAR(losses[r], losses2[r], 2e-6 * std::fabs(lse2[r]) + 1e-6) << "row " << r;
+  }
+  EXPECT_EQ(losses[3], 0.0f);
+  EXPECT_GT(losses[0], 1.0f);
+}
+
+}  // namespace
