@@ -51,12 +51,12 @@ static double fastest_sgemm(char ta, char tb, int m, int n, int k) {
 }
 
 #ifdef STEP_LIMITS_BF16
-#define DNNL_OK(call)                                                     \
-  do {                                                                    \
-    if ((call) != dnnl_success) {                                         \
-      fprintf(stderr, "step_limits: %s failed\n", #call);                 \
-      exit(3);                                                            \
-    }                                                                     \
+#define DNNL_OK(call)                                     \
+  do {                                                    \
+    if ((call) != dnnl_success) {                         \
+      fprintf(stderr, "step_limits: %s failed\n", #call); \
+      exit(3);                                            \
+    }                                                     \
   } while (0)
 
 /* A row-major (rows, cols) matrix, or its transpose when trans is 'T' (as cblas reads it). */
@@ -64,7 +64,8 @@ static dnnl_memory_desc_t matrix(int rows, int cols, char trans, dnnl_data_type_
   dnnl_memory_desc_t md;
   const dnnl_dims_t dims = {rows, cols};
   const dnnl_dims_t row_major = {cols, 1}, col_major = {1, rows};
-  DNNL_OK(dnnl_memory_desc_init_by_strides(&md, 2, dims, type, trans == 'N' ? row_major : col_major));
+  DNNL_OK(
+      dnnl_memory_desc_init_by_strides(&md, 2, dims, type, trans == 'N' ? row_major : col_major));
   return md;
 }
 
@@ -148,10 +149,12 @@ int main(void) {
     } else if ((strcmp(kind, "sgemm") == 0 || strcmp(kind, "bf16gemm") == 0) &&
                scanf("%127s %c %c %d %d %d %ld", name, &ta, &tb, &m, &n, &k, &count) == 7) {
 #ifdef STEP_LIMITS_BF16
-      const double s = kind[0] == 'b' ? fastest_bf16gemm(ta, tb, m, n, k) : fastest_sgemm(ta, tb, m, n, k);
+      const double s =
+          kind[0] == 'b' ? fastest_bf16gemm(ta, tb, m, n, k) : fastest_sgemm(ta, tb, m, n, k);
 #else
       if (kind[0] == 'b') {
-        fprintf(stderr, "step_limits: built without STEP_LIMITS_BF16, so it cannot time bf16gemm\n");
+        fprintf(stderr,
+                "step_limits: built without STEP_LIMITS_BF16, so it cannot time bf16gemm\n");
         return 2;
       }
       const double s = fastest_sgemm(ta, tb, m, n, k);

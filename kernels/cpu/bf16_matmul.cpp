@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "kernels/cpu/gemm_bf16.h"
@@ -68,8 +68,8 @@ void decoder_matmul_backward_bf16(float* dinp, float* dweight, float* dbias, con
   Bf16Operands& s = scratch();
   const size_t c = size_t(C), oc = size_t(OC);
   // The bias gradient is dout's column sums, taken while dout is read for its bf16 copy.
-  const uint16_t* dout16 =
-      dbias ? rounded_adding_columns(s.c, s.column_sums, dout, N, oc, dbias) : rounded(s.c, dout, N, oc, oc);
+  const uint16_t* dout16 = dbias ? rounded_adding_columns(s.c, s.column_sums, dout, N, oc, dbias)
+                                 : rounded(s.c, dout, N, oc, oc);
   const uint16_t* w16 = rounded(s.b, weight, oc, c, c);
   gemm_bf16(false, false, N, c, oc, dout16, oc, w16, c, false, dinp, c);
   if (dweight) {  // null: a frozen weight (LoRA), whose product is skipped
@@ -115,9 +115,11 @@ namespace {
 
 // The bf16 copy of d loss / d logits for vocabulary columns [v0, v0 + cols): each row's
 // exp(z - lse) * dloss, minus dloss at the target (decoder_crossentropy_backward's arithmetic),
-// made in a row-sized fp32 scratch and rounded, so the fp32 logits are read once and never rewritten.
-const uint16_t* dlogits_rounded(Bf16Operands& s, const float* logits, const float* lse, const int32_t* targets,
-                                float dloss, size_t N, size_t v0, size_t cols, size_t Vp) {
+// made in a row-sized fp32 scratch and rounded, so the fp32 logits are read once and never
+// rewritten.
+const uint16_t* dlogits_rounded(Bf16Operands& s, const float* logits, const float* lse,
+                                const int32_t* targets, float dloss, size_t N, size_t v0,
+                                size_t cols, size_t Vp) {
   if (s.c.size() < N * cols) s.c.resize(N * cols);
   s.dlogit_row.resize(cols);
   float* row = s.dlogit_row.data();
@@ -137,15 +139,17 @@ const uint16_t* dlogits_rounded(Bf16Operands& s, const float* logits, const floa
 
 }  // namespace
 
-void decoder_crossentropy_classifier_backward_bf16(float* dinp, float* dwte, const float* logits, const float* lse,
-                                                   const int32_t* targets, float dloss, const float* inp,
-                                                   const float* wte, size_t N, int C, int V, int Vp) {
+void decoder_crossentropy_classifier_backward_bf16(float* dinp, float* dwte, const float* logits,
+                                                   const float* lse, const int32_t* targets,
+                                                   float dloss, const float* inp, const float* wte,
+                                                   size_t N, int C, int V, int Vp) {
   Bf16Operands& s = scratch();
   const size_t c = size_t(C), v = size_t(V);
   const uint16_t* inp16 = dwte ? rounded(s.a, inp, N, c, c) : nullptr;  // null: a frozen head
   for (size_t v0 = 0; v0 < v; v0 += kVocabSlice) {
     const size_t rows = std::min(kVocabSlice, v - v0);
-    const uint16_t* dlogits16 = dlogits_rounded(s, logits, lse, targets, dloss, N, v0, rows, size_t(Vp));
+    const uint16_t* dlogits16 =
+        dlogits_rounded(s, logits, lse, targets, dloss, N, v0, rows, size_t(Vp));
     const uint16_t* wte16 = rounded(s.b, wte + v0 * c, rows, c, c);
     gemm_bf16(false, false, N, c, rows, dlogits16, rows, wte16, c, v0 > 0, dinp, c);
     if (dwte) gemm_bf16(true, false, rows, c, N, dlogits16, rows, inp16, c, true, dwte + v0 * c, c);
@@ -164,9 +168,10 @@ void take_slice(float& M, float& S, const float* z, size_t n) {
   }
 }
 
-size_t decoder_classifier_crossentropy_forward_bf16(float* logits, float* losses, float* lse, const float* inp,
-                                                    const float* wte, const int32_t* targets, size_t N, int C,
-                                                    int V, int Vp) {
+size_t decoder_classifier_crossentropy_forward_bf16(float* logits, float* losses, float* lse,
+                                                    const float* inp, const float* wte,
+                                                    const int32_t* targets, size_t N, int C, int V,
+                                                    int Vp) {
   Bf16Operands& s = scratch();
   const size_t c = size_t(C), v = size_t(V), vp = size_t(Vp);
   const uint16_t* inp16 = rounded(s.a, inp, N, c, c);
@@ -176,7 +181,8 @@ size_t decoder_classifier_crossentropy_forward_bf16(float* logits, float* losses
     const size_t rows = std::min(kVocabSlice, v - v0);
     const uint16_t* wte16 = rounded(s.b, wte + v0 * c, rows, c, c);
     gemm_bf16(false, true, N, rows, c, inp16, c, wte16, c, false, logits + v0, vp);
-    for (size_t r = 0; r < N; ++r) take_slice(s.row_max[r], s.row_sum_exp[r], logits + r * vp + v0, rows);
+    for (size_t r = 0; r < N; ++r)
+      take_slice(s.row_max[r], s.row_sum_exp[r], logits + r * vp + v0, rows);
   }
   size_t counted = 0;
   for (size_t r = 0; r < N; ++r) {

@@ -109,8 +109,9 @@ void gemm_bf16_dnnl(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, co
 // The chunk bounds the scratch at 1 MiB.
 constexpr size_t kAccumulateChunkFloats = size_t(1) << 18;
 
-void gemm_bf16_dnnl_accumulate(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, const uint16_t* a,
-                               size_t lda, const uint16_t* b, size_t ldb, float* c, size_t ldc) {
+void gemm_bf16_dnnl_accumulate(bool trans_a, bool trans_b, size_t m, size_t n, size_t k,
+                               const uint16_t* a, size_t lda, const uint16_t* b, size_t ldb,
+                               float* c, size_t ldc) {
   thread_local std::vector<float> scratch;
   const size_t chunk = std::max<size_t>(1, std::min(m, kAccumulateChunkFloats / n));
   if (scratch.size() < chunk * n) scratch.resize(chunk * n);

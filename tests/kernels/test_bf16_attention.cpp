@@ -38,12 +38,14 @@ TEST(Bf16Attention, MatchesFloat64WithinBf16Rounding) {
   const auto qkv = normal_floats(N * 3 * C, 1, 1.5f), dout = normal_floats(N * C, 2, 1.0f);
   std::vector<float> out(N * C), att(size_t(B) * NH * T * T, 9.0f), dqkv(N * 3 * C, 9.0f);
   kc::decoder_attention_forward_bf16(out.data(), att.data(), qkv.data(), B, T, C, NH);
-  kc::decoder_attention_backward_bf16(dqkv.data(), dout.data(), qkv.data(), att.data(), B, T, C, NH);
+  kc::decoder_attention_backward_bf16(dqkv.data(), dout.data(), qkv.data(), att.data(), B, T, C,
+                                      NH);
 
   const std::vector<double> qkv64(qkv.begin(), qkv.end()), dout64(dout.begin(), dout.end());
   std::vector<double> out64(out.size()), att64(att.size()), dqkv64(dqkv.size());
   kc::decoder_attention_forward(out64.data(), att64.data(), qkv64.data(), B, T, C, NH);
-  kc::decoder_attention_backward(dqkv64.data(), dout64.data(), qkv64.data(), att64.data(), B, T, C, NH);
+  kc::decoder_attention_backward(dqkv64.data(), dout64.data(), qkv64.data(), att64.data(), B, T, C,
+                                 NH);
 
   const double out_err = worst_relative(out, out64), att_err = worst_relative(att, att64),
                dqkv_err = worst_relative(dqkv, dqkv64);
@@ -58,11 +60,13 @@ TEST(Bf16Attention, MatchesFloat64WithinBf16Rounding) {
       double sum = 0;
       for (int t2 = 0; t2 <= t; ++t2) sum += row[t2];
       ASSERT_NEAR(sum, 1.0, 1e-5) << "head " << bh << " row " << t;
-      for (int t2 = t + 1; t2 < T; ++t2) ASSERT_EQ(row[t2], 0.0f) << "masked key " << t2 << " of row " << t;
+      for (int t2 = t + 1; t2 < T; ++t2)
+        ASSERT_EQ(row[t2], 0.0f) << "masked key " << t2 << " of row " << t;
     }
 }
 
-// The dispatcher keeps double (the reference model) on the fp32-summing kernel whatever it is asked.
+// The dispatcher keeps double (the reference model) on the fp32-summing kernel whatever it is
+// asked.
 TEST(Bf16Attention, DoubleIgnoresTheBf16Switch) {
   const int B = 1, T = 5, C = 8, NH = 2;
   std::vector<double> qkv(size_t(T) * 3 * C), out_a(size_t(T) * C), out_b(out_a.size());

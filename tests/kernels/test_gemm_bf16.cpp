@@ -188,18 +188,19 @@ namespace {
 TEST(GemmBf16, LinearBackwardBiasGradientEqualsColumnSums) {
   const size_t N = 37;
   const int C = 24, OC = 72;
-  const auto dout = normal_floats(N * OC, 5), inp = normal_floats(N * C, 6), w = normal_floats(size_t(OC) * C, 7);
+  const auto dout = normal_floats(N * OC, 5), inp = normal_floats(N * C, 6),
+             w = normal_floats(size_t(OC) * C, 7);
   const auto db0 = normal_floats(OC, 8), dw0 = normal_floats(size_t(OC) * C, 9);
   std::vector<float> dinp(N * C), dw = dw0, db = db0, db_fp32 = db0;
-  k::cpu::decoder_matmul_backward_bf16(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), N, C,
-                                       OC);
+  k::cpu::decoder_matmul_backward_bf16(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(),
+                                       w.data(), N, C, OC);
   k::cpu::add_column_sums(db_fp32.data(), dout.data(), N, OC, 0, OC);
   EXPECT_EQ(db, db_fp32);
   EXPECT_NE(db, db0);
   const auto dout64 = bf16_rounded(dout), inp64 = bf16_rounded(inp), w64 = bf16_rounded(w);
   std::vector<double> dinp64(N * C), dw64(dw0.begin(), dw0.end());
-  k::cpu::decoder_matmul_backward<double>(dinp64.data(), dw64.data(), nullptr, dout64.data(), inp64.data(),
-                                          w64.data(), N, C, OC);
+  k::cpu::decoder_matmul_backward<double>(dinp64.data(), dw64.data(), nullptr, dout64.data(),
+                                          inp64.data(), w64.data(), N, C, OC);
   EXPECT_LT(worst_relative(dinp, dinp64), 1e-5);
   EXPECT_LT(worst_relative(dw, dw64), 1e-5);
 }
@@ -219,17 +220,20 @@ TEST(GemmBf16, FusedCrossEntropyClassifierBackwardEqualsTheTwoSteps) {
   auto logits = normal_floats(N * Vp, 13);
   const std::vector<int32_t> targets = {3, 2047, 2048, -1, V - 1, 0, 1500};
   std::vector<float> lse(N), losses(N);
-  k::cpu::decoder_crossentropy_forward(losses.data(), lse.data(), logits.data(), targets.data(), N, V, Vp);
+  k::cpu::decoder_crossentropy_forward(losses.data(), lse.data(), logits.data(), targets.data(), N,
+                                       V, Vp);
   const std::vector<float> logits0 = logits;
   const float dloss = 0.125f;
   std::vector<float> dinp(N * C), dwte(size_t(V) * C, 0.5f);
-  k::cpu::decoder_crossentropy_classifier_backward_bf16(dinp.data(), dwte.data(), logits.data(), lse.data(),
-                                                        targets.data(), dloss, inp.data(), wte.data(), N, C, V, Vp);
+  k::cpu::decoder_crossentropy_classifier_backward_bf16(dinp.data(), dwte.data(), logits.data(),
+                                                        lse.data(), targets.data(), dloss,
+                                                        inp.data(), wte.data(), N, C, V, Vp);
   EXPECT_EQ(logits, logits0) << "the fused backward wrote the logits";
   std::vector<float> dinp2(N * C), dwte2(size_t(V) * C, 0.5f), dlogits = logits0;
-  k::cpu::decoder_crossentropy_backward(dlogits.data(), lse.data(), targets.data(), dloss, N, V, Vp);
-  k::cpu::decoder_classifier_backward_bf16(dinp2.data(), dwte2.data(), dlogits.data(), inp.data(), wte.data(), N,
-                                           C, V, Vp);
+  k::cpu::decoder_crossentropy_backward(dlogits.data(), lse.data(), targets.data(), dloss, N, V,
+                                        Vp);
+  k::cpu::decoder_classifier_backward_bf16(dinp2.data(), dwte2.data(), dlogits.data(), inp.data(),
+                                           wte.data(), N, C, V, Vp);
   const std::vector<double> dinp64(dinp2.begin(), dinp2.end()), dwte64(dwte2.begin(), dwte2.end());
   EXPECT_LT(worst_relative(dinp, dinp64), 1e-6);
   EXPECT_LT(worst_relative(dwte, dwte64), 1e-6);
@@ -254,11 +258,12 @@ TEST(GemmBf16, FusedClassifierCrossEntropyForwardEqualsTheTwoSteps) {
   const std::vector<int32_t> targets = {3, 2047, 2048, -1, V - 1, 4100};
   std::vector<float> logits(N * Vp, 7.0f), losses(N), lse(N);
   const size_t counted = k::cpu::decoder_classifier_crossentropy_forward_bf16(
-      logits.data(), losses.data(), lse.data(), inp.data(), wte.data(), targets.data(), N, C, V, Vp);
+      logits.data(), losses.data(), lse.data(), inp.data(), wte.data(), targets.data(), N, C, V,
+      Vp);
   std::vector<float> logits2(N * Vp, 7.0f), losses2(N), lse2(N);
   k::cpu::decoder_classifier_forward_bf16(logits2.data(), inp.data(), wte.data(), N, C, V, Vp);
-  const size_t counted2 =
-      k::cpu::decoder_crossentropy_forward(losses2.data(), lse2.data(), logits2.data(), targets.data(), N, V, Vp);
+  const size_t counted2 = k::cpu::decoder_crossentropy_forward(
+      losses2.data(), lse2.data(), logits2.data(), targets.data(), N, V, Vp);
   EXPECT_EQ(logits, logits2);
   EXPECT_EQ(counted, 5u);
   EXPECT_EQ(counted, counted2);

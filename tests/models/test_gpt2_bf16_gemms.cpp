@@ -1,7 +1,7 @@
 // GPT-2 on the CPU with bf16 GEMMs (ds_config bf16 on CPU ranks): the same model and weights as
-// fp32, its matmuls, attention products and classifier fed bf16-rounded operands. Three runs of one batch are
-// compared: fp32, bf16 on oneDNN's kernels, and bf16 on the fp32 fallback (DSX_CPU_BF16_GEMM=off),
-// which multiplies the same rounded operands.
+// fp32, its matmuls, attention products and classifier fed bf16-rounded operands. Three runs of one
+// batch are compared: fp32, bf16 on oneDNN's kernels, and bf16 on the fp32 fallback
+// (DSX_CPU_BF16_GEMM=off), which multiplies the same rounded operands.
 #include <gtest/gtest.h>
 
 #include <cmath>
