@@ -8,6 +8,9 @@ cross-entropy, residual adds, copies) and GEMMs running below that rate.
 Memory phases: the limit is the bytes the phase must move at the rate one core copies memory
 (step_limits.c, fastest of its copies of 64 MiB: a copy reads and writes, so bytes moved = 2 x bytes copied).
 Waits: the limit is 0, since overlap_comm can hide the communication behind backward.
+--bf16 (the job with ds_config bf16): a GEMM phase's limit is the time oneDNN's bf16 matmul alone
+takes at each of the phase's shapes (step_limits.c's bf16gemm lines: the classifier in dsx's
+vocabulary slices, the attention's products too, though dsx still runs those in fp32).
 """
 import argparse
 import json
@@ -17,8 +20,8 @@ from collections import defaultdict
 
 GEMMS = {
     "forward, layers": ("fwd_qkv", "fwd_attn_proj", "fwd_fc", "fwd_mlp_proj", "fwd_scores", "fwd_context"),
-    "forward head (classifier, cross-entropy)": ("fwd_classifier",),
-    "backward head": ("bwd_dx_classifier", "bwd_dw_classifier"),
+    "forward head (classifier, cross-entropy)": ("fwd_classifier", "fwd_classifier_tail"),
+    "backward head": ("bwd_dx_classifier", "bwd_dw_classifier", "bwd_dx_classifier_tail", "bwd_dw_classifier_tail"),
     "backward, layers": tuple(f"bwd_{d}_{lin}" for d in ("dx", "dw") for lin in ("qkv", "attn_proj", "fc", "mlp_proj"))
     + ("bwd_attention_TxhdxT", "bwd_attention_TxTxhd"),
 }
@@ -62,6 +65,7 @@ def main():
     ap.add_argument("--rows", type=int, required=True)
     ap.add_argument("--vocab", type=int, required=True)
     ap.add_argument("--accumulation", type=int, required=True)
+    ap.add_argument("--bf16", action="store_true", help="limits are bf16 matmul times per shape")
     a = ap.parse_args()
     ms, median, steps, partition = phase_spans(a.trace)
     sgemm = {}
@@ -74,9 +78,14 @@ def main():
     peak = max(rate for _, rate, _ in sgemm.values())
     rows = []
     for phase, names in GEMMS.items():
+        names = [n for n in names if n in sgemm]
         flops = sum(sgemm[n][2] * sgemm[n][0] * sgemm[n][1] * 1e9 for n in names)
-        limit = flops / peak / 1e6
-        what = f"{flops / 1e9:.1f} GFLOP at the run's best sgemm rate"
+        if a.bf16:  # each shape at its own bf16 matmul time
+            limit = sum(sgemm[n][2] * sgemm[n][0] for n in names) * 1e3
+            what = f"{flops / 1e9:.1f} GFLOP at oneDNN's bf16 matmul times at these shapes"
+        else:
+            limit = flops / peak / 1e6
+            what = f"{flops / 1e9:.1f} GFLOP at the run's best sgemm rate"
         if phase.startswith("forward head"):  # the logits written, then read by the softmax
             logits = 2 * 4.0 * a.rows * a.vocab * a.accumulation
             limit += logits / moved_per_ms
@@ -88,7 +97,7 @@ def main():
     for phase in ("wait for gradient reductions", "sum across ranks", "loss allreduce", "data"):
         rows.append((phase, ms.get(phase, 0.0), 0.0, "0: hidden behind compute" if phase != "data" else "0"))
     print(f"rank 0, {steps} steps traced: step {ms['step']:.1f} ms best, {median['step']:.1f} ms median;"
-          f" best sgemm rate (1 thread) {peak:.1f} GFLOP/s; memcpy {copy_gbs:.2f} GB/s copied (one core,"
+          f" best {'bf16 matmul' if a.bf16 else 'sgemm'} rate (1 thread) {peak:.1f} GFLOP/s; memcpy {copy_gbs:.2f} GB/s copied (one core,"
           f" 64 MiB); ZeRO partition {partition} elements")
     print("| phase | ms/step, best | ms/step, median | limit ms/step | limit / best | beyond the limit, ms/step | limit |")
     print("|---|---:|---:|---:|---:|---:|---|")
@@ -98,7 +107,7 @@ def main():
               f" {measured - limit:.1f} | {what} |")
     print(f"| sum of the rows | {sum(r[1] for r in rows):.1f} | | {sum(r[2] for r in rows):.1f} | | | |")
     per_gemm = sorted(sgemm.items(), key=lambda kv: -kv[1][0] * kv[1][2])
-    print("sgemm alone per step (ms) and GFLOP/s by shape: " +
+    print(f"{'bf16 matmul' if a.bf16 else 'sgemm'} alone per step (ms) and GFLOP/s by shape: " +
           ", ".join(f"{n} {s * c * 1e3:.0f} ms @ {g:.0f}" for n, (s, g, c) in per_gemm if c))
 
 

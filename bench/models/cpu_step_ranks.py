@@ -70,7 +70,7 @@ def gemm_bound(limits_path, deepspeed_seconds):
         sgemm[name] = (float(seconds), float(rate), int(count))
     sgemm.pop("memcpy")
     peak = max(rate for _, rate, _ in sgemm.values())
-    names = [n for phase in GEMMS.values() for n in phase]
+    names = [n for phase in GEMMS.values() for n in phase if n in sgemm]  # the tails: bf16's only
     flops = sum(sgemm[n][2] * sgemm[n][0] * sgemm[n][1] * 1e9 for n in names)
     bound = flops / peak / 1e9
     print(f"GEMM bound: {flops / 1e9:.1f} GFLOP per rank and step at {peak:.1f} GFLOP/s = {bound:.3f} s/step;"

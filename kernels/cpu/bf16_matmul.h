@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <type_traits>
 
 #include "kernels/cpu/decoder_layers.h"
@@ -23,6 +24,24 @@ void decoder_classifier_forward_bf16(float* logits, const float* inp, const floa
 void decoder_classifier_backward_bf16(float* dinp, float* dwte, const float* dlogits,
                                       const float* inp, const float* wte, size_t N, int C, int V,
                                       int Vp);
+// The classifier's forward with the cross-entropy's forward fused in: each row's max and sum of
+// exponentials are taken from each vocabulary slice of logits just written (an online softmax),
+// not in two more passes over all (N, V) logits. Writes the logits, lse and losses of
+// decoder_classifier_forward_bf16 + decoder_crossentropy_forward (lse to fp32 rounding, summed in
+// another order); returns the number of counted targets.
+size_t decoder_classifier_crossentropy_forward_bf16(float* logits, float* losses, float* lse,
+                                                    const float* inp, const float* wte,
+                                                    const int32_t* targets, size_t N, int C, int V,
+                                                    int Vp);
+
+// The cross-entropy's backward fused into the classifier's: d loss / d logits is made one
+// vocabulary slice at a time from the logits and lse of decoder_crossentropy_forward, rounded to
+// bf16 for the slice's products, and never stored; `logits` is left as it was. The same arithmetic
+// as decoder_crossentropy_backward followed by decoder_classifier_backward_bf16.
+void decoder_crossentropy_classifier_backward_bf16(float* dinp, float* dwte, const float* logits,
+                                                   const float* lse, const int32_t* targets,
+                                                   float dloss, const float* inp, const float* wte,
+                                                   size_t N, int C, int V, int Vp);
 
 template <class T>
 void decoder_matmul_forward_as(bool bf16, T* out, const T* inp, const T* weight, const T* bias,
@@ -54,6 +73,21 @@ void decoder_classifier_backward_as(bool bf16, T* dinp, T* dwte, const T* dlogit
   if constexpr (std::is_same_v<T, float>)
     if (bf16) return decoder_classifier_backward_bf16(dinp, dwte, dlogits, inp, wte, N, C, V, Vp);
   decoder_classifier_backward(dinp, dwte, dlogits, inp, wte, N, C, V, Vp);
+}
+
+// The head's backward from the logits: fused for bf16 (float); for fp32 and the double reference,
+// the logits become their gradient in place, then the classifier's backward reads them.
+template <class T>
+void decoder_crossentropy_classifier_backward_as(bool bf16, T* dinp, T* dwte, T* logits,
+                                                 const T* lse, const int32_t* targets, T dloss,
+                                                 const T* inp, const T* wte, size_t N, int C, int V,
+                                                 int Vp) {
+  if constexpr (std::is_same_v<T, float>)
+    if (bf16)
+      return decoder_crossentropy_classifier_backward_bf16(dinp, dwte, logits, lse, targets, dloss,
+                                                           inp, wte, N, C, V, Vp);
+  decoder_crossentropy_backward(logits, lse, targets, dloss, N, V, Vp);
+  decoder_classifier_backward(dinp, dwte, logits, inp, wte, N, C, V, Vp);
 }
 
 }  // namespace dsx::kernels::cpu

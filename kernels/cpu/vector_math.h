@@ -57,7 +57,7 @@ DSX_ALWAYS_INLINE inline T vtanh(T u) {
     return std::tanh(u);
 }
 
-// ---- one row, one SIMD level: max, sum of exp(x - shift), x = exp(x - shift) * scale ----
+// ---- one row, one SIMD level: max, sum of exp(x - shift), out = exp(x - shift) * scale ----
 // (GCC 12 vectorises the max reduction written as a comparison, not as std::max.)
 
 #define DSX_ROW_OPS(SUFFIX, TARGET)                                                                \
@@ -83,8 +83,8 @@ DSX_ALWAYS_INLINE inline T vtanh(T u) {
     return s;                                                                                      \
   }                                                                                                \
   template <class T>                                                                               \
-  TARGET void row_exp_scale_##SUFFIX(T* x, size_t n, T shift, T scale) {                           \
-    _Pragma("omp simd") for (size_t i = 0; i < n; ++i) x[i] = vexp(x[i] - shift) * scale;          \
+  TARGET void row_exp_scale_##SUFFIX(T* out, const T* x, size_t n, T shift, T scale) {             \
+    _Pragma("omp simd") for (size_t i = 0; i < n; ++i) out[i] = vexp(x[i] - shift) * scale;        \
   }
 
 DSX_ROW_OPS(avx512, DSX_TARGET_AVX512)
@@ -120,7 +120,12 @@ T row_exp_in_place(T* x, size_t n, T shift) {
 // x[i] = exp(x[i] - shift) * scale
 template <class T>
 void row_exp_scale(T* x, size_t n, T shift, T scale) {
-  DSX_ROW_DISPATCH(row_exp_scale, x, n, shift, scale)
+  DSX_ROW_DISPATCH(row_exp_scale, x, x, n, shift, scale)
+}
+// out[i] = exp(x[i] - shift) * scale: the same values, written elsewhere
+template <class T>
+void row_exp_scale_into(T* out, const T* x, size_t n, T shift, T scale) {
+  DSX_ROW_DISPATCH(row_exp_scale, out, x, n, shift, scale)
 }
 #undef DSX_ROW_DISPATCH
 

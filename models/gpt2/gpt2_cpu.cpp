@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "dsx/error.h"
+#include "kernels/cpu/bf16_attention.h"
 #include "kernels/cpu/bf16_matmul.h"
 #include "kernels/cpu/decoder_layers.h"
 #include "models/token_batch.h"
@@ -103,7 +104,8 @@ void GPT2Cpu<T>::block_forward(int block, BlockActs& a, T* res_out, const T* res
   kc::decoder_layernorm_forward(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), res_in, p.ln1w, p.ln1b, N, C);
   kc::decoder_matmul_forward_as(bf16_gemms_, a.qkv.data(), a.ln1.data(), p.qkvw, p.qkvb, N, C, 3 * C);
   adapt_forward(block, Gpt2Projection::c_attn, a.qkv.data(), a.ln1.data());
-  kc::decoder_attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), B_, T_, C, NH);
+  kc::decoder_attention_forward_as(bf16_gemms_, a.atty.data(), a.att.data(), a.qkv.data(), B_, T_,
+                                   C, NH);
   kc::decoder_matmul_forward_as(bf16_gemms_, tmp_.data(), a.atty.data(), p.attprojw, p.attprojb, N, C, C);
   adapt_forward(block, Gpt2Projection::attn_proj, tmp_.data(), a.atty.data());
   kc::decoder_residual_forward(a.res2.data(), res_in, tmp_.data(), N * C);
@@ -133,7 +135,8 @@ void GPT2Cpu<T>::block_backward(int block, T* dres, BlockActs& a, const T* res_i
   // res2 = input + attproj(attention(qkv(ln1(input))))
   kc::decoder_matmul_backward_as(bf16_gemms_, datty_.data(), g.attprojw, g.attprojb, dres, a.atty.data(), p.attprojw, N, C, C);
   adapt_backward(block, Gpt2Projection::attn_proj, datty_.data(), dres, a.atty.data());
-  kc::decoder_attention_backward(dqkv_.data(), datty_.data(), a.qkv.data(), a.att.data(), B_, T_, C, NH);
+  kc::decoder_attention_backward_as(bf16_gemms_, dqkv_.data(), datty_.data(), a.qkv.data(),
+                                    a.att.data(), B_, T_, C, NH);
   kc::decoder_matmul_backward_as(bf16_gemms_, dln_.data(), g.qkvw, g.qkvb, dqkv_.data(), a.ln1.data(), p.qkvw, N, C, 3 * C);
   adapt_backward(block, Gpt2Projection::c_attn, dln_.data(), dqkv_.data(), a.ln1.data());
   kc::decoder_layernorm_backward(dres, g.ln1w, g.ln1b, dln_.data(), res_in, p.ln1w, a.ln1_mean.data(),
@@ -164,14 +167,26 @@ float GPT2Cpu<T>::forward(const int32_t* inputs, const int32_t* targets, int B, 
   const T* lnfw = static_cast<const T*>(access.param(gpt2_param_index(config_, kLnfw, 0)));
   const T* lnfb = static_cast<const T*>(access.param(gpt2_param_index(config_, kLnfb, 0)));
   kc::decoder_layernorm_forward(lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), residual_[L].data(), lnfw, lnfb, N, C);
-  kc::decoder_classifier_forward_as(bf16_gemms_, logits_.data(), lnf_.data(), wte, N, C, V, Vp);
+  // bf16: the loss is taken from each vocabulary slice while it is in cache.
+  bool loss_taken = false;
+  if constexpr (std::is_same_v<T, float>) {
+    if (bf16_gemms_ && has_targets_) {
+      counted_ = kc::decoder_classifier_crossentropy_forward_bf16(
+          logits_.data(), losses_.data(), lse_.data(), lnf_.data(), wte, targets, N, C, V, Vp);
+      loss_taken = true;
+    }
+  }
+  if (!loss_taken)
+    kc::decoder_classifier_forward_as(bf16_gemms_, logits_.data(), lnf_.data(), wte, N, C, V, Vp);
   access.release(L + 1);
   access.release(0);
 
   mean_loss_ = 0;
-  counted_ = 0;
+  if (!loss_taken) counted_ = 0;
   if (has_targets_) {
-    counted_ = kc::decoder_crossentropy_forward(losses_.data(), lse_.data(), logits_.data(), targets, N, V, Vp);
+    if (!loss_taken)
+      counted_ = kc::decoder_crossentropy_forward(losses_.data(), lse_.data(), logits_.data(),
+                                                  targets, N, V, Vp);
     mean_loss_ = kc::decoder_mean_loss(losses_.data(), N, counted_);
   }
   return static_cast<float>(mean_loss_);
@@ -183,7 +198,8 @@ void GPT2Cpu<T>::backward(ParamAccess& access, GradSink& sink, float grad_scale)
     throw Error(ErrorKind::Usage, "GPT-2 backward: the last forward had no targets, so there is no loss to differentiate");
   const size_t N = static_cast<size_t>(B_) * T_;
   const int L = config_.num_layers, C = config_.channels, V = config_.vocab_size, Vp = config_.padded_vocab_size;
-  has_targets_ = false;  // the logits become their gradient below
+  // The logits become their gradient below (in fp32; bf16 makes it per slice).
+  has_targets_ = false;
 
   // Head: logits = lnf(residual_L) @ wte^T, tied to the embedding (layer 0).
   auto head = std::make_optional<trace::Scope>("backward head", "layer");
@@ -193,8 +209,9 @@ void GPT2Cpu<T>::backward(ParamAccess& access, GradSink& sink, float grad_scale)
   const T* wte = static_cast<const T*>(access.param(gpt2_param_index(config_, kWte, 0)));
   T* dwte = static_cast<T*>(sink.grad(gpt2_param_index(config_, kWte, 0)));
   T dloss = counted_ ? static_cast<T>(grad_scale) / static_cast<T>(counted_) : T(0);
-  kc::decoder_crossentropy_backward(logits_.data(), lse_.data(), targets_.data(), dloss, N, V, Vp);
-  kc::decoder_classifier_backward_as(bf16_gemms_, dln_.data(), dwte, logits_.data(), lnf_.data(), wte, N, C, V, Vp);
+  kc::decoder_crossentropy_classifier_backward_as(bf16_gemms_, dln_.data(), dwte, logits_.data(),
+                                                  lse_.data(), targets_.data(), dloss, lnf_.data(),
+                                                  wte, N, C, V, Vp);
   std::fill(dres_.begin(), dres_.begin() + N * C, T(0));
   kc::decoder_layernorm_backward(dres_.data(), static_cast<T*>(sink.grad(gpt2_param_index(config_, kLnfw, 0))),
                               static_cast<T*>(sink.grad(gpt2_param_index(config_, kLnfb, 0))), dln_.data(),

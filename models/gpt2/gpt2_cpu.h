@@ -33,8 +33,9 @@ class GPT2Cpu final : public DecoderModel<GPT2Config, gpt2_forward_flops> {
 
   // Mean loss of the last forward in the model's own precision (the double reference needs it).
   T mean_loss() const { return mean_loss_; }
-  // ds_config bf16 on CPU ranks: the matmuls and classifier take bf16 operands and sum in fp32
-  // (kernels/cpu/bf16_matmul.h); parameters and everything else stay T. Ignored for T = double.
+  // ds_config bf16 on CPU ranks: the matmuls, the attention's products and the classifier take
+  // bf16 operands and sum in fp32 (kernels/cpu/bf16_matmul.h, bf16_attention.h); parameters and
+  // everything else stay T. Ignored for T = double.
   void set_bf16_gemms(bool on) { bf16_gemms_ = on; }
   // Adapters beside the block projections (LoRA), or null; not owned. The float model only.
   void set_adapters(Gpt2ProjectionAdapters* adapters);

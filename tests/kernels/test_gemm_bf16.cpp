@@ -87,6 +87,9 @@ const Case kModelCases[] = {
     {false, false, 67, 45, 300, false},  // backward: d inp = dout (N, OC) @ W (OC, C)
     {true, false, 45, 38, 257, true},    // backward: d W += dout^T (OC, N) @ inp (N, C)
     {false, true, 130, 129, 64, true},   // forward accumulating into C
+    // accumulating over more rows of C than gemm_bf16's 2^18-float scratch chunk holds
+    {true, false, 700, 400, 33, true},
+    {false, false, 700, 400, 40, true},
 };
 
 class ScopedEnv {
@@ -173,6 +176,103 @@ TEST(GemmBf16, ClassifierInVocabularySlicesMatchesFloat64) {
   EXPECT_LT(worst_relative(dwte, dwte64), 1e-6);
   for (size_t r = 0; r < N; ++r)
     for (int j = V; j < Vp; ++j) ASSERT_EQ(logits[r * Vp + j], 7.0f) << "padding written";
+}
+
+}  // namespace
+
+namespace {
+
+// The bf16 linear layer's backward takes the bias gradient (dout's column sums) in the pass that
+// rounds dout: it must add the same fp32 sums, in the same order, as the fp32 layer's
+// add_column_sums, onto what dbias held; d inp and d W match float64 on the rounded operands.
+TEST(GemmBf16, LinearBackwardBiasGradientEqualsColumnSums) {
+  const size_t N = 37;
+  const int C = 24, OC = 72;
+  const auto dout = normal_floats(N * OC, 5), inp = normal_floats(N * C, 6),
+             w = normal_floats(size_t(OC) * C, 7);
+  const auto db0 = normal_floats(OC, 8), dw0 = normal_floats(size_t(OC) * C, 9);
+  std::vector<float> dinp(N * C), dw = dw0, db = db0, db_fp32 = db0;
+  k::cpu::decoder_matmul_backward_bf16(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(),
+                                       w.data(), N, C, OC);
+  k::cpu::add_column_sums(db_fp32.data(), dout.data(), N, OC, 0, OC);
+  EXPECT_EQ(db, db_fp32);
+  EXPECT_NE(db, db0);
+  const auto dout64 = bf16_rounded(dout), inp64 = bf16_rounded(inp), w64 = bf16_rounded(w);
+  std::vector<double> dinp64(N * C), dw64(dw0.begin(), dw0.end());
+  k::cpu::decoder_matmul_backward<double>(dinp64.data(), dw64.data(), nullptr, dout64.data(),
+                                          inp64.data(), w64.data(), N, C, OC);
+  EXPECT_LT(worst_relative(dinp, dinp64), 1e-5);
+  EXPECT_LT(worst_relative(dw, dw64), 1e-5);
+}
+
+}  // namespace
+
+namespace {
+
+// The fused head backward (cross-entropy into the classifier, bf16) must give what the two
+// unfused steps give: the same dlogits arithmetic rounded the same way, so d inp and d wte equal
+// decoder_crossentropy_backward + decoder_classifier_backward_bf16 to fp32 summation, an ignored
+// target (-1) contributes nothing, and the logits are left untouched.
+TEST(GemmBf16, FusedCrossEntropyClassifierBackwardEqualsTheTwoSteps) {
+  const size_t N = 7;
+  const int C = 16, V = 2048 + 77, Vp = V + 3;
+  const auto inp = normal_floats(N * C, 11), wte = normal_floats(size_t(V) * C, 12);
+  auto logits = normal_floats(N * Vp, 13);
+  const std::vector<int32_t> targets = {3, 2047, 2048, -1, V - 1, 0, 1500};
+  std::vector<float> lse(N), losses(N);
+  k::cpu::decoder_crossentropy_forward(losses.data(), lse.data(), logits.data(), targets.data(), N,
+                                       V, Vp);
+  const std::vector<float> logits0 = logits;
+  const float dloss = 0.125f;
+  std::vector<float> dinp(N * C), dwte(size_t(V) * C, 0.5f);
+  k::cpu::decoder_crossentropy_classifier_backward_bf16(dinp.data(), dwte.data(), logits.data(),
+                                                        lse.data(), targets.data(), dloss,
+                                                        inp.data(), wte.data(), N, C, V, Vp);
+  EXPECT_EQ(logits, logits0) << "the fused backward wrote the logits";
+  std::vector<float> dinp2(N * C), dwte2(size_t(V) * C, 0.5f), dlogits = logits0;
+  k::cpu::decoder_crossentropy_backward(dlogits.data(), lse.data(), targets.data(), dloss, N, V,
+                                        Vp);
+  k::cpu::decoder_classifier_backward_bf16(dinp2.data(), dwte2.data(), dlogits.data(), inp.data(),
+                                           wte.data(), N, C, V, Vp);
+  const std::vector<double> dinp64(dinp2.begin(), dinp2.end()), dwte64(dwte2.begin(), dwte2.end());
+  EXPECT_LT(worst_relative(dinp, dinp64), 1e-6);
+  EXPECT_LT(worst_relative(dwte, dwte64), 1e-6);
+  const double gap = worst_relative(dwte, std::vector<double>(size_t(V) * C, 0.5));
+  EXPECT_GT(gap, 1e-3) << "d wte did not move: the test would pass on a no-op";
+}
+
+}  // namespace
+
+namespace {
+
+// The fused forward head (classifier + cross-entropy, bf16) writes the classifier's logits bit
+// for bit, and lse and losses within fp32 rounding of the two-pass cross-entropy (its sums run
+// slice by slice with a rescale, so only the order of additions differs); an ignored target (-1)
+// is not counted and has loss 0. Targets in the first, second and last (partial) slice.
+TEST(GemmBf16, FusedClassifierCrossEntropyForwardEqualsTheTwoSteps) {
+  const size_t N = 6;
+  const int C = 16, V = 2 * 2048 + 77, Vp = V + 3;
+  auto inp = normal_floats(N * C, 14);
+  for (size_t i = 0; i < C; ++i) inp[i] *= 8.0f;  // a row whose max sits far above the rest
+  const auto wte = normal_floats(size_t(V) * C, 15);
+  const std::vector<int32_t> targets = {3, 2047, 2048, -1, V - 1, 4100};
+  std::vector<float> logits(N * Vp, 7.0f), losses(N), lse(N);
+  const size_t counted = k::cpu::decoder_classifier_crossentropy_forward_bf16(
+      logits.data(), losses.data(), lse.data(), inp.data(), wte.data(), targets.data(), N, C, V,
+      Vp);
+  std::vector<float> logits2(N * Vp, 7.0f), losses2(N), lse2(N);
+  k::cpu::decoder_classifier_forward_bf16(logits2.data(), inp.data(), wte.data(), N, C, V, Vp);
+  const size_t counted2 = k::cpu::decoder_crossentropy_forward(
+      losses2.data(), lse2.data(), logits2.data(), targets.data(), N, V, Vp);
+  EXPECT_EQ(logits, logits2);
+  EXPECT_EQ(counted, 5u);
+  EXPECT_EQ(counted, counted2);
+  for (size_t r = 0; r < N; ++r) {
+    EXPECT_NEAR(lse[r], lse2[r], 2e-6 * std::fabs(lse2[r]) + 1e-6) << "row " << r;
+    EXPECT_NEAR(losses[r], losses2[r], 2e-6 * std::fabs(lse2[r]) + 1e-6) << "row " << r;
+  }
+  EXPECT_EQ(losses[3], 0.0f);
+  EXPECT_GT(losses[0], 1.0f);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // GPT-2 on the CPU with bf16 GEMMs (ds_config bf16 on CPU ranks): the same model and weights as
-// fp32, its matmuls and classifier fed bf16-rounded operands. Three runs of one batch are
-// compared: fp32, bf16 on oneDNN's kernels, and bf16 on the fp32 fallback (DSX_CPU_BF16_GEMM=off),
-// which multiplies the same rounded operands.
+// fp32, its matmuls, attention products and classifier fed bf16-rounded operands. Three runs of one
+// batch are compared: fp32, bf16 on oneDNN's kernels, and bf16 on the fp32 fallback
+// (DSX_CPU_BF16_GEMM=off), which multiplies the same rounded operands.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -55,8 +55,8 @@ double relative_difference(const std::vector<float>& a, const std::vector<float>
 // bf16 keeps 8 significant bits: rounding an operand errs by at most 2^-9 relative, a product of
 // two rounded operands by 2^-8. Errors of that size in every GEMM, summed with random signs, and
 // carried through two blocks and the head: the gradient vector and the loss stay within a few
-// 2^-8 of fp32 (measured: loss 4e-5, gradients 3.9e-3 relative), and must differ from it by more
-// than fp32's own noise (1e-6), or the bf16 path did not run.
+// 2^-8 of fp32 (measured: loss 5.9e-5, gradients 4.0e-3 relative, the attention in bf16 too), and
+// must differ from it by more than fp32's own noise (1e-6), or the bf16 path did not run.
 constexpr double kBf16Unit = 1.0 / 256;
 
 TEST(Gpt2Bf16Gemms, TrainsLikeFp32WithinBf16Rounding) {
@@ -72,7 +72,9 @@ TEST(Gpt2Bf16Gemms, TrainsLikeFp32WithinBf16Rounding) {
 
 // The fallback multiplies the same bf16 operands exactly and sums in fp32, so it differs from
 // oneDNN's kernels by fp32 summation order, plus the rare operand that then rounds to the
-// neighbouring bf16 value: far below bf16's own unit (measured: loss 0, gradients 1.3e-4).
+// neighbouring bf16 value. The attention rounds values made by earlier products (its
+// probabilities and the scores' gradient), where such flips compound: below half of bf16's unit
+// (measured: loss 1.2e-5, gradients 7.8e-4; 0 and 1.3e-4 before the attention took bf16).
 TEST(Gpt2Bf16Gemms, FallbackAgreesWithTheNativeKernel) {
   const StepResult native = run_once(true);
   setenv("DSX_CPU_BF16_GEMM", "off", 1);
@@ -82,7 +84,7 @@ TEST(Gpt2Bf16Gemms, FallbackAgreesWithTheNativeKernel) {
   const double grad_rel = relative_difference(native.grads, fallback.grads);
   std::printf("native vs fallback: loss %.3g, gradients %.3g relative\n", loss_rel, grad_rel);
   EXPECT_LT(loss_rel, kBf16Unit / 16);
-  EXPECT_LT(grad_rel, kBf16Unit / 4);
+  EXPECT_LT(grad_rel, kBf16Unit / 2);
 }
 
 TEST(Gpt2Bf16Gemms, FactoryTurnsThemOnForCpuBf16Runs) {
