@@ -16,7 +16,9 @@ model=${MODEL:-gpt2-bench}
 steps=${STEPS:-6}
 sub_group=${SUB_GROUP:-2000000}
 [[ -f $build/CMakeCache.txt ]] || cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build" --target bench_swap dsx -j"${JOBS:-2}" >/dev/null
+targets=(bench_swap)
+[[ ${TRAIN:-1} == 0 ]] || targets+=(dsx)
+cmake --build "$build" --target "${targets[@]}" -j"${JOBS:-2}" >/dev/null
 work=$(mktemp -d "$dir/dsx-bench-swap-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
