@@ -1,17 +1,22 @@
 // Swap bandwidth of dsx's direct-I/O layer (swap/aio_handle.h) beside fio's O_DIRECT sequential
 // write and read with libaio, on the same disk, in the same run. Prints markdown tables.
 //
-//   bench_swap --dir DIR [--mib 512] [--rounds 5] [--setting MiB,depth,workers ...]
+//   bench_swap --dir DIR [--mib 512] [--rounds 5] [--setting MiB,depth,workers ...] [--no_thp]
 // Both sides sweep the same grid: block size 1M/8M x queue depth 8/64 x workers 1/2 (fio: --bs,
 // --iodepth, --numjobs; dsx: aio block_size, queue_depth, intra_op_parallelism). Each round runs
 // every setting on both sides, dsx and fio taking turns going first, each side reading right
 // after its own write. A side's best setting is the one with the highest median; its median and
 // best over the rounds are reported beside the other side's at its own best setting.
 //
-// Like with like: both files are reserved with fallocate and laid out (written once, untimed)
-// before the sweep, so every timed write overwrites written blocks, as a swap file is from its
-// second step on. A last phase times the first write into a freshly reserved file (unwritten
-// extents the file system converts as the write lands), both sides at their best write setting.
+// Like with like: at every setting each side first reserves its file afresh (fallocate: unwritten
+// extents the file system converts as the write lands) and times that first write, then times a
+// second write over the now written blocks (what a swap file sees from its second step on: it is
+// reserved once and never extended), then the read. fio runs with --fallocate=none on the file
+// reserved for it, so neither side's timed write extends or lays out a file.
+// dsx's buffers are transparent huge pages (swap/aligned_buffer.cpp), fio's malloc'd ones are not:
+// --no_thp turns them off for this process, so both sides pin 4 KiB pages.
+#include <sys/prctl.h>
+
 #include <algorithm>
 #include <array>
 #include <boost/program_options.hpp>
@@ -78,8 +83,6 @@ class Disk {
     for (size_t i = 0; i < bytes; i += 4096) b[i] = static_cast<char>(i >> 12);
     reserve(dsx_file_);
     reserve(fio_file_);
-    lay_out(dsx_file_);
-    lay_out(fio_file_);
   }
   // A fresh file: the old blocks freed, the space reserved again as unwritten extents.
   void reserve(const std::string& name) { dir_.create_file(name, bytes_); }
@@ -109,9 +112,6 @@ class Disk {
   const std::string fio_file_ = "fio.dat";
 
  private:
-  void lay_out(const std::string& name) {
-    dsx::swap::AioHandle({}).write(path(name), buffer_.data(), bytes_, 0);
-  }
   size_t bytes_;
   dsx::swap::SwapDirectory dir_;
   dsx::swap::AlignedBuffer buffer_;
@@ -120,8 +120,13 @@ class Disk {
 enum Side { kDsx, kFio };
 constexpr std::array<Side, 2> kSides{kDsx, kFio};
 
-// Bandwidths per side, direction (0 write, 1 read) and grid point, one per round.
-using Samples = std::array<std::array<std::vector<std::vector<double>>, 2>, 2>;
+// What one pass at a setting times, in the order they run.
+enum Pass { kFreshWrite, kOverwrite, kRead };
+constexpr std::array<const char*, 3> kPassNames{"write (fresh fallocated file)",
+                                                "write (overwrite)", "read"};
+
+// Bandwidths per side, pass and grid point, one per round.
+using Samples = std::array<std::array<std::vector<std::vector<double>>, 3>, 2>;
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -148,8 +153,10 @@ Samples sweep(Disk& disk, const std::vector<Setting>& grid, int rounds) {
     for (size_t i = 0; i < grid.size(); ++i) {
       const bool fio_first = (static_cast<size_t>(r) + i) % 2 == 1;
       for (Side side : fio_first ? std::array{kFio, kDsx} : kSides) {
-        samples[side][0][i].push_back(pass(disk, side, IoKind::Write, grid[i]));
-        samples[side][1][i].push_back(pass(disk, side, IoKind::Read, grid[i]));
+        disk.reserve(side == kDsx ? disk.dsx_file_ : disk.fio_file_);
+        samples[side][kFreshWrite][i].push_back(pass(disk, side, IoKind::Write, grid[i]));
+        samples[side][kOverwrite][i].push_back(pass(disk, side, IoKind::Write, grid[i]));
+        samples[side][kRead][i].push_back(pass(disk, side, IoKind::Read, grid[i]));
       }
     }
   return samples;
@@ -162,18 +169,6 @@ size_t best_setting(const std::vector<std::vector<double>>& by_setting) {
   return top;
 }
 
-// The first write into a freshly reserved file, each side at its best overwrite setting.
-std::array<std::vector<double>, 2> fresh_writes(Disk& disk, const std::array<Setting, 2>& at,
-                                                int rounds) {
-  std::array<std::vector<double>, 2> out;
-  for (int r = 0; r < rounds; ++r)
-    for (Side side : r % 2 ? std::array{kFio, kDsx} : kSides) {
-      disk.reserve(side == kDsx ? disk.dsx_file_ : disk.fio_file_);
-      out[side].push_back(pass(disk, side, IoKind::Write, at[side]));
-    }
-  return out;
-}
-
 std::string load_average() {
   std::ifstream in("/proc/loadavg");
   std::string one, five, fifteen;
@@ -183,13 +178,13 @@ std::string load_average() {
 
 void print_grid(const std::vector<Setting>& grid, const Samples& s) {
   std::printf(
-      "| block, queue depth, workers (fio: jobs) | dsx write | fio write | dsx read | fio read "
-      "|\n|---|---:|---:|---:|---:|\n");
+      "| block, queue depth, workers (fio: jobs) | dsx fresh write | fio fresh write | dsx "
+      "overwrite | fio overwrite | dsx read | fio read |\n|---|---:|---:|---:|---:|---:|---:|\n");
   for (size_t i = 0; i < grid.size(); ++i) {
-    std::printf("| %zuM, %d, %d | %.2f | %.2f | %.2f | %.2f |\n", grid[i].block >> 20,
-                grid[i].depth, grid[i].workers, median(s[kDsx][0][i]) / 1e9,
-                median(s[kFio][0][i]) / 1e9, median(s[kDsx][1][i]) / 1e9,
-                median(s[kFio][1][i]) / 1e9);
+    std::printf("| %zuM, %d, %d |", grid[i].block >> 20, grid[i].depth, grid[i].workers);
+    for (Pass p : {kFreshWrite, kOverwrite, kRead})
+      std::printf(" %.2f | %.2f |", median(s[kDsx][p][i]) / 1e9, median(s[kFio][p][i]) / 1e9);
+    std::printf("\n");
   }
 }
 
@@ -203,7 +198,7 @@ void print_best_row(const char* what, const std::array<Setting, 2>& at,
               fb > 0 ? db / fb : 0.0);
 }
 
-void report(const std::vector<Setting>& grid, const Samples& s, Disk& disk, int rounds) {
+void report(const std::vector<Setting>& grid, const Samples& s, int rounds) {
   std::printf("Median GB/s of %d rounds at every setting:\n\n", rounds);
   print_grid(grid, s);
   std::printf(
@@ -212,19 +207,16 @@ void report(const std::vector<Setting>& grid, const Samples& s, Disk& disk, int 
       "fio best | dsx / fio median | dsx / fio best |\n"
       "|---|---|---:|---:|---|---:|---:|---:|---:|\n",
       rounds);
-  std::array<Setting, 2> write_at{};
-  for (int d = 0; d < 2; ++d) {
+  for (Pass p : {kOverwrite, kFreshWrite, kRead}) {
     std::array<Setting, 2> at{};
     std::array<std::vector<double>, 2> v;
     for (Side side : kSides) {
-      const size_t i = best_setting(s[side][static_cast<size_t>(d)]);
+      const size_t i = best_setting(s[side][p]);
       at[side] = grid[i];
-      v[side] = s[side][static_cast<size_t>(d)][i];
+      v[side] = s[side][p][i];
     }
-    print_best_row(d == 0 ? "write (overwrite)" : "read", at, v);
-    if (d == 0) write_at = at;
+    print_best_row(kPassNames[p], at, v);
   }
-  print_best_row("write (fresh fallocated file)", write_at, fresh_writes(disk, write_at, rounds));
 }
 
 }  // namespace
@@ -235,13 +227,16 @@ int main(int argc, char** argv) {
   size_t mib = 512;
   int rounds = 5;
   std::vector<std::string> only;
+  bool no_thp = false;
   po::options_description flags("bench_swap");
   flags.add_options()("help", "this text")("dir", po::value(&dir)->required(),
                                            "a directory on the disk to test")(
       "mib", po::value(&mib)->default_value(512), "file size in MiB (a multiple of 16)")(
       "rounds", po::value(&rounds)->default_value(5), "rounds of the sweep (median and best)")(
       "setting", po::value(&only)->composing(),
-      "MiB,depth,workers: sweep only these settings (repeatable), e.g. --setting 8,64,2");
+      "MiB,depth,workers: sweep only these settings (repeatable), e.g. --setting 8,64,2")(
+      "no_thp", po::bool_switch(&no_thp),
+      "dsx's buffers in 4 KiB pages, as fio's are (no transparent huge pages)");
   po::variables_map vars;
   if (auto stop = dsx::bench::parse_bench_flags(argc, argv, flags, vars, "bench_swap"))
     return *stop;
@@ -251,12 +246,16 @@ int main(int argc, char** argv) {
   }
   try {
     const std::vector<Setting> grid = sweep_grid(only);
+    if (no_thp && ::prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) != 0) {
+      throw std::runtime_error("--no_thp: prctl(PR_SET_THP_DISABLE) failed");
+    }
     const std::string load_before = load_average();
     Disk disk(dir, mib << 20);
     const Samples samples = sweep(disk, grid, rounds);
-    std::printf("%zu MiB files in %s, %d rounds; load average %s before, %s after the sweep\n\n",
-                mib, dir.c_str(), rounds, load_before.c_str(), load_average().c_str());
-    report(grid, samples, disk, rounds);
+    std::printf("%zu MiB files in %s, %d rounds%s; load average %s before, %s after the sweep\n\n",
+                mib, dir.c_str(), rounds, no_thp ? ", dsx without huge pages" : "",
+                load_before.c_str(), load_average().c_str());
+    report(grid, samples, rounds);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_swap: %s\n", e.what());
     return 1;

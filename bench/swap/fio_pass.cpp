@@ -10,8 +10,8 @@ namespace dsx::bench {
 
 std::string fio_command(const FioJob& job) {
   const size_t part = job.bytes / static_cast<size_t>(job.numjobs);
-  // --fallocate=none: the file is laid out before the first pass, as dsx's is, so every timed
-  // write overwrites written blocks on both sides.
+  // --fallocate=none: the bench reserved the file as it reserves dsx's; fio must not reserve it
+  // again (or lay it out) before its timed pass.
   return "fio --name=dsx --filename=" + job.file + " --rw=" + job.rw +
          " --bs=" + std::to_string(job.bs) + " --size=" + std::to_string(part) +
          " --offset_increment=" + std::to_string(part) +

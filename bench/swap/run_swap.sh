@@ -4,7 +4,8 @@
 # offload_optimizer / offload_param device "nvme" against no offload: the same 2-rank stage-3
 # dsx train job in memory and swapped, step times from wall_clock_breakdown.
 # usage: bash bench/swap/run_swap.sh [build-dir]   (env DIR: a directory on the disk to test,
-#        MIB: bench_swap's file size, ROUNDS: its rounds, TRAIN=0: bench_swap only,
+#        MIB: bench_swap's file size, ROUNDS: its rounds, NO_THP=1: dsx's buffers in 4 KiB
+#        pages as fio's are, TRAIN=0: bench_swap only,
 #        MODEL: the dsx train preset, STEPS, SUB_GROUP: sub_group_size,
 #        PARAM_BUFFER: offload_param.buffer_size)
 set -euo pipefail
@@ -22,7 +23,7 @@ cmake --build "$build" --target "${targets[@]}" -j"${JOBS:-2}" >/dev/null
 work=$(mktemp -d "$dir/dsx-bench-swap-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-"$build/bench/swap/bench_swap" --dir "$work" --mib "$mib" --rounds "${ROUNDS:-5}"
+"$build/bench/swap/bench_swap" --dir "$work" --mib "$mib" --rounds "${ROUNDS:-5}" ${NO_THP:+--no_thp}
 [[ ${TRAIN:-1} == 0 ]] && exit 0
 
 # $1: the offload block ("" for none). Prints the mean optimizer-step and whole-step ms of the

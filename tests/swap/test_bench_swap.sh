@@ -10,10 +10,10 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 out=$("$bench" --dir "$work" --mib 16 --rounds 2 --setting 1,8,1 --setting 8,8,2)
 echo "$out"
-# The grid: one row per setting, four positive bandwidths each.
+# The grid: one row per setting, six positive bandwidths each (fresh write, overwrite, read).
 for setting in "1M, 8, 1" "8M, 8, 2"; do
   row=$(grep -F "| $setting |" <<<"$out") || fail "no grid row for $setting"
-  awk -F'|' '{ for (i = 3; i <= 6; i++) if ($i + 0 <= 0) exit 1 }' <<<"$row" ||
+  awk -F'|' '{ for (i = 3; i <= 8; i++) if ($i + 0 <= 0) exit 1 }' <<<"$row" ||
     fail "a zero bandwidth in: $row"
 done
 # The best-setting table: medians, bests and ratios all positive, for each direction.
