@@ -4,6 +4,7 @@
 #include "swap/aio_handle.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -55,6 +56,26 @@ int open_direct(const IoRequest& r) {
                     "run; the last checkpoint was not touched: resume from it.");
   }
   return fd;
+}
+
+// A swap file is reserved at its full size when it is made, so every transfer lies inside it: a
+// write past the end would extend the file (a slower, serialised path in the file system, and
+// space nobody reserved), a read past it would come back short. Either means the file was cut
+// short under us, or a caller's offsets are wrong.
+void check_inside_file(int fd, const IoRequest& r) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return;  // the transfer itself reports a broken file
+  const auto size = static_cast<size_t>(st.st_size);
+  if (r.offset + r.bytes <= size) return;
+  ::close(fd);
+  throw Error(ErrorKind::Io,
+              "swap file " + r.path + ": a " + (r.kind == IoKind::Read ? "read" : "write") +
+                  " of " + std::to_string(r.bytes) + " bytes at offset " +
+                  std::to_string(r.offset) + " reaches past the file's end (" +
+                  std::to_string(size) +
+                  " bytes); swap files keep the size they were made with, so it was truncated "
+                  "or replaced during the run (does another job use this nvme_path?). The last "
+                  "checkpoint was not touched: resume from it.");
 }
 
 void finish_part(IoState& state, std::exception_ptr error) {
@@ -142,6 +163,7 @@ IoTicket AioHandle::submit(const IoRequest& r) {
   auto state = std::make_shared<IoState>();
   if (r.bytes == 0) return {};
   state->fd = open_direct(r);
+  check_inside_file(state->fd, r);
   // Equal aligned parts, one per worker; a short request uses fewer workers.
   const size_t n = workers_.size();
   const size_t part = align_up((r.bytes + n - 1) / n, kDirectAlignment);

@@ -7,6 +7,7 @@
 // handle never creates files: a swap file is made (and its space reserved) by SwapFile, so a
 // file or directory that vanished during the run fails the next transfer with an error naming
 // it, instead of a fresh sparse file that would read back zeros.
+// Nor does it extend one: a transfer that reaches past the file's end is refused, naming it.
 #pragma once
 
 #include <chrono>

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# NVMe offload benchmarks: bench_swap (dsx's swap bandwidth beside fio, same disk, same run; with
-# BEST=1 also each at its best over a sweep of settings), then the step-time cost of
+# NVMe offload benchmarks: bench_swap (dsx's swap bandwidth beside fio, same disk, same run: both
+# sides over the same sweep of settings, alternating, ROUNDS rounds), then the step-time cost of
 # offload_optimizer / offload_param device "nvme" against no offload: the same 2-rank stage-3
 # dsx train job in memory and swapped, step times from wall_clock_breakdown.
 # usage: bash bench/swap/run_swap.sh [build-dir]   (env DIR: a directory on the disk to test,
-#        MIB: bench_swap's file size, REPS, BEST, MODEL: the dsx train preset, STEPS,
-#        SUB_GROUP: sub_group_size, PARAM_BUFFER: offload_param.buffer_size)
+#        MIB: bench_swap's file size, ROUNDS: its rounds, NO_THP=1: dsx's buffers in 4 KiB
+#        pages as fio's are, TRAIN=0: bench_swap only,
+#        MODEL: the dsx train preset, STEPS, SUB_GROUP: sub_group_size,
+#        PARAM_BUFFER: offload_param.buffer_size)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
@@ -15,11 +17,14 @@ model=${MODEL:-gpt2-bench}
 steps=${STEPS:-6}
 sub_group=${SUB_GROUP:-2000000}
 [[ -f $build/CMakeCache.txt ]] || cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build" --target bench_swap dsx -j"${JOBS:-2}" >/dev/null
+targets=(bench_swap)
+[[ ${TRAIN:-1} == 0 ]] || targets+=(dsx)
+cmake --build "$build" --target "${targets[@]}" -j"${JOBS:-2}" >/dev/null
 work=$(mktemp -d "$dir/dsx-bench-swap-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-"$build/bench/swap/bench_swap" --dir "$work" --mib "$mib" --reps "${REPS:-3}" ${BEST:+--best}
+"$build/bench/swap/bench_swap" --dir "$work" --mib "$mib" --rounds "${ROUNDS:-5}" ${NO_THP:+--no_thp}
+[[ ${TRAIN:-1} == 0 ]] && exit 0
 
 # $1: the offload block ("" for none). Prints the mean optimizer-step and whole-step ms of the
 # job's steps after the first (wall_clock_breakdown's per-step times).

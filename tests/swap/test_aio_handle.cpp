@@ -116,6 +116,34 @@ TEST_F(AioHandleTest, AVanishedSwapDirectoryIsAnErrorNamingTheFile) {
   EXPECT_THROW(handle.read(file, buffer.data(), 65536, 0), Error);
 }
 
+TEST_F(AioHandleTest, ATransferPastTheReservedEndIsRefusedAndNeverExtendsTheFile) {
+  SwapDirectory dir(root_.string(), "test", 4);
+  const std::string file = dir.create_file("state.swp", 65536);
+  AioHandle handle({.block_size = 16384, .queue_depth = 4, .intra_op_parallelism = 2});
+  AlignedBuffer buffer(131072, false);
+  handle.write(file, buffer.data(), 65536, 0);  // exactly the reserved size: fine
+  for (const auto& [bytes, offset] : {std::pair<size_t, size_t>{131072, 0}, {8192, 61440}}) {
+    try {
+      handle.write(file, buffer.data(), bytes, offset);
+      FAIL() << "a write of " << bytes << " bytes at " << offset << " went past the end";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::Io);
+      EXPECT_CONTAINS(e.what(), file);
+      EXPECT_CONTAINS(e.what(), "past the file's end (65536 bytes)");
+    }
+    EXPECT_EQ(fs::file_size(file), 65536u);
+  }
+  // Cut short under the run (another job, a cleaner): the next read names the file.
+  fs::resize_file(file, 32768);
+  try {
+    handle.read(file, buffer.data(), 65536, 0);
+    FAIL() << "a read past a truncated file's end succeeded";
+  } catch (const Error& e) {
+    EXPECT_CONTAINS(e.what(), file);
+    EXPECT_CONTAINS(e.what(), "truncated or replaced during the run");
+  }
+}
+
 TEST_F(AioHandleTest, ADiskTooSmallFailsWhenTheFileIsMadeNamingNvmePath) {
   // A real limit on file size, without root: RLIMIT_FSIZE makes fallocate past it fail (EFBIG),
   // as a full drive makes it fail with ENOSPC.
