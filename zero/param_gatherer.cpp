@@ -37,12 +37,20 @@ ParamGatherer::ParamGatherer(const ZeroLayout& layout, const ShardedParams& shar
 }
 
 ParamGatherer::~ParamGatherer() {
-  // A gather still queued writes into our buffers: let it land before they go.
-  try {
-    ctx_.comm_stream.synchronize(ctx_.options.comm_timeout);
-  } catch (...) {
-    // the communicator reports the failure elsewhere; nothing to save here
+  // A gather still queued writes into our buffers, and the model may still read a gathered
+  // layer: let both land before the buffers go. Each stream is waited for even when the other
+  // failed (a swap-in error fails the communication stream): an error path must still free in
+  // order.
+  for (device::Stream* stream : {&ctx_.comm_stream, &ctx_.compute}) {
+    try {
+      stream->synchronize(ctx_.options.comm_timeout);
+    } catch (...) {
+      // the failure was reported where it happened; what matters here is the wait
+    }
   }
+  // Each layer freed by its last user, as release() does: a layer the model used was read on
+  // the compute stream, not on the communication stream it was allocated on.
+  for (int l = 0; l < layout_.num_layers(); ++l) drop(l);
 }
 
 ParamGatherer::Gathered& ParamGatherer::start_gather(int layer, const char* why) {

@@ -129,10 +129,15 @@ void ZeroEngine::init_master(const float* initial) {
 }
 
 ZeroEngine::~ZeroEngine() {
-  try {
-    host_sync();
-  } catch (...) {
-    // a failed stream was reported where it failed; the buffers go either way
+  // Both streams waited for, each even when the other failed (host_sync() stops at the first
+  // failure): the buffers freed after this, on either stream, must be ordered after the work
+  // both queued, or the model's last reads race the frees.
+  for (device::Stream* stream : {comm_stream_.get(), &ctx_.compute}) {
+    try {
+      stream->synchronize(options_.comm_timeout);
+    } catch (...) {
+      // a failed stream was reported where it failed; the buffers go either way
+    }
   }
 }
 

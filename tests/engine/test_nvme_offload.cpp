@@ -238,6 +238,9 @@ TEST(NvmeOffload, AVanishedNvmePathStopsTheRunNamingItWithTheCheckpointIntact) {
   const std::string log = read_all(dir.file("log"));
   ASSERT_TRUE(WIFEXITED(status)) << log;
   EXPECT_NE(WEXITSTATUS(status), 0) << "the job went on without its swap files\n" << log;
+  // The error path tears the engine down in stream order: no rank aborts on the way out.
+  EXPECT_EQ(log.find("stream-order violation"), std::string::npos) << log;
+  EXPECT_EQ(log.find("terminated with signal"), std::string::npos) << log;
   // Whichever swap file the job touched first: the optimizer's or the parameters'.
   EXPECT_TRUE(log.find(dir.file("nvme/dsx_swap/optimizer/rank")) != std::string::npos ||
               log.find(dir.file("nvme/dsx_swap/params/rank")) != std::string::npos)
