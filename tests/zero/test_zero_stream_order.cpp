@@ -107,4 +107,36 @@ TEST_P(DroppedWait, IsCaughtByTheChecker) {
 
 INSTANTIATE_TEST_SUITE_P(Stages, DroppedWait, ::testing::Values(0, 1, 2, 3));
 
+// An error mid-step (the communication stream failed, as a vanished swap file fails it) with a
+// gathered layer still held by the model: the stage 3 engine is destroyed with the checker on,
+// and its teardown frees that layer after the model's read of it instead of aborting the process
+// on a stream-order violation.
+TEST(ZeroTeardown, AfterAFailedGatherFreesInStreamOrder) {
+  auto job = dsx::test::run_job(
+      1, dsx::test::test_options("tcp"),
+      [&](dsx::comm::Communicator& comm, int) {
+        std::vector<float> init(total(kParams), 0.5f);
+        DroppingDevice device(-1);
+        std::string report;
+        {
+          dsx::zero::ZeroEngine z(kParams, kLayers, init.data(), options_for(3), comm, device);
+          z.begin_micro_step(true);
+          z.acquire(0);  // read by the model on the compute stream, not released
+          device.host_task(
+              z.comm_stream(),
+              [] { throw dsx::Error(dsx::ErrorKind::Io, "the swap file vanished"); }, {},
+              "a failing swap-in");
+          try {
+            z.acquire(1);
+          } catch (const dsx::Error& e) {
+            report = e.what();
+          }
+        }  // the teardown under test: an abort here ends the whole test binary
+        if (report.find("the swap file vanished") == std::string::npos)
+          throw std::runtime_error("the gather after the failure did not fail with it: " + report);
+      },
+      std::chrono::seconds(60));
+  EXPECT_TRUE(job.all_ok()) << job.summary();
+}
+
 }  // namespace
