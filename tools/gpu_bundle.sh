@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Packs a CUDA build's GPU tests (tests/gpu/test_gpu_*), GPU benchmarks (bench/*/bench_gpu_*) and
-# dsx into one .tar.gz that a GPU machine runs with `tests/gpu/run.sh --bundle FILE`, with no
+# dsx into one .tar.xz (or .tar.gz) that a GPU machine runs with `tests/gpu/run.sh --bundle FILE`, with no
 # compiler, CMake or Debian libraries there (docs/gpu.md, "A bundle built here, run there").
 #
 #   bash tools/gpu_bundle.sh BUILD_DIR OUT_FILE
@@ -19,10 +19,17 @@ die() {
   echo "tools/gpu_bundle.sh: $*" >&2
   exit 1
 }
-[[ $# == 2 ]] || die "usage: tools/gpu_bundle.sh BUILD_DIR OUT_FILE (a CUDA or emulated build; OUT_FILE ends in .tar.gz)"
+[[ $# == 2 ]] || die "usage: tools/gpu_bundle.sh BUILD_DIR OUT_FILE (a CUDA or emulated build; OUT_FILE ends in .tar.xz or .tar.gz)"
 build=$(realpath -m "$1")
 out=$(realpath -m "$2")
 limit_mib=${DSX_BUNDLE_LIMIT_MIB:-60}
+# xz's large window finds the static code every test binary repeats (61 MiB as gzip, 24 as xz,
+# for CUDA 12's bundle): the one a lent machine carries is .tar.xz; .tar.gz packs faster.
+case $out in
+  *.tar.xz) compress=(-J) ;;
+  *.tar.gz) compress=(-z) ;;
+  *) die "OUT_FILE $out must end in .tar.xz or .tar.gz" ;;
+esac
 [[ -f $build/CMakeCache.txt ]] || die "$build is not a CMake build folder (no CMakeCache.txt)"
 command -v patchelf >/dev/null || die "patchelf is missing: bash tools/setup.sh installs it"
 case $(sed -n 's/^DSX_CUDA:[A-Z]*=//p' "$build/CMakeCache.txt") in
@@ -132,7 +139,7 @@ while read -r path; do
 done < <(find "$stage" -type f | sort)
 
 mkdir -p "$(dirname "$out")"
-timeout 300 tar -C "$work" -czf "$out.tmp" dsx-gpu-bundle
+XZ_OPT=-9 timeout 600 tar -C "$work" "${compress[@]}" -cf "$out.tmp" dsx-gpu-bundle
 mv "$out.tmp" "$out"
 size=$(stat -c %s "$out")
 awk '/^file / {n++; s += $3} END {printf "tools/gpu_bundle.sh: %d files, %.1f MiB unpacked\n", n, s / 1048576}' "$manifest"

@@ -20,6 +20,7 @@ packages=(
   libopenblas-dev               # CPU matmuls
   libdnnl-dev                   # CPU bf16 matmuls (oneDNN; AVX512_BF16 / AMX kernels)
   patchelf                      # tools/gpu_bundle.sh: bundled binaries find their libraries ($ORIGIN)
+  xz-utils                      # tools/gpu_bundle.sh: the bundle a lent GPU machine carries is .tar.xz
   libpcre2-dev                  # tokenizers: the pre-tokenizer regexes (Unicode classes, JIT)
   libutf8proc-dev               # tokenizers: NFC normalization and Unicode categories
   libsentencepiece-dev          # tokenizers: SentencePiece tokenizer.model files (Llama 2, Mistral)

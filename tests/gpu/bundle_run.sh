@@ -13,8 +13,9 @@ bundle_unpack() {
     bundle_dir=$(realpath "$src")
   elif [[ -f $src ]]; then
     mkdir -p "$scratch"
-    if ! timeout 300 tar -C "$scratch" -xzf "$src" 2>"$scratch/tar.err"; then
-      die 1 "cannot unpack $src ($(head -c 300 "$scratch/tar.err")): it is not a whole .tar.gz; copy it again,
+    # tar finds the compression (xz or gzip) from the file's first bytes
+    if ! timeout 300 tar -C "$scratch" -xf "$src" 2>"$scratch/tar.err"; then
+      die 1 "cannot unpack $src ($(head -c 300 "$scratch/tar.err")): it is not a whole .tar.xz or .tar.gz; copy it again,
   or make it again with tools/gpu_bundle.sh BUILD_DIR FILE"
     fi
     bundle_dir=$scratch/dsx-gpu-bundle
